@@ -1,0 +1,372 @@
+//! The append-only, hash-chained audit log (`audit.log.jsonl`).
+//!
+//! Each line is canonical JSON (sorted keys, compact, non-ASCII escaped as
+//! Python's `json.dumps(sort_keys=True, separators=(",", ":"))` does) with
+//! `prev_hash` (64 zeros for the first event) and
+//! `hash = sha256_hex(prev_hash + canonical_json(event without "hash"))`.
+//! The chain verifies with that rule alone.
+
+use crate::error::{Error, Result};
+use crate::ids::sha256_hex;
+use crate::model::AuditEvent;
+use serde::Serialize;
+use serde_json::Value;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Compact JSON with sorted keys and ASCII-only output.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out, true);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String, ascii: bool) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_string(s, out, ascii),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out, ascii);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out, ascii);
+                out.push(':');
+                write_canonical(&map[k], out, ascii);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut String, ascii: bool) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (ascii && (c as u32) >= 0x7f) => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The hash of an event given as JSON, computed from its own `prev_hash`.
+pub fn event_hash(event: &Value) -> String {
+    let mut without = event.clone();
+    if let Value::Object(m) = &mut without {
+        m.remove("hash");
+    }
+    let prev = event.get("prev_hash").and_then(Value::as_str).unwrap_or("");
+    let mut h = sha256_hex(format!("{prev}{}", canonical_json(&without)).as_bytes());
+    if event.get("hash").and_then(Value::as_str) != Some(h.as_str()) {
+        // Logs written with non-ASCII kept as UTF-8 verify too.
+        let mut utf8 = String::new();
+        write_canonical(&without, &mut utf8, false);
+        let alt = sha256_hex(format!("{prev}{utf8}").as_bytes());
+        if event.get("hash").and_then(Value::as_str) == Some(alt.as_str()) {
+            h = alt;
+        }
+    }
+    h
+}
+
+/// Result of `vouch audit verify`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct VerifyReport {
+    pub ok: bool,
+    /// Events that verified before the first problem (all, when ok).
+    pub events: usize,
+    /// 1-based line number of the first bad line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_bad_line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+pub struct AuditLog {
+    path: PathBuf,
+}
+
+impl AuditLog {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        AuditLog { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append events, filling `prev_hash` and `hash`. The caller holds the
+    /// KB lock; all lines go out in one write followed by one fsync.
+    pub fn append(&self, events: &mut [AuditEvent]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?;
+        let mut prev = self.last_hash(&mut file)?;
+        let mut buf = String::new();
+        for ev in events.iter_mut() {
+            ev.prev_hash = prev.clone();
+            ev.hash = String::new();
+            let mut value = serde_json::to_value(&*ev)
+                .map_err(|e| Error::internal(format!("audit event encoding: {e}")))?;
+            if let Value::Object(m) = &mut value {
+                m.remove("hash");
+            }
+            ev.hash = sha256_hex(format!("{prev}{}", canonical_json(&value)).as_bytes());
+            if let Value::Object(m) = &mut value {
+                m.insert("hash".into(), Value::String(ev.hash.clone()));
+            }
+            buf.push_str(&canonical_json(&value));
+            buf.push('\n');
+            prev = ev.hash.clone();
+        }
+        file.write_all(buf.as_bytes())
+            .and_then(|_| file.sync_data())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Hash of the last event, read from the end of the file.
+    fn last_hash(&self, file: &mut File) -> Result<String> {
+        match last_line(file).map_err(|e| Error::io(&self.path, e))? {
+            None => Ok(GENESIS_HASH.to_string()),
+            Some(line) => {
+                let v: Value = serde_json::from_str(&line).map_err(|_| {
+                    Error::corrupt(
+                        &self.path,
+                        "the last line is not a complete JSON event (a torn write?); \
+                         run `vouch audit verify` and repair before writing",
+                    )
+                })?;
+                v.get("hash")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| Error::corrupt(&self.path, "the last event has no `hash`"))
+            }
+        }
+    }
+
+    /// Every event, oldest first. Unparseable lines are reported as errors
+    /// naming the line.
+    pub fn read_all(&self) -> Result<Vec<Value>> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| {
+                    Error::corrupt(&self.path, format!("line {}: not JSON ({e})", i + 1))
+                })
+            })
+            .collect()
+    }
+
+    /// The last event's timestamp, read from the end of the file.
+    pub fn last_created_at(&self) -> Option<String> {
+        let mut f = File::open(&self.path).ok()?;
+        let line = last_line(&mut f).ok()??;
+        let v: Value = serde_json::from_str(&line).ok()?;
+        v.get("created_at")?.as_str().map(str::to_string)
+    }
+
+    /// Verify the chain; name the first bad line.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let bad = |line: usize, events: usize, problem: String| VerifyReport {
+            ok: false,
+            events,
+            first_bad_line: Some(line),
+            problem: Some(problem),
+        };
+        let mut prev = GENESIS_HASH.to_string();
+        let mut count = 0;
+        let text = String::from_utf8_lossy(&bytes);
+        let ends_clean = bytes.is_empty() || bytes.ends_with(b"\n");
+        let lines: Vec<&str> = text.split_terminator('\n').collect();
+        for (i, line) in lines.iter().enumerate() {
+            let n = i + 1;
+            if !ends_clean && n == lines.len() {
+                return Ok(bad(
+                    n,
+                    count,
+                    "truncated: the last line is incomplete".into(),
+                ));
+            }
+            let v: Value = match serde_json::from_str(line) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => return Ok(bad(n, count, "not a JSON object".into())),
+            };
+            let prev_hash = v.get("prev_hash").and_then(Value::as_str).unwrap_or("");
+            if prev_hash != prev {
+                return Ok(bad(
+                    n,
+                    count,
+                    "prev_hash does not match the previous event's hash \
+                     (a line was deleted, reordered or inserted)"
+                        .into(),
+                ));
+            }
+            let stored = v.get("hash").and_then(Value::as_str).unwrap_or("");
+            if event_hash(&v) != stored {
+                return Ok(bad(
+                    n,
+                    count,
+                    "hash does not match the event's content (the line was edited)".into(),
+                ));
+            }
+            prev = stored.to_string();
+            count += 1;
+        }
+        Ok(VerifyReport {
+            ok: true,
+            events: count,
+            first_bad_line: None,
+            problem: None,
+        })
+    }
+
+    /// Walk events newest first until `stop` returns true; yields each
+    /// parsed event to `visit`. Reads the file backwards in blocks, so the
+    /// cost is the distance walked, not the log's size.
+    pub fn scan_back(&self, mut visit: impl FnMut(&Value) -> bool) -> Result<()> {
+        let mut file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let mut pos = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let mut carry: Vec<u8> = Vec::new();
+        const BLOCK: u64 = 64 * 1024;
+        while pos > 0 {
+            let start = pos.saturating_sub(BLOCK);
+            let mut block = vec![0u8; (pos - start) as usize];
+            file.seek(SeekFrom::Start(start))
+                .and_then(|_| file.read_exact(&mut block))
+                .map_err(|e| Error::io(&self.path, e))?;
+            block.extend_from_slice(&carry);
+            pos = start;
+            // Everything after the first newline is whole lines (unless at start of file).
+            let cut = if pos == 0 {
+                0
+            } else {
+                match block.iter().position(|b| *b == b'\n') {
+                    Some(i) => i + 1,
+                    None => {
+                        carry = block;
+                        continue;
+                    }
+                }
+            };
+            carry = block[..cut].to_vec();
+            for line in block[cut..].split(|b| *b == b'\n').rev() {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                if let Ok(v) = serde_json::from_slice::<Value>(line)
+                    && visit(&v)
+                {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The last line of a file, without reading all of it. A file that does not
+/// end in a newline (a torn write) yields an empty line, which never parses.
+fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
+    let len = file.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut take = 4096u64.min(len);
+    loop {
+        let start = len - take;
+        let mut buf = vec![0u8; take as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf)?;
+        if buf.last() != Some(&b'\n') {
+            return Ok(Some(String::new()));
+        }
+        let body = &buf[..buf.len() - 1];
+        if let Some(i) = body.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(String::from_utf8_lossy(&body[i + 1..]).into_owned()));
+        }
+        if start == 0 {
+            return Ok(Some(String::from_utf8_lossy(body).into_owned()));
+        }
+        take = (take * 2).min(len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_and_escapes_like_python() {
+        let v = json!({"b": 1, "a": {"z": [true, null], "y": "é\n\"x\""}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":{"y":"\u00e9\n\"x\"","z":[true,null]},"b":1}"#
+        );
+        assert_eq!(canonical_json(&json!("😀")), r#""\ud83d\ude00""#);
+    }
+
+    #[test]
+    fn hash_of_first_event_follows_the_rule() {
+        let ev = json!({"id": "e1", "event": "x.y", "actor": "a", "created_at": "2026-01-01T00:00:00Z",
+                        "object_ids": [], "prev_hash": GENESIS_HASH});
+        let expected = sha256_hex(format!("{GENESIS_HASH}{}", canonical_json(&ev)).as_bytes());
+        let mut with = ev.clone();
+        with["hash"] = json!(expected.clone());
+        assert_eq!(event_hash(&with), expected);
+    }
+}

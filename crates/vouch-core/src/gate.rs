@@ -1,0 +1,909 @@
+//! The review gate (SPEC §3, §4): the only path from `proposed/` to durable
+//! knowledge. Validation runs at propose time and again at approve time.
+//!
+//! Approve writes in the order DECISIONS.md fixes — audit event, durable
+//! file, `decided/` file, unlink from `proposed/` — each atomically. A crash
+//! between steps is finished by the next approve of the same proposal: the
+//! audit event is the commit record, found by walking the log back to the
+//! proposal's own `proposal.create` event.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::{check_id, is_source_id, slugify};
+use crate::kb::{Caller, Kb};
+use crate::model::*;
+use crate::params::*;
+use crate::store::{Dir, atomic};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+
+// ----- drafts: the normalized payload a proposal carries ---------------------
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClaimDraft {
+    pub text: String,
+    #[serde(rename = "type")]
+    pub claim_type: ClaimType,
+    pub confidence: f64,
+    pub evidence: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageDraft {
+    pub title: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(rename = "type")]
+    pub page_type: PageType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EntityDraft {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entity_type: EntityType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RelationDraft {
+    pub source: String,
+    pub relation: RelationType,
+    pub target: String,
+    pub confidence: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+/// Any draft, by kind.
+#[derive(Debug, Clone)]
+pub enum Draft {
+    Claim(ClaimDraft),
+    Page(PageDraft),
+    Entity(EntityDraft),
+    Relation(RelationDraft),
+}
+
+impl Draft {
+    pub fn kind(&self) -> ProposalKind {
+        match self {
+            Draft::Claim(_) => ProposalKind::Claim,
+            Draft::Page(_) => ProposalKind::Page,
+            Draft::Entity(_) => ProposalKind::Entity,
+            Draft::Relation(_) => ProposalKind::Relation,
+        }
+    }
+    fn slug_seed(&self) -> String {
+        match self {
+            Draft::Claim(d) => d.text.clone(),
+            Draft::Page(d) => d.title.clone(),
+            Draft::Entity(d) => d.name.clone(),
+            Draft::Relation(d) => format!("{} {} {}", d.source, d.relation, d.target),
+        }
+    }
+    fn to_payload(&self) -> Result<Value> {
+        let v = match self {
+            Draft::Claim(d) => serde_json::to_value(d),
+            Draft::Page(d) => serde_json::to_value(d),
+            Draft::Entity(d) => serde_json::to_value(d),
+            Draft::Relation(d) => serde_json::to_value(d),
+        };
+        v.map_err(|e| Error::internal(format!("payload encoding: {e}")))
+    }
+    fn from_proposal(p: &Proposal) -> Result<Draft> {
+        let bad = |e: serde_json::Error| {
+            Error::new(
+                ErrorKind::Corrupt,
+                format!("proposal {} has an unreadable payload: {e}", p.id),
+            )
+        };
+        let payload = p.payload.clone();
+        Ok(match p.kind {
+            ProposalKind::Claim => Draft::Claim(serde_json::from_value(payload).map_err(bad)?),
+            ProposalKind::Page => Draft::Page(serde_json::from_value(payload).map_err(bad)?),
+            ProposalKind::Entity => Draft::Entity(serde_json::from_value(payload).map_err(bad)?),
+            ProposalKind::Relation => {
+                Draft::Relation(serde_json::from_value(payload).map_err(bad)?)
+            }
+        })
+    }
+}
+
+fn object_dir(kind: ProposalKind) -> Dir {
+    match kind {
+        ProposalKind::Claim => Dir::Claims,
+        ProposalKind::Page => Dir::Pages,
+        ProposalKind::Entity => Dir::Entities,
+        ProposalKind::Relation => Dir::Relations,
+    }
+}
+
+fn object_key(kind: ProposalKind) -> &'static str {
+    match kind {
+        ProposalKind::Claim => "claim_id",
+        ProposalKind::Page => "page_id",
+        ProposalKind::Entity => "entity_id",
+        ProposalKind::Relation => "relation_id",
+    }
+}
+
+// ----- validation (§3) --------------------------------------------------------
+
+/// Collects every problem so an agent can fix them in one go.
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn push(&mut self, msg: impl Into<String>) {
+        self.0.push(msg.into());
+    }
+}
+
+fn check_confidence(p: &mut Problems, c: f64) {
+    if !c.is_finite() || !(0.0..=1.0).contains(&c) {
+        p.push(format!("confidence: {c} is not a number between 0 and 1"));
+    }
+}
+
+fn check_refs(kb: &Kb, p: &mut Problems, field: &str, dir: Dir, ids: &[String]) {
+    for (i, id) in ids.iter().enumerate() {
+        if let Err(e) = check_id(dir.id_label(), id) {
+            p.push(format!("{field}[{i}]: {e}"));
+        } else if !kb.exists(dir, id) {
+            p.push(format!(
+                "{field}[{i}]: {} {id:?} does not exist",
+                dir.id_label()
+            ));
+        }
+    }
+}
+
+/// Check one citation: an existing source, an existing evidence, or a quote
+/// that occurs in an existing source's content.
+fn check_citation(kb: &Kb, p: &mut Problems, field: &str, c: &Citation) {
+    match c {
+        Citation::Id(id) if is_source_id(id) => {
+            if !kb.source_exists(id) {
+                p.push(format!("{field}: source {id} is not registered"));
+            }
+        }
+        Citation::Id(id) => {
+            if let Err(e) = check_id("evidence id", id) {
+                p.push(format!("{field}: {e}"));
+            } else if !kb.exists(Dir::Evidence, id) {
+                p.push(format!(
+                    "{field}: {id:?} is neither a registered source id (64-hex sha256) \
+                     nor an existing evidence id"
+                ));
+            } else if let Ok(Some(ev)) = kb.load::<Evidence>(id)
+                && !kb.source_exists(&ev.source_id)
+            {
+                p.push(format!(
+                    "{field}: evidence {id} points at source {} which is not registered",
+                    ev.source_id
+                ));
+            }
+        }
+        Citation::Span { source_id, quote } => {
+            if let Err(e) = crate::sources::locate_quote(kb, source_id, quote) {
+                p.push(format!("{field}: {e}"));
+            }
+        }
+    }
+}
+
+fn check_session(kb: &Kb, p: &mut Problems, session_id: &Option<String>) {
+    if let Some(sid) = session_id {
+        match check_id("session id", sid).and_then(|_| kb.load::<Session>(sid)) {
+            Err(e) => p.push(format!("session_id: {e}")),
+            Ok(None) => p.push(format!("session_id: session {sid:?} does not exist")),
+            Ok(Some(s)) if s.status == SessionStatus::Ended => {
+                p.push(format!("session_id: session {sid} has ended"))
+            }
+            Ok(Some(_)) => {}
+        }
+    }
+}
+
+fn check_text(p: &mut Problems, field: &str, text: &str) {
+    if text.trim().is_empty() {
+        p.push(format!("{field}: must not be empty or whitespace"));
+    }
+}
+
+/// Validate a draft against the KB as it is now. Runs at propose and approve.
+fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<String> {
+    let mut p = Problems(Vec::new());
+    match draft {
+        Draft::Claim(d) => {
+            check_text(&mut p, "text", &d.text);
+            let cites: Vec<Citation> = match citations {
+                Some(c) => c.to_vec(),
+                None => d.evidence.iter().cloned().map(Citation::Id).collect(),
+            };
+            if cites.is_empty() && kb.settings().review.require_citations {
+                p.push(
+                    "evidence: a claim must cite at least one source or evidence id \
+                     (register a source first with kb.register_source)",
+                );
+            }
+            for (i, c) in cites.iter().enumerate() {
+                check_citation(kb, &mut p, &format!("evidence[{i}]"), c);
+            }
+            check_confidence(&mut p, d.confidence);
+            check_refs(kb, &mut p, "entities", Dir::Entities, &d.entities);
+        }
+        Draft::Page(d) => {
+            check_text(&mut p, "title", &d.title);
+            check_refs(kb, &mut p, "claims", Dir::Claims, &d.claims);
+            check_refs(kb, &mut p, "entities", Dir::Entities, &d.entities);
+            for (i, s) in d.sources.iter().enumerate() {
+                if !is_source_id(s) {
+                    p.push(format!("sources[{i}]: {s:?} is not a source id"));
+                } else if !kb.source_exists(s) {
+                    p.push(format!("sources[{i}]: source {s} is not registered"));
+                }
+            }
+        }
+        Draft::Entity(d) => {
+            check_text(&mut p, "name", &d.name);
+        }
+        Draft::Relation(d) => {
+            check_refs(
+                kb,
+                &mut p,
+                "source",
+                Dir::Entities,
+                std::slice::from_ref(&d.source),
+            );
+            check_refs(
+                kb,
+                &mut p,
+                "target",
+                Dir::Entities,
+                std::slice::from_ref(&d.target),
+            );
+            check_confidence(&mut p, d.confidence);
+            let cites: Vec<Citation> = match citations {
+                Some(c) => c.to_vec(),
+                None => d.evidence.iter().cloned().map(Citation::Id).collect(),
+            };
+            for (i, c) in cites.iter().enumerate() {
+                check_citation(kb, &mut p, &format!("evidence[{i}]"), c);
+            }
+        }
+    }
+    p.0
+}
+
+// ----- propose ------------------------------------------------------------------
+
+struct ProposeInput {
+    draft: Draft,
+    /// Citations as given (spans not yet minted), for claims and relations.
+    citations: Vec<Citation>,
+    session_id: Option<String>,
+    rationale: Option<String>,
+    dry_run: bool,
+}
+
+fn ids_only(cites: &[Citation]) -> Vec<String> {
+    cites
+        .iter()
+        .map(|c| match c {
+            Citation::Id(id) => id.clone(),
+            Citation::Span { source_id, .. } => source_id.clone(),
+        })
+        .collect()
+}
+
+pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<ProposeResult> {
+    let draft = Draft::Claim(ClaimDraft {
+        text: p.text.trim().to_string(),
+        claim_type: p.claim_type.unwrap_or(ClaimType::Observation),
+        confidence: p.confidence.unwrap_or(0.7),
+        evidence: ids_only(&p.evidence),
+        entities: p.entities,
+        scope: p.scope.map(|s| Value::String(s.as_str().into())),
+        tags: p.tags,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: p.evidence,
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<ProposeResult> {
+    let draft = Draft::Page(PageDraft {
+        title: p.title.trim().to_string(),
+        body: p.body.unwrap_or_default(),
+        page_type: p.page_type.unwrap_or(PageType::Concept),
+        claims: p.claims,
+        entities: p.entities,
+        sources: p.sources,
+        tags: p.tags,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: Vec::new(),
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Result<ProposeResult> {
+    let draft = Draft::Entity(EntityDraft {
+        name: p.name.trim().to_string(),
+        entity_type: p.entity_type,
+        aliases: p.aliases,
+        description: p.description,
+        tags: p.tags,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: Vec::new(),
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_relation(
+    kb: &Kb,
+    caller: &Caller,
+    p: ProposeRelationParams,
+) -> Result<ProposeResult> {
+    let draft = Draft::Relation(RelationDraft {
+        source: p.source,
+        relation: p.relation,
+        target: p.target,
+        confidence: p.confidence.unwrap_or(0.7),
+        evidence: ids_only(&p.evidence),
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: p.evidence,
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+fn check_actor(actor: &str) -> Result<()> {
+    if actor.trim().is_empty() {
+        return Err(Error::invalid(
+            "no actor: set VOUCH_AGENT, pass --agent, or set `agent` in config.yaml",
+        ));
+    }
+    Ok(())
+}
+
+fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeResult> {
+    check_actor(&caller.actor)?;
+    let kind = input.draft.kind();
+    let key = object_key(kind).to_string();
+    let mut errors = validate(kb, &input.draft, Some(&input.citations));
+    {
+        let mut p = Problems(Vec::new());
+        check_session(kb, &mut p, &input.session_id);
+        errors.extend(p.0);
+    }
+    let result =
+        |proposal_id: String, object_id: String, errors: Vec<String>, dry_run| ProposeResult {
+            proposal_id,
+            object: BTreeMap::from([(key.clone(), object_id)]),
+            valid: errors.is_empty(),
+            errors,
+            dry_run,
+        };
+    if !errors.is_empty() {
+        return Ok(result(String::new(), String::new(), errors, input.dry_run));
+    }
+    let _lock = kb.lock()?;
+    let object_id = unique_object_id(kb, kind, &input.draft.slug_seed())?;
+    if input.dry_run {
+        return Ok(result(String::new(), object_id, Vec::new(), true));
+    }
+    // Mint evidence for quoted spans (ungated: evidence is harmless and
+    // content-addressed), then refer to it by id.
+    if input
+        .citations
+        .iter()
+        .any(|c| matches!(c, Citation::Span { .. }))
+    {
+        let mut ids = Vec::new();
+        for c in &input.citations {
+            ids.push(match c {
+                Citation::Id(id) => id.clone(),
+                Citation::Span { source_id, quote } => {
+                    crate::sources::mint_evidence_locked(kb, caller, source_id, quote)?.evidence_id
+                }
+            });
+        }
+        match &mut input.draft {
+            Draft::Claim(d) => d.evidence = ids,
+            Draft::Relation(d) => d.evidence = ids,
+            _ => {}
+        }
+    }
+    let now = kb.now();
+    let proposal_id = new_proposal_id(kb, &now)?;
+    let proposal = Proposal {
+        id: proposal_id.clone(),
+        kind,
+        status: ProposalStatus::Pending,
+        object_id: object_id.clone(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: input.session_id.clone(),
+        rationale: input.rationale.clone(),
+        payload: input.draft.to_payload()?,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        extra: Default::default(),
+    };
+    let mut ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![proposal_id.clone(), object_id.clone()],
+        json!({"kind": kind.as_str()}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
+    if !atomic::create_new(&path, crate::store::yaml::to_yaml(&proposal)?.as_bytes())? {
+        return Err(Error::internal(format!(
+            "proposal id {proposal_id} collided; retry"
+        )));
+    }
+    if let Some(sid) = &input.session_id
+        && let Some(mut s) = kb.load::<Session>(sid)?
+    {
+        s.proposals.push(proposal_id.clone());
+        kb.store(&s)?;
+    }
+    Ok(result(proposal_id, object_id, Vec::new(), false))
+}
+
+/// `YYYYMMDD-HHMMSS-<8 hex>`, unique across `proposed/` and `decided/`.
+fn new_proposal_id(kb: &Kb, now: &Timestamp) -> Result<String> {
+    for _ in 0..64 {
+        let id = format!(
+            "{}-{}",
+            now.0.format("%Y%m%d-%H%M%S"),
+            crate::clock::random_hex(kb.clock(), 8)
+        );
+        if !kb.exists(Dir::Proposed, &id) && !kb.exists(Dir::Decided, &id) {
+            return Ok(id);
+        }
+    }
+    Err(Error::internal("could not mint a unique proposal id"))
+}
+
+/// A slug not taken by a durable artifact or a pending proposal of the same
+/// kind: `slug`, `slug-2`, `slug-3`, ... Caller holds the lock.
+fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
+    let base = slugify(seed);
+    let dir = object_dir(kind);
+    let pending: HashSet<String> = kb
+        .load_proposals(Dir::Proposed)?
+        .into_iter()
+        .filter(|p| p.kind == kind)
+        .map(|p| p.object_id)
+        .collect();
+    let mut n = 1;
+    loop {
+        let candidate = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        if !kb.exists(dir, &candidate) && !pending.contains(&candidate) {
+            return Ok(candidate);
+        }
+        n += 1;
+    }
+}
+
+// ----- approve / reject ----------------------------------------------------------
+
+/// Who approves: the `approver` param, else the caller. An authenticated
+/// caller (HTTP token) cannot approve as anyone else.
+fn resolve_approver(caller: &Caller, param: Option<String>) -> Result<String> {
+    let approver = match param {
+        Some(a) if caller.authenticated && a != caller.actor => {
+            return Err(Error::denied(format!(
+                "this connection is authenticated as {:?}; `approver` cannot name someone else",
+                caller.actor
+            )));
+        }
+        Some(a) => a,
+        None => caller.actor.clone(),
+    };
+    check_actor(&approver)?;
+    Ok(approver)
+}
+
+/// Find the audit event that decided `proposal_id`, if a previous run wrote
+/// it and then crashed. Walks back only as far as the proposal's creation.
+fn committed_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
+    let mut found = None;
+    kb.audit_log().scan_back(|ev| {
+        let names = ev
+            .get("object_ids")
+            .and_then(Value::as_array)
+            .is_some_and(|ids| ids.first().and_then(Value::as_str) == Some(proposal_id));
+        if !names {
+            return false;
+        }
+        match ev.get("event").and_then(Value::as_str) {
+            Some("proposal.approve") | Some("proposal.reject") => {
+                found = Some(ev.clone());
+                true
+            }
+            Some("proposal.create") => true,
+            _ => false,
+        }
+    })?;
+    Ok(found)
+}
+
+fn already_decided(p: &Proposal) -> Error {
+    Error::conflict(format!(
+        "proposal {} is already {} (by {} at {}); a decided proposal cannot be decided again — \
+         re-propose to create a new one",
+        p.id,
+        p.status,
+        p.decided_by.as_deref().unwrap_or("unknown"),
+        p.decided_at.map(|t| t.to_string()).unwrap_or_default()
+    ))
+}
+
+/// Load a pending proposal, finishing a crashed decision's cleanup if the
+/// proposal is already in `decided/`. Caller holds the lock.
+fn load_pending(kb: &Kb, id: &str) -> Result<Proposal> {
+    check_id("proposal id", id)?;
+    let decided = kb.load_proposal(Dir::Decided, id)?;
+    let pending = kb.load_proposal(Dir::Proposed, id)?;
+    match (pending, decided) {
+        (_, Some(d)) => {
+            // A crash after the decided/ write left the pending copy behind:
+            // remove it so the proposal is decided exactly once.
+            atomic::remove(&kb.layout().file(Dir::Proposed, id)?)?;
+            Err(already_decided(&d))
+        }
+        (Some(p), None) => Ok(p),
+        (None, None) => Err(Error::not_found(format!(
+            "no proposal {id:?} in proposed/ or decided/ (see `vouch pending`)"
+        ))),
+    }
+}
+
+/// Approve one or many proposals. Bulk approval is all-or-nothing: every
+/// proposal is checked first, then one audit append (one fsync) and one
+/// batched write commit them all.
+pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<ApproveResult>> {
+    let approver = resolve_approver(caller, p.approver)?;
+    let ids = p.proposal_id.into_vec();
+    if ids.is_empty() {
+        return Err(Error::missing("proposal_id"));
+    }
+    let _lock = kb.lock()?;
+    let mut seen = HashSet::new();
+    struct Plan {
+        proposal: Proposal,
+        actor: String,
+        at: Timestamp,
+        recovered: bool,
+    }
+    let mut plans = Vec::with_capacity(ids.len());
+    let mut fresh: Vec<usize> = Vec::new();
+    for id in &ids {
+        if !seen.insert(id.clone()) {
+            return Err(Error::invalid(format!("proposal {id} is listed twice")));
+        }
+        let proposal = load_pending(kb, id)?;
+        let draft = Draft::from_proposal(&proposal)?;
+        if let Some(ev) = committed_decision(kb, id)? {
+            // A crash interrupted a decision already in the audit log.
+            if ev.get("event").and_then(Value::as_str) == Some("proposal.reject") {
+                return Err(Error::conflict(format!(
+                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
+                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+                )));
+            }
+            let actor = ev
+                .get("actor")
+                .and_then(Value::as_str)
+                .unwrap_or(&approver)
+                .to_string();
+            let at = ev
+                .get("created_at")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse)
+                .unwrap_or_else(|| kb.now());
+            plans.push(Plan {
+                proposal,
+                actor,
+                at,
+                recovered: true,
+            });
+            continue;
+        }
+        if approver == proposal.proposed_by && !kb.settings().self_approval_allowed() {
+            return Err(Error::denied(format!(
+                "{approver} proposed {id} and cannot also approve it; another actor must \
+                 review it (or set review.approver_role: trusted-agent in config.yaml)"
+            )));
+        }
+        let errors = validate(kb, &draft, None);
+        if !errors.is_empty() {
+            return Err(Error::denied(format!(
+                "proposal {id} no longer validates: {}",
+                errors.join("; ")
+            )));
+        }
+        let dir = object_dir(proposal.kind);
+        if kb.exists(dir, &proposal.object_id) {
+            return Err(Error::conflict(format!(
+                "{} {} already exists; reject {id} and re-propose",
+                dir.id_label(),
+                proposal.object_id
+            )));
+        }
+        fresh.push(plans.len());
+        plans.push(Plan {
+            proposal,
+            actor: approver.clone(),
+            at: kb.now(),
+            recovered: false,
+        });
+    }
+    let mut events: Vec<AuditEvent> = fresh
+        .iter()
+        .map(|&i| {
+            let pl = &plans[i];
+            let mut data = json!({"kind": pl.proposal.kind.as_str()});
+            if let Some(r) = &p.reason {
+                data["reason"] = json!(r);
+            }
+            if pl.actor != caller.actor {
+                data["caller"] = json!(caller.actor);
+            }
+            let mut ev = kb.event(
+                "proposal.approve",
+                &pl.actor,
+                vec![pl.proposal.id.clone(), pl.proposal.object_id.clone()],
+                data,
+            );
+            ev.created_at = pl.at;
+            ev
+        })
+        .collect();
+    kb.append_audit(&mut events)?;
+
+    let mut batch = atomic::Batch::default();
+    let mut results = Vec::with_capacity(plans.len());
+    let mut written = Vec::new();
+    for pl in &plans {
+        let draft = Draft::from_proposal(&pl.proposal)?;
+        let object = materialize(
+            kb,
+            &mut batch,
+            draft,
+            &pl.proposal.object_id,
+            pl.at,
+            &pl.actor,
+        )?;
+        written.push(object);
+        let mut decided = pl.proposal.clone();
+        decided.status = ProposalStatus::Approved;
+        decided.decided_by = Some(pl.actor.clone());
+        decided.decided_at = Some(pl.at);
+        decided.reason = p.reason.clone();
+        batch.write(
+            kb.layout().file(Dir::Decided, &decided.id)?,
+            crate::store::yaml::to_yaml(&decided)?.into_bytes(),
+        );
+        results.push(ApproveResult {
+            ok: true,
+            object_id: pl.proposal.object_id.clone(),
+            object_kind: pl.proposal.kind.as_str().to_string(),
+            proposal_id: pl.proposal.id.clone(),
+            recovered: pl.recovered,
+        });
+    }
+    // Renames happen in order (durable files, decided/ files), unlinks last.
+    for pl in &plans {
+        batch.remove(kb.layout().file(Dir::Proposed, &pl.proposal.id)?);
+    }
+    batch.commit()?;
+    crate::index::after_write(kb, &written);
+    Ok(results)
+}
+
+/// Stage the durable artifact for an approved draft.
+fn materialize(
+    kb: &Kb,
+    batch: &mut atomic::Batch,
+    draft: Draft,
+    id: &str,
+    at: Timestamp,
+    approver: &str,
+) -> Result<crate::index::Written> {
+    let approved_by = Some(approver.to_string());
+    Ok(match draft {
+        Draft::Claim(d) => {
+            let c = Claim {
+                id: id.to_string(),
+                text: d.text,
+                claim_type: d.claim_type,
+                status: ClaimStatus::Working,
+                confidence: d.confidence,
+                evidence: d.evidence,
+                entities: d.entities,
+                supersedes: Vec::new(),
+                superseded_by: None,
+                contradicts: Vec::new(),
+                scope: d.scope,
+                tags: d.tags,
+                created_at: at,
+                updated_at: at,
+                last_confirmed_at: None,
+                approved_by,
+                extra: Default::default(),
+            };
+            kb.stage(batch, &c)?;
+            crate::index::Written::Claim(c)
+        }
+        Draft::Page(d) => {
+            let pg = Page {
+                id: id.to_string(),
+                title: d.title,
+                page_type: d.page_type,
+                status: PageStatus::Active,
+                claims: d.claims,
+                entities: d.entities,
+                sources: d.sources,
+                tags: d.tags,
+                created_at: at,
+                updated_at: at,
+                approved_by,
+                extra: Default::default(),
+                body: d.body,
+            };
+            kb.stage(batch, &pg)?;
+            crate::index::Written::Page(pg)
+        }
+        Draft::Entity(d) => {
+            let e = Entity {
+                id: id.to_string(),
+                name: d.name,
+                entity_type: d.entity_type,
+                aliases: d.aliases,
+                description: d.description,
+                tags: d.tags,
+                created_at: at,
+                updated_at: at,
+                approved_by,
+                extra: Default::default(),
+            };
+            kb.stage(batch, &e)?;
+            crate::index::Written::Entity(e)
+        }
+        Draft::Relation(d) => {
+            let r = Relation {
+                id: id.to_string(),
+                source: d.source,
+                relation: d.relation,
+                target: d.target,
+                confidence: d.confidence,
+                evidence: d.evidence,
+                created_at: at,
+                updated_at: at,
+                approved_by,
+                extra: Default::default(),
+            };
+            kb.stage(batch, &r)?;
+            crate::index::Written::Relation(r)
+        }
+    })
+}
+
+pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
+    if p.reason.trim().is_empty() {
+        return Err(Error::missing("reason"));
+    }
+    check_actor(&caller.actor)?;
+    let _lock = kb.lock()?;
+    let proposal = load_pending(kb, &p.proposal_id)?;
+    let (actor, at) = match committed_decision(kb, &proposal.id)? {
+        Some(ev) if ev.get("event").and_then(Value::as_str) == Some("proposal.approve") => {
+            return Err(Error::conflict(format!(
+                "proposal {} was approved (audit event {}); run approve again to finish it",
+                proposal.id,
+                ev.get("id").and_then(Value::as_str).unwrap_or("?")
+            )));
+        }
+        Some(ev) => (
+            ev.get("actor")
+                .and_then(Value::as_str)
+                .unwrap_or(&caller.actor)
+                .to_string(),
+            ev.get("created_at")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse)
+                .unwrap_or_else(|| kb.now()),
+        ),
+        None => {
+            let mut ev = kb.event(
+                "proposal.reject",
+                &caller.actor,
+                vec![proposal.id.clone(), proposal.object_id.clone()],
+                json!({"kind": proposal.kind.as_str(), "reason": p.reason}),
+            );
+            kb.append_audit(std::slice::from_mut(&mut ev))?;
+            (caller.actor.clone(), ev.created_at)
+        }
+    };
+    let mut decided = proposal.clone();
+    decided.status = ProposalStatus::Rejected;
+    decided.decided_by = Some(actor);
+    decided.decided_at = Some(at);
+    decided.reason = Some(p.reason);
+    let mut batch = atomic::Batch::default();
+    batch.write(
+        kb.layout().file(Dir::Decided, &decided.id)?,
+        crate::store::yaml::to_yaml(&decided)?.into_bytes(),
+    );
+    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
+    batch.commit()?;
+    Ok(OkResult { ok: true })
+}
+
+/// Pending proposals, oldest first.
+pub fn list_pending(kb: &Kb) -> Result<Vec<Proposal>> {
+    let mut all = kb.load_proposals(Dir::Proposed)?;
+    // A proposal also in decided/ was decided (a crash interrupted cleanup).
+    all.retain(|p| !kb.exists(Dir::Decided, &p.id));
+    all.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+    Ok(all)
+}

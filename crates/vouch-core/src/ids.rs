@@ -1,0 +1,148 @@
+//! Id rules. Every id that becomes a path component is validated here before
+//! any file is touched, so no request can name a file outside `.vouch/`.
+
+use crate::error::{Error, Result};
+
+/// Longest id accepted from a caller (ids become file names).
+pub const MAX_ID_LEN: usize = 200;
+/// Longest slug minted from a title, before any `-N` suffix.
+pub const MAX_SLUG_LEN: usize = 60;
+
+/// Slug rule (DECISIONS.md § Ids): lowercase; runs of non-alphanumerics become
+/// one `-`; trimmed; at most 60 characters, never ending in `-`; empty becomes
+/// `untitled`.
+pub fn slugify(title: &str) -> String {
+    let mut out = String::new();
+    let mut pending_dash = false;
+    for ch in title.chars().flat_map(char::to_lowercase) {
+        if ch.is_ascii_alphanumeric() {
+            if pending_dash && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.push(ch);
+            if out.len() >= MAX_SLUG_LEN {
+                break;
+            }
+        } else {
+            pending_dash = true;
+        }
+    }
+    let trimmed = out.trim_end_matches('-');
+    if trimmed.is_empty() {
+        "untitled".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// Validate an id that names a file (claims, pages, entities, relations,
+/// evidence, sessions, proposals). Accepts the slugs we mint and the ids
+/// vouch 1.x wrote (letters, digits, `-`, `_`, `.`), nothing that could
+/// walk out of its directory.
+pub fn check_id(what: &str, id: &str) -> Result<()> {
+    let problem = if id.is_empty() {
+        Some("is empty".to_string())
+    } else if id.len() > MAX_ID_LEN {
+        Some(format!(
+            "is {} characters long (max {MAX_ID_LEN})",
+            id.len()
+        ))
+    } else if id.contains('\0') {
+        Some("contains a NUL byte".to_string())
+    } else if id.contains('/') || id.contains('\\') {
+        Some("contains a path separator".to_string())
+    } else if id.starts_with('.') || id.contains("..") {
+        Some("contains `.` path components".to_string())
+    } else if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        Some(format!(
+            "contains {c:?}; ids are letters, digits, `-`, `_` and `.`"
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(Error::invalid(format!(
+            "{what} {:?} {p}",
+            truncate_for_message(id)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// True when `id` has the shape of a source id: 64 lowercase hex characters.
+pub fn is_source_id(id: &str) -> bool {
+    id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+pub fn check_source_id(id: &str) -> Result<()> {
+    if is_source_id(id) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "source id {:?} is not a lowercase hex sha256 (64 characters)",
+            truncate_for_message(id)
+        )))
+    }
+}
+
+/// Keep error messages readable when an id is enormous.
+pub fn truncate_for_message(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(77).collect();
+        format!("{head}...")
+    }
+}
+
+/// Lowercase hex sha256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_rules() {
+        assert_eq!(slugify("Hello, World!"), "hello-world");
+        assert_eq!(slugify("  --Already-slugged--  "), "already-slugged");
+        assert_eq!(slugify("!!!"), "untitled");
+        assert_eq!(slugify(""), "untitled");
+        let long = slugify(&"word ".repeat(40));
+        assert!(long.len() <= MAX_SLUG_LEN, "{long}");
+        assert!(!long.ends_with('-'));
+        assert_eq!(slugify("Ünïcode Straße"), "n-code-stra-e");
+    }
+
+    #[test]
+    fn path_tricks_are_refused() {
+        for bad in [
+            "../x", "a/b", "a\\b", "a\0b", ".hidden", "..", "a..b", "", "a b",
+        ] {
+            assert!(check_id("claim id", bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(check_id("claim id", &"a".repeat(201)).is_err());
+        assert!(check_id("claim id", &"a".repeat(200)).is_ok());
+        assert!(check_id("claim id", "auth-uses-jwt-2").is_ok());
+        assert!(check_id("claim id", "legacy_id.v1").is_ok());
+    }
+
+    #[test]
+    fn source_ids() {
+        assert!(is_source_id(&sha256_hex(b"x")));
+        assert!(!is_source_id(&sha256_hex(b"x").to_uppercase()));
+        assert!(!is_source_id("abc"));
+    }
+}

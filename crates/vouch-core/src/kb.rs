@@ -1,0 +1,409 @@
+//! `Kb`: an opened knowledge base — its layout, settings, clock, audit log —
+//! and the shared plumbing every operation uses (locking, reading objects,
+//! minting ids and audit events, collecting warnings).
+
+use crate::audit::AuditLog;
+use crate::clock::{Clock, random_hex};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{
+    AuditEvent, Claim, Entity, Evidence, Page, Proposal, Relation, Session, Source, Timestamp,
+};
+use crate::settings::Settings;
+use crate::store::layout::id_from_file_name;
+use crate::store::lock::KbLock;
+use crate::store::yaml::{from_yaml, page_from_markdown, page_to_markdown, to_yaml};
+use crate::store::{Dir, Layout, atomic};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Who is calling, as the transport established it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The actor recorded in audit events and proposals.
+    pub actor: String,
+    /// True when the transport authenticated the actor (HTTP bearer token):
+    /// then no param can act as someone else.
+    pub authenticated: bool,
+    pub transport: Transport,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// A person at the command line.
+    Cli,
+    Jsonl,
+    Mcp,
+    Http,
+}
+
+impl Transport {
+    /// Agent transports get the gate on everything that creates knowledge.
+    pub fn is_agent(self) -> bool {
+        !matches!(self, Transport::Cli)
+    }
+}
+
+impl Caller {
+    pub fn new(actor: impl Into<String>, transport: Transport) -> Self {
+        Caller {
+            actor: actor.into(),
+            authenticated: false,
+            transport,
+        }
+    }
+}
+
+/// An object stored one file per id in its own folder.
+pub trait Stored: Sized {
+    const DIR: Dir;
+    fn decode(path: &Path, text: &str) -> Result<Self>;
+    fn encode(&self) -> Result<String>;
+    fn id(&self) -> &str;
+}
+
+macro_rules! yaml_stored {
+    ($t:ty, $dir:expr) => {
+        impl Stored for $t {
+            const DIR: Dir = $dir;
+            fn decode(path: &Path, text: &str) -> Result<Self> {
+                from_yaml(path, text)
+            }
+            fn encode(&self) -> Result<String> {
+                to_yaml(self)
+            }
+            fn id(&self) -> &str {
+                &self.id
+            }
+        }
+    };
+}
+
+yaml_stored!(Claim, Dir::Claims);
+yaml_stored!(Entity, Dir::Entities);
+yaml_stored!(Relation, Dir::Relations);
+yaml_stored!(Evidence, Dir::Evidence);
+yaml_stored!(Session, Dir::Sessions);
+
+impl Stored for Page {
+    const DIR: Dir = Dir::Pages;
+    fn decode(path: &Path, text: &str) -> Result<Self> {
+        page_from_markdown(path, text)
+    }
+    fn encode(&self) -> Result<String> {
+        page_to_markdown(self)
+    }
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+pub struct Kb {
+    layout: Layout,
+    settings: Settings,
+    clock: Arc<dyn Clock>,
+    audit: AuditLog,
+    warnings: Mutex<Vec<String>>,
+    pub(crate) index: Mutex<Option<crate::index::OpenIndex>>,
+    index_sync_interval: std::time::Duration,
+}
+
+/// What `init` created and what it found already there.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct InitReport {
+    pub root: String,
+    pub created: Vec<String>,
+    pub existing: Vec<String>,
+}
+
+const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n";
+
+impl Kb {
+    /// Create `.vouch/` inside `project_dir`. Never overwrites: every file or
+    /// folder already present is left as it is and reported as existing.
+    pub fn init(project_dir: &Path, kb_name: &str, agent: Option<&str>) -> Result<InitReport> {
+        let layout = Layout::new(project_dir.join(".vouch"));
+        let mut created = Vec::new();
+        let mut existing = Vec::new();
+        let mut dirs = vec![layout.root().to_path_buf()];
+        dirs.extend(layout.all_dirs());
+        for dir in dirs {
+            if dir.exists() {
+                existing.push(dir.display().to_string());
+            } else {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                created.push(dir.display().to_string());
+            }
+        }
+        let config = Settings::new(kb_name, agent).to_yaml()?;
+        for (path, text) in [
+            (layout.config(), config.as_str()),
+            (layout.gitignore(), GITIGNORE),
+        ] {
+            if atomic::create_new(&path, text.as_bytes())? {
+                created.push(path.display().to_string());
+            } else {
+                existing.push(path.display().to_string());
+            }
+        }
+        let audit = layout.audit_log();
+        if atomic::create_new(&audit, b"")? {
+            created.push(audit.display().to_string());
+        } else {
+            existing.push(audit.display().to_string());
+        }
+        Ok(InitReport {
+            root: layout.root().display().to_string(),
+            created,
+            existing,
+        })
+    }
+
+    /// Find `.vouch/` in `start` or its ancestors, stopping after `stop_at`
+    /// (the user's home) or at the filesystem root.
+    pub fn discover(start: &Path, stop_at: Option<&Path>) -> Result<PathBuf> {
+        let mut dir = Some(start);
+        while let Some(d) = dir {
+            let candidate = d.join(".vouch");
+            if candidate.join("config.yaml").is_file() || candidate.join("claims").is_dir() {
+                return Ok(candidate);
+            }
+            if Some(d) == stop_at {
+                break;
+            }
+            dir = d.parent();
+        }
+        Err(Error::new(
+            ErrorKind::NoKb,
+            format!(
+                "no .vouch/ knowledge base found in {} or any parent; run `vouch init` \
+                 there, or point at one with --kb PATH or VOUCH_KB_PATH",
+                start.display()
+            ),
+        ))
+    }
+
+    /// Open the KB at `root` (the `.vouch/` folder itself).
+    pub fn open(root: &Path, clock: Arc<dyn Clock>) -> Result<Kb> {
+        if !root.is_dir() {
+            return Err(Error::new(
+                ErrorKind::NoKb,
+                format!(
+                    "{} is not a vouch knowledge base (no such directory); run `vouch init`",
+                    root.display()
+                ),
+            ));
+        }
+        let layout = Layout::new(root);
+        let settings = if layout.config().exists() {
+            Settings::load(&layout.config())?
+        } else {
+            Settings::new("", None)
+        };
+        Ok(Kb {
+            audit: AuditLog::new(layout.audit_log()),
+            layout,
+            settings,
+            clock,
+            warnings: Mutex::new(Vec::new()),
+            index: Mutex::new(None),
+            index_sync_interval: crate::index::SYNC_INTERVAL,
+        })
+    }
+
+    /// How long a long-running process trusts its last index sync before
+    /// stat-ing the files again (zero: every search re-checks).
+    pub fn set_index_sync_interval(&mut self, interval: std::time::Duration) {
+        self.index_sync_interval = interval;
+    }
+    pub fn index_sync_interval(&self) -> std::time::Duration {
+        self.index_sync_interval
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+    pub fn audit_log(&self) -> &AuditLog {
+        &self.audit
+    }
+    pub fn now(&self) -> Timestamp {
+        Timestamp(self.clock.now())
+    }
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    /// Record a non-fatal problem (a file skipped while listing). The app
+    /// drains these to stderr; the core never prints.
+    pub fn warn(&self, message: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(message);
+    }
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The KB-wide write lock.
+    pub(crate) fn lock(&self) -> Result<KbLock> {
+        KbLock::acquire(&self.layout.lock_file())
+    }
+
+    /// A new audit event (hashes are filled in on append).
+    pub(crate) fn event(
+        &self,
+        event: &str,
+        actor: &str,
+        object_ids: Vec<String>,
+        data: Value,
+    ) -> AuditEvent {
+        AuditEvent {
+            id: random_hex(self.clock(), 32),
+            event: event.to_string(),
+            actor: actor.to_string(),
+            created_at: self.now(),
+            object_ids,
+            dry_run: false,
+            reversible: false,
+            data,
+            prev_hash: String::new(),
+            hash: String::new(),
+            extra: Default::default(),
+        }
+    }
+
+    pub(crate) fn append_audit(&self, events: &mut [AuditEvent]) -> Result<()> {
+        self.audit.append(events)
+    }
+
+    // ----- reading objects -------------------------------------------------
+
+    /// Read one object; `Ok(None)` when its file does not exist.
+    pub fn load<T: Stored>(&self, id: &str) -> Result<Option<T>> {
+        let path = self.layout.file(T::DIR, id)?;
+        read_text(&path)?
+            .map(|text| T::decode(&path, &text))
+            .transpose()
+    }
+
+    pub fn exists(&self, dir: Dir, id: &str) -> bool {
+        self.layout
+            .file(dir, id)
+            .map(|p| p.is_file())
+            .unwrap_or(false)
+    }
+
+    /// Ids in a folder, sorted.
+    pub fn ids(&self, dir: Dir) -> Result<Vec<String>> {
+        let path = self.layout.dir(dir);
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| id_from_file_name(dir, &e.file_name().to_string_lossy()))
+            .filter(|id| crate::ids::check_id("id", id).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Every readable object of a kind, sorted by id. A file that does not
+    /// parse is skipped with a warning naming it.
+    pub fn load_all<T: Stored>(&self) -> Result<Vec<T>> {
+        let ids = self.ids(T::DIR)?;
+        Ok(self.load_many(&ids))
+    }
+
+    pub fn load_many<T: Stored>(&self, ids: &[String]) -> Vec<T> {
+        ids.iter()
+            .filter_map(|id| match self.load::<T>(id) {
+                Ok(Some(v)) => Some(v),
+                Ok(None) => None,
+                Err(e) => {
+                    self.warn(format!("skipped unreadable file: {e}"));
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Write an object durably (temp + fsync + rename).
+    pub(crate) fn store<T: Stored>(&self, value: &T) -> Result<()> {
+        let path = self.layout.file(T::DIR, value.id())?;
+        atomic::write(&path, value.encode()?.as_bytes())
+    }
+
+    pub(crate) fn stage<T: Stored>(&self, batch: &mut atomic::Batch, value: &T) -> Result<()> {
+        let path = self.layout.file(T::DIR, value.id())?;
+        batch.write(path, value.encode()?.into_bytes());
+        Ok(())
+    }
+
+    pub fn load_source(&self, id: &str) -> Result<Option<Source>> {
+        let path = self.layout.source_meta(id)?;
+        read_text(&path)?
+            .map(|text| from_yaml(&path, &text))
+            .transpose()
+    }
+
+    pub fn source_exists(&self, id: &str) -> bool {
+        self.layout
+            .source_meta(id)
+            .map(|p| p.is_file())
+            .unwrap_or(false)
+    }
+
+    pub fn source_ids(&self) -> Result<Vec<String>> {
+        let path = self.layout.sources_dir();
+        let entries = match std::fs::read_dir(&path) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| crate::ids::is_source_id(n))
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// A proposal from `proposed/` or `decided/`.
+    pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
+        let path = self.layout.file(dir, id)?;
+        read_text(&path)?
+            .map(|text| from_yaml(&path, &text))
+            .transpose()
+    }
+
+    pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
+        let mut out = Vec::new();
+        for id in self.ids(dir)? {
+            match self.load_proposal(dir, &id) {
+                Ok(Some(p)) => out.push(p),
+                Ok(None) => {}
+                Err(e) => self.warn(format!("skipped unreadable file: {e}")),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Read a file as UTF-8; `None` when it does not exist.
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| Error::corrupt(path, "not valid UTF-8")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}

@@ -1,0 +1,26 @@
+//! vouch-core: everything that knows what a vouch knowledge base is — the
+//! object model, the files under `.vouch/`, the review gate, the audit log,
+//! the derived index and the `kb.*` method registry. It never prints and
+//! never reads the environment; the `vouch` app crate owns all I/O with people
+//! and transports.
+
+pub mod audit;
+pub mod clock;
+pub mod error;
+pub mod gate;
+pub mod ids;
+pub mod index;
+pub mod kb;
+pub mod lifecycle;
+pub mod methods;
+pub mod model;
+pub mod params;
+pub mod reads;
+pub mod sessions;
+pub mod settings;
+pub mod sources;
+pub mod store;
+mod substring;
+
+pub use error::{Error, ErrorKind, Result};
+pub use kb::{Caller, Kb, Transport};

@@ -1,0 +1,385 @@
+//! The `kb.*` surface: one registry that every transport reads. Each method
+//! is defined once — name, summary, agent-facing description, effect, typed
+//! params and result with JSON Schemas — and dispatched from JSON here.
+//! Adding a method is one entry in [`REGISTRY`].
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::kb::{Caller, Kb};
+use crate::model::{Claim, Entity, Evidence, Relation, Session};
+use crate::params::*;
+use crate::store::Dir;
+use crate::{gate, lifecycle, reads, sessions, sources};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// What a method does to the knowledge base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Reads only.
+    Read,
+    /// Records captured material or metadata (sources, evidence, sessions,
+    /// lifecycle); audited, not gated.
+    Write,
+    /// Creates a pending proposal; nothing becomes knowledge until reviewed.
+    Propose,
+    /// Decides proposals (approve / reject).
+    Review,
+    /// Maintenance (index, bundles, health).
+    Admin,
+}
+
+pub struct Method {
+    pub name: &'static str,
+    /// One line, for catalogs.
+    pub summary: &'static str,
+    /// For agents: when to use it, and what review it needs.
+    pub description: &'static str,
+    pub effect: Effect,
+    pub params_schema: fn() -> Value,
+    pub result_schema: fn() -> Value,
+    pub call: fn(&Kb, &Caller, Value) -> Result<Value>,
+}
+
+impl Method {
+    /// MCP tool name: dots become underscores (`kb.search` → `kb_search`).
+    pub fn tool_name(&self) -> String {
+        self.name.replace('.', "_")
+    }
+}
+
+fn schema<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// Decode params: `null` means `{}`; top-level `null` values count as absent
+/// (so a required param given as null is `missing_param`); unknown keys and
+/// wrong types are `invalid_request` naming the field.
+pub fn decode<P: DeserializeOwned>(params: Value) -> Result<P> {
+    let mut params = match params {
+        Value::Null => Value::Object(Default::default()),
+        v @ Value::Object(_) => v,
+        other => {
+            return Err(Error::invalid(format!(
+                "params must be a JSON object, not {}",
+                json_type(&other)
+            )));
+        }
+    };
+    if let Value::Object(m) = &mut params {
+        m.retain(|_, v| !v.is_null());
+    }
+    serde_json::from_value(params).map_err(|e| {
+        let msg = e.to_string();
+        match msg.strip_prefix("missing field `") {
+            Some(rest) => Error::missing(rest.split('`').next().unwrap_or(rest)),
+            None => Error::invalid(format!("invalid params: {msg}")),
+        }
+    })
+}
+
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn encode<R: Serialize>(r: R) -> Result<Value> {
+    serde_json::to_value(r).map_err(|e| Error::internal(format!("result encoding: {e}")))
+}
+
+/// Typed adapter: decode params, call, encode the result.
+fn run<P: DeserializeOwned, R: Serialize>(
+    kb: &Kb,
+    caller: &Caller,
+    params: Value,
+    f: fn(&Kb, &Caller, P) -> Result<R>,
+) -> Result<Value> {
+    encode(f(kb, caller, decode(params)?)?)
+}
+
+macro_rules! method {
+    ($name:literal, $effect:ident, $p:ty => $r:ty, $summary:literal, $desc:literal, $f:expr) => {
+        Method {
+            name: $name,
+            summary: $summary,
+            description: $desc,
+            effect: Effect::$effect,
+            params_schema: schema::<$p>,
+            result_schema: schema::<$r>,
+            call: |kb, caller, params| run::<$p, $r>(kb, caller, params, $f),
+        }
+    };
+}
+
+static TRANSPORTS: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// The app declares the transports it really serves, for `kb.capabilities`.
+pub fn set_transports(list: &[&'static str]) {
+    let _ = TRANSPORTS.set(list.to_vec());
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Capabilities {
+    pub name: String,
+    pub version: String,
+    pub spec: String,
+    pub methods: Vec<String>,
+    pub retrieval: Vec<String>,
+    pub review_gated: bool,
+    pub transports: Vec<String>,
+    pub knowledge_capability: Value,
+}
+
+pub fn capabilities() -> Capabilities {
+    Capabilities {
+        name: "vouch".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        spec: "vouch-0.1".into(),
+        methods: REGISTRY.iter().map(|m| m.name.to_string()).collect(),
+        retrieval: crate::index::BACKENDS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        review_gated: true,
+        transports: TRANSPORTS
+            .get()
+            .map(|t| t.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default(),
+        knowledge_capability: json!({
+            "kind": "local-cited-review-gated-kb",
+            "stores_evidence": true,
+            "audit_log": true
+        }),
+    }
+}
+
+/// `kb.approve` answers one result for one id, or a list for many.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ApproveOutput {
+    One(ApproveResult),
+    Many {
+        ok: bool,
+        approved: Vec<ApproveResult>,
+    },
+}
+
+fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<ApproveOutput> {
+    let many = matches!(p.proposal_id, OneOrMany::Many(_));
+    let mut results = gate::approve(kb, caller, p)?;
+    Ok(if many {
+        ApproveOutput::Many {
+            ok: true,
+            approved: results,
+        }
+    } else {
+        ApproveOutput::One(results.remove(0))
+    })
+}
+
+fn read_proposal(kb: &Kb, _: &Caller, p: IdParams) -> Result<Value> {
+    crate::ids::check_id("proposal id", &p.id)?;
+    for dir in [Dir::Decided, Dir::Proposed] {
+        if let Some(pr) = kb.load_proposal(dir, &p.id)? {
+            let mut v = encode(&pr)?;
+            v["_meta"] = json!({"citations": reads::citations(kb, &pr)});
+            return Ok(v);
+        }
+    }
+    Ok(Value::Null)
+}
+
+pub static REGISTRY: &[Method] = &[
+    method!("kb.capabilities", Read, NoParams => Capabilities,
+        "What this server implements: methods, retrieval backends, transports.",
+        "Describe this vouch server: the kb.* methods it implements, its retrieval backends and transports. review_gated is always true: agents propose, people approve.",
+        |_, _, _| Ok(capabilities())),
+    method!("kb.status", Read, NoParams => StatusResult,
+        "Counts of durable objects, pending proposals and the last audit time.",
+        "Overview of the knowledge base: how many claims, pages, sources, entities and relations are approved, how many proposals await review, and when the last change happened. Cheap; call it first.",
+        |kb, _, _| reads::status(kb)),
+    method!("kb.read_claim", Read, IdParams => Value,
+        "One claim by id, or null.",
+        "Read one approved claim (text, status, confidence, evidence ids). Returns null when no such claim exists.",
+        |kb, _, p| reads::read::<Claim>(kb, p)),
+    method!("kb.read_page", Read, IdParams => Value,
+        "One page (frontmatter and markdown body) by id, or null.",
+        "Read one approved page with its markdown body. Returns null when no such page exists.",
+        |kb, _, p| reads::read_page(kb, p)),
+    method!("kb.read_entity", Read, IdParams => Value,
+        "One entity by id, or null.",
+        "Read one approved entity (a typed named thing). Returns null when missing.",
+        |kb, _, p| reads::read::<Entity>(kb, p)),
+    method!("kb.read_relation", Read, IdParams => Value,
+        "One relation by id, or null.",
+        "Read one approved relation (a typed edge between entities). Returns null when missing.",
+        |kb, _, p| reads::read::<Relation>(kb, p)),
+    method!("kb.read_source", Read, IdParams => Value,
+        "One source's metadata by sha256 id, or null.",
+        "Read a registered source's metadata (locator, title, size). Returns null when missing.",
+        |kb, _, p| reads::read_source(kb, p)),
+    method!("kb.read_evidence", Read, IdParams => Value,
+        "One evidence span by id, or null.",
+        "Read an evidence record: the source it points into, the line locator and the quoted text. Returns null when missing.",
+        |kb, _, p| reads::read::<Evidence>(kb, p)),
+    method!("kb.read_session", Read, IdParams => Value,
+        "One session record by id, or null.",
+        "Read a session: its task, status and the proposals made in it. Returns null when missing.",
+        |kb, _, p| reads::read::<Session>(kb, p)),
+    method!("kb.read_proposal", Read, IdParams => Value,
+        "One proposal (pending or decided) by id, or null.",
+        "Read a proposal wherever it is (pending or decided), with its payload, status and resolved citations. Returns null when missing.",
+        read_proposal),
+    method!("kb.list_claims", Read, ListParams => Vec<Value>,
+        "Approved claims, sorted by id; limit, offset, filter by field equality.",
+        "List approved claims. limit (default 100), offset, and filter by field equality such as {\"status\": \"stable\"}.",
+        |kb, _, p| reads::list::<Claim>(kb, p)),
+    method!("kb.list_pages", Read, ListParams => Vec<Value>,
+        "Approved pages, sorted by id.",
+        "List approved pages with their bodies. limit (default 100), offset, filter.",
+        |kb, _, p| reads::list_pages(kb, p)),
+    method!("kb.list_entities", Read, ListParams => Vec<Value>,
+        "Approved entities, sorted by id.",
+        "List approved entities. limit (default 100), offset, filter such as {\"type\": \"person\"}.",
+        |kb, _, p| reads::list::<Entity>(kb, p)),
+    method!("kb.list_relations", Read, ListParams => Vec<Value>,
+        "Approved relations, sorted by id.",
+        "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<entity id>\"}.",
+        |kb, _, p| reads::list::<Relation>(kb, p)),
+    method!("kb.list_sources", Read, ListParams => Vec<Value>,
+        "Registered sources, sorted by id.",
+        "List registered sources' metadata. limit (default 100), offset, filter.",
+        |kb, _, p| reads::list_sources(kb, p)),
+    method!("kb.list_evidence", Read, ListParams => Vec<Value>,
+        "Evidence spans, sorted by id.",
+        "List evidence records (quoted spans of sources). limit (default 100), offset, filter such as {\"source_id\": \"...\"}.",
+        |kb, _, p| reads::list::<Evidence>(kb, p)),
+    method!("kb.list_sessions", Read, ListParams => Vec<Value>,
+        "Sessions, sorted by id (chronological).",
+        "List agent sessions. limit (default 100), offset, filter such as {\"status\": \"open\"}.",
+        |kb, _, p| reads::list::<Session>(kb, p)),
+    method!("kb.list_pending", Read, ListParams => Vec<Value>,
+        "Proposals awaiting review, oldest first, with what each cites.",
+        "List proposals awaiting human review, oldest first. Each item carries _meta.citations: the sources and quoted spans it cites. Pending proposals are not knowledge yet.",
+        |kb, _, p| reads::list_pending(kb, p)),
+    method!("kb.register_source", Write, RegisterSourceParams => RegisterSourceResult,
+        "Capture text content as a source (id = sha256; idempotent).",
+        "Capture source material (a document, message, transcript) so claims can cite it. The id is the sha256 of the content; registering the same content again returns the same id with deduplicated: true. Not gated (sources are evidence, not assertions) but audited.",
+        sources::register_source),
+    method!("kb.register_source_from_path", Write, RegisterSourceFromPathParams => RegisterSourceResult,
+        "Capture a file inside the project as a source.",
+        "Capture a regular file inside the project (absolute or project-relative path). Paths leading outside the project (including through symlinks), directories, devices and files over the size limit are refused.",
+        sources::register_source_from_path),
+    method!("kb.source_verify", Read, SourceVerifyParams => SourceVerifyResult,
+        "Re-hash stored source content; report missing or drifted sources.",
+        "Check that stored source content still hashes to its id. Omit id to check every source. Reports missing and drifted content.",
+        |kb, _, p| sources::source_verify(kb, p)),
+    method!("kb.register_evidence", Write, RegisterEvidenceParams => RegisterEvidenceResult,
+        "Locate an exact quote in a source and mint citable Evidence for it.",
+        "Cite a span rather than a whole source: give a source id and an exact quote; vouch finds the quote in the stored content, records its line range and sha256, and returns an evidence id a claim can cite. A quote not in the source is refused. Same quote twice gives the same id.",
+        sources::register_evidence),
+    method!("kb.propose_claim", Propose, ProposeClaimParams => ProposeResult,
+        "Propose a cited claim for human review.",
+        "Propose a one-sentence claim. It must cite evidence: source ids, evidence ids, or {\"source_id\", \"quote\"} spans (located and minted on write). The claim is NOT knowledge until a person (or a configured trusted agent other than you) approves it. Returns valid: false with every problem listed when it cannot be accepted; dry_run: true validates without writing.",
+        gate::propose_claim),
+    method!("kb.propose_page", Propose, ProposePageParams => ProposeResult,
+        "Propose a markdown page for human review.",
+        "Propose a maintained markdown page (concept, decision, workflow, ...) that may reference approved claims, entities and sources. Pending until a reviewer approves it. dry_run: true validates only.",
+        gate::propose_page),
+    method!("kb.propose_entity", Propose, ProposeEntityParams => ProposeResult,
+        "Propose a typed named entity for human review.",
+        "Propose an entity (person, project, repo, api, ...). Pending until a reviewer approves it. dry_run: true validates only.",
+        gate::propose_entity),
+    method!("kb.propose_relation", Propose, ProposeRelationParams => ProposeResult,
+        "Propose a typed edge between two approved entities.",
+        "Propose a relation (uses, depends_on, owned_by, ...) between two existing entities, optionally citing evidence. Pending until a reviewer approves it. dry_run: true validates only.",
+        gate::propose_relation),
+    method!("kb.approve", Review, ApproveParams => ApproveOutput,
+        "Approve one or many pending proposals, writing durable knowledge.",
+        "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. Writes the durable artifact and an audit event.",
+        approve),
+    method!("kb.reject", Review, RejectParams => OkResult,
+        "Reject a pending proposal with a reason.",
+        "Reject a pending proposal; a reason is required and recorded. Nothing durable is written; the proposal moves to decided/.",
+        gate::reject),
+    method!("kb.supersede", Write, SupersedeParams => LifecycleResult,
+        "Mark an approved claim as superseded by a newer one.",
+        "Record that approved claim new_id replaces old_id: old becomes superseded (and leaves context packs). Self-supersession and cycles are refused. Audited.",
+        lifecycle::supersede),
+    method!("kb.contradict", Write, ContradictParams => LifecycleResult,
+        "Mark two approved claims as contradicting each other.",
+        "Record that two approved claims contradict each other (symmetric); both become contested unless superseded or archived. Audited.",
+        lifecycle::contradict),
+    method!("kb.archive", Write, ArchiveParams => LifecycleResult,
+        "Archive an approved claim or page.",
+        "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited.",
+        lifecycle::archive),
+    method!("kb.confirm", Write, IdParams => LifecycleResult,
+        "Record that an approved claim was re-checked now.",
+        "Set a claim's last_confirmed_at to now, after checking it still holds. Audited.",
+        lifecycle::confirm),
+    method!("kb.cite", Write, CiteParams => LifecycleResult,
+        "Add a citation to an approved claim.",
+        "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). Audited.",
+        lifecycle::cite),
+    method!("kb.session_start", Write, SessionStartParams => SessionStartResult,
+        "Open a work session to group proposals.",
+        "Start a session for a task; pass its session_id to propose_* calls so kb.crystallize can summarise what the session produced.",
+        sessions::start),
+    method!("kb.session_end", Write, SessionIdParams => SessionEndResult,
+        "Close a session.",
+        "End a session; returns how many proposals it produced.",
+        sessions::end),
+    method!("kb.crystallize", Propose, CrystallizeParams => CrystallizeResult,
+        "Propose a session-summary page and flag promotable claims.",
+        "Summarise a session into a session page proposal (pending review) listing what was approved, what awaits review and what was rejected, and flag the session's pending claim proposals for a reviewer.",
+        sessions::crystallize),
+    method!("kb.audit", Read, AuditParams => Vec<Value>,
+        "Audit events, oldest first; tail and filter by event or actor.",
+        "Read the hash-chained audit log: every mutation with actor and time. tail: only the last N; filter: {event, actor}.",
+        |kb, _, p| reads::audit(kb, p)),
+    method!("kb.audit_verify", Read, NoParams => crate::audit::VerifyReport,
+        "Verify the audit log's hash chain; name the first bad line.",
+        "Check the audit log's hash chain. Reports the first edited, reordered, deleted or truncated line.",
+        |kb, _, _| kb.audit_log().verify()),
+    method!("kb.search", Read, crate::index::SearchParams => Vec<crate::index::SearchHit>,
+        "Full-text search over approved claims, pages, entities and sources.",
+        "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet with matched words in [brackets], score and backend.",
+        |kb, _, p| crate::index::search(kb, p)),
+    method!("kb.index_rebuild", Admin, NoParams => crate::index::RebuildResult,
+        "Rebuild state.db from the files.",
+        "Drop and rebuild the derived search index from the files under .vouch/. Safe at any time.",
+        |kb, c, _| crate::index::rebuild_audited(kb, c)),
+];
+
+pub fn find(name: &str) -> Option<&'static Method> {
+    REGISTRY.iter().find(|m| m.name == name)
+}
+
+/// Find by canonical name or MCP tool name.
+pub fn find_tool(tool: &str) -> Option<&'static Method> {
+    REGISTRY.iter().find(|m| m.tool_name() == tool)
+}
+
+/// Dispatch a call by name.
+pub fn dispatch(kb: &Kb, caller: &Caller, name: &str, params: Value) -> Result<Value> {
+    let m = find(name).ok_or_else(|| {
+        Error::new(
+            ErrorKind::MethodNotFound,
+            format!(
+                "unknown method {:?}; `vouch methods` or kb.capabilities lists them",
+                crate::ids::truncate_for_message(name)
+            ),
+        )
+    })?;
+    (m.call)(kb, caller, params)
+}

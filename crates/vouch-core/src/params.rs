@@ -1,0 +1,413 @@
+//! Params and results of the `kb.*` methods (seed 001). Doc comments here
+//! become the JSON Schema descriptions agents see over MCP.
+
+use crate::model::{ClaimType, EntityType, PageType, RelationType, Scope, SourceType};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+// ----- sources and evidence -------------------------------------------------
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterSourceParams {
+    /// UTF-8 text content; its sha256 becomes the source id.
+    pub content: String,
+    /// Where the content came from (path, URL, commit, ...).
+    pub locator: String,
+    #[serde(default, rename = "type")]
+    pub source_type: Option<SourceType>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterSourceFromPathParams {
+    /// Absolute or project-relative path of a regular file inside the project.
+    pub path: String,
+    #[serde(default, rename = "type")]
+    pub source_type: Option<SourceType>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct RegisterSourceResult {
+    pub id: String,
+    pub deduplicated: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceVerifyParams {
+    /// A source id; omit to verify every source.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SourceIssue {
+    pub id: String,
+    /// `missing` (no meta or no content), `drifted` (content hash differs), `unreadable`.
+    pub kind: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SourceVerifyResult {
+    pub ok: bool,
+    pub issues: Vec<SourceIssue>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterEvidenceParams {
+    /// The source the quote comes from.
+    pub source_id: String,
+    /// Exact text that occurs in the source's stored content.
+    pub quote: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RegisterEvidenceResult {
+    pub evidence_id: String,
+    /// `L<first>-L<last>` line range of the quote in the source.
+    pub locator: String,
+    /// sha256 of the quoted span.
+    pub hash: String,
+    pub deduplicated: bool,
+}
+
+/// A citation: a source id, an evidence id, or a quote to locate in a source
+/// (minted into an Evidence when the proposal is written).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum Citation {
+    Id(String),
+    Span { source_id: String, quote: String },
+}
+
+// ----- proposals --------------------------------------------------------------
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeClaimParams {
+    /// One-sentence assertion.
+    pub text: String,
+    /// Non-empty list of citations: source ids, evidence ids, or
+    /// `{"source_id", "quote"}` spans.
+    pub evidence: Vec<Citation>,
+    #[serde(default, rename = "type")]
+    pub claim_type: Option<ClaimType>,
+    /// 0..1, default 0.7.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Why this claim; recorded on the proposal.
+    #[serde(default)]
+    pub rationale: Option<String>,
+    /// Validate only: write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposePageParams {
+    pub title: String,
+    /// Markdown body.
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default, rename = "type")]
+    pub page_type: Option<PageType>,
+    #[serde(default)]
+    pub claims: Vec<String>,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeEntityParams {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entity_type: EntityType,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposeRelationParams {
+    /// Entity id at the start of the edge.
+    pub source: String,
+    pub relation: RelationType,
+    /// Entity id at the end of the edge.
+    pub target: String,
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub evidence: Vec<Citation>,
+    #[serde(default)]
+    pub session_id: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Result of every `kb.propose_*`; the object id key is named per kind
+/// (`claim_id`, `page_id`, `entity_id`, `relation_id`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProposeResult {
+    /// Empty when invalid or dry_run.
+    pub proposal_id: String,
+    #[serde(flatten)]
+    pub object: std::collections::BTreeMap<String, String>,
+    pub valid: bool,
+    pub errors: Vec<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveParams {
+    /// One proposal id, or several for a bulk approval (all or nothing).
+    pub proposal_id: OneOrMany,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Approver identity; defaults to the caller. Ignored (refused) when the
+    /// transport authenticated the caller.
+    #[serde(default)]
+    pub approver: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct ApproveResult {
+    pub ok: bool,
+    pub object_id: String,
+    pub object_kind: String,
+    pub proposal_id: String,
+    /// Set when this call finished an approval a crash had interrupted.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectParams {
+    pub proposal_id: String,
+    /// Required: why the proposal is rejected.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OkResult {
+    pub ok: bool,
+}
+
+// ----- lifecycle --------------------------------------------------------------
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SupersedeParams {
+    pub old_id: String,
+    pub new_id: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContradictParams {
+    pub a_id: String,
+    pub b_id: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveParams {
+    /// A claim id or page id.
+    pub id: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IdParams {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CiteParams {
+    /// Claim id.
+    pub id: String,
+    /// A source id, an evidence id, or a `{"source_id", "quote"}` span.
+    pub evidence: Citation,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LifecycleResult {
+    pub ok: bool,
+    /// Ids of the objects whose files changed.
+    pub updated: Vec<String>,
+}
+
+// ----- sessions ---------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStartParams {
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionStartResult {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionIdParams {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SessionEndResult {
+    pub ok: bool,
+    pub proposals: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CrystallizeParams {
+    pub session_id: String,
+    /// Only report; do not propose the summary page.
+    #[serde(default)]
+    pub no_page: bool,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CrystallizeResult {
+    /// The proposed summary page's id (pending review).
+    pub page_id: Option<String>,
+    pub proposal_id: Option<String>,
+    /// Pending claim proposals of the session flagged for review.
+    pub claims_promoted: usize,
+    /// Those proposals' ids.
+    pub promotable: Vec<String>,
+}
+
+// ----- reads ------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// At most this many items (default 100, max 100000).
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub offset: Option<i64>,
+    /// Field equality, e.g. `{"status": "stable"}`.
+    #[serde(default)]
+    pub filter: Option<serde_json::Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusCounts {
+    pub claims: usize,
+    pub pages: usize,
+    pub sources: usize,
+    pub entities: usize,
+    pub relations: usize,
+    pub evidence: usize,
+    pub sessions: usize,
+    pub decided: usize,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusResult {
+    pub root: String,
+    pub kb_name: Option<String>,
+    pub counts: StatusCounts,
+    pub pending: usize,
+    pub last_audit_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditParams {
+    /// Only the last N matching events.
+    #[serde(default)]
+    pub tail: Option<i64>,
+    #[serde(default)]
+    pub filter: Option<AuditFilter>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditFilter {
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default)]
+    pub actor: Option<String>,
+}

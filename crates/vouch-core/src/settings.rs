@@ -1,0 +1,163 @@
+//! `config.yaml`, typed. Accepts the seed shape (`version: "0.1"`) and the
+//! vouch 1.x shape (`version: 1`, extra sections, which are kept).
+
+use crate::error::{Error, ErrorKind, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Default ceiling for `kb.register_source_from_path` (16 MiB).
+pub const DEFAULT_MAX_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApproverRole {
+    Human,
+    TrustedAgent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrievalBackend {
+    Fts5,
+    Substring,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Retrieval {
+    #[serde(default = "default_backend")]
+    pub backend: RetrievalBackend,
+    #[serde(default = "yes")]
+    pub fts5_porter: bool,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Review {
+    #[serde(default = "yes")]
+    pub require_citations: bool,
+    #[serde(default = "default_role")]
+    pub approver_role: ApproverRole,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SourcesSettings {
+    /// Largest file `kb.register_source_from_path` accepts, in bytes.
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settings {
+    /// `"0.1"` (seed) or `1` (vouch 1.x); kept as written.
+    #[serde(default = "default_version")]
+    pub version: Value,
+    #[serde(default)]
+    pub kb_name: Option<String>,
+    /// Default actor when the transport names none.
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default = "Retrieval::default_value")]
+    pub retrieval: Retrieval,
+    #[serde(default = "Review::default_value")]
+    pub review: Review,
+    #[serde(default = "SourcesSettings::default_value")]
+    pub sources: SourcesSettings,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_backend() -> RetrievalBackend {
+    RetrievalBackend::Fts5
+}
+fn default_role() -> ApproverRole {
+    ApproverRole::Human
+}
+fn default_max_bytes() -> u64 {
+    DEFAULT_MAX_SOURCE_BYTES
+}
+fn default_version() -> Value {
+    Value::String("0.1".into())
+}
+
+impl Retrieval {
+    fn default_value() -> Self {
+        Retrieval {
+            backend: default_backend(),
+            fts5_porter: true,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+impl Review {
+    fn default_value() -> Self {
+        Review {
+            require_citations: true,
+            approver_role: default_role(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+impl SourcesSettings {
+    fn default_value() -> Self {
+        SourcesSettings {
+            max_bytes: default_max_bytes(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl Settings {
+    pub fn new(kb_name: &str, agent: Option<&str>) -> Self {
+        Settings {
+            version: default_version(),
+            kb_name: Some(kb_name.to_string()),
+            agent: agent.map(str::to_string),
+            retrieval: Retrieval::default_value(),
+            review: Review::default_value(),
+            sources: SourcesSettings::default_value(),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Settings> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Settings> {
+        if text.trim().is_empty() {
+            return Ok(Settings::new("", None));
+        }
+        serde_saphyr::from_str::<Settings>(text).map_err(|e| {
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("");
+            Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "{}: {first} (valid: retrieval.backend fts5|substring, \
+                     review.approver_role human|trusted-agent, booleans true|false)",
+                    path.display()
+                ),
+            )
+        })
+    }
+
+    /// The file `vouch init` writes.
+    pub fn to_yaml(&self) -> Result<String> {
+        crate::store::yaml::to_yaml(self)
+    }
+
+    pub fn self_approval_allowed(&self) -> bool {
+        self.review.approver_role == ApproverRole::TrustedAgent
+    }
+}

@@ -1,0 +1,354 @@
+//! Sources (content-addressed by sha256) and evidence (quoted spans inside a
+//! source). Neither is gated: both are content-addressed facts about what was
+//! captured, not assertions — but both are audited.
+
+use crate::error::{Error, Result};
+use crate::ids::{check_source_id, sha256_hex};
+use crate::kb::{Caller, Kb};
+use crate::model::{Evidence, Source, SourceType};
+use crate::params::*;
+use crate::store::{Dir, atomic};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+pub fn register_source(
+    kb: &Kb,
+    caller: &Caller,
+    p: RegisterSourceParams,
+) -> Result<RegisterSourceResult> {
+    if p.locator.trim().is_empty() {
+        return Err(Error::invalid("locator: must not be empty"));
+    }
+    register_bytes(
+        kb,
+        caller,
+        p.content.as_bytes(),
+        Meta {
+            source_type: p.source_type.unwrap_or(SourceType::File),
+            locator: p.locator,
+            title: p.title,
+            media_type: p.media_type,
+            tags: p.tags,
+        },
+    )
+}
+
+struct Meta {
+    source_type: SourceType,
+    locator: String,
+    title: Option<String>,
+    media_type: Option<String>,
+    tags: Vec<String>,
+}
+
+fn register_bytes(
+    kb: &Kb,
+    caller: &Caller,
+    bytes: &[u8],
+    meta: Meta,
+) -> Result<RegisterSourceResult> {
+    let id = sha256_hex(bytes);
+    if kb.source_exists(&id) {
+        return Ok(RegisterSourceResult {
+            id,
+            deduplicated: true,
+        });
+    }
+    let _lock = kb.lock()?;
+    if kb.source_exists(&id) {
+        return Ok(RegisterSourceResult {
+            id,
+            deduplicated: true,
+        });
+    }
+    let source = Source {
+        id: id.clone(),
+        source_type: meta.source_type,
+        locator: meta.locator,
+        title: meta.title,
+        hash: Some(id.clone()),
+        immutable: true,
+        scope: None,
+        byte_size: Some(bytes.len() as u64),
+        media_type: meta.media_type.unwrap_or_else(|| "text/plain".into()),
+        created_at: kb.now(),
+        metadata: None,
+        tags: meta.tags,
+        extra: Default::default(),
+    };
+    let mut ev = kb.event(
+        "source.register",
+        &caller.actor,
+        vec![id.clone()],
+        json!({"locator": source.locator, "bytes": bytes.len()}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    let dir = kb.layout().source_dir(&id)?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // Content first: a meta.yaml always has its content beside it.
+    atomic::write(&kb.layout().source_content(&id)?, bytes)?;
+    atomic::write(
+        &kb.layout().source_meta(&id)?,
+        crate::store::yaml::to_yaml(&source)?.as_bytes(),
+    )?;
+    atomic::sync_dir(&kb.layout().sources_dir())?;
+    crate::index::after_write(kb, &[crate::index::Written::Source(source)]);
+    Ok(RegisterSourceResult {
+        id,
+        deduplicated: false,
+    })
+}
+
+pub fn register_source_from_path(
+    kb: &Kb,
+    caller: &Caller,
+    p: RegisterSourceFromPathParams,
+) -> Result<RegisterSourceResult> {
+    let (path, relative) = resolve_in_project(kb, &p.path)?;
+    let max = kb.settings().sources.max_bytes;
+    let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!(
+            "{}: not a regular file (directories, devices and sockets cannot be sources)",
+            p.path
+        )));
+    }
+    if meta.len() > max {
+        return Err(Error::invalid(format!(
+            "{}: {} bytes is over the {max}-byte limit for sources \
+             (raise sources.max_bytes in config.yaml to allow it)",
+            p.path,
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let title = p
+        .title
+        .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()));
+    register_bytes(
+        kb,
+        caller,
+        &bytes,
+        Meta {
+            source_type: p.source_type.unwrap_or(SourceType::File),
+            locator: relative,
+            title,
+            media_type: Some(media_type_for(&path).to_string()),
+            tags: Vec::new(),
+        },
+    )
+}
+
+/// Resolve a user path to a regular location inside the project root (the
+/// folder holding `.vouch/`), following symlinks; anything that leads out of
+/// the project, or into `.vouch/` itself, is refused.
+fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, String)> {
+    if user_path.contains('\0') {
+        return Err(Error::invalid("path: contains a NUL byte"));
+    }
+    let root = kb.layout().project_root();
+    let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
+    let given = Path::new(user_path);
+    let joined = if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        root.join(given)
+    };
+    let real = joined
+        .canonicalize()
+        .map_err(|e| Error::invalid(format!("path {user_path:?}: {e}")))?;
+    let relative = real.strip_prefix(&root).map_err(|_| {
+        Error::invalid(format!(
+            "path {user_path:?} resolves to {} which is outside the project root {} \
+             (symlinks leading out are refused)",
+            real.display(),
+            root.display()
+        ))
+    })?;
+    if relative.starts_with(".vouch") {
+        return Err(Error::invalid(format!(
+            "path {user_path:?} is inside .vouch/; register project files, not KB internals"
+        )));
+    }
+    Ok((real.clone(), relative.to_string_lossy().into_owned()))
+}
+
+fn media_type_for(path: &Path) -> &'static str {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("md" | "markdown") => "text/markdown",
+        Some("json") => "application/json",
+        Some("yaml" | "yml") => "application/yaml",
+        Some("html" | "htm") => "text/html",
+        Some("pdf") => "application/pdf",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("rs" | "py" | "js" | "ts" | "go" | "c" | "h" | "toml" | "txt" | "csv") => "text/plain",
+        _ => "application/octet-stream",
+    }
+}
+
+pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResult> {
+    let ids = match p.id {
+        Some(id) => {
+            check_source_id(&id)?;
+            if !kb.layout().source_dir(&id)?.exists() {
+                return Err(Error::not_found(format!("source {id} is not registered")));
+            }
+            vec![id]
+        }
+        None => kb.source_ids()?,
+    };
+    let mut issues = Vec::new();
+    for id in ids {
+        let issue = |kind: &str, detail: String| SourceIssue {
+            id: id.clone(),
+            kind: kind.to_string(),
+            detail,
+        };
+        if !kb.source_exists(&id) {
+            issues.push(issue("missing", "meta.yaml is missing".into()));
+        }
+        let content = kb.layout().source_content(&id)?;
+        match std::fs::read(&content) {
+            Ok(bytes) => {
+                let actual = sha256_hex(&bytes);
+                if actual != id {
+                    issues.push(issue(
+                        "drifted",
+                        format!("content hashes to {actual}, not to its id"),
+                    ));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                issues.push(issue("missing", "stored content is missing".into()));
+            }
+            Err(e) => issues.push(issue("unreadable", e.to_string())),
+        }
+    }
+    Ok(SourceVerifyResult {
+        ok: issues.is_empty(),
+        issues,
+    })
+}
+
+/// Where a quote sits in a source: byte range and 1-based line range.
+pub struct Located {
+    pub start: usize,
+    pub end: usize,
+    pub first_line: usize,
+    pub last_line: usize,
+}
+
+/// Find the first exact occurrence of `quote` in the source's stored bytes.
+pub fn locate_quote(kb: &Kb, source_id: &str, quote: &str) -> Result<Located> {
+    check_source_id(source_id)?;
+    if quote.trim().is_empty() {
+        return Err(Error::invalid("quote: must not be empty"));
+    }
+    if !kb.source_exists(source_id) {
+        return Err(Error::not_found(format!(
+            "source {source_id} is not registered"
+        )));
+    }
+    let path = kb.layout().source_content(source_id)?;
+    let bytes = std::fs::read(&path).map_err(|e| {
+        Error::invalid(format!(
+            "source {source_id} has no stored content to quote from ({e})"
+        ))
+    })?;
+    let q = quote.as_bytes();
+    let start = find(&bytes, q).ok_or_else(|| {
+        Error::invalid(format!(
+            "quote {:?} does not occur in source {source_id}; quote the text exactly",
+            crate::ids::truncate_for_message(quote)
+        ))
+    })?;
+    let end = start + q.len();
+    let first_line = 1 + bytes[..start].iter().filter(|b| **b == b'\n').count();
+    let last_line = first_line + q.iter().filter(|b| **b == b'\n').count();
+    Ok(Located {
+        start,
+        end,
+        first_line,
+        last_line,
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.len() > hay.len() {
+        return None;
+    }
+    let first = needle[0];
+    (0..=hay.len() - needle.len()).find(|&i| hay[i] == first && &hay[i..i + needle.len()] == needle)
+}
+
+pub fn register_evidence(
+    kb: &Kb,
+    caller: &Caller,
+    p: RegisterEvidenceParams,
+) -> Result<RegisterEvidenceResult> {
+    locate_quote(kb, &p.source_id, &p.quote)?;
+    let _lock = kb.lock()?;
+    mint_evidence_locked(kb, caller, &p.source_id, &p.quote)
+}
+
+/// Mint (or find) the Evidence for a quote. Its id is content-derived, so the
+/// same quote of the same source always yields the same evidence. Caller
+/// holds the lock.
+pub(crate) fn mint_evidence_locked(
+    kb: &Kb,
+    caller: &Caller,
+    source_id: &str,
+    quote: &str,
+) -> Result<RegisterEvidenceResult> {
+    let at = locate_quote(kb, source_id, quote)?;
+    let hash = sha256_hex(quote.as_bytes());
+    let id = format!(
+        "ev-{}",
+        &sha256_hex(format!("{source_id}\n{quote}").as_bytes())[..16]
+    );
+    let locator = format!("L{}-L{}", at.first_line, at.last_line);
+    if kb.exists(Dir::Evidence, &id) {
+        return Ok(RegisterEvidenceResult {
+            evidence_id: id,
+            locator,
+            hash,
+            deduplicated: true,
+        });
+    }
+    let source_type = kb.load_source(source_id)?.map(|s| s.source_type);
+    let ev = Evidence {
+        id: id.clone(),
+        source_id: source_id.to_string(),
+        source_type,
+        locator: locator.clone(),
+        quote: Some(quote.to_string()),
+        hash: Some(hash.clone()),
+        created_at: kb.now(),
+        extra: [(
+            "span".to_string(),
+            json!({"start": at.start, "end": at.end}),
+        )]
+        .into_iter()
+        .collect(),
+    };
+    let mut event = kb.event(
+        "evidence.register",
+        &caller.actor,
+        vec![id.clone(), source_id.to_string()],
+        json!({"locator": locator}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut event))?;
+    kb.store(&ev)?;
+    Ok(RegisterEvidenceResult {
+        evidence_id: id,
+        locator,
+        hash,
+        deduplicated: false,
+    })
+}

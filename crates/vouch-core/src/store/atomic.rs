@@ -1,0 +1,169 @@
+//! The only writer of files under `.vouch/`: every write goes to a temp file
+//! in the same folder, is fsynced, renamed over its target, and the folder is
+//! fsynced. A crash leaves either the old file or the new one, never half.
+
+use crate::error::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn temp_path(target: &Path) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Leading dot: listings skip temp files a crash may leave behind.
+    target.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    let tmp = temp_path(target);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, e))?;
+    let res = f.write_all(bytes).and_then(|_| f.sync_all());
+    if let Err(e) = res {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    Ok(tmp)
+}
+
+/// fsync a directory so a rename or unlink inside it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Replace (or create) `target` with `bytes`, durably.
+pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = write_temp(target, bytes)?;
+    if let Err(e) = fs::rename(&tmp, target) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(target, e));
+    }
+    sync_dir(parent(target))
+}
+
+/// Create `target` with `bytes`, durably, failing with `Ok(false)` if it
+/// already exists (the hard link is the atomic "create if absent").
+pub fn create_new(target: &Path, bytes: &[u8]) -> Result<bool> {
+    let tmp = write_temp(target, bytes)?;
+    let linked = fs::hard_link(&tmp, target);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(parent(target))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(target, e)),
+    }
+}
+
+/// Remove a file durably; a file already gone is not an error.
+pub fn remove(target: &Path) -> Result<()> {
+    match fs::remove_file(target) {
+        Ok(()) => sync_dir(parent(target)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(target, e)),
+    }
+}
+
+/// Many writes made durable together: every temp file is written and
+/// fsynced, then all are renamed, then each touched folder is fsynced once.
+/// Used by bulk approval so N artifacts cost far less than N single writes.
+#[derive(Default)]
+pub struct Batch {
+    writes: Vec<(PathBuf, Vec<u8>)>,
+    removes: Vec<PathBuf>,
+}
+
+impl Batch {
+    pub fn write(&mut self, target: PathBuf, bytes: Vec<u8>) {
+        self.writes.push((target, bytes));
+    }
+    pub fn remove(&mut self, target: PathBuf) {
+        self.removes.push(target);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.removes.is_empty()
+    }
+
+    /// Apply writes (in order), then removes. Temp files are fsynced from a
+    /// few threads at once so the filesystem can commit them together.
+    pub fn commit(self) -> Result<()> {
+        let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(self.writes.len());
+        let mut files = Vec::with_capacity(self.writes.len());
+        for (target, bytes) in &self.writes {
+            let tmp = temp_path(target);
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .map_err(|e| Error::io(&tmp, e))?;
+            f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
+            files.push((tmp.clone(), f));
+            temps.push((tmp, target.clone()));
+        }
+        sync_all_parallel(files)?;
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for (tmp, target) in temps {
+            fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+            dirs.push(parent(&target).to_path_buf());
+        }
+        for target in &self.removes {
+            match fs::remove_file(target) {
+                Ok(()) => dirs.push(parent(target).to_path_buf()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(target, e)),
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        for d in dirs {
+            sync_dir(&d)?;
+        }
+        Ok(())
+    }
+}
+
+fn sync_all_parallel(files: Vec<(PathBuf, File)>) -> Result<()> {
+    const THREADS: usize = 8;
+    if files.len() <= 1 {
+        for (p, f) in &files {
+            f.sync_all().map_err(|e| Error::io(p, e))?;
+        }
+        return Ok(());
+    }
+    let chunk = files.len().div_ceil(THREADS);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    for (p, f) in part {
+                        f.sync_all().map_err(|e| Error::io(p, e))?;
+                    }
+                    Ok::<(), Error>(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| Error::internal("fsync thread panicked"))??;
+        }
+        Ok(())
+    })
+}

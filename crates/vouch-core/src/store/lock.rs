@@ -1,0 +1,27 @@
+//! One exclusive lock per knowledge base. Every mutation holds it, so two
+//! processes never interleave a read-check-write; readers never need it
+//! because every write is an atomic rename.
+
+use crate::error::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+pub struct KbLock {
+    _file: File,
+}
+
+impl KbLock {
+    /// Block until this process holds the KB's write lock.
+    pub fn acquire(path: &Path) -> Result<KbLock> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        file.lock().map_err(|e| Error::io(path, e))?;
+        Ok(KbLock { _file: file })
+    }
+}
+// Dropping the File releases the lock (the OS drops it with the descriptor).

@@ -1,0 +1,118 @@
+//! The spec's fallback retrieval backend: case-insensitive substring match
+//! over the files themselves, no index. Slow on large KBs, always correct.
+
+use crate::error::Result;
+use crate::index::SearchHit;
+use crate::kb::Kb;
+use crate::model::{Claim, ClaimStatus, Entity, Page};
+
+pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result<Vec<SearchHit>> {
+    let mut docs: Vec<(&str, String, String, Option<String>)> = Vec::new();
+    for kind in kinds {
+        match *kind {
+            "claim" => {
+                for c in kb.load_all::<Claim>()? {
+                    if c.status != ClaimStatus::Redacted {
+                        docs.push(("claim", c.id, c.text, Some(c.status.to_string())));
+                    }
+                }
+            }
+            "page" => {
+                for p in kb.load_all::<Page>()? {
+                    docs.push((
+                        "page",
+                        p.id,
+                        format!("{}\n{}", p.title, p.body),
+                        Some(p.status.to_string()),
+                    ));
+                }
+            }
+            "entity" => {
+                for e in kb.load_all::<Entity>()? {
+                    let text = format!(
+                        "{} {} {}",
+                        e.name,
+                        e.aliases.join(" "),
+                        e.description.unwrap_or_default()
+                    );
+                    docs.push(("entity", e.id, text, None));
+                }
+            }
+            _ => {
+                for id in kb.source_ids()? {
+                    if let Ok(Some(s)) = kb.load_source(&id) {
+                        docs.push((
+                            "source",
+                            id,
+                            format!("{} {}", s.title.unwrap_or_default(), s.locator),
+                            None,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let mut hits: Vec<SearchHit> = docs
+        .into_iter()
+        .filter_map(|(kind, id, text, status)| {
+            let lower = text.to_lowercase();
+            let counts: Vec<usize> = terms
+                .iter()
+                .map(|t| lower.matches(t.as_str()).count())
+                .collect();
+            if counts.iter().any(|c| *c == 0) {
+                return None;
+            }
+            Some(SearchHit {
+                kind: kind.to_string(),
+                id,
+                snippet: mark(&text, terms),
+                score: counts.iter().sum::<usize>() as f64,
+                backend: "substring".into(),
+                status,
+            })
+        })
+        .collect();
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// Up to 200 characters around the first match, matched words in brackets.
+fn mark(text: &str, terms: &[String]) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let lower: Vec<char> = text.to_lowercase().chars().collect();
+    if lower.len() != chars.len() {
+        return text.chars().take(200).collect();
+    }
+    let mut out = String::new();
+    let mut i = 0;
+    let mut taken = 0;
+    while i < chars.len() && taken < 200 {
+        let hit = terms.iter().find(|t| {
+            let tc: Vec<char> = t.chars().collect();
+            lower[i..].starts_with(&tc)
+        });
+        match hit {
+            Some(t) => {
+                let n = t.chars().count();
+                out.push('[');
+                out.extend(&chars[i..i + n]);
+                out.push(']');
+                i += n;
+                taken += n;
+            }
+            None => {
+                out.push(chars[i]);
+                i += 1;
+                taken += 1;
+            }
+        }
+    }
+    out
+}
