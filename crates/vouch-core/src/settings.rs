@@ -58,10 +58,10 @@ pub struct Settings {
     /// `"0.1"` (seed) or `1` (vouch 1.x); kept as written.
     #[serde(default = "default_version")]
     pub version: Value,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kb_name: Option<String>,
     /// Default actor when the transport names none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     #[serde(default = "Retrieval::default_value")]
     pub retrieval: Retrieval,

@@ -1,1 +1,6 @@
-fn main() {}
+use clap::Parser;
+
+fn main() {
+    let cli = vouch::cli::Cli::parse();
+    std::process::exit(vouch::cli::run(cli));
+}

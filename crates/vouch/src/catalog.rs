@@ -1,0 +1,54 @@
+//! The method catalog, generated from the registry: `vouch methods --json`
+//! and `--markdown` (which is docs/methods.md, kept current by a test).
+
+use serde_json::{Value, json};
+use vouch_core::methods::REGISTRY;
+
+pub fn json() -> Value {
+    Value::Array(
+        REGISTRY
+            .iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "tool": m.tool_name(),
+                    "effect": m.effect,
+                    "summary": m.summary,
+                    "description": m.description,
+                    "params": (m.params_schema)(),
+                    "result": (m.result_schema)(),
+                })
+            })
+            .collect(),
+    )
+}
+
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# kb.* methods\n\n\
+         Generated from the method registry by `vouch methods --markdown`; a test keeps it current.\n\
+         Every method is served on every transport: JSONL and HTTP use the dotted name,\n\
+         MCP the tool name. Params and results are JSON; the schemas below are exact.\n\n\
+         | method | MCP tool | effect | summary |\n|---|---|---|---|\n",
+    );
+    for m in REGISTRY {
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} |\n",
+            m.name,
+            m.tool_name(),
+            format!("{:?}", m.effect).to_lowercase(),
+            m.summary
+        ));
+    }
+    for m in REGISTRY {
+        out.push_str(&format!(
+            "\n## `{}`\n\n{}\n\nEffect: {}.\n\n<details><summary>params schema</summary>\n\n```json\n{}\n```\n</details>\n\n<details><summary>result schema</summary>\n\n```json\n{}\n```\n</details>\n",
+            m.name,
+            m.description,
+            format!("{:?}", m.effect).to_lowercase(),
+            serde_json::to_string_pretty(&(m.params_schema)()).unwrap_or_default(),
+            serde_json::to_string_pretty(&(m.result_schema)()).unwrap_or_default(),
+        ));
+    }
+    out
+}

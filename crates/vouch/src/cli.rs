@@ -1,0 +1,637 @@
+//! The command line for people. Every command builds the params of one
+//! `kb.*` method and dispatches through the registry; no command contains
+//! knowledge-base logic of its own.
+
+use crate::context;
+use crate::errors::{EXIT_CODES_HELP, EXIT_INVALID_PROPOSAL, mapping};
+use crate::render;
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use vouch_core::methods;
+use vouch_core::{Error, Kb, Transport};
+
+/// vouch: a local-first, git-native, review-gated knowledge base for LLM agents.
+///
+/// Agents propose claims, pages, entities and relations that cite evidence;
+/// a person approves or rejects them. Knowledge lives as plain files under
+/// .vouch/, and every change is in a hash-chained audit log.
+#[derive(Parser, Debug)]
+#[command(name = "vouch", version, after_help = EXIT_CODES_HELP)]
+pub struct Cli {
+    /// The knowledge base: a .vouch/ folder or the project holding one
+    /// (default: search the current directory and its parents).
+    #[arg(long, global = true, env = "VOUCH_KB_PATH")]
+    pub kb: Option<PathBuf>,
+    /// Act as this actor (default: VOUCH_AGENT, then $USER).
+    #[arg(long, global = true, env = "VOUCH_AGENT")]
+    pub agent: Option<String>,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create .vouch/ here (or in DIR). Never overwrites existing files.
+    Init {
+        /// Project folder to create .vouch/ in (default: current directory).
+        dir: Option<PathBuf>,
+        /// kb_name written to config.yaml (default: the folder's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Counts of approved objects and pending proposals.
+    Status,
+    /// Register and verify sources.
+    #[command(subcommand)]
+    Source(SourceCmd),
+    /// Locate an exact quote in a source and mint citable evidence for it.
+    Quote {
+        source_id: String,
+        /// The exact text to find in the source.
+        quote: String,
+    },
+    /// Propose a claim for review. It must cite at least one source or evidence.
+    ProposeClaim(ProposeClaimArgs),
+    /// Propose a markdown page for review.
+    ProposePage(ProposePageArgs),
+    /// Propose an entity for review.
+    ProposeEntity(ProposeEntityArgs),
+    /// Propose a relation between two approved entities for review.
+    ProposeRelation(ProposeRelationArgs),
+    /// Proposals awaiting review, oldest first, with what each cites.
+    Pending {
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Show any object by id: claim, page, entity, relation, evidence,
+    /// source, session or proposal.
+    Show { id: String },
+    /// Approve one or more pending proposals (several ids: all or nothing).
+    Approve {
+        #[arg(required = true)]
+        proposal_ids: Vec<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject a pending proposal; a reason is required.
+    Reject {
+        proposal_id: String,
+        #[arg(long, required = true)]
+        reason: String,
+    },
+    /// Mark approved claim OLD as superseded by NEW.
+    Supersede {
+        old_id: String,
+        new_id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Mark two approved claims as contradicting each other.
+    Contradict {
+        a_id: String,
+        b_id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Archive an approved claim or page.
+    Archive {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Record that an approved claim was re-checked now.
+    Confirm { id: String },
+    /// Add a source or evidence id to an approved claim's citations.
+    Cite { id: String, evidence: String },
+    /// Start or end a work session.
+    #[command(subcommand)]
+    Session(SessionCmd),
+    /// Propose a summary page for a session and flag its promotable claims.
+    Crystallize {
+        session_id: String,
+        /// Report only; do not propose the summary page.
+        #[arg(long)]
+        no_page: bool,
+    },
+    /// Show audit events (oldest first), or verify the hash chain.
+    Audit(AuditArgs),
+    /// Full-text search over approved knowledge.
+    Search {
+        query: String,
+        #[arg(long)]
+        limit: Option<i64>,
+        /// Restrict to kinds: claim, page, entity, source (repeatable).
+        #[arg(long = "kind")]
+        kinds: Vec<String>,
+    },
+    /// Maintain the derived index (state.db).
+    #[command(subcommand)]
+    Index(IndexCmd),
+    /// Call any kb.* method with JSON params, e.g. `vouch call kb.search '{"query":"auth"}'`.
+    Call {
+        method: String,
+        /// JSON object of params (default {}); `-` reads stdin.
+        params: Option<String>,
+    },
+    /// List every kb.* method.
+    Methods {
+        /// Markdown reference (as in docs/methods.md).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+    },
+    /// Serve the kb.* methods over MCP (stdio, default), JSONL (stdio) or HTTP.
+    Serve(crate::serve::ServeArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SourceCmd {
+    /// Register a file inside the project, or literal text with --text.
+    Add {
+        /// Path of a file inside the project.
+        path: Option<String>,
+        /// Register this text instead of a file.
+        #[arg(long, conflicts_with = "path")]
+        text: Option<String>,
+        /// Locator for --text (where it came from).
+        #[arg(long, requires = "text")]
+        locator: Option<String>,
+        #[arg(long)]
+        title: Option<String>,
+        /// Source type: file, url, transcript, message, commit, issue, ...
+        #[arg(long = "type")]
+        source_type: Option<String>,
+    },
+    /// Re-hash stored content; report missing or drifted sources.
+    Verify { id: Option<String> },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionCmd {
+    /// Start a session; prints its id.
+    Start {
+        #[arg(long)]
+        task: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// End a session.
+    End { session_id: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum IndexCmd {
+    /// Drop state.db and rebuild it from the files.
+    Rebuild,
+}
+
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    pub verify: Option<AuditCmd>,
+    /// Only the last N matching events.
+    #[arg(long)]
+    pub tail: Option<i64>,
+    /// Only events of this name (e.g. proposal.approve).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Only events by this actor.
+    #[arg(long)]
+    pub actor: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuditCmd {
+    /// Verify the hash chain; names the first bad line.
+    Verify,
+}
+
+#[derive(Args, Debug)]
+pub struct ProposeClaimArgs {
+    /// The one-sentence assertion.
+    pub text: String,
+    /// A source id or evidence id this claim cites (repeatable).
+    #[arg(long = "evidence", short = 'e')]
+    pub evidence: Vec<String>,
+    /// Cite a span: SOURCE_ID=exact quote (repeatable).
+    #[arg(long = "quote")]
+    pub quotes: Vec<String>,
+    /// fact, decision, preference, workflow, observation, question, warning.
+    #[arg(long = "type")]
+    pub claim_type: Option<String>,
+    /// 0..1 (default 0.7).
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    #[arg(long = "entity")]
+    pub entities: Vec<String>,
+    /// private, project, team, public.
+    #[arg(long)]
+    pub scope: Option<String>,
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub rationale: Option<String>,
+    /// Validate only; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProposePageArgs {
+    pub title: String,
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Read the markdown body from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// entity, concept, decision, workflow, session, index, log, report, source-summary.
+    #[arg(long = "type")]
+    pub page_type: Option<String>,
+    #[arg(long = "claim")]
+    pub claims: Vec<String>,
+    #[arg(long = "entity")]
+    pub entities: Vec<String>,
+    #[arg(long = "source")]
+    pub sources: Vec<String>,
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProposeEntityArgs {
+    pub name: String,
+    /// person, project, repo, company, concept, decision, workflow, file, api, ...
+    #[arg(long = "type", required = true)]
+    pub entity_type: String,
+    #[arg(long = "alias")]
+    pub aliases: Vec<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProposeRelationArgs {
+    /// Entity id at the start of the edge.
+    pub source: String,
+    /// uses, depends_on, contradicts, supersedes, supports, caused_by, owned_by, ...
+    pub relation: String,
+    /// Entity id at the end of the edge.
+    pub target: String,
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    #[arg(long = "evidence", short = 'e')]
+    pub evidence: Vec<String>,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Drop `null`s so optional params are simply absent.
+fn obj(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
+        v => v,
+    }
+}
+
+fn non_empty<T: serde::Serialize>(v: &[T]) -> Value {
+    if v.is_empty() { Value::Null } else { json!(v) }
+}
+
+fn spans(quotes: &[String]) -> Result<Vec<Value>, Error> {
+    quotes
+        .iter()
+        .map(|q| {
+            let (src, quote) = q.split_once('=').ok_or_else(|| {
+                Error::invalid(format!("--quote {q:?}: expected SOURCE_ID=exact quote"))
+            })?;
+            Ok(json!({"source_id": src, "quote": quote}))
+        })
+        .collect()
+}
+
+/// The method and params a command stands for (None: handled locally).
+fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
+    Ok(Some(match cmd {
+        Command::Status => ("kb.status", json!({})),
+        Command::Source(SourceCmd::Add {
+            path,
+            text,
+            locator,
+            title,
+            source_type,
+        }) => match (path, text) {
+            (Some(path), None) => (
+                "kb.register_source_from_path",
+                obj(json!({"path": path, "title": title, "type": source_type})),
+            ),
+            (None, Some(text)) => (
+                "kb.register_source",
+                obj(
+                    json!({"content": text, "locator": locator.clone().unwrap_or_else(|| "cli:text".into()),
+                           "title": title, "type": source_type}),
+                ),
+            ),
+            _ => return Err(Error::missing("path (or --text)")),
+        },
+        Command::Source(SourceCmd::Verify { id }) => ("kb.source_verify", obj(json!({"id": id}))),
+        Command::Quote { source_id, quote } => (
+            "kb.register_evidence",
+            json!({"source_id": source_id, "quote": quote}),
+        ),
+        Command::ProposeClaim(a) => {
+            let mut evidence: Vec<Value> = a.evidence.iter().map(|e| json!(e)).collect();
+            evidence.extend(spans(&a.quotes)?);
+            (
+                "kb.propose_claim",
+                obj(json!({
+                    "text": a.text, "evidence": evidence, "type": a.claim_type,
+                    "confidence": a.confidence.map(|c| if c.is_finite() { json!(c) } else { json!(c.to_string()) }),
+                    "entities": non_empty(&a.entities), "scope": a.scope, "tags": non_empty(&a.tags),
+                    "session_id": a.session, "rationale": a.rationale, "dry_run": a.dry_run,
+                })),
+            )
+        }
+        Command::ProposePage(a) => {
+            let body = match &a.body_file {
+                Some(f) => Some(
+                    std::fs::read_to_string(f)
+                        .map_err(|e| Error::invalid(format!("--body-file {}: {e}", f.display())))?,
+                ),
+                None => a.body.clone(),
+            };
+            (
+                "kb.propose_page",
+                obj(json!({
+                    "title": a.title, "body": body, "type": a.page_type,
+                    "claims": non_empty(&a.claims), "entities": non_empty(&a.entities),
+                    "sources": non_empty(&a.sources), "tags": non_empty(&a.tags),
+                    "session_id": a.session, "dry_run": a.dry_run,
+                })),
+            )
+        }
+        Command::ProposeEntity(a) => (
+            "kb.propose_entity",
+            obj(json!({
+                "name": a.name, "type": a.entity_type, "aliases": non_empty(&a.aliases),
+                "description": a.description, "tags": non_empty(&a.tags),
+                "session_id": a.session, "dry_run": a.dry_run,
+            })),
+        ),
+        Command::ProposeRelation(a) => (
+            "kb.propose_relation",
+            obj(json!({
+                "source": a.source, "relation": a.relation, "target": a.target,
+                "confidence": a.confidence, "evidence": non_empty(&a.evidence),
+                "session_id": a.session, "dry_run": a.dry_run,
+            })),
+        ),
+        Command::Pending { limit } => ("kb.list_pending", obj(json!({"limit": limit}))),
+        Command::Approve {
+            proposal_ids,
+            reason,
+        } => {
+            let ids = if proposal_ids.len() == 1 {
+                json!(proposal_ids[0])
+            } else {
+                json!(proposal_ids)
+            };
+            (
+                "kb.approve",
+                obj(json!({"proposal_id": ids, "reason": reason})),
+            )
+        }
+        Command::Reject {
+            proposal_id,
+            reason,
+        } => (
+            "kb.reject",
+            json!({"proposal_id": proposal_id, "reason": reason}),
+        ),
+        Command::Supersede {
+            old_id,
+            new_id,
+            reason,
+        } => (
+            "kb.supersede",
+            obj(json!({"old_id": old_id, "new_id": new_id, "reason": reason})),
+        ),
+        Command::Contradict { a_id, b_id, reason } => (
+            "kb.contradict",
+            obj(json!({"a_id": a_id, "b_id": b_id, "reason": reason})),
+        ),
+        Command::Archive { id, reason } => ("kb.archive", obj(json!({"id": id, "reason": reason}))),
+        Command::Confirm { id } => ("kb.confirm", json!({"id": id})),
+        Command::Cite { id, evidence } => ("kb.cite", json!({"id": id, "evidence": evidence})),
+        Command::Session(SessionCmd::Start { task, note }) => {
+            ("kb.session_start", obj(json!({"task": task, "note": note})))
+        }
+        Command::Session(SessionCmd::End { session_id }) => {
+            ("kb.session_end", json!({"session_id": session_id}))
+        }
+        Command::Crystallize {
+            session_id,
+            no_page,
+        } => (
+            "kb.crystallize",
+            json!({"session_id": session_id, "no_page": no_page}),
+        ),
+        Command::Audit(AuditArgs {
+            verify: Some(AuditCmd::Verify),
+            ..
+        }) => ("kb.audit_verify", json!({})),
+        Command::Audit(a) => {
+            let filter = obj(json!({"event": a.event, "actor": a.actor}));
+            (
+                "kb.audit",
+                obj(
+                    json!({"tail": a.tail, "filter": if filter.as_object().is_some_and(|m| m.is_empty()) { Value::Null } else { filter }}),
+                ),
+            )
+        }
+        Command::Search {
+            query,
+            limit,
+            kinds,
+        } => (
+            "kb.search",
+            obj(json!({"query": query, "limit": limit, "kinds": non_empty(kinds)})),
+        ),
+        Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
+        Command::Init { .. }
+        | Command::Show { .. }
+        | Command::Call { .. }
+        | Command::Methods { .. }
+        | Command::Serve(_) => return Ok(None),
+    }))
+}
+
+/// Run the CLI; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    match run_inner(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if cli.json {
+                println!(
+                    "{}",
+                    json!({"ok": false, "error": {"code": mapping(e.kind).wire_code, "message": e.message}})
+                );
+            } else {
+                eprintln!("error: {}", e.message);
+            }
+            mapping(e.kind).exit_code
+        }
+    }
+}
+
+fn print_warnings(kb: &Kb) {
+    for w in kb.take_warnings() {
+        eprintln!("warning: {w}");
+    }
+}
+
+fn run_inner(cli: &Cli) -> Result<i32, Error> {
+    methods::set_transports(crate::TRANSPORTS);
+    match &cli.command {
+        Command::Init { dir, name } => {
+            let dir = match dir {
+                Some(d) => d.clone(),
+                None => {
+                    std::env::current_dir().map_err(|e| Error::internal(format!("cwd: {e}")))?
+                }
+            };
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            let name = name.clone().unwrap_or_else(|| {
+                dir.canonicalize()
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "vouch".into())
+            });
+            let report = Kb::init(&dir, &name, None)?;
+            render::output(
+                cli.json,
+                "init",
+                &serde_json::to_value(&report).unwrap_or_default(),
+            );
+            return Ok(0);
+        }
+        Command::Methods { markdown } => {
+            if *markdown {
+                print!("{}", crate::catalog::markdown());
+            } else if cli.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&crate::catalog::json()).unwrap_or_default()
+                );
+            } else {
+                for m in methods::REGISTRY {
+                    println!(
+                        "{:<30} {:<8} {}",
+                        m.name,
+                        format!("{:?}", m.effect).to_lowercase(),
+                        m.summary
+                    );
+                }
+            }
+            return Ok(0);
+        }
+        Command::Serve(args) => return crate::serve::run(cli, args),
+        _ => {}
+    }
+    let kb = context::open(cli.kb.as_deref())?;
+    let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
+    let (method, params, label) = match &cli.command {
+        Command::Call { method, params } => {
+            let text = match params.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                        .map_err(|e| Error::internal(format!("stdin: {e}")))?;
+                    s
+                }
+                Some(t) => t.to_string(),
+            };
+            let params: Value = serde_json::from_str(&text)
+                .map_err(|e| Error::invalid(format!("params are not valid JSON: {e}")))?;
+            let name = if method.starts_with("kb.") {
+                method.clone()
+            } else if let Some(m) = methods::find_tool(method) {
+                m.name.to_string()
+            } else {
+                format!("kb.{method}")
+            };
+            let res = methods::dispatch(&kb, &caller, &name, params);
+            print_warnings(&kb);
+            let v = res?;
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            return Ok(0);
+        }
+        Command::Show { id } => {
+            let v = show(&kb, &caller, id)?;
+            print_warnings(&kb);
+            render::output(cli.json, "show", &v);
+            return Ok(0);
+        }
+        cmd => {
+            let (m, p) = to_call(cmd)?.expect("every other command maps to a method");
+            (m, p, m)
+        }
+    };
+    let result = methods::dispatch(&kb, &caller, method, params);
+    print_warnings(&kb);
+    let v = result?;
+    render::output(cli.json, label, &v);
+    if v.get("valid") == Some(&Value::Bool(false)) {
+        return Ok(EXIT_INVALID_PROPOSAL);
+    }
+    if method == "kb.audit_verify" && v.get("ok") == Some(&Value::Bool(false)) {
+        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
+    }
+    if method == "kb.source_verify" && v.get("ok") == Some(&Value::Bool(false)) {
+        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
+    }
+    Ok(0)
+}
+
+/// Find an object by id in every kind, through the read methods.
+fn show(kb: &Kb, caller: &vouch_core::Caller, id: &str) -> Result<Value, Error> {
+    let readers: &[(&str, &str)] = if vouch_core::ids::is_source_id(id) {
+        &[("source", "kb.read_source")]
+    } else {
+        &[
+            ("claim", "kb.read_claim"),
+            ("page", "kb.read_page"),
+            ("entity", "kb.read_entity"),
+            ("relation", "kb.read_relation"),
+            ("evidence", "kb.read_evidence"),
+            ("proposal", "kb.read_proposal"),
+            ("session", "kb.read_session"),
+        ]
+    };
+    for (kind, method) in readers {
+        let v = methods::dispatch(kb, caller, method, json!({"id": id}))?;
+        if !v.is_null() {
+            return Ok(json!({"kind": kind, "object": v}));
+        }
+    }
+    Err(Error::not_found(format!(
+        "nothing with id {id:?} (claims, pages, entities, relations, evidence, sources, proposals, sessions)"
+    )))
+}

@@ -1,0 +1,38 @@
+//! The one table that maps a core [`ErrorKind`] to every edge: CLI exit
+//! code, JSONL/MCP wire code, HTTP status.
+
+use vouch_core::ErrorKind;
+
+pub struct Mapping {
+    pub exit_code: i32,
+    pub wire_code: &'static str,
+    pub http_status: u16,
+}
+
+pub const fn mapping(kind: ErrorKind) -> Mapping {
+    use ErrorKind::*;
+    let (exit_code, wire_code, http_status) = match kind {
+        InvalidParams => (2, "invalid_request", 400),
+        MissingParam => (2, "missing_param", 400),
+        MethodNotFound => (2, "method_not_found", 404),
+        NotFound => (3, "invalid_request", 404),
+        Conflict => (4, "invalid_request", 409),
+        GateDenied => (5, "invalid_request", 403),
+        Corrupt => (6, "internal_error", 500),
+        NoKb => (7, "internal_error", 500),
+        Internal => (1, "internal_error", 500),
+    };
+    Mapping {
+        exit_code,
+        wire_code,
+        http_status,
+    }
+}
+
+/// Exit code when a proposal did not validate (`valid: false`).
+pub const EXIT_INVALID_PROPOSAL: i32 = 2;
+
+/// Documented in `vouch --help` and docs/cli.md.
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
+(bad params, invalid proposal, unknown method); 3 not found; 4 conflict (already decided, \
+id taken); 5 refused by the review gate; 6 corrupt file; 7 no .vouch/ found.";

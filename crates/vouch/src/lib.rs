@@ -1,0 +1,14 @@
+//! The `vouch` app: the CLI for people and the transports for agents. All
+//! knowledge-base logic lives in `vouch-core`; this crate parses input,
+//! picks the actor, dispatches through the registry and renders output.
+
+pub mod catalog;
+pub mod cli;
+pub mod context;
+pub mod errors;
+pub mod jsonl;
+pub mod render;
+pub mod serve;
+
+/// Transports this build serves (reported by kb.capabilities).
+pub const TRANSPORTS: &[&str] = &["jsonl"];

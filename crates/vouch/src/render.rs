@@ -1,0 +1,325 @@
+//! Human-readable rendering of method results. `--json` prints the result
+//! exactly as the wire carries it.
+
+use serde_json::Value;
+
+fn s(v: &Value, k: &str) -> String {
+    match v.get(k) {
+        Some(Value::String(x)) => x.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn list(v: &Value, k: &str) -> Vec<String> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| x.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn output(json: bool, label: &str, v: &Value) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        return;
+    }
+    let text = match label {
+        "init" => init(v),
+        "kb.status" => status(v),
+        "kb.list_pending" => pending(v),
+        "kb.search" => search(v),
+        "kb.audit" => audit(v),
+        "kb.audit_verify" => verify(v),
+        "kb.propose_claim" | "kb.propose_page" | "kb.propose_entity" | "kb.propose_relation" => {
+            proposed(v)
+        }
+        "kb.approve" => approved(v),
+        "show" => show(v),
+        _ => generic(v, 0),
+    };
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
+    }
+}
+
+fn init(v: &Value) -> String {
+    let created = list(v, "created");
+    let mut out = format!("Initialized vouch knowledge base at {}\n", s(v, "root"));
+    if created.is_empty() {
+        out.push_str("(everything already existed; nothing was changed)\n");
+    }
+    for e in list(v, "existing") {
+        out.push_str(&format!("  kept existing {e}\n"));
+    }
+    out
+}
+
+fn status(v: &Value) -> String {
+    let c = &v["counts"];
+    format!(
+        "{} ({})\n  claims     {}\n  pages      {}\n  sources    {}\n  entities   {}\n  relations  {}\n  evidence   {}\n  pending    {}\n  last audit {}\n",
+        s(v, "kb_name"),
+        s(v, "root"),
+        c["claims"],
+        c["pages"],
+        c["sources"],
+        c["entities"],
+        c["relations"],
+        c["evidence"],
+        v["pending"],
+        v.get("last_audit_at")
+            .and_then(Value::as_str)
+            .unwrap_or("never"),
+    )
+}
+
+fn citation_line(c: &Value) -> String {
+    if c.get("missing") == Some(&Value::Bool(true)) {
+        return format!("    ! {} {} (missing)\n", s(c, "kind"), s(c, "id"));
+    }
+    match s(c, "kind").as_str() {
+        "evidence" => format!(
+            "    cites evidence {} ({} {})\n      \"{}\"\n",
+            s(c, "id"),
+            s(c, "source_locator"),
+            s(c, "locator"),
+            s(c, "quote").replace('\n', "\n       ")
+        ),
+        _ => {
+            let title = s(c, "title");
+            format!(
+                "    cites source {}… {}{}\n",
+                &s(c, "id")[..12.min(s(c, "id").len())],
+                s(c, "locator"),
+                if title.is_empty() {
+                    String::new()
+                } else {
+                    format!(" \"{title}\"")
+                }
+            )
+        }
+    }
+}
+
+fn pending(v: &Value) -> String {
+    let items = v.as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        return "No proposals awaiting review.\n".into();
+    }
+    let mut out = format!(
+        "{} proposal(s) awaiting review, oldest first:\n\n",
+        items.len()
+    );
+    for p in items {
+        let payload = &p["payload"];
+        let what = ["text", "title", "name"]
+            .iter()
+            .map(|k| s(payload, k))
+            .find(|x| !x.is_empty())
+            .unwrap_or_else(|| {
+                format!(
+                    "{} {} {}",
+                    s(payload, "source"),
+                    s(payload, "relation"),
+                    s(payload, "target")
+                )
+            });
+        out.push_str(&format!(
+            "{}  {} → {}  by {} at {}\n  {}\n",
+            s(&p, "id"),
+            s(&p, "kind"),
+            s(&p, "object_id"),
+            s(&p, "proposed_by"),
+            s(&p, "created_at"),
+            what
+        ));
+        if let Some(r) = p.get("rationale").and_then(Value::as_str) {
+            out.push_str(&format!("    rationale: {r}\n"));
+        }
+        for c in p["_meta"]["citations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            out.push_str(&citation_line(&c));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn search(v: &Value) -> String {
+    let hits = v.as_array().cloned().unwrap_or_default();
+    if hits.is_empty() {
+        return "No matches.\n".into();
+    }
+    let mut out = String::new();
+    for h in hits {
+        out.push_str(&format!(
+            "{:<7} {}  ({:.3}{})\n  {}\n",
+            s(&h, "kind"),
+            s(&h, "id"),
+            h["score"].as_f64().unwrap_or(0.0),
+            match h.get("status").and_then(Value::as_str) {
+                Some(st) => format!(", {st}"),
+                None => String::new(),
+            },
+            s(&h, "snippet").replace('\n', " ")
+        ));
+    }
+    out
+}
+
+fn audit(v: &Value) -> String {
+    let mut out = String::new();
+    for e in v.as_array().cloned().unwrap_or_default() {
+        out.push_str(&format!(
+            "{}  {:<20} {:<16} {}\n",
+            s(&e, "created_at"),
+            s(&e, "event"),
+            s(&e, "actor"),
+            list(&e, "object_ids").join(" ")
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("No audit events.\n");
+    }
+    out
+}
+
+fn verify(v: &Value) -> String {
+    if v["ok"] == Value::Bool(true) {
+        format!("audit log OK: {} events, chain verified\n", v["events"])
+    } else {
+        format!(
+            "audit log BROKEN at line {}: {}\n({} events verified before it)\n",
+            v["first_bad_line"],
+            s(v, "problem"),
+            v["events"]
+        )
+    }
+}
+
+fn proposed(v: &Value) -> String {
+    let object = ["claim_id", "page_id", "entity_id", "relation_id"]
+        .iter()
+        .find_map(|k| {
+            v.get(*k)
+                .and_then(Value::as_str)
+                .map(|id| (k.trim_end_matches("_id"), id))
+        });
+    if v["valid"] == Value::Bool(false) {
+        let mut out = "Not proposed — fix these and try again:\n".to_string();
+        for e in list(v, "errors") {
+            out.push_str(&format!("  - {e}\n"));
+        }
+        return out;
+    }
+    let (kind, id) = object.unwrap_or(("object", ""));
+    if v["dry_run"] == Value::Bool(true) {
+        return format!("Valid (dry run, nothing written): would propose {kind} {id}\n");
+    }
+    format!(
+        "Proposed {kind} {id} as proposal {}\nIt is pending review: another actor must run `vouch approve {}`.\n",
+        s(v, "proposal_id"),
+        s(v, "proposal_id")
+    )
+}
+
+fn approved(v: &Value) -> String {
+    let items = match v.get("approved").and_then(Value::as_array) {
+        Some(a) => a.clone(),
+        None => vec![v.clone()],
+    };
+    items
+        .iter()
+        .map(|r| {
+            format!(
+                "Approved {} → {} {}{}\n",
+                s(r, "proposal_id"),
+                s(r, "object_kind"),
+                s(r, "object_id"),
+                if r.get("recovered") == Some(&Value::Bool(true)) {
+                    " (finished an interrupted approval)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect()
+}
+
+fn show(v: &Value) -> String {
+    let kind = s(v, "kind");
+    let o = &v["object"];
+    let mut out = format!("{kind} {}\n", s(o, "id"));
+    let mut rest = o.clone();
+    if let Value::Object(m) = &mut rest {
+        m.remove("id");
+        m.remove("body");
+        m.remove("_meta");
+    }
+    out.push_str(&generic(&rest, 1));
+    if let Some(citations) = o["_meta"]["citations"].as_array() {
+        for c in citations {
+            out.push_str(&citation_line(c));
+        }
+    }
+    if let Some(body) = o.get("body").and_then(Value::as_str) {
+        out.push_str("\n");
+        out.push_str(body);
+    }
+    out
+}
+
+/// Indented `key: value` lines for any JSON.
+pub fn generic(v: &Value, depth: usize) -> String {
+    let pad = "  ".repeat(depth);
+    match v {
+        Value::Object(m) => {
+            let mut out = String::new();
+            for (k, val) in m {
+                match val {
+                    Value::Object(_) => {
+                        out.push_str(&format!("{pad}{k}:\n{}", generic(val, depth + 1)))
+                    }
+                    Value::Array(items) if items.iter().any(|i| i.is_object()) => {
+                        out.push_str(&format!("{pad}{k}:\n"));
+                        for i in items {
+                            out.push_str(&format!("{pad}  -\n{}", generic(i, depth + 2)));
+                        }
+                    }
+                    Value::Array(items) => out.push_str(&format!(
+                        "{pad}{k}: {}\n",
+                        items
+                            .iter()
+                            .map(|i| i
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| i.to_string()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    Value::String(x) => out.push_str(&format!("{pad}{k}: {x}\n")),
+                    other => out.push_str(&format!("{pad}{k}: {other}\n")),
+                }
+            }
+            out
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|i| format!("{pad}-\n{}", generic(i, depth + 1)))
+            .collect(),
+        Value::String(x) => format!("{pad}{x}\n"),
+        other => format!("{pad}{other}\n"),
+    }
+}

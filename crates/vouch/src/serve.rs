@@ -1,0 +1,46 @@
+//! `vouch serve`: the same registry over MCP (stdio), JSONL (stdio) or HTTP.
+
+use crate::cli::Cli;
+use crate::context;
+use clap::{Args, ValueEnum};
+use vouch_core::{Error, Transport};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Mcp,
+    Jsonl,
+    Http,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// mcp (stdio, default), jsonl (stdio) or http.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub transport: TransportArg,
+    /// HTTP: address to bind (loopback by default; any other address needs --token).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub bind: String,
+    /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the actor.
+    #[arg(long = "token", env = "VOUCH_HTTP_TOKENS", value_delimiter = ',')]
+    pub tokens: Vec<String>,
+}
+
+pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
+    let kb = context::open(cli.kb.as_deref())?;
+    match args.transport {
+        TransportArg::Jsonl => {
+            let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Jsonl);
+            eprintln!(
+                "vouch: serving JSONL on stdio for {} as {}",
+                kb.layout().root().display(),
+                caller.actor
+            );
+            crate::jsonl::serve(&kb, &caller)
+                .map_err(|e| Error::internal(format!("stdio: {e}")))?;
+            Ok(0)
+        }
+        TransportArg::Mcp | TransportArg::Http => Err(Error::invalid(
+            "this build serves --transport jsonl; mcp and http are being added",
+        )),
+    }
+}
