@@ -1,0 +1,120 @@
+//! Shared helpers for the end-to-end tests: a temp project with a real
+//! `.vouch/`, and the real `vouch` binary.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_vouch")
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let p = Project {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        let r = p.run("tester", &["init"]);
+        assert_eq!(r.code, 0, "init failed: {}", r.stderr);
+        p
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn vouch_dir(&self) -> PathBuf {
+        self.root().join(".vouch")
+    }
+    pub fn command(&self, agent: &str) -> Command {
+        let mut c = Command::new(bin());
+        c.current_dir(self.root())
+            .env_remove("VOUCH_KB_PATH")
+            .env("HOME", self.root())
+            .env("VOUCH_AGENT", agent);
+        c
+    }
+    pub fn run(&self, agent: &str, args: &[&str]) -> Run {
+        let out: Output = self.command(agent).args(args).output().expect("run vouch");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+    /// Run with --json and expect success.
+    pub fn ok(&self, agent: &str, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let r = self.run(agent, &a);
+        assert_eq!(r.code, 0, "vouch {args:?} failed: {}{}", r.stdout, r.stderr);
+        r.json()
+    }
+    pub fn call(&self, agent: &str, method: &str, params: Value) -> Run {
+        self.run(agent, &["call", method, &params.to_string()])
+    }
+    /// Register text as a source; returns its id.
+    pub fn source(&self, text: &str) -> String {
+        let v = self.ok(
+            "agent",
+            &["source", "add", "--text", text, "--locator", "test"],
+        );
+        v["id"].as_str().expect("id").to_string()
+    }
+    /// Propose a claim citing `source`; returns (proposal_id, claim_id).
+    pub fn propose(&self, text: &str, source: &str) -> (String, String) {
+        let v = self.ok("agent", &["propose-claim", text, "--evidence", source]);
+        assert_eq!(v["valid"], true, "{v}");
+        (
+            v["proposal_id"].as_str().unwrap().to_string(),
+            v["claim_id"].as_str().unwrap().to_string(),
+        )
+    }
+    /// Propose and approve as "alice"; returns the claim id.
+    pub fn claim(&self, text: &str, source: &str) -> String {
+        let (p, c) = self.propose(text, source);
+        self.ok("alice", &["approve", &p]);
+        c
+    }
+    /// Every file under .vouch/ except the derived index and lock, with contents.
+    pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        walk(&self.vouch_dir(), &self.vouch_dir(), &mut out);
+        out.retain(|(p, _)| !p.starts_with("state.db") && p != ".lock");
+        out.sort();
+        out
+    }
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            walk(base, &p, out);
+        } else {
+            let rel = p.strip_prefix(base).unwrap().display().to_string();
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+}
