@@ -1,0 +1,164 @@
+//! Benchmarks that print figures (never assert on timing).
+//!
+//!   cargo run --release --bin vouch-bench -- gate [--claims 1000,100000] [--ops 200]
+//!
+//! `gate`: propose and approve latency (median, p99) on generated KBs, and
+//! bulk approval against single approvals.
+
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vouch_core::clock::SystemClock;
+use vouch_core::kb::Stored;
+use vouch_core::methods::dispatch;
+use vouch_core::model::*;
+use vouch_core::{Caller, Kb, Transport};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str, default: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+            .unwrap_or_else(|| default.to_string())
+    };
+    match args.first().map(String::as_str) {
+        Some("gate") | None => {
+            let sizes: Vec<usize> = flag("--claims", "1000,100000")
+                .split(',')
+                .map(|s| s.parse().expect("--claims takes numbers"))
+                .collect();
+            let ops: usize = flag("--ops", "200").parse().expect("--ops");
+            println!(
+                "| claims in KB | propose p50 | propose p99 | approve p50 | approve p99 | 100 single approves | 1 bulk approve of 100 |"
+            );
+            println!("|---:|---:|---:|---:|---:|---:|---:|");
+            for n in sizes {
+                gate_bench(n, ops);
+            }
+        }
+        Some(other) => {
+            eprintln!("unknown benchmark {other:?}; try `gate`");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn percentile(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// A KB with `n` approved claims written straight to disk (fixture data).
+pub fn generate(n: usize) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "bench", None).expect("init");
+    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
+    let agent = Caller::new("bench-agent", Transport::Jsonl);
+    let src = dispatch(
+        &kb,
+        &agent,
+        "kb.register_source",
+        json!({"content": "benchmark source", "locator": "bench"}),
+    )
+    .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let now = kb.now();
+    let claims = dir.path().join(".vouch/claims");
+    for i in 0..n {
+        let c = Claim {
+            id: format!("generated-claim-{i}"),
+            text: format!(
+                "Generated claim number {i} about subsystem {} and component {}",
+                i % 97,
+                i % 13
+            ),
+            claim_type: ClaimType::Fact,
+            status: ClaimStatus::Stable,
+            confidence: 0.8,
+            evidence: vec![src.clone()],
+            entities: vec![],
+            supersedes: vec![],
+            superseded_by: None,
+            contradicts: vec![],
+            scope: None,
+            tags: vec![],
+            created_at: now,
+            updated_at: now,
+            last_confirmed_at: None,
+            approved_by: Some("bench-reviewer".into()),
+            extra: Default::default(),
+        };
+        std::fs::write(claims.join(format!("{}.yaml", c.id)), c.encode().unwrap()).unwrap();
+    }
+    (dir, src)
+}
+
+fn gate_bench(n: usize, ops: usize) {
+    let (dir, src) = generate(n);
+    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
+    let agent = Caller::new("bench-agent", Transport::Jsonl);
+    let reviewer = Caller::new("bench-reviewer", Transport::Cli);
+    let mut propose_times = Vec::with_capacity(ops);
+    let mut ids = Vec::with_capacity(ops);
+    for i in 0..ops {
+        let t = Instant::now();
+        let r = dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": format!("Benchmark proposal {i} for a KB of {n}"), "evidence": [src]}),
+        )
+        .unwrap();
+        propose_times.push(t.elapsed());
+        ids.push(r["proposal_id"].as_str().unwrap().to_string());
+    }
+    let mut approve_times = Vec::with_capacity(ops);
+    for id in &ids {
+        let t = Instant::now();
+        dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": id})).unwrap();
+        approve_times.push(t.elapsed());
+    }
+    // 100 single approvals against one bulk approval of 100.
+    let mk = |tag: &str| -> Vec<String> {
+        (0..100)
+            .map(|i| {
+                dispatch(
+                    &kb,
+                    &agent,
+                    "kb.propose_claim",
+                    json!({"text": format!("{tag} proposal {i}"), "evidence": [src]}),
+                )
+                .unwrap()["proposal_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let singles = mk("single");
+    let t = Instant::now();
+    for id in &singles {
+        dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": id})).unwrap();
+    }
+    let single_total = t.elapsed();
+    let bulk = mk("bulk");
+    let t = Instant::now();
+    dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": bulk})).unwrap();
+    let bulk_total = t.elapsed();
+    println!(
+        "| {n} | {} | {} | {} | {} | {} | {} |",
+        ms(percentile(&mut propose_times, 0.5)),
+        ms(percentile(&mut propose_times, 0.99)),
+        ms(percentile(&mut approve_times, 0.5)),
+        ms(percentile(&mut approve_times, 0.99)),
+        ms(single_total),
+        ms(bulk_total),
+    );
+}
