@@ -54,15 +54,10 @@ pub fn check_id(what: &str, id: &str) -> Result<()> {
         Some("contains a path separator".to_string())
     } else if id.starts_with('.') || id.contains("..") {
         Some("contains `.` path components".to_string())
-    } else if let Some(c) = id
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        Some(format!(
-            "contains {c:?}; ids are letters, digits, `-`, `_` and `.`"
-        ))
     } else {
-        None
+        id.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .map(|c| format!("contains {c:?}; ids are letters, digits, `-`, `_` and `.`"))
     };
     match problem {
         Some(p) => Err(Error::invalid(format!(

@@ -60,7 +60,7 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                 .iter()
                 .map(|t| lower.matches(t.as_str()).count())
                 .collect();
-            if counts.iter().any(|c| *c == 0) {
+            if counts.contains(&0) {
                 return None;
             }
             Some(SearchHit {

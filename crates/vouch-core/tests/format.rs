@@ -14,12 +14,16 @@ fn t(s: &str) -> Timestamp {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// Compare with tests/golden/<name>; UPDATE_GOLDEN=1 rewrites it.
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
     }
@@ -142,7 +146,10 @@ fn golden_page() {
     let text = p.encode().unwrap();
     golden("page.md", &text);
     let back = Page::decode(Path::new("page.md"), &text).unwrap();
-    assert_eq!(back, p, "page must round-trip, including a body containing ---");
+    assert_eq!(
+        back, p,
+        "page must round-trip, including a body containing ---"
+    );
 }
 
 /// A whole KB written through the gate with a pinned clock and seed is
@@ -158,31 +165,59 @@ fn golden_gate_output_is_byte_stable() {
     let call = |c: &Caller, m: &str, p: serde_json::Value| {
         vouch_core::methods::dispatch(&kb, c, m, p).unwrap()
     };
-    let src = call(&agent, "kb.register_source", serde_json::json!({"content": "hello\n", "locator": "docs/hello.txt"}));
-    let prop = call(&agent, "kb.propose_claim", serde_json::json!({
+    let src = call(
+        &agent,
+        "kb.register_source",
+        serde_json::json!({"content": "hello\n", "locator": "docs/hello.txt"}),
+    );
+    let prop = call(
+        &agent,
+        "kb.propose_claim",
+        serde_json::json!({
         "text": "The greeting is hello", "evidence": [{"source_id": src["id"], "quote": "hello"}],
-        "rationale": "seen in docs"}));
+        "rationale": "seen in docs"}),
+    );
     let pid = prop["proposal_id"].as_str().unwrap().to_string();
-    let proposed = std::fs::read_to_string(dir.path().join(format!(".vouch/proposed/{pid}.yaml"))).unwrap();
+    let proposed =
+        std::fs::read_to_string(dir.path().join(format!(".vouch/proposed/{pid}.yaml"))).unwrap();
     call(&jane, "kb.approve", serde_json::json!({"proposal_id": pid}));
     let root = dir.path().join(".vouch");
     golden("gate-proposed.yaml", &proposed);
-    golden("gate-decided.yaml", &std::fs::read_to_string(root.join(format!("decided/{pid}.yaml"))).unwrap());
-    golden("gate-claim.yaml", &std::fs::read_to_string(root.join("claims/the-greeting-is-hello.yaml")).unwrap());
-    golden("gate-audit.log.jsonl", &std::fs::read_to_string(root.join("audit.log.jsonl")).unwrap());
-    golden("gate-config.yaml", &std::fs::read_to_string(root.join("config.yaml")).unwrap());
+    golden(
+        "gate-decided.yaml",
+        &std::fs::read_to_string(root.join(format!("decided/{pid}.yaml"))).unwrap(),
+    );
+    golden(
+        "gate-claim.yaml",
+        &std::fs::read_to_string(root.join("claims/the-greeting-is-hello.yaml")).unwrap(),
+    );
+    golden(
+        "gate-audit.log.jsonl",
+        &std::fs::read_to_string(root.join("audit.log.jsonl")).unwrap(),
+    );
+    golden(
+        "gate-config.yaml",
+        &std::fs::read_to_string(root.join("config.yaml")).unwrap(),
+    );
     assert!(kb.audit_log().verify().unwrap().ok);
 }
 
 #[test]
 fn vouch_1x_tree_opens_lists_searches_and_keeps_unknown_keys() {
-    let kb = Kb::open(&fixture("v1-kb/.vouch"), Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1))).unwrap();
+    let kb = Kb::open(
+        &fixture("v1-kb/.vouch"),
+        Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
+    )
+    .unwrap();
     assert_eq!(kb.settings().kb_name.as_deref(), Some("legacy"));
     assert_eq!(kb.settings().version, serde_json::json!(1));
     let claims: Vec<Claim> = kb.load_all().unwrap();
     assert!(kb.take_warnings().is_empty());
     assert_eq!(claims.len(), 2);
-    let a = claims.iter().find(|c| c.id == "unquoted-timestamps").unwrap();
+    let a = claims
+        .iter()
+        .find(|c| c.id == "unquoted-timestamps")
+        .unwrap();
     assert_eq!(a.created_at, t("2026-05-21T05:52:34.267699Z"));
     assert_eq!(a.updated_at, t("2026-05-21T05:52:34.267699Z"));
     assert_eq!(a.scope, Some(serde_json::json!("project")));
@@ -192,7 +227,11 @@ fn vouch_1x_tree_opens_lists_searches_and_keeps_unknown_keys() {
     assert_eq!(b.confidence, 1.0);
     // Unknown keys survive a rewrite.
     let text = a.encode().unwrap();
-    assert!(text.contains("proposed_by: claude-code") && text.contains("review_note: checked against the runbook"), "{text}");
+    assert!(
+        text.contains("proposed_by: claude-code")
+            && text.contains("review_note: checked against the runbook"),
+        "{text}"
+    );
     let src = kb.load_source(SRC).unwrap().unwrap();
     assert_eq!(src.scope.unwrap()["level"], "team");
     let page: Page = kb.load("deploy-runbook").unwrap().unwrap();
@@ -202,16 +241,35 @@ fn vouch_1x_tree_opens_lists_searches_and_keeps_unknown_keys() {
     // Search works over a copy (the index is written beside the files).
     let copy = tempfile::tempdir().unwrap();
     copy_tree(&fixture("v1-kb"), copy.path());
-    let kb = Kb::open(&copy.path().join(".vouch"), Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1))).unwrap();
-    let hits = vouch_core::index::search(&kb, serde_json::from_value(serde_json::json!({"query": "deploy main"})).unwrap()).unwrap();
+    let kb = Kb::open(
+        &copy.path().join(".vouch"),
+        Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
+    )
+    .unwrap();
+    let hits = vouch_core::index::search(
+        &kb,
+        serde_json::from_value(serde_json::json!({"query": "deploy main"})).unwrap(),
+    )
+    .unwrap();
     let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-    assert!(ids.contains(&"unquoted-timestamps") && ids.contains(&"deploy-runbook"), "{ids:?}");
-    assert!(vouch_core::sources::source_verify(&kb, Default::default()).unwrap().ok);
+    assert!(
+        ids.contains(&"unquoted-timestamps") && ids.contains(&"deploy-runbook"),
+        "{ids:?}"
+    );
+    assert!(
+        vouch_core::sources::source_verify(&kb, Default::default())
+            .unwrap()
+            .ok
+    );
 }
 
 #[test]
 fn seed_shaped_config_with_comments_loads() {
-    let kb = Kb::open(&fixture("seed-kb/.vouch"), Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1))).unwrap();
+    let kb = Kb::open(
+        &fixture("seed-kb/.vouch"),
+        Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
+    )
+    .unwrap();
     assert_eq!(kb.settings().agent.as_deref(), Some("claude-code"));
     assert!(kb.settings().review.require_citations);
     assert!(!kb.settings().self_approval_allowed());
@@ -223,8 +281,17 @@ fn malformed_config_is_a_clear_error_naming_the_file() {
     Kb::init(dir.path(), "x", None).unwrap();
     let cfg = dir.path().join(".vouch/config.yaml");
     std::fs::write(&cfg, "review:\n  approver_role: robot\n").unwrap();
-    let err = Kb::open(&dir.path().join(".vouch"), Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1))).err().unwrap();
-    assert!(err.message.contains("config.yaml") && err.message.contains("approver_role"), "{}", err.message);
+    let err = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.message.contains("config.yaml") && err.message.contains("approver_role"),
+        "{}",
+        err.message
+    );
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -275,7 +275,7 @@ fn show(v: &Value) -> String {
         }
     }
     if let Some(body) = o.get("body").and_then(Value::as_str) {
-        out.push_str("\n");
+        out.push('\n');
         out.push_str(body);
     }
     out

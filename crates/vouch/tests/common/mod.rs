@@ -32,6 +32,7 @@ pub fn bin() -> &'static str {
 }
 
 impl Project {
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Project {
         let p = Project {
             dir: tempfile::tempdir().expect("tempdir"),

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The main loop on a fresh KB in a temp dir: init, register a source, propose a
+# claim as an agent, see self-approval refused, approve as a second actor, show.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bin vouch
+VOUCH="$PWD/target/release/vouch"
+DIR=$(mktemp -d)
+cd "$DIR"
+echo "+ vouch init   (in $DIR)"
+"$VOUCH" init
+echo "Access tokens expire after 24 hours." > notes.md
+SRC=$(VOUCH_AGENT=claude "$VOUCH" --json source add notes.md | sed -n 's/.*"id": "\([0-9a-f]*\)".*/\1/p')
+echo "+ registered source $SRC"
+OUT=$(VOUCH_AGENT=claude "$VOUCH" --json propose-claim "Access tokens expire after 24 hours" \
+      --quote "$SRC=Access tokens expire after 24 hours.")
+PROP=$(echo "$OUT" | sed -n 's/.*"proposal_id": "\([^"]*\)".*/\1/p')
+CLAIM=$(echo "$OUT" | sed -n 's/.*"claim_id": "\([^"]*\)".*/\1/p')
+echo "+ claude proposed $CLAIM ($PROP)"
+"$VOUCH" pending
+echo "+ claude tries to approve its own proposal:"
+VOUCH_AGENT=claude "$VOUCH" approve "$PROP" || echo "  (refused, exit $?)"
+echo "+ alice approves:"
+VOUCH_AGENT=alice "$VOUCH" approve "$PROP"
+"$VOUCH" show "$CLAIM"
+"$VOUCH" audit
+"$VOUCH" audit verify
