@@ -7,8 +7,9 @@ pub mod cli;
 pub mod context;
 pub mod errors;
 pub mod jsonl;
+pub mod mcp;
 pub mod render;
 pub mod serve;
 
 /// Transports this build serves (reported by kb.capabilities).
-pub const TRANSPORTS: &[&str] = &["jsonl"];
+pub const TRANSPORTS: &[&str] = &["mcp", "jsonl"];

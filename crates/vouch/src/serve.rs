@@ -3,6 +3,7 @@
 use crate::cli::Cli;
 use crate::context;
 use clap::{Args, ValueEnum};
+use std::sync::Arc;
 use vouch_core::{Error, Transport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -27,20 +28,38 @@ pub struct ServeArgs {
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let kb = context::open(cli.kb.as_deref())?;
+    let root = kb.layout().root().display().to_string();
     match args.transport {
         TransportArg::Jsonl => {
             let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Jsonl);
             eprintln!(
-                "vouch: serving JSONL on stdio for {} as {}",
-                kb.layout().root().display(),
+                "vouch: serving JSONL on stdio for {root} as {}",
                 caller.actor
             );
             crate::jsonl::serve(&kb, &caller)
                 .map_err(|e| Error::internal(format!("stdio: {e}")))?;
             Ok(0)
         }
-        TransportArg::Mcp | TransportArg::Http => Err(Error::invalid(
-            "this build serves --transport jsonl; mcp and http are being added",
+        TransportArg::Mcp => {
+            let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Mcp);
+            eprintln!("vouch: serving MCP on stdio for {root} as {}", caller.actor);
+            runtime()?
+                .block_on(crate::mcp::serve_stdio(Arc::new(kb), caller))
+                .map_err(|e| Error::internal(format!("stdio: {e}")))?;
+            Ok(0)
+        }
+        TransportArg::Http => Err(Error::invalid(
+            "this build serves --transport mcp and jsonl; http is being added",
         )),
     }
+}
+
+/// The async runtime for the MCP and HTTP servers; the core stays
+/// synchronous and runs on its blocking pool.
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal(format!("tokio runtime: {e}")))
 }
