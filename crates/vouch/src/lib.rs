@@ -6,10 +6,11 @@ pub mod catalog;
 pub mod cli;
 pub mod context;
 pub mod errors;
+pub mod http;
 pub mod jsonl;
 pub mod mcp;
 pub mod render;
 pub mod serve;
 
 /// Transports this build serves (reported by kb.capabilities).
-pub const TRANSPORTS: &[&str] = &["mcp", "jsonl"];
+pub const TRANSPORTS: &[&str] = &["mcp", "jsonl", "http"];

@@ -48,9 +48,16 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
                 .map_err(|e| Error::internal(format!("stdio: {e}")))?;
             Ok(0)
         }
-        TransportArg::Http => Err(Error::invalid(
-            "this build serves --transport mcp and jsonl; http is being added",
-        )),
+        TransportArg::Http => {
+            let anonymous = context::caller(&kb, cli.agent.as_deref(), Transport::Http);
+            runtime()?.block_on(crate::http::serve(
+                Arc::new(kb),
+                anonymous,
+                &args.bind,
+                &args.tokens,
+            ))?;
+            Ok(0)
+        }
     }
 }
 

@@ -1,0 +1,357 @@
+//! HTTP: the same registry over axum.
+//!
+//! - `POST /rpc` takes the JSONL envelope `{id, method, params}` and answers
+//!   exactly as the JSONL transport does (`crate::jsonl::handle_line`), with
+//!   status 200 whatever the envelope says; transport failures (401, 413,
+//!   415) answer with the same envelope shape and `id: null`.
+//! - `/mcp` is MCP streamable HTTP (rmcp), with the same tools as stdio.
+//! - `GET /health` → `{"ok": true}` (no auth); `GET /capabilities` → the
+//!   kb.capabilities result.
+//!
+//! Auth: with `--token SUBJECT=TOKEN` every route but /health needs
+//! `Authorization: Bearer TOKEN`, and the token's subject is the actor —
+//! authenticated, so no param can act as someone else. Without tokens the
+//! server only binds loopback and only answers loopback `Host` names (a
+//! guard against DNS rebinding), and `/rpc` only takes `application/json`
+//! (so a web page cannot post to it without a CORS preflight).
+
+use crate::errors::mapping;
+use crate::mcp;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use vouch_core::{Caller, Error, Kb, Transport, methods};
+
+/// Largest request body accepted (bytes).
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// One configured bearer token.
+struct Token {
+    subject: String,
+    secret: Vec<u8>,
+}
+
+/// Parse `--token SUBJECT=TOKEN` values. Messages never contain a token.
+fn parse_tokens(raw: &[String]) -> Result<Vec<Token>, Error> {
+    let mut out: Vec<Token> = Vec::new();
+    for (i, t) in raw.iter().enumerate() {
+        let n = i + 1;
+        let Some((subject, secret)) = t.split_once('=') else {
+            return Err(Error::invalid(format!(
+                "--token #{n}: expected SUBJECT=TOKEN (the subject is the actor)"
+            )));
+        };
+        let subject = subject.trim();
+        if subject.is_empty() {
+            return Err(Error::invalid(format!(
+                "--token #{n}: the subject before `=` is empty"
+            )));
+        }
+        if secret.is_empty() {
+            return Err(Error::invalid(format!(
+                "--token #{n} ({subject}): the token after `=` is empty"
+            )));
+        }
+        if out.iter().any(|o| ct_eq(&o.secret, secret.as_bytes())) {
+            return Err(Error::invalid(format!(
+                "--token #{n} ({subject}): the same token is given twice"
+            )));
+        }
+        out.push(Token {
+            subject: subject.to_string(),
+            secret: secret.as_bytes().to_vec(),
+        });
+    }
+    Ok(out)
+}
+
+/// Constant-time equality: the time depends only on the lengths.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+struct App {
+    kb: Arc<Kb>,
+    tokens: Vec<Token>,
+    /// The actor when no token is configured.
+    anonymous: Caller,
+}
+
+impl App {
+    /// The subject of a presented token, checking every configured token so
+    /// the time does not reveal which one matched.
+    fn subject_for(&self, presented: &[u8]) -> Option<&str> {
+        let mut found = None;
+        for t in &self.tokens {
+            if ct_eq(&t.secret, presented) && found.is_none() {
+                found = Some(t.subject.as_str());
+            }
+        }
+        found
+    }
+}
+
+/// The JSONL error envelope, for failures before dispatch.
+fn envelope_error(status: StatusCode, message: impl Into<String>) -> Response {
+    let body = json!({"id": null, "ok": false, "error": {"code": "invalid_request", "message": message.into()}});
+    (status, Json(body)).into_response()
+}
+
+fn host_is_loopback(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Authenticate (or, without tokens, check the Host) and attach the
+/// [`Caller`] to the request for the handlers and the MCP service.
+async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    if req.uri().path() == "/health" {
+        return next.run(req).await;
+    }
+    let caller = if app.tokens.is_empty() {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost");
+        if !host_is_loopback(host) {
+            return envelope_error(
+                StatusCode::FORBIDDEN,
+                "this server has no tokens and only answers requests addressed to localhost",
+            );
+        }
+        app.anonymous.clone()
+    } else {
+        let presented = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| {
+                let (scheme, rest) = h.split_once(' ')?;
+                scheme
+                    .eq_ignore_ascii_case("bearer")
+                    .then(|| rest.trim().as_bytes())
+            });
+        let subject = presented.and_then(|p| app.subject_for(p));
+        let Some(subject) = subject else {
+            let mut r = envelope_error(
+                StatusCode::UNAUTHORIZED,
+                "missing or unknown bearer token: send `Authorization: Bearer <token>`",
+            );
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        };
+        Caller {
+            actor: subject.to_string(),
+            authenticated: true,
+            transport: Transport::Http,
+        }
+    };
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"))
+}
+
+async fn rpc(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let status = e.status();
+            let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                format!("request body is over {MAX_BODY} bytes")
+            } else {
+                format!("could not read the request body: {}", e.body_text())
+            };
+            return envelope_error(status, message);
+        }
+    };
+    if !is_json(&headers) {
+        return envelope_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "POST /rpc takes `Content-Type: application/json`",
+        );
+    }
+    let kb = app.kb.clone();
+    match tokio::task::spawn_blocking(move || crate::jsonl::handle_line(&kb, &caller, &body)).await
+    {
+        Ok(v) => Json(v).into_response(),
+        Err(_) => {
+            let body = json!({"id": null, "ok": false, "error": {"code": "internal_error",
+                "message": "the server hit an internal error; see stderr"}});
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(body)).into_response()
+        }
+    }
+}
+
+async fn capabilities(
+    State(app): State<Arc<App>>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    match methods::dispatch(&app.kb, &caller, "kb.capabilities", Value::Null) {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => {
+            let m = mapping(e.kind);
+            let status =
+                StatusCode::from_u16(m.http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let body = json!({"id": null, "ok": false, "error": {"code": m.wire_code, "message": e.message}});
+            (status, Json(body)).into_response()
+        }
+    }
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"ok": true}))
+}
+
+async fn not_found() -> Response {
+    envelope_error(
+        StatusCode::NOT_FOUND,
+        "no such route: POST /rpc, /mcp, GET /capabilities, GET /health",
+    )
+}
+
+/// Where to bind: every address `bind` resolves to must be loopback unless
+/// tokens are configured.
+fn resolve_bind(bind: &str, have_tokens: bool) -> Result<Vec<SocketAddr>, Error> {
+    let addrs: Vec<SocketAddr> = bind
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::invalid(format!(
+                "--bind {bind:?}: not an address:port ({e}); e.g. 127.0.0.1:8765"
+            ))
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::invalid(format!(
+            "--bind {bind:?} resolves to no address"
+        )));
+    }
+    if !have_tokens && let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(Error::invalid(format!(
+            "refusing to serve HTTP on non-loopback address {a} without authentication; \
+             give at least one --token SUBJECT=TOKEN, or bind 127.0.0.1"
+        )));
+    }
+    Ok(addrs)
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
+/// is configured.
+pub async fn serve(
+    kb: Arc<Kb>,
+    anonymous: Caller,
+    bind: &str,
+    raw_tokens: &[String],
+) -> Result<(), Error> {
+    let tokens = parse_tokens(raw_tokens)?;
+    let addrs = resolve_bind(bind, !tokens.is_empty())?;
+    let mut mcp_config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(MAX_BODY)
+        .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
+    if !tokens.is_empty() {
+        // Bearer tokens already stop DNS rebinding; let any Host through so
+        // a server bound to a LAN address answers its own name.
+        mcp_config = mcp_config.disable_allowed_hosts();
+    }
+    let mcp_cancel = mcp_config.cancellation_token.clone();
+    let mcp_kb = kb.clone();
+    let mcp_service = StreamableHttpService::new(
+        move || Ok(mcp::Handler::http(mcp_kb.clone())),
+        Arc::new(LocalSessionManager::default()),
+        mcp_config,
+    );
+    let n_tokens = tokens.len();
+    let anonymous_actor = anonymous.actor.clone();
+    let root = kb.layout().root().display().to_string();
+    let app = Arc::new(App {
+        kb,
+        tokens,
+        anonymous,
+    });
+    let router = Router::new()
+        .route("/rpc", post(rpc))
+        .route("/capabilities", get(capabilities))
+        .route("/health", get(health))
+        .nest_service("/mcp", mcp_service)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), auth))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind(&addrs[..])
+        .await
+        .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
+    eprintln!("vouch: listening on http://{local}");
+    eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
+    if n_tokens == 0 {
+        eprintln!("vouch: no --token given: loopback only, acting as {anonymous_actor}");
+    } else {
+        eprintln!("vouch: bearer tokens required for {n_tokens} subject(s)");
+    }
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            eprintln!("vouch: shutting down");
+            mcp_cancel.cancel();
+        })
+        .await
+        .map_err(|e| Error::internal(format!("http server: {e}")))?;
+    Ok(())
+}
