@@ -1,0 +1,941 @@
+//! One scenario over every transport — register a source, propose a claim as
+//! "agent", fail to self-approve, approve as "alice", find it by search, see
+//! it in the audit log — against the real binary, demanding the same
+//! results. Plus the error paths of each transport.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_vouch");
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A command with a clean, pinned environment.
+fn vouch(kb: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    for k in [
+        "VOUCH_AGENT",
+        "VOUCH_KB_PATH",
+        "VOUCH_HTTP_TOKENS",
+        "VOUCH_TIMESTAMP",
+        "VOUCH_SEED",
+    ] {
+        c.env_remove(k);
+    }
+    c.env("VOUCH_TIMESTAMP", "2026-01-02T03:04:05Z")
+        .env("VOUCH_SEED", "42")
+        .arg("--kb")
+        .arg(kb)
+        .current_dir(kb);
+    c
+}
+
+fn init_kb() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = vouch(dir.path())
+        .arg("init")
+        .arg(dir.path())
+        .output()
+        .expect("run vouch init");
+    assert!(
+        out.status.success(),
+        "init failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// Kills the child when dropped, so a failing test leaves no server behind.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn spawn(mut cmd: Command) -> Server {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        // Through the test's own output capture: shown only on failure.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[server] {line}");
+            }
+        });
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn read(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(TIMEOUT)
+            .expect("server answered in time");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Close stdin and wait for a clean exit.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "server exited with {status}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A wire error: (code, message).
+type WireErr = (String, String);
+
+#[derive(Clone, Copy, Debug)]
+enum Who {
+    Agent,
+    Alice,
+}
+
+/// What the scenario produced, compared across transports.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    source_id: String,
+    claim_id: String,
+    proposal_id: String,
+    self_approve_error: String,
+    approved_object: String,
+    hit_ids: Vec<String>,
+    events: Vec<(String, String)>,
+}
+
+fn scenario(call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>) -> Outcome {
+    let src = call(
+        Who::Agent,
+        "kb.register_source",
+        json!({"content": "Deploys run scripts/deploy.sh and need the staging credentials loaded first.\n",
+               "locator": "notes/deploy.md", "title": "deploy notes"}),
+    )
+    .expect("register_source");
+    let source_id = src["id"].as_str().expect("source id").to_string();
+    assert_eq!(src["deduplicated"], json!(false));
+
+    let p = call(
+        Who::Agent,
+        "kb.propose_claim",
+        json!({"text": "Deploys need the staging credentials loaded first.",
+               "evidence": [source_id], "type": "workflow"}),
+    )
+    .expect("propose_claim");
+    assert_eq!(p["valid"], json!(true), "{p}");
+    let claim_id = p["claim_id"].as_str().expect("claim id").to_string();
+    let proposal_id = p["proposal_id"].as_str().expect("proposal id").to_string();
+
+    // Not knowledge yet.
+    let hits = call(
+        Who::Agent,
+        "kb.search",
+        json!({"query": "staging credentials"}),
+    )
+    .expect("search");
+    assert!(
+        !hits.to_string().contains(&claim_id),
+        "pending claim found by search: {hits}"
+    );
+
+    let (code, message) = call(
+        Who::Agent,
+        "kb.approve",
+        json!({"proposal_id": proposal_id}),
+    )
+    .expect_err("self-approval must be refused");
+    assert_eq!(code, "invalid_request", "{message}");
+    assert!(message.contains("cannot also approve"), "{message}");
+
+    let a = call(
+        Who::Alice,
+        "kb.approve",
+        json!({"proposal_id": proposal_id}),
+    )
+    .expect("approve as alice");
+    assert_eq!(a["ok"], json!(true), "{a}");
+    let approved_object = a["object_id"].as_str().expect("object_id").to_string();
+    assert_eq!(approved_object, claim_id);
+
+    let hits = call(
+        Who::Agent,
+        "kb.search",
+        json!({"query": "staging credentials"}),
+    )
+    .expect("search");
+    let hit_ids: Vec<String> = hits
+        .as_array()
+        .expect("search answers an array")
+        .iter()
+        .map(|h| h["id"].as_str().expect("hit id").to_string())
+        .collect();
+    assert!(hit_ids.contains(&claim_id), "{hits}");
+
+    let audit = call(Who::Agent, "kb.audit", json!({})).expect("audit");
+    let events: Vec<(String, String)> = audit
+        .as_array()
+        .expect("audit answers an array")
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or_default().to_string(),
+                e["actor"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    for name in ["source.register", "proposal.create", "proposal.approve"] {
+        assert!(
+            events.iter().any(|(e, _)| e == name),
+            "{name} in {events:?}"
+        );
+    }
+    assert!(events.contains(&("proposal.approve".into(), "alice".into())));
+    Outcome {
+        source_id,
+        claim_id,
+        proposal_id,
+        self_approve_error: code,
+        approved_object,
+        hit_ids,
+        events,
+    }
+}
+
+/// Over stdio the actor is fixed per process; alice approves through the
+/// `approver` param.
+fn with_approver(who: Who, mut params: Value) -> Value {
+    if let Who::Alice = who {
+        params["approver"] = json!("alice");
+    }
+    params
+}
+
+// ----- JSONL ---------------------------------------------------------------
+
+fn jsonl_server(kb: &Path) -> Server {
+    let mut cmd = vouch(kb);
+    cmd.env("VOUCH_AGENT", "agent")
+        .args(["serve", "--transport", "jsonl"]);
+    Server::spawn(cmd)
+}
+
+fn envelope_result(v: Value) -> Result<Value, WireErr> {
+    if v["ok"] == json!(true) {
+        Ok(v["result"].clone())
+    } else {
+        Err((
+            v["error"]["code"].as_str().unwrap_or_default().to_string(),
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ))
+    }
+}
+
+fn run_jsonl() -> Outcome {
+    let kb = init_kb();
+    let mut s = jsonl_server(kb.path());
+    let mut n = 0;
+    let out = scenario(&mut |who, method, params| {
+        n += 1;
+        let req =
+            json!({"id": format!("r{n}"), "method": method, "params": with_approver(who, params)});
+        s.send_raw(&req.to_string());
+        let v = s.read();
+        assert_eq!(v["id"], json!(format!("r{n}")));
+        envelope_result(v)
+    });
+    s.finish();
+    out
+}
+
+// ----- HTTP ----------------------------------------------------------------
+
+struct HttpResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpResponse {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+}
+
+/// A tiny HTTP/1.1 client: one request per connection.
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).expect("send");
+    s.write_all(body).expect("send body");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read response");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("end of headers");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut rest = raw[split + 4..].to_vec();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    if chunked {
+        let mut body = Vec::new();
+        loop {
+            let eol = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .expect("chunk size line");
+            let size = usize::from_str_radix(
+                String::from_utf8_lossy(&rest[..eol])
+                    .split(';')
+                    .next()
+                    .unwrap_or("0")
+                    .trim(),
+                16,
+            )
+            .expect("chunk size");
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&rest[eol + 2..eol + 2 + size]);
+            rest.drain(..eol + 2 + size + 2);
+        }
+        rest = body;
+    }
+    HttpResponse {
+        status,
+        headers,
+        body: rest,
+    }
+}
+
+struct HttpServer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn spawn(kb: &Path, extra: &[&str]) -> HttpServer {
+        let mut child = vouch(kb)
+            .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch serve --transport http");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                eprintln!("[server] {line}");
+                if let Some(addr) = line.strip_prefix("vouch: listening on http://") {
+                    let _ = tx.send(addr.to_string());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(TIMEOUT)
+            .expect("server printed its address");
+        let port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port");
+        HttpServer { child, port }
+    }
+
+    fn rpc(&self, token: Option<&str>, body: &[u8]) -> HttpResponse {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a));
+        }
+        http(self.port, "POST", "/rpc", &headers, body)
+    }
+
+    /// SIGTERM, then a clean exit.
+    fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
+        let (tx, rx) = mpsc::channel();
+        let mut child = std::mem::replace(
+            &mut self.child,
+            Command::new("true").spawn().expect("spawn true"),
+        );
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = rx
+            .recv_timeout(TIMEOUT)
+            .expect("server stopped after SIGTERM")
+            .expect("wait");
+        assert!(
+            status.success(),
+            "server exited with {status} after SIGTERM"
+        );
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn run_http() -> Outcome {
+    let kb = init_kb();
+    let server = HttpServer::spawn(
+        kb.path(),
+        &["--token", "agent=tok1", "--token", "alice=tok2"],
+    );
+    let mut n = 0;
+    let out = scenario(&mut |who, method, params| {
+        n += 1;
+        let token = match who {
+            Who::Agent => "tok1",
+            Who::Alice => "tok2",
+        };
+        let req = json!({"id": n, "method": method, "params": params});
+        let r = server.rpc(Some(token), req.to_string().as_bytes());
+        assert_eq!(r.status, 200);
+        let v = r.json();
+        assert_eq!(v["id"], json!(n));
+        envelope_result(v)
+    });
+    server.terminate();
+    out
+}
+
+// ----- MCP (stdio) ---------------------------------------------------------
+
+struct Mcp {
+    server: Server,
+    next_id: u64,
+}
+
+impl Mcp {
+    fn start(kb: &Path) -> Mcp {
+        let mut cmd = vouch(kb);
+        cmd.env("VOUCH_AGENT", "agent").arg("serve");
+        let mut m = Mcp {
+            server: Server::spawn(cmd),
+            next_id: 0,
+        };
+        let init = m
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "vouch-tests", "version": "0"}}),
+            )
+            .expect("initialize");
+        assert_eq!(init["protocolVersion"], json!("2025-06-18"));
+        assert_eq!(init["serverInfo"]["name"], json!("vouch"));
+        assert!(init["capabilities"]["tools"].is_object(), "{init}");
+        assert!(
+            init["instructions"]
+                .as_str()
+                .is_some_and(|s| s.contains("review-gated")),
+            "{init}"
+        );
+        m.server.send_raw(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        );
+        m
+    }
+
+    /// A JSON-RPC request; Err is the JSON-RPC error object.
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.server.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        loop {
+            let v = self.server.read();
+            if v["id"] != json!(id) {
+                // A notification or a server request: not ours.
+                continue;
+            }
+            assert_eq!(v["jsonrpc"], json!("2.0"));
+            return match v.get("error") {
+                Some(e) => Err(e.clone()),
+                None => Ok(v["result"].clone()),
+            };
+        }
+    }
+
+    /// tools/call by canonical method name; a tool error is a WireErr.
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, WireErr> {
+        let tool = method.replace('.', "_");
+        let r = self
+            .request("tools/call", json!({"name": tool, "arguments": params}))
+            .unwrap_or_else(|e| panic!("protocol error from {tool}: {e}"));
+        let text = r["content"][0]["text"]
+            .as_str()
+            .expect("text content")
+            .to_string();
+        if r["isError"] == json!(true) {
+            let (code, message) = text.split_once(": ").expect("code: message");
+            return Err((code.to_string(), message.to_string()));
+        }
+        let v: Value = serde_json::from_str(&text).expect("text content is JSON");
+        if v.is_object() {
+            assert_eq!(r["structuredContent"], v, "structured = text");
+        }
+        Ok(v)
+    }
+}
+
+fn run_mcp() -> Outcome {
+    let kb = init_kb();
+    let mut m = Mcp::start(kb.path());
+    let out = scenario(&mut |who, method, params| m.call(method, with_approver(who, params)));
+    m.server.finish();
+    out
+}
+
+// ----- the scenario on every transport -------------------------------------
+
+#[test]
+fn same_scenario_same_results_on_every_transport() {
+    let jsonl = run_jsonl();
+    let http = run_http();
+    let mcp = run_mcp();
+    assert_eq!(jsonl.self_approve_error, "invalid_request");
+    assert_eq!(
+        jsonl.events,
+        vec![
+            ("source.register".to_string(), "agent".to_string()),
+            ("proposal.create".to_string(), "agent".to_string()),
+            ("proposal.approve".to_string(), "alice".to_string()),
+        ]
+    );
+    assert_eq!(jsonl, http, "JSONL vs HTTP");
+    assert_eq!(jsonl, mcp, "JSONL vs MCP");
+}
+
+// ----- malformed requests: JSONL and HTTP ----------------------------------
+
+/// Bad requests and the answers they must get; then the server still works.
+fn check_bad_requests(send: &mut dyn FnMut(&[u8]) -> Value) {
+    let code = |v: &Value| v["error"]["code"].as_str().unwrap_or_default().to_string();
+
+    let v = send(br#"{"id": 1, "method": "kb.status""#);
+    assert_eq!(
+        (v["ok"].clone(), v["id"].clone()),
+        (json!(false), Value::Null)
+    );
+    assert_eq!(code(&v), "invalid_request", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+
+    let v = send(b"[1, 2, 3]");
+    assert_eq!(v["id"], Value::Null);
+    assert_eq!(code(&v), "invalid_request", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("JSON object")
+    );
+
+    let v = send(br#"{"id": "u", "method": "kb.no_such_method", "params": {}}"#);
+    assert_eq!(v["id"], json!("u"));
+    assert_eq!(code(&v), "method_not_found", "{v}");
+
+    let v = send(br#"{"id": "m", "method": "kb.read_claim", "params": {}}"#);
+    assert_eq!(v["id"], json!("m"));
+    assert_eq!(code(&v), "missing_param", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("id"));
+
+    let v = send(br#"{"id": "w", "method": "kb.search", "params": {"query": 5}}"#);
+    assert_eq!(v["id"], json!("w"));
+    assert_eq!(code(&v), "invalid_request", "{v}");
+
+    let v = send(br#"{"id": "s", "method": "kb.status"}"#);
+    assert_eq!(v["ok"], json!(true), "still serving: {v}");
+    assert!(v["result"]["counts"].is_object());
+}
+
+#[test]
+fn jsonl_bad_requests() {
+    let kb = init_kb();
+    let mut s = jsonl_server(kb.path());
+    check_bad_requests(&mut |line| {
+        s.send_raw(std::str::from_utf8(line).unwrap());
+        s.read()
+    });
+    s.finish();
+}
+
+#[test]
+fn http_bad_requests_and_auth() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(
+        kb.path(),
+        &["--token", "agent=tok1", "--token", "alice=tok2"],
+    );
+    check_bad_requests(&mut |body| {
+        let r = server.rpc(Some("tok1"), body);
+        assert_eq!(r.status, 200);
+        r.json()
+    });
+
+    // No token, a wrong token, a non-bearer scheme: 401 with a JSON body.
+    let status = br#"{"id": 1, "method": "kb.status"}"#;
+    for token in [None, Some("tok3"), Some("tok1x"), Some("")] {
+        let r = server.rpc(token, status);
+        assert_eq!(r.status, 401, "token {token:?}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(r.json()["ok"], json!(false));
+    }
+    let r = http(
+        server.port,
+        "POST",
+        "/rpc",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Basic tok1"),
+        ],
+        status,
+    );
+    assert_eq!(r.status, 401);
+    for path in ["/capabilities", "/mcp"] {
+        assert_eq!(
+            http(server.port, "GET", path, &[], b"").status,
+            401,
+            "{path}"
+        );
+    }
+
+    // /health needs no token; /capabilities with one lists every transport.
+    let r = http(server.port, "GET", "/health", &[], b"");
+    assert_eq!((r.status, r.json()), (200, json!({"ok": true})));
+    let r = http(
+        server.port,
+        "GET",
+        "/capabilities",
+        &[("Authorization", "Bearer tok2")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["transports"], json!(["mcp", "jsonl", "http"]));
+    assert_eq!(r.json()["review_gated"], json!(true));
+
+    // An authenticated actor cannot approve as someone else.
+    let r = server.rpc(
+        Some("tok1"),
+        br#"{"id": 9, "method": "kb.approve", "params": {"proposal_id": "p-x", "approver": "alice"}}"#,
+    );
+    let v = r.json();
+    assert_eq!(v["ok"], json!(false), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authenticated as \"agent\""),
+        "{v}"
+    );
+
+    // Wrong content type, oversized body.
+    let r = http(
+        server.port,
+        "POST",
+        "/rpc",
+        &[
+            ("Content-Type", "text/plain"),
+            ("Authorization", "Bearer tok1"),
+        ],
+        status,
+    );
+    assert_eq!(r.status, 415);
+    let big = vec![b' '; 1024 * 1024 + 10];
+    let r = server.rpc(Some("tok1"), &big);
+    assert_eq!(r.status, 413);
+    assert_eq!(r.json()["ok"], json!(false));
+
+    server.terminate();
+}
+
+#[test]
+fn http_refuses_public_bind_without_token() {
+    let kb = init_kb();
+    let out = vouch(kb.path())
+        .args(["serve", "--transport", "http", "--bind", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run vouch serve");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("non-loopback") && err.contains("--token"),
+        "{err}"
+    );
+}
+
+#[test]
+fn http_without_tokens_serves_loopback_as_the_configured_agent() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(kb.path(), &["--agent", "bob"]);
+    let r = server.rpc(
+        None,
+        br#"{"id": 1, "method": "kb.register_source", "params": {"content": "x\n", "locator": "t"}}"#,
+    );
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.json());
+    let r = server.rpc(None, br#"{"id": 2, "method": "kb.audit"}"#);
+    assert_eq!(r.json()["result"][0]["actor"], json!("bob"));
+    // A request addressed to another host name is refused (DNS rebinding).
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    s.write_all(
+        b"GET /capabilities HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 403"), "{raw}");
+    server.terminate();
+}
+
+// ----- MCP specifics ---------------------------------------------------------
+
+#[test]
+fn mcp_tools_and_errors() {
+    let kb = init_kb();
+    let mut m = Mcp::start(kb.path());
+
+    let list = m.request("tools/list", json!({})).expect("tools/list");
+    let tools = list["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), 40, "one tool per registry method");
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        assert!(name.starts_with("kb_") && !name.contains('.'), "{name}");
+        assert_eq!(t["inputSchema"]["type"], json!("object"), "{name}");
+        assert!(t["inputSchema"].get("$schema").is_none(), "{name}");
+    }
+    let propose = tools
+        .iter()
+        .find(|t| t["name"] == json!("kb_propose_claim"))
+        .expect("kb_propose_claim");
+    assert!(
+        propose["description"]
+            .as_str()
+            .unwrap()
+            .contains("Review-gated"),
+        "{propose}"
+    );
+    assert!(
+        propose["inputSchema"]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("text"))
+    );
+
+    // A failing method is a tool result with isError, not a protocol error.
+    let r = m
+        .request(
+            "tools/call",
+            json!({"name": "kb_read_claim", "arguments": {}}),
+        )
+        .expect("a tool error is still a result");
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("missing_param: "),
+        "{r}"
+    );
+    let r = m
+        .request(
+            "tools/call",
+            json!({"name": "kb_search", "arguments": {"query": 5}}),
+        )
+        .expect("a tool error is still a result");
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid_request: ")
+    );
+
+    // An unknown tool is a protocol error.
+    let e = m
+        .request(
+            "tools/call",
+            json!({"name": "kb_no_such_tool", "arguments": {}}),
+        )
+        .expect_err("unknown tool");
+    assert_eq!(e["code"], json!(-32602), "{e}");
+
+    // And the server still answers.
+    let status = m.call("kb.status", json!({})).expect("status");
+    assert!(status["counts"].is_object());
+    let caps = m.call("kb.capabilities", json!({})).expect("capabilities");
+    assert_eq!(caps["transports"], json!(["mcp", "jsonl", "http"]));
+    m.server.finish();
+}
+
+/// Parse a streamable-HTTP answer (JSON or SSE) for the message with `id`.
+fn mcp_http_message(r: &HttpResponse, id: u64) -> Value {
+    let body = String::from_utf8_lossy(&r.body);
+    if r.header("content-type")
+        .is_some_and(|c| c.starts_with("application/json"))
+    {
+        return serde_json::from_str(&body).expect("JSON body");
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no message {id} in {body}"))
+}
+
+#[test]
+fn mcp_over_http_uses_the_token_subject() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(kb.path(), &["--token", "carol=tok9"]);
+    let post = |session: Option<&str>, body: Value| {
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", "Bearer tok9"),
+            ("MCP-Protocol-Version", "2025-06-18"),
+        ];
+        if let Some(s) = session {
+            headers.push(("Mcp-Session-Id", s));
+        }
+        http(
+            server.port,
+            "POST",
+            "/mcp",
+            &headers,
+            body.to_string().as_bytes(),
+        )
+    };
+    let r = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    assert_eq!(r.status, 200);
+    let init = mcp_http_message(&r, 1);
+    assert_eq!(
+        init["result"]["serverInfo"]["name"],
+        json!("vouch"),
+        "{init}"
+    );
+    let session = r.header("mcp-session-id").map(str::to_string);
+    let r = post(
+        session.as_deref(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!(r.status < 300, "{}", r.status);
+    let r = post(
+        session.as_deref(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "kb_register_source",
+                          "arguments": {"content": "hello\n", "locator": "t"}}}),
+    );
+    assert_eq!(r.status, 200);
+    let v = mcp_http_message(&r, 2);
+    assert_eq!(v["result"]["isError"], json!(false), "{v}");
+    let r = post(
+        session.as_deref(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "kb_audit", "arguments": {}}}),
+    );
+    let v = mcp_http_message(&r, 3);
+    let audit: Value =
+        serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(audit[0]["actor"], json!("carol"), "{audit}");
+    server.terminate();
+}
