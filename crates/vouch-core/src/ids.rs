@@ -22,6 +22,7 @@ pub fn slugify(title: &str) -> String {
             pending_dash = false;
             out.push(ch);
             if out.len() >= MAX_SLUG_LEN {
+                out.truncate(MAX_SLUG_LEN);
                 break;
             }
         } else {
