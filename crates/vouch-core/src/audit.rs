@@ -161,16 +161,26 @@ impl AuditLog {
             .map_err(|e| Error::io(&self.path, e))
     }
 
-    /// Hash of the last event, read from the end of the file.
+    /// Hash of the last event, read from the end of the file. A torn final
+    /// line (a writer killed inside `write`, so before its fsync returned and
+    /// before anything acted on that event) is cut off first.
     fn last_hash(&self, file: &mut File) -> Result<String> {
+        let len = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let whole = whole_lines_len(file, len).map_err(|e| Error::io(&self.path, e))?;
+        if whole < len {
+            file.set_len(whole)
+                .and_then(|_| file.sync_data())
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
         match last_line(file).map_err(|e| Error::io(&self.path, e))? {
             None => Ok(GENESIS_HASH.to_string()),
             Some(line) => {
                 let v: Value = serde_json::from_str(&line).map_err(|_| {
                     Error::corrupt(
                         &self.path,
-                        "the last line is not a complete JSON event (a torn write?); \
-                         run `vouch audit verify` and repair before writing",
+                        "the last line is not a JSON event; run `vouch audit verify`",
                     )
                 })?;
                 v.get("hash")
@@ -189,7 +199,12 @@ impl AuditLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(&self.path, e)),
         };
-        text.lines()
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..=i],
+            None => "",
+        };
+        complete
+            .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
@@ -318,6 +333,22 @@ impl AuditLog {
     }
 }
 
+/// Length of the file up to and including its last newline.
+fn whole_lines_len(file: &mut File, len: u64) -> std::io::Result<u64> {
+    let mut end = len;
+    while end > 0 {
+        let start = end.saturating_sub(4096);
+        let mut buf = vec![0u8; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf)?;
+        if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
 /// The last line of a file, without reading all of it. A file that does not
 /// end in a newline (a torn write) yields an empty line, which never parses.
 fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
@@ -368,5 +399,45 @@ mod tests {
         let mut with = ev.clone();
         with["hash"] = json!(expected.clone());
         assert_eq!(event_hash(&with), expected);
+    }
+}
+
+#[cfg(test)]
+mod torn_tail {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_line_is_dropped_by_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
+        let ev = |id: &str| AuditEvent {
+            id: id.into(),
+            event: "x.y".into(),
+            actor: "a".into(),
+            created_at: crate::model::Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+            object_ids: vec![],
+            dry_run: false,
+            reversible: false,
+            data: Value::Null,
+            prev_hash: String::new(),
+            hash: String::new(),
+            extra: Default::default(),
+        };
+        log.append(&mut [ev("e1")]).unwrap();
+        let mut f = OpenOptions::new().append(true).open(log.path()).unwrap();
+        f.write_all(b"{\"id\":\"torn").unwrap();
+        assert_eq!(
+            log.read_all().unwrap().len(),
+            1,
+            "the torn line is not an event"
+        );
+        assert!(
+            !log.verify().unwrap().ok,
+            "verify still reports the truncation"
+        );
+        log.append(&mut [ev("e2")]).unwrap();
+        let report = log.verify().unwrap();
+        assert!(report.ok, "{report:?}");
+        assert_eq!(report.events, 2);
     }
 }
