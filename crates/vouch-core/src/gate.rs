@@ -630,6 +630,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     let mut seen = HashSet::new();
     struct Plan {
         proposal: Proposal,
+        draft: Draft,
         actor: String,
         at: Timestamp,
         recovered: bool,
@@ -662,6 +663,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 .unwrap_or_else(|| kb.now());
             plans.push(Plan {
                 proposal,
+                draft,
                 actor,
                 at,
                 recovered: true,
@@ -692,6 +694,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         fresh.push(plans.len());
         plans.push(Plan {
             proposal,
+            draft,
             actor: approver.clone(),
             at: kb.now(),
             recovered: false,
@@ -724,11 +727,10 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     let mut results = Vec::with_capacity(plans.len());
     let mut written = Vec::new();
     for pl in &plans {
-        let draft = Draft::from_proposal(&pl.proposal)?;
         let object = materialize(
             kb,
             &mut batch,
-            draft,
+            pl.draft.clone(),
             &pl.proposal.object_id,
             pl.at,
             &pl.actor,
