@@ -26,9 +26,29 @@ fn list(v: &Value, k: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Write to stdout. A reader that went away (`vouch search x | head -1`)
+/// is not an error: exit 0 quietly, as ripgrep does.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let res = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    if let Err(e) = res {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Pretty JSON and a newline.
+pub fn emit_json(v: &Value) {
+    emit(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"));
+}
+
 pub fn output(json: bool, label: &str, v: &Value) {
     if json {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        emit_json(v);
         return;
     }
     let text = match label {
@@ -36,6 +56,7 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "kb.status" => status(v),
         "kb.list_pending" => pending(v),
         "kb.search" => search(v),
+        "kb.context" => context(v),
         "kb.audit" => audit(v),
         "kb.audit_verify" => verify(v),
         "kb.propose_claim" | "kb.propose_page" | "kb.propose_entity" | "kb.propose_relation" => {
@@ -45,9 +66,10 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "show" => show(v),
         _ => generic(v, 0),
     };
-    print!("{text}");
-    if !text.ends_with('\n') {
-        println!();
+    if text.ends_with('\n') {
+        emit(&text);
+    } else {
+        emit(&(text + "\n"));
     }
 }
 
@@ -175,6 +197,30 @@ fn search(v: &Value) -> String {
             },
             s(&h, "snippet").replace('\n', " ")
         ));
+    }
+    out
+}
+
+fn context(v: &Value) -> String {
+    let mut out = s(v, "text");
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    let n = v["items"].as_array().map_or(0, Vec::len);
+    out.push_str(&format!(
+        "— {n} item(s), {} of {} chars",
+        v["used_chars"], v["max_chars"]
+    ));
+    let counts = &v["omitted_counts"];
+    for (key, label) in [("budget", "over budget"), ("uncited", "uncited")] {
+        let k = counts[key].as_u64().unwrap_or(0);
+        if k > 0 {
+            out.push_str(&format!("; {k} left out {label}"));
+        }
+    }
+    out.push('\n');
+    for gap in list(v, "gaps") {
+        out.push_str(&format!("gap: {gap}\n"));
     }
     out
 }

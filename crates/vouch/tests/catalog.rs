@@ -24,3 +24,25 @@ fn docs_methods_md_matches_the_registry() {
         );
     }
 }
+
+/// `vouch methods --json | head -1`: the reader leaves early; vouch must exit
+/// 0 without a panic message. The output (~70 KB) is larger than a pipe
+/// buffer, so the write is certain to meet the closed pipe.
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    use std::io::Read;
+    let mut child = std::process::Command::new(common::bin())
+        .args(["methods", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
