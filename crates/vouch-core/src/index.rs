@@ -493,6 +493,10 @@ pub struct SearchHit {
     pub backend: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// For ranking context packs; not part of the search result.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub confidence: Option<f64>,
 }
 
 pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
@@ -555,29 +559,71 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
 pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     let (limit, kinds) = checked_search(&p)?;
     let terms = query_terms(&p.query);
+    retrieve(kb, &terms, limit, &kinds, Currency::Any)
+}
+
+/// Which statuses retrieval may return. Redacted claims are never returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Currency {
+    /// Everything approved except redacted claims (search).
+    Any,
+    /// Current knowledge only: no superseded, archived or redacted claims and
+    /// no archived pages (context packs, answers).
+    Current,
+}
+
+impl Currency {
+    /// Whether an item with this status may be returned.
+    pub fn admits(self, status: Option<&str>) -> bool {
+        !matches!(
+            (self, status),
+            (_, Some("redacted")) | (Currency::Current, Some("superseded" | "archived"))
+        )
+    }
+}
+
+/// Ranked hits for `terms` from the configured backend.
+pub fn retrieve(
+    kb: &Kb,
+    terms: &[String],
+    limit: usize,
+    kinds: &[&str],
+    currency: Currency,
+) -> Result<Vec<SearchHit>> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
     match kb.settings().retrieval.backend {
-        crate::settings::RetrievalBackend::Fts5 => fts_search(kb, &terms, limit, &kinds),
+        crate::settings::RetrievalBackend::Fts5 => fts_search(kb, terms, limit, kinds, currency),
         crate::settings::RetrievalBackend::Substring => {
-            crate::substring::search(kb, &terms, limit, &kinds)
+            crate::substring::search(kb, terms, limit, kinds, currency)
         }
     }
 }
 
-fn fts_search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result<Vec<SearchHit>> {
+fn fts_search(
+    kb: &Kb,
+    terms: &[String],
+    limit: usize,
+    kinds: &[&str],
+    currency: Currency,
+) -> Result<Vec<SearchHit>> {
     let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
     let kind_list = kinds
         .iter()
         .map(|k| format!("'{k}'"))
         .collect::<Vec<_>>()
         .join(",");
+    let excluded = match currency {
+        Currency::Any => "'redacted'",
+        Currency::Current => "'redacted','superseded','archived'",
+    };
     let sql = format!(
-        "SELECT d.kind, d.id, snippet(fts, -1, '[', ']', '…', 24), bm25(fts, 2.0, 1.0) AS r, d.status
+        "SELECT d.kind, d.id, snippet(fts, -1, '[', ']', '…', 24), bm25(fts, 2.0, 1.0) AS r,
+                d.status, d.confidence
          FROM fts JOIN docs d ON d.rowid = fts.rowid
          WHERE fts MATCH ?1 AND d.kind IN ({kind_list})
-           AND (d.status IS NULL OR d.status != 'redacted')
+           AND (d.status IS NULL OR d.status NOT IN ({excluded}))
          ORDER BY r, d.kind, d.id LIMIT ?2"
     );
     with_index(kb, |idx| {
@@ -600,6 +646,7 @@ fn fts_search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                     score: -r.get::<_, f64>(3)?,
                     backend: "fts5".into(),
                     status: r.get(4)?,
+                    confidence: r.get(5)?,
                 })
             })?;
             for row in rows {

@@ -14,6 +14,7 @@ pub mod kb;
 pub mod lifecycle;
 pub mod methods;
 pub mod model;
+pub mod pack;
 pub mod params;
 pub mod reads;
 pub mod sessions;

@@ -2,19 +2,25 @@
 //! over the files themselves, no index. Slow on large KBs, always correct.
 
 use crate::error::Result;
-use crate::index::SearchHit;
+use crate::index::{Currency, SearchHit};
 use crate::kb::Kb;
-use crate::model::{Claim, ClaimStatus, Entity, Page};
+use crate::model::{Claim, Entity, Page};
 
-pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result<Vec<SearchHit>> {
-    let mut docs: Vec<(&str, String, String, Option<String>)> = Vec::new();
+pub fn search(
+    kb: &Kb,
+    terms: &[String],
+    limit: usize,
+    kinds: &[&str],
+    currency: Currency,
+) -> Result<Vec<SearchHit>> {
+    type Row = (&'static str, String, String, Option<String>, Option<f64>);
+    let mut docs: Vec<Row> = Vec::new();
     for kind in kinds {
         match *kind {
             "claim" => {
                 for c in kb.load_all::<Claim>()? {
-                    if c.status != ClaimStatus::Redacted {
-                        docs.push(("claim", c.id, c.text, Some(c.status.to_string())));
-                    }
+                    let status = c.status.to_string();
+                    docs.push(("claim", c.id, c.text, Some(status), Some(c.confidence)));
                 }
             }
             "page" => {
@@ -24,6 +30,7 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                         p.id,
                         format!("{}\n{}", p.title, p.body),
                         Some(p.status.to_string()),
+                        None,
                     ));
                 }
             }
@@ -35,7 +42,7 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                         e.aliases.join(" "),
                         e.description.unwrap_or_default()
                     );
-                    docs.push(("entity", e.id, text, None));
+                    docs.push(("entity", e.id, text, None, None));
                 }
             }
             _ => {
@@ -46,6 +53,7 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                             id,
                             format!("{} {}", s.title.unwrap_or_default(), s.locator),
                             None,
+                            None,
                         ));
                     }
                 }
@@ -54,7 +62,8 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
     }
     let mut hits: Vec<SearchHit> = docs
         .into_iter()
-        .filter_map(|(kind, id, text, status)| {
+        .filter(|(_, _, _, status, _)| currency.admits(status.as_deref()))
+        .filter_map(|(kind, id, text, status, confidence)| {
             let lower = text.to_lowercase();
             let counts: Vec<usize> = terms
                 .iter()
@@ -70,6 +79,7 @@ pub fn search(kb: &Kb, terms: &[String], limit: usize, kinds: &[&str]) -> Result
                 score: counts.iter().sum::<usize>() as f64,
                 backend: "substring".into(),
                 status,
+                confidence,
             })
         })
         .collect();

@@ -128,6 +128,21 @@ pub enum Command {
         #[arg(long = "kind")]
         kinds: Vec<String>,
     },
+    /// Build a context pack for a task: current approved knowledge with
+    /// citations, ranked by relevance then trust, within a character budget.
+    Context {
+        /// The task, in plain words.
+        task: String,
+        /// Upper bound on the pack's text in characters (default 4000).
+        #[arg(long)]
+        max_chars: Option<i64>,
+        /// Report whether the pack has at least this many items.
+        #[arg(long)]
+        min_items: Option<i64>,
+        /// Leave out items without a resolvable citation.
+        #[arg(long)]
+        require_citations: bool,
+    },
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
@@ -473,6 +488,20 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             "kb.search",
             obj(json!({"query": query, "limit": limit, "kinds": non_empty(kinds)})),
         ),
+        Command::Context {
+            task,
+            max_chars,
+            min_items,
+            require_citations,
+        } => (
+            "kb.context",
+            obj(json!({
+                "task": task,
+                "max_chars": max_chars,
+                "min_items": min_items,
+                "require_citations": require_citations.then_some(true),
+            })),
+        ),
         Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
         Command::Init { .. }
         | Command::Show { .. }
@@ -488,10 +517,10 @@ pub fn run(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(e) => {
             if cli.json {
-                println!(
-                    "{}",
+                render::emit(&format!(
+                    "{}\n",
                     json!({"ok": false, "error": {"code": mapping(e.kind).wire_code, "message": e.message}})
-                );
+                ));
             } else {
                 eprintln!("error: {}", e.message);
             }
@@ -533,21 +562,20 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Methods { markdown } => {
             if *markdown {
-                print!("{}", crate::catalog::markdown());
+                render::emit(&crate::catalog::markdown());
             } else if cli.json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&crate::catalog::json()).unwrap_or_default()
-                );
+                render::emit_json(&crate::catalog::json());
             } else {
+                let mut text = String::new();
                 for m in methods::REGISTRY {
-                    println!(
-                        "{:<30} {:<8} {}",
+                    text.push_str(&format!(
+                        "{:<30} {:<8} {}\n",
                         m.name,
                         format!("{:?}", m.effect).to_lowercase(),
                         m.summary
-                    );
+                    ));
                 }
+                render::emit(&text);
             }
             return Ok(0);
         }
@@ -580,7 +608,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             let res = methods::dispatch(&kb, &caller, &name, params);
             print_warnings(&kb);
             let v = res?;
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            render::emit_json(&v);
             return Ok(0);
         }
         Command::Show { id } => {

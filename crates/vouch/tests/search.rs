@@ -126,3 +126,226 @@ fn a_corrupt_state_db_is_rebuilt() {
     assert!(r.stdout.contains(&c));
     assert!(r.stderr.contains("rebuilding"), "{}", r.stderr);
 }
+
+fn context(p: &Project, params: serde_json::Value) -> serde_json::Value {
+    let r = p.call("x", "kb.context", params.clone());
+    assert_eq!(r.code, 0, "{params}: {}", r.stderr);
+    r.json()
+}
+
+fn pack_ids(pack: &serde_json::Value) -> Vec<String> {
+    pack["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Set a claim's status by editing its file, as a person might.
+fn set_status(p: &Project, id: &str, status: &str) {
+    let file = p.vouch_dir().join(format!("claims/{id}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("status:") {
+                format!("status: {status}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, edited + "\n").unwrap();
+}
+
+#[test]
+fn context_packs_only_current_knowledge_ranked_by_trust() {
+    let p = Project::new();
+    let s =
+        p.source("Cache entries expire after ten minutes.\nThe old cache kept entries forever.");
+    let quoted = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Cache entries expire after ten minutes",
+            "--quote",
+            &format!("{s}=Cache entries expire after ten minutes."),
+        ],
+    );
+    let span_claim = quoted["claim_id"].as_str().unwrap().to_string();
+    p.ok(
+        "alice",
+        &["approve", quoted["proposal_id"].as_str().unwrap()],
+    );
+    let working = p.claim("Cache entries expire after ten minutes in staging", &s);
+    let stable = p.claim("Cache entries expire after ten minutes in production", &s);
+    set_status(&p, &stable, "stable");
+    let old = p.claim("Cache entries never expire in the old cache", &s);
+    let archived = p.claim("Cache entries expire hourly in the archive", &s);
+    let contested = p.claim("Cache entries expire after an hour", &s);
+    p.ok("alice", &["supersede", &old, &span_claim]);
+    p.ok("alice", &["archive", &archived, "--reason", "gone"]);
+    p.ok("alice", &["contradict", &contested, &working]);
+    p.propose("Cache entries pending review expire", &s);
+
+    let pack = context(&p, json!({"task": "when do cache entries expire?"}));
+    let ids = pack_ids(&pack);
+    assert!(!ids.contains(&old), "superseded claim in pack: {ids:?}");
+    assert!(!ids.contains(&archived), "archived claim in pack: {ids:?}");
+    assert!(
+        !ids.iter().any(|i| i.contains("pending")),
+        "pending proposal in pack: {ids:?}"
+    );
+    assert_eq!(ids.len(), 4, "{pack}");
+    let scores: Vec<&serde_json::Value> = pack["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["score"])
+        .collect();
+    assert_eq!(
+        ids[0], stable,
+        "stable ranks first among equals: {ids:?} {scores:?}"
+    );
+    let by_id = |id: &str| {
+        pack["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let c = by_id(&contested);
+    assert_eq!(c["contested"], true);
+    assert_eq!(c["contradicts"], json!([working.clone()]));
+    let w = by_id(&working);
+    assert_eq!(w["status"], "contested", "contradict marks both sides");
+    let span = by_id(&span_claim);
+    assert_eq!(
+        span["citations"][0]["quote"],
+        "Cache entries expire after ten minutes."
+    );
+    assert_eq!(span["citations"][0]["source_id"], s.as_str());
+    assert_eq!(span["citations"][0]["locator"], "L1-L1");
+    assert_eq!(by_id(&stable)["citations"][0]["source_id"], s.as_str());
+    let text = pack["text"].as_str().unwrap();
+    assert_eq!(pack["used_chars"], text.chars().count());
+    assert!(text.contains("Cache entries expire after ten minutes in production"));
+    assert!(text.contains(&format!("contradicts {working}")), "{text}");
+    assert_eq!(pack["min_items_met"], true);
+    assert_eq!(pack["backend"], "fts5");
+
+    let readable = p.run("x", &["context", "cache entries expire"]);
+    assert_eq!(readable.code, 0, "{}", readable.stderr);
+    assert!(readable.stdout.contains("[1] claim"), "{}", readable.stdout);
+    assert!(readable.stdout.contains("4 item(s)"), "{}", readable.stdout);
+}
+
+#[test]
+fn context_never_exceeds_max_chars_and_says_what_it_left_out() {
+    let p = Project::new();
+    let s = p.source("Budget test source");
+    for i in 0..12 {
+        p.claim(
+            &format!("Budget rule {i}: retries back off {} seconds", i + 1),
+            &s,
+        );
+    }
+    let full = context(&p, json!({"task": "budget retries", "max_chars": 100000}));
+    assert_eq!(pack_ids(&full).len(), 12);
+    let full_chars = full["used_chars"].as_u64().unwrap();
+    for max in [1, 31, 32, 120, 200, 333, 700, full_chars - 1, full_chars] {
+        let pack = context(&p, json!({"task": "budget retries", "max_chars": max}));
+        let text = pack["text"].as_str().unwrap();
+        let used = text.chars().count() as u64;
+        assert!(used <= max, "max_chars {max} exceeded: {used}");
+        assert_eq!(pack["used_chars"], used);
+        let n = pack_ids(&pack).len();
+        let left_out = pack["omitted_counts"]["budget"].as_u64().unwrap() as usize;
+        assert_eq!(
+            n + left_out,
+            12,
+            "max {max}: every match is packed or counted"
+        );
+        if left_out > 0 {
+            assert!(
+                pack["gaps"][0].as_str().unwrap().contains("did not fit"),
+                "{pack}"
+            );
+        }
+        if max == full_chars {
+            assert_eq!(n, 12);
+        }
+    }
+    let tiny = context(
+        &p,
+        json!({"task": "budget retries", "max_chars": 10, "min_items": 2}),
+    );
+    assert_eq!(pack_ids(&tiny).len(), 0);
+    assert_eq!(tiny["min_items_met"], false);
+    assert!(
+        tiny["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g.as_str().unwrap().contains("2 requested")),
+        "{tiny}"
+    );
+}
+
+#[test]
+fn context_require_citations_and_bad_params() {
+    let p = Project::new();
+    let s = p.source("Runbook source");
+    let c = p.claim("The runbook covers failover drills", &s);
+    let page = p.ok(
+        "agent",
+        &[
+            "propose-page",
+            "Failover runbook",
+            "--body",
+            "Drills for failover.",
+        ],
+    );
+    p.ok("alice", &["approve", page["proposal_id"].as_str().unwrap()]);
+    let page_id = page["page_id"].as_str().unwrap().to_string();
+
+    let all = context(&p, json!({"task": "failover runbook"}));
+    let ids = pack_ids(&all);
+    assert!(ids.contains(&page_id) && ids.contains(&c), "{all}");
+    let cited = context(
+        &p,
+        json!({"task": "failover runbook", "require_citations": true}),
+    );
+    assert_eq!(pack_ids(&cited), [c]);
+    assert_eq!(cited["omitted_counts"]["uncited"], 1);
+    assert_eq!(cited["omitted"][0]["id"], page_id.as_str());
+    assert_eq!(cited["omitted"][0]["reason"], "uncited");
+
+    let none = context(&p, json!({"task": "zebra"}));
+    assert_eq!(pack_ids(&none).len(), 0);
+    assert!(none["gaps"][0].as_str().unwrap().contains("no current"));
+    assert_eq!(
+        context(&p, json!({"task": "?!"}))["gaps"][0],
+        "the task has no searchable words"
+    );
+
+    for (params, expect) in [
+        (json!({"task": " "}), "task: must not be empty"),
+        (json!({}), "missing required param `task`"),
+        (json!({"task": "x", "max_chars": 0}), "max_chars"),
+        (json!({"task": "x", "max_chars": -1}), "max_chars"),
+        (json!({"task": "x", "min_items": -1}), "min_items"),
+        (json!({"task": "x", "max_chars": "big"}), "invalid"),
+        (json!({"task": "x", "budget": 5}), "unknown field"),
+    ] {
+        let r = p.call("x", "kb.context", params.clone());
+        assert_eq!(r.code, 2, "{params}: {}", r.stdout);
+        assert!(r.stderr.contains(expect), "{params}: {}", r.stderr);
+    }
+    let huge = context(&p, json!({"task": "failover", "max_chars": 1u64 << 40}));
+    assert_eq!(huge["max_chars"], 1_000_000);
+}

@@ -792,7 +792,24 @@ fn mcp_tools_and_errors() {
 
     let list = m.request("tools/list", json!({})).expect("tools/list");
     let tools = list["tools"].as_array().expect("tools");
-    assert_eq!(tools.len(), 40, "one tool per registry method");
+    let methods = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["methods", "--json"])
+        .output()
+        .expect("vouch methods");
+    let methods: Value = serde_json::from_slice(&methods.stdout).expect("methods json");
+    let mut registry: Vec<String> = methods
+        .as_array()
+        .expect("method list")
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().replace('.', "_"))
+        .collect();
+    let mut listed: Vec<String> = tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    registry.sort();
+    listed.sort();
+    assert_eq!(listed, registry, "one tool per registry method");
     for t in tools {
         let name = t["name"].as_str().unwrap();
         assert!(name.starts_with("kb_") && !name.contains('.'), "{name}");
