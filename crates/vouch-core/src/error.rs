@@ -25,6 +25,8 @@ pub enum ErrorKind {
     Corrupt,
     /// No `.vouch/` directory could be found.
     NoKb,
+    /// Another process holds a lock vouch needed (a locked `state.db`).
+    Busy,
     /// Something unexpected: I/O failure, SQLite failure.
     Internal,
 }
@@ -84,6 +86,16 @@ impl std::error::Error for Error {}
 
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Self {
-        Error::internal(format!("index (state.db): {err}"))
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        match err.sqlite_error_code() {
+            Some(DatabaseBusy | DatabaseLocked) => Self::new(
+                ErrorKind::Busy,
+                format!(
+                    "index (state.db) is locked by another process ({err}); \
+                     retry when it finishes"
+                ),
+            ),
+            _ => Error::internal(format!("index (state.db): {err}")),
+        }
     }
 }

@@ -22,6 +22,9 @@ use std::time::UNIX_EPOCH;
 pub const SCHEMA_VERSION: &str = "3";
 pub const BACKENDS: &[&str] = &["fts5", "substring"];
 const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
+/// How long to wait for another process's lock on state.db before answering
+/// from the files instead (search falls back to the substring backend).
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// An artifact just written through vouch, for incremental indexing.
 pub enum Written {
@@ -177,6 +180,8 @@ impl Index {
         let path = kb.layout().index_db();
         match Self::try_open(kb, &path) {
             Ok(idx) => Ok(idx),
+            // Locked is not broken: leave another process's database alone.
+            Err(e) if e.kind == crate::error::ErrorKind::Busy => Err(e),
             Err(e) => {
                 // A corrupt or foreign state.db is derived data: replace it.
                 kb.warn(format!(
@@ -193,7 +198,7 @@ impl Index {
 
     fn try_open(kb: &Kb, path: &Path) -> Result<Index> {
         let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let tokenizer = if kb.settings().retrieval.fts5_porter {
@@ -594,7 +599,15 @@ pub fn retrieve(
         return Ok(Vec::new());
     }
     match kb.settings().retrieval.backend {
-        crate::settings::RetrievalBackend::Fts5 => fts_search(kb, terms, limit, kinds, currency),
+        crate::settings::RetrievalBackend::Fts5 => {
+            match fts_search(kb, terms, limit, kinds, currency) {
+                Err(e) if e.kind == crate::error::ErrorKind::Busy => {
+                    kb.warn(format!("{e}; answered by the substring backend"));
+                    crate::substring::search(kb, terms, limit, kinds, currency)
+                }
+                other => other,
+            }
+        }
         crate::settings::RetrievalBackend::Substring => {
             crate::substring::search(kb, terms, limit, kinds, currency)
         }

@@ -20,6 +20,7 @@ pub const fn mapping(kind: ErrorKind) -> Mapping {
         GateDenied => (5, "invalid_request", 403),
         Corrupt => (6, "internal_error", 500),
         NoKb => (7, "internal_error", 500),
+        Busy => (4, "internal_error", 503),
         Internal => (1, "internal_error", 500),
     };
     Mapping {
@@ -35,4 +36,4 @@ pub const EXIT_INVALID_PROPOSAL: i32 = 2;
 /// Documented in `vouch --help` and docs/cli.md.
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
 (bad params, invalid proposal, unknown method); 3 not found; 4 conflict (already decided, \
-id taken); 5 refused by the review gate; 6 corrupt file; 7 no .vouch/ found.";
+id taken, state.db locked by another process); 5 refused by the review gate; 6 corrupt file; 7 no .vouch/ found.";

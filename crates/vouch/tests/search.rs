@@ -349,3 +349,75 @@ fn context_require_citations_and_bad_params() {
     let huge = context(&p, json!({"task": "failover", "max_chars": 1u64 << 40}));
     assert_eq!(huge["max_chars"], 1_000_000);
 }
+
+#[test]
+fn a_locked_state_db_falls_back_to_the_files() {
+    let p = Project::new();
+    let s = p.source("x");
+    let c = p.claim("Locked index answers anyway", &s);
+    assert_eq!(hits(&p, "locked"), [format!("claim:{c}")]);
+    // Another process takes an exclusive lock on state.db and keeps it.
+    let holder = rusqlite::Connection::open(p.vouch_dir().join("state.db")).unwrap();
+    holder
+        .execute_batch("PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE;")
+        .unwrap();
+    let c2 = p.claim("Locked index still sees new claims", &s);
+    let r = p.run("x", &["--json", "search", "locked index"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("locked by another process"),
+        "{}",
+        r.stderr
+    );
+    let v = r.json();
+    let found: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        found.contains(&c.as_str()) && found.contains(&c2.as_str()),
+        "{v}"
+    );
+    assert_eq!(v[0]["backend"], "substring");
+    drop(holder);
+    let after = p
+        .call("x", "kb.search", json!({"query": "locked index"}))
+        .json();
+    assert_eq!(after[0]["backend"], "fts5", "{after}");
+    assert_eq!(after.as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_state_db_from_an_older_schema_is_rebuilt() {
+    let p = Project::new();
+    let s = p.source("x");
+    let c = p.claim("Schema migrations rebuild the index", &s);
+    std::fs::remove_file(p.vouch_dir().join("state.db")).ok();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(p.vouch_dir().join(format!("state.db{suffix}")));
+    }
+    // What an older vouch left: another schema version, another table shape,
+    // and a row that no longer exists in the files.
+    let old = rusqlite::Connection::open(p.vouch_dir().join("state.db")).unwrap();
+    old.execute_batch(
+        "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO meta VALUES('schema', '1;porter');
+         CREATE TABLE docs(id TEXT, text TEXT);
+         INSERT INTO docs VALUES('ghost-claim', 'schema migrations ghost');",
+    )
+    .unwrap();
+    drop(old);
+    assert_eq!(hits(&p, "schema migrations"), [format!("claim:{c}")]);
+    let db = rusqlite::Connection::open(p.vouch_dir().join("state.db")).unwrap();
+    let schema: String = db
+        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(
+        schema.starts_with(vouch_core::index::SCHEMA_VERSION),
+        "{schema}"
+    );
+}
