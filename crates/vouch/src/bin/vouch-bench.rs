@@ -2,8 +2,19 @@
 //!
 //!   cargo run --release --bin vouch-bench -- gate [--claims 1000,100000] [--ops 200]
 //!
+//!   cargo run --release --bin vouch-bench -- retrieval [--claims 1000,10000,100000]
+//!   cargo run --release --bin vouch-bench -- transports [--claims 10000]
+//!
 //! `gate`: propose and approve latency (median, p99) on generated KBs, and
 //! bulk approval against single approvals.
+//! `retrieval`: on realistic generated KBs (vouch::bench::generate), full
+//! index rebuild, kb.search and kb.context in process and through the JSONL
+//! server, one-shot `vouch search` wall time, and peak RSS.
+//! `transports`: JSONL round trip, HTTP requests/second at 16 connections,
+//! MCP initialize and tools/list.
+//!
+//! Both need the release `vouch` binary beside this one:
+//! `cargo build --release --bins` first.
 
 use serde_json::json;
 use std::sync::Arc;
@@ -37,11 +48,29 @@ fn main() {
                 gate_bench(n, ops);
             }
         }
+        Some("retrieval") => {
+            let sizes = sizes(&flag("--claims", "1000,10000,100000"));
+            vouch::bench::retrieval(&sizes);
+        }
+        Some("transports") => {
+            let sizes = sizes(&flag("--claims", "10000"));
+            vouch::bench::transports(&sizes);
+        }
         Some(other) => {
-            eprintln!("unknown benchmark {other:?}; try `gate`");
+            eprintln!("unknown benchmark {other:?}; try gate, retrieval or transports");
             std::process::exit(2);
         }
     }
+}
+
+fn sizes(list: &str) -> Vec<usize> {
+    list.split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .expect("--claims takes comma-separated numbers")
+        })
+        .collect()
 }
 
 fn ms(d: Duration) -> String {
