@@ -1,11 +1,15 @@
 //! `state.db`: the derived SQLite FTS5 index. Never the source of truth —
 //! deleting it and rebuilding gives the same answers.
 //!
-//! Freshness: every open compares each indexed file's (mtime, size) with
-//! what the index recorded and re-reads only what changed, so edits made
-//! outside vouch (git pull, an editor) are seen by the next search without a
-//! manual rebuild. The cost is one `stat` per durable file per open.
-//! Writes through vouch update the index incrementally after the files land.
+//! Freshness: every open scans each kind's directory (`readdir` plus one
+//! `fstatat` per file), sums (id, mtime, size) into a per-kind fingerprint
+//! and compares it with the one recorded at the last sync; only a kind whose
+//! fingerprint moved is compared row by row, and only changed files are
+//! re-read. So edits made outside vouch (git pull, an editor) are seen by the
+//! next search without a manual rebuild. `retrieval.freshness: dirs` trades
+//! in-place edits for speed: it skips a kind whose directory mtime has not
+//! moved. Writes through vouch update the index and the fingerprint
+//! incrementally after the files land. Costs are in docs/format.md.
 
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb, Stored};
@@ -126,15 +130,9 @@ fn file_of(kb: &Kb, kind: &str, id: &str) -> Result<PathBuf> {
     }
 }
 
-fn signature(path: &Path) -> Option<(i64, i64)> {
+fn signature(path: &Path) -> Option<Sig> {
     let m = std::fs::metadata(path).ok()?;
-    let mtime = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    Some((mtime, m.len() as i64))
+    Some((mtime_ns(&m), m.len() as i64))
 }
 
 /// Read a document from its file; `None` if gone or unreadable (warned).
@@ -231,33 +229,35 @@ impl Index {
         Ok(Index { conn })
     }
 
-    fn upsert(&self, doc: &Doc, sig: (i64, i64)) -> Result<()> {
-        let old: Option<i64> = self
+    /// Insert or replace a document; returns the signature it replaced.
+    fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
+        let old: Option<(i64, Sig)> = self
             .conn
-            .query_row(
-                "SELECT rowid FROM docs WHERE kind=?1 AND id=?2",
-                params![doc.kind, doc.id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT rowid, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2")?
+            .query_row(params![doc.kind, doc.id], |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
+            })
             .optional()?;
-        if let Some(rowid) = old {
+        if let Some((rowid, _)) = old {
             self.conn
-                .execute("DELETE FROM fts WHERE rowid=?1", [rowid])?;
+                .prepare_cached("DELETE FROM fts WHERE rowid=?1")?
+                .execute([rowid])?;
             self.conn
-                .execute("DELETE FROM docs WHERE rowid=?1", [rowid])?;
+                .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
+                .execute([rowid])?;
         }
-        self.conn.execute(
-            "INSERT INTO docs(kind, id, status, confidence, mtime_ns, size) VALUES(?1,?2,?3,?4,?5,?6)",
-            params![doc.kind, doc.id, doc.status, doc.confidence, sig.0, sig.1],
-        )?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO docs(kind, id, status, confidence, mtime_ns, size) VALUES(?1,?2,?3,?4,?5,?6)",
+            )?
+            .execute(params![doc.kind, doc.id, doc.status, doc.confidence, sig.0, sig.1])?;
         let rowid = self.conn.last_insert_rowid();
         if doc.kind != "relation" {
-            self.conn.execute(
-                "INSERT INTO fts(rowid, title, body) VALUES(?1, ?2, ?3)",
-                params![rowid, doc.title, doc.body],
-            )?;
+            self.conn
+                .prepare_cached("INSERT INTO fts(rowid, title, body) VALUES(?1, ?2, ?3)")?
+                .execute(params![rowid, doc.title, doc.body])?;
         }
-        Ok(())
+        Ok(old.map(|(_, sig)| sig))
     }
 
     fn delete(&self, kind: &str, id: &str) -> Result<()> {
@@ -278,45 +278,88 @@ impl Index {
         Ok(())
     }
 
-    /// Bring the index in step with the files: stat every durable file,
-    /// re-read changed and new ones, drop vanished ones.
+    /// Bring the index in step with the files. Each kind's directory is
+    /// scanned (one `fstatat` per file) and summed into a fingerprint; only a
+    /// kind whose fingerprint moved is compared row by row, and only changed
+    /// files are re-read. With `retrieval.freshness: dirs` a kind whose
+    /// directory mtime has not moved is not scanned at all.
     fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
+        let scan = Scan::take(kb, &self.scan_meta()?)?;
+        self.apply(kb, scan)
+    }
+
+    /// What the last sync recorded of each kind's directory.
+    fn scan_meta(&self) -> Result<HashMap<String, ScanMeta>> {
+        let mut stored = HashMap::new();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, value FROM meta WHERE key LIKE 'scan:%'")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (k, v) = row?;
+            if let Some(m) = ScanMeta::parse(&v) {
+                stored.insert(k, m);
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Apply a scan: re-read what changed, drop what vanished.
+    fn apply(&mut self, kb: &Kb, scan: Scan) -> Result<SyncStats> {
         let mut stats = SyncStats::default();
-        let mut known: HashMap<(String, String), (i64, i64)> = HashMap::new();
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT kind, id, mtime_ns, size FROM docs")?;
-            let rows =
-                stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
-            for row in rows {
-                let (k, v) = row?;
-                known.insert(k, v);
-            }
-        }
-        let mut changed: Vec<(&'static str, String, (i64, i64))> = Vec::new();
-        for (kind, dir) in KINDS {
-            let ids = match dir {
-                Some(d) => kb.ids(*d)?,
-                None => kb.source_ids()?,
+        let stored = self.scan_meta()?;
+        let Scan {
+            kinds: scans,
+            racy_after,
+        } = scan;
+        let mut changed: Vec<(&'static str, String, Sig)> = Vec::new();
+        let mut removed: Vec<(&'static str, String)> = Vec::new();
+        let mut new_meta: Vec<(String, String)> = Vec::new();
+        for scan in scans {
+            let key = format!("scan:{}", scan.kind);
+            let old = stored.get(&key);
+            let Some(files) = scan.files else { continue };
+            let now = ScanMeta {
+                dir_mtime: scan.dir_mtime,
+                fingerprint: files.iter().fold(0u64, |acc, (id, sig)| {
+                    acc.wrapping_add(entry_hash(id, *sig))
+                }),
+                count: files.len(),
             };
-            for id in ids {
-                let Some(sig) = file_of(kb, kind, &id).ok().and_then(|p| signature(&p)) else {
-                    continue;
-                };
-                match known.remove(&(kind.to_string(), id.clone())) {
-                    Some(old) if old == sig => {}
-                    _ => changed.push((kind, id, sig)),
+            let racy = files.iter().any(|(_, (mtime, _))| *mtime >= racy_after);
+            let same_files =
+                old.is_some_and(|o| o.fingerprint == now.fingerprint && o.count == now.count);
+            if !same_files || racy {
+                let mut known: HashMap<String, Sig> = HashMap::new();
+                let mut stmt = self
+                    .conn
+                    .prepare_cached("SELECT id, mtime_ns, size FROM docs WHERE kind=?1")?;
+                let rows = stmt.query_map([scan.kind], |r| {
+                    Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?)))
+                })?;
+                for row in rows {
+                    let (id, sig) = row?;
+                    known.insert(id, sig);
                 }
+                for (id, sig) in files {
+                    match known.remove(&id) {
+                        Some(was) if was == sig && sig.0 < racy_after => {}
+                        _ => changed.push((scan.kind, id, sig)),
+                    }
+                }
+                removed.extend(known.into_keys().map(|id| (scan.kind, id)));
+            }
+            if old != Some(&now) {
+                new_meta.push((key, now.render()));
             }
         }
-        if changed.is_empty() && known.is_empty() {
+        if changed.is_empty() && removed.is_empty() && new_meta.is_empty() {
             return Ok(stats);
         }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let res = (|| -> Result<()> {
-            for ((kind, id), _) in known.drain() {
-                self.delete(&kind, &id)?;
+            for (kind, id) in &removed {
+                self.delete(kind, id)?;
                 stats.removed += 1;
             }
             for (doc, (kind, id, sig)) in load_docs(kb, &changed).into_iter().zip(&changed) {
@@ -325,8 +368,16 @@ impl Index {
                         self.upsert(&doc, *sig)?;
                         stats.updated += 1;
                     }
-                    None => self.delete(kind, id)?,
+                    None => {
+                        self.delete(kind, id)?;
+                    }
                 }
+            }
+            for (k, v) in &new_meta {
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+                    params![k, v],
+                )?;
             }
             Ok(())
         })();
@@ -339,6 +390,210 @@ impl Index {
         }
         Ok(stats)
     }
+
+    /// Keep a kind's stored fingerprint in step with a file vouch just wrote,
+    /// so the next scan does not mistake our own write for an outside change.
+    fn refingerprint(&self, kind: &str, id: &str, old: Option<Sig>, new: Sig) -> Result<()> {
+        let key = format!("scan:{kind}");
+        let value: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key=?1", [&key], |r| r.get(0))
+            .optional()?;
+        let Some(mut meta) = value.as_deref().and_then(ScanMeta::parse) else {
+            return Ok(());
+        };
+        if let Some(old) = old {
+            meta.fingerprint = meta.fingerprint.wrapping_sub(entry_hash(id, old));
+        } else {
+            meta.count += 1;
+        }
+        meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, new));
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+            params![key, meta.render()],
+        )?;
+        Ok(())
+    }
+}
+
+/// A file's change signature: (mtime in ns, size).
+type Sig = (i64, i64);
+
+/// File timestamps tick coarsely (often 1-4 ms), so a second write in the
+/// same tick keeps the mtime. Anything modified this recently is re-read
+/// rather than trusted by signature (git's "racy" rule).
+const RACY_NS: i64 = 2_000_000_000;
+
+/// What the last sync saw of one kind's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ScanMeta {
+    dir_mtime: i64,
+    /// Wrapping sum of [`entry_hash`] over the kind's files: order-free, and
+    /// cheap to adjust for one file.
+    fingerprint: u64,
+    count: usize,
+}
+
+impl ScanMeta {
+    fn parse(v: &str) -> Option<ScanMeta> {
+        let mut it = v.split(';');
+        Some(ScanMeta {
+            dir_mtime: it.next()?.parse().ok()?,
+            fingerprint: u64::from_str_radix(it.next()?, 16).ok()?,
+            count: it.next()?.parse().ok()?,
+        })
+    }
+    fn render(&self) -> String {
+        format!(
+            "{};{:016x};{}",
+            self.dir_mtime, self.fingerprint, self.count
+        )
+    }
+}
+
+fn entry_hash(id: &str, sig: Sig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (id, sig).hash(&mut h);
+    h.finish()
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// The file system's side of a sync; taken without holding the index.
+struct Scan {
+    kinds: Vec<KindScan>,
+    /// Files modified after this (ns since the epoch) are re-read regardless.
+    racy_after: i64,
+}
+
+impl Scan {
+    fn take(kb: &Kb, stored: &HashMap<String, ScanMeta>) -> Result<Scan> {
+        let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
+        // A file or directory modified within RACY_NS of this scan may change
+        // again within the same timestamp tick; it is never trusted unread.
+        let racy_after = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0)
+            - RACY_NS;
+        Ok(Scan {
+            kinds: scan_all(kb, stored, dirs_only, racy_after)?,
+            racy_after,
+        })
+    }
+}
+
+/// One kind's files as a scan found them; `files` is `None` when the scan
+/// was skipped (freshness `dirs` and an unmoved directory).
+struct KindScan {
+    kind: &'static str,
+    dir_mtime: i64,
+    files: Option<Vec<(String, Sig)>>,
+}
+
+fn kind_dir(kb: &Kb, dir: Option<Dir>) -> PathBuf {
+    match dir {
+        Some(d) => kb.layout().dir(d),
+        None => kb.layout().sources_dir(),
+    }
+}
+
+/// Every file of one kind with its signature, one `fstatat` each.
+fn scan_kind(kb: &Kb, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
+    let path = kind_dir(kb, dir);
+    let entries = match std::fs::read_dir(&path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let (id, meta) = match dir {
+            Some(d) => {
+                let Some(id) = crate::store::layout::id_from_file_name(d, name) else {
+                    continue;
+                };
+                if crate::ids::check_id("id", &id).is_err() {
+                    continue;
+                }
+                let meta = match entry.metadata() {
+                    Ok(m) if m.file_type().is_symlink() => std::fs::metadata(entry.path()),
+                    other => other,
+                };
+                (id, meta)
+            }
+            None => {
+                if !crate::ids::is_source_id(name) {
+                    continue;
+                }
+                let meta = kb
+                    .layout()
+                    .source_meta(name)
+                    .and_then(|p| std::fs::metadata(&p).map_err(|e| Error::io(&p, e)));
+                (
+                    name.to_string(),
+                    meta.map_err(|e| std::io::Error::other(e.message)),
+                )
+            }
+        };
+        if let Ok(m) = meta
+            && m.is_file()
+        {
+            out.push((id, (mtime_ns(&m), m.len() as i64)));
+        }
+    }
+    Ok(out)
+}
+
+/// Scan every kind: claims (the bulk) on one thread, the rest on another.
+fn scan_all(
+    kb: &Kb,
+    stored: &HashMap<String, ScanMeta>,
+    dirs_only: bool,
+    racy_after: i64,
+) -> Result<Vec<KindScan>> {
+    let one = |kind: &'static str, dir: Option<Dir>| -> Result<KindScan> {
+        let dir_mtime = std::fs::metadata(kind_dir(kb, dir))
+            .map(|m| mtime_ns(&m))
+            .unwrap_or(0);
+        let unmoved = stored
+            .get(&format!("scan:{kind}"))
+            .is_some_and(|m| m.dir_mtime == dir_mtime && dir_mtime < racy_after);
+        let files = if dirs_only && unmoved {
+            None
+        } else {
+            Some(scan_kind(kb, dir)?)
+        };
+        Ok(KindScan {
+            kind,
+            dir_mtime,
+            files,
+        })
+    };
+    std::thread::scope(|s| {
+        let claims = s.spawn(|| one("claim", Some(Dir::Claims)));
+        let mut out = Vec::new();
+        for (kind, dir) in KINDS.iter().filter(|(k, _)| *k != "claim") {
+            out.push(one(kind, *dir)?);
+        }
+        out.insert(
+            0,
+            claims
+                .join()
+                .map_err(|_| Error::internal("index: the scanning thread panicked"))??,
+        );
+        Ok(out)
+    })
 }
 
 /// Parse changed files on two threads (YAML parsing dominates a rebuild).
@@ -396,6 +651,35 @@ fn with_index<R>(kb: &Kb, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
     f(&open.index)
 }
 
+/// Bring this process's index in step with the files without blocking
+/// searches during the file scan: long-running servers call this on a timer
+/// so no request pays for the scan. Opens the index if needed.
+pub fn refresh(kb: &Kb) -> Result<SyncStats> {
+    let stored = {
+        let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(OpenIndex {
+                index: Index::open_path(kb)?,
+                synced_at: std::time::Instant::now()
+                    .checked_sub(kb.index_sync_interval())
+                    .unwrap_or_else(std::time::Instant::now),
+            });
+        }
+        slot.as_ref()
+            .expect("index just opened")
+            .index
+            .scan_meta()?
+    };
+    let scan = Scan::take(kb, &stored)?;
+    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(open) = slot.as_mut() else {
+        return Ok(SyncStats::default());
+    };
+    let stats = open.index.apply(kb, scan)?;
+    open.synced_at = std::time::Instant::now();
+    Ok(stats)
+}
+
 /// After vouch wrote artifacts: update an index this process has open. An
 /// index not open here catches up by stat on its next open.
 pub fn after_write(kb: &Kb, written: &[Written]) {
@@ -415,7 +699,8 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
                 .ok()
                 .and_then(|p| signature(&p))
                 .unwrap_or((0, 0));
-            open.index.upsert(&doc, sig)?;
+            let old = open.index.upsert(&doc, sig)?;
+            open.index.refingerprint(doc.kind, &doc.id, old, sig)?;
         }
         open.index.conn.execute_batch("COMMIT")?;
         Ok(())
@@ -564,7 +849,15 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
 pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     let (limit, kinds) = checked_search(&p)?;
     let terms = query_terms(&p.query);
-    retrieve(kb, &terms, limit, &kinds, Currency::Any)
+    retrieve(kb, &terms, limit, &kinds, Currency::Any, Snippets::Yes)
+}
+
+/// Whether hits carry a marked-up snippet (search) or not (context packs,
+/// which read the items themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snippets {
+    Yes,
+    No,
 }
 
 /// Which statuses retrieval may return. Redacted claims are never returned.
@@ -594,13 +887,14 @@ pub fn retrieve(
     limit: usize,
     kinds: &[&str],
     currency: Currency,
+    snippets: Snippets,
 ) -> Result<Vec<SearchHit>> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
     match kb.settings().retrieval.backend {
         crate::settings::RetrievalBackend::Fts5 => {
-            match fts_search(kb, terms, limit, kinds, currency) {
+            match fts_search(kb, terms, limit, kinds, currency, snippets) {
                 Err(e) if e.kind == crate::error::ErrorKind::Busy => {
                     kb.warn(format!("{e}; answered by the substring backend"));
                     crate::substring::search(kb, terms, limit, kinds, currency)
@@ -614,14 +908,41 @@ pub fn retrieve(
     }
 }
 
+/// Words too common to narrow an any-word (OR) query: scoring them means
+/// scoring most of the KB for almost no change in rank.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does",
+    "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "of", "on",
+    "or", "so", "that", "the", "their", "then", "there", "this", "to", "was", "we", "what", "when",
+    "where", "which", "who", "why", "will", "with", "you",
+];
+
 fn fts_search(
     kb: &Kb,
     terms: &[String],
     limit: usize,
     kinds: &[&str],
     currency: Currency,
+    snippets: Snippets,
 ) -> Result<Vec<SearchHit>> {
-    let quoted: Vec<String> = terms.iter().map(|t| format!("\"{t}\"")).collect();
+    let quote = |ts: &[&String]| -> Vec<String> { ts.iter().map(|t| format!("\"{t}\"")).collect() };
+    let all: Vec<&String> = terms.iter().collect();
+    let narrowing: Vec<&String> = terms
+        .iter()
+        .filter(|t| !STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    let any = if narrowing.is_empty() {
+        &all
+    } else {
+        &narrowing
+    };
+    // All words first; if that finds too little, any (non-stop) word fills
+    // the rest.
+    let mut queries = vec![quote(&all).join(" AND ")];
+    if all.len() > 1 {
+        queries.push(quote(any).join(" OR "));
+    }
+    let highlight = quote(&all).join(" OR ");
     let kind_list = kinds
         .iter()
         .map(|k| format!("'{k}'"))
@@ -631,9 +952,10 @@ fn fts_search(
         Currency::Any => "'redacted'",
         Currency::Current => "'redacted','superseded','archived'",
     };
+    // Snippets are made for the final hits only: in the ranking query SQLite
+    // would build one for every match before sorting.
     let sql = format!(
-        "SELECT d.kind, d.id, snippet(fts, -1, '[', ']', '…', 24), bm25(fts, 2.0, 1.0) AS r,
-                d.status, d.confidence
+        "SELECT d.kind, d.id, fts.rowid, bm25(fts, 2.0, 1.0) AS r, d.status, d.confidence
          FROM fts JOIN docs d ON d.rowid = fts.rowid
          WHERE fts MATCH ?1 AND d.kind IN ({kind_list})
            AND (d.status IS NULL OR d.status NOT IN ({excluded}))
@@ -641,35 +963,46 @@ fn fts_search(
     );
     with_index(kb, |idx| {
         let mut stmt = idx.conn.prepare_cached(&sql)?;
-        let mut hits: Vec<SearchHit> = Vec::new();
-        // All words first; if that finds too little, any word fills the rest.
-        let mut queries = vec![quoted.join(" AND ")];
-        if quoted.len() > 1 {
-            queries.push(quoted.join(" OR "));
-        }
+        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
         for q in queries {
             if hits.len() >= limit {
                 break;
             }
             let rows = stmt.query_map(params![q, limit as i64], |r| {
-                Ok(SearchHit {
-                    kind: r.get(0)?,
-                    id: r.get(1)?,
-                    snippet: r.get(2)?,
-                    score: -r.get::<_, f64>(3)?,
-                    backend: "fts5".into(),
-                    status: r.get(4)?,
-                    confidence: r.get(5)?,
-                })
+                Ok((
+                    r.get::<_, i64>(2)?,
+                    SearchHit {
+                        kind: r.get(0)?,
+                        id: r.get(1)?,
+                        snippet: String::new(),
+                        score: -r.get::<_, f64>(3)?,
+                        backend: "fts5".into(),
+                        status: r.get(4)?,
+                        confidence: r.get(5)?,
+                    },
+                ))
             })?;
             for row in rows {
-                let hit = row?;
-                if hits.len() < limit && !hits.iter().any(|h| h.kind == hit.kind && h.id == hit.id)
-                {
-                    hits.push(hit);
+                let (rowid, hit) = row?;
+                if hits.len() < limit && !hits.iter().any(|(r, _)| *r == rowid) {
+                    hits.push((rowid, hit));
                 }
             }
         }
-        Ok(hits)
+        if snippets == Snippets::No {
+            return Ok(hits.into_iter().map(|(_, h)| h).collect());
+        }
+        let mut snip = idx.conn.prepare_cached(
+            "SELECT snippet(fts, -1, '[', ']', '…', 24) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
+        )?;
+        hits.into_iter()
+            .map(|(rowid, mut hit)| {
+                hit.snippet = snip
+                    .query_row(params![highlight, rowid], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or_default();
+                Ok(hit)
+            })
+            .collect()
     })
 }

@@ -302,7 +302,14 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
 
     let terms = index::query_terms(&p.task);
     let pool = (max_chars / 80).clamp(20, 1000).max(min_items * 2);
-    let hits = index::retrieve(kb, &terms, pool, &["claim", "page"], Currency::Current)?;
+    let hits = index::retrieve(
+        kb,
+        &terms,
+        pool,
+        &["claim", "page"],
+        Currency::Current,
+        index::Snippets::No,
+    )?;
     let backend = match kb.settings().retrieval.backend {
         crate::settings::RetrievalBackend::Fts5 => "fts5",
         crate::settings::RetrievalBackend::Substring => "substring",

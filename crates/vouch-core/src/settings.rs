@@ -24,12 +24,33 @@ pub enum RetrievalBackend {
     Substring,
 }
 
+/// How an opened index notices files changed outside vouch (docs/format.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Freshness {
+    /// Stat every indexed file on open: sees every change, O(files).
+    #[default]
+    Files,
+    /// Stat only the kind directories; rescan one when its mtime moved.
+    /// Sees added, deleted and atomically replaced files (vouch, git,
+    /// rename-saving editors), not files rewritten in place.
+    Dirs,
+}
+
+impl Freshness {
+    fn is_default(&self) -> bool {
+        *self == Freshness::Files
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Retrieval {
     #[serde(default = "default_backend")]
     pub backend: RetrievalBackend,
     #[serde(default = "yes")]
     pub fts5_porter: bool,
+    #[serde(default, skip_serializing_if = "Freshness::is_default")]
+    pub freshness: Freshness,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -94,6 +115,7 @@ impl Retrieval {
         Retrieval {
             backend: default_backend(),
             fts5_porter: true,
+            freshness: Freshness::Files,
             extra: BTreeMap::new(),
         }
     }
@@ -144,7 +166,7 @@ impl Settings {
             Error::new(
                 ErrorKind::Corrupt,
                 format!(
-                    "{}: {first} (valid: retrieval.backend fts5|substring, \
+                    "{}: {first} (valid: retrieval.backend fts5|substring, retrieval.freshness files|dirs, \
                      review.approver_role human|trusted-agent, booleans true|false)",
                     path.display()
                 ),

@@ -4,7 +4,7 @@ use crate::cli::Cli;
 use crate::context;
 use clap::{Args, ValueEnum};
 use std::sync::Arc;
-use vouch_core::{Error, Transport};
+use vouch_core::{Error, Kb, Transport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportArg {
@@ -26,8 +26,28 @@ pub struct ServeArgs {
     pub tokens: Vec<String>,
 }
 
+/// How often a server re-scans the files for outside edits (git pull, an
+/// editor). The scan runs on its own thread, so no request waits for it.
+const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Keep the index in step with the files in the background. Requests fall
+/// back to syncing themselves only if this thread falls 5 periods behind.
+fn spawn_refresher(kb: Arc<Kb>) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(REFRESH_EVERY);
+            if let Err(e) = vouch_core::index::refresh(&kb) {
+                eprintln!("vouch: index refresh failed: {e}");
+            }
+        }
+    });
+}
+
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
-    let kb = context::open(cli.kb.as_deref())?;
+    let mut kb = context::open(cli.kb.as_deref())?;
+    kb.set_index_sync_interval(REFRESH_EVERY * 5);
+    let kb = Arc::new(kb);
+    spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();
     match args.transport {
         TransportArg::Jsonl => {
@@ -44,18 +64,13 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Mcp);
             eprintln!("vouch: serving MCP on stdio for {root} as {}", caller.actor);
             runtime()?
-                .block_on(crate::mcp::serve_stdio(Arc::new(kb), caller))
+                .block_on(crate::mcp::serve_stdio(kb, caller))
                 .map_err(|e| Error::internal(format!("stdio: {e}")))?;
             Ok(0)
         }
         TransportArg::Http => {
             let anonymous = context::caller(&kb, cli.agent.as_deref(), Transport::Http);
-            runtime()?.block_on(crate::http::serve(
-                Arc::new(kb),
-                anonymous,
-                &args.bind,
-                &args.tokens,
-            ))?;
+            runtime()?.block_on(crate::http::serve(kb, anonymous, &args.bind, &args.tokens))?;
             Ok(0)
         }
     }

@@ -51,6 +51,30 @@ fn search_follows_hand_edits_and_rebuilds_identically() {
     );
     assert_eq!(hits(&p, "fridays"), [format!("claim:{c}")]);
 
+    // A second edit in the same timestamp tick, same size: mtime and size
+    // match what the index recorded, yet the new text must be seen.
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Fridays", "Mondays");
+    std::fs::write(&file, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(
+        hits(&p, "mondays"),
+        [format!("claim:{c}")],
+        "same-tick edit missed"
+    );
+    assert!(hits(&p, "fridays").is_empty());
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Mondays", "Fridays");
+    std::fs::write(&file, text).unwrap();
+
     let before = p
         .call("x", "kb.search", json!({"query": "fridays source text"}))
         .stdout;
@@ -419,5 +443,64 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
     assert!(
         schema.starts_with(vouch_core::index::SCHEMA_VERSION),
         "{schema}"
+    );
+}
+
+/// `retrieval.freshness: dirs` sees files added, deleted or replaced by
+/// rename (vouch, git, rename-saving editors) and, by design, not a file
+/// rewritten in place — until `vouch index rebuild`. Anything modified within
+/// the last 2 s is always re-checked (timestamps tick coarsely), so the test
+/// backdates the files and the directory to step out of that window.
+#[test]
+fn dirs_freshness_sees_replaced_files_not_in_place_rewrites() {
+    let p = Project::new();
+    let config = p.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replace("retrieval:\n", "retrieval:\n  freshness: dirs\n");
+    assert!(text.contains("freshness: dirs"), "{text}");
+    std::fs::write(&config, text).unwrap();
+    let s = p.source("x");
+    let c = p.claim("Blue deploys run nightly", &s);
+    assert_eq!(hits(&p, "blue"), [format!("claim:{c}")]);
+
+    let dir = p.vouch_dir().join("claims");
+    let file = dir.join(format!("{c}.yaml"));
+    let backdate = |path: &std::path::Path, secs: u64| {
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+        std::fs::File::open(path).unwrap().set_modified(t).unwrap();
+    };
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Blue", "Green");
+    let tmp = dir.join(format!(".{c}.yaml.tmp-edit"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    backdate(&file, 20);
+    backdate(&dir, 20);
+    assert_eq!(
+        hits(&p, "green"),
+        [format!("claim:{c}")],
+        "rename-save missed"
+    );
+    assert!(hits(&p, "blue").is_empty());
+
+    // An in-place rewrite leaves the directory's mtime alone: not seen.
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("Green", "Amber");
+    std::fs::write(&file, text).unwrap();
+    backdate(&file, 10);
+    assert_eq!(hits(&p, "green"), [format!("claim:{c}")]);
+    assert!(hits(&p, "amber").is_empty());
+    p.ok("x", &["index", "rebuild"]);
+    assert_eq!(hits(&p, "amber"), [format!("claim:{c}")]);
+
+    let c2 = p.claim("Amber alerts page the on-call", &s);
+    assert_eq!(hits(&p, "amber").len(), 2, "a new claim was missed");
+    std::fs::remove_file(dir.join(format!("{c2}.yaml"))).unwrap();
+    assert_eq!(
+        hits(&p, "amber"),
+        [format!("claim:{c}")],
+        "a deletion was missed"
     );
 }

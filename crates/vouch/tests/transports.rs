@@ -956,3 +956,71 @@ fn mcp_over_http_uses_the_token_subject() {
     assert_eq!(audit[0]["actor"], json!("carol"), "{audit}");
     server.terminate();
 }
+
+/// A running server sees files edited by hand (an editor, a git pull) without
+/// a restart or a rebuild: a background scan refreshes its index.
+#[test]
+fn a_running_server_sees_hand_edits() {
+    let kb = init_kb();
+    let mut s = jsonl_server(kb.path());
+    let mut n = 0;
+    let mut call = |s: &mut Server, method: &str, params: Value| -> Value {
+        n += 1;
+        s.send_raw(&json!({"id": n, "method": method, "params": params}).to_string());
+        envelope_result(s.read()).expect("call succeeds")
+    };
+    let src = call(
+        &mut s,
+        "kb.register_source",
+        json!({"content": "the ops handbook", "locator": "handbook"}),
+    )["id"]
+        .clone();
+    let proposed = call(
+        &mut s,
+        "kb.propose_claim",
+        json!({"text": "Backups run at midnight", "evidence": [src]}),
+    );
+    let out = vouch(kb.path())
+        .env("VOUCH_AGENT", "alice")
+        .args(["approve", proposed["proposal_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let claim = proposed["claim_id"].as_str().unwrap().to_string();
+    let ids = |v: Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Another process approved it: the server finds it within a few scans.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = ids(call(&mut s, "kb.search", json!({"query": "midnight"})));
+        if found == [claim.clone()] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "approval never seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let file = kb.path().join(format!(".vouch/claims/{claim}.yaml"));
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("run at midnight", "run at noon");
+    std::fs::write(&file, text).unwrap();
+    loop {
+        let noon = ids(call(&mut s, "kb.search", json!({"query": "noon"})));
+        let midnight = ids(call(&mut s, "kb.search", json!({"query": "midnight"})));
+        if noon == [claim.clone()] && midnight.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "hand edit never seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    s.finish();
+}
