@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod clock;
 pub mod error;
+pub mod eval;
 pub mod gate;
 pub mod ids;
 pub mod index;

@@ -143,6 +143,16 @@ pub enum Command {
         #[arg(long)]
         require_citations: bool,
     },
+    /// Score search against a labelled query set (YAML or JSON: `queries:
+    /// [{query, expected: [claim ids], note}]`, optional `k`): recall@k, MRR
+    /// and nDCG@k. `scripts/eval.sh` runs the project's own set.
+    Eval {
+        /// The query file.
+        file: PathBuf,
+        /// Cut-off rank (default: the file's `k`, else 10).
+        #[arg(long)]
+        k: Option<i64>,
+    },
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
@@ -502,6 +512,20 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                 "require_citations": require_citations.then_some(true),
             })),
         ),
+        Command::Eval { file, k } => {
+            let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+            let set: Value = vouch_core::store::yaml::from_yaml(file, &text)?;
+            let Some(queries) = set.get("queries") else {
+                return Err(Error::invalid(format!(
+                    "{}: no `queries:` list (each item: query, expected: [claim ids])",
+                    file.display()
+                )));
+            };
+            (
+                "kb.eval",
+                obj(json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned())})),
+            )
+        }
         Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
         Command::Init { .. }
         | Command::Show { .. }

@@ -57,6 +57,7 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "kb.list_pending" => pending(v),
         "kb.search" => search(v),
         "kb.context" => context(v),
+        "kb.eval" => eval(v),
         "kb.audit" => audit(v),
         "kb.audit_verify" => verify(v),
         "kb.propose_claim" | "kb.propose_page" | "kb.propose_entity" | "kb.propose_relation" => {
@@ -222,6 +223,38 @@ fn context(v: &Value) -> String {
     for gap in list(v, "gaps") {
         out.push_str(&format!("gap: {gap}\n"));
     }
+    out
+}
+
+fn eval(v: &Value) -> String {
+    let k = &v["k"];
+    let mut out = String::new();
+    for q in v["per_query"].as_array().into_iter().flatten() {
+        let ranks: Vec<String> = q["ranks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r.as_u64().map_or("-".into(), |r| r.to_string()))
+            .collect();
+        out.push_str(&format!(
+            "{:>5.2}  {:<60}  ranks {}{}\n",
+            q["ndcg"].as_f64().unwrap_or(0.0),
+            s(q, "query"),
+            ranks.join(","),
+            q.get("note")
+                .and_then(Value::as_str)
+                .map(|n| format!("  ({n})"))
+                .unwrap_or_default()
+        ));
+    }
+    out.push_str(&format!(
+        "\n{} queries, backend {}: recall@{k} {:.3}  MRR {:.3}  nDCG@{k} {:.3}\n",
+        v["queries"],
+        s(v, "backend"),
+        v["recall_at_k"].as_f64().unwrap_or(0.0),
+        v["mrr"].as_f64().unwrap_or(0.0),
+        v["ndcg_at_k"].as_f64().unwrap_or(0.0),
+    ));
     out
 }
 
