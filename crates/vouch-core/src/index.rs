@@ -196,12 +196,8 @@ impl Index {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tokenizer = if kb.settings().retrieval.fts5_porter {
-            "porter unicode61 remove_diacritics 2"
-        } else {
-            "unicode61 remove_diacritics 2"
-        };
-        let want = format!("{SCHEMA_VERSION};{tokenizer}");
+        let tokenizer = tokenizer(kb);
+        let want = schema_tag(kb);
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
@@ -277,34 +273,8 @@ impl Index {
     /// re-read changed and new ones, drop vanished ones.
     fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
         let mut stats = SyncStats::default();
-        let mut known: HashMap<(String, String), (i64, i64)> = HashMap::new();
-        {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT kind, id, mtime_ns, size FROM docs")?;
-            let rows =
-                stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
-            for row in rows {
-                let (k, v) = row?;
-                known.insert(k, v);
-            }
-        }
-        let mut changed: Vec<(&'static str, String, (i64, i64))> = Vec::new();
-        for (kind, dir) in KINDS {
-            let ids = match dir {
-                Some(d) => kb.ids(*d)?,
-                None => kb.source_ids()?,
-            };
-            for id in ids {
-                let Some(sig) = file_of(kb, kind, &id).ok().and_then(|p| signature(&p)) else {
-                    continue;
-                };
-                match known.remove(&(kind.to_string(), id.clone())) {
-                    Some(old) if old == sig => {}
-                    _ => changed.push((kind, id, sig)),
-                }
-            }
-        }
+        let mut known = indexed_signatures(&self.conn)?;
+        let changed = changed_files(kb, &mut known)?;
         if changed.is_empty() && known.is_empty() {
             return Ok(stats);
         }
@@ -334,6 +304,123 @@ impl Index {
         }
         Ok(stats)
     }
+}
+
+type Signatures = HashMap<(String, String), (i64, i64)>;
+type Changed = Vec<(&'static str, String, (i64, i64))>;
+
+/// What the index recorded for each document: (mtime, size) of its file.
+fn indexed_signatures(conn: &Connection) -> Result<Signatures> {
+    let mut known = HashMap::new();
+    let mut stmt = conn.prepare_cached("SELECT kind, id, mtime_ns, size FROM docs")?;
+    let rows = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
+    for row in rows {
+        let (k, v) = row?;
+        known.insert(k, v);
+    }
+    Ok(known)
+}
+
+/// Files that are new or changed since they were indexed; what is left in
+/// `known` afterwards has vanished from disk.
+fn changed_files(kb: &Kb, known: &mut Signatures) -> Result<Changed> {
+    let mut changed = Vec::new();
+    for (kind, dir) in KINDS {
+        let ids = match dir {
+            Some(d) => kb.ids(*d)?,
+            None => kb.source_ids()?,
+        };
+        for id in ids {
+            let Some(sig) = file_of(kb, kind, &id).ok().and_then(|p| signature(&p)) else {
+                continue;
+            };
+            match known.remove(&(kind.to_string(), id.clone())) {
+                Some(old) if old == sig => {}
+                _ => changed.push((*kind, id, sig)),
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// How far `state.db` is from the files, without changing it (for
+/// `kb.doctor`). `None` when there is no index yet (it is built on the
+/// first search).
+#[derive(Debug, Clone, Default)]
+pub struct Freshness {
+    /// Files new or changed since they were indexed.
+    pub changed: usize,
+    /// Indexed documents whose file is gone.
+    pub vanished: usize,
+    /// Why the index cannot be used at all (unreadable, other schema).
+    pub unusable: Option<String>,
+}
+
+impl Freshness {
+    pub fn in_step(&self) -> bool {
+        self.changed == 0 && self.vanished == 0 && self.unusable.is_none()
+    }
+}
+
+pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
+    let path = kb.layout().index_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let unusable = |why: String| {
+        Ok(Some(Freshness {
+            unusable: Some(why),
+            ..Default::default()
+        }))
+    };
+    let conn = match Connection::open_with_flags(
+        &path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| {
+        c.pragma_update(None, "query_only", true)?;
+        Ok(c)
+    }) {
+        Ok(c) => c,
+        Err(e) => return unusable(format!("cannot be opened ({e})")),
+    };
+    let have: std::result::Result<Option<String>, _> = conn
+        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+            r.get(0)
+        })
+        .optional();
+    match have {
+        Ok(Some(v)) if v == schema_tag(kb) => {}
+        Ok(_) => {
+            return unusable(
+                "was built by another version or with other retrieval settings".into(),
+            );
+        }
+        Err(e) => return unusable(format!("is not a vouch index ({e})")),
+    }
+    let mut known = match indexed_signatures(&conn) {
+        Ok(k) => k,
+        Err(e) => return unusable(e.message),
+    };
+    let changed = changed_files(kb, &mut known)?;
+    Ok(Some(Freshness {
+        changed: changed.len(),
+        vanished: known.len(),
+        unusable: None,
+    }))
+}
+
+fn tokenizer(kb: &Kb) -> &'static str {
+    if kb.settings().retrieval.fts5_porter {
+        "porter unicode61 remove_diacritics 2"
+    } else {
+        "unicode61 remove_diacritics 2"
+    }
+}
+
+/// What `meta.schema` records: schema version and tokenizer.
+fn schema_tag(kb: &Kb) -> String {
+    format!("{SCHEMA_VERSION};{}", tokenizer(kb))
 }
 
 /// Parse changed files on two threads (YAML parsing dominates a rebuild).
