@@ -5,9 +5,11 @@
 //! and transports.
 
 pub mod audit;
+pub mod bundle;
 pub mod clock;
 pub mod error;
 pub mod gate;
+pub mod health;
 pub mod ids;
 pub mod index;
 pub mod kb;
