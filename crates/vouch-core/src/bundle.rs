@@ -358,11 +358,7 @@ fn archive_error(e: &io::Error) -> String {
     if let Some(l) = e.get_ref().and_then(|i| i.downcast_ref::<LimitExceeded>()) {
         return l.to_string();
     }
-    if e.kind() == io::ErrorKind::UnexpectedEof {
-        format!("the archive is truncated ({e}); copy or export it again")
-    } else {
-        format!("the archive is corrupt ({e}); copy or export it again")
-    }
+    format!("the archive is truncated or corrupt ({e}); copy or export it again")
 }
 
 /// A parsed bundle file.
