@@ -402,12 +402,28 @@ pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
         Ok(k) => k,
         Err(e) => return unusable(e.message),
     };
-    let changed = changed_files(kb, &mut known)?;
+    // A file that does not parse is never indexed; the doctor reports it
+    // as unparseable, not as an index out of step.
+    let changed = changed_files(kb, &mut known)?
+        .into_iter()
+        .filter(|(kind, id, _)| parses(kb, kind, id))
+        .count();
     Ok(Some(Freshness {
-        changed: changed.len(),
+        changed,
         vanished: known.len(),
         unusable: None,
     }))
+}
+
+/// Whether a document's file parses (without warning when it does not).
+fn parses(kb: &Kb, kind: &str, id: &str) -> bool {
+    match kind {
+        "claim" => matches!(kb.load::<Claim>(id), Ok(Some(_))),
+        "page" => matches!(kb.load::<Page>(id), Ok(Some(_))),
+        "entity" => matches!(kb.load::<Entity>(id), Ok(Some(_))),
+        "relation" => matches!(kb.load::<Relation>(id), Ok(Some(_))),
+        _ => matches!(kb.load_source(id), Ok(Some(_))),
+    }
 }
 
 fn tokenizer(kb: &Kb) -> &'static str {

@@ -366,7 +366,7 @@ pub static REGISTRY: &[Method] = &[
     method!("kb.doctor", Admin, DoctorParams => HealthReport,
         "lint plus file integrity: source hashes, references, audit chain, config, index.",
         "Everything kb.lint checks, plus: source content re-hashed against its id, every reference resolvable, the audit log's hash chain, config.yaml drift (unknown keys, unsupported version, unparseable), the index out of step with the files, proposals in both proposed/ and decided/, unparseable files. fix: true rebuilds the derived index; knowledge is never touched.",
-        |kb, c, p| health::doctor(kb, c, p)),
+        health::doctor),
     method!("kb.export", Admin, ExportParams => ExportResult,
         "Write a deterministic .tar.gz bundle of the reviewed knowledge.",
         "Export claims, pages, sources, entities, relations, evidence, sessions, decided proposals and config.yaml as a .tar.gz with manifest.json (sha256 and size of every file). Never proposed/, state.db or audit.log.jsonl. The same KB always exports to the same bytes. out must be outside .vouch/ (and, for agents, inside the project). Audited as bundle.export.",

@@ -341,6 +341,20 @@ fn import_into_another_kb_diffs_then_applies_everything_once() {
     assert_eq!(ev.as_array().unwrap().len(), 1);
     assert_eq!(ev[0]["actor"], "bob");
     assert_eq!(ev[0]["data"]["imported"], new.len());
+    let by_bob = q.ok(
+        "x",
+        &[
+            "audit",
+            "--actor",
+            "bob",
+            "--event",
+            "bundle.import",
+            "--tail",
+            "5",
+        ],
+    );
+    assert_eq!(by_bob, ev, "audit filters by actor and event, with tail");
+    assert_eq!(q.ok("x", &["audit", "--actor", "nobody"]), json!([]));
     assert_eq!(q.ok("x", &["audit", "verify"])["ok"], true);
     assert_eq!(q.ok("x", &["doctor"])["ok"], true);
 

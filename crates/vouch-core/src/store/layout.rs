@@ -191,7 +191,7 @@ impl KbFile {
             return Err("member name contains `\\`; bundles use `/` separators".into());
         }
         let parts: Vec<&str> = path.split('/').collect();
-        if parts.iter().any(|p| *p == "..") {
+        if parts.contains(&"..") {
             return Err("`..` in the path would escape .vouch/".into());
         }
         if parts.iter().any(|p| p.is_empty() || *p == ".") {
