@@ -24,15 +24,21 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-/// A new temp file beside `target`, filled by `fill` and fsynced; removed
-/// again if anything fails.
-fn temp_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<PathBuf> {
+/// A new, exclusive temp file beside `target`.
+fn open_temp(target: &Path) -> Result<(PathBuf, File)> {
     let tmp = temp_path(target);
-    let mut f = OpenOptions::new()
+    let f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(&tmp, e))?;
+    Ok((tmp, f))
+}
+
+/// A new temp file beside `target`, filled by `fill` and fsynced; removed
+/// again if anything fails.
+fn temp_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<PathBuf> {
+    let (tmp, mut f) = open_temp(target)?;
     let res = fill(&mut f).and_then(|_| f.sync_all().map_err(|e| Error::io(&tmp, e)));
     if let Err(e) = res {
         drop(f);
@@ -130,20 +136,21 @@ impl Batch {
     /// target has changed.
     pub fn commit(self) -> Result<()> {
         let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(self.writes.len());
-        let mut files = Vec::with_capacity(self.writes.len());
+        // Temp files are written and fsynced in groups so a batch of
+        // 100,000 files never holds more than OPEN_FILES descriptors.
+        const OPEN_FILES: usize = 512;
         let staged = (|| -> Result<()> {
-            for (target, bytes) in &self.writes {
-                let tmp = temp_path(target);
-                let mut f = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)
-                    .map_err(|e| Error::io(&tmp, e))?;
-                temps.push((tmp.clone(), target.clone()));
-                f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
-                files.push((tmp, f));
+            for group in self.writes.chunks(OPEN_FILES) {
+                let mut files = Vec::with_capacity(group.len());
+                for (target, bytes) in group {
+                    let (tmp, mut f) = open_temp(target)?;
+                    temps.push((tmp.clone(), target.clone()));
+                    f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
+                    files.push((tmp, f));
+                }
+                sync_all_parallel(files)?;
             }
-            sync_all_parallel(std::mem::take(&mut files))
+            Ok(())
         })();
         if let Err(e) = staged {
             for (tmp, _) in &temps {
@@ -199,4 +206,38 @@ fn sync_all_parallel(files: Vec<(PathBuf, File)>) -> Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_larger_than_the_open_file_group_commits_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Batch::default();
+        for i in 0..1300 {
+            b.write(
+                dir.path().join(format!("{i}.yaml")),
+                format!("{i}\n").into_bytes(),
+            );
+        }
+        b.commit().unwrap();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1300, "temp files left behind or files missing");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("1299.yaml")).unwrap(),
+            "1299\n"
+        );
+    }
+
+    #[test]
+    fn a_batch_that_cannot_stage_a_file_renames_nothing_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Batch::default();
+        b.write(dir.path().join("a.yaml"), b"a".to_vec());
+        b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
+        assert!(b.commit().is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }

@@ -260,3 +260,44 @@ impl Layout {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundle_paths_round_trip_and_hostile_ones_are_refused_with_a_reason() {
+        let sha = "a".repeat(64);
+        for f in [
+            KbFile::Config,
+            KbFile::Object(Dir::Claims, "x-1".into()),
+            KbFile::Object(Dir::Pages, "p".into()),
+            KbFile::Object(Dir::Decided, "20260101-000000-abcdef01".into()),
+            KbFile::SourceMeta(sha.clone()),
+            KbFile::SourceContent(sha.clone()),
+        ] {
+            assert_eq!(KbFile::parse_relative(&f.relative()), Ok(f));
+        }
+        for (bad, why) in [
+            ("../x", ".."),
+            ("claims/../../x.yaml", ".."),
+            ("/etc/passwd", "absolute"),
+            ("C:\\x", "absolute"),
+            ("claims\\x.yaml", "\\"),
+            ("claims//x.yaml", "empty"),
+            ("./config.yaml", "`.`"),
+            ("proposed/x.yaml", "excluded"),
+            ("state.db", "excluded"),
+            ("state.db-wal", "excluded"),
+            ("audit.log.jsonl", "excluded"),
+            ("claims/x.md", "not a file"),
+            ("claims/.hidden.yaml", "not a file"),
+            ("sources/abc/content", "sha256"),
+            (".gitignore", "not a file"),
+            ("", "empty"),
+        ] {
+            let err = KbFile::parse_relative(bad).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
+}
