@@ -57,7 +57,11 @@ pub struct QueryReport {
 }
 
 /// Recall, reciprocal rank and nDCG of one ranked list against `expected`.
-pub fn score(ranked: &[String], expected: &[String], k: usize) -> (Vec<Option<usize>>, f64, f64, f64) {
+pub fn score(
+    ranked: &[String],
+    expected: &[String],
+    k: usize,
+) -> (Vec<Option<usize>>, f64, f64, f64) {
     let top = &ranked[..ranked.len().min(k)];
     let ranks: Vec<Option<usize>> = expected
         .iter()
@@ -80,7 +84,11 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
     let k = match p.k {
         None => 10,
         Some(k) if (1..=100).contains(&k) => k as usize,
-        Some(k) => return Err(Error::invalid(format!("k: {k} is not allowed; use 1..=100"))),
+        Some(k) => {
+            return Err(Error::invalid(format!(
+                "k: {k} is not allowed; use 1..=100"
+            )));
+        }
     };
     if p.queries.is_empty() {
         return Err(Error::invalid("queries: give at least one labelled query"));

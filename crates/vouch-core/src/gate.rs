@@ -505,17 +505,107 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
 
 /// `YYYYMMDD-HHMMSS-<8 hex>`, unique across `proposed/` and `decided/`.
 fn new_proposal_id(kb: &Kb, now: &Timestamp) -> Result<String> {
+    new_proposal_id_except(kb, now, &HashSet::new())
+}
+
+/// As [`new_proposal_id`], also avoiding ids minted earlier in one batch.
+fn new_proposal_id_except(kb: &Kb, now: &Timestamp, taken: &HashSet<String>) -> Result<String> {
     for _ in 0..64 {
         let id = format!(
             "{}-{}",
             now.0.format("%Y%m%d-%H%M%S"),
             crate::clock::random_hex(kb.clock(), 8)
         );
-        if !kb.exists(Dir::Proposed, &id) && !kb.exists(Dir::Decided, &id) {
+        if !taken.contains(&id) && !kb.exists(Dir::Proposed, &id) && !kb.exists(Dir::Decided, &id) {
             return Ok(id);
         }
     }
     Err(Error::internal("could not mint a unique proposal id"))
+}
+
+/// A pending proposal for an object that arrived in a bundle over an agent
+/// transport: the gate stays on, so it becomes reviewed knowledge only when
+/// someone approves it. Caller holds the lock and writes the proposal (with
+/// its `proposal.create` event) in its own batch.
+pub(crate) fn imported_proposal(
+    kb: &Kb,
+    caller: &Caller,
+    draft: Draft,
+    object_id: &str,
+    rationale: String,
+    taken: &mut HashSet<String>,
+) -> Result<(Proposal, AuditEvent)> {
+    check_actor(&caller.actor)?;
+    let now = kb.now();
+    let id = new_proposal_id_except(kb, &now, taken)?;
+    taken.insert(id.clone());
+    let kind = draft.kind();
+    let proposal = Proposal {
+        id: id.clone(),
+        kind,
+        status: ProposalStatus::Pending,
+        object_id: object_id.to_string(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: None,
+        rationale: Some(rationale),
+        payload: draft.to_payload()?,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        extra: Default::default(),
+    };
+    let ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![id, object_id.to_string()],
+        json!({"kind": kind.as_str(), "via": "bundle.import"}),
+    );
+    Ok((proposal, ev))
+}
+
+impl Draft {
+    /// The draft a durable object would have been approved from.
+    pub(crate) fn of_claim(c: &Claim) -> Draft {
+        Draft::Claim(ClaimDraft {
+            text: c.text.clone(),
+            claim_type: c.claim_type,
+            confidence: c.confidence,
+            evidence: c.evidence.clone(),
+            entities: c.entities.clone(),
+            scope: c.scope.clone(),
+            tags: c.tags.clone(),
+        })
+    }
+    pub(crate) fn of_page(p: &Page) -> Draft {
+        Draft::Page(PageDraft {
+            title: p.title.clone(),
+            body: p.body.clone(),
+            page_type: p.page_type,
+            claims: p.claims.clone(),
+            entities: p.entities.clone(),
+            sources: p.sources.clone(),
+            tags: p.tags.clone(),
+        })
+    }
+    pub(crate) fn of_entity(e: &Entity) -> Draft {
+        Draft::Entity(EntityDraft {
+            name: e.name.clone(),
+            entity_type: e.entity_type,
+            aliases: e.aliases.clone(),
+            description: e.description.clone(),
+            tags: e.tags.clone(),
+        })
+    }
+    pub(crate) fn of_relation(r: &Relation) -> Draft {
+        Draft::Relation(RelationDraft {
+            source: r.source.clone(),
+            relation: r.relation,
+            target: r.target.clone(),
+            confidence: r.confidence,
+            evidence: r.evidence.clone(),
+        })
+    }
 }
 
 /// A slug not taken by a durable artifact or a pending proposal of the same

@@ -199,12 +199,8 @@ impl Index {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tokenizer = if kb.settings().retrieval.fts5_porter {
-            "porter unicode61 remove_diacritics 2"
-        } else {
-            "unicode61 remove_diacritics 2"
-        };
-        let want = format!("{SCHEMA_VERSION};{tokenizer}");
+        let tokenizer = tokenizer(kb);
+        let want = schema_tag(kb);
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
@@ -594,6 +590,132 @@ fn scan_all(
         );
         Ok(out)
     })
+}
+
+type Signatures = HashMap<(String, String), (i64, i64)>;
+type Changed = Vec<(&'static str, String, (i64, i64))>;
+
+/// What the index recorded for each document: (mtime, size) of its file.
+fn indexed_signatures(conn: &Connection) -> Result<Signatures> {
+    let mut known = HashMap::new();
+    let mut stmt = conn.prepare_cached("SELECT kind, id, mtime_ns, size FROM docs")?;
+    let rows = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
+    for row in rows {
+        let (k, v) = row?;
+        known.insert(k, v);
+    }
+    Ok(known)
+}
+
+/// Files that are new or changed since they were indexed; what is left in
+/// `known` afterwards has vanished from disk.
+fn changed_files(kb: &Kb, known: &mut Signatures) -> Result<Changed> {
+    let mut changed = Vec::new();
+    for (kind, dir) in KINDS {
+        for (id, sig) in scan_kind(kb, *dir)? {
+            match known.remove(&(kind.to_string(), id.clone())) {
+                Some(old) if old == sig => {}
+                _ => changed.push((*kind, id, sig)),
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// How far `state.db` is from the files, without changing it (for
+/// `kb.doctor`). `None` when there is no index yet (it is built on the
+/// first search).
+#[derive(Debug, Clone, Default)]
+pub struct Freshness {
+    /// Files new or changed since they were indexed.
+    pub changed: usize,
+    /// Indexed documents whose file is gone.
+    pub vanished: usize,
+    /// Why the index cannot be used at all (unreadable, other schema).
+    pub unusable: Option<String>,
+}
+
+impl Freshness {
+    pub fn in_step(&self) -> bool {
+        self.changed == 0 && self.vanished == 0 && self.unusable.is_none()
+    }
+}
+
+pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
+    let path = kb.layout().index_db();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let unusable = |why: String| {
+        Ok(Some(Freshness {
+            unusable: Some(why),
+            ..Default::default()
+        }))
+    };
+    let conn = match Connection::open_with_flags(
+        &path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .and_then(|c| {
+        c.pragma_update(None, "query_only", true)?;
+        Ok(c)
+    }) {
+        Ok(c) => c,
+        Err(e) => return unusable(format!("cannot be opened ({e})")),
+    };
+    let have: std::result::Result<Option<String>, _> = conn
+        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+            r.get(0)
+        })
+        .optional();
+    match have {
+        Ok(Some(v)) if v == schema_tag(kb) => {}
+        Ok(_) => {
+            return unusable(
+                "was built by another version or with other retrieval settings".into(),
+            );
+        }
+        Err(e) => return unusable(format!("is not a vouch index ({e})")),
+    }
+    let mut known = match indexed_signatures(&conn) {
+        Ok(k) => k,
+        Err(e) => return unusable(e.message),
+    };
+    // A file that does not parse is never indexed; the doctor reports it
+    // as unparseable, not as an index out of step.
+    let changed = changed_files(kb, &mut known)?
+        .into_iter()
+        .filter(|(kind, id, _)| parses(kb, kind, id))
+        .count();
+    Ok(Some(Freshness {
+        changed,
+        vanished: known.len(),
+        unusable: None,
+    }))
+}
+
+/// Whether a document's file parses (without warning when it does not).
+fn parses(kb: &Kb, kind: &str, id: &str) -> bool {
+    match kind {
+        "claim" => matches!(kb.load::<Claim>(id), Ok(Some(_))),
+        "page" => matches!(kb.load::<Page>(id), Ok(Some(_))),
+        "entity" => matches!(kb.load::<Entity>(id), Ok(Some(_))),
+        "relation" => matches!(kb.load::<Relation>(id), Ok(Some(_))),
+        _ => matches!(kb.load_source(id), Ok(Some(_))),
+    }
+}
+
+fn tokenizer(kb: &Kb) -> &'static str {
+    if kb.settings().retrieval.fts5_porter {
+        "porter unicode61 remove_diacritics 2"
+    } else {
+        "unicode61 remove_diacritics 2"
+    }
+}
+
+/// What `meta.schema` records: schema version and tokenizer.
+fn schema_tag(kb: &Kb) -> String {
+    format!("{SCHEMA_VERSION};{}", tokenizer(kb))
 }
 
 /// Parse changed files on two threads (YAML parsing dominates a rebuild).

@@ -106,6 +106,8 @@ pub struct Kb {
     warnings: Mutex<Vec<String>>,
     pub(crate) index: Mutex<Option<crate::index::OpenIndex>>,
     index_sync_interval: std::time::Duration,
+    /// Set when opened tolerantly and `config.yaml` did not parse.
+    config_error: Option<String>,
 }
 
 /// What `init` created and what it found already there.
@@ -185,6 +187,21 @@ impl Kb {
 
     /// Open the KB at `root` (the `.vouch/` folder itself).
     pub fn open(root: &Path, clock: Arc<dyn Clock>) -> Result<Kb> {
+        Self::open_inner(root, clock, false)
+    }
+
+    /// Open even when `config.yaml` does not parse: defaults are used and
+    /// the problem is kept for `kb.doctor` to report ([`Kb::config_error`]).
+    pub fn open_tolerant(root: &Path, clock: Arc<dyn Clock>) -> Result<Kb> {
+        Self::open_inner(root, clock, true)
+    }
+
+    /// Why `config.yaml` could not be used (only after [`Kb::open_tolerant`]).
+    pub fn config_error(&self) -> Option<&str> {
+        self.config_error.as_deref()
+    }
+
+    fn open_inner(root: &Path, clock: Arc<dyn Clock>, tolerant: bool) -> Result<Kb> {
         if !root.is_dir() {
             return Err(Error::new(
                 ErrorKind::NoKb,
@@ -195,8 +212,16 @@ impl Kb {
             ));
         }
         let layout = Layout::new(root);
+        let mut config_error = None;
         let settings = if layout.config().exists() {
-            Settings::load(&layout.config())?
+            match Settings::load(&layout.config()) {
+                Ok(s) => s,
+                Err(e) if tolerant => {
+                    config_error = Some(e.message);
+                    Settings::new("", None)
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             Settings::new("", None)
         };
@@ -208,6 +233,7 @@ impl Kb {
             warnings: Mutex::new(Vec::new()),
             index: Mutex::new(None),
             index_sync_interval: crate::index::SYNC_INTERVAL,
+            config_error,
         })
     }
 

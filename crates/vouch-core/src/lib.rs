@@ -5,10 +5,12 @@
 //! and transports.
 
 pub mod audit;
+pub mod bundle;
 pub mod clock;
 pub mod error;
 pub mod eval;
 pub mod gate;
+pub mod health;
 pub mod ids;
 pub mod index;
 pub mod kb;

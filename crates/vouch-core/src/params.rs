@@ -411,3 +411,166 @@ pub struct AuditFilter {
     #[serde(default)]
     pub actor: Option<String>,
 }
+
+// ----- bundles ------------------------------------------------------------------
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// Where to write the `.tar.gz` (absolute, or relative to the project
+    /// holding `.vouch/`). Never inside `.vouch/`; on agent transports it
+    /// must be inside the project.
+    pub out: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExportResult {
+    pub path: String,
+    /// Files in the bundle (not counting manifest.json).
+    pub files: usize,
+    /// Size of the archive.
+    pub bytes: u64,
+    /// sha256 of the archive.
+    pub sha256: String,
+    /// The manifest's `generated_at`: the time of the KB's last change.
+    pub generated_at: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BundlePathParams {
+    /// The bundle (`.tar.gz`): absolute, or relative to the project.
+    pub path: String,
+}
+
+/// One reason a bundle is refused.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct BundleProblem {
+    /// The member (or manifest entry) concerned; `""` for the archive itself.
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExportCheckResult {
+    pub ok: bool,
+    /// Every problem as `path: reason`.
+    pub issues: Vec<String>,
+    /// The same problems, structured.
+    pub problems: Vec<BundleProblem>,
+    /// Files the manifest lists.
+    pub files: usize,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ImportCheckResult {
+    /// True when the bundle has no problems (conflicts are not problems).
+    pub ok: bool,
+    /// Files this KB does not have.
+    pub new: Vec<String>,
+    /// Files this KB has with different content.
+    pub conflict: Vec<String>,
+    /// Files this KB has with the same content.
+    pub identical: Vec<String>,
+    /// Files import never writes (the bundle's config.yaml when it differs:
+    /// this KB keeps its own review settings).
+    pub ignored: Vec<String>,
+    /// Every reason the bundle would be refused; import_apply writes nothing
+    /// while any remain.
+    pub problems: Vec<BundleProblem>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// Keep this KB's version (default).
+    #[default]
+    Skip,
+    /// Replace this KB's version with the bundle's.
+    Overwrite,
+    /// Refuse the whole import if any file conflicts.
+    Fail,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportApplyParams {
+    /// The bundle (`.tar.gz`): absolute, or relative to the project.
+    pub path: String,
+    /// What to do with files that differ from this KB: skip (default),
+    /// overwrite, fail.
+    #[serde(default)]
+    pub on_conflict: Option<OnConflict>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ImportApplyResult {
+    /// New files written.
+    pub imported: usize,
+    /// Conflicting files left as they are.
+    pub skipped: usize,
+    /// Conflicting files replaced.
+    pub overwritten: usize,
+    /// Files already identical here.
+    pub identical: usize,
+    /// Gated objects (claims, pages, entities, relations) that arrived as
+    /// pending proposals because the caller is an agent.
+    pub proposed: usize,
+    /// Those proposals' ids.
+    pub proposal_ids: Vec<String>,
+}
+
+// ----- health ---------------------------------------------------------------------
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LintParams {
+    /// A claim not confirmed (or updated) for this many days is stale (default 90).
+    #[serde(default)]
+    pub stale_days: Option<i64>,
+    /// A proposal pending for this many days is old (default 14).
+    #[serde(default)]
+    pub pending_days: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorParams {
+    #[serde(default)]
+    pub stale_days: Option<i64>,
+    #[serde(default)]
+    pub pending_days: Option<i64>,
+    /// Repair what is derivable (rebuild the index). Never touches knowledge.
+    #[serde(default)]
+    pub fix: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Finding {
+    /// Stable: `<kind>:<object id>[:<other id>]`.
+    pub id: String,
+    pub kind: String,
+    pub severity: Severity,
+    /// What is wrong and what to do about it.
+    pub message: String,
+    /// The file concerned, relative to `.vouch/`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HealthReport {
+    /// False when any finding has severity `error`.
+    pub ok: bool,
+    pub issues: Vec<Finding>,
+    /// What `fix` repaired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<String>,
+}

@@ -74,6 +74,66 @@ pub struct SourcesSettings {
     pub extra: BTreeMap<String, Value>,
 }
 
+/// Limits on what a bundle may expand to (`bundles:` in config.yaml),
+/// enforced while the archive streams, before anything is kept or written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleSettings {
+    /// Total uncompressed bytes of every member (default 1 GiB).
+    #[serde(default = "default_bundle_total")]
+    pub max_total_bytes: u64,
+    /// Largest single member, uncompressed (default 64 MiB).
+    #[serde(default = "default_bundle_file")]
+    pub max_file_bytes: u64,
+    /// Most members in one archive (default 500,000).
+    #[serde(default = "default_bundle_members")]
+    pub max_members: u64,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+pub const DEFAULT_BUNDLE_MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
+pub const DEFAULT_BUNDLE_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_BUNDLE_MAX_MEMBERS: u64 = 500_000;
+
+fn default_bundle_total() -> u64 {
+    DEFAULT_BUNDLE_MAX_TOTAL_BYTES
+}
+fn default_bundle_file() -> u64 {
+    DEFAULT_BUNDLE_MAX_FILE_BYTES
+}
+fn default_bundle_members() -> u64 {
+    DEFAULT_BUNDLE_MAX_MEMBERS
+}
+
+impl Default for BundleSettings {
+    fn default() -> Self {
+        BundleSettings {
+            max_total_bytes: DEFAULT_BUNDLE_MAX_TOTAL_BYTES,
+            max_file_bytes: DEFAULT_BUNDLE_MAX_FILE_BYTES,
+            max_members: DEFAULT_BUNDLE_MAX_MEMBERS,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl BundleSettings {
+    fn is_default(&self) -> bool {
+        *self == BundleSettings::default()
+    }
+}
+
+/// Top-level keys this version understands (others are kept, and reported
+/// by `kb.doctor` as drift).
+pub const KNOWN_KEYS: &[&str] = &[
+    "version",
+    "kb_name",
+    "agent",
+    "retrieval",
+    "review",
+    "sources",
+    "bundles",
+];
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     /// `"0.1"` (seed) or `1` (vouch 1.x); kept as written.
@@ -90,6 +150,8 @@ pub struct Settings {
     pub review: Review,
     #[serde(default = "SourcesSettings::default_value")]
     pub sources: SourcesSettings,
+    #[serde(default, skip_serializing_if = "BundleSettings::is_default")]
+    pub bundles: BundleSettings,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -147,6 +209,7 @@ impl Settings {
             retrieval: Retrieval::default_value(),
             review: Review::default_value(),
             sources: SourcesSettings::default_value(),
+            bundles: BundleSettings::default(),
             extra: BTreeMap::new(),
         }
     }
@@ -177,6 +240,16 @@ impl Settings {
     /// The file `vouch init` writes.
     pub fn to_yaml(&self) -> Result<String> {
         crate::store::yaml::to_yaml(self)
+    }
+
+    /// True for the config versions this implementation reads: the seed's
+    /// `"0.1"` and vouch 1.x's `1`.
+    pub fn version_supported(&self) -> bool {
+        match &self.version {
+            Value::String(s) => matches!(s.as_str(), "0.1" | "1"),
+            Value::Number(n) => n.as_u64() == Some(1) || n.as_f64() == Some(0.1),
+            _ => false,
+        }
     }
 
     pub fn self_approval_allowed(&self) -> bool {

@@ -156,6 +156,33 @@ pub enum Command {
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
+    /// Write the reviewed knowledge to a deterministic .tar.gz bundle.
+    Export {
+        /// The .tar.gz to write (outside .vouch/).
+        out: PathBuf,
+    },
+    /// Check that a bundle is internally consistent (writes nothing).
+    ExportCheck { path: PathBuf },
+    /// Diff a bundle against this KB: new / conflict / identical, and every
+    /// problem (writes nothing).
+    ImportCheck { path: PathBuf },
+    /// Import a bundle, all or nothing (refused if import-check finds problems).
+    ImportApply {
+        path: PathBuf,
+        /// Files that differ from this KB: skip (default), overwrite, fail.
+        #[arg(long, value_parser = ["skip", "overwrite", "fail"])]
+        on_conflict: Option<String>,
+    },
+    /// Find rotting knowledge (exit 6 when any finding is an error).
+    Lint(LintArgs),
+    /// lint plus file integrity (exit 6 when any finding is an error).
+    Doctor {
+        #[command(flatten)]
+        lint: LintArgs,
+        /// Repair what is derivable (rebuild the index); never touches knowledge.
+        #[arg(long)]
+        fix: bool,
+    },
     /// Call any kb.* method with JSON params, e.g. `vouch call kb.search '{"query":"auth"}'`.
     Call {
         method: String,
@@ -226,6 +253,16 @@ pub struct AuditArgs {
     /// Only events by this actor.
     #[arg(long)]
     pub actor: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct LintArgs {
+    /// Claims not confirmed for this many days are stale (default 90).
+    #[arg(long)]
+    pub stale_days: Option<i64>,
+    /// Proposals pending for this many days are old (default 14).
+    #[arg(long)]
+    pub pending_days: Option<i64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -349,6 +386,15 @@ fn spans(quotes: &[String]) -> Result<Vec<Value>, Error> {
             Ok(json!({"source_id": src, "quote": quote}))
         })
         .collect()
+}
+
+/// A path argument as an absolute path (relative to the current directory),
+/// so the core, which resolves relative paths against the project, sees
+/// what the person typed.
+fn abs(p: &std::path::Path) -> Result<String, Error> {
+    std::path::absolute(p)
+        .map(|a| a.display().to_string())
+        .map_err(|e| Error::invalid(format!("{}: {e}", p.display())))
 }
 
 /// The method and params a command stands for (None: handled locally).
@@ -523,10 +569,30 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             };
             (
                 "kb.eval",
-                obj(json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned())})),
+                obj(
+                    json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned())}),
+                ),
             )
         }
         Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
+        Command::Export { out } => ("kb.export", json!({"out": abs(out)?})),
+        Command::ExportCheck { path } => ("kb.export_check", json!({"path": abs(path)?})),
+        Command::ImportCheck { path } => ("kb.import_check", json!({"path": abs(path)?})),
+        Command::ImportApply { path, on_conflict } => (
+            "kb.import_apply",
+            obj(json!({"path": abs(path)?, "on_conflict": on_conflict})),
+        ),
+        Command::Lint(a) => (
+            "kb.lint",
+            obj(json!({"stale_days": a.stale_days, "pending_days": a.pending_days})),
+        ),
+        Command::Doctor { lint, fix } => (
+            "kb.doctor",
+            obj(
+                json!({"stale_days": lint.stale_days, "pending_days": lint.pending_days,
+                       "fix": fix}),
+            ),
+        ),
         Command::Init { .. }
         | Command::Show { .. }
         | Command::Call { .. }
@@ -606,7 +672,12 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         Command::Serve(args) => return crate::serve::run(cli, args),
         _ => {}
     }
-    let kb = context::open(cli.kb.as_deref())?;
+    // The doctor must run on a KB whose config.yaml does not parse, to say so.
+    let kb = if matches!(cli.command, Command::Doctor { .. }) {
+        context::open_tolerant(cli.kb.as_deref())?
+    } else {
+        context::open(cli.kb.as_deref())?
+    };
     let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
     let (method, params, label) = match &cli.command {
         Command::Call { method, params } => {
@@ -653,11 +724,16 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     if v.get("valid") == Some(&Value::Bool(false)) {
         return Ok(EXIT_INVALID_PROPOSAL);
     }
-    if method == "kb.audit_verify" && v.get("ok") == Some(&Value::Bool(false)) {
-        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
-    }
-    if method == "kb.source_verify" && v.get("ok") == Some(&Value::Bool(false)) {
-        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
+    if v.get("ok") == Some(&Value::Bool(false)) {
+        match method {
+            // Verification that found damage: exit 6.
+            "kb.audit_verify" | "kb.source_verify" | "kb.lint" | "kb.doctor" => {
+                return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
+            }
+            // A bundle with problems is invalid input: exit 2.
+            "kb.export_check" | "kb.import_check" => return Ok(EXIT_INVALID_PROPOSAL),
+            _ => {}
+        }
     }
     Ok(0)
 }

@@ -57,6 +57,11 @@ pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
     Kb::open(&locate(kb_flag)?, clock())
 }
 
+/// Open even with an unparseable config.yaml (for `vouch doctor`).
+pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
+    Kb::open_tolerant(&locate(kb_flag)?, clock())
+}
+
 /// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, $USER, then the
 /// config's `agent`. An agent transport: --agent, VOUCH_AGENT, the config's
 /// `agent`, then "agent".

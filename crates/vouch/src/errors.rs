@@ -30,10 +30,14 @@ pub const fn mapping(kind: ErrorKind) -> Mapping {
     }
 }
 
-/// Exit code when a proposal did not validate (`valid: false`).
+/// Exit code when a proposal did not validate (`valid: false`), and when
+/// `export-check` / `import-check` find a bundle's problems.
 pub const EXIT_INVALID_PROPOSAL: i32 = 2;
 
 /// Documented in `vouch --help` and docs/cli.md.
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
-(bad params, invalid proposal, unknown method); 3 not found; 4 conflict (already decided, \
-id taken, state.db locked by another process); 5 refused by the review gate; 6 corrupt file; 7 no .vouch/ found.";
+(bad params, invalid proposal, unknown method, a bundle with problems); 3 not found; \
+4 conflict (already decided, id taken, import conflicts with --on-conflict fail, \
+state.db locked by another process); 5 refused \
+by the review gate; 6 corrupt file or failed verification (audit verify, source verify, \
+lint or doctor with error findings); 7 no .vouch/ found.";

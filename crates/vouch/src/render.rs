@@ -64,6 +64,11 @@ pub fn output(json: bool, label: &str, v: &Value) {
             proposed(v)
         }
         "kb.approve" => approved(v),
+        "kb.lint" | "kb.doctor" => health(v),
+        "kb.export" => exported(v),
+        "kb.export_check" => export_checked(v),
+        "kb.import_check" => import_checked(v),
+        "kb.import_apply" => imported(v),
         "show" => show(v),
         _ => generic(v, 0),
     };
@@ -335,6 +340,106 @@ fn approved(v: &Value) -> String {
             )
         })
         .collect()
+}
+
+fn health(v: &Value) -> String {
+    let issues = v["issues"].as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
+    for f in list(v, "fixed") {
+        out.push_str(&format!("fixed: {f}\n"));
+    }
+    if issues.is_empty() {
+        out.push_str("No problems found.\n");
+        return out;
+    }
+    let errors = issues.iter().filter(|f| f["severity"] == "error").count();
+    for f in &issues {
+        out.push_str(&format!(
+            "{:<5} {}\n      {}\n",
+            s(f, "severity"),
+            s(f, "id"),
+            s(f, "message")
+        ));
+    }
+    out.push_str(&format!(
+        "\n{errors} error(s), {} warning(s)\n",
+        issues.len() - errors
+    ));
+    out
+}
+
+fn exported(v: &Value) -> String {
+    format!(
+        "Exported {} files to {} ({} bytes, sha256 {})\n",
+        v["files"],
+        s(v, "path"),
+        v["bytes"],
+        s(v, "sha256")
+    )
+}
+
+fn problems(v: &Value) -> String {
+    let mut out = String::new();
+    for p in v["problems"].as_array().cloned().unwrap_or_default() {
+        let path = s(&p, "path");
+        if path.is_empty() {
+            out.push_str(&format!("  ! {}\n", s(&p, "reason")));
+        } else {
+            out.push_str(&format!("  ! {path}: {}\n", s(&p, "reason")));
+        }
+    }
+    out
+}
+
+fn export_checked(v: &Value) -> String {
+    if v["ok"] == Value::Bool(true) {
+        format!(
+            "Bundle OK: {} files, consistent with its manifest\n",
+            v["files"]
+        )
+    } else {
+        format!("Bundle has problems:\n{}", problems(v))
+    }
+}
+
+fn import_checked(v: &Value) -> String {
+    let count = |k: &str| list(v, k).len();
+    let mut out = if v["ok"] == Value::Bool(true) {
+        "Bundle can be imported.\n".to_string()
+    } else {
+        "Bundle would be REFUSED (nothing will be written until these are fixed):\n".to_string()
+            + &problems(v)
+    };
+    out.push_str(&format!(
+        "  new        {}\n  conflict   {}\n  identical  {}\n",
+        count("new"),
+        count("conflict"),
+        count("identical")
+    ));
+    for c in list(v, "conflict") {
+        out.push_str(&format!("    conflict: {c}\n"));
+    }
+    for c in list(v, "ignored") {
+        out.push_str(&format!("    ignored: {c} (this KB keeps its own)\n"));
+    }
+    if count("conflict") > 0 {
+        out.push_str("Conflicts are skipped unless you pass --on-conflict overwrite.\n");
+    }
+    out
+}
+
+fn imported(v: &Value) -> String {
+    let mut out = format!(
+        "Imported {} new file(s); {} overwritten, {} conflicting skipped, {} already identical\n",
+        v["imported"], v["overwritten"], v["skipped"], v["identical"]
+    );
+    if v["proposed"].as_u64().unwrap_or(0) > 0 {
+        out.push_str(&format!(
+            "{} claim(s)/page(s)/entit(ies)/relation(s) arrived as proposals awaiting review (`vouch pending`)\n",
+            v["proposed"]
+        ));
+    }
+    out
 }
 
 fn show(v: &Value) -> String {

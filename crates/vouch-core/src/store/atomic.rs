@@ -24,19 +24,34 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+/// A new, exclusive temp file beside `target`.
+fn open_temp(target: &Path) -> Result<(PathBuf, File)> {
     let tmp = temp_path(target);
-    let mut f = OpenOptions::new()
+    let f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io(&tmp, e))?;
-    let res = f.write_all(bytes).and_then(|_| f.sync_all());
+    Ok((tmp, f))
+}
+
+/// A new temp file beside `target`, filled by `fill` and fsynced; removed
+/// again if anything fails.
+fn temp_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<PathBuf> {
+    let (tmp, mut f) = open_temp(target)?;
+    let res = fill(&mut f).and_then(|_| f.sync_all().map_err(|e| Error::io(&tmp, e)));
     if let Err(e) = res {
+        drop(f);
         let _ = fs::remove_file(&tmp);
-        return Err(Error::io(&tmp, e));
+        return Err(e);
     }
     Ok(tmp)
+}
+
+fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    temp_with(target, |f| {
+        f.write_all(bytes).map_err(|e| Error::io(target, e))
+    })
 }
 
 /// fsync a directory so a rename or unlink inside it is durable.
@@ -48,7 +63,17 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Replace (or create) `target` with `bytes`, durably.
 pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(target, bytes)?;
+    write_with(target, |f| {
+        f.write_all(bytes).map_err(|e| Error::io(target, e))
+    })
+}
+
+/// Replace (or create) `target` with whatever `fill` streams into it,
+/// durably. A failure removes the temp file and leaves `target` untouched.
+/// Used for bundles, which are written outside `.vouch/` but with the same
+/// care.
+pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<()> {
+    let tmp = temp_with(target, fill)?;
     if let Err(e) = fs::rename(&tmp, target) {
         let _ = fs::remove_file(&tmp);
         return Err(Error::io(target, e));
@@ -101,23 +126,38 @@ impl Batch {
         self.writes.is_empty() && self.removes.is_empty()
     }
 
+    pub fn len(&self) -> usize {
+        self.writes.len() + self.removes.len()
+    }
+
     /// Apply writes (in order), then removes. Temp files are fsynced from a
-    /// few threads at once so the filesystem can commit them together.
+    /// few threads at once so the filesystem can commit them together. If
+    /// any temp file cannot be written, every temp file is removed and no
+    /// target has changed.
     pub fn commit(self) -> Result<()> {
         let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(self.writes.len());
-        let mut files = Vec::with_capacity(self.writes.len());
-        for (target, bytes) in &self.writes {
-            let tmp = temp_path(target);
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)
-                .map_err(|e| Error::io(&tmp, e))?;
-            f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
-            files.push((tmp.clone(), f));
-            temps.push((tmp, target.clone()));
+        // Temp files are written and fsynced in groups so a batch of
+        // 100,000 files never holds more than OPEN_FILES descriptors.
+        const OPEN_FILES: usize = 512;
+        let staged = (|| -> Result<()> {
+            for group in self.writes.chunks(OPEN_FILES) {
+                let mut files = Vec::with_capacity(group.len());
+                for (target, bytes) in group {
+                    let (tmp, mut f) = open_temp(target)?;
+                    temps.push((tmp.clone(), target.clone()));
+                    f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
+                    files.push((tmp, f));
+                }
+                sync_all_parallel(files)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = staged {
+            for (tmp, _) in &temps {
+                let _ = fs::remove_file(tmp);
+            }
+            return Err(e);
         }
-        sync_all_parallel(files)?;
         let mut dirs: Vec<PathBuf> = Vec::new();
         for (tmp, target) in temps {
             fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
@@ -166,4 +206,38 @@ fn sync_all_parallel(files: Vec<(PathBuf, File)>) -> Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_larger_than_the_open_file_group_commits_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Batch::default();
+        for i in 0..1300 {
+            b.write(
+                dir.path().join(format!("{i}.yaml")),
+                format!("{i}\n").into_bytes(),
+            );
+        }
+        b.commit().unwrap();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1300, "temp files left behind or files missing");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("1299.yaml")).unwrap(),
+            "1299\n"
+        );
+    }
+
+    #[test]
+    fn a_batch_that_cannot_stage_a_file_renames_nothing_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Batch::default();
+        b.write(dir.path().join("a.yaml"), b"a".to_vec());
+        b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
+        assert!(b.commit().is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }

@@ -141,3 +141,163 @@ pub fn id_from_file_name(dir: Dir, name: &str) -> Option<String> {
         Some(stem.to_string())
     }
 }
+
+/// A file that belongs to a bundle (SPEC §8), named by its path relative to
+/// `.vouch/`. Parsing a relative path is how a bundle member is classified.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum KbFile {
+    Config,
+    /// `<dir>/<id>.<ext>` for every per-id folder except `proposed/`.
+    Object(Dir, String),
+    SourceMeta(String),
+    SourceContent(String),
+}
+
+/// Folders whose files a bundle carries (everything but `proposed/`).
+pub const BUNDLE_DIRS: [Dir; 7] = [
+    Dir::Claims,
+    Dir::Pages,
+    Dir::Entities,
+    Dir::Relations,
+    Dir::Evidence,
+    Dir::Sessions,
+    Dir::Decided,
+];
+
+impl KbFile {
+    /// The path inside `.vouch/` (and inside a bundle), `/`-separated.
+    pub fn relative(&self) -> String {
+        match self {
+            KbFile::Config => CONFIG_FILE.to_string(),
+            KbFile::Object(dir, id) => format!("{}/{id}.{}", dir.name(), dir.extension()),
+            KbFile::SourceMeta(id) => format!("sources/{id}/meta.yaml"),
+            KbFile::SourceContent(id) => format!("sources/{id}/content"),
+        }
+    }
+
+    /// Classify a `/`-separated relative path; the error says why a bundle
+    /// may not carry it.
+    pub fn parse_relative(path: &str) -> std::result::Result<KbFile, String> {
+        if path.is_empty() {
+            return Err("empty member name".into());
+        }
+        if path.contains('\0') {
+            return Err("member name contains a NUL byte".into());
+        }
+        if path.starts_with('/') || path.contains(":\\") || path.starts_with('\\') {
+            return Err("absolute path; bundle members must be relative to .vouch/".into());
+        }
+        if path.contains('\\') {
+            return Err("member name contains `\\`; bundles use `/` separators".into());
+        }
+        let parts: Vec<&str> = path.split('/').collect();
+        if parts.contains(&"..") {
+            return Err("`..` in the path would escape .vouch/".into());
+        }
+        if parts.iter().any(|p| p.is_empty() || *p == ".") {
+            return Err("empty or `.` path component; bundle paths are plain `dir/file`".into());
+        }
+        match parts[0] {
+            "proposed" => {
+                return Err(
+                    "proposed/ is excluded from bundles (SPEC §8): proposals are drafts local to one KB"
+                        .into(),
+                );
+            }
+            AUDIT_FILE => {
+                return Err(
+                    "audit.log.jsonl is excluded from bundles (SPEC §8): the audit log belongs to one KB"
+                        .into(),
+                );
+            }
+            p if p.starts_with(INDEX_FILE) => {
+                return Err(
+                    "state.db is excluded from bundles (SPEC §8): the index is derived from the files"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        let unknown = || {
+            format!(
+                "not a file a vouch bundle carries (expected {CONFIG_FILE}, sources/<sha256>/meta.yaml \
+                 or content, or <id> files in {})",
+                BUNDLE_DIRS.map(|d| format!("{}/", d.name())).join(", ")
+            )
+        };
+        match parts.as_slice() {
+            [CONFIG_FILE] => Ok(KbFile::Config),
+            ["sources", sha, leaf] if crate::ids::is_source_id(sha) => match *leaf {
+                "meta.yaml" => Ok(KbFile::SourceMeta(sha.to_string())),
+                "content" => Ok(KbFile::SourceContent(sha.to_string())),
+                _ => Err(unknown()),
+            },
+            ["sources", sha, _] => Err(format!(
+                "sources/{sha}: a source folder must be named by the lowercase sha256 of its content"
+            )),
+            [dir, file] => {
+                let dir = BUNDLE_DIRS
+                    .iter()
+                    .find(|d| d.name() == *dir)
+                    .ok_or_else(unknown)?;
+                let id = id_from_file_name(*dir, file).ok_or_else(unknown)?;
+                check_id(dir.id_label(), &id).map_err(|e| e.message)?;
+                Ok(KbFile::Object(*dir, id))
+            }
+            _ => Err(unknown()),
+        }
+    }
+}
+
+impl Layout {
+    /// Where a bundle file lives in this KB.
+    pub fn path_of(&self, f: &KbFile) -> Result<PathBuf> {
+        match f {
+            KbFile::Config => Ok(self.config()),
+            KbFile::Object(dir, id) => self.file(*dir, id),
+            KbFile::SourceMeta(id) => self.source_meta(id),
+            KbFile::SourceContent(id) => self.source_content(id),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundle_paths_round_trip_and_hostile_ones_are_refused_with_a_reason() {
+        let sha = "a".repeat(64);
+        for f in [
+            KbFile::Config,
+            KbFile::Object(Dir::Claims, "x-1".into()),
+            KbFile::Object(Dir::Pages, "p".into()),
+            KbFile::Object(Dir::Decided, "20260101-000000-abcdef01".into()),
+            KbFile::SourceMeta(sha.clone()),
+            KbFile::SourceContent(sha.clone()),
+        ] {
+            assert_eq!(KbFile::parse_relative(&f.relative()), Ok(f));
+        }
+        for (bad, why) in [
+            ("../x", ".."),
+            ("claims/../../x.yaml", ".."),
+            ("/etc/passwd", "absolute"),
+            ("C:\\x", "absolute"),
+            ("claims\\x.yaml", "\\"),
+            ("claims//x.yaml", "empty"),
+            ("./config.yaml", "`.`"),
+            ("proposed/x.yaml", "excluded"),
+            ("state.db", "excluded"),
+            ("state.db-wal", "excluded"),
+            ("audit.log.jsonl", "excluded"),
+            ("claims/x.md", "not a file"),
+            ("claims/.hidden.yaml", "not a file"),
+            ("sources/abc/content", "sha256"),
+            (".gitignore", "not a file"),
+            ("", "empty"),
+        ] {
+            let err = KbFile::parse_relative(bad).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
+}

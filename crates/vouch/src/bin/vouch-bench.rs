@@ -1,22 +1,27 @@
 //! Benchmarks that print figures (never assert on timing).
 //!
 //!   cargo run --release --bin vouch-bench -- gate [--claims 1000,100000] [--ops 200]
-//!
+//!   cargo run --release --bin vouch-bench -- bundle [--claims 10000,100000]
+//!   cargo run --release --bin vouch-bench -- bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
 //!   cargo run --release --bin vouch-bench -- retrieval [--claims 1000,10000,100000]
 //!   cargo run --release --bin vouch-bench -- transports [--claims 10000]
 //!
 //! `gate`: propose and approve latency (median, p99) on generated KBs, and
 //! bulk approval against single approvals.
+//! `bundle`: export, export_check and import_apply (into an empty KB) times.
+//! `bomb`: write a decompression bomb (zeros) for measuring what checking it
+//! costs: one member of N GiB, or N GiB spread over several members.
 //! `retrieval`: on realistic generated KBs (vouch::bench::generate), full
 //! index rebuild, kb.search and kb.context in process and through the JSONL
 //! server, one-shot `vouch search` wall time, and peak RSS.
 //! `transports`: JSONL round trip, HTTP requests/second at 16 connections,
 //! MCP initialize and tools/list.
 //!
-//! Both need the release `vouch` binary beside this one:
+//! `retrieval` and `transports` need the release `vouch` binary beside this one:
 //! `cargo build --release --bins` first.
 
 use serde_json::json;
+use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::clock::SystemClock;
@@ -35,10 +40,7 @@ fn main() {
     };
     match args.first().map(String::as_str) {
         Some("gate") | None => {
-            let sizes: Vec<usize> = flag("--claims", "1000,100000")
-                .split(',')
-                .map(|s| s.parse().expect("--claims takes numbers"))
-                .collect();
+            let sizes = sizes(&flag("--claims", "1000,100000"));
             let ops: usize = flag("--ops", "200").parse().expect("--ops");
             println!(
                 "| claims in KB | propose p50 | propose p99 | approve p50 | approve p99 | 100 single approves | 1 bulk approve of 100 |"
@@ -56,8 +58,25 @@ fn main() {
             let sizes = sizes(&flag("--claims", "10000"));
             vouch::bench::transports(&sizes);
         }
+        Some("bundle") => {
+            let sizes = sizes(&flag("--claims", "10000,100000"));
+            println!("| claims | export | bundle size | export_check | import_apply (empty KB) |");
+            println!("|---:|---:|---:|---:|---:|");
+            for n in sizes {
+                bundle_bench(n);
+            }
+        }
+        Some("bomb") => {
+            let out = args.get(1).expect("bomb OUT.tar.gz");
+            let gib: u64 = flag("--gib", "4").parse().expect("--gib");
+            let members: u64 = flag("--members", "1").parse().expect("--members");
+            let lie = args.iter().any(|a| a == "--lie");
+            write_bomb(std::path::Path::new(out), gib << 30, members, lie);
+        }
         Some(other) => {
-            eprintln!("unknown benchmark {other:?}; try gate, retrieval or transports");
+            eprintln!(
+                "unknown benchmark {other:?}; try gate, retrieval, transports, bundle or bomb"
+            );
             std::process::exit(2);
         }
     }
@@ -189,5 +208,82 @@ fn gate_bench(n: usize, ops: usize) {
         ms(percentile(&mut approve_times, 0.99)),
         ms(single_total),
         ms(bulk_total),
+    );
+}
+
+fn bundle_bench(n: usize) {
+    let (dir, _) = generate(n);
+    let person = Caller::new("bench-person", Transport::Cli);
+    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
+    let out = dir.path().join("bench.tar.gz");
+    let path = out.to_str().unwrap();
+    let t = Instant::now();
+    let r = dispatch(&kb, &person, "kb.export", json!({"out": path})).unwrap();
+    let export = t.elapsed();
+    let t = Instant::now();
+    let c = dispatch(&kb, &person, "kb.export_check", json!({"path": path})).unwrap();
+    let check = t.elapsed();
+    assert_eq!(c["ok"], true, "{c}");
+    let target = tempfile::tempdir().expect("tempdir");
+    Kb::init(target.path(), "target", None).unwrap();
+    let kb2 = Kb::open(
+        &target.path().join(".vouch"),
+        Arc::new(SystemClock::default()),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let a = dispatch(&kb2, &person, "kb.import_apply", json!({"path": path})).unwrap();
+    let apply = t.elapsed();
+    assert!(a["imported"].as_u64().unwrap() as usize >= n, "{a}");
+    println!(
+        "| {n} | {} | {:.1} MB | {} | {} |",
+        ms(export),
+        r["bytes"].as_f64().unwrap() / 1e6,
+        ms(check),
+        ms(apply)
+    );
+}
+
+/// A bundle of zeros: `total` bytes over `members` source-content members.
+/// With `lie`, the manifest claims each member is 1 byte, so only the tar
+/// headers (and the streaming counts) can stop it.
+fn write_bomb(out: &std::path::Path, total: u64, members: u64, lie: bool) {
+    use std::io::Write;
+    let each = total / members;
+    let names: Vec<String> = (0..members)
+        .map(|i| format!("sources/{:064x}/content", i + 1))
+        .collect();
+    let files: Vec<_> = names
+        .iter()
+        .map(|n| json!({"path": n, "sha256": "0".repeat(64), "bytes": if lie { 1 } else { each }}))
+        .collect();
+    let manifest = serde_json::to_vec(
+        &json!({"version": 1, "generated_at": "2026-01-01T00:00:00Z", "files": files}),
+    )
+    .unwrap();
+    let f = std::io::BufWriter::new(std::fs::File::create(out).expect("create bomb"));
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    let mut h = tar::Header::new_gnu();
+    h.set_size(manifest.len() as u64);
+    h.set_mode(0o644);
+    tar.append_data(&mut h, "manifest.json", &manifest[..])
+        .unwrap();
+    for n in &names {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(each);
+        h.set_mode(0o644);
+        tar.append_data(&mut h, n, std::io::repeat(0).take(each))
+            .unwrap();
+    }
+    let mut gz = tar.into_inner().unwrap();
+    gz.flush().unwrap();
+    let f = gz.finish().unwrap();
+    let len = f.into_inner().ok().unwrap().metadata().unwrap().len();
+    println!(
+        "wrote {} ({} bytes compressed, {} bytes of zeros in {members} member(s))",
+        out.display(),
+        len,
+        each * members
     );
 }

@@ -1,0 +1,675 @@
+//! Knowledge-base health (SPEC §5 maintenance): `kb.lint` finds knowledge
+//! that has rotted; `kb.doctor` adds the integrity of the files themselves.
+//! Neither changes anything, except `doctor` with `fix`, which rebuilds the
+//! derived index and never touches knowledge.
+//!
+//! Every finding has a stable id (`<kind>:<object id>[:<other id>]`), so a
+//! CI job can track or silence one finding across runs.
+
+use crate::error::Result;
+use crate::ids::is_source_id;
+use crate::kb::{Caller, Kb, Stored};
+use crate::model::*;
+use crate::params::{DoctorParams, Finding, HealthReport, LintParams, Severity};
+use crate::store::Dir;
+use crate::store::layout::{KbFile, id_from_file_name};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+pub const DEFAULT_STALE_DAYS: i64 = 90;
+pub const DEFAULT_PENDING_DAYS: i64 = 14;
+
+/// Everything readable in the KB, and what was not.
+#[derive(Default)]
+struct Loaded {
+    claims: Vec<Claim>,
+    pages: Vec<Page>,
+    entities: Vec<Entity>,
+    relations: Vec<Relation>,
+    evidence: Vec<Evidence>,
+    pending: Vec<Proposal>,
+    proposed_ids: Vec<String>,
+    decided_ids: HashSet<String>,
+    /// (path relative to .vouch/, why it could not be used)
+    unreadable: Vec<(String, String)>,
+}
+
+fn rel(f: KbFile) -> String {
+    f.relative()
+}
+
+fn load_dir<T: Stored>(kb: &Kb, out: &mut Vec<T>, bad: &mut Vec<(String, String)>) -> Result<()> {
+    for id in kb.ids(T::DIR)? {
+        let path = rel(KbFile::Object(T::DIR, id.clone()));
+        match kb.load::<T>(&id) {
+            Ok(Some(v)) if v.id() == id => out.push(v),
+            Ok(Some(v)) => bad.push((
+                path,
+                format!(
+                    "says id {:?} but is named {id:?}; rename the file or fix its `id`",
+                    v.id()
+                ),
+            )),
+            Ok(None) => {}
+            Err(e) => bad.push((path, e.message)),
+        }
+    }
+    Ok(())
+}
+
+fn load(kb: &Kb) -> Result<Loaded> {
+    let mut l = Loaded::default();
+    let mut bad = Vec::new();
+    load_dir(kb, &mut l.claims, &mut bad)?;
+    load_dir(kb, &mut l.pages, &mut bad)?;
+    load_dir(kb, &mut l.entities, &mut bad)?;
+    load_dir(kb, &mut l.relations, &mut bad)?;
+    load_dir(kb, &mut l.evidence, &mut bad)?;
+    let mut sessions: Vec<Session> = Vec::new();
+    load_dir(kb, &mut sessions, &mut bad)?;
+    for dir in [Dir::Proposed, Dir::Decided] {
+        for id in kb.ids(dir)? {
+            match kb.load_proposal(dir, &id) {
+                Ok(Some(p)) if dir == Dir::Proposed => {
+                    l.proposed_ids.push(id);
+                    l.pending.push(p);
+                }
+                Ok(Some(_)) => {
+                    l.decided_ids.insert(id);
+                }
+                Ok(None) => {}
+                Err(e) => bad.push((rel(KbFile::Object(dir, id)), e.message)),
+            }
+        }
+    }
+    l.unreadable = bad;
+    Ok(l)
+}
+
+fn finding(
+    kind: &str,
+    severity: Severity,
+    key: &str,
+    path: Option<String>,
+    message: String,
+) -> Finding {
+    Finding {
+        id: format!("{kind}:{key}"),
+        kind: kind.to_string(),
+        severity,
+        message,
+        path,
+    }
+}
+
+fn claim_path(id: &str) -> Option<String> {
+    Some(rel(KbFile::Object(Dir::Claims, id.to_string())))
+}
+
+fn days(p: Option<i64>, default: i64, name: &str) -> Result<i64> {
+    match p {
+        None => Ok(default),
+        Some(n) if n < 0 => Err(crate::Error::invalid(format!(
+            "{name}: {n} is negative; give a number of days"
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
+/// Normalized claim text for duplicate detection.
+fn normalize(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+        .trim_end_matches(['.', '!', '?'])
+        .to_string()
+}
+
+/// Names that exist, for reference checks.
+struct Known {
+    claims: HashMap<String, ClaimStatus>,
+    entities: HashSet<String>,
+    evidence: HashSet<String>,
+    sources: HashSet<String>,
+}
+
+impl Known {
+    fn of(kb: &Kb, l: &Loaded) -> Result<Known> {
+        // Ids whose files exist count as existing even when unparseable:
+        // that problem is reported once, as unparseable, not as dangling.
+        Ok(Known {
+            claims: kb
+                .ids(Dir::Claims)?
+                .into_iter()
+                .map(|id| {
+                    let st = l
+                        .claims
+                        .iter()
+                        .find(|c| c.id == id)
+                        .map(|c| c.status)
+                        .unwrap_or(ClaimStatus::Working);
+                    (id, st)
+                })
+                .collect(),
+            entities: kb.ids(Dir::Entities)?.into_iter().collect(),
+            evidence: kb.ids(Dir::Evidence)?.into_iter().collect(),
+            sources: kb
+                .source_ids()?
+                .into_iter()
+                .filter(|id| kb.source_exists(id))
+                .collect(),
+        })
+    }
+    /// Why a citation does not resolve, if it does not.
+    fn citation(&self, kb: &Kb, id: &str) -> Option<String> {
+        if is_source_id(id) {
+            return (!self.sources.contains(id))
+                .then(|| format!("cites source {id}, which is not registered"));
+        }
+        if !self.evidence.contains(id) {
+            return Some(format!(
+                "cites {id:?}, which is neither a source nor evidence"
+            ));
+        }
+        match kb.load::<Evidence>(id) {
+            Ok(Some(ev)) if !self.sources.contains(&ev.source_id) => Some(format!(
+                "cites evidence {id}, whose source {} is not registered",
+                ev.source_id
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<Vec<Finding>> {
+    let stale_days = days(p.stale_days, DEFAULT_STALE_DAYS, "stale_days")?;
+    let pending_days = days(p.pending_days, DEFAULT_PENDING_DAYS, "pending_days")?;
+    let now = kb.now().0;
+    let mut out = Vec::new();
+    let require = kb.settings().review.require_citations;
+    for c in &l.claims {
+        if c.evidence.is_empty() && require {
+            out.push(finding(
+                "uncited-claim",
+                Severity::Error,
+                &c.id,
+                claim_path(&c.id),
+                format!(
+                    "claim {} cites nothing; add a source or evidence with `vouch cite {} <source-id>`, \
+                     or `vouch archive {}` if it cannot be supported",
+                    c.id, c.id, c.id
+                ),
+            ));
+        }
+        for e in &c.evidence {
+            if let Some(why) = known.citation(kb, e) {
+                out.push(finding(
+                    "dangling-citation",
+                    Severity::Error,
+                    &format!("{}:{e}", c.id),
+                    claim_path(&c.id),
+                    format!(
+                        "claim {} {why}; register the source again (its id is the sha256 of its \
+                         content) or cite another with `vouch cite`",
+                        c.id
+                    ),
+                ));
+            }
+        }
+        if c.status.is_current() {
+            let seen = c.last_confirmed_at.unwrap_or(c.updated_at).0;
+            let age = (now - seen).num_days();
+            if age > stale_days {
+                out.push(finding(
+                    "stale-claim",
+                    Severity::Warn,
+                    &c.id,
+                    claim_path(&c.id),
+                    format!(
+                        "claim {} was last confirmed {age} days ago (staleness window {stale_days} \
+                         days); re-check it and run `vouch confirm {}`, or supersede or archive it",
+                        c.id, c.id
+                    ),
+                ));
+            }
+        }
+        for other in &c.contradicts {
+            let other_current = known.claims.get(other).is_some_and(|s| s.is_current());
+            if c.id < *other && c.status.is_current() && other_current {
+                out.push(finding(
+                    "unresolved-contradiction",
+                    Severity::Warn,
+                    &format!("{}:{other}", c.id),
+                    claim_path(&c.id),
+                    format!(
+                        "claims {} and {other} contradict each other and both are current; decide \
+                         which holds and `vouch supersede` or `vouch archive` the other",
+                        c.id
+                    ),
+                ));
+            }
+        }
+    }
+    for pg in &l.pages {
+        if pg.status == PageStatus::Archived {
+            continue;
+        }
+        for cid in &pg.claims {
+            if let Some(st) = known.claims.get(cid)
+                && !st.is_current()
+            {
+                let by = l
+                    .claims
+                    .iter()
+                    .find(|c| &c.id == cid)
+                    .and_then(|c| c.superseded_by.clone());
+                let hint = match by {
+                    Some(b) => format!("cite {b}, which supersedes it"),
+                    None => "update or archive the page".to_string(),
+                };
+                out.push(finding(
+                    "page-cites-retired-claim",
+                    Severity::Warn,
+                    &format!("{}:{cid}", pg.id),
+                    Some(rel(KbFile::Object(Dir::Pages, pg.id.clone()))),
+                    format!("page {} cites claim {cid}, which is {st}; {hint}", pg.id),
+                ));
+            }
+        }
+    }
+    let mut referenced: HashSet<&str> = HashSet::new();
+    for c in &l.claims {
+        referenced.extend(c.entities.iter().map(String::as_str));
+    }
+    for pg in &l.pages {
+        referenced.extend(pg.entities.iter().map(String::as_str));
+    }
+    for r in &l.relations {
+        referenced.insert(&r.source);
+        referenced.insert(&r.target);
+        for (end, id) in [("source", &r.source), ("target", &r.target)] {
+            if !known.entities.contains(id) {
+                out.push(finding(
+                    "relation-missing-end",
+                    Severity::Error,
+                    &format!("{}:{end}", r.id),
+                    Some(rel(KbFile::Object(Dir::Relations, r.id.clone()))),
+                    format!(
+                        "relation {} has {end} entity {id:?}, which does not exist; propose the \
+                         entity, or remove the relation file",
+                        r.id
+                    ),
+                ));
+            }
+        }
+    }
+    for e in &l.entities {
+        if !referenced.contains(e.id.as_str()) {
+            out.push(finding(
+                "orphan-entity",
+                Severity::Warn,
+                &e.id,
+                Some(rel(KbFile::Object(Dir::Entities, e.id.clone()))),
+                format!(
+                    "entity {} is referenced by no claim, page or relation; link it (e.g. propose a \
+                     relation or a claim with --entity {}) or remove it if it is not needed",
+                    e.id, e.id
+                ),
+            ));
+        }
+    }
+    let mut by_text: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for c in l.claims.iter().filter(|c| c.status.is_current()) {
+        by_text.entry(normalize(&c.text)).or_default().push(&c.id);
+    }
+    for ids in by_text.values().filter(|ids| ids.len() > 1) {
+        let keep = ids[0];
+        for dup in &ids[1..] {
+            out.push(finding(
+                "duplicate-claim",
+                Severity::Warn,
+                &format!("{keep}:{dup}"),
+                claim_path(dup),
+                format!(
+                    "claims {keep} and {dup} say the same thing; keep one with \
+                     `vouch supersede {dup} {keep}`"
+                ),
+            ));
+        }
+    }
+    for pr in &l.pending {
+        if l.decided_ids.contains(&pr.id) {
+            continue;
+        }
+        let age = (now - pr.created_at.0).num_days();
+        if age > pending_days {
+            out.push(finding(
+                "old-proposal",
+                Severity::Warn,
+                &pr.id,
+                Some(rel(KbFile::Object(Dir::Proposed, pr.id.clone()))),
+                format!(
+                    "proposal {} ({} {}) has waited {age} days for review (limit {pending_days}); \
+                     `vouch approve {}` or `vouch reject {} --reason ...`",
+                    pr.id, pr.kind, pr.object_id, pr.id, pr.id
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn report(mut issues: Vec<Finding>, fixed: Vec<String>) -> HealthReport {
+    issues.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    issues.dedup_by(|a, b| a.id == b.id);
+    HealthReport {
+        ok: !issues.iter().any(|f| f.severity == Severity::Error),
+        issues,
+        fixed,
+    }
+}
+
+pub fn lint(kb: &Kb, p: LintParams) -> Result<HealthReport> {
+    let l = load(kb)?;
+    for (path, why) in &l.unreadable {
+        kb.warn(format!(
+            "lint skipped {path}: {why} (`vouch doctor` reports it)"
+        ));
+    }
+    let known = Known::of(kb, &l)?;
+    Ok(report(lint_findings(kb, &l, &known, &p)?, Vec::new()))
+}
+
+/// Every reference lint does not already check.
+fn reference_findings(kb: &Kb, l: &Loaded, known: &Known) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut dangling = |owner: &str, path: Option<String>, what: &str, id: &str| {
+        out.push(finding(
+            "dangling-reference",
+            Severity::Error,
+            &format!("{owner}:{id}"),
+            path,
+            format!(
+                "{owner} refers to {what} {id:?}, which does not exist; restore it (e.g. from git) \
+                 or correct the reference"
+            ),
+        ));
+    };
+    for c in &l.claims {
+        let owner = format!("claim {}", c.id);
+        for e in &c.entities {
+            if !known.entities.contains(e) {
+                dangling(&owner, claim_path(&c.id), "entity", e);
+            }
+        }
+        for other in c
+            .supersedes
+            .iter()
+            .chain(&c.contradicts)
+            .chain(&c.superseded_by)
+        {
+            if !known.claims.contains_key(other) {
+                dangling(&owner, claim_path(&c.id), "claim", other);
+            }
+        }
+    }
+    for pg in &l.pages {
+        let owner = format!("page {}", pg.id);
+        let path = Some(rel(KbFile::Object(Dir::Pages, pg.id.clone())));
+        for c in &pg.claims {
+            if !known.claims.contains_key(c) {
+                dangling(&owner, path.clone(), "claim", c);
+            }
+        }
+        for e in &pg.entities {
+            if !known.entities.contains(e) {
+                dangling(&owner, path.clone(), "entity", e);
+            }
+        }
+        for s in &pg.sources {
+            if !known.sources.contains(s) {
+                dangling(&owner, path.clone(), "source", s);
+            }
+        }
+    }
+    for ev in &l.evidence {
+        if !known.sources.contains(&ev.source_id) {
+            dangling(
+                &format!("evidence {}", ev.id),
+                Some(rel(KbFile::Object(Dir::Evidence, ev.id.clone()))),
+                "source",
+                &ev.source_id,
+            );
+        }
+    }
+    for r in &l.relations {
+        for e in &r.evidence {
+            if let Some(why) = known.citation(kb, e) {
+                out.push(finding(
+                    "dangling-citation",
+                    Severity::Error,
+                    &format!("{}:{e}", r.id),
+                    Some(rel(KbFile::Object(Dir::Relations, r.id.clone()))),
+                    format!(
+                        "relation {} {why}; register the source again or correct it",
+                        r.id
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn config_findings(kb: &Kb) -> Vec<Finding> {
+    let path = Some(crate::store::layout::CONFIG_FILE.to_string());
+    let mut out = Vec::new();
+    if let Some(err) = kb.config_error() {
+        out.push(finding(
+            "config-unparseable",
+            Severity::Error,
+            "config.yaml",
+            path.clone(),
+            format!("{err}; fix the file (every other command refuses to run until it parses)"),
+        ));
+        return out;
+    }
+    if !kb.layout().config().exists() {
+        out.push(finding(
+            "config-missing",
+            Severity::Warn,
+            "config.yaml",
+            path,
+            "config.yaml is missing, so defaults are in use; `vouch init` writes one without \
+             touching anything else"
+                .into(),
+        ));
+        return out;
+    }
+    let s = kb.settings();
+    if !s.version_supported() {
+        out.push(finding(
+            "config-version",
+            Severity::Error,
+            "version",
+            path.clone(),
+            format!(
+                "config.yaml has version {}; this vouch reads \"0.1\" (and vouch 1.x's 1); \
+                 set version: \"0.1\" or use the vouch that wrote it",
+                s.version
+            ),
+        ));
+    }
+    let sections = [
+        ("", &s.extra),
+        ("retrieval.", &s.retrieval.extra),
+        ("review.", &s.review.extra),
+        ("sources.", &s.sources.extra),
+        ("bundles.", &s.bundles.extra),
+    ];
+    for (prefix, extra) in sections {
+        for key in extra.keys() {
+            out.push(finding(
+                "config-unknown-key",
+                Severity::Warn,
+                &format!("{prefix}{key}"),
+                path.clone(),
+                format!(
+                    "config.yaml key `{prefix}{key}` is not used by this version of vouch (it is \
+                     kept as is); remove it if it is a typo"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+fn stray_findings(kb: &Kb) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for dir in Dir::ALL {
+        let Ok(entries) = std::fs::read_dir(kb.layout().dir(dir)) else {
+            continue;
+        };
+        for e in entries.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue; // temp files of interrupted writes, editor files
+            }
+            let ok = id_from_file_name(dir, &name)
+                .is_some_and(|id| crate::ids::check_id("id", &id).is_ok());
+            if !ok {
+                let path = format!("{}/{name}", dir.name());
+                out.push(finding(
+                    "stray-file",
+                    Severity::Warn,
+                    &path,
+                    Some(path.clone()),
+                    format!(
+                        "{path} is not a `<id>.{}` file, so vouch ignores it; move it out of \
+                         .vouch/ or rename it",
+                        dir.extension()
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport> {
+    let l = load(kb)?;
+    let known = Known::of(kb, &l)?;
+    let lint_params = LintParams {
+        stale_days: p.stale_days,
+        pending_days: p.pending_days,
+    };
+    let mut issues = lint_findings(kb, &l, &known, &lint_params)?;
+    for (path, why) in &l.unreadable {
+        issues.push(finding(
+            "unparseable-file",
+            Severity::Error,
+            path,
+            Some(path.clone()),
+            format!(
+                "{why}; fix the file by hand or restore it from git (it is skipped by listings and \
+                 search until then)"
+            ),
+        ));
+    }
+    issues.extend(reference_findings(kb, &l, &known));
+    issues.extend(config_findings(kb));
+    issues.extend(stray_findings(kb));
+    let verify = crate::sources::source_verify(kb, Default::default())?;
+    for i in verify.issues {
+        let path = Some(format!("sources/{}", i.id));
+        let (kind, severity, advice) = match (i.kind.as_str(), i.detail.contains("content")) {
+            ("missing", true) => (
+                "source-content-missing",
+                Severity::Warn,
+                "claims citing it cannot be re-verified; register the same bytes again to restore it",
+            ),
+            ("missing", false) => (
+                "source-meta-missing",
+                Severity::Error,
+                "register the same bytes again to restore it",
+            ),
+            ("drifted", _) => (
+                "source-drifted",
+                Severity::Error,
+                "sources are immutable: restore the original bytes from git",
+            ),
+            _ => (
+                "source-unreadable",
+                Severity::Error,
+                "check the file's permissions",
+            ),
+        };
+        issues.push(finding(
+            kind,
+            severity,
+            &i.id,
+            path,
+            format!("source {}: {}; {advice}", i.id, i.detail),
+        ));
+    }
+    let audit = kb.audit_log().verify()?;
+    if !audit.ok {
+        issues.push(finding(
+            "audit-chain-broken",
+            Severity::Error,
+            "audit.log.jsonl",
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "audit.log.jsonl line {}: {}; the log is append-only: restore it from git \
+                 (`vouch audit verify` names the line)",
+                audit.first_bad_line.unwrap_or(0),
+                audit.problem.unwrap_or_default()
+            ),
+        ));
+    }
+    for id in &l.proposed_ids {
+        if l.decided_ids.contains(id) {
+            issues.push(finding(
+                "proposal-in-both",
+                Severity::Error,
+                id,
+                Some(rel(KbFile::Object(Dir::Proposed, id.clone()))),
+                format!(
+                    "proposal {id} is in both proposed/ and decided/ (an interrupted decision); it \
+                     is decided: `vouch approve {id}` reports the decision and removes the pending copy"
+                ),
+            ));
+        }
+    }
+    let mut fixed = Vec::new();
+    if let Some(f) = crate::index::freshness(kb)?
+        && !f.in_step()
+    {
+        let state = match &f.unusable {
+            Some(why) => format!("state.db {why}"),
+            None => format!(
+                "state.db is out of step with the files ({} new or changed, {} gone)",
+                f.changed, f.vanished
+            ),
+        };
+        if p.fix {
+            let r = crate::index::rebuild_audited(kb, caller)?;
+            fixed.push(format!(
+                "{state}: rebuilt it from the files ({} documents)",
+                r.indexed
+            ));
+        } else {
+            issues.push(finding(
+                "index-stale",
+                Severity::Warn,
+                "state.db",
+                Some(crate::store::layout::INDEX_FILE.to_string()),
+                format!(
+                    "{state}; searches catch up on their own, or run `vouch doctor --fix` \
+                     (rebuilds the derived index; knowledge is not touched)"
+                ),
+            ));
+        }
+    }
+    Ok(report(issues, fixed))
+}

@@ -1,0 +1,898 @@
+//! Bundles end to end through the real binary: deterministic export, the
+//! import diff and conflict modes, the gate on agent transports, and a corpus
+//! of hostile bundles — built here from raw tar bytes, including what the
+//! `tar` crate refuses to write — each refused by export-check, import-check
+//! and import-apply with a reason naming the file, and nothing written.
+
+mod common;
+use common::*;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::Path;
+use vouch_core::ids::sha256_hex;
+
+// ----- building bundles by hand ------------------------------------------------------
+
+/// One tar member as written, byte for byte.
+#[derive(Clone)]
+struct M {
+    name: Vec<u8>,
+    data: Vec<u8>,
+    /// Tar type flag: b'0' file, b'1' hard link, b'2' symlink, b'3' char device, ...
+    kind: u8,
+    link: Vec<u8>,
+}
+
+fn file(name: &str, data: &[u8]) -> M {
+    M {
+        name: name.as_bytes().to_vec(),
+        data: data.to_vec(),
+        kind: b'0',
+        link: Vec::new(),
+    }
+}
+
+fn octal(field: &mut [u8], v: u64) {
+    let s = format!("{:0w$o}", v, w = field.len() - 1);
+    field[..s.len()].copy_from_slice(s.as_bytes());
+}
+
+/// A ustar header; names over 100 bytes get a GNU long-name record first.
+fn header(name: &[u8], size: u64, kind: u8, link: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut short = name;
+    if name.len() > 100 {
+        let mut long = name.to_vec();
+        long.push(0);
+        out.extend(header(b"././@LongLink", long.len() as u64, b'L', b""));
+        out.extend(&long);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+        short = &name[..100];
+    }
+    let mut h = [0u8; 512];
+    h[..short.len()].copy_from_slice(short);
+    octal(&mut h[100..108], 0o644);
+    octal(&mut h[108..116], 0);
+    octal(&mut h[116..124], 0);
+    octal(&mut h[124..136], size);
+    octal(&mut h[136..148], 0);
+    h[148..156].copy_from_slice(b"        ");
+    h[156] = kind;
+    h[157..157 + link.len()].copy_from_slice(link);
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    let sum: u32 = h.iter().map(|b| *b as u32).sum();
+    let s = format!("{sum:06o}\0 ");
+    h[148..156].copy_from_slice(s.as_bytes());
+    out.extend_from_slice(&h);
+    out
+}
+
+fn tar_bytes(members: &[M]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for m in members {
+        out.extend(header(&m.name, m.data.len() as u64, m.kind, &m.link));
+        out.extend(&m.data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+    out.extend([0u8; 1024]);
+    out
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// manifest.json for the regular files among `members`.
+fn manifest_for(members: &[M]) -> M {
+    let files: Vec<Value> = members
+        .iter()
+        .filter(|m| m.kind == b'0')
+        .map(|m| {
+            json!({"path": String::from_utf8_lossy(&m.name), "sha256": sha256_hex(&m.data),
+                   "bytes": m.data.len()})
+        })
+        .collect();
+    let v = json!({"version": 1, "generated_at": "2026-01-01T00:00:00Z", "files": files});
+    file(
+        "manifest.json",
+        serde_json::to_string_pretty(&v).unwrap().as_bytes(),
+    )
+}
+
+/// Members with a freshly computed manifest in front.
+fn bundle(members: Vec<M>) -> Vec<u8> {
+    let mut all = vec![manifest_for(&members)];
+    all.extend(members);
+    gz(&tar_bytes(&all))
+}
+
+/// The members of a real export, manifest.json first.
+fn unpack(path: &Path) -> Vec<M> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut a = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+    a.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().display().to_string();
+            let mut data = Vec::new();
+            e.read_to_end(&mut data).unwrap();
+            file(&name, &data)
+        })
+        .collect()
+}
+
+fn without_manifest(members: Vec<M>) -> Vec<M> {
+    members
+        .into_iter()
+        .filter(|m| m.name != b"manifest.json")
+        .collect()
+}
+
+// ----- a KB with some of everything -----------------------------------------------------
+
+struct Fixture {
+    p: Project,
+    source: String,
+    claim: String,
+}
+
+fn fixture() -> Fixture {
+    let p = Project::new();
+    let source = p.source("Access tokens expire after 24 hours.\n");
+    let e = p.ok(
+        "agent",
+        &["propose-entity", "Auth service", "--type", "system"],
+    );
+    p.ok("alice", &["approve", e["proposal_id"].as_str().unwrap()]);
+    let c = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Access tokens expire after 24 hours",
+            "--evidence",
+            &source,
+            "--entity",
+            "auth-service",
+        ],
+    );
+    p.ok("alice", &["approve", c["proposal_id"].as_str().unwrap()]);
+    let claim = c["claim_id"].as_str().unwrap().to_string();
+    let pg = p.ok(
+        "agent",
+        &[
+            "propose-page",
+            "Auth",
+            "--body",
+            "# Auth\n",
+            "--claim",
+            &claim,
+        ],
+    );
+    p.ok("alice", &["approve", pg["proposal_id"].as_str().unwrap()]);
+    Fixture { p, source, claim }
+}
+
+fn export(p: &Project, name: &str) -> std::path::PathBuf {
+    let out = p.root().join(name);
+    let v = p.ok("alice", &["export", out.to_str().unwrap()]);
+    assert_eq!(v["path"], out.canonicalize().unwrap().display().to_string());
+    out
+}
+
+fn problems(v: &Value) -> Vec<(String, String)> {
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().to_string(),
+                p["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+// ----- export -------------------------------------------------------------------------------
+
+#[test]
+fn export_is_byte_identical_sorted_and_carries_exactly_the_bundle_files() {
+    let f = fixture();
+    let p = &f.p;
+    // Things that must stay out: a pending proposal, the index, the audit log.
+    p.propose("A draft that is still pending", &f.source);
+    p.ok("x", &["search", "tokens"]);
+    assert!(p.vouch_dir().join("state.db").exists());
+
+    let a = export(p, "a.tar.gz");
+    let b = export(p, "b.tar.gz");
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "two exports of the same KB differ"
+    );
+
+    let members = unpack(&a);
+    let names: Vec<String> = members
+        .iter()
+        .map(|m| String::from_utf8(m.name.clone()).unwrap())
+        .collect();
+    assert_eq!(names[0], "manifest.json");
+    let mut sorted = names[1..].to_vec();
+    sorted.sort();
+    assert_eq!(names[1..], sorted[..], "members are not sorted");
+    for n in &names {
+        assert!(
+            !n.starts_with("proposed/") && !n.starts_with("state.db") && n != "audit.log.jsonl",
+            "{n} must not be exported"
+        );
+    }
+    for want in [
+        "config.yaml".to_string(),
+        format!("claims/{}.yaml", f.claim),
+        "entities/auth-service.yaml".into(),
+        "pages/auth.md".into(),
+        format!("sources/{}/meta.yaml", f.source),
+        format!("sources/{}/content", f.source),
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("decided/")));
+
+    // The manifest lists every other member with its real size and hash,
+    // and each member is byte-identical to the file in .vouch/.
+    let manifest: Value = serde_json::from_slice(&members[0].data).unwrap();
+    assert_eq!(manifest["version"], 1);
+    let files = manifest["files"].as_array().unwrap();
+    assert_eq!(files.len(), members.len() - 1);
+    for (m, entry) in members[1..].iter().zip(files) {
+        let name = String::from_utf8(m.name.clone()).unwrap();
+        assert_eq!(entry["path"], name.as_str());
+        assert_eq!(entry["sha256"], sha256_hex(&m.data).as_str());
+        assert_eq!(entry["bytes"], m.data.len());
+        assert_eq!(std::fs::read(p.vouch_dir().join(&name)).unwrap(), m.data);
+    }
+
+    // Fixed tar metadata: mode 0644, uid/gid 0, mtime = generated_at.
+    let generated = manifest["generated_at"].as_str().unwrap();
+    let when = chrono::DateTime::parse_from_rfc3339(generated)
+        .unwrap()
+        .timestamp() as u64;
+    let bytes = std::fs::read(&a).unwrap();
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&bytes[..]));
+    for e in ar.entries().unwrap() {
+        let h = e.unwrap().header().clone();
+        assert_eq!(h.mode().unwrap(), 0o644);
+        assert_eq!((h.uid().unwrap(), h.gid().unwrap()), (0, 0));
+        assert_eq!(h.mtime().unwrap(), when);
+    }
+    // generated_at is the last change, not the export time: the newest
+    // audit event other than exports (the pending proposal's creation).
+    let events = p.ok("x", &["audit", "--tail", "3"]);
+    assert_eq!(events[2]["event"], "bundle.export");
+    assert_eq!(events[0]["event"], "proposal.create");
+    assert_eq!(events[0]["created_at"].as_str().unwrap(), generated);
+    assert_eq!(events[2]["object_ids"][0], sha256_hex(&bytes).as_str());
+
+    let check = p.ok("x", &["export-check", a.to_str().unwrap()]);
+    assert_eq!(check["ok"], true, "{check}");
+    assert_eq!(check["files"], files.len());
+}
+
+#[test]
+fn export_refuses_a_path_inside_vouch_and_writes_nothing() {
+    let f = fixture();
+    let before = f.p.snapshot();
+    for target in [".vouch/b.tar.gz", ".vouch/claims/x.tar.gz", ".vouch"] {
+        let r = f.p.run("alice", &["export", target]);
+        assert_eq!(r.code, 2, "{target}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(".vouch") || r.stderr.contains("directory"),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = f.p.run("alice", &["export", "no/such/folder/b.tar.gz"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(before, f.p.snapshot());
+}
+
+// ----- import -------------------------------------------------------------------------------
+
+#[test]
+fn import_into_another_kb_diffs_then_applies_everything_once() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let q = Project::new();
+    let before = q.snapshot();
+    let check = q.ok("bob", &["import-check", a.to_str().unwrap()]);
+    assert_eq!(check["ok"], true, "{check}");
+    assert_eq!(check["conflict"], json!([]));
+    assert_eq!(check["ignored"], json!(["config.yaml"]), "{check}");
+    let new: Vec<&str> = check["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(new.contains(&format!("claims/{}.yaml", f.claim).as_str()));
+    assert_eq!(before, q.snapshot(), "import-check wrote something");
+
+    let r = q.ok("bob", &["import-apply", a.to_str().unwrap()]);
+    assert_eq!(r["imported"], new.len(), "{r}");
+    assert_eq!(r["proposed"], 0);
+    for n in &new {
+        assert_eq!(
+            std::fs::read(q.vouch_dir().join(n)).unwrap(),
+            std::fs::read(f.p.vouch_dir().join(n)).unwrap(),
+            "{n} differs after import"
+        );
+    }
+    // Searchable at once, audited once, and the chain still verifies.
+    let hits = q.ok("x", &["search", "tokens expire"]);
+    assert_eq!(hits[0]["id"], f.claim.as_str());
+    let ev = q.ok("x", &["audit", "--event", "bundle.import"]);
+    assert_eq!(ev.as_array().unwrap().len(), 1);
+    assert_eq!(ev[0]["actor"], "bob");
+    assert_eq!(ev[0]["data"]["imported"], new.len());
+    let by_bob = q.ok(
+        "x",
+        &[
+            "audit",
+            "--actor",
+            "bob",
+            "--event",
+            "bundle.import",
+            "--tail",
+            "5",
+        ],
+    );
+    assert_eq!(by_bob, ev, "audit filters by actor and event, with tail");
+    assert_eq!(q.ok("x", &["audit", "--actor", "nobody"]), json!([]));
+    assert_eq!(q.ok("x", &["audit", "verify"])["ok"], true);
+    assert_eq!(q.ok("x", &["doctor"])["ok"], true);
+
+    // Again: everything identical, nothing written but the audit event.
+    let again = q.ok("bob", &["import-apply", a.to_str().unwrap()]);
+    assert_eq!(again["imported"], 0);
+    assert_eq!(again["identical"], new.len());
+}
+
+#[test]
+fn conflicts_are_skipped_by_default_overwritten_on_request_and_fail_refuses() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let q = Project::new();
+    q.ok("bob", &["import-apply", a.to_str().unwrap()]);
+    // Change the claim here, so the bundle's copy conflicts.
+    q.ok("bob", &["confirm", &f.claim]);
+    let claim_file = q.vouch_dir().join(format!("claims/{}.yaml", f.claim));
+    let ours = std::fs::read(&claim_file).unwrap();
+    let rel = format!("claims/{}.yaml", f.claim);
+
+    let check = q.ok("bob", &["import-check", a.to_str().unwrap()]);
+    assert_eq!(check["conflict"], json!([rel]));
+
+    let before = q.snapshot();
+    let r = q.run(
+        "bob",
+        &["import-apply", a.to_str().unwrap(), "--on-conflict", "fail"],
+    );
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(&rel), "{}", r.stderr);
+    assert_eq!(before, q.snapshot(), "on_conflict fail wrote something");
+
+    let r = q.ok("bob", &["import-apply", a.to_str().unwrap()]);
+    assert_eq!(
+        (r["skipped"].clone(), r["overwritten"].clone()),
+        (json!(1), json!(0))
+    );
+    assert_eq!(
+        std::fs::read(&claim_file).unwrap(),
+        ours,
+        "skip changed the file"
+    );
+
+    let r = q.ok(
+        "bob",
+        &[
+            "import-apply",
+            a.to_str().unwrap(),
+            "--on-conflict",
+            "overwrite",
+        ],
+    );
+    assert_eq!(r["overwritten"], 1, "{r}");
+    assert_eq!(
+        std::fs::read(&claim_file).unwrap(),
+        std::fs::read(f.p.vouch_dir().join(&rel)).unwrap()
+    );
+}
+
+/// A `vouch serve --transport jsonl` session: one request, one response.
+fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
+    let mut child = p
+        .command(agent)
+        .args(["serve", "--transport", "jsonl"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = json!({"id": "1", "method": method, "params": params}).to_string();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{line}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().next().expect("a response line")).unwrap()
+}
+
+#[test]
+fn agents_importing_get_pending_proposals_not_knowledge() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let q = Project::new();
+    let bundle_path = q.root().join("a.tar.gz");
+    std::fs::copy(&a, &bundle_path).unwrap();
+    let r = jsonl(&q, "claude", "kb.import_apply", json!({"path": "a.tar.gz"}));
+    assert_eq!(r["ok"], true, "{r}");
+    let res = &r["result"];
+    // claim, entity and page are gated; sources and decided/ are not.
+    assert_eq!(res["proposed"], 3, "{res}");
+    assert!(
+        !q.vouch_dir()
+            .join(format!("claims/{}.yaml", f.claim))
+            .exists()
+    );
+    assert!(
+        q.vouch_dir()
+            .join(format!("sources/{}/content", f.source))
+            .exists()
+    );
+    let pending = q.ok("x", &["pending"]);
+    assert_eq!(pending.as_array().unwrap().len(), 3);
+    assert!(
+        pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["proposed_by"] == "claude")
+    );
+    // A person reviews them: entity first, then the claim that uses it.
+    let id_of = |kind: &str| {
+        pending
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == kind)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    q.ok("alice", &["approve", &id_of("entity")]);
+    q.ok("alice", &["approve", &id_of("claim")]);
+    assert_eq!(
+        q.ok("x", &["show", &f.claim])["object"]["approved_by"],
+        "alice"
+    );
+    let ev = q.ok("x", &["audit", "--event", "bundle.import"]);
+    assert_eq!(ev[0]["data"]["proposed"], 3);
+
+    // Agents cannot overwrite reviewed knowledge, nor reach outside the project.
+    // The approved claim and entity now differ from the bundle's copies.
+    let before = q.snapshot();
+    let r = jsonl(
+        &q,
+        "claude",
+        "kb.import_apply",
+        json!({"path": "a.tar.gz", "on_conflict": "overwrite"}),
+    );
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(r["error"]["code"], "invalid_request");
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("overwriting reviewed knowledge"), "{msg}");
+    assert!(msg.contains(&format!("claims/{}.yaml", f.claim)), "{msg}");
+    assert_eq!(
+        before,
+        q.snapshot(),
+        "a refused agent import wrote something"
+    );
+    let outside = f.p.root().join("a.tar.gz");
+    let before = q.snapshot();
+    let r = jsonl(
+        &q,
+        "claude",
+        "kb.import_check",
+        json!({"path": outside.to_str().unwrap()}),
+    );
+    assert_eq!(r["ok"], false);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("inside the project"),
+        "{r}"
+    );
+    assert_eq!(before, q.snapshot());
+}
+
+#[test]
+fn a_trusted_agent_imports_directly() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let q = Project::new();
+    let cfg = q.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("approver_role: human", "approver_role: trusted-agent");
+    std::fs::write(&cfg, text).unwrap();
+    std::fs::copy(&a, q.root().join("a.tar.gz")).unwrap();
+    let r = jsonl(&q, "claude", "kb.import_apply", json!({"path": "a.tar.gz"}));
+    assert_eq!(r["result"]["proposed"], 0, "{r}");
+    assert!(
+        q.vouch_dir()
+            .join(format!("claims/{}.yaml", f.claim))
+            .exists()
+    );
+}
+
+// ----- the hostile corpus ----------------------------------------------------------------------
+
+/// Every hostile bundle must be refused by all three commands, with a
+/// problem naming `path_has` whose reason contains `reason_has`, and leave
+/// `.vouch/` exactly as it was.
+fn assert_refused(p: &Project, name: &str, bytes: &[u8], path_has: &str, reason_has: &str) {
+    let path = p.root().join(format!("{name}.tar.gz"));
+    std::fs::write(&path, bytes).unwrap();
+    let path = path.to_str().unwrap();
+    let before = p.snapshot();
+    for cmd in ["export-check", "import-check"] {
+        let r = p.run("alice", &["--json", cmd, path]);
+        assert_eq!(
+            r.code, 2,
+            "{name}: {cmd} exit {}: {}{}",
+            r.code, r.stdout, r.stderr
+        );
+        let v = r.json();
+        assert_eq!(v["ok"], false, "{name}: {cmd}: {v}");
+        let ps = problems(&v);
+        assert!(
+            ps.iter()
+                .any(|(p, r)| p.contains(path_has) && r.contains(reason_has)),
+            "{name}: {cmd}: no problem on {path_has:?} saying {reason_has:?}: {ps:#?}"
+        );
+    }
+    let r = p.run(
+        "alice",
+        &["import-apply", path, "--on-conflict", "overwrite"],
+    );
+    assert_eq!(
+        r.code, 2,
+        "{name}: import-apply exit {}: {}",
+        r.code, r.stderr
+    );
+    assert!(
+        r.stderr.contains(reason_has) && r.stderr.contains("nothing was written"),
+        "{name}: import-apply: {}",
+        r.stderr
+    );
+    assert_eq!(before, p.snapshot(), "{name}: something was written");
+}
+
+#[test]
+fn hostile_bundles_are_refused_with_a_reason_per_file_and_nothing_written() {
+    let f = fixture();
+    let p = &f.p;
+    let good = without_manifest(unpack(&export(p, "good.tar.gz")));
+    let claim_path = format!("claims/{}.yaml", f.claim);
+    let content_path = format!("sources/{}/content", f.source);
+    let with = |extra: M| {
+        let mut v = good.clone();
+        v.push(extra);
+        v
+    };
+    let edit = |path: &str, change: &dyn Fn(&mut M)| {
+        let mut v = good.clone();
+        change(v.iter_mut().find(|m| m.name == path.as_bytes()).unwrap());
+        v
+    };
+
+    // Paths that escape, absolute paths, and what a bundle never carries.
+    assert_refused(
+        p,
+        "dotdot",
+        &bundle(with(file("../evil.yaml", b"x"))),
+        "../evil.yaml",
+        "..",
+    );
+    assert_refused(
+        p,
+        "dotdot-deep",
+        &bundle(with(file("claims/../../evil", b"x"))),
+        "claims/../../evil",
+        "..",
+    );
+    assert_refused(
+        p,
+        "absolute",
+        &bundle(with(file("/etc/cron.d/evil", b"x"))),
+        "/etc/cron.d/evil",
+        "absolute",
+    );
+    assert_refused(
+        p,
+        "proposed",
+        &bundle(with(file("proposed/20260101-000000-aaaaaaaa.yaml", b"x"))),
+        "proposed/",
+        "excluded",
+    );
+    assert_refused(
+        p,
+        "state-db",
+        &bundle(with(file("state.db", b"x"))),
+        "state.db",
+        "excluded",
+    );
+    assert_refused(
+        p,
+        "audit-log",
+        &bundle(with(file("audit.log.jsonl", b"{}\n"))),
+        "audit.log.jsonl",
+        "excluded",
+    );
+
+    // Links and special files, which the tar crate will not write for us.
+    let special = |name: &str, kind: u8, link: &str| M {
+        name: name.as_bytes().to_vec(),
+        data: Vec::new(),
+        kind,
+        link: link.as_bytes().to_vec(),
+    };
+    assert_refused(
+        p,
+        "symlink",
+        &bundle(with(special("claims/link.yaml", b'2', "/etc/passwd"))),
+        "claims/link.yaml",
+        "symbolic link",
+    );
+    assert_refused(
+        p,
+        "hardlink",
+        &bundle(with(special("claims/hard.yaml", b'1', "/etc/passwd"))),
+        "claims/hard.yaml",
+        "hard link",
+    );
+    assert_refused(
+        p,
+        "chardev",
+        &bundle(with(special("claims/dev.yaml", b'3', ""))),
+        "claims/dev.yaml",
+        "device",
+    );
+    assert_refused(
+        p,
+        "blockdev",
+        &bundle(with(special("claims/blk.yaml", b'4', ""))),
+        "claims/blk.yaml",
+        "device",
+    );
+    assert_refused(
+        p,
+        "fifo",
+        &bundle(with(special("claims/fifo.yaml", b'6', ""))),
+        "claims/fifo.yaml",
+        "FIFO",
+    );
+
+    // Duplicates and manifest mismatches.
+    let mut dup = good.clone();
+    let mut second = dup
+        .iter()
+        .find(|m| m.name == claim_path.as_bytes())
+        .unwrap()
+        .clone();
+    second.data = second.data.iter().map(u8::to_ascii_uppercase).collect();
+    let mut all = vec![manifest_for(&dup)];
+    dup.push(second);
+    all.extend(dup);
+    assert_refused(
+        p,
+        "duplicate",
+        &gz(&tar_bytes(&all)),
+        &claim_path,
+        "more than once",
+    );
+
+    let mut extra = vec![manifest_for(&good)];
+    extra.extend(good.clone());
+    extra.push(file("claims/smuggled.yaml", b"id: smuggled\n"));
+    assert_refused(
+        p,
+        "unlisted",
+        &gz(&tar_bytes(&extra)),
+        "claims/smuggled.yaml",
+        "not listed in manifest",
+    );
+
+    let mut missing = vec![manifest_for(&good)];
+    missing.extend(
+        good.iter()
+            .filter(|m| m.name != claim_path.as_bytes())
+            .cloned(),
+    );
+    assert_refused(
+        p,
+        "missing",
+        &gz(&tar_bytes(&missing)),
+        &claim_path,
+        "missing from the archive",
+    );
+
+    let mut altered = vec![manifest_for(&good)];
+    altered.extend(edit(&claim_path, &|m| {
+        let t = String::from_utf8(m.data.clone()).unwrap();
+        m.data = t.replace("24 hours", "24 days").into_bytes();
+    }));
+    assert_refused(
+        p,
+        "sha-mismatch",
+        &gz(&tar_bytes(&altered)),
+        &claim_path,
+        "sha256",
+    );
+
+    // Content that lies about its hash (manifest recomputed, so only the
+    // content-address check can catch it).
+    let swapped = edit(&content_path, &|m| {
+        m.data = b"Access tokens never expire.\n".to_vec()
+    });
+    assert_refused(
+        p,
+        "source-hash",
+        &bundle(swapped),
+        &content_path,
+        "hashes to",
+    );
+
+    // Knowledge problems: a claim without citations, dangling references.
+    let uncited = edit(&claim_path, &|m| {
+        let t = String::from_utf8(m.data.clone()).unwrap();
+        let start = t.find("evidence:").unwrap();
+        let end = start + t[start..].find("\nentities:").unwrap();
+        m.data = format!("{}evidence: []{}", &t[..start], &t[end..]).into_bytes();
+    });
+    assert_refused(
+        p,
+        "uncited",
+        &bundle(uncited),
+        &claim_path,
+        "cites no source",
+    );
+    let dangling = edit(&claim_path, &|m| {
+        let t = String::from_utf8(m.data.clone()).unwrap();
+        m.data = t.replace(&f.source, "ev-does-not-exist").into_bytes();
+    });
+    assert_refused(
+        p,
+        "dangling-citation",
+        &bundle(dangling),
+        &claim_path,
+        "ev-does-not-exist",
+    );
+    let dangling_page = edit("pages/auth.md", &|m| {
+        let t = String::from_utf8(m.data.clone()).unwrap();
+        m.data = t.replace(&f.claim, "no-such-claim").into_bytes();
+    });
+    assert_refused(
+        p,
+        "dangling-page",
+        &bundle(dangling_page),
+        "pages/auth.md",
+        "no-such-claim",
+    );
+
+    // Damaged archives.
+    let whole = std::fs::read(p.root().join("good.tar.gz")).unwrap();
+    assert_refused(p, "truncated", &whole[..whole.len() / 2], "", "truncated");
+    assert_refused(
+        p,
+        "not-gzip",
+        b"this is not a bundle\n",
+        "",
+        "not a gzip file",
+    );
+    assert_refused(p, "empty", b"", "", "not a gzip file");
+    assert_refused(p, "plain-tar", &tar_bytes(&good), "", "not a gzip file");
+    let mut no_manifest = good.clone();
+    no_manifest.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_refused(
+        p,
+        "no-manifest",
+        &gz(&tar_bytes(&no_manifest)),
+        "",
+        "does not start with manifest.json",
+    );
+}
+
+/// A real decompression bomb: a member declaring (and containing) far more
+/// zeros than the per-file limit, a few hundred KB compressed.
+fn bomb(size: u64) -> Vec<u8> {
+    let sha = "0".repeat(64);
+    let name = format!("sources/{sha}/content");
+    let manifest = json!({"version": 1, "generated_at": "2026-01-01T00:00:00Z",
+                          "files": [{"path": name, "sha256": sha, "bytes": size}]});
+    let m = file("manifest.json", manifest.to_string().as_bytes());
+    let mut e = GzEncoder::new(Vec::new(), Compression::fast());
+    let mut head = tar_bytes(&[m]);
+    head.truncate(head.len() - 1024);
+    e.write_all(&head).unwrap();
+    e.write_all(&header(name.as_bytes(), size, b'0', b""))
+        .unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        e.write_all(&zeros[..n]).unwrap();
+        left -= n as u64;
+    }
+    e.write_all(&[0u8; 1024]).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn decompression_bombs_stop_at_the_limits_with_a_clear_error() {
+    let p = Project::new();
+    // Default limits: 100 MiB of zeros in one member (over the 64 MiB per-file limit).
+    let b = bomb(100 << 20);
+    assert!(b.len() < 1 << 20, "the bomb should be small: {}", b.len());
+    assert_refused(&p, "bomb", &b, "", "decompression bomb");
+    assert_refused(&p, "bomb-per-file", &b, "", "bundles.max_file_bytes");
+
+    // Lowered limits: the total and the member count are enforced too.
+    let cfg = p.vouch_dir().join("config.yaml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("bundles:\n  max_total_bytes: 300000\n  max_members: 5\n");
+    std::fs::write(&cfg, text).unwrap();
+    let sources: Vec<M> = (0..3u8)
+        .map(|i| {
+            let data = vec![b'a' + i; 120_000];
+            file(&format!("sources/{}/content", sha256_hex(&data)), &data)
+        })
+        .collect();
+    assert_refused(
+        &p,
+        "bomb-total",
+        &bundle(sources),
+        "",
+        "bundles.max_total_bytes",
+    );
+    // A manifest that understates sizes: the members' own headers are
+    // counted as they stream.
+    let small: Vec<M> = (0..3u8)
+        .map(|i| file(&format!("sessions/s{i}.yaml"), b"x"))
+        .collect();
+    let mut lying = vec![manifest_for(&small)];
+    lying.extend(small.into_iter().map(|mut m| {
+        m.data = vec![b'x'; 120_000];
+        m
+    }));
+    assert_refused(
+        &p,
+        "bomb-lying",
+        &gz(&tar_bytes(&lying)),
+        "",
+        "bundles.max_total_bytes",
+    );
+    let many: Vec<M> = (0..8)
+        .map(|i| file(&format!("sessions/s{i}.yaml"), b"x"))
+        .collect();
+    assert_refused(&p, "bomb-members", &bundle(many), "", "bundles.max_members");
+}

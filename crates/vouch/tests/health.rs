@@ -1,0 +1,344 @@
+//! `vouch lint` and `vouch doctor` through the real binary: each kind of rot
+//! and damage is found with a stable id and a message saying what to do;
+//! neither command changes knowledge; `doctor --fix` only rebuilds the index.
+
+mod common;
+use common::*;
+use serde_json::Value;
+
+fn kinds(v: &Value) -> Vec<String> {
+    v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn find<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no finding {id}: {v:#}"))
+}
+
+/// Run with --json; return (exit code, result).
+fn json(p: &Project, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    let mut c = p.command("x");
+    c.arg("--json").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), v)
+}
+
+fn write(p: &Project, rel: &str, text: &str) {
+    std::fs::write(p.vouch_dir().join(rel), text).unwrap();
+}
+
+#[test]
+fn a_healthy_kb_lints_clean_and_exits_zero() {
+    let p = Project::new();
+    let s = p.source("Deploys happen on Tuesdays.");
+    p.claim("Deploys happen on Tuesdays", &s);
+    for cmd in ["lint", "doctor"] {
+        let (code, v) = json(&p, &[cmd], &[]);
+        assert_eq!(code, 0, "{cmd}: {v:#}");
+        assert_eq!(v["ok"], true);
+        assert_eq!(v["issues"], serde_json::json!([]), "{cmd}: {v:#}");
+    }
+    let r = p.run("x", &["lint"]);
+    assert!(r.stdout.contains("No problems found"), "{}", r.stdout);
+}
+
+#[test]
+fn lint_finds_each_kind_of_rot_with_stable_ids_and_advice() {
+    let p = Project::new();
+    let s = p.source("The API uses JWT. Sessions last a day.");
+    let a = p.claim("The API uses JWT", &s);
+    let b = p.claim("The API uses opaque tokens", &s);
+    p.ok("alice", &["contradict", &a, &b]);
+    let old = p.claim("Sessions last an hour", &s);
+    let new = p.claim("Sessions last a day", &s);
+    p.ok("alice", &["supersede", &old, &new]);
+    let dup = p.claim("sessions last  a DAY.", &s);
+    let pg = p.ok(
+        "agent",
+        &["propose-page", "Sessions", "--claim", &old, "--claim", &new],
+    );
+    // The page was proposed citing `old` before... approve it now (old is
+    // superseded, so approval validates only existence).
+    p.ok("alice", &["approve", pg["proposal_id"].as_str().unwrap()]);
+    let e = p.ok("agent", &["propose-entity", "Billing", "--type", "system"]);
+    p.ok("alice", &["approve", e["proposal_id"].as_str().unwrap()]);
+    p.propose("An old pending idea", &s);
+    // Damage only a hand edit can do.
+    write(
+        &p,
+        "claims/hand-uncited.yaml",
+        "id: hand-uncited\ntext: Nobody cited this\ntype: fact\nstatus: stable\nconfidence: 0.5\n\
+         evidence: []\ncreated_at: '2026-01-01T00:00:00Z'\nupdated_at: '2026-01-01T00:00:00Z'\n",
+    );
+    write(
+        &p,
+        "claims/hand-dangling.yaml",
+        "id: hand-dangling\ntext: Cites a ghost\ntype: fact\nstatus: stable\nconfidence: 0.5\n\
+         evidence: [ev-ghost]\ncreated_at: '2026-01-01T00:00:00Z'\nupdated_at: '2026-01-01T00:00:00Z'\n",
+    );
+    write(
+        &p,
+        "relations/ghost-uses-nothing.yaml",
+        "id: ghost-uses-nothing\nsource: ghost\nrelation: uses\ntarget: nothing\n\
+         created_at: '2026-01-01T00:00:00Z'\nupdated_at: '2026-01-01T00:00:00Z'\n",
+    );
+    let before = p.snapshot();
+    // A year later: claims are stale and the proposal is old.
+    let later = [("VOUCH_TIMESTAMP", "2031-01-01T00:00:00Z")];
+    let (code, v) = json(&p, &["lint"], &later);
+    assert_eq!(code, 6, "error findings exit 6: {v:#}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(before, p.snapshot(), "lint changed something");
+
+    let k = kinds(&v);
+    for want in [
+        "uncited-claim",
+        "dangling-citation",
+        "stale-claim",
+        "unresolved-contradiction",
+        "page-cites-retired-claim",
+        "orphan-entity",
+        "relation-missing-end",
+        "duplicate-claim",
+        "old-proposal",
+    ] {
+        assert!(k.contains(&want.to_string()), "{want} missing: {k:?}");
+    }
+    let f = find(&v, "uncited-claim:hand-uncited");
+    assert_eq!(f["severity"], "error");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("vouch cite hand-uncited")
+    );
+    assert_eq!(f["path"], "claims/hand-uncited.yaml");
+    assert_eq!(
+        find(&v, "dangling-citation:hand-dangling:ev-ghost")["severity"],
+        "error"
+    );
+    assert_eq!(
+        find(&v, &format!("unresolved-contradiction:{a}:{b}"))["severity"],
+        "warn"
+    );
+    let page = find(&v, &format!("page-cites-retired-claim:sessions:{old}"));
+    assert!(page["message"].as_str().unwrap().contains(&new), "{page}");
+    assert_eq!(find(&v, "orphan-entity:billing")["severity"], "warn");
+    assert_eq!(
+        find(&v, "relation-missing-end:ghost-uses-nothing:target")["severity"],
+        "error"
+    );
+    assert!(
+        find(&v, &format!("duplicate-claim:{new}:{dup}"))["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("vouch supersede {dup} {new}"))
+    );
+    let stale = find(&v, &format!("stale-claim:{a}"));
+    assert!(stale["message"].as_str().unwrap().contains("vouch confirm"));
+    // Superseded claims are not stale: they are history.
+    let retired = format!("stale-claim:{old}");
+    assert!(
+        v["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != retired.as_str())
+    );
+
+    // Windows are parameters; the day after, nothing is stale or old.
+    let soon = [("VOUCH_TIMESTAMP", "2026-01-02T00:00:00Z")];
+    let (_, now) = json(&p, &["lint"], &soon);
+    assert!(!kinds(&now).contains(&"stale-claim".to_string()));
+    assert!(!kinds(&now).contains(&"old-proposal".to_string()));
+    let (_, tight) = json(
+        &p,
+        &["lint", "--stale-days", "5000", "--pending-days", "5000"],
+        &later,
+    );
+    assert!(!kinds(&tight).contains(&"stale-claim".to_string()));
+    let r = p.run("x", &["lint", "--stale-days", "-1"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+
+    // Readable output names each finding and the totals.
+    let r = p.run("x", &["lint"]);
+    assert_eq!(r.code, 6);
+    assert!(
+        r.stdout.contains("error uncited-claim:hand-uncited"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("error(s)"), "{}", r.stdout);
+}
+
+#[test]
+fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index() {
+    let p = Project::new();
+    let s = p.source("Backups run nightly.");
+    let c = p.claim("Backups run nightly", &s);
+    let (prop, _) = p.propose("Backups are encrypted", &s);
+    p.ok("x", &["search", "backups"]); // builds state.db
+    // Unparseable files, a drifted source, a proposal in both folders, a
+    // stray file, config drift, an edited audit line, a hand-edited claim.
+    write(&p, "claims/broken.yaml", "id: [unclosed\n");
+    write(&p, "pages/broken.md", "no frontmatter here\n");
+    std::fs::write(
+        p.vouch_dir().join(format!("sources/{s}/content")),
+        "Backups run weekly.",
+    )
+    .unwrap();
+    std::fs::copy(
+        p.vouch_dir().join(format!("proposed/{prop}.yaml")),
+        p.vouch_dir().join(format!("decided/{prop}.yaml")),
+    )
+    .unwrap();
+    write(&p, "claims/notes.txt", "scratch\n");
+    let cfg = p.vouch_dir().join("config.yaml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("retreival:\n  backend: fts5\n");
+    std::fs::write(&cfg, text).unwrap();
+    let log = p.vouch_dir().join("audit.log.jsonl");
+    let edited = std::fs::read_to_string(&log).unwrap().replacen(
+        "\"actor\":\"alice\"",
+        "\"actor\":\"mallory\"",
+        1,
+    );
+    std::fs::write(&log, edited).unwrap();
+    let claim_file = p.vouch_dir().join(format!("claims/{c}.yaml"));
+    let t = std::fs::read_to_string(&claim_file)
+        .unwrap()
+        .replace("confidence: 0.7", "confidence: 0.9");
+    std::fs::write(&claim_file, t).unwrap();
+
+    let before = p.snapshot();
+    let (code, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(code, 6, "{v:#}");
+    assert_eq!(before, p.snapshot(), "doctor changed something");
+    let k = kinds(&v);
+    for want in [
+        "unparseable-file",
+        "source-drifted",
+        "proposal-in-both",
+        "stray-file",
+        "config-unknown-key",
+        "audit-chain-broken",
+        "index-stale",
+    ] {
+        assert!(k.contains(&want.to_string()), "{want} missing: {k:?}");
+    }
+    assert_eq!(
+        find(&v, "unparseable-file:claims/broken.yaml")["severity"],
+        "error"
+    );
+    assert_eq!(
+        find(&v, "unparseable-file:pages/broken.md")["severity"],
+        "error"
+    );
+    assert!(
+        find(&v, "config-unknown-key:retreival")["message"]
+            .as_str()
+            .unwrap()
+            .contains("typo")
+    );
+    assert!(
+        find(&v, "audit-chain-broken:audit.log.jsonl")["message"]
+            .as_str()
+            .unwrap()
+            .contains("line")
+    );
+    assert!(
+        find(&v, &format!("source-drifted:{s}"))["message"]
+            .as_str()
+            .unwrap()
+            .contains("restore")
+    );
+
+    // --fix rebuilds the index and touches no knowledge.
+    let knowledge = |snap: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        snap.into_iter()
+            .filter(|(p, _)| p != "audit.log.jsonl")
+            .collect()
+    };
+    let (code, fixed) = json(&p, &["doctor", "--fix"], &[]);
+    assert_eq!(code, 6, "the rest is still broken: {fixed:#}");
+    assert!(
+        fixed["fixed"][0].as_str().unwrap().contains("rebuilt"),
+        "{fixed:#}"
+    );
+    assert!(!kinds(&fixed).contains(&"index-stale".to_string()));
+    assert_eq!(knowledge(before), knowledge(p.snapshot()));
+    let (_, again) = json(&p, &["doctor"], &[]);
+    assert!(
+        !kinds(&again).contains(&"index-stale".to_string()),
+        "{again:#}"
+    );
+}
+
+#[test]
+fn doctor_reports_an_unparseable_config_instead_of_failing() {
+    let p = Project::new();
+    write(&p, "config.yaml", "review:\n  approver_role: robot\n");
+    let r = p.run("x", &["status"]);
+    assert_eq!(r.code, 6, "other commands refuse: {}", r.stderr);
+    let (code, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(code, 6);
+    let f = find(&v, "config-unparseable:config.yaml");
+    assert!(
+        f["message"].as_str().unwrap().contains("approver_role"),
+        "{f}"
+    );
+
+    write(&p, "config.yaml", "version: \"9\"\n");
+    let (_, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(find(&v, "config-version:version")["severity"], "error");
+}
+
+#[test]
+fn a_vouch_1x_tree_lints_without_crashing() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../vouch-core/tests/fixtures/v1-kb/.vouch");
+    let p = Project::new();
+    std::fs::remove_dir_all(p.vouch_dir()).unwrap();
+    copy_dir(&src, &p.vouch_dir());
+    for cmd in ["lint", "doctor"] {
+        let (code, v) = json(&p, &[cmd], &[]);
+        assert!(code == 0 || code == 6, "{cmd}: {code} {v:#}");
+        assert!(v["issues"].is_array());
+        assert!(
+            !kinds(&v).contains(&"unparseable-file".to_string()),
+            "{v:#}"
+        );
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
