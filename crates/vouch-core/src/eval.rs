@@ -71,7 +71,8 @@ pub fn score(
     let recall = found.len() as f64 / expected.len() as f64;
     let rr = found.iter().min().map_or(0.0, |r| 1.0 / *r as f64);
     let gain = |rank: usize| 1.0 / ((rank + 1) as f64).log2();
-    let dcg: f64 = found.iter().map(|r| gain(*r)).sum();
+    // `+ 0.0`: an empty float sum is -0.0, which would print as "-0.00".
+    let dcg: f64 = found.iter().map(|r| gain(*r)).sum::<f64>() + 0.0;
     let idcg: f64 = (1..=expected.len().min(k)).map(gain).sum();
     (ranks, recall, rr, dcg / idcg)
 }

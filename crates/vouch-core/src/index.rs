@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 pub const BACKENDS: &[&str] = &["fts5", "substring"];
 const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
 /// How long to wait for another process's lock on state.db before answering
@@ -212,6 +212,7 @@ impl Index {
         if have.as_deref() != Some(want.as_str()) {
             conn.execute_batch(&format!(
                 "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
+                 DELETE FROM meta;
                  CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
                      status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                      UNIQUE(kind, id));
@@ -226,6 +227,9 @@ impl Index {
     }
 
     /// Insert or replace a document; returns the signature it replaced.
+    /// The row id is derived from (kind, id), so an index kept up to date
+    /// one write at a time and one rebuilt from scratch number every
+    /// document alike — and break score ties alike.
     fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
         let old: Option<(i64, Sig)> = self
             .conn
@@ -242,12 +246,21 @@ impl Index {
                 .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
                 .execute([rowid])?;
         }
+        let mut rowid = stable_rowid(doc.kind, &doc.id);
+        // Two documents hashing alike (odds ~1e-9 at a million documents):
+        // the later one takes the next free id.
+        while self
+            .conn
+            .prepare_cached("SELECT 1 FROM docs WHERE rowid=?1")?
+            .exists([rowid])?
+        {
+            rowid = rowid.wrapping_add(1).max(1);
+        }
         self.conn
             .prepare_cached(
-                "INSERT INTO docs(kind, id, status, confidence, mtime_ns, size) VALUES(?1,?2,?3,?4,?5,?6)",
+                "INSERT INTO docs(rowid, kind, id, status, confidence, mtime_ns, size) VALUES(?1,?2,?3,?4,?5,?6,?7)",
             )?
-            .execute(params![doc.kind, doc.id, doc.status, doc.confidence, sig.0, sig.1])?;
-        let rowid = self.conn.last_insert_rowid();
+            .execute(params![rowid, doc.kind, doc.id, doc.status, doc.confidence, sig.0, sig.1])?;
         if doc.kind != "relation" {
             self.conn
                 .prepare_cached("INSERT INTO fts(rowid, title, body) VALUES(?1, ?2, ?3)")?
@@ -412,6 +425,15 @@ impl Index {
     }
 }
 
+/// A positive row id from the first 8 bytes of sha256(kind, id).
+fn stable_rowid(kind: &str, id: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{kind}\0{id}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(first) >> 2) as i64 + 1
+}
+
 /// A file's change signature: (mtime in ns, size).
 type Sig = (i64, i64);
 
@@ -501,57 +523,57 @@ fn kind_dir(kb: &Kb, dir: Option<Dir>) -> PathBuf {
     }
 }
 
-/// Every file of one kind with its signature, one `fstatat` each.
+/// Every file of one kind with its signature, one `fstatat` each (relative
+/// to the open directory, so no path is resolved); large directories are
+/// stat-ed on two threads.
 fn scan_kind(kb: &Kb, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
     let path = kind_dir(kb, dir);
-    let entries = match std::fs::read_dir(&path) {
-        Ok(e) => e,
+    let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&path) {
+        Ok(e) => e.filter_map(|e| e.ok()).collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(&path, e)),
     };
-    let mut out = Vec::new();
-    for entry in entries {
-        let Ok(entry) = entry else { continue };
+    let one = |entry: &std::fs::DirEntry| -> Option<(String, Sig)> {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+        let name = name.to_str()?;
         let (id, meta) = match dir {
             Some(d) => {
-                let Some(id) = crate::store::layout::id_from_file_name(d, name) else {
-                    continue;
-                };
-                if crate::ids::check_id("id", &id).is_err() {
-                    continue;
-                }
+                let id = crate::store::layout::id_from_file_name(d, name)?;
+                crate::ids::check_id("id", &id).ok()?;
                 let meta = match entry.metadata() {
                     Ok(m) if m.file_type().is_symlink() => std::fs::metadata(entry.path()),
                     other => other,
                 };
-                (id, meta)
+                (id, meta.ok()?)
             }
             None => {
                 if !crate::ids::is_source_id(name) {
-                    continue;
+                    return None;
                 }
-                let meta = kb
-                    .layout()
-                    .source_meta(name)
-                    .and_then(|p| std::fs::metadata(&p).map_err(|e| Error::io(&p, e)));
-                (
-                    name.to_string(),
-                    meta.map_err(|e| std::io::Error::other(e.message)),
-                )
+                let meta = std::fs::metadata(kb.layout().source_meta(name).ok()?).ok()?;
+                (name.to_string(), meta)
             }
         };
-        if let Ok(m) = meta
-            && m.is_file()
-        {
-            out.push((id, (mtime_ns(&m), m.len() as i64)));
-        }
+        meta.is_file()
+            .then(|| (id, (mtime_ns(&meta), meta.len() as i64)))
+    };
+    if entries.len() < 4096 {
+        return Ok(entries.iter().filter_map(one).collect());
     }
-    Ok(out)
+    let (a, b) = entries.split_at(entries.len() / 2);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| b.iter().filter_map(one).collect::<Vec<_>>());
+        let mut out: Vec<(String, Sig)> = a.iter().filter_map(one).collect();
+        out.extend(
+            other
+                .join()
+                .map_err(|_| Error::internal("index: a scanning thread panicked"))?,
+        );
+        Ok(out)
+    })
 }
 
-/// Scan every kind: claims (the bulk) on one thread, the rest on another.
+/// Scan every kind.
 fn scan_all(
     kb: &Kb,
     stored: &HashMap<String, ScanMeta>,
@@ -576,20 +598,7 @@ fn scan_all(
             files,
         })
     };
-    std::thread::scope(|s| {
-        let claims = s.spawn(|| one("claim", Some(Dir::Claims)));
-        let mut out = Vec::new();
-        for (kind, dir) in KINDS.iter().filter(|(k, _)| *k != "claim") {
-            out.push(one(kind, *dir)?);
-        }
-        out.insert(
-            0,
-            claims
-                .join()
-                .map_err(|_| Error::internal("index: the scanning thread panicked"))??,
-        );
-        Ok(out)
-    })
+    KINDS.iter().map(|(kind, dir)| one(kind, *dir)).collect()
 }
 
 type Signatures = HashMap<(String, String), (i64, i64)>;
@@ -1030,6 +1039,68 @@ pub fn retrieve(
     }
 }
 
+/// The best `want` matches of the FTS query `q` that pass the kind and
+/// status filters, ordered by score and then row id (stable per document,
+/// see [`stable_rowid`]). FTS5 ranks on its own — a join would make SQLite
+/// sort every match with its docs row — and docs rows are looked up for the
+/// top of the list only; the page widens until `want` rows pass the filters
+/// or the matches run out.
+fn ranked(
+    idx: &Index,
+    q: &str,
+    want: usize,
+    kinds: &[&str],
+    currency: Currency,
+) -> Result<Vec<(i64, SearchHit)>> {
+    let mut rank = idx.conn.prepare_cached(
+        "SELECT rowid, bm25(fts, 2.0, 1.0) AS r FROM fts WHERE fts MATCH ?1
+         ORDER BY r, rowid LIMIT ?2",
+    )?;
+    let mut doc = idx
+        .conn
+        .prepare_cached("SELECT kind, id, status, confidence FROM docs WHERE rowid = ?1")?;
+    let mut page = want * 2 + 16;
+    loop {
+        let rows: Vec<(i64, f64)> = rank
+            .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let exhausted = rows.len() < page;
+        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
+        for (rowid, r) in &rows {
+            let Some(hit) = doc
+                .query_row([rowid], |d| {
+                    Ok(SearchHit {
+                        kind: d.get(0)?,
+                        id: d.get(1)?,
+                        snippet: String::new(),
+                        score: -r,
+                        backend: "fts5".into(),
+                        status: d.get(2)?,
+                        confidence: d.get(3)?,
+                    })
+                })
+                .optional()?
+            else {
+                continue;
+            };
+            if kinds.contains(&hit.kind.as_str()) && currency.admits(hit.status.as_deref()) {
+                hits.push((*rowid, hit));
+                if hits.len() == want {
+                    return Ok(hits);
+                }
+            }
+        }
+        if exhausted {
+            return Ok(hits);
+        }
+        page *= 4;
+    }
+}
+
+/// A word in at least this many documents is "common": it joins the any-word
+/// fill only when no rarer word is there to narrow it.
+const COMMON_DF: usize = 2000;
+
 /// Words too common to narrow an any-word (OR) query: scoring them means
 /// scoring most of the KB for almost no change in rank.
 const STOP_WORDS: &[&str] = &[
@@ -1053,59 +1124,59 @@ fn fts_search(
         .iter()
         .filter(|t| !STOP_WORDS.contains(&t.as_str()))
         .collect();
-    let any = if narrowing.is_empty() {
-        &all
-    } else {
-        &narrowing
-    };
-    // All words first; if that finds too little, any (non-stop) word fills
-    // the rest.
-    let mut queries = vec![quote(&all).join(" AND ")];
-    if all.len() > 1 {
-        queries.push(quote(any).join(" OR "));
-    }
     let highlight = quote(&all).join(" OR ");
-    let kind_list = kinds
-        .iter()
-        .map(|k| format!("'{k}'"))
-        .collect::<Vec<_>>()
-        .join(",");
-    let excluded = match currency {
-        Currency::Any => "'redacted'",
-        Currency::Current => "'redacted','superseded','archived'",
-    };
-    // Snippets are made for the final hits only: in the ranking query SQLite
-    // would build one for every match before sorting.
-    let sql = format!(
-        "SELECT d.kind, d.id, fts.rowid, bm25(fts, 2.0, 1.0) AS r, d.status, d.confidence
-         FROM fts JOIN docs d ON d.rowid = fts.rowid
-         WHERE fts MATCH ?1 AND d.kind IN ({kind_list})
-           AND (d.status IS NULL OR d.status NOT IN ({excluded}))
-         ORDER BY r, d.kind, d.id LIMIT ?2"
-    );
     with_index(kb, |idx| {
-        let mut stmt = idx.conn.prepare_cached(&sql)?;
+        // All words first; if that finds too little, any word fills the
+        // rest — without stop words, and without words so common that
+        // scoring them means scoring a large part of the KB (they add little
+        // to BM25 anyway), unless every word is that common: then the
+        // rarest one alone.
+        let mut queries = vec![quote(&all).join(" AND ")];
+        if all.len() > 1 {
+            let any = if narrowing.is_empty() {
+                &all
+            } else {
+                &narrowing
+            };
+            let df = |t: &String, cap: usize| -> Result<usize> {
+                Ok(idx
+                    .conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT ?2)",
+                    )?
+                    .query_row(params![format!("\"{t}\""), cap as i64], |r| {
+                        r.get::<_, i64>(0)
+                    })? as usize)
+            };
+            let mut rare = Vec::new();
+            let mut common = Vec::new();
+            for t in any.iter() {
+                match df(t, COMMON_DF)? {
+                    0 => {}
+                    n if n < COMMON_DF => rare.push(*t),
+                    _ => common.push(*t),
+                }
+            }
+            if rare.is_empty() && !common.is_empty() {
+                let mut counts = Vec::new();
+                for t in common {
+                    counts.push((df(t, usize::MAX >> 1)?, t));
+                }
+                if let Some((_, t)) = counts.into_iter().min_by_key(|(n, _)| *n) {
+                    rare.push(t);
+                }
+            }
+            if rare.is_empty() {
+                rare = any.clone();
+            }
+            queries.push(quote(&rare).join(" OR "));
+        }
         let mut hits: Vec<(i64, SearchHit)> = Vec::new();
         for q in queries {
             if hits.len() >= limit {
                 break;
             }
-            let rows = stmt.query_map(params![q, limit as i64], |r| {
-                Ok((
-                    r.get::<_, i64>(2)?,
-                    SearchHit {
-                        kind: r.get(0)?,
-                        id: r.get(1)?,
-                        snippet: String::new(),
-                        score: -r.get::<_, f64>(3)?,
-                        backend: "fts5".into(),
-                        status: r.get(4)?,
-                        confidence: r.get(5)?,
-                    },
-                ))
-            })?;
-            for row in rows {
-                let (rowid, hit) = row?;
+            for (rowid, hit) in ranked(idx, &q, limit, kinds, currency)? {
                 if hits.len() < limit && !hits.iter().any(|(r, _)| *r == rowid) {
                     hits.push((rowid, hit));
                 }

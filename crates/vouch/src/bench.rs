@@ -756,9 +756,9 @@ fn mib(v: Option<f64>) -> String {
 /// `vouch-bench retrieval`: one table row per KB size.
 pub fn retrieval(sizes: &[usize]) {
     println!(
-        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | peak RSS: JSONL server / one-shot search / one-shot rebuild |"
+        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | same, `freshness: dirs` | peak RSS: JSONL server / one-shot search / one-shot rebuild |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let t = Instant::now();
         let g = generate(n, 42);
@@ -803,10 +803,19 @@ pub fn retrieval(sizes: &[usize]) {
         let server_rss = server.peak_rss_mib();
         drop(server);
         let cli = cli_search(g.project(), &g.queries, 30);
+        let config = g.vouch().join("config.yaml");
+        let original = std::fs::read_to_string(&config).expect("config");
+        std::fs::write(
+            &config,
+            original.replace("retrieval:\n", "retrieval:\n  freshness: dirs\n"),
+        )
+        .expect("config");
+        let cli_dirs = cli_search(g.project(), &g.queries, 30);
+        std::fs::write(&config, original).expect("config");
         let cli_rss = cli_peak_rss_mib(g.project(), &["search", &g.queries[0]]);
         let rebuild_rss = cli_peak_rss_mib(g.project(), &["index", "rebuild"]);
         println!(
-            "| {n} | {:.1} s | {:.2} s | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} / {} |",
+            "| {n} | {:.1} s | {:.2} s | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} / {} |",
             generated.as_secs_f64(),
             rebuild.as_secs_f64(),
             fmt_ms(search.p50),
@@ -819,6 +828,8 @@ pub fn retrieval(sizes: &[usize]) {
             fmt_ms(j_context.p99),
             fmt_ms(cli.p50),
             fmt_ms(cli.p99),
+            fmt_ms(cli_dirs.p50),
+            fmt_ms(cli_dirs.p99),
             mib(server_rss),
             mib(cli_rss),
             mib(rebuild_rss),

@@ -422,6 +422,14 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(p.vouch_dir().join(format!("state.db{suffix}")));
     }
+    // Out of the 2 s window in which files are always re-read.
+    let ten_s_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+    std::fs::File::options()
+        .write(true)
+        .open(p.vouch_dir().join(format!("claims/{c}.yaml")))
+        .unwrap()
+        .set_modified(ten_s_ago)
+        .unwrap();
     // What an older vouch left: another schema version, another table shape,
     // and a row that no longer exists in the files.
     let old = rusqlite::Connection::open(p.vouch_dir().join("state.db")).unwrap();
@@ -444,6 +452,13 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
         schema.starts_with(vouch_core::index::SCHEMA_VERSION),
         "{schema}"
     );
+
+    // Same files, same scan records, only the schema tag is older: the
+    // records of the old index must not vouch for the new, empty one.
+    db.execute("UPDATE meta SET value='3;porter' WHERE key='schema'", [])
+        .unwrap();
+    drop(db);
+    assert_eq!(hits(&p, "schema migrations"), [format!("claim:{c}")]);
 }
 
 /// `retrieval.freshness: dirs` sees files added, deleted or replaced by
@@ -503,4 +518,66 @@ fn dirs_freshness_sees_replaced_files_not_in_place_rewrites() {
         [format!("claim:{c}")],
         "a deletion was missed"
     );
+}
+
+/// The project's labelled query set (eval/) runs end to end, as
+/// scripts/eval.sh runs it: a KB built from eval/corpus.md through the gate,
+/// then `vouch eval eval/queries.yaml`.
+#[test]
+fn eval_scores_the_labelled_query_set() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let corpus = std::fs::read_to_string(repo.join("eval/corpus.md")).unwrap();
+    let p = Project::new();
+    std::fs::write(p.root().join("corpus.md"), &corpus).unwrap();
+    let src = p.ok("agent", &["source", "add", "corpus.md"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut proposals = Vec::new();
+    for line in corpus.lines().filter(|l| !l.is_empty()) {
+        let text = line.trim_end_matches('.');
+        let v = p.ok(
+            "agent",
+            &["propose-claim", text, "--quote", &format!("{src}={line}")],
+        );
+        proposals.push(v["proposal_id"].as_str().unwrap().to_string());
+    }
+    let mut approve = vec!["approve"];
+    approve.extend(proposals.iter().map(String::as_str));
+    p.ok("alice", &approve);
+
+    let queries = repo.join("eval/queries.yaml");
+    let report = p.ok("x", &["eval", queries.to_str().unwrap()]);
+    assert_eq!(report["queries"], 51);
+    assert_eq!(report["k"], 10);
+    for key in ["recall_at_k", "mrr", "ndcg_at_k"] {
+        let v = report[key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&v), "{key} = {v}");
+    }
+    // A floor, not the figure: a ranking change that loses this much recall
+    // on the project's own set is a regression (the README has the figure).
+    assert!(report["recall_at_k"].as_f64().unwrap() >= 0.8, "{report}");
+    for q in report["per_query"].as_array().unwrap() {
+        assert_eq!(
+            q["ranks"].as_array().unwrap().len(),
+            q["expected"].as_array().unwrap().len()
+        );
+    }
+    let k3 = p.ok("x", &["eval", queries.to_str().unwrap(), "--k", "3"]);
+    assert_eq!(k3["k"], 3);
+    assert!(k3["recall_at_k"].as_f64() <= report["recall_at_k"].as_f64());
+
+    let bad = p.root().join("bad.yaml");
+    std::fs::write(&bad, "queries:\n  - query: x\n    expected: []\n").unwrap();
+    let r = p.run("x", &["eval", bad.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("expected must name at least one"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&bad, "k: 10\n").unwrap();
+    let r = p.run("x", &["eval", bad.to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no `queries:` list"), "{}", r.stderr);
 }

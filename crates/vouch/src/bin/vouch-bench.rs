@@ -5,6 +5,7 @@
 //!   cargo run --release --bin vouch-bench -- bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
 //!   cargo run --release --bin vouch-bench -- retrieval [--claims 1000,10000,100000]
 //!   cargo run --release --bin vouch-bench -- transports [--claims 10000]
+//!   cargo run --release --bin vouch-bench -- generate [--claims 10000]   (prints the kept dir)
 //!
 //! `gate`: propose and approve latency (median, p99) on generated KBs, and
 //! bulk approval against single approvals.
@@ -54,6 +55,12 @@ fn main() {
             let sizes = sizes(&flag("--claims", "1000,10000,100000"));
             vouch::bench::retrieval(&sizes);
         }
+        Some("generate") => {
+            let n: usize = flag("--claims", "10000").parse().expect("--claims");
+            let g = vouch::bench::generate(n, 42);
+            eprintln!("generated {}", g.counts);
+            println!("{}", g.dir.keep().display());
+        }
         Some("transports") => {
             let sizes = sizes(&flag("--claims", "10000"));
             vouch::bench::transports(&sizes);
@@ -75,7 +82,7 @@ fn main() {
         }
         Some(other) => {
             eprintln!(
-                "unknown benchmark {other:?}; try gate, retrieval, transports, bundle or bomb"
+                "unknown benchmark {other:?}; try gate, retrieval, transports, generate, bundle or bomb"
             );
             std::process::exit(2);
         }

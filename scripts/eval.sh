@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Retrieval quality on the project's labelled set: builds a KB from
+# eval/corpus.md (one claim per line, proposed by an agent quoting its line,
+# approved by a reviewer) in a temp dir, then runs
+# `vouch eval eval/queries.yaml`. Extra arguments go to `vouch eval`
+# (e.g. `--k 5`; `--json` goes before the subcommand, see VOUCH_FLAGS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bin vouch
+VOUCH="$PWD/target/release/vouch"
+QUERIES="$PWD/eval/queries.yaml"
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+cp eval/corpus.md "$DIR/corpus.md"
+cd "$DIR"
+"$VOUCH" init >/dev/null
+SRC=$(VOUCH_AGENT=eval-agent "$VOUCH" --json source add corpus.md | sed -n 's/.*"id": "\([0-9a-f]*\)".*/\1/p')
+PROPOSALS=()
+while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    out=$(VOUCH_AGENT=eval-agent "$VOUCH" --json propose-claim "${line%.}" --quote "$SRC=$line")
+    PROPOSALS+=("$(echo "$out" | sed -n 's/.*"proposal_id": "\([^"]*\)".*/\1/p')")
+done < corpus.md
+VOUCH_AGENT=eval-reviewer "$VOUCH" approve "${PROPOSALS[@]}" >/dev/null
+"$VOUCH" ${VOUCH_FLAGS:-} eval "$QUERIES" "$@"
