@@ -127,6 +127,27 @@ const TASKS: &[&str] = &[
     "{s} cache expiry",
 ];
 
+/// A made-up project name ("Kelvara"): two or three syllables from the index.
+fn codename(mut i: usize) -> String {
+    const SYLLABLES: &[&str] = &[
+        "ka", "vel", "dor", "mi", "tan", "ro", "zek", "lu", "bri", "son", "qua", "fen", "ith",
+        "mar", "no", "sel", "thu", "gar", "pe", "lin", "xo", "ru", "dal", "vin",
+    ];
+    let mut out = String::new();
+    for _ in 0..3 {
+        out.push_str(SYLLABLES[i % SYLLABLES.len()]);
+        i /= SYLLABLES.len();
+        if i == 0 && out.len() > 3 {
+            break;
+        }
+    }
+    let mut chars = out.chars();
+    chars
+        .next()
+        .map(|f| f.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 fn fill(template: &str, rng: &mut Rng) -> String {
     let mut out = template.to_string();
     for (key, list) in [
@@ -216,11 +237,18 @@ pub fn generate(n: usize, seed: u64) -> Generated {
     let mut evidence_ids: Vec<String> = Vec::with_capacity(n);
     let mut source_ids: Vec<String> = Vec::new();
     let mut texts: Vec<String> = Vec::with_capacity(n);
+    // Real KBs name many specific things (projects, hosts, customers): each
+    // claim belongs to one of n/20 codenames, so a query can be as narrow as
+    // an agent's usually is.
+    let n_codenames = (n / 20).max(50);
+    let mut codenames: Vec<String> = Vec::with_capacity(n);
     for _ in 0..n {
         let s = rng.pick(SYSTEMS);
         let c = rng.pick(COMPONENTS);
         let fact = fill(rng.pick(FACTS), &mut rng);
-        texts.push(format!("The {s} {c} {fact}"));
+        let code = codename(rng.below(n_codenames));
+        texts.push(format!("The {s} {c} of {code} {fact}"));
+        codenames.push(code);
     }
     for chunk_start in (0..n).step_by(10) {
         let chunk = &texts[chunk_start..(chunk_start + 10).min(n)];
@@ -393,21 +421,26 @@ pub fn generate(n: usize, seed: u64) -> Generated {
         )
         .expect("propose");
     }
+    // A mix: most queries name something specific (a codename with a word
+    // from one of its claims); one in four is only common words.
     let queries = (0..200)
         .map(|_| {
-            let s = rng.pick(SYSTEMS);
-            match rng.below(3) {
-                0 => s.to_string(),
-                1 => format!("{s} {}", rng.pick(COMPONENTS)),
-                _ => format!(
-                    "{s} {} {}",
-                    rng.pick(COMPONENTS),
-                    rng.pick(&["timeout", "retries", "deploy", "owned", "cache"])
-                ),
+            let i = rng.below(n);
+            let words: Vec<&str> = texts[i].split(' ').filter(|w| w.len() > 3).collect();
+            let word = words[rng.below(words.len())];
+            match rng.below(4) {
+                0 => codenames[i].clone(),
+                1 | 2 => format!("{} {word}", codenames[i]),
+                _ => format!("{} {}", rng.pick(SYSTEMS), rng.pick(COMPONENTS)),
             }
         })
         .collect();
-    let tasks = (0..100).map(|_| fill(rng.pick(TASKS), &mut rng)).collect();
+    let tasks = (0..100)
+        .map(|_| {
+            let i = rng.below(n);
+            format!("{} for {}", fill(rng.pick(TASKS), &mut rng), codenames[i])
+        })
+        .collect();
     let counts = json!({
         "claims": n,
         "claim_status": by_status,
