@@ -192,11 +192,17 @@ fn search(v: &Value) -> String {
     }
     let mut out = String::new();
     for h in hits {
+        let score = h["score"].as_f64().unwrap_or(0.0);
+        // BM25 scores in a tiny KB are near zero; keep them readable.
+        let score = if score != 0.0 && score.abs() < 0.001 {
+            format!("{score:.1e}")
+        } else {
+            format!("{score:.3}")
+        };
         out.push_str(&format!(
-            "{:<7} {}  ({:.3}{})\n  {}\n",
+            "{:<7} {}  ({score}{})\n  {}\n",
             s(&h, "kind"),
             s(&h, "id"),
-            h["score"].as_f64().unwrap_or(0.0),
             match h.get("status").and_then(Value::as_str) {
                 Some(st) => format!(", {st}"),
                 None => String::new(),
