@@ -186,6 +186,7 @@ impl Index {
                     "index: {} was unusable ({e}); rebuilding it",
                     path.display()
                 ));
+                retire_readers(kb);
                 for suffix in ["", "-wal", "-shm"] {
                     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
                 }
@@ -775,9 +776,59 @@ pub(crate) struct OpenIndex {
     synced_at: std::time::Instant,
 }
 
-/// Run `f` with an index that is in step with the files.
-fn with_index<R>(kb: &Kb, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
-    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+/// Read connections beside the main one, so that concurrent requests in a
+/// server search in parallel (SQLite in WAL mode: readers never wait for one
+/// another, nor for the writer). Tagged with a generation so that none
+/// outlives a rebuild, which replaces the database file.
+#[derive(Default)]
+pub(crate) struct Readers {
+    generation: u64,
+    /// The main connection has opened and synced this generation's file.
+    ready: bool,
+    idle: Vec<Connection>,
+}
+
+/// Idle read connections kept per process (2 cores; HTTP's worker pool).
+const MAX_IDLE_READERS: usize = 4;
+
+fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
+    kb.readers.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The database file is about to be replaced: retire every read connection.
+fn retire_readers(kb: &Kb) {
+    let mut r = readers(kb);
+    r.generation += 1;
+    r.ready = false;
+    r.idle.clear();
+}
+
+fn mark_ready(kb: &Kb) {
+    readers(kb).ready = true;
+}
+
+/// Run `f` with an index that is in step with the files. The first caller
+/// uses (and syncs) the main connection; a caller that finds it busy with
+/// another request reads through a connection of its own rather than wait.
+fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
+    let mut slot = match kb.index.try_lock() {
+        Ok(slot) => slot,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            let (generation, idle) = {
+                let mut r = readers(kb);
+                (r.ready.then_some(r.generation), r.idle.pop())
+            };
+            if let Some(generation) = generation
+                && let Some(answer) = with_reader(kb, generation, idle, &f)
+            {
+                return answer;
+            }
+            // Not built yet, or rebuilt while we read: wait for the main
+            // connection, which is in step with the new file.
+            kb.index.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    };
     let stale = match &*slot {
         None => true,
         Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
@@ -792,8 +843,45 @@ fn with_index<R>(kb: &Kb, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
     if stale {
         open.index.sync(kb)?;
         open.synced_at = std::time::Instant::now();
+        mark_ready(kb);
     }
     f(&open.index)
+}
+
+/// Answer through a read connection; `None` if the index was replaced
+/// (rebuilt) while we read, since the answer may come from a file being torn
+/// down or one not filled yet.
+fn with_reader<R>(
+    kb: &Kb,
+    generation: u64,
+    idle: Option<Connection>,
+    f: &impl Fn(&Index) -> Result<R>,
+) -> Option<Result<R>> {
+    let conn = match idle {
+        Some(conn) => conn,
+        None => {
+            let opened = Connection::open(kb.layout().index_db()).and_then(|conn| {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                conn.pragma_update(None, "query_only", true)?;
+                Ok(conn)
+            });
+            match opened {
+                Ok(conn) => conn,
+                Err(e) if readers(kb).generation == generation => return Some(Err(e.into())),
+                Err(_) => return None,
+            }
+        }
+    };
+    let index = Index { conn };
+    let answer = f(&index);
+    let mut r = readers(kb);
+    if r.generation != generation {
+        return None;
+    }
+    if r.idle.len() < MAX_IDLE_READERS {
+        r.idle.push(index.conn);
+    }
+    Some(answer)
 }
 
 /// Bring this process's index in step with the files without blocking
@@ -822,6 +910,7 @@ pub fn refresh(kb: &Kb) -> Result<SyncStats> {
     };
     let stats = open.index.apply(kb, scan)?;
     open.synced_at = std::time::Instant::now();
+    mark_ready(kb);
     Ok(stats)
 }
 
@@ -869,6 +958,7 @@ pub struct RebuildResult {
 pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     *slot = None;
+    retire_readers(kb);
     let path = kb.layout().index_db();
     for suffix in ["", "-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", path.display()));
@@ -884,6 +974,7 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
         index,
         synced_at: std::time::Instant::now(),
     });
+    mark_ready(kb);
     Ok(RebuildResult {
         ok: true,
         indexed: stats.updated,
@@ -1212,4 +1303,100 @@ fn fts_search(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod readers_tests {
+    use super::*;
+    use crate::methods::dispatch;
+    use crate::{Caller, Transport};
+    use serde_json::json;
+
+    fn claim(kb: &Kb, src: &str, text: &str) {
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let person = Caller::new("alice", Transport::Cli);
+        let p = dispatch(
+            kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        )
+        .unwrap();
+        dispatch(
+            kb,
+            &person,
+            "kb.approve",
+            json!({"proposal_id": p["proposal_id"]}),
+        )
+        .unwrap();
+    }
+
+    /// Search while another request holds the main connection.
+    fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
+        let _busy = kb.index.lock().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                search(
+                    kb,
+                    SearchParams {
+                        query: q.into(),
+                        limit: None,
+                        kinds: Some(vec!["claim".into()]),
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    #[test]
+    fn a_busy_main_connection_reads_through_a_fresh_reader_after_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let src = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.register_source",
+            json!({"content": "drills", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        claim(&kb, &src, "Failover drills run monthly");
+        let first = search(
+            &kb,
+            SearchParams {
+                query: "failover".into(),
+                limit: None,
+                kinds: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+        assert_eq!(
+            readers(&kb).idle.len(),
+            1,
+            "the reader went back to the pool"
+        );
+
+        rebuild(&kb).unwrap();
+        claim(&kb, &src, "Failover drills need two people");
+        assert_eq!(
+            search_beside(&kb, "failover").len(),
+            2,
+            "a reader on the replaced state.db answered"
+        );
+    }
 }

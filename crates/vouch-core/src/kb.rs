@@ -105,6 +105,7 @@ pub struct Kb {
     audit: AuditLog,
     warnings: Mutex<Vec<String>>,
     pub(crate) index: Mutex<Option<crate::index::OpenIndex>>,
+    pub(crate) readers: Mutex<crate::index::Readers>,
     index_sync_interval: std::time::Duration,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
@@ -232,6 +233,7 @@ impl Kb {
             clock,
             warnings: Mutex::new(Vec::new()),
             index: Mutex::new(None),
+            readers: Mutex::default(),
             index_sync_interval: crate::index::SYNC_INTERVAL,
             config_error,
         })

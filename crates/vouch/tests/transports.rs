@@ -1024,3 +1024,114 @@ fn a_running_server_sees_hand_edits() {
     }
     s.finish();
 }
+
+/// Concurrent HTTP searches run on read connections beside the main one; a
+/// rebuild in the middle (which replaces state.db) must not leave any of
+/// them reading the old file: every answer is the full, right one.
+#[test]
+fn concurrent_http_searches_survive_a_rebuild() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(kb.path(), &[]);
+    let call = |method: &str, params: Value| -> Value {
+        let body = json!({"id": 1, "method": method, "params": params}).to_string();
+        let v = server.rpc(None, body.as_bytes()).json();
+        assert_eq!(v["ok"], true, "{v}");
+        v["result"].clone()
+    };
+    let src = call(
+        "kb.register_source",
+        json!({"content": "the runbook", "locator": "runbook"}),
+    )["id"]
+        .clone();
+    let mut expected = Vec::new();
+    for i in 0..5 {
+        let p = call(
+            "kb.propose_claim",
+            json!({"text": format!("Failover drill number {i} passed"), "evidence": [src]}),
+        );
+        let out = vouch(kb.path())
+            .env("VOUCH_AGENT", "alice")
+            .args(["approve", p["proposal_id"].as_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        expected.push(p["claim_id"].as_str().unwrap().to_string());
+    }
+    expected.sort();
+    let ids = |v: Value| -> Vec<String> {
+        let mut ids: Vec<String> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    // Wait until the server has seen the CLI's approvals.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while ids(call(
+        "kb.search",
+        json!({"query": "failover drill", "kinds": ["claim"]}),
+    )) != expected
+    {
+        assert!(std::time::Instant::now() < deadline, "approvals never seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| {
+                for _ in 0..30 {
+                    let got = ids(call(
+                        "kb.search",
+                        json!({"query": "failover drill", "kinds": ["claim"]}),
+                    ));
+                    assert_eq!(got, expected);
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..3 {
+                call("kb.index_rebuild", json!({}));
+            }
+        });
+    });
+    // A claim approved after the rebuild lands in the new file; a read
+    // connection still open on the old one would never see it.
+    let p = call(
+        "kb.propose_claim",
+        json!({"text": "Failover drill number 5 passed", "evidence": [src]}),
+    );
+    let out = vouch(kb.path())
+        .env("VOUCH_AGENT", "alice")
+        .args(["approve", p["proposal_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    expected.push(p["claim_id"].as_str().unwrap().to_string());
+    expected.sort();
+    while ids(call(
+        "kb.search",
+        json!({"query": "failover drill", "kinds": ["claim"]}),
+    )) != expected
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new approval never seen"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    let got = ids(call(
+                        "kb.search",
+                        json!({"query": "failover drill", "kinds": ["claim"]}),
+                    ));
+                    assert_eq!(got, expected, "a reader served the replaced index");
+                }
+            });
+        }
+    });
+}
