@@ -1085,7 +1085,28 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
 pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     let (limit, kinds) = checked_search(&p)?;
     let terms = query_terms(&p.query);
-    retrieve(kb, &terms, limit, &kinds, Currency::Any, Snippets::Yes)
+    retrieve(
+        kb,
+        &Query {
+            terms: &terms,
+            limit,
+            kinds: &kinds,
+            currency: Currency::Any,
+            snippets: Snippets::Yes,
+        },
+    )
+}
+
+/// What to retrieve: the same for every backend.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// Words, as [`query_terms`] makes them.
+    pub terms: &'a [String],
+    pub limit: usize,
+    /// Any of claim, page, entity, source.
+    pub kinds: &'a [&'a str],
+    pub currency: Currency,
+    pub snippets: Snippets,
 }
 
 /// Whether hits carry a marked-up snippet (search) or not (context packs,
@@ -1116,31 +1137,20 @@ impl Currency {
     }
 }
 
-/// Ranked hits for `terms` from the configured backend.
-pub fn retrieve(
-    kb: &Kb,
-    terms: &[String],
-    limit: usize,
-    kinds: &[&str],
-    currency: Currency,
-    snippets: Snippets,
-) -> Result<Vec<SearchHit>> {
-    if terms.is_empty() {
+/// Ranked hits from the configured backend.
+pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    if q.terms.is_empty() {
         return Ok(Vec::new());
     }
     match kb.settings().retrieval.backend {
-        crate::settings::RetrievalBackend::Fts5 => {
-            match fts_search(kb, terms, limit, kinds, currency, snippets) {
-                Err(e) if e.kind == crate::error::ErrorKind::Busy => {
-                    kb.warn(format!("{e}; answered by the substring backend"));
-                    crate::substring::search(kb, terms, limit, kinds, currency)
-                }
-                other => other,
+        crate::settings::RetrievalBackend::Fts5 => match fts_search(kb, q) {
+            Err(e) if e.kind == crate::error::ErrorKind::Busy => {
+                kb.warn(format!("{e}; answered by the substring backend"));
+                crate::substring::search(kb, q)
             }
-        }
-        crate::settings::RetrievalBackend::Substring => {
-            crate::substring::search(kb, terms, limit, kinds, currency)
-        }
+            other => other,
+        },
+        crate::settings::RetrievalBackend::Substring => crate::substring::search(kb, q),
     }
 }
 
@@ -1215,14 +1225,14 @@ const STOP_WORDS: &[&str] = &[
     "where", "which", "who", "why", "will", "with", "you",
 ];
 
-fn fts_search(
-    kb: &Kb,
-    terms: &[String],
-    limit: usize,
-    kinds: &[&str],
-    currency: Currency,
-    snippets: Snippets,
-) -> Result<Vec<SearchHit>> {
+fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
+    let Query {
+        terms,
+        limit,
+        kinds,
+        currency,
+        snippets,
+    } = *query;
     let quote = |ts: &[&String]| -> Vec<String> { ts.iter().map(|t| format!("\"{t}\"")).collect() };
     let all: Vec<&String> = terms.iter().collect();
     let narrowing: Vec<&String> = terms

@@ -304,15 +304,19 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
     let pool = (max_chars / 80).clamp(20, 1000).max(min_items * 2);
     let hits = index::retrieve(
         kb,
-        &terms,
-        pool,
-        &["claim", "page"],
-        Currency::Current,
-        index::Snippets::No,
+        &index::Query {
+            terms: &terms,
+            limit: pool,
+            kinds: &["claim", "page"],
+            currency: Currency::Current,
+            snippets: index::Snippets::No,
+        },
     )?;
-    let backend = match kb.settings().retrieval.backend {
-        crate::settings::RetrievalBackend::Fts5 => "fts5",
-        crate::settings::RetrievalBackend::Substring => "substring",
+    // The backend that answered (a locked index falls back to substring).
+    let backend = match (hits.first(), kb.settings().retrieval.backend) {
+        (Some(h), _) => h.backend.clone(),
+        (None, crate::settings::RetrievalBackend::Fts5) => "fts5".into(),
+        (None, crate::settings::RetrievalBackend::Substring) => "substring".into(),
     };
     let matched = hits.len();
 
@@ -402,7 +406,7 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
         omitted,
         omitted_counts: counts,
         gaps,
-        backend: backend.into(),
+        backend,
     })
 }
 

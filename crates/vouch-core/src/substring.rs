@@ -2,17 +2,18 @@
 //! over the files themselves, no index. Slow on large KBs, always correct.
 
 use crate::error::Result;
-use crate::index::{Currency, SearchHit};
+use crate::index::{Query, SearchHit};
 use crate::kb::Kb;
 use crate::model::{Claim, Entity, Page};
 
-pub fn search(
-    kb: &Kb,
-    terms: &[String],
-    limit: usize,
-    kinds: &[&str],
-    currency: Currency,
-) -> Result<Vec<SearchHit>> {
+pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let Query {
+        terms,
+        limit,
+        kinds,
+        currency,
+        ..
+    } = *q;
     type Row = (&'static str, String, String, Option<String>, Option<f64>);
     let mut docs: Vec<Row> = Vec::new();
     for kind in kinds {

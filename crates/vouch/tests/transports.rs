@@ -957,6 +957,20 @@ fn mcp_over_http_uses_the_token_subject() {
     server.terminate();
 }
 
+/// Approve a proposal from the CLI, as a person beside the running server.
+fn approve_as_alice(kb: &Path, proposed: &Value) {
+    let out = vouch(kb)
+        .env("VOUCH_AGENT", "alice")
+        .args(["approve", proposed["proposal_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A running server sees files edited by hand (an editor, a git pull) without
 /// a restart or a rebuild: a background scan refreshes its index.
 #[test]
@@ -980,16 +994,7 @@ fn a_running_server_sees_hand_edits() {
         "kb.propose_claim",
         json!({"text": "Backups run at midnight", "evidence": [src]}),
     );
-    let out = vouch(kb.path())
-        .env("VOUCH_AGENT", "alice")
-        .args(["approve", proposed["proposal_id"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    approve_as_alice(kb.path(), &proposed);
     let claim = proposed["claim_id"].as_str().unwrap().to_string();
     let ids = |v: Value| -> Vec<String> {
         v.as_array()
@@ -1049,12 +1054,7 @@ fn concurrent_http_searches_survive_a_rebuild() {
             "kb.propose_claim",
             json!({"text": format!("Failover drill number {i} passed"), "evidence": [src]}),
         );
-        let out = vouch(kb.path())
-            .env("VOUCH_AGENT", "alice")
-            .args(["approve", p["proposal_id"].as_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        approve_as_alice(kb.path(), &p);
         expected.push(p["claim_id"].as_str().unwrap().to_string());
     }
     expected.sort();
@@ -1102,12 +1102,7 @@ fn concurrent_http_searches_survive_a_rebuild() {
         "kb.propose_claim",
         json!({"text": "Failover drill number 5 passed", "evidence": [src]}),
     );
-    let out = vouch(kb.path())
-        .env("VOUCH_AGENT", "alice")
-        .args(["approve", p["proposal_id"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    approve_as_alice(kb.path(), &p);
     expected.push(p["claim_id"].as_str().unwrap().to_string());
     expected.sort();
     while ids(call(
