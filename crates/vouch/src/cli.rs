@@ -128,8 +128,12 @@ pub enum Command {
         #[arg(long = "kind")]
         kinds: Vec<String>,
     },
-    /// Build a context pack for a task: current approved knowledge with
-    /// citations, ranked by relevance then trust, within a character budget.
+    /// Build a context pack for a task, within a character budget.
+    ///
+    /// The pack holds current approved claims and pages (never pending,
+    /// superseded, archived or redacted), each with its citations, ranked by
+    /// relevance and then trust; it says what it left out and why. See
+    /// docs/context.md.
     Context {
         /// The task, in plain words.
         task: String,
@@ -143,9 +147,11 @@ pub enum Command {
         #[arg(long)]
         require_citations: bool,
     },
-    /// Score search against a labelled query set (YAML or JSON: `queries:
-    /// [{query, expected: [claim ids], note}]`, optional `k`): recall@k, MRR
-    /// and nDCG@k. `scripts/eval.sh` runs the project's own set.
+    /// Score search against a labelled query set: recall@k, MRR and nDCG@k.
+    ///
+    /// The file is YAML or JSON: `queries: [{query, expected: [claim ids],
+    /// note}]` and an optional `k`. `scripts/eval.sh` runs the project's own
+    /// set (eval/) on a KB it builds from eval/corpus.md.
     Eval {
         /// The query file.
         file: PathBuf,
