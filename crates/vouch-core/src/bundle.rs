@@ -31,7 +31,7 @@ use crate::store::{Dir, atomic};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +44,10 @@ const LONG_NAME_LIMIT: u64 = 4096;
 /// Bytes allowed after the tar end-of-archive marker (tar record padding).
 const TRAILER_LIMIT: u64 = 1 << 20;
 const CHUNK: usize = 64 * 1024;
+/// Largest claim, page, entity, relation, evidence, session, decided record,
+/// source meta or config a bundle may carry (source content is limited by
+/// `bundles.max_file_bytes`).
+const MAX_OBJECT_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -109,6 +113,22 @@ fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathB
             return Err(Error::invalid(format!(
                 "out {given:?} is inside .vouch/; write the bundle outside the knowledge base"
             )));
+        }
+        // Replace an earlier bundle, never some other file (a typo, or an
+        // agent aiming at .git/config).
+        if let Ok(meta) = std::fs::symlink_metadata(&real) {
+            let mut magic = [0u8; 2];
+            let is_gzip = meta.is_file()
+                && File::open(&real)
+                    .and_then(|mut f| f.read_exact(&mut magic))
+                    .is_ok()
+                && magic == [0x1f, 0x8b];
+            if !is_gzip {
+                return Err(Error::conflict(format!(
+                    "out {given:?} exists and is not a bundle (.tar.gz); refusing to replace \
+                     it. Choose a new name or remove the file first"
+                )));
+            }
         }
         real
     } else {
@@ -392,6 +412,10 @@ struct Scan {
     manifest_files: usize,
     /// `review.require_citations` of the bundle's own config.yaml.
     bundle_requires_citations: Option<bool>,
+    /// Evidence members whose quote was checked against source content
+    /// that came later in the archive (an export puts evidence/ before
+    /// sources/).
+    quotes_checked: HashSet<String>,
 }
 
 impl Scan {
@@ -552,6 +576,7 @@ fn scan(path: &Path, limits: &BundleSettings, keep: &dyn Fn(&KbFile) -> bool) ->
         problems: Vec::new(),
         manifest_files: 0,
         bundle_requires_citations: None,
+        quotes_checked: HashSet::new(),
     };
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut magic = [0u8; 2];
@@ -608,6 +633,8 @@ fn scan_entries<R: Read>(
     let mut long_name: Option<Vec<u8>> = None;
     let mut members = 0u64;
     let mut total = 0u64;
+    // Source id → evidence members quoting it, awaiting its content.
+    let mut quoting: HashMap<String, Vec<String>> = HashMap::new();
     for entry in entries {
         let mut entry = entry.map_err(|e| archive_error(&e))?;
         members += 1;
@@ -716,8 +743,25 @@ fn scan_entries<R: Read>(
             );
         }
         let structured = !matches!(file, KbFile::SourceContent(_));
+        if structured && size > MAX_OBJECT_BYTES {
+            // Parsing is what costs memory (YAML trees are many times their
+            // text), so objects are capped far below source content.
+            scan.problem(
+                &name,
+                format!(
+                    "is {size} bytes; knowledge files (YAML, markdown) are limited to \
+                     {MAX_OBJECT_BYTES} bytes in a bundle"
+                ),
+            );
+            continue;
+        }
+        let quoted = match &file {
+            KbFile::SourceContent(id) => quoting.remove(id).unwrap_or_default(),
+            _ => Vec::new(),
+        };
         let (sha, content) =
-            read_member(&mut entry, structured || keep(&file)).map_err(|e| archive_error(&e))?;
+            read_member(&mut entry, structured || keep(&file) || !quoted.is_empty())
+                .map_err(|e| archive_error(&e))?;
         if sha != listed.sha256 {
             scan.problem(
                 &name,
@@ -747,6 +791,30 @@ fn scan_entries<R: Read>(
         };
         if let Parsed::Config(s) = &parsed {
             scan.bundle_requires_citations = Some(s.review.require_citations);
+        }
+        if let Parsed::Evidence(ev) = &parsed
+            && ev.quote.is_some()
+        {
+            quoting
+                .entry(ev.source_id.clone())
+                .or_default()
+                .push(name.clone());
+        }
+        for quoter in quoted {
+            if let Some(Member {
+                parsed: Parsed::Evidence(ev),
+                ..
+            }) = scan.members.get(&quoter)
+            {
+                let mismatch =
+                    crate::sources::evidence_mismatch(ev, content.as_deref().unwrap_or(&[]));
+                match mismatch {
+                    Some(why) => scan.problem(&quoter, why),
+                    None => {
+                        scan.quotes_checked.insert(quoter);
+                    }
+                }
+            }
         }
         let content = if keep(&file) { content } else { None };
         scan.members.insert(
@@ -821,7 +889,7 @@ fn where_(kb: Option<&Kb>) -> &'static str {
 }
 
 /// Problems of one bundle member as knowledge: citations, references.
-fn member_problems(refs: &Refs, m: &Member, require_citations: bool) -> Vec<String> {
+fn member_problems(refs: &Refs, name: &str, m: &Member, require_citations: bool) -> Vec<String> {
     let w = where_(refs.kb);
     let mut out = Vec::new();
     let missing = |out: &mut Vec<String>, what: &str, dir: Dir, ids: &[String]| {
@@ -868,6 +936,31 @@ fn member_problems(refs: &Refs, m: &Member, require_citations: bool) -> Vec<Stri
             "evidence points into source {} which does not exist {w}",
             ev.source_id
         )),
+        Parsed::Evidence(ev) if ev.quote.is_some() && !refs.scan.quotes_checked.contains(name) => {
+            // Not checked in the archive's stream: check against this KB's
+            // copy of the source, if it has one.
+            let local = refs
+                .kb
+                .and_then(|kb| kb.layout().source_content(&ev.source_id).ok())
+                .and_then(|p| std::fs::read(p).ok());
+            match local {
+                Some(bytes) => {
+                    if let Some(why) = crate::sources::evidence_mismatch(ev, &bytes) {
+                        out.push(why);
+                    }
+                }
+                None => out.push(format!(
+                    "its quote cannot be checked: the content of source {} is neither after \
+                     it in the archive nor {}",
+                    ev.source_id,
+                    if refs.kb.is_some() {
+                        "in this KB"
+                    } else {
+                        "anywhere else"
+                    }
+                )),
+            }
+        }
         Parsed::Content => {
             if let KbFile::SourceContent(id) = &m.file
                 && !refs.has_source(id)
@@ -898,7 +991,7 @@ fn check_content(scan: &mut Scan, kb: Option<&Kb>, require_citations: bool) {
         scan.members
             .iter()
             .flat_map(|(path, m)| {
-                member_problems(&refs, m, require_citations)
+                member_problems(&refs, path, m, require_citations)
                     .into_iter()
                     .map(move |r| (path.clone(), r))
             })
@@ -961,24 +1054,36 @@ enum Status {
     Ignored,
 }
 
-fn status_of(kb: &Kb, m: &Member) -> Result<Status> {
+/// Whether the caller is an agent whose imports the review gate holds:
+/// gated kinds become proposals, nothing is overwritten, and review records
+/// (decided/) are not taken (DECISIONS.md § Methods).
+fn gate_holds(kb: &Kb, caller: &Caller) -> bool {
+    caller.transport.is_agent() && !kb.settings().self_approval_allowed()
+}
+
+fn status_of(kb: &Kb, m: &Member, gated: bool) -> Result<Status> {
     let local = kb.layout().path_of(&m.file)?;
-    if !local.exists() {
-        return Ok(Status::New);
+    let exists = local.exists();
+    if exists && hash_file(&local)?.0 == m.sha256 {
+        return Ok(Status::Identical);
     }
-    let (sha, _) = hash_file(&local)?;
-    Ok(if sha == m.sha256 {
-        Status::Identical
-    } else if m.file == KbFile::Config {
+    // A bundle never changes this KB's settings, present or not; an agent
+    // cannot bring decisions it did not make through review here.
+    let never_taken =
+        m.file == KbFile::Config || (gated && matches!(m.file, KbFile::Object(Dir::Decided, _)));
+    Ok(if never_taken {
         Status::Ignored
-    } else {
+    } else if exists {
         Status::Conflict
+    } else {
+        Status::New
     })
 }
 
 pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<ImportCheckResult> {
     let path = resolve(kb, caller, &p.path, false)?;
     let s = check_bundle(kb, &path, true, &|_| false)?;
+    let gated = gate_holds(kb, caller);
     let mut r = ImportCheckResult {
         ok: s.problems.is_empty(),
         new: Vec::new(),
@@ -988,7 +1093,7 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         problems: Vec::new(),
     };
     for (name, m) in &s.members {
-        match status_of(kb, m)? {
+        match status_of(kb, m, gated)? {
             Status::New => r.new.push(name.clone()),
             Status::Conflict => r.conflict.push(name.clone()),
             Status::Identical => r.identical.push(name.clone()),
@@ -1033,7 +1138,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     let on_conflict = p.on_conflict.unwrap_or_default();
     // On an agent transport without trusted-agent, gated kinds become
     // proposals (DECISIONS.md § Methods).
-    let gated = caller.transport.is_agent() && !kb.settings().self_approval_allowed();
+    let gated = gate_holds(kb, caller);
     let _lock = kb.lock()?;
     let mut s = check_bundle(kb, &path, true, &|_| true)?;
     if !s.problems.is_empty() {
@@ -1041,7 +1146,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     }
     let mut plan: Vec<(String, Status)> = Vec::with_capacity(s.members.len());
     for (name, m) in &s.members {
-        plan.push((name.clone(), status_of(kb, m)?));
+        plan.push((name.clone(), status_of(kb, m, gated)?));
     }
     let conflicts: Vec<&str> = plan
         .iter()
@@ -1061,20 +1166,20 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
                 .join(", ")
         )));
     }
-    if gated && on_conflict == OnConflict::Overwrite {
-        let reviewed: Vec<&str> = conflicts
-            .iter()
-            .copied()
-            .filter(|n| is_gated(&s.members[*n].file))
-            .collect();
-        if !reviewed.is_empty() {
-            return Err(Error::denied(format!(
-                "overwriting reviewed knowledge from an agent transport is not allowed \
-                 ({}); nothing was written. A person can run `vouch import-apply \
-                 --on-conflict overwrite`, or import with on_conflict skip",
-                reviewed.join(", ")
-            )));
-        }
+    // Evidence, sources, sessions and review records back reviewed
+    // knowledge as much as claims do: an agent overwrites none of them.
+    if gated && on_conflict == OnConflict::Overwrite && !conflicts.is_empty() {
+        return Err(Error::denied(format!(
+            "overwriting files of this KB from an agent transport is not allowed ({}); \
+             nothing was written. A person can run `vouch import-apply --on-conflict \
+             overwrite`, or import with on_conflict skip",
+            conflicts
+                .iter()
+                .take(MESSAGE_PROBLEMS)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
     }
 
     let mut result = ImportApplyResult {
@@ -1205,5 +1310,12 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         atomic::sync_dir(&kb.layout().sources_dir())?;
     }
     crate::index::after_write(kb, &written);
+    // A one-shot command has no index open: bring state.db in step now, so
+    // the import is searchable and `doctor` finds the index current.
+    if let Err(e) = crate::index::refresh(kb) {
+        kb.warn(format!(
+            "index: not refreshed after the import ({e}); the next search will"
+        ));
+    }
     Ok(result)
 }

@@ -187,6 +187,7 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
     let now = kb.now().0;
     let mut out = Vec::new();
     let require = kb.settings().review.require_citations;
+    let mut contradiction_pairs: HashSet<(&str, &str)> = HashSet::new();
     for c in &l.claims {
         if c.evidence.is_empty() && require {
             out.push(finding(
@@ -235,16 +236,22 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
         }
         for other in &c.contradicts {
             let other_current = known.claims.get(other).is_some_and(|s| s.is_current());
-            if c.id < *other && c.status.is_current() && other_current {
+            // Either side may hold the link (a one-sided edit or import);
+            // report each pair once, under its smaller id.
+            let (a, b) = if c.id < *other {
+                (c.id.as_str(), other.as_str())
+            } else {
+                (other.as_str(), c.id.as_str())
+            };
+            if c.status.is_current() && other_current && contradiction_pairs.insert((a, b)) {
                 out.push(finding(
                     "unresolved-contradiction",
                     Severity::Warn,
-                    &format!("{}:{other}", c.id),
-                    claim_path(&c.id),
+                    &format!("{a}:{b}"),
+                    claim_path(a),
                     format!(
-                        "claims {} and {other} contradict each other and both are current; decide \
-                         which holds and `vouch supersede` or `vouch archive` the other",
-                        c.id
+                        "claims {a} and {b} contradict each other and both are current; decide \
+                         which holds and `vouch supersede` or `vouch archive` the other"
                     ),
                 ));
             }
@@ -598,6 +605,12 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
                 Severity::Error,
                 "sources are immutable: restore the original bytes from git",
             ),
+            ("unparseable", _) => (
+                "unparseable-file",
+                Severity::Error,
+                "fix the file by hand or restore it from git (listings and search skip the \
+                 source until then)",
+            ),
             _ => (
                 "source-unreadable",
                 Severity::Error,
@@ -611,6 +624,28 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             path,
             format!("source {}: {}; {advice}", i.id, i.detail),
         ));
+    }
+    // A quoted span must still say what its source says.
+    for ev in &l.evidence {
+        let Ok(path) = kb.layout().source_content(&ev.source_id) else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(path) else {
+            continue; // missing content is reported with the source
+        };
+        if let Some(why) = crate::sources::evidence_mismatch(ev, &bytes) {
+            issues.push(finding(
+                "evidence-mismatch",
+                Severity::Error,
+                &ev.id,
+                Some(rel(KbFile::Object(Dir::Evidence, ev.id.clone()))),
+                format!(
+                    "evidence {}: {why}; claims citing it show a quote their source does not \
+                     contain: restore the file from git, or mint the span again with `vouch quote`",
+                    ev.id
+                ),
+            ));
+        }
     }
     let audit = kb.audit_log().verify()?;
     if !audit.ok {

@@ -212,6 +212,11 @@ pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResul
         };
         if !kb.source_exists(&id) {
             issues.push(issue("missing", "meta.yaml is missing".into()));
+        } else if let Err(e) = kb.load_source(&id) {
+            issues.push(issue(
+                "unparseable",
+                format!("meta.yaml does not parse: {e}"),
+            ));
         }
         let content = kb.layout().source_content(&id)?;
         match std::fs::read(&content) {
@@ -261,22 +266,61 @@ pub fn locate_quote(kb: &Kb, source_id: &str, quote: &str) -> Result<Located> {
             "source {source_id} has no stored content to quote from ({e})"
         ))
     })?;
-    let q = quote.as_bytes();
-    let start = find(&bytes, q).ok_or_else(|| {
+    locate_in(&bytes, quote).ok_or_else(|| {
         Error::invalid(format!(
             "quote {:?} does not occur in source {source_id}; quote the text exactly",
             crate::ids::truncate_for_message(quote)
         ))
-    })?;
-    let end = start + q.len();
-    let first_line = 1 + bytes[..start].iter().filter(|b| **b == b'\n').count();
-    let last_line = first_line + q.iter().filter(|b| **b == b'\n').count();
-    Ok(Located {
-        start,
-        end,
-        first_line,
-        last_line,
     })
+}
+
+/// The first exact occurrence of `quote` in `bytes`.
+pub fn locate_in(bytes: &[u8], quote: &str) -> Option<Located> {
+    let q = quote.as_bytes();
+    if q.is_empty() {
+        return None;
+    }
+    let start = find(bytes, q)?;
+    let first_line = 1 + bytes[..start].iter().filter(|b| **b == b'\n').count();
+    Some(Located {
+        start,
+        end: start + q.len(),
+        first_line,
+        last_line: first_line + q.iter().filter(|b| **b == b'\n').count(),
+    })
+}
+
+/// Does an evidence record say what its source says? Its quote must occur
+/// in the source's bytes, its hash must be the quote's sha256, and a line
+/// locator in vouch's form (`L3-L5`) must name where the quote is. `None`
+/// when it holds (or there is no quote to check).
+pub fn evidence_mismatch(ev: &Evidence, content: &[u8]) -> Option<String> {
+    let quote = ev.quote.as_deref()?;
+    let Some(at) = locate_in(content, quote) else {
+        return Some(format!(
+            "its quote {:?} does not occur in source {}",
+            crate::ids::truncate_for_message(quote),
+            ev.source_id
+        ));
+    };
+    if let Some(h) = &ev.hash
+        && *h != sha256_hex(quote.as_bytes())
+    {
+        return Some(format!("its hash {h} is not the sha256 of its quote"));
+    }
+    let ours = format!("L{}-L{}", at.first_line, at.last_line);
+    let line_form = ev
+        .locator
+        .strip_prefix('L')
+        .and_then(|r| r.split_once("-L"))
+        .is_some_and(|(a, b)| a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok());
+    if line_form && ev.locator != ours {
+        return Some(format!(
+            "its locator {} does not match where the quote is ({ours})",
+            ev.locator
+        ));
+    }
+    None
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

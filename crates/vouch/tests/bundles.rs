@@ -498,7 +498,7 @@ fn agents_importing_get_pending_proposals_not_knowledge() {
     assert_eq!(r["ok"], false, "{r}");
     assert_eq!(r["error"]["code"], "invalid_request");
     let msg = r["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("overwriting reviewed knowledge"), "{msg}");
+    assert!(msg.contains("overwriting files of this KB"), "{msg}");
     assert!(msg.contains(&format!("claims/{}.yaml", f.claim)), "{msg}");
     assert_eq!(
         before,
@@ -895,4 +895,144 @@ fn decompression_bombs_stop_at_the_limits_with_a_clear_error() {
         .map(|i| file(&format!("sessions/s{i}.yaml"), b"x"))
         .collect();
     assert_refused(&p, "bomb-members", &bundle(many), "", "bundles.max_members");
+}
+
+/// What backs reviewed knowledge is as protected as the knowledge itself:
+/// an agent's import overwrites no evidence or review record, brings no
+/// decided/ records and no config; a forged quote is refused from anyone.
+#[test]
+fn agent_imports_cannot_rewrite_what_backs_reviewed_knowledge() {
+    let f = fixture();
+    // A span citation to rewrite: mint one and cite it from the claim.
+    let ev =
+        f.p.ok("agent", &["quote", &f.source, "Access tokens expire"]);
+    let ev_id = ev["evidence_id"].as_str().unwrap().to_string();
+    let ev_path = format!("evidence/{ev_id}.yaml");
+    let a = export(&f.p, "a.tar.gz");
+    let members = without_manifest(unpack(&a));
+    let original = std::fs::read_to_string(f.p.vouch_dir().join(&ev_path)).unwrap();
+
+    // 1. Evidence rewritten to quote something else of the same source.
+    let forged = original.replace("quote: Access tokens expire", "quote: Access tokens");
+    assert_ne!(forged, original);
+    let evil: Vec<M> = members
+        .iter()
+        .map(|m| {
+            if m.name == ev_path.as_bytes() {
+                file(&ev_path, forged.as_bytes())
+            } else {
+                file(std::str::from_utf8(&m.name).unwrap(), &m.data)
+            }
+        })
+        .collect();
+    std::fs::write(f.p.root().join("evil.tar.gz"), bundle(evil)).unwrap();
+    let before = f.p.snapshot();
+    let r = jsonl(
+        &f.p,
+        "claude",
+        "kb.import_apply",
+        json!({"path": "evil.tar.gz", "on_conflict": "overwrite"}),
+    );
+    assert_eq!(r["ok"], false, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap();
+    // The forged hash no longer matches its quote: refused for everyone.
+    assert!(msg.contains(&ev_path) && msg.contains("hash"), "{msg}");
+    assert_eq!(before, f.p.snapshot(), "the forged evidence was written");
+
+    // 2. A quote the source does not contain, with a fresh id: refused
+    //    even when nothing in this KB conflicts.
+    let q = Project::new();
+    let made_up = original.replace(&ev_id, "ev-madeup").replace(
+        "quote: Access tokens expire",
+        "quote: Access tokens never expire",
+    );
+    let mut with_made_up: Vec<M> = members
+        .iter()
+        .map(|m| file(std::str::from_utf8(&m.name).unwrap(), &m.data))
+        .collect();
+    with_made_up.push(file("evidence/ev-madeup.yaml", made_up.as_bytes()));
+    // In export order (evidence/ before sources/), so the quote is checked
+    // against the source's content as it streams by.
+    with_made_up.sort_by(|a, b| a.name.cmp(&b.name));
+    std::fs::write(q.root().join("b.tar.gz"), bundle(with_made_up)).unwrap();
+    let r = q.run("alice", &["--json", "import-check", "b.tar.gz"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("evidence/ev-madeup.yaml") && r.stdout.contains("does not occur"),
+        "{}",
+        r.stdout
+    );
+
+    // 3. An agent's import into an empty KB takes no decided/ records and
+    //    no config.yaml, even where this KB has none.
+    let e = Project::new();
+    std::fs::remove_file(e.vouch_dir().join("config.yaml")).unwrap();
+    let mut with_config: Vec<M> = members
+        .iter()
+        .map(|m| file(std::str::from_utf8(&m.name).unwrap(), &m.data))
+        .collect();
+    with_config.retain(|m| m.name != b"config.yaml");
+    with_config.push(file(
+        "config.yaml",
+        b"review:\n  require_citations: false\n  approver_role: trusted-agent\n",
+    ));
+    std::fs::write(e.root().join("c.tar.gz"), bundle(with_config)).unwrap();
+    let r = jsonl(&e, "claude", "kb.import_apply", json!({"path": "c.tar.gz"}));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(
+        !e.vouch_dir().join("config.yaml").exists(),
+        "config installed"
+    );
+    let decided = std::fs::read_dir(e.vouch_dir().join("decided"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(decided, 0, "an agent brought review records");
+    let check = jsonl(&e, "claude", "kb.import_check", json!({"path": "c.tar.gz"}));
+    let ignored = check["result"]["ignored"].as_array().unwrap();
+    assert!(ignored.iter().any(|n| n == "config.yaml"), "{check}");
+    assert!(
+        ignored
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("decided/")),
+        "{check}"
+    );
+
+    // 4. Any overwrite from an agent is refused, not only of claims.
+    let g = Project::new();
+    let local = g.source("Access tokens expire after 24 hours.\n");
+    assert_eq!(local, f.source);
+    std::fs::write(
+        g.vouch_dir().join(&ev_path),
+        original.replace("created_at", "# edited here\ncreated_at"),
+    )
+    .unwrap();
+    std::fs::copy(&a, g.root().join("a.tar.gz")).unwrap();
+    let before = g.snapshot();
+    let r = jsonl(
+        &g,
+        "claude",
+        "kb.import_apply",
+        json!({"path": "a.tar.gz", "on_conflict": "overwrite"}),
+    );
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains(&ev_path),
+        "{r}"
+    );
+    assert_eq!(before, g.snapshot());
+}
+
+#[test]
+fn export_replaces_an_earlier_bundle_but_no_other_file() {
+    let f = fixture();
+    std::fs::write(f.p.root().join("notes.txt"), "my notes").unwrap();
+    let r = f.p.run("alice", &["export", "notes.txt"]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a bundle"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(f.p.root().join("notes.txt")).unwrap(),
+        "my notes"
+    );
+    f.p.ok("alice", &["export", "b.tar.gz"]);
+    f.p.ok("alice", &["export", "b.tar.gz"]);
 }

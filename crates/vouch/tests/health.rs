@@ -223,6 +223,23 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
         1,
     );
     std::fs::write(&log, edited).unwrap();
+    // A second source with an unparseable meta.yaml, and a quoted span
+    // whose quote its source no longer contains.
+    let s2 = p.source("Restores are tested weekly.");
+    write(
+        &p,
+        &format!("sources/{s2}/meta.yaml"),
+        "id: [
+",
+    );
+    let s3 = p.source("Snapshots are kept for 30 days.");
+    let ev = p.ok("agent", &["quote", &s3, "kept for 30 days"]);
+    let ev_id = ev["evidence_id"].as_str().unwrap().to_string();
+    let ev_file = p.vouch_dir().join(format!("evidence/{ev_id}.yaml"));
+    let t = std::fs::read_to_string(&ev_file)
+        .unwrap()
+        .replace("kept for 30 days", "kept for 90 days");
+    std::fs::write(&ev_file, t).unwrap();
     let claim_file = p.vouch_dir().join(format!("claims/{c}.yaml"));
     let t = std::fs::read_to_string(&claim_file)
         .unwrap()
@@ -252,6 +269,17 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
     assert_eq!(
         find(&v, "unparseable-file:pages/broken.md")["severity"],
         "error"
+    );
+    assert_eq!(
+        find(&v, &format!("unparseable-file:{s2}"))["severity"],
+        "error"
+    );
+    assert!(
+        find(&v, &format!("evidence-mismatch:{ev_id}"))["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not occur"),
+        "{v:#}"
     );
     assert!(
         find(&v, "config-unknown-key:retreival")["message"]
@@ -341,4 +369,28 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(e.path(), dest).unwrap();
         }
     }
+}
+
+/// A contradiction recorded on one side only (a hand edit, an import) is
+/// found whichever side holds it, and reported once per pair.
+#[test]
+fn a_one_sided_contradiction_is_found_from_either_side() {
+    let p = Project::new();
+    let s = p.source("Deploys happen on Tuesdays. Deploys happen on Fridays.");
+    let a = p.claim("Deploys happen on Tuesdays", &s);
+    let b = p.claim("Deploys happen on Fridays", &s);
+    let (small, large) = if a < b { (a, b) } else { (b, a) };
+    let file = p.vouch_dir().join(format!("claims/{large}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text + &format!("contradicts:\n- {small}\n")).unwrap();
+    let (_, v) = json(&p, &["lint"], &[]);
+    let id = format!("unresolved-contradiction:{small}:{large}");
+    assert_eq!(find(&v, &id)["kind"], "unresolved-contradiction", "{v:#}");
+    p.ok("alice", &["contradict", &small, &large]);
+    let (_, v) = json(&p, &["lint"], &[]);
+    let pairs = kinds(&v)
+        .iter()
+        .filter(|k| *k == "unresolved-contradiction")
+        .count();
+    assert_eq!(pairs, 1, "{v:#}");
 }
