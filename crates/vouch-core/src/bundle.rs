@@ -1153,32 +1153,26 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         .filter(|(_, st)| *st == Status::Conflict)
         .map(|(n, _)| n.as_str())
         .collect();
+    let listed = conflicts
+        .iter()
+        .take(MESSAGE_PROBLEMS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if on_conflict == OnConflict::Fail && !conflicts.is_empty() {
         return Err(Error::conflict(format!(
             "{} file(s) in the bundle differ from this KB and on_conflict is fail; nothing was \
-             written. Re-run with skip or overwrite. Conflicts: {}",
+             written. Re-run with skip or overwrite. Conflicts: {listed}",
             conflicts.len(),
-            conflicts
-                .iter()
-                .take(MESSAGE_PROBLEMS)
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
         )));
     }
     // Evidence, sources, sessions and review records back reviewed
     // knowledge as much as claims do: an agent overwrites none of them.
     if gated && on_conflict == OnConflict::Overwrite && !conflicts.is_empty() {
         return Err(Error::denied(format!(
-            "overwriting files of this KB from an agent transport is not allowed ({}); \
+            "overwriting files of this KB from an agent transport is not allowed ({listed}); \
              nothing was written. A person can run `vouch import-apply --on-conflict \
-             overwrite`, or import with on_conflict skip",
-            conflicts
-                .iter()
-                .take(MESSAGE_PROBLEMS)
-                .copied()
-                .collect::<Vec<_>>()
-                .join(", ")
+             overwrite`, or import with on_conflict skip"
         )));
     }
 
