@@ -3,7 +3,7 @@
 # eval/corpus.md (one claim per line, proposed by an agent quoting its line,
 # approved by a reviewer) in a temp dir, then runs
 # `vouch eval eval/queries.yaml`. Extra arguments go to `vouch eval`
-# (e.g. `--k 5`; `--json` goes before the subcommand, see VOUCH_FLAGS).
+# (e.g. `--k 5`, `--json`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin vouch
@@ -22,4 +22,4 @@ while IFS= read -r line; do
     PROPOSALS+=("$(echo "$out" | sed -n 's/.*"proposal_id": "\([^"]*\)".*/\1/p')")
 done < corpus.md
 VOUCH_AGENT=eval-reviewer "$VOUCH" approve "${PROPOSALS[@]}" >/dev/null
-"$VOUCH" ${VOUCH_FLAGS:-} eval "$QUERIES" "$@"
+"$VOUCH" eval "$QUERIES" "$@"

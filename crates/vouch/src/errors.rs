@@ -34,10 +34,10 @@ pub const fn mapping(kind: ErrorKind) -> Mapping {
 /// `export-check` / `import-check` find a bundle's problems.
 pub const EXIT_INVALID_PROPOSAL: i32 = 2;
 
-/// Documented in `vouch --help` and docs/cli.md.
+/// Documented in `vouch --help` and the README.
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
 (bad params, invalid proposal, unknown method, a bundle with problems); 3 not found; \
 4 conflict (already decided, id taken, import conflicts with --on-conflict fail, \
-state.db locked by another process); 5 refused \
+export onto a file that is not a bundle); 5 refused \
 by the review gate; 6 corrupt file or failed verification (audit verify, source verify, \
 lint or doctor with error findings); 7 no .vouch/ found.";

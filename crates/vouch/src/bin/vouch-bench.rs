@@ -1,25 +1,31 @@
-//! Benchmarks that print figures (never assert on timing).
-//!
-//!   cargo run --release --bin vouch-bench -- gate [--claims 1000,100000] [--ops 200]
-//!   cargo run --release --bin vouch-bench -- bundle [--claims 10000,100000]
-//!   cargo run --release --bin vouch-bench -- bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
-//!   cargo run --release --bin vouch-bench -- retrieval [--claims 1000,10000,100000]
-//!   cargo run --release --bin vouch-bench -- transports [--claims 10000]
-//!   cargo run --release --bin vouch-bench -- generate [--claims 10000]   (prints the kept dir)
-//!
-//! `gate`: propose and approve latency (median, p99) on generated KBs, and
-//! bulk approval against single approvals.
-//! `bundle`: export, export_check and import_apply (into an empty KB) times.
-//! `bomb`: write a decompression bomb (zeros) for measuring what checking it
-//! costs: one member of N GiB, or N GiB spread over several members.
-//! `retrieval`: on realistic generated KBs (vouch::bench::generate), full
-//! index rebuild, kb.search and kb.context in process and through the JSONL
-//! server, one-shot `vouch search` wall time, and peak RSS.
-//! `transports`: JSONL round trip, HTTP requests/second at 16 connections,
-//! MCP initialize and tools/list.
-//!
-//! `retrieval` and `transports` need the release `vouch` binary beside this one:
-//! `cargo build --release --bins` first.
+//! Benchmarks that print figures (never assert on timing); `USAGE` says
+//! which and how.
+
+const USAGE: &str = "\
+vouch-bench: benchmarks that print figures (never assert on timing).
+
+  vouch-bench gate [--claims 1000,100000] [--ops 200]
+      propose and approve latency (p50, p99) on generated KBs, and bulk
+      approval against single approvals
+  vouch-bench retrieval [--claims 1000,10000,100000]
+      on realistic generated KBs (vouch::bench::generate): full index
+      rebuild, kb.search and kb.context in process and through the JSONL
+      server, one-shot `vouch search` wall time (both freshness modes), peak RSS
+  vouch-bench transports [--claims 10000]
+      JSONL round trip, HTTP requests/second at 16 connections, MCP
+      initialize and tools/list
+  vouch-bench bundle [--claims 10000,100000]
+      export, export_check and import_apply (into an empty KB) times
+  vouch-bench bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
+      write a decompression bomb (zeros): one member of N GiB, or N GiB
+      spread over several members
+  vouch-bench generate [--claims 10000]
+      generate a realistic KB and keep it; prints its folder
+
+Build with `cargo build --release --bins`: retrieval and transports run the
+release `vouch` binary beside this one. Set TMPDIR to put the generated KBs
+on the disk you want to measure.
+";
 
 use serde_json::json;
 use std::io::Read;
@@ -39,6 +45,10 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
             .unwrap_or_else(|| default.to_string())
     };
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{USAGE}");
+        return;
+    }
     match args.first().map(String::as_str) {
         Some("gate") | None => {
             let sizes = sizes(&flag("--claims", "1000,100000"));
@@ -81,9 +91,7 @@ fn main() {
             write_bomb(std::path::Path::new(out), gib << 30, members, lie);
         }
         Some(other) => {
-            eprintln!(
-                "unknown benchmark {other:?}; try gate, retrieval, transports, generate, bundle or bomb"
-            );
+            eprintln!("unknown benchmark {other:?}\n\n{USAGE}");
             std::process::exit(2);
         }
     }
