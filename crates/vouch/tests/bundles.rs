@@ -1036,3 +1036,34 @@ fn export_replaces_an_earlier_bundle_but_no_other_file() {
     f.p.ok("alice", &["export", "b.tar.gz"]);
     f.p.ok("alice", &["export", "b.tar.gz"]);
 }
+
+#[test]
+fn supersession_loops_are_refused() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let claim_path = format!("claims/{}.yaml", f.claim);
+    let members = without_manifest(unpack(&a));
+    let edit = |extra: &str| -> Vec<M> {
+        members
+            .iter()
+            .map(|m| {
+                let name = std::str::from_utf8(&m.name).unwrap();
+                if name == claim_path {
+                    let text = String::from_utf8(m.data.clone()).unwrap() + extra;
+                    file(name, text.as_bytes())
+                } else {
+                    file(name, &m.data)
+                }
+            })
+            .collect()
+    };
+    let q = Project::new();
+    let own = format!("supersedes:\n- {}\n", f.claim);
+    assert_refused(
+        &q,
+        "self",
+        &bundle(edit(&own)),
+        &claim_path,
+        "supersession loops",
+    );
+}
