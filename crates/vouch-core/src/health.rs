@@ -531,6 +531,39 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
     out
 }
 
+/// SPEC §4: drafts and the derived index stay out of git.
+fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
+    let path = kb.layout().gitignore();
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    ["proposed/", "state.db"]
+        .into_iter()
+        .filter(|want| {
+            !lines
+                .iter()
+                .any(|l| l.trim_end_matches('/') == want.trim_end_matches('/'))
+        })
+        .map(|want| {
+            finding(
+                "gitignore-missing",
+                Severity::Error,
+                want,
+                Some(".gitignore".to_string()),
+                format!(
+                    ".vouch/.gitignore does not ignore {want}, so it could be committed and \
+                     shared ({}); add the line `{want}` (`vouch init` restores a missing file \
+                     without touching others)",
+                    if want == "proposed/" {
+                        "drafts nobody reviewed"
+                    } else {
+                        "a derived index"
+                    }
+                ),
+            )
+        })
+        .collect()
+}
+
 fn stray_findings(kb: &Kb) -> Vec<Finding> {
     let mut out = Vec::new();
     for dir in Dir::ALL {
@@ -586,6 +619,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     issues.extend(reference_findings(kb, &l, &known));
     issues.extend(config_findings(kb));
     issues.extend(stray_findings(kb));
+    issues.extend(gitignore_findings(kb));
     let verify = crate::sources::source_verify(kb, Default::default())?;
     for i in verify.issues {
         let path = Some(format!("sources/{}", i.id));

@@ -212,6 +212,7 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
     )
     .unwrap();
     write(&p, "claims/notes.txt", "scratch\n");
+    write(&p, ".gitignore", "state.db\n");
     let cfg = p.vouch_dir().join("config.yaml");
     let mut text = std::fs::read_to_string(&cfg).unwrap();
     text.push_str("retreival:\n  backend: fts5\n");
@@ -259,6 +260,7 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
         "config-unknown-key",
         "audit-chain-broken",
         "index-stale",
+        "gitignore-missing",
     ] {
         assert!(k.contains(&want.to_string()), "{want} missing: {k:?}");
     }
