@@ -15,7 +15,8 @@ vouch-bench: benchmarks that print figures (never assert on timing).
       JSONL round trip, HTTP requests/second at 16 connections, MCP
       initialize and tools/list
   vouch-bench bundle [--claims 10000,100000]
-      export, export_check and import_apply (into an empty KB) times
+      export, export_check and import_apply (into an empty KB, index
+      refreshed) times on realistic generated KBs
   vouch-bench bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
       write a decompression bomb (zeros): one member of N GiB, or N GiB
       spread over several members
@@ -227,7 +228,8 @@ fn gate_bench(n: usize, ops: usize) {
 }
 
 fn bundle_bench(n: usize) {
-    let (dir, _) = generate(n);
+    // The realistic KB: span evidence whose quotes the checks verify.
+    let dir = vouch::bench::generate(n, 42).dir;
     let person = Caller::new("bench-person", Transport::Cli);
     let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
     let out = dir.path().join("bench.tar.gz");
