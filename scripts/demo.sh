@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main loop on a fresh KB in a temp dir: init, register a source, propose a
-# claim as an agent, see self-approval refused, approve as a second actor, show.
+# claim as an agent, see self-approval refused, approve as a second actor, show,
+# then search and build a context pack as an agent would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin vouch
@@ -25,3 +26,6 @@ VOUCH_AGENT=alice "$VOUCH" approve "$PROP"
 "$VOUCH" show "$CLAIM"
 "$VOUCH" audit
 "$VOUCH" audit verify
+echo "+ an agent asks what is known (search, then a context pack for a task):"
+"$VOUCH" search "token expiry"
+"$VOUCH" context "how long do access tokens last?"
