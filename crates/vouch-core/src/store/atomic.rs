@@ -139,6 +139,10 @@ impl Batch {
         // Temp files are written and fsynced in groups so a batch of
         // 100,000 files never holds more than OPEN_FILES descriptors.
         const OPEN_FILES: usize = 512;
+        // A large batch (an import) flushes the filesystem once instead of
+        // fsyncing each temp file; either way every temp file is durable
+        // before the first rename.
+        let one_flush = self.writes.len() >= ONE_FLUSH_FROM && can_flush_filesystem();
         let staged = (|| -> Result<()> {
             for group in self.writes.chunks(OPEN_FILES) {
                 let mut files = Vec::with_capacity(group.len());
@@ -148,7 +152,12 @@ impl Batch {
                     f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
                     files.push((tmp, f));
                 }
-                sync_all_parallel(files)?;
+                if !one_flush {
+                    sync_all_parallel(files)?;
+                }
+            }
+            if one_flush && let Some((tmp, _)) = temps.first() {
+                flush_filesystem(tmp)?;
             }
             Ok(())
         })();
@@ -177,6 +186,30 @@ impl Batch {
         }
         Ok(())
     }
+}
+
+/// Batches of at least this many files use one filesystem flush.
+const ONE_FLUSH_FROM: usize = 256;
+
+#[cfg(target_os = "linux")]
+fn can_flush_filesystem() -> bool {
+    true
+}
+#[cfg(not(target_os = "linux"))]
+fn can_flush_filesystem() -> bool {
+    false
+}
+
+/// `syncfs` on the filesystem holding `path`: every dirty page there is
+/// written and the call reports any write-back error since it was opened.
+#[cfg(target_os = "linux")]
+fn flush_filesystem(path: &Path) -> Result<()> {
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    rustix::fs::syncfs(&f).map_err(|e| Error::io(path, e.into()))
+}
+#[cfg(not(target_os = "linux"))]
+fn flush_filesystem(_: &Path) -> Result<()> {
+    Ok(())
 }
 
 fn sync_all_parallel(files: Vec<(PathBuf, File)>) -> Result<()> {
@@ -229,6 +262,19 @@ mod tests {
             fs::read_to_string(dir.path().join("1299.yaml")).unwrap(),
             "1299\n"
         );
+    }
+
+    #[test]
+    fn a_large_batch_that_cannot_stage_a_file_renames_nothing_either() {
+        // Large enough for the one-flush path.
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Batch::default();
+        for i in 0..ONE_FLUSH_FROM + 10 {
+            b.write(dir.path().join(format!("{i}.yaml")), b"x".to_vec());
+        }
+        b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
+        assert!(b.commit().is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
