@@ -901,7 +901,11 @@ fn member_problems(refs: &Refs, name: &str, m: &Member, require_citations: bool)
     };
     match &m.parsed {
         Parsed::Claim(c) => {
-            if c.evidence.is_empty() && require_citations {
+            // SPEC §3: only a `working` claim may go uncited, and only when
+            // review.require_citations is false.
+            if c.evidence.is_empty()
+                && (require_citations || c.status != crate::model::ClaimStatus::Working)
+            {
                 out.push(
                     "claim cites no source or evidence; every claim needs a citation (SPEC §3)"
                         .into(),

@@ -189,7 +189,9 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
     let require = kb.settings().review.require_citations;
     let mut contradiction_pairs: HashSet<(&str, &str)> = HashSet::new();
     for c in &l.claims {
-        if c.evidence.is_empty() && require {
+        // SPEC §3: only a `working` claim may go uncited, and only when
+        // review.require_citations is false.
+        if c.evidence.is_empty() && (require || c.status != ClaimStatus::Working) {
             out.push(finding(
                 "uncited-claim",
                 Severity::Error,
