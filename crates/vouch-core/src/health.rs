@@ -188,6 +188,7 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
     let mut out = Vec::new();
     let require = kb.settings().review.require_citations;
     let mut contradiction_pairs: HashSet<(&str, &str)> = HashSet::new();
+    let by_id: HashMap<&str, &Claim> = l.claims.iter().map(|c| (c.id.as_str(), c)).collect();
     for c in &l.claims {
         // SPEC §3: only a `working` claim may go uncited, and only when
         // review.require_citations is false.
@@ -232,6 +233,29 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
                         "claim {} was last confirmed {age} days ago (staleness window {stale_days} \
                          days); re-check it and run `vouch confirm {}`, or supersede or archive it",
                         c.id, c.id
+                    ),
+                ));
+            }
+        }
+        // SPEC §3: "A supersedes B" makes B superseded, with
+        // B.superseded_by = A. A one-sided link (a hand edit, an import that
+        // skipped B's file) leaves B current.
+        for old in &c.supersedes {
+            let Some(b) = by_id.get(old.as_str()) else {
+                continue; // dangling: reported by doctor
+            };
+            if b.superseded_by.as_deref() != Some(c.id.as_str())
+                || b.status != ClaimStatus::Superseded
+            {
+                out.push(finding(
+                    "one-sided-supersession",
+                    Severity::Warn,
+                    &format!("{}:{old}", c.id),
+                    claim_path(old),
+                    format!(
+                        "claim {} supersedes {old}, but {old} is not marked superseded by it \
+                         (status {}); run `vouch supersede {old} {}`",
+                        c.id, b.status, c.id
                     ),
                 ));
             }

@@ -443,3 +443,34 @@ fn only_working_claims_may_go_uncited_when_citations_are_relaxed() {
     assert!(ids.contains(&format!("uncited-claim:{stable}")), "{v:#}");
     assert!(!ids.contains(&format!("uncited-claim:{working}")), "{v:#}");
 }
+
+/// "A supersedes B" must leave B superseded by A (SPEC §3); a link made on
+/// one side only is found, and `vouch supersede` completes it.
+#[test]
+fn a_one_sided_supersession_is_found_and_supersede_completes_it() {
+    let p = Project::new();
+    let s = p.source("Deploys happen on Tuesdays. Deploys happen on Fridays.");
+    let old = p.claim("Deploys happen on Tuesdays", &s);
+    let new = p.claim("Deploys happen on Fridays", &s);
+    let file = p.vouch_dir().join(format!("claims/{new}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text + &format!("supersedes:\n- {old}\n")).unwrap();
+    let id = format!("one-sided-supersession:{new}:{old}");
+    let (_, v) = json(&p, &["lint"], &[]);
+    assert!(
+        find(&v, &id)["message"]
+            .as_str()
+            .unwrap()
+            .contains("vouch supersede"),
+        "{v:#}"
+    );
+    p.ok("alice", &["supersede", &old, &new]);
+    let (_, v) = json(&p, &["lint"], &[]);
+    assert!(
+        !kinds(&v).contains(&"one-sided-supersession".to_string()),
+        "{v:#}"
+    );
+    let shown = p.ok("x", &["show", &new]);
+    let supersedes = shown["object"]["supersedes"].as_array().unwrap();
+    assert_eq!(supersedes.len(), 1, "{shown}");
+}
