@@ -901,11 +901,7 @@ fn member_problems(refs: &Refs, name: &str, m: &Member, require_citations: bool)
     };
     match &m.parsed {
         Parsed::Claim(c) => {
-            // SPEC §3: only a `working` claim may go uncited, and only when
-            // review.require_citations is false.
-            if c.evidence.is_empty()
-                && (require_citations || c.status != crate::model::ClaimStatus::Working)
-            {
+            if c.evidence.is_empty() && c.status.needs_citation(require_citations) {
                 out.push(
                     "claim cites no source or evidence; every claim needs a citation (SPEC §3)"
                         .into(),
@@ -1371,10 +1367,12 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     if !source_dirs.is_empty() {
         atomic::sync_dir(&kb.layout().sources_dir())?;
     }
-    crate::index::after_write(kb, &written);
-    // A one-shot command has no index open: bring state.db in step now, so
-    // the import is searchable and `doctor` finds the index current.
-    if let Err(e) = crate::index::refresh(kb) {
+    // A process with the index open (a server) updates it here; a one-shot
+    // command has none, so bring state.db in step now: the import is
+    // searchable at once and `doctor` finds the index current.
+    if crate::index::is_open(kb) {
+        crate::index::after_write(kb, &written);
+    } else if let Err(e) = crate::index::refresh(kb) {
         kb.warn(format!(
             "index: not refreshed after the import ({e}); the next search will"
         ));

@@ -190,9 +190,7 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
     let mut contradiction_pairs: HashSet<(&str, &str)> = HashSet::new();
     let by_id: HashMap<&str, &Claim> = l.claims.iter().map(|c| (c.id.as_str(), c)).collect();
     for c in &l.claims {
-        // SPEC §3: only a `working` claim may go uncited, and only when
-        // review.require_citations is false.
-        if c.evidence.is_empty() && (require || c.status != ClaimStatus::Working) {
+        if c.evidence.is_empty() && c.status.needs_citation(require) {
             out.push(finding(
                 "uncited-claim",
                 Severity::Error,

@@ -833,13 +833,7 @@ fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
         None => true,
         Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
     };
-    if slot.is_none() {
-        *slot = Some(OpenIndex {
-            index: Index::open_path(kb)?,
-            synced_at: std::time::Instant::now(),
-        });
-    }
-    let open = slot.as_mut().expect("index just opened");
+    let open = open_in(kb, &mut slot)?;
     if stale {
         open.index.sync(kb)?;
         open.synced_at = std::time::Instant::now();
@@ -884,24 +878,27 @@ fn with_reader<R>(
     Some(answer)
 }
 
+/// The index open in `slot`, opening it if needed. A freshly opened index
+/// counts as never synced, so a search that gets it first syncs it.
+fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'a mut OpenIndex> {
+    if slot.is_none() {
+        *slot = Some(OpenIndex {
+            index: Index::open_path(kb)?,
+            synced_at: std::time::Instant::now()
+                .checked_sub(kb.index_sync_interval())
+                .unwrap_or_else(std::time::Instant::now),
+        });
+    }
+    Ok(slot.as_mut().expect("index just opened"))
+}
+
 /// Bring this process's index in step with the files without blocking
 /// searches during the file scan: long-running servers call this on a timer
 /// so no request pays for the scan. Opens the index if needed.
 pub fn refresh(kb: &Kb) -> Result<SyncStats> {
     let stored = {
         let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(OpenIndex {
-                index: Index::open_path(kb)?,
-                synced_at: std::time::Instant::now()
-                    .checked_sub(kb.index_sync_interval())
-                    .unwrap_or_else(std::time::Instant::now),
-            });
-        }
-        slot.as_ref()
-            .expect("index just opened")
-            .index
-            .scan_meta()?
+        open_in(kb, &mut slot)?.index.scan_meta()?
     };
     let scan = Scan::take(kb, &stored)?;
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
@@ -912,6 +909,11 @@ pub fn refresh(kb: &Kb) -> Result<SyncStats> {
     open.synced_at = std::time::Instant::now();
     mark_ready(kb);
     Ok(stats)
+}
+
+/// Whether this process has the index open (and so keeps it in step itself).
+pub fn is_open(kb: &Kb) -> bool {
+    kb.index.lock().unwrap_or_else(|e| e.into_inner()).is_some()
 }
 
 /// After vouch wrote artifacts: update an index this process has open. An

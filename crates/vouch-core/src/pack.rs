@@ -313,11 +313,10 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
         },
     )?;
     // The backend that answered (a locked index falls back to substring).
-    let backend = match (hits.first(), kb.settings().retrieval.backend) {
-        (Some(h), _) => h.backend.clone(),
-        (None, crate::settings::RetrievalBackend::Fts5) => "fts5".into(),
-        (None, crate::settings::RetrievalBackend::Substring) => "substring".into(),
-    };
+    let backend = hits.first().map_or_else(
+        || kb.settings().retrieval.backend.name().to_string(),
+        |h| h.backend.clone(),
+    );
     let matched = hits.len();
 
     let mut text = String::new();

@@ -112,6 +112,12 @@ string_enum!(SessionStatus: "session status" {
 });
 
 impl ClaimStatus {
+    /// SPEC §3: every claim cites evidence; a `working` claim may go
+    /// uncited only when `review.require_citations` is false.
+    pub fn needs_citation(self, require_citations: bool) -> bool {
+        require_citations || self != ClaimStatus::Working
+    }
+
     /// Current knowledge: what context packs and answers may use.
     pub fn is_current(self) -> bool {
         !matches!(
