@@ -301,9 +301,17 @@ pub struct ProposeClaimArgs {
     #[arg(long = "tag")]
     pub tags: Vec<String>,
     #[arg(long)]
-    pub session: Option<String>,
-    #[arg(long)]
     pub rationale: Option<String>,
+    #[command(flatten)]
+    pub common: ProposeCommon,
+}
+
+/// Flags every propose-* command takes.
+#[derive(Args, Debug)]
+pub struct ProposeCommon {
+    /// The work session this proposal belongs to (`vouch session start`).
+    #[arg(long)]
+    pub session: Option<String>,
     /// Validate only; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -328,10 +336,8 @@ pub struct ProposePageArgs {
     pub sources: Vec<String>,
     #[arg(long = "tag")]
     pub tags: Vec<String>,
-    #[arg(long)]
-    pub session: Option<String>,
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: ProposeCommon,
 }
 
 #[derive(Args, Debug)]
@@ -346,10 +352,8 @@ pub struct ProposeEntityArgs {
     pub description: Option<String>,
     #[arg(long = "tag")]
     pub tags: Vec<String>,
-    #[arg(long)]
-    pub session: Option<String>,
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: ProposeCommon,
 }
 
 #[derive(Args, Debug)]
@@ -364,10 +368,8 @@ pub struct ProposeRelationArgs {
     pub confidence: Option<f64>,
     #[arg(long = "evidence", short = 'e')]
     pub evidence: Vec<String>,
-    #[arg(long)]
-    pub session: Option<String>,
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: ProposeCommon,
 }
 
 /// Drop `null`s so optional params are simply absent.
@@ -441,7 +443,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                     "text": a.text, "evidence": evidence, "type": a.claim_type,
                     "confidence": a.confidence.map(|c| if c.is_finite() { json!(c) } else { json!(c.to_string()) }),
                     "entities": non_empty(&a.entities), "scope": a.scope, "tags": non_empty(&a.tags),
-                    "session_id": a.session, "rationale": a.rationale, "dry_run": a.dry_run,
+                    "session_id": a.common.session, "rationale": a.rationale, "dry_run": a.common.dry_run,
                 })),
             )
         }
@@ -459,7 +461,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                     "title": a.title, "body": body, "type": a.page_type,
                     "claims": non_empty(&a.claims), "entities": non_empty(&a.entities),
                     "sources": non_empty(&a.sources), "tags": non_empty(&a.tags),
-                    "session_id": a.session, "dry_run": a.dry_run,
+                    "session_id": a.common.session, "dry_run": a.common.dry_run,
                 })),
             )
         }
@@ -468,7 +470,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             obj(json!({
                 "name": a.name, "type": a.entity_type, "aliases": non_empty(&a.aliases),
                 "description": a.description, "tags": non_empty(&a.tags),
-                "session_id": a.session, "dry_run": a.dry_run,
+                "session_id": a.common.session, "dry_run": a.common.dry_run,
             })),
         ),
         Command::ProposeRelation(a) => (
@@ -476,7 +478,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             obj(json!({
                 "source": a.source, "relation": a.relation, "target": a.target,
                 "confidence": a.confidence, "evidence": non_empty(&a.evidence),
-                "session_id": a.session, "dry_run": a.dry_run,
+                "session_id": a.common.session, "dry_run": a.common.dry_run,
             })),
         ),
         Command::Pending { limit } => ("kb.list_pending", obj(json!({"limit": limit}))),
