@@ -971,6 +971,27 @@ fn approve_as_alice(kb: &Path, proposed: &Value) {
     );
 }
 
+/// Poll `ok` every 100 ms; fail naming `what` after 10 s.
+fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "{what} never seen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The ids of a kb.search result, sorted.
+fn hit_ids(v: Value) -> Vec<String> {
+    let mut ids: Vec<String> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// A running server sees files edited by hand (an editor, a git pull) without
 /// a restart or a rebuild: a background scan refreshes its index.
 #[test]
@@ -996,37 +1017,19 @@ fn a_running_server_sees_hand_edits() {
     );
     approve_as_alice(kb.path(), &proposed);
     let claim = proposed["claim_id"].as_str().unwrap().to_string();
-    let ids = |v: Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["id"].as_str().unwrap().to_string())
-            .collect()
-    };
     // Another process approved it: the server finds it within a few scans.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let found = ids(call(&mut s, "kb.search", json!({"query": "midnight"})));
-        if found == [claim.clone()] {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "approval never seen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually("the approval", || {
+        hit_ids(call(&mut s, "kb.search", json!({"query": "midnight"}))) == [claim.clone()]
+    });
     let file = kb.path().join(format!(".vouch/claims/{claim}.yaml"));
     let text = std::fs::read_to_string(&file)
         .unwrap()
         .replace("run at midnight", "run at noon");
     std::fs::write(&file, text).unwrap();
-    loop {
-        let noon = ids(call(&mut s, "kb.search", json!({"query": "noon"})));
-        let midnight = ids(call(&mut s, "kb.search", json!({"query": "midnight"})));
-        if noon == [claim.clone()] && midnight.is_empty() {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "hand edit never seen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually("the hand edit", || {
+        hit_ids(call(&mut s, "kb.search", json!({"query": "noon"}))) == [claim.clone()]
+            && hit_ids(call(&mut s, "kb.search", json!({"query": "midnight"}))).is_empty()
+    });
     s.finish();
 }
 
@@ -1058,43 +1061,31 @@ fn concurrent_http_searches_survive_a_rebuild() {
         expected.push(p["claim_id"].as_str().unwrap().to_string());
     }
     expected.sort();
-    let ids = |v: Value| -> Vec<String> {
-        let mut ids: Vec<String> = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["id"].as_str().unwrap().to_string())
-            .collect();
-        ids.sort();
-        ids
+    let drills = || {
+        hit_ids(call(
+            "kb.search",
+            json!({"query": "failover drill", "kinds": ["claim"]}),
+        ))
+    };
+    // Six clients searching at once, each `rounds` times, beside `also`.
+    let hammer = |rounds: usize, expected: &[String], also: &(dyn Fn() + Sync)| {
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    for _ in 0..rounds {
+                        assert_eq!(drills(), expected, "a reader served a wrong index");
+                    }
+                });
+            }
+            s.spawn(also);
+        });
     };
     // Wait until the server has seen the CLI's approvals.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while ids(call(
-        "kb.search",
-        json!({"query": "failover drill", "kinds": ["claim"]}),
-    )) != expected
-    {
-        assert!(std::time::Instant::now() < deadline, "approvals never seen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::scope(|s| {
-        for _ in 0..6 {
-            s.spawn(|| {
-                for _ in 0..30 {
-                    let got = ids(call(
-                        "kb.search",
-                        json!({"query": "failover drill", "kinds": ["claim"]}),
-                    ));
-                    assert_eq!(got, expected);
-                }
-            });
+    eventually("the approvals", || drills() == expected);
+    hammer(30, &expected, &|| {
+        for _ in 0..3 {
+            call("kb.index_rebuild", json!({}));
         }
-        s.spawn(|| {
-            for _ in 0..3 {
-                call("kb.index_rebuild", json!({}));
-            }
-        });
     });
     // A claim approved after the rebuild lands in the new file; a read
     // connection still open on the old one would never see it.
@@ -1105,28 +1096,6 @@ fn concurrent_http_searches_survive_a_rebuild() {
     approve_as_alice(kb.path(), &p);
     expected.push(p["claim_id"].as_str().unwrap().to_string());
     expected.sort();
-    while ids(call(
-        "kb.search",
-        json!({"query": "failover drill", "kinds": ["claim"]}),
-    )) != expected
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "new approval never seen"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::scope(|s| {
-        for _ in 0..6 {
-            s.spawn(|| {
-                for _ in 0..20 {
-                    let got = ids(call(
-                        "kb.search",
-                        json!({"query": "failover drill", "kinds": ["claim"]}),
-                    ));
-                    assert_eq!(got, expected, "a reader served the replaced index");
-                }
-            });
-        }
-    });
+    eventually("the new approval", || drills() == expected);
+    hammer(20, &expected, &|| {});
 }
