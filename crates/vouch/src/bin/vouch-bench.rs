@@ -33,9 +33,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::clock::SystemClock;
-use vouch_core::kb::Stored;
 use vouch_core::methods::dispatch;
-use vouch_core::model::*;
 use vouch_core::{Caller, Kb, Transport};
 
 fn main() {
@@ -117,56 +115,12 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// A KB with `n` approved claims written straight to disk (fixture data).
-pub fn generate(n: usize) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    Kb::init(dir.path(), "bench", None).expect("init");
-    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
-    let agent = Caller::new("bench-agent", Transport::Jsonl);
-    let src = dispatch(
-        &kb,
-        &agent,
-        "kb.register_source",
-        json!({"content": "benchmark source", "locator": "bench"}),
-    )
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let now = kb.now();
-    let claims = dir.path().join(".vouch/claims");
-    for i in 0..n {
-        let c = Claim {
-            id: format!("generated-claim-{i}"),
-            text: format!(
-                "Generated claim number {i} about subsystem {} and component {}",
-                i % 97,
-                i % 13
-            ),
-            claim_type: ClaimType::Fact,
-            status: ClaimStatus::Stable,
-            confidence: 0.8,
-            evidence: vec![src.clone()],
-            entities: vec![],
-            supersedes: vec![],
-            superseded_by: None,
-            contradicts: vec![],
-            scope: None,
-            tags: vec![],
-            created_at: now,
-            updated_at: now,
-            last_confirmed_at: None,
-            approved_by: Some("bench-reviewer".into()),
-            extra: Default::default(),
-        };
-        std::fs::write(claims.join(format!("{}.yaml", c.id)), c.encode().unwrap()).unwrap();
-    }
-    (dir, src)
-}
-
 fn gate_bench(n: usize, ops: usize) {
-    let (dir, src) = generate(n);
-    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
+    // The same realistic KB as the other suites; proposals cite one of its
+    // sources.
+    let generated = vouch::bench::generate(n, 42);
+    let kb = vouch::bench::open(&generated);
+    let src = kb.source_ids().expect("sources")[0].clone();
     let agent = Caller::new("bench-agent", Transport::Jsonl);
     let reviewer = Caller::new("bench-reviewer", Transport::Cli);
     let mut propose_times = Vec::with_capacity(ops);
