@@ -613,12 +613,26 @@ impl Draft {
 fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
     let base = slugify(seed);
     let dir = object_dir(kind);
-    let pending: HashSet<String> = kb
-        .load_proposals(Dir::Proposed)?
-        .into_iter()
-        .filter(|p| p.kind == kind)
-        .map(|p| p.object_id)
-        .collect();
+    // Only a pending proposal whose text contains the slug can hold it or a
+    // `-n` variant; the others are read but not parsed (parsing the whole
+    // queue was most of a propose's cost with 1,000 pending).
+    let mut pending: HashSet<String> = HashSet::new();
+    for id in kb.ids(Dir::Proposed)? {
+        let path = kb.layout().file(Dir::Proposed, &id)?;
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if !text.contains(base.as_str()) {
+            continue;
+        }
+        match crate::store::yaml::from_yaml::<Proposal>(&path, &text) {
+            Ok(p) if p.kind == kind => {
+                pending.insert(p.object_id);
+            }
+            Ok(_) => {}
+            Err(e) => kb.warn(format!("skipped unreadable file: {e}")),
+        }
+    }
     let mut n = 1;
     loop {
         let candidate = if n == 1 {
