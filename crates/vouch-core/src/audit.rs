@@ -126,18 +126,49 @@ impl AuditLog {
         &self.path
     }
 
+    /// Open for reading without following a link (`store::nofollow`).
+    fn open_read(&self) -> std::io::Result<File> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        crate::store::nofollow::open(dir, &self.path)
+    }
+
+    fn read_bytes(&self) -> Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        match self.open_read().and_then(|mut f| f.read_to_end(&mut bytes)) {
+            Ok(_) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Error::io(&self.path, e)),
+        }
+    }
+
     /// Append events, filling `prev_hash` and `hash`. The caller holds the
     /// KB lock; all lines go out in one write followed by one fsync.
     pub fn append(&self, events: &mut [AuditEvent]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(|e| Error::io(&self.path, e))?;
+        let mut opts = OpenOptions::new();
+        opts.create(true).read(true).append(true);
+        // Never append through a link (a cloned repo's audit.log.jsonl
+        // pointing at a dotfile would have its last line cut).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut opts,
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32,
+        );
+        let mut file = opts.open(&self.path).map_err(|e| {
+            if crate::store::nofollow::is_link(&self.path) {
+                Error::io(
+                    &self.path,
+                    std::io::Error::other(
+                        "is a symbolic link; vouch never writes through links under .vouch/ \
+                         (replace it with the real log)",
+                    ),
+                )
+            } else {
+                Error::io(&self.path, e)
+            }
+        })?;
         let mut prev = self.last_hash(&mut file)?;
         let mut buf = String::new();
         for ev in events.iter_mut() {
@@ -194,11 +225,8 @@ impl AuditLog {
     /// Every event, oldest first. Unparseable lines are reported as errors
     /// naming the line.
     pub fn read_all(&self) -> Result<Vec<Value>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&self.path, e)),
-        };
+        let text = String::from_utf8(self.read_bytes()?)
+            .map_err(|_| Error::corrupt(&self.path, "not valid UTF-8"))?;
         let complete = match text.rfind('\n') {
             Some(i) => &text[..=i],
             None => "",
@@ -217,7 +245,7 @@ impl AuditLog {
 
     /// The last event's timestamp, read from the end of the file.
     pub fn last_created_at(&self) -> Option<String> {
-        let mut f = File::open(&self.path).ok()?;
+        let mut f = self.open_read().ok()?;
         let line = last_line(&mut f).ok()??;
         let v: Value = serde_json::from_str(&line).ok()?;
         v.get("created_at")?.as_str().map(str::to_string)
@@ -225,11 +253,7 @@ impl AuditLog {
 
     /// Verify the chain; name the first bad line.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io(&self.path, e)),
-        };
+        let bytes = self.read_bytes()?;
         let bad = |line: usize, events: usize, problem: String| VerifyReport {
             ok: false,
             events,
@@ -287,7 +311,7 @@ impl AuditLog {
     /// parsed event to `visit`. Reads the file backwards in blocks, so the
     /// cost is the distance walked, not the log's size.
     pub fn scan_back(&self, mut visit: impl FnMut(&Value) -> bool) -> Result<()> {
-        let mut file = match File::open(&self.path) {
+        let mut file = match self.open_read() {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(Error::io(&self.path, e)),
@@ -330,6 +354,57 @@ impl AuditLog {
             }
         }
         Ok(())
+    }
+}
+
+/// What the log says about the gate, read in one pass: which proposals were
+/// created (their `proposal.create` events), every event hash, and which
+/// durable objects an approval or an import let in.
+#[derive(Default)]
+pub struct Trail {
+    pub created: std::collections::HashMap<String, Value>,
+    pub hashes: std::collections::HashSet<String>,
+    pub admitted: std::collections::HashSet<String>,
+}
+
+impl Trail {
+    pub fn read(log: &AuditLog) -> Result<Trail> {
+        let mut t = Trail::default();
+        for ev in log.read_all()? {
+            if let Some(h) = ev.get("hash").and_then(Value::as_str) {
+                t.hashes.insert(h.to_string());
+            }
+            let ids = ev.get("object_ids").and_then(Value::as_array);
+            let nth = |i: usize| ids.and_then(|ids| ids.get(i)).and_then(Value::as_str);
+            match ev.get("event").and_then(Value::as_str) {
+                Some("proposal.create") => {
+                    if let Some(p) = nth(0) {
+                        t.created.insert(p.to_string(), ev.clone());
+                    }
+                }
+                Some("proposal.approve") => {
+                    if let Some(o) = nth(1) {
+                        t.admitted.insert(o.to_string());
+                    }
+                }
+                Some("bundle.import") => {
+                    let listed = ev
+                        .get("data")
+                        .and_then(|d| d.get("objects"))
+                        .and_then(Value::as_array);
+                    for o in listed.into_iter().flatten().filter_map(Value::as_str) {
+                        t.admitted.insert(o.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(t)
+    }
+
+    /// Did an approval or an import let this durable object in?
+    pub fn admits(&self, object_id: &str) -> bool {
+        self.admitted.contains(object_id)
     }
 }
 

@@ -115,20 +115,13 @@ fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathB
             )));
         }
         // Replace an earlier bundle, never some other file (a typo, or an
-        // agent aiming at .git/config).
-        if let Ok(meta) = std::fs::symlink_metadata(&real) {
-            let mut magic = [0u8; 2];
-            let is_gzip = meta.is_file()
-                && File::open(&real)
-                    .and_then(|mut f| f.read_exact(&mut magic))
-                    .is_ok()
-                && magic == [0x1f, 0x8b];
-            if !is_gzip {
-                return Err(Error::conflict(format!(
-                    "out {given:?} exists and is not a bundle (.tar.gz); refusing to replace \
-                     it. Choose a new name or remove the file first"
-                )));
-            }
+        // agent aiming at .git/config or at any other gzip file).
+        if std::fs::symlink_metadata(&real).is_ok() && !is_bundle(&real) {
+            return Err(Error::conflict(format!(
+                "out {given:?} exists and is not a vouch bundle (no readable manifest.json \
+                 listing its files); refusing to replace it. Choose a new name or remove the \
+                 file first"
+            )));
         }
         real
     } else {
@@ -152,6 +145,48 @@ fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathB
         )));
     }
     Ok(real)
+}
+
+/// Is the file at `path` a vouch bundle: a regular file, gzip, whose tar
+/// holds a `manifest.json` (first, as we write it, or anywhere, as 1.x does)
+/// that parses as an object with a `files` list? Reads at most 64 MiB of
+/// decompressed data, so a hostile file costs little.
+fn is_bundle(path: &Path) -> bool {
+    const LOOK: u64 = 64 * 1024 * 1024;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let counted = CountingReader {
+        inner: flate2::read::GzDecoder::new(BufReader::new(file)),
+        count: 0,
+        limit: LOOK,
+    };
+    let mut archive = tar::Archive::new(counted);
+    let Ok(entries) = archive.entries() else {
+        return false;
+    };
+    for entry in entries {
+        let Ok(mut entry) = entry else { return false };
+        if entry.path_bytes().as_ref() != MANIFEST.as_bytes() {
+            continue;
+        }
+        if entry.size() > 64 * 1024 * 1024 {
+            return false;
+        }
+        let mut bytes = Vec::new();
+        if entry.read_to_end(&mut bytes).is_err() {
+            return false;
+        }
+        return serde_json::from_slice::<Value>(&bytes)
+            .is_ok_and(|v| v.get("files").is_some_and(Value::is_array));
+    }
+    false
 }
 
 // ----- hashing helpers ----------------------------------------------------------------
@@ -210,7 +245,7 @@ impl<W: Write> Write for HashingWriter<W> {
 fn bundle_files(kb: &Kb) -> Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
     let layout = kb.layout();
-    if layout.config().is_file() {
+    if crate::store::nofollow::is_file(&layout.config()) {
         files.push(KbFile::Config);
     }
     for dir in BUNDLE_DIRS {
@@ -225,9 +260,17 @@ fn bundle_files(kb: &Kb) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path = layout.path_of(&f)?;
-        if path.is_file() {
-            out.push((f.relative(), path));
+        if !crate::store::nofollow::is_file(&path) {
+            continue; // gone, or a link (never followed; doctor reports it)
         }
+        // Content that does not hash to its source id is never served.
+        if let KbFile::SourceContent(id) = &f
+            && let Err(e) = kb.source_content(id)
+        {
+            kb.warn(format!("export: left out {}: {e}", f.relative()));
+            continue;
+        }
+        out.push((f.relative(), path));
     }
     out.sort();
     Ok(out)
@@ -268,7 +311,8 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
     let files = bundle_files(kb)?;
     let mut entries = Vec::with_capacity(files.len());
     for (rel, path) in &files {
-        let (sha256, bytes) = hash_file(path)?;
+        let bytes = kb.read_file(path)?.unwrap_or_default();
+        let (sha256, bytes) = (sha256_hex(&bytes), bytes.len() as u64);
         entries.push(ManifestFile {
             path: rel.clone(),
             sha256,
@@ -304,7 +348,7 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         tar.append_data(&mut h, MANIFEST, &manifest_bytes[..])
             .map_err(io_err)?;
         for ((rel, path), entry) in files.iter().zip(&manifest.files) {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let bytes = kb.read_file(path)?.unwrap_or_default();
             if sha256_hex(&bytes) != entry.sha256 {
                 return Err(Error::conflict(format!(
                     "{} changed while it was being exported (edited outside vouch?); export again",
@@ -941,8 +985,7 @@ fn member_problems(refs: &Refs, name: &str, m: &Member, require_citations: bool)
             // copy of the source, if it has one.
             let local = refs
                 .kb
-                .and_then(|kb| kb.layout().source_content(&ev.source_id).ok())
-                .and_then(|p| std::fs::read(p).ok());
+                .and_then(|kb| kb.source_content(&ev.source_id).ok().flatten());
             match local {
                 Some(bytes) => {
                     if let Some(why) = crate::sources::evidence_mismatch(ev, &bytes) {
@@ -1127,8 +1170,12 @@ fn gate_holds(kb: &Kb, caller: &Caller) -> bool {
 
 fn status_of(kb: &Kb, m: &Member, gated: bool) -> Result<Status> {
     let local = kb.layout().path_of(&m.file)?;
-    let exists = local.exists();
-    if exists && hash_file(&local)?.0 == m.sha256 {
+    let exists = std::fs::symlink_metadata(&local).is_ok();
+    if exists
+        && kb
+            .read_file(&local)?
+            .is_some_and(|b| sha256_hex(&b) == m.sha256)
+    {
         return Ok(Status::Identical);
     }
     // A bundle never changes this KB's settings, present or not; an agent
@@ -1248,10 +1295,11 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         proposed: 0,
         proposal_ids: Vec::new(),
     };
-    let mut batch = atomic::Batch::default();
+    let mut batch = atomic::Batch::new(kb.layout().root());
     let mut events: Vec<AuditEvent> = Vec::new();
     let mut written: Vec<crate::index::Written> = Vec::new();
     let mut source_dirs: Vec<PathBuf> = Vec::new();
+    let mut admitted: Vec<String> = Vec::new();
     let mut taken = HashSet::new();
     let bundle_name = Path::new(&p.path)
         .file_name()
@@ -1320,6 +1368,15 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             source_dirs.push(parent.to_path_buf());
         }
         batch.write(target, m.content.take().unwrap_or_default());
+        // Durable knowledge and review records the import lets in are named
+        // in its event, so `doctor` can tell them from hand-written files.
+        if let KbFile::Object(
+            Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations | Dir::Decided,
+            id,
+        ) = &m.file
+        {
+            admitted.push(id.clone());
+        }
         if status == Status::Conflict {
             result.overwritten += 1;
         } else {
@@ -1342,7 +1399,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         json!({"path": path.display().to_string(), "on_conflict": on_conflict,
                "imported": result.imported, "overwritten": result.overwritten,
                "skipped": result.skipped, "identical": result.identical,
-               "proposed": result.proposed}),
+               "proposed": result.proposed, "objects": admitted}),
     );
     if batch.is_empty() {
         kb.append_audit(std::slice::from_mut(&mut import_ev))?;
@@ -1352,6 +1409,8 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     kb.append_audit(&mut events)?;
     source_dirs.sort();
     source_dirs.dedup();
+    crate::store::nofollow::check_dirs(kb.layout().root(), &kb.layout().sources_dir())
+        .map_err(|e| Error::io(&kb.layout().sources_dir(), e))?;
     for d in &source_dirs {
         std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
     }

@@ -227,6 +227,43 @@ fn check_text(p: &mut Problems, field: &str, text: &str) {
     if text.trim().is_empty() {
         p.push(format!("{field}: must not be empty or whitespace"));
     }
+    check_controls(p, field, text);
+}
+
+/// The first control character in `text` that a reviewer's terminal could
+/// act on (C0 other than newline and tab, DEL, C1): `ESC[8m` hides the
+/// rest of a line, `\r` overwrites it. None belongs in prose.
+/// A `\r` before a newline (a file saved on Windows) moves nothing.
+pub fn control_char(text: &str) -> Option<(usize, char)> {
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let crlf = c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n');
+        if c.is_control() && c != '\n' && c != '\t' && !crlf {
+            return Some((at, c));
+        }
+    }
+    None
+}
+
+fn check_controls(p: &mut Problems, field: &str, text: &str) {
+    if let Some((at, c)) = control_char(text) {
+        p.push(format!(
+            "{field}: contains the control character U+{:04X} at byte {at}; control \
+             characters other than newline and tab could hide text from the reviewer, so \
+             remove it",
+            c as u32
+        ));
+    }
+}
+
+fn check_all_controls<'a>(
+    p: &mut Problems,
+    field: &str,
+    texts: impl IntoIterator<Item = &'a String>,
+) {
+    for (i, t) in texts.into_iter().enumerate() {
+        check_controls(p, &format!("{field}[{i}]"), t);
+    }
 }
 
 /// Validate a draft against the KB as it is now. Runs at propose and approve.
@@ -235,6 +272,7 @@ fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<Strin
     match draft {
         Draft::Claim(d) => {
             check_text(&mut p, "text", &d.text);
+            check_all_controls(&mut p, "tags", &d.tags);
             let cites: Vec<Citation> = match citations {
                 Some(c) => c.to_vec(),
                 None => d.evidence.iter().cloned().map(Citation::Id).collect(),
@@ -253,6 +291,8 @@ fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<Strin
         }
         Draft::Page(d) => {
             check_text(&mut p, "title", &d.title);
+            check_controls(&mut p, "body", &d.body);
+            check_all_controls(&mut p, "tags", &d.tags);
             check_refs(kb, &mut p, "claims", Dir::Claims, &d.claims);
             check_refs(kb, &mut p, "entities", Dir::Entities, &d.entities);
             for (i, s) in d.sources.iter().enumerate() {
@@ -265,6 +305,11 @@ fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<Strin
         }
         Draft::Entity(d) => {
             check_text(&mut p, "name", &d.name);
+            check_all_controls(&mut p, "aliases", &d.aliases);
+            check_all_controls(&mut p, "tags", &d.tags);
+            if let Some(desc) = &d.description {
+                check_controls(&mut p, "description", desc);
+            }
         }
         Draft::Relation(d) => {
             check_refs(
@@ -424,6 +469,9 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
     {
         let mut p = Problems(Vec::new());
         check_session(kb, &mut p, &input.session_id);
+        if let Some(r) = &input.rationale {
+            check_controls(&mut p, "rationale", r);
+        }
         errors.extend(p.0);
     }
     let result =
@@ -479,17 +527,22 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
         decided_by: None,
         decided_at: None,
         reason: None,
+        decision_hash: None,
         extra: Default::default(),
     };
     let mut ev = kb.event(
         "proposal.create",
         &caller.actor,
         vec![proposal_id.clone(), object_id.clone()],
-        json!({"kind": kind.as_str()}),
+        json!({"kind": kind.as_str(), FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
     );
     kb.append_audit(std::slice::from_mut(&mut ev))?;
     let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
-    if !atomic::create_new(&path, crate::store::yaml::to_yaml(&proposal)?.as_bytes())? {
+    if !atomic::create_new(
+        kb.layout().root(),
+        &path,
+        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
+    )? {
         return Err(Error::internal(format!(
             "proposal id {proposal_id} collided; retry"
         )));
@@ -553,13 +606,18 @@ pub(crate) fn imported_proposal(
         decided_by: None,
         decided_at: None,
         reason: None,
+        decision_hash: None,
         extra: Default::default(),
     };
     let ev = kb.event(
         "proposal.create",
         &caller.actor,
         vec![id, object_id.to_string()],
-        json!({"kind": kind.as_str(), "via": "bundle.import"}),
+        json!({
+            "kind": kind.as_str(),
+            "via": "bundle.import",
+            FINGERPRINT_KEY: proposal_fingerprint(&proposal)?,
+        }),
     );
     Ok((proposal, ev))
 }
@@ -649,14 +707,21 @@ fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
 
 // ----- approve / reject ----------------------------------------------------------
 
-/// Who approves: the `approver` param, else the caller. An authenticated
-/// caller (HTTP token) cannot approve as anyone else.
+/// Who approves: the caller, as its transport vouches for it. Only a person
+/// at the CLI may name someone else with `approver`; on an agent transport
+/// (MCP, JSONL, HTTP with or without a token) `approver` must equal the
+/// transport's own actor — an identity a caller merely asserts is no
+/// identity, and self-approval must hold for the identity the transport knows.
 fn resolve_approver(caller: &Caller, param: Option<String>) -> Result<String> {
     let approver = match param {
-        Some(a) if caller.authenticated && a != caller.actor => {
+        Some(a) if a != caller.actor && (caller.authenticated || caller.transport.is_agent()) => {
             return Err(Error::denied(format!(
-                "this connection is authenticated as {:?}; `approver` cannot name someone else",
-                caller.actor
+                "this {} connection acts as {:?}; `approver` cannot name someone else \
+                 ({:?}). A person approves at the command line (`vouch approve`) or over \
+                 HTTP with their own token",
+                caller.transport.name(),
+                caller.actor,
+                crate::ids::truncate_for_message(&a)
             )));
         }
         Some(a) => a,
@@ -666,10 +731,19 @@ fn resolve_approver(caller: &Caller, param: Option<String>) -> Result<String> {
     Ok(approver)
 }
 
-/// Find the audit event that decided `proposal_id`, if a previous run wrote
-/// it and then crashed. Walks back only as far as the proposal's creation.
-fn committed_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
-    let mut found = None;
+/// The audit events of one proposal: its `proposal.create` event and, if a
+/// previous run wrote one and then crashed, the event that decided it.
+/// Walks back only as far as the proposal's creation.
+struct ProposalEvents {
+    create: Option<Value>,
+    decision: Option<Value>,
+}
+
+fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEvents> {
+    let mut found = ProposalEvents {
+        create: None,
+        decision: None,
+    };
     kb.audit_log().scan_back(|ev| {
         let names = ev
             .get("object_ids")
@@ -680,14 +754,91 @@ fn committed_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
         }
         match ev.get("event").and_then(Value::as_str) {
             Some("proposal.approve") | Some("proposal.reject") => {
-                found = Some(ev.clone());
+                if found.decision.is_none() {
+                    found.decision = Some(ev.clone());
+                }
+                false
+            }
+            Some("proposal.create") => {
+                found.create = Some(ev.clone());
                 true
             }
-            Some("proposal.create") => true,
             _ => false,
         }
     })?;
     Ok(found)
+}
+
+/// What makes a proposal what it is — kind, reserved id, proposer, session,
+/// rationale and the normalized payload — hashed. Recorded in the
+/// `proposal.create` event, so a proposal file edited after it was proposed
+/// (the words a reviewer saw, or who proposed them) is refused at approve.
+pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
+    let draft = Draft::from_proposal(p)?;
+    let identity = json!({
+        "kind": p.kind.as_str(),
+        "object_id": p.object_id,
+        "proposed_by": p.proposed_by,
+        "session_id": p.session_id,
+        "rationale": p.rationale,
+        "payload": draft.to_payload()?,
+    });
+    Ok(crate::ids::sha256_hex(
+        crate::audit::canonical_json(&identity).as_bytes(),
+    ))
+}
+
+/// The key of the fingerprint in a `proposal.create` event's data.
+pub const FINGERPRINT_KEY: &str = "proposal_sha256";
+
+/// Does the proposal file still say what its `proposal.create` event
+/// recorded? `Err` names what differs and what to do.
+pub fn check_integrity(p: &Proposal, create: Option<&Value>) -> std::result::Result<(), String> {
+    let Some(create) = create else {
+        return Err(format!(
+            "proposal {} has no proposal.create event in the audit log: it did not come \
+             through kb.propose (or the log was cut); reject it and re-propose",
+            p.id
+        ));
+    };
+    let actor = create.get("actor").and_then(Value::as_str).unwrap_or("");
+    if actor != p.proposed_by {
+        return Err(format!(
+            "proposal {} says it was proposed by {:?} but its proposal.create event \
+             records {:?}: the file was edited after it was proposed; reject it",
+            p.id, p.proposed_by, actor
+        ));
+    }
+    let recorded_object = create
+        .get("object_ids")
+        .and_then(Value::as_array)
+        .and_then(|ids| ids.get(1))
+        .and_then(Value::as_str);
+    if recorded_object.is_some_and(|o| o != p.object_id) {
+        return Err(format!(
+            "proposal {} now targets {:?}, not the id its proposal.create event reserved: \
+             the file was edited after it was proposed; reject it",
+            p.id, p.object_id
+        ));
+    }
+    // Events written before fingerprints existed (and vouch 1.x's) carry
+    // none; the actor and object checks above are all they allow.
+    if let Some(recorded) = create
+        .get("data")
+        .and_then(|d| d.get(FINGERPRINT_KEY))
+        .and_then(Value::as_str)
+    {
+        let now = proposal_fingerprint(p).map_err(|e| e.message)?;
+        if now != recorded {
+            return Err(format!(
+                "proposal {} was edited after it was proposed (its content no longer \
+                 matches the fingerprint in its proposal.create event); what a reviewer \
+                 saw is not what would be approved — reject it and re-propose",
+                p.id
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn already_decided(p: &Proposal) -> Error {
@@ -711,7 +862,7 @@ fn load_pending(kb: &Kb, id: &str) -> Result<Proposal> {
         (_, Some(d)) => {
             // A crash after the decided/ write left the pending copy behind:
             // remove it so the proposal is decided exactly once.
-            atomic::remove(&kb.layout().file(Dir::Proposed, id)?)?;
+            atomic::remove(kb.layout().root(), &kb.layout().file(Dir::Proposed, id)?)?;
             Err(already_decided(&d))
         }
         (Some(p), None) => Ok(p),
@@ -738,16 +889,42 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         actor: String,
         at: Timestamp,
         recovered: bool,
+        /// The hash of the audit event that decided it (set once appended).
+        event_hash: Option<String>,
     }
     let mut plans = Vec::with_capacity(ids.len());
     let mut fresh: Vec<usize> = Vec::new();
+    let self_approval_allowed = kb.settings().self_approval_allowed();
+    let self_approval = |who: &str, p: &Proposal| {
+        Error::denied(format!(
+            "{who} proposed {} and cannot also approve it; another actor must review it \
+             (or set review.approver_role: trusted-agent in config.yaml)",
+            p.id
+        ))
+    };
     for id in &ids {
         if !seen.insert(id.clone()) {
             return Err(Error::invalid(format!("proposal {id} is listed twice")));
         }
         let proposal = load_pending(kb, id)?;
         let draft = Draft::from_proposal(&proposal)?;
-        if let Some(ev) = committed_decision(kb, id)? {
+        let events = proposal_events(kb, id)?;
+        // Every check of a fresh approve runs on a recovery too: a decision
+        // event in the log is only a record that someone decided, never a
+        // pass around the gate (a forged line would otherwise be one).
+        check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
+        if approver == proposal.proposed_by && !self_approval_allowed {
+            return Err(self_approval(&approver, &proposal));
+        }
+        let errors = validate(kb, &draft, None);
+        if !errors.is_empty() {
+            return Err(Error::denied(format!(
+                "proposal {id} no longer validates: {}",
+                errors.join("; ")
+            )));
+        }
+        let dir = object_dir(proposal.kind);
+        if let Some(ev) = events.decision {
             // A crash interrupted a decision already in the audit log.
             if ev.get("event").and_then(Value::as_str) == Some("proposal.reject") {
                 return Err(Error::conflict(format!(
@@ -760,6 +937,22 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 .and_then(Value::as_str)
                 .unwrap_or(&approver)
                 .to_string();
+            if actor == proposal.proposed_by && !self_approval_allowed {
+                return Err(self_approval(&actor, &proposal));
+            }
+            check_actor(&actor)?;
+            // The crashed run may have written the durable file already; any
+            // other file under the reserved id is not ours to replace.
+            if let Some(existing) = approved_by_of(kb, dir, &proposal.object_id)?
+                && existing.as_deref() != Some(actor.as_str())
+            {
+                return Err(Error::conflict(format!(
+                    "{} {} already exists and was not written by the interrupted approval \
+                     of {id}; reject {id} and re-propose",
+                    dir.id_label(),
+                    proposal.object_id
+                )));
+            }
             let at = ev
                 .get("created_at")
                 .and_then(Value::as_str)
@@ -771,23 +964,10 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 actor,
                 at,
                 recovered: true,
+                event_hash: ev.get("hash").and_then(Value::as_str).map(str::to_string),
             });
             continue;
         }
-        if approver == proposal.proposed_by && !kb.settings().self_approval_allowed() {
-            return Err(Error::denied(format!(
-                "{approver} proposed {id} and cannot also approve it; another actor must \
-                 review it (or set review.approver_role: trusted-agent in config.yaml)"
-            )));
-        }
-        let errors = validate(kb, &draft, None);
-        if !errors.is_empty() {
-            return Err(Error::denied(format!(
-                "proposal {id} no longer validates: {}",
-                errors.join("; ")
-            )));
-        }
-        let dir = object_dir(proposal.kind);
         if kb.exists(dir, &proposal.object_id) {
             return Err(Error::conflict(format!(
                 "{} {} already exists; reject {id} and re-propose",
@@ -802,6 +982,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             actor: approver.clone(),
             at: kb.now(),
             recovered: false,
+            event_hash: None,
         });
     }
     let mut events: Vec<AuditEvent> = fresh
@@ -826,8 +1007,11 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         })
         .collect();
     kb.append_audit(&mut events)?;
+    for (&i, ev) in fresh.iter().zip(&events) {
+        plans[i].event_hash = Some(ev.hash.clone());
+    }
 
-    let mut batch = atomic::Batch::default();
+    let mut batch = atomic::Batch::new(kb.layout().root());
     let mut results = Vec::with_capacity(plans.len());
     let mut written = Vec::new();
     for pl in &plans {
@@ -845,6 +1029,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         decided.decided_by = Some(pl.actor.clone());
         decided.decided_at = Some(pl.at);
         decided.reason = p.reason.clone();
+        decided.decision_hash = pl.event_hash.clone();
         batch.write(
             kb.layout().file(Dir::Decided, &decided.id)?,
             crate::store::yaml::to_yaml(&decided)?.into_bytes(),
@@ -864,6 +1049,17 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     batch.commit()?;
     crate::index::after_write(kb, &written);
     Ok(results)
+}
+
+/// `Some(approved_by)` when a durable object with this id exists.
+fn approved_by_of(kb: &Kb, dir: Dir, id: &str) -> Result<Option<Option<String>>> {
+    Ok(match dir {
+        Dir::Claims => kb.load::<Claim>(id)?.map(|o| o.approved_by),
+        Dir::Pages => kb.load::<Page>(id)?.map(|o| o.approved_by),
+        Dir::Entities => kb.load::<Entity>(id)?.map(|o| o.approved_by),
+        Dir::Relations => kb.load::<Relation>(id)?.map(|o| o.approved_by),
+        _ => None,
+    })
 }
 
 /// Stage the durable artifact for an approved draft.
@@ -961,7 +1157,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     check_actor(&caller.actor)?;
     let _lock = kb.lock()?;
     let proposal = load_pending(kb, &p.proposal_id)?;
-    let (actor, at) = match committed_decision(kb, &proposal.id)? {
+    let (actor, at, event_hash) = match proposal_events(kb, &proposal.id)?.decision {
         Some(ev) if ev.get("event").and_then(Value::as_str) == Some("proposal.approve") => {
             return Err(Error::conflict(format!(
                 "proposal {} was approved (audit event {}); run approve again to finish it",
@@ -978,6 +1174,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
                 .and_then(Value::as_str)
                 .and_then(Timestamp::parse)
                 .unwrap_or_else(|| kb.now()),
+            ev.get("hash").and_then(Value::as_str).map(str::to_string),
         ),
         None => {
             let mut ev = kb.event(
@@ -987,7 +1184,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
                 json!({"kind": proposal.kind.as_str(), "reason": p.reason}),
             );
             kb.append_audit(std::slice::from_mut(&mut ev))?;
-            (caller.actor.clone(), ev.created_at)
+            (caller.actor.clone(), ev.created_at, Some(ev.hash))
         }
     };
     let mut decided = proposal.clone();
@@ -995,7 +1192,8 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     decided.decided_by = Some(actor);
     decided.decided_at = Some(at);
     decided.reason = Some(p.reason);
-    let mut batch = atomic::Batch::default();
+    decided.decision_hash = event_hash;
+    let mut batch = atomic::Batch::new(kb.layout().root());
     batch.write(
         kb.layout().file(Dir::Decided, &decided.id)?,
         crate::store::yaml::to_yaml(&decided)?.into_bytes(),

@@ -29,6 +29,7 @@ struct Loaded {
     pending: Vec<Proposal>,
     proposed_ids: Vec<String>,
     decided_ids: HashSet<String>,
+    decided: Vec<Proposal>,
     /// (path relative to .vouch/, why it could not be used)
     unreadable: Vec<(String, String)>,
 }
@@ -73,8 +74,9 @@ fn load(kb: &Kb) -> Result<Loaded> {
                     l.proposed_ids.push(id);
                     l.pending.push(p);
                 }
-                Ok(Some(_)) => {
+                Ok(Some(p)) => {
                     l.decided_ids.insert(id);
+                    l.decided.push(p);
                 }
                 Ok(None) => {}
                 Err(e) => bad.push((rel(KbFile::Object(dir, id)), e.message)),
@@ -505,7 +507,7 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
         ));
         return out;
     }
-    if !kb.layout().config().exists() {
+    if std::fs::symlink_metadata(kb.layout().config()).is_err() {
         out.push(finding(
             "config-missing",
             Severity::Warn,
@@ -558,7 +560,7 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
 /// SPEC §4: drafts and the derived index stay out of git.
 fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
     let path = kb.layout().gitignore();
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = kb.read_text(&path).ok().flatten().unwrap_or_default();
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     ["proposed/", "state.db"]
         .into_iter()
@@ -618,6 +620,83 @@ fn stray_findings(kb: &Kb) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The files and the log vouch for each other. A chain that verifies proves
+/// only that no line was changed in place; cutting the tail, emptying the
+/// log or rewriting it whole with other actors leaves a valid chain. So each
+/// `decided/` record carries the hash of its decision event, each durable
+/// object must be named by the event that let it in, and each pending
+/// proposal must still match its `proposal.create` event.
+fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let trail = crate::audit::Trail::read(kb.audit_log())?;
+    for pr in &l.pending {
+        if l.decided_ids.contains(&pr.id) {
+            continue; // reported as proposal-in-both
+        }
+        if let Err(why) = crate::gate::check_integrity(pr, trail.created.get(&pr.id)) {
+            let kind = if trail.created.contains_key(&pr.id) {
+                "proposal-edited"
+            } else {
+                "proposal-unaudited"
+            };
+            out.push(finding(
+                kind,
+                Severity::Error,
+                &pr.id,
+                Some(rel(KbFile::Object(Dir::Proposed, pr.id.clone()))),
+                format!("{why}; approve refuses it"),
+            ));
+        }
+    }
+    for d in &l.decided {
+        // A record an import brought in names its decision in the log of
+        // the KB it came from.
+        if let Some(h) = &d.decision_hash
+            && !trail.hashes.contains(h)
+            && !trail.admits(&d.id)
+        {
+            out.push(finding(
+                "decision-not-in-log",
+                Severity::Error,
+                &d.id,
+                Some(rel(KbFile::Object(Dir::Decided, d.id.clone()))),
+                format!(
+                    "proposal {} was {} by {} but the audit event that decided it ({h}) is not \
+                     in audit.log.jsonl: the log was cut or rewritten after the decision; \
+                     restore audit.log.jsonl from git",
+                    d.id,
+                    d.status,
+                    d.decided_by.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
+    }
+    let durable = l
+        .claims
+        .iter()
+        .map(|c| (Dir::Claims, c.id.as_str()))
+        .chain(l.pages.iter().map(|x| (Dir::Pages, x.id.as_str())))
+        .chain(l.entities.iter().map(|x| (Dir::Entities, x.id.as_str())))
+        .chain(l.relations.iter().map(|x| (Dir::Relations, x.id.as_str())));
+    for (dir, id) in durable {
+        if !trail.admits(id) {
+            out.push(finding(
+                "unaudited-object",
+                Severity::Error,
+                id,
+                Some(rel(KbFile::Object(dir, id.to_string()))),
+                format!(
+                    "{} {id} is not named by any approval or import in audit.log.jsonl: it \
+                     never went through the review gate (written by hand, or the log was cut); \
+                     search and context mark it `unaudited` — remove it, or propose it for review",
+                    dir.id_label().trim_end_matches(" id")
+                ),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport> {
@@ -685,11 +764,12 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     }
     // A quoted span must still say what its source says.
     for ev in &l.evidence {
-        let Ok(path) = kb.layout().source_content(&ev.source_id) else {
-            continue;
-        };
-        let Ok(bytes) = std::fs::read(path) else {
-            continue; // missing content is reported with the source
+        let Ok(Some(bytes)) = kb
+            .layout()
+            .source_content(&ev.source_id)
+            .and_then(|path| kb.read_file(&path))
+        else {
+            continue; // missing or unreadable content is reported with the source
         };
         if let Some(why) = crate::sources::evidence_mismatch(ev, &bytes) {
             issues.push(finding(
@@ -705,6 +785,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ));
         }
     }
+    issues.extend(cross_link_findings(kb, &l)?);
     let audit = kb.audit_log().verify()?;
     if !audit.ok {
         issues.push(finding(

@@ -93,9 +93,8 @@ fn entity_doc(e: &Entity) -> Doc {
 }
 fn source_doc(kb: &Kb, s: &Source) -> Doc {
     let mut body = s.locator.clone();
-    if let Ok(path) = kb.layout().source_content(&s.id)
-        && let Ok(bytes) = std::fs::read(path)
-    {
+    // Only content that hashes to its id is indexed (never a planted file).
+    if let Ok(Some(bytes)) = kb.source_content(&s.id) {
         let cut = &bytes[..bytes.len().min(SOURCE_TEXT_LIMIT)];
         let text = String::from_utf8_lossy(cut);
         body.push('\n');
@@ -131,7 +130,7 @@ fn file_of(kb: &Kb, kind: &str, id: &str) -> Result<PathBuf> {
 }
 
 fn signature(path: &Path) -> Option<Sig> {
-    let m = std::fs::metadata(path).ok()?;
+    let m = std::fs::symlink_metadata(path).ok()?;
     Some((mtime_ns(&m), m.len() as i64))
 }
 
@@ -173,6 +172,24 @@ fn relation_doc(r: &Relation) -> Doc {
     }
 }
 
+/// Open `state.db` without following a link. A link there (a cloned
+/// repository's way to make vouch drop another program's tables) is removed
+/// — the file is derived — with a warning, and never opened through.
+fn open_db(kb: &Kb, path: &Path, flags: rusqlite::OpenFlags) -> rusqlite::Result<Connection> {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let p = PathBuf::from(format!("{}{suffix}", path.display()));
+        if crate::store::nofollow::is_link(&p) {
+            kb.warn(format!(
+                "index: {} was a symbolic link; removed the link (its target is untouched) \
+                 and rebuilding the derived index",
+                p.display()
+            ));
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    Connection::open_with_flags(path, flags | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW)
+}
+
 impl Index {
     fn open_path(kb: &Kb) -> Result<Index> {
         let path = kb.layout().index_db();
@@ -196,7 +213,7 @@ impl Index {
     }
 
     fn try_open(kb: &Kb, path: &Path) -> Result<Index> {
-        let conn = Connection::open(path)?;
+        let conn = open_db(kb, path, rusqlite::OpenFlags::default())?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -555,17 +572,17 @@ fn scan_kind(kb: &Kb, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
             Some(d) => {
                 let id = crate::store::layout::id_from_file_name(d, name)?;
                 crate::ids::check_id("id", &id).ok()?;
-                let meta = match entry.metadata() {
-                    Ok(m) if m.file_type().is_symlink() => std::fs::metadata(entry.path()),
-                    other => other,
-                };
-                (id, meta.ok()?)
+                // A link is never followed (store::nofollow): not a document.
+                (id, entry.metadata().ok()?)
             }
             None => {
                 if !crate::ids::is_source_id(name) {
                     return None;
                 }
-                let meta = std::fs::metadata(kb.layout().source_meta(name).ok()?).ok()?;
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    return None;
+                }
+                let meta = std::fs::symlink_metadata(kb.layout().source_meta(name).ok()?).ok()?;
                 (name.to_string(), meta)
             }
         };
@@ -676,7 +693,8 @@ pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
             ..Default::default()
         }))
     };
-    let conn = match Connection::open_with_flags(
+    let conn = match open_db(
+        kb,
         &path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
@@ -854,11 +872,12 @@ fn with_reader<R>(
     let conn = match idle {
         Some(conn) => conn,
         None => {
-            let opened = Connection::open(kb.layout().index_db()).and_then(|conn| {
-                conn.busy_timeout(BUSY_TIMEOUT)?;
-                conn.pragma_update(None, "query_only", true)?;
-                Ok(conn)
-            });
+            let opened = open_db(kb, &kb.layout().index_db(), rusqlite::OpenFlags::default())
+                .and_then(|conn| {
+                    conn.busy_timeout(BUSY_TIMEOUT)?;
+                    conn.pragma_update(None, "query_only", true)?;
+                    Ok(conn)
+                });
             match opened {
                 Ok(conn) => conn,
                 Err(e) if readers(kb).generation == generation => return Some(Err(e.into())),

@@ -38,6 +38,14 @@ pub enum Transport {
 }
 
 impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Cli => "command-line",
+            Transport::Jsonl => "JSONL",
+            Transport::Mcp => "MCP",
+            Transport::Http => "HTTP",
+        }
+    }
     /// Agent transports get the gate on everything that creates knowledge.
     pub fn is_agent(self) -> bool {
         !matches!(self, Transport::Cli)
@@ -143,14 +151,14 @@ impl Kb {
             (layout.config(), config.as_str()),
             (layout.gitignore(), GITIGNORE),
         ] {
-            if atomic::create_new(&path, text.as_bytes())? {
+            if atomic::create_new(layout.root(), &path, text.as_bytes())? {
                 created.push(path.display().to_string());
             } else {
                 existing.push(path.display().to_string());
             }
         }
         let audit = layout.audit_log();
-        if atomic::create_new(&audit, b"")? {
+        if atomic::create_new(layout.root(), &audit, b"")? {
             created.push(audit.display().to_string());
         } else {
             existing.push(audit.display().to_string());
@@ -214,8 +222,8 @@ impl Kb {
         }
         let layout = Layout::new(root);
         let mut config_error = None;
-        let settings = if layout.config().exists() {
-            match Settings::load(&layout.config()) {
+        let settings = if std::fs::symlink_metadata(layout.config()).is_ok() {
+            match Settings::load(layout.root(), &layout.config()) {
                 Ok(s) => s,
                 Err(e) if tolerant => {
                     config_error = Some(e.message);
@@ -313,16 +321,48 @@ impl Kb {
     /// Read one object; `Ok(None)` when its file does not exist.
     pub fn load<T: Stored>(&self, id: &str) -> Result<Option<T>> {
         let path = self.layout.file(T::DIR, id)?;
-        read_text(&path)?
+        self.read_text(&path)?
             .map(|text| T::decode(&path, &text))
             .transpose()
     }
 
+    /// Is there a regular file (not a link) for this id?
     pub fn exists(&self, dir: Dir, id: &str) -> bool {
         self.layout
             .file(dir, id)
-            .map(|p| p.is_file())
-            .unwrap_or(false)
+            .is_ok_and(|p| crate::store::nofollow::is_file(&p))
+    }
+
+    /// Read a file beneath `.vouch/` without following any link
+    /// (`store::nofollow`); `None` when it does not exist.
+    pub fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        match crate::store::nofollow::read(self.layout.root(), path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// As [`Kb::read_file`], as UTF-8.
+    pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
+        utf8(path, self.read_file(path)?)
+    }
+
+    /// A source's stored bytes, only if they still hash to its id: content
+    /// that does not is never served (a drifted or planted file).
+    pub fn source_content(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.layout.source_content(id)?;
+        let Some(bytes) = self.read_file(&path)? else {
+            return Ok(None);
+        };
+        if crate::ids::sha256_hex(&bytes) != id {
+            return Err(Error::corrupt(
+                &path,
+                "does not hash to its source id, so it is not served; restore the original \
+                 bytes from git (`vouch source verify` reports drift)",
+            ));
+        }
+        Ok(Some(bytes))
     }
 
     /// Ids in a folder, sorted.
@@ -365,7 +405,7 @@ impl Kb {
     /// Write an object durably (temp + fsync + rename).
     pub(crate) fn store<T: Stored>(&self, value: &T) -> Result<()> {
         let path = self.layout.file(T::DIR, value.id())?;
-        atomic::write(&path, value.encode()?.as_bytes())
+        atomic::write(self.layout.root(), &path, value.encode()?.as_bytes())
     }
 
     pub(crate) fn stage<T: Stored>(&self, batch: &mut atomic::Batch, value: &T) -> Result<()> {
@@ -376,7 +416,7 @@ impl Kb {
 
     pub fn load_source(&self, id: &str) -> Result<Option<Source>> {
         let path = self.layout.source_meta(id)?;
-        read_text(&path)?
+        self.read_text(&path)?
             .map(|text| from_yaml(&path, &text))
             .transpose()
     }
@@ -384,8 +424,7 @@ impl Kb {
     pub fn source_exists(&self, id: &str) -> bool {
         self.layout
             .source_meta(id)
-            .map(|p| p.is_file())
-            .unwrap_or(false)
+            .is_ok_and(|p| crate::store::nofollow::is_file(&p))
     }
 
     pub fn source_ids(&self) -> Result<Vec<String>> {
@@ -407,7 +446,7 @@ impl Kb {
     /// A proposal from `proposed/` or `decided/`.
     pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
         let path = self.layout.file(dir, id)?;
-        read_text(&path)?
+        self.read_text(&path)?
             .map(|text| from_yaml(&path, &text))
             .transpose()
     }
@@ -426,12 +465,8 @@ impl Kb {
 }
 
 /// Read a file as UTF-8; `None` when it does not exist.
-pub(crate) fn read_text(path: &Path) -> Result<Option<String>> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| Error::corrupt(path, "not valid UTF-8")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
+fn utf8(path: &Path, bytes: Option<Vec<u8>>) -> Result<Option<String>> {
+    bytes
+        .map(|b| String::from_utf8(b).map_err(|_| Error::corrupt(path, "not valid UTF-8")))
+        .transpose()
 }

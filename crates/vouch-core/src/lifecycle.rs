@@ -35,7 +35,7 @@ fn commit(
 ) -> Result<LifecycleResult> {
     let mut ev = kb.event(event, &caller.actor, object_ids, data);
     kb.append_audit(std::slice::from_mut(&mut ev))?;
-    let mut batch = atomic::Batch::default();
+    let mut batch = atomic::Batch::new(kb.layout().root());
     for c in &claims {
         kb.stage(&mut batch, c)?;
     }

@@ -224,8 +224,11 @@ impl Settings {
         }
     }
 
-    pub fn load(path: &Path) -> Result<Settings> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    /// Read `config.yaml` (directly in the KB `root`) without following a
+    /// link.
+    pub fn load(root: &Path, path: &Path) -> Result<Settings> {
+        let bytes = crate::store::nofollow::read(root, path).map_err(|e| Error::io(path, e))?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::corrupt(path, "not valid UTF-8"))?;
         Self::parse(path, &text)
     }
 

@@ -84,10 +84,14 @@ fn register_bytes(
     );
     kb.append_audit(std::slice::from_mut(&mut ev))?;
     let dir = kb.layout().source_dir(&id)?;
+    crate::store::nofollow::check_dirs(kb.layout().root(), &kb.layout().sources_dir())
+        .map_err(|e| Error::io(&dir, e))?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     // Content first: a meta.yaml always has its content beside it.
-    atomic::write(&kb.layout().source_content(&id)?, bytes)?;
+    let root = kb.layout().root();
+    atomic::write(root, &kb.layout().source_content(&id)?, bytes)?;
     atomic::write(
+        root,
         &kb.layout().source_meta(&id)?,
         crate::store::yaml::to_yaml(&source)?.as_bytes(),
     )?;
@@ -104,24 +108,36 @@ pub fn register_source_from_path(
     caller: &Caller,
     p: RegisterSourceFromPathParams,
 ) -> Result<RegisterSourceResult> {
-    let (path, relative) = resolve_in_project(kb, &p.path)?;
+    let (root, relative) = resolve_in_project(kb, &p.path)?;
+    let path = root.join(&relative);
     let max = kb.settings().sources.max_bytes;
-    let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid(format!(
+    // Opened once, without following a link at any step below the project
+    // root; the size check and the read use that same descriptor, so
+    // nothing can be swapped in between (a folder replaced by a link).
+    let file = crate::store::nofollow::open(&root, &path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => Error::invalid(format!(
             "{}: not a regular file (directories, devices and sockets cannot be sources)",
+            p.path
+        )),
+        _ => Error::invalid(format!("path {:?}: {e}", p.path)),
+    })?;
+    let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+    if len > max {
+        return Err(Error::invalid(format!(
+            "{}: {len} bytes is over the {max}-byte limit for sources \
+             (raise sources.max_bytes in config.yaml to allow it)",
             p.path
         )));
     }
-    if meta.len() > max {
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, max + 1), &mut bytes)
+        .map_err(|e| Error::io(&path, e))?;
+    if bytes.len() as u64 > max {
         return Err(Error::invalid(format!(
-            "{}: {} bytes is over the {max}-byte limit for sources \
-             (raise sources.max_bytes in config.yaml to allow it)",
-            p.path,
-            meta.len()
+            "{}: grew past the {max}-byte limit for sources while it was read",
+            p.path
         )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let title = p
         .title
         .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()));
@@ -131,7 +147,7 @@ pub fn register_source_from_path(
         &bytes,
         Meta {
             source_type: p.source_type.unwrap_or(SourceType::File),
-            locator: relative,
+            locator: relative.to_string_lossy().into_owned(),
             title,
             media_type: Some(media_type_for(&path).to_string()),
             tags: Vec::new(),
@@ -139,38 +155,53 @@ pub fn register_source_from_path(
     )
 }
 
-/// Resolve a user path to a regular location inside the project root (the
-/// folder holding `.vouch/`), following symlinks; anything that leads out of
-/// the project, or into `.vouch/` itself, is refused.
-fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, String)> {
+/// The project root (the folder holding `.vouch/`) and the user's path
+/// relative to it, as plain names: `..`, a path outside the project, and
+/// anything inside `.vouch/` are refused. Links are refused when the file is
+/// opened ([`crate::store::nofollow`]), not resolved here.
+fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, PathBuf)> {
     if user_path.contains('\0') {
         return Err(Error::invalid("path: contains a NUL byte"));
     }
-    let root = kb.layout().project_root();
-    let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
-    let given = Path::new(user_path);
-    let joined = if given.is_absolute() {
-        given.to_path_buf()
-    } else {
-        root.join(given)
-    };
-    let real = joined
+    let given_root = kb.layout().project_root();
+    let root = given_root
         .canonicalize()
-        .map_err(|e| Error::invalid(format!("path {user_path:?}: {e}")))?;
-    let relative = real.strip_prefix(&root).map_err(|_| {
+        .map_err(|e| Error::io(given_root, e))?;
+    let given = Path::new(user_path);
+    let outside = || {
         Error::invalid(format!(
-            "path {user_path:?} resolves to {} which is outside the project root {} \
-             (symlinks leading out are refused)",
-            real.display(),
+            "path {user_path:?} is outside the project root {}; only project files can be \
+             registered by path",
             root.display()
         ))
-    })?;
-    if relative.starts_with(".vouch") {
+    };
+    let relative = if given.is_absolute() {
+        given
+            .strip_prefix(&root)
+            .or_else(|_| given.strip_prefix(given_root))
+            .map_err(|_| outside())?
+    } else {
+        given
+    };
+    let mut clean = PathBuf::new();
+    for c in relative.components() {
+        match c {
+            std::path::Component::Normal(n) => clean.push(n),
+            std::path::Component::CurDir => {}
+            _ => return Err(outside()),
+        }
+    }
+    if clean.as_os_str().is_empty() {
+        return Err(Error::invalid(format!(
+            "{user_path}: not a regular file (directories, devices and sockets cannot be sources)"
+        )));
+    }
+    if clean.starts_with(".vouch") {
         return Err(Error::invalid(format!(
             "path {user_path:?} is inside .vouch/; register project files, not KB internals"
         )));
     }
-    Ok((real.clone(), relative.to_string_lossy().into_owned()))
+    Ok((root, clean))
 }
 
 fn media_type_for(path: &Path) -> &'static str {
@@ -219,7 +250,7 @@ pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResul
             ));
         }
         let content = kb.layout().source_content(&id)?;
-        match std::fs::read(&content) {
+        match crate::store::nofollow::read(kb.layout().root(), &content) {
             Ok(bytes) => {
                 let actual = sha256_hex(&bytes);
                 if actual != id {
@@ -260,12 +291,19 @@ pub fn locate_quote(kb: &Kb, source_id: &str, quote: &str) -> Result<Located> {
             "source {source_id} is not registered"
         )));
     }
-    let path = kb.layout().source_content(source_id)?;
-    let bytes = std::fs::read(&path).map_err(|e| {
-        Error::invalid(format!(
-            "source {source_id} has no stored content to quote from ({e})"
-        ))
-    })?;
+    let bytes = match kb.source_content(source_id) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return Err(Error::invalid(format!(
+                "source {source_id} has no stored content to quote from"
+            )));
+        }
+        Err(e) => {
+            return Err(Error::invalid(format!(
+                "source {source_id} cannot be quoted from: {e}"
+            )));
+        }
+    };
     locate_in(&bytes, quote).ok_or_else(|| {
         Error::invalid(format!(
             "quote {:?} does not occur in source {source_id}; quote the text exactly",

@@ -1028,11 +1028,23 @@ fn export_replaces_an_earlier_bundle_but_no_other_file() {
     std::fs::write(f.p.root().join("notes.txt"), "my notes").unwrap();
     let r = f.p.run("alice", &["export", "notes.txt"]);
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("is not a bundle"), "{}", r.stderr);
+    assert!(r.stderr.contains("is not a vouch bundle"), "{}", r.stderr);
     assert_eq!(
         std::fs::read_to_string(f.p.root().join("notes.txt")).unwrap(),
         "my notes"
     );
+    // A gzip file of the project's own (only the magic matched before).
+    let data = f.p.root().join("data.json.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, b"{\"rows\": [1, 2, 3]}").unwrap();
+    let gz = gz.finish().unwrap();
+    std::fs::write(&data, &gz).unwrap();
+    for who in ["alice", "agent"] {
+        let r = f.p.run(who, &["export", "data.json.gz"]);
+        assert_ne!(r.code, 0, "{who}: {}", r.stdout);
+        assert!(r.stderr.contains("is not a vouch bundle"), "{}", r.stderr);
+    }
+    assert_eq!(std::fs::read(&data).unwrap(), gz);
     f.p.ok("alice", &["export", "b.tar.gz"]);
     f.p.ok("alice", &["export", "b.tar.gz"]);
 }

@@ -476,7 +476,7 @@ fn sources_from_path_stay_inside_the_project() {
             outside.path().join("secret.txt").display().to_string(),
             "outside the project",
         ),
-        ("link.txt".to_string(), "outside the project"),
+        ("link.txt".to_string(), "symbolic link"),
         ("../".to_string(), "outside the project"),
         ("sub".to_string(), "not a regular file"),
         ("/dev/null".to_string(), "outside the project"),

@@ -65,6 +65,9 @@ fn two_processes_proposing_and_approving_lose_nothing() {
     let handles: Vec<_> = (0..2)
         .map(|w| {
             let mut server = Server::start(&p, &format!("agent-{w}"));
+            // A reviewer is a connection of its own: an agent transport
+            // approves only as the actor it was started as.
+            let mut reviewer = Server::start(&p, &format!("reviewer-{w}"));
             let src = src.clone();
             std::thread::spawn(move || {
                 let proposals: Vec<Value> = (0..N)
@@ -83,15 +86,17 @@ fn two_processes_proposing_and_approving_lose_nothing() {
                         a["result"]["proposal_id"].as_str().unwrap().to_string()
                     })
                     .collect();
-                let approvals: Vec<Value> = ids
-                    .iter()
-                    .map(|id| json!({"id": id, "method": "kb.approve", "params": {"proposal_id": id, "approver": format!("reviewer-{w}")}}))
-                    .collect();
-                for a in server.batch(approvals) {
-                    assert_eq!(a["ok"], true, "{a}");
-                }
                 drop(server.child.stdin.take());
                 server.child.wait().unwrap();
+                let approvals: Vec<Value> = ids
+                    .iter()
+                    .map(|id| json!({"id": id, "method": "kb.approve", "params": {"proposal_id": id}}))
+                    .collect();
+                for a in reviewer.batch(approvals) {
+                    assert_eq!(a["ok"], true, "{a}");
+                }
+                drop(reviewer.child.stdin.take());
+                reviewer.child.wait().unwrap();
                 ids
             })
         })

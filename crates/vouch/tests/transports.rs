@@ -194,19 +194,24 @@ fn scenario(call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>) ->
     let approved_object = a["object_id"].as_str().expect("object_id").to_string();
     assert_eq!(approved_object, claim_id);
 
-    let hits = call(
-        Who::Agent,
-        "kb.search",
-        json!({"query": "staging credentials"}),
-    )
-    .expect("search");
-    let hit_ids: Vec<String> = hits
-        .as_array()
-        .expect("search answers an array")
-        .iter()
-        .map(|h| h["id"].as_str().expect("hit id").to_string())
-        .collect();
-    assert!(hit_ids.contains(&claim_id), "{hits}");
+    // Alice approved at the command line, outside the server: it sees the
+    // new claim once it notices the files changed.
+    let mut hit_ids: Vec<String> = Vec::new();
+    eventually("the approved claim in search", || {
+        let hits = call(
+            Who::Agent,
+            "kb.search",
+            json!({"query": "staging credentials"}),
+        )
+        .expect("search");
+        hit_ids = hits
+            .as_array()
+            .expect("search answers an array")
+            .iter()
+            .map(|h| h["id"].as_str().expect("hit id").to_string())
+            .collect();
+        hit_ids.contains(&claim_id)
+    });
 
     let audit = call(Who::Agent, "kb.audit", json!({})).expect("audit");
     let events: Vec<(String, String)> = audit
@@ -238,13 +243,23 @@ fn scenario(call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>) ->
     }
 }
 
-/// Over stdio the actor is fixed per process; alice approves through the
-/// `approver` param.
-fn with_approver(who: Who, mut params: Value) -> Value {
-    if let Who::Alice = who {
-        params["approver"] = json!("alice");
+/// Over stdio the actor is fixed per process, and an `approver` param naming
+/// anyone else is refused (tests/attacks.rs): alice, a person, approves at
+/// the command line beside the running server.
+fn as_person(kb: &Path, method: &str, params: Value) -> Result<Value, WireErr> {
+    let out = vouch(kb)
+        .env("VOUCH_AGENT", "alice")
+        .args(["--json", "call", method, &params.to_string()])
+        .output()
+        .expect("run vouch call");
+    if out.status.success() {
+        Ok(serde_json::from_slice(&out.stdout).expect("vouch call prints JSON"))
+    } else {
+        Err((
+            format!("exit {}", out.status.code().unwrap_or(-1)),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
     }
-    params
 }
 
 // ----- JSONL ---------------------------------------------------------------
@@ -275,9 +290,11 @@ fn run_jsonl() -> Outcome {
     let mut s = jsonl_server(kb.path());
     let mut n = 0;
     let out = scenario(&mut |who, method, params| {
+        if let Who::Alice = who {
+            return as_person(kb.path(), method, params);
+        }
         n += 1;
-        let req =
-            json!({"id": format!("r{n}"), "method": method, "params": with_approver(who, params)});
+        let req = json!({"id": format!("r{n}"), "method": method, "params": params});
         s.send_raw(&req.to_string());
         let v = s.read();
         assert_eq!(v["id"], json!(format!("r{n}")));
@@ -572,7 +589,10 @@ impl Mcp {
 fn run_mcp() -> Outcome {
     let kb = init_kb();
     let mut m = Mcp::start(kb.path());
-    let out = scenario(&mut |who, method, params| m.call(method, with_approver(who, params)));
+    let out = scenario(&mut |who, method, params| match who {
+        Who::Alice => as_person(kb.path(), method, params),
+        Who::Agent => m.call(method, params),
+    });
     m.server.finish();
     out
 }
@@ -720,7 +740,7 @@ fn http_bad_requests_and_auth() {
         v["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("authenticated as \"agent\""),
+            .contains("cannot name someone else"),
         "{v}"
     );
 
@@ -1098,4 +1118,74 @@ fn concurrent_http_searches_survive_a_rebuild() {
     expected.sort();
     eventually("the new approval", || drills() == expected);
     hammer(20, &expected, &|| {});
+}
+
+/// Issue 9, item 1: an agent that proposed a claim names a person as
+/// `approver`. On every agent transport — JSONL and MCP on stdio, HTTP
+/// without tokens — the call is refused, nothing becomes durable and the
+/// log records no approval.
+#[test]
+fn an_agent_cannot_approve_by_naming_someone_else_on_any_transport() {
+    let propose = json!({"text": "The deploy key rotates monthly.", "evidence": [{"source_id": "SRC", "quote": "rotates monthly"}]});
+    let source = json!({"content": "The deploy key rotates monthly.\n", "locator": "notes"});
+    let check = |kb: &Path, answer: Result<Value, WireErr>| {
+        let (code, message) = answer.expect_err("impersonation must be refused");
+        assert_eq!(code, "invalid_request", "{message}");
+        assert!(message.contains("cannot name someone else"), "{message}");
+        assert!(
+            std::fs::read_dir(kb.join(".vouch/claims"))
+                .unwrap()
+                .next()
+                .is_none(),
+            "a claim became durable"
+        );
+        let log = std::fs::read_to_string(kb.join(".vouch/audit.log.jsonl")).unwrap();
+        assert!(!log.contains("proposal.approve"), "{log}");
+    };
+    let with_source = |src: &Value| {
+        let mut p = propose.clone();
+        p["evidence"][0]["source_id"] = src["id"].clone();
+        p
+    };
+    let approve =
+        |proposed: &Value| json!({"proposal_id": proposed["proposal_id"], "approver": "alice"});
+
+    // JSONL on stdio.
+    let kb = init_kb();
+    let mut s = jsonl_server(kb.path());
+    let mut call = |method: &str, params: Value| {
+        s.send_raw(&json!({"id": 1, "method": method, "params": params}).to_string());
+        envelope_result(s.read())
+    };
+    let src = call("kb.register_source", source.clone()).unwrap();
+    let proposed = call("kb.propose_claim", with_source(&src)).unwrap();
+    check(kb.path(), call("kb.approve", approve(&proposed)));
+    s.finish();
+
+    // MCP on stdio.
+    let kb = init_kb();
+    let mut m = Mcp::start(kb.path());
+    let src = m.call("kb.register_source", source.clone()).unwrap();
+    let proposed = m.call("kb.propose_claim", with_source(&src)).unwrap();
+    check(kb.path(), m.call("kb.approve", approve(&proposed)));
+    m.server.finish();
+
+    // HTTP without tokens (loopback only, acting as the configured agent).
+    let kb = init_kb();
+    let server = HttpServer::spawn(kb.path(), &["--agent", "claude"]);
+    let call = |method: &str, params: Value| {
+        let req = json!({"id": 1, "method": method, "params": params});
+        envelope_result(server.rpc(None, req.to_string().as_bytes()).json())
+    };
+    let src = call("kb.register_source", source.clone()).unwrap();
+    let proposed = call("kb.propose_claim", with_source(&src)).unwrap();
+    check(kb.path(), call("kb.approve", approve(&proposed)));
+    // Naming itself is allowed, and is then plain self-approval: refused.
+    let (_, message) = call(
+        "kb.approve",
+        json!({"proposal_id": proposed["proposal_id"], "approver": "claude"}),
+    )
+    .unwrap_err();
+    assert!(message.contains("cannot also approve"), "{message}");
+    server.terminate();
 }

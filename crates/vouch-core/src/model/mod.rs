@@ -231,6 +231,10 @@ pub struct Proposal {
     pub decided_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The `hash` of the audit event that decided it: ties the decision on
+    /// disk to the log, so a log cut or rewritten after it is detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_hash: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -1,7 +1,11 @@
 //! The only writer of files under `.vouch/`: every write goes to a temp file
 //! in the same folder, is fsynced, renamed over its target, and the folder is
 //! fsynced. A crash leaves either the old file or the new one, never half.
+//! Every folder between the KB root and a target must be a real folder, not
+//! a link ([`nofollow::check_dirs`]), and the temp file is created
+//! exclusively, so no write follows a link planted in a cloned repository.
 
+use super::nofollow;
 use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -22,6 +26,11 @@ fn temp_path(target: &Path) -> PathBuf {
 
 fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
+}
+
+/// The folders from `root` to `target`'s folder are real folders.
+fn check_parent(root: &Path, target: &Path) -> Result<()> {
+    nofollow::check_dirs(root, parent(target)).map_err(|e| Error::io(parent(target), e))
 }
 
 /// A new, exclusive temp file beside `target`.
@@ -61,8 +70,9 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
-/// Replace (or create) `target` with `bytes`, durably.
-pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
+/// Replace (or create) `target`, beneath the KB `root`, with `bytes`, durably.
+pub fn write(root: &Path, target: &Path, bytes: &[u8]) -> Result<()> {
+    check_parent(root, target)?;
     write_with(target, |f| {
         f.write_all(bytes).map_err(|e| Error::io(target, e))
     })
@@ -70,8 +80,8 @@ pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Replace (or create) `target` with whatever `fill` streams into it,
 /// durably. A failure removes the temp file and leaves `target` untouched.
-/// Used for bundles, which are written outside `.vouch/` but with the same
-/// care.
+/// Used directly for bundles, which are written outside `.vouch/` but with
+/// the same care.
 pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<()> {
     let tmp = temp_with(target, fill)?;
     if let Err(e) = fs::rename(&tmp, target) {
@@ -83,7 +93,8 @@ pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> 
 
 /// Create `target` with `bytes`, durably, failing with `Ok(false)` if it
 /// already exists (the hard link is the atomic "create if absent").
-pub fn create_new(target: &Path, bytes: &[u8]) -> Result<bool> {
+pub fn create_new(root: &Path, target: &Path, bytes: &[u8]) -> Result<bool> {
+    check_parent(root, target)?;
     let tmp = write_temp(target, bytes)?;
     let linked = fs::hard_link(&tmp, target);
     let _ = fs::remove_file(&tmp);
@@ -98,7 +109,8 @@ pub fn create_new(target: &Path, bytes: &[u8]) -> Result<bool> {
 }
 
 /// Remove a file durably; a file already gone is not an error.
-pub fn remove(target: &Path) -> Result<()> {
+pub fn remove(root: &Path, target: &Path) -> Result<()> {
+    check_parent(root, target)?;
     match fs::remove_file(target) {
         Ok(()) => sync_dir(parent(target)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -109,13 +121,21 @@ pub fn remove(target: &Path) -> Result<()> {
 /// Many writes made durable together: every temp file is written and
 /// fsynced, then all are renamed, then each touched folder is fsynced once.
 /// Used by bulk approval so N artifacts cost far less than N single writes.
-#[derive(Default)]
 pub struct Batch {
+    root: PathBuf,
     writes: Vec<(PathBuf, Vec<u8>)>,
     removes: Vec<PathBuf>,
 }
 
 impl Batch {
+    /// A batch of writes beneath the KB `root`.
+    pub fn new(root: &Path) -> Batch {
+        Batch {
+            root: root.to_path_buf(),
+            writes: Vec::new(),
+            removes: Vec::new(),
+        }
+    }
     pub fn write(&mut self, target: PathBuf, bytes: Vec<u8>) {
         self.writes.push((target, bytes));
     }
@@ -135,6 +155,12 @@ impl Batch {
     /// any temp file cannot be written, every temp file is removed and no
     /// target has changed.
     pub fn commit(self) -> Result<()> {
+        let mut checked: std::collections::HashSet<&Path> = Default::default();
+        for target in self.writes.iter().map(|(t, _)| t).chain(&self.removes) {
+            if checked.insert(parent(target)) {
+                check_parent(&self.root, target)?;
+            }
+        }
         let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(self.writes.len());
         // Temp files are written and fsynced in groups so a batch of
         // 100,000 files never holds more than OPEN_FILES descriptors.
@@ -248,7 +274,7 @@ mod tests {
     #[test]
     fn a_batch_larger_than_the_open_file_group_commits_every_file() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Batch::default();
+        let mut b = Batch::new(dir.path());
         for i in 0..1300 {
             b.write(
                 dir.path().join(format!("{i}.yaml")),
@@ -268,7 +294,7 @@ mod tests {
     fn a_large_batch_that_cannot_stage_a_file_renames_nothing_either() {
         // Large enough for the one-flush path.
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Batch::default();
+        let mut b = Batch::new(dir.path());
         for i in 0..ONE_FLUSH_FROM + 10 {
             b.write(dir.path().join(format!("{i}.yaml")), b"x".to_vec());
         }
@@ -280,7 +306,7 @@ mod tests {
     #[test]
     fn a_batch_that_cannot_stage_a_file_renames_nothing_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = Batch::default();
+        let mut b = Batch::new(dir.path());
         b.write(dir.path().join("a.yaml"), b"a".to_vec());
         b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
         assert!(b.commit().is_err());

@@ -13,13 +13,15 @@ pub struct KbLock {
 impl KbLock {
     /// Block until this process holds the KB's write lock.
     pub fn acquire(path: &Path) -> Result<KbLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let mut opts = OpenOptions::new();
+        opts.create(true).truncate(false).read(true).write(true);
+        // Never through a link (store::nofollow).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut opts,
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32,
+        );
+        let file = opts.open(path).map_err(|e| Error::io(path, e))?;
         file.lock().map_err(|e| Error::io(path, e))?;
         Ok(KbLock { _file: file })
     }

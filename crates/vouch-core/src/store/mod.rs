@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod layout;
 pub mod lock;
+pub mod nofollow;
 pub mod yaml;
 
 pub use layout::{Dir, Layout};
