@@ -615,12 +615,10 @@ pub fn run(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(e) => {
             if cli.json {
-                render::emit(&format!(
-                    "{}\n",
-                    json!({"ok": false, "error": {"code": mapping(e.kind).wire_code, "message": e.message}})
-                ));
+                let v = json!({"ok": false, "error": {"code": mapping(e.kind).wire_code, "message": e.message}});
+                render::emit(&format!("{}\n", render::terminal_safe(&v.to_string())));
             } else {
-                eprintln!("error: {}", e.message);
+                eprintln!("error: {}", render::terminal_safe(&e.message));
             }
             mapping(e.kind).exit_code
         }
@@ -629,7 +627,7 @@ pub fn run(cli: Cli) -> i32 {
 
 fn print_warnings(kb: &Kb) {
     for w in kb.take_warnings() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", render::terminal_safe(&w));
     }
 }
 

@@ -62,7 +62,7 @@ pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) 
         methods::dispatch(kb, caller, method, params)
     }));
     for w in kb.take_warnings() {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::render::terminal_safe(&w));
     }
     match res {
         Ok(Ok(result)) => json!({"id": id, "ok": true, "result": result}),

@@ -41,9 +41,41 @@ pub fn emit(text: &str) {
     }
 }
 
-/// Pretty JSON and a newline.
+/// Pretty JSON and a newline. serde_json leaves C1 controls and bidi
+/// overrides raw; they are written as `\uXXXX` escapes, which decode to the
+/// same string.
 pub fn emit_json(v: &Value) {
-    emit(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"));
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    emit(&(terminal_safe(&text).into_owned() + "\n"));
+}
+
+/// Would this character, printed raw, let text steer the terminal or the
+/// order in which it is read? C0 controls other than newline and tab (an
+/// `ESC[8m` makes the rest of a line invisible, `\r` overwrites it), DEL,
+/// C1 controls, and the bidi overrides and isolates that reorder a line
+/// ("Trojan Source").
+fn steers_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every character that could hide or reorder what a person
+/// reads written as a visible `\uXXXX` escape. Every human-facing output
+/// passes through here: proposals and sources come from agents and from
+/// cloned repositories.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(steers_terminal) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if steers_terminal(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 pub fn output(json: bool, label: &str, v: &Value) {
@@ -72,10 +104,11 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "show" => show(v),
         _ => generic(v, 0),
     };
+    let text = terminal_safe(&text);
     if text.ends_with('\n') {
         emit(&text);
     } else {
-        emit(&(text + "\n"));
+        emit(&(text.into_owned() + "\n"));
     }
 }
 
@@ -511,5 +544,32 @@ pub fn generic(v: &Value, depth: usize) -> String {
             .collect(),
         Value::String(x) => format!("{pad}{x}\n"),
         other => format!("{pad}{other}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_safe_escapes_what_steers_a_terminal_and_keeps_the_rest() {
+        assert_eq!(
+            terminal_safe("plain\ttext\nnext é 中"),
+            "plain\ttext\nnext é 中"
+        );
+        assert_eq!(
+            terminal_safe("shown\u{1b}[8mhidden\u{1b}[0m"),
+            "shown\\u001b[8mhidden\\u001b[0m"
+        );
+        assert_eq!(
+            terminal_safe("a\rb\u{9b}c\u{7f}"),
+            "a\\u000db\\u009bc\\u007f"
+        );
+        assert_eq!(terminal_safe("x\u{202e}y\u{2066}"), "x\\u202ey\\u2066");
+        // JSON keeps its meaning: the escape decodes to the same string.
+        let v = serde_json::json!({"t": "a\u{9b}b\u{202e}"});
+        let safe = terminal_safe(&serde_json::to_string(&v).unwrap()).into_owned();
+        assert!(safe.is_ascii(), "{safe}");
+        assert_eq!(serde_json::from_str::<Value>(&safe).unwrap(), v);
     }
 }
