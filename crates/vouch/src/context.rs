@@ -32,7 +32,112 @@ pub fn locate(kb_flag: Option<&Path>) -> Result<PathBuf> {
     }
     let cwd = std::env::current_dir().map_err(|e| Error::internal(format!("cwd: {e}")))?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    Kb::discover(&cwd, home.as_deref())
+    let found = Kb::discover(&cwd, home.as_deref())?;
+    check_owner(&found)?;
+    Ok(found)
+}
+
+/// A `.vouch/` found by walking up must belong to the current user, as git
+/// does with `safe.directory`: otherwise anyone who can create a directory
+/// above the working directory (`/tmp/.vouch`) would choose the knowledge an
+/// agent reads and the place its writes go. VOUCH_SAFE_DIRECTORIES (paths
+/// separated by `:`, naming the `.vouch/` or the project holding it, or `*`)
+/// trusts others' KBs; so does naming one with --kb / VOUCH_KB_PATH.
+#[cfg(unix)]
+fn check_owner(found: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(found)
+        .map_err(|e| Error::internal(format!("{}: {e}", found.display())))?;
+    let me = rustix::process::geteuid().as_raw();
+    let owner = meta.uid();
+    if owner == me || is_safe_directory(found) {
+        return Ok(());
+    }
+    let project = found.parent().unwrap_or(found);
+    Err(Error::new(
+        ErrorKind::NoKb,
+        format!(
+            "refusing the knowledge base at {}: it belongs to {}, not to you ({}); a .vouch/ \
+             found by walking up from the current directory must be your own. If you trust \
+             it, name it with --kb {} or add it to VOUCH_SAFE_DIRECTORIES \
+             (paths separated by `:`, or `*` for any)",
+            found.display(),
+            user_name(owner),
+            user_name(me),
+            project.display(),
+        ),
+    ))
+}
+
+#[cfg(not(unix))]
+fn check_owner(_found: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// Is `found` (a `.vouch/`) or the project holding it listed in
+/// VOUCH_SAFE_DIRECTORIES?
+fn is_safe_directory(found: &Path) -> bool {
+    let Some(list) = std::env::var_os("VOUCH_SAFE_DIRECTORIES") else {
+        return false;
+    };
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let found = canon(found);
+    let project = found.parent().map(Path::to_path_buf);
+    std::env::split_paths(&list).any(|entry| {
+        if entry.as_os_str() == "*" {
+            return true;
+        }
+        if entry.as_os_str().is_empty() {
+            return false;
+        }
+        let entry = canon(&entry);
+        entry == found || Some(&entry) == project.as_ref()
+    })
+}
+
+/// `uid 1000 (alice)`, naming the user when /etc/passwd knows it.
+#[cfg(unix)]
+fn user_name(uid: u32) -> String {
+    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|t| {
+        t.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let id = f.nth(1)?;
+            (id.parse::<u32>().ok()? == uid).then(|| name.to_string())
+        })
+    });
+    match name {
+        Some(n) => format!("uid {uid} ({n})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// HTTP connection limits: the defaults, or VOUCH_HTTP_HEADER_TIMEOUT_MS,
+/// VOUCH_HTTP_MAX_CONNECTIONS and VOUCH_MCP_MAX_SESSIONS.
+pub fn http_limits() -> Result<crate::http::Limits> {
+    let mut limits = crate::http::Limits::default();
+    let num = |k: &str| -> Result<Option<u64>> {
+        match std::env::var(k) {
+            Ok(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| Error::invalid(format!("{k}={v:?}: expected a positive integer"))),
+            Err(_) => Ok(None),
+        }
+    };
+    if let Some(ms) = num("VOUCH_HTTP_HEADER_TIMEOUT_MS")? {
+        limits.header_read_timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(n) = num("VOUCH_HTTP_MAX_CONNECTIONS")? {
+        limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = num("VOUCH_MCP_MAX_SESSIONS")? {
+        limits.max_mcp_sessions = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Ok(limits)
 }
 
 /// Time and ids: VOUCH_TIMESTAMP pins the clock (advancing 1 s per reading),

@@ -25,63 +25,80 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Semaphore, watch};
 use vouch_core::{Caller, Error, Kb, Transport, methods};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY: usize = 1024 * 1024;
 
-/// One configured bearer token.
+/// One configured bearer token: the subject, and the SHA-256 of the secret
+/// (the secret itself is not kept).
 struct Token {
     subject: String,
-    secret: Vec<u8>,
+    digest: [u8; 32],
 }
 
-/// Parse `--token SUBJECT=TOKEN` values. Messages never contain a token.
-fn parse_tokens(raw: &[String]) -> Result<Vec<Token>, Error> {
+/// A `SUBJECT=TOKEN` value and where it came from (`--token #2`,
+/// `tokens.txt line 3`), for messages that must never contain the token.
+#[derive(Debug, Clone)]
+pub struct TokenSpec {
+    pub origin: String,
+    pub raw: String,
+}
+
+fn digest(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
+/// Parse `SUBJECT=TOKEN` values. Messages never contain a token.
+fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
     let mut out: Vec<Token> = Vec::new();
-    for (i, t) in raw.iter().enumerate() {
-        let n = i + 1;
+    for TokenSpec { origin, raw: t } in raw {
         let Some((subject, secret)) = t.split_once('=') else {
             return Err(Error::invalid(format!(
-                "--token #{n}: expected SUBJECT=TOKEN (the subject is the actor)"
+                "{origin}: expected SUBJECT=TOKEN (the subject is the actor)"
             )));
         };
         let subject = subject.trim();
         if subject.is_empty() {
             return Err(Error::invalid(format!(
-                "--token #{n}: the subject before `=` is empty"
+                "{origin}: the subject before `=` is empty"
             )));
         }
         if secret.is_empty() {
             return Err(Error::invalid(format!(
-                "--token #{n} ({subject}): the token after `=` is empty"
+                "{origin} ({subject}): the token after `=` is empty"
             )));
         }
-        if out.iter().any(|o| ct_eq(&o.secret, secret.as_bytes())) {
+        let d = digest(secret.as_bytes());
+        if out.iter().any(|o| ct_eq(&o.digest, &d)) {
             return Err(Error::invalid(format!(
-                "--token #{n} ({subject}): the same token is given twice"
+                "{origin} ({subject}): the same token is given twice"
             )));
         }
         out.push(Token {
             subject: subject.to_string(),
-            secret: secret.as_bytes().to_vec(),
+            digest: d,
         });
     }
     Ok(out)
 }
 
-/// Constant-time equality: the time depends only on the lengths.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
+/// Constant-time equality of two digests: always 32 byte comparisons, so
+/// the time reveals neither where they differ nor anything about the
+/// secret's length (both sides are hashes).
+pub fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let mut diff = 0u8;
+    for i in 0..32 {
+        diff |= a[i] ^ b[i];
     }
     std::hint::black_box(diff) == 0
 }
@@ -97,9 +114,10 @@ impl App {
     /// The subject of a presented token, checking every configured token so
     /// the time does not reveal which one matched.
     fn subject_for(&self, presented: &[u8]) -> Option<&str> {
+        let presented = digest(presented);
         let mut found = None;
         for t in &self.tokens {
-            if ct_eq(&t.secret, presented) && found.is_none() {
+            if ct_eq(&t.digest, &presented) && found.is_none() {
                 found = Some(t.subject.as_str());
             }
         }
@@ -168,8 +186,11 @@ async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Resp
             transport: Transport::Http,
         }
     };
+    let owner = caller.actor.clone();
     req.extensions_mut().insert(caller);
-    next.run(req).await
+    // The MCP session manager reads the actor from here (see
+    // `mcp::CappedSessions`).
+    mcp::SESSION_OWNER.scope(owner, next.run(req)).await
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -290,19 +311,59 @@ async fn shutdown_signal() {
     }
 }
 
+/// Connection limits for [`serve`].
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A connection that has not sent a complete request head this long
+    /// after it opened (or after its previous response) is closed.
+    pub header_read_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog until
+    /// one closes.
+    pub max_connections: usize,
+    /// Live MCP sessions per actor (see [`mcp::CappedSessions`]).
+    pub max_mcp_sessions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+            max_mcp_sessions: mcp::MAX_SESSIONS_PER_ACTOR,
+        }
+    }
+}
+
+/// Default for [`Limits::header_read_timeout`].
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`Limits::max_connections`].
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long shutdown waits for open requests before exiting anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Errors from `accept` that concern one connection, not the listener.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
+}
+
 /// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
 /// is configured.
 pub async fn serve(
     kb: Arc<Kb>,
     anonymous: Caller,
     bind: &str,
-    raw_tokens: &[String],
+    raw_tokens: &[TokenSpec],
+    limits: Limits,
 ) -> Result<(), Error> {
     let tokens = parse_tokens(raw_tokens)?;
     let addrs = resolve_bind(bind, !tokens.is_empty())?;
     let mut mcp_config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_BODY)
-        .with_sse_keep_alive(Some(std::time::Duration::from_secs(15)));
+        .with_sse_keep_alive(Some(Duration::from_secs(15)));
     if !tokens.is_empty() {
         // Bearer tokens already stop DNS rebinding; let any Host through so
         // a server bound to a LAN address answers its own name.
@@ -310,9 +371,13 @@ pub async fn serve(
     }
     let mcp_cancel = mcp_config.cancellation_token.clone();
     let mcp_kb = kb.clone();
+    let sessions = Arc::new(mcp::CappedSessions::new(
+        limits.max_mcp_sessions,
+        mcp::SESSION_IDLE,
+    ));
     let mcp_service = StreamableHttpService::new(
         move || Ok(mcp::Handler::http(mcp_kb.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         mcp_config,
     );
     let n_tokens = tokens.len();
@@ -345,13 +410,101 @@ pub async fn serve(
     } else {
         eprintln!("vouch: bearer tokens required for {n_tokens} subject(s)");
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            eprintln!("vouch: shutting down");
-            mcp_cancel.cancel();
-        })
-        .await
-        .map_err(|e| Error::internal(format!("http server: {e}")))?;
+    // Cancelling rmcp ends its open SSE streams, so their connections can
+    // close.
+    accept_loop(listener, router, limits, move || mcp_cancel.cancel()).await;
     Ok(())
+}
+
+/// Accept connections until SIGINT/SIGTERM, at most `max_connections` at
+/// once, each with a deadline for its request heads; then let open
+/// requests finish (for up to [`SHUTDOWN_GRACE`]).
+///
+/// axum's own `serve` sets no header deadline and no connection limit, so
+/// clients that open connections and never finish a request would hold a
+/// file descriptor each until the process runs out.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: Limits,
+    on_stop: impl FnOnce(),
+) {
+    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(max));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut full_since: Option<std::time::Instant> = None;
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if full_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    full_since = Some(std::time::Instant::now());
+                    eprintln!(
+                        "vouch: {max} connections open (the limit); new ones wait until one closes"
+                    );
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(e) => {
+                    // Out of file descriptors, most likely: wait, don't spin.
+                    eprintln!("vouch: accept failed: {e}");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        () = &mut shutdown => break,
+                    }
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let http = http.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let conn = http.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    _ = stop.changed(), if !stopping => {
+                        stopping = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+        });
+    }
+    eprintln!("vouch: shutting down");
+    drop(listener);
+    on_stop();
+    let _ = stop_tx.send(true);
+    // Every connection holds a slot until it ends.
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "vouch: {} connection(s) still open after {}s; exiting",
+            max - slots.available_permits(),
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
 }

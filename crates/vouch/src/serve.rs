@@ -2,7 +2,9 @@
 
 use crate::cli::Cli;
 use crate::context;
+use crate::http::TokenSpec;
 use clap::{Args, ValueEnum};
+use std::path::Path;
 use std::sync::Arc;
 use vouch_core::{Error, Kb, Transport};
 
@@ -21,9 +23,77 @@ pub struct ServeArgs {
     /// HTTP: address to bind (loopback by default; any other address needs --token).
     #[arg(long, default_value = "127.0.0.1:8765")]
     pub bind: String,
-    /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the actor.
+    /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the
+    /// actor. A token on the command line shows in `ps`: prefer --token-file
+    /// or the VOUCH_HTTP_TOKENS env var (SUBJECT=TOKEN,SUBJECT=TOKEN).
     #[arg(long = "token", env = "VOUCH_HTTP_TOKENS", value_delimiter = ',')]
     pub tokens: Vec<String>,
+    /// HTTP: read bearer tokens from a file, one SUBJECT=TOKEN per line
+    /// (blank lines and `#` comments ignored). It must not be readable by
+    /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
+    #[arg(long = "token-file", value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+/// Every configured token with where it came from: `--token` values (or
+/// VOUCH_HTTP_TOKENS), then the lines of `--token-file`.
+fn token_specs(args: &ServeArgs) -> Result<Vec<TokenSpec>, Error> {
+    let mut specs: Vec<TokenSpec> = args
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| TokenSpec {
+            origin: format!("--token #{}", i + 1),
+            raw: raw.clone(),
+        })
+        .collect();
+    if let Some(path) = &args.token_file {
+        specs.extend(read_token_file(path)?);
+    }
+    Ok(specs)
+}
+
+/// The `SUBJECT=TOKEN` lines of a token file, refusing a file that group or
+/// others can read or write.
+pub fn read_token_file(path: &Path) -> Result<Vec<TokenSpec>, Error> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::invalid(format!("--token-file {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(format!(
+            "--token-file {shown}: not a regular file"
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(Error::invalid(format!(
+                "--token-file {shown}: group or others can access it (mode {mode:03o}); \
+                 it holds secrets, so make it yours alone: chmod 600 {shown}"
+            )));
+        }
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::invalid(format!("--token-file {shown}: {e}")))?;
+    let specs: Vec<TokenSpec> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let line = line.trim();
+            (!line.is_empty() && !line.starts_with('#')).then(|| TokenSpec {
+                origin: format!("--token-file {shown} line {}", i + 1),
+                raw: line.to_string(),
+            })
+        })
+        .collect();
+    if specs.is_empty() {
+        return Err(Error::invalid(format!(
+            "--token-file {shown}: no tokens in it (expected SUBJECT=TOKEN lines)"
+        )));
+    }
+    Ok(specs)
 }
 
 /// How often a server re-scans the files for outside edits (git pull, an
@@ -70,7 +140,11 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
         }
         TransportArg::Http => {
             let anonymous = context::caller(&kb, cli.agent.as_deref(), Transport::Http);
-            runtime()?.block_on(crate::http::serve(kb, anonymous, &args.bind, &args.tokens))?;
+            let tokens = token_specs(args)?;
+            let limits = context::http_limits()?;
+            runtime()?.block_on(crate::http::serve(
+                kb, anonymous, &args.bind, &tokens, limits,
+            ))?;
             Ok(0)
         }
     }
