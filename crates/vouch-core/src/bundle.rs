@@ -837,6 +837,12 @@ fn scan_entries<R: Read>(
             scan.bundle_requires_citations = Some(s.review.require_citations);
         }
         if let Parsed::Evidence(ev) = &parsed
+            && let Some(why) = crate::sources::evidence_id_mismatch(ev)
+        {
+            scan.problem(&name, why);
+            continue;
+        }
+        if let Parsed::Evidence(ev) = &parsed
             && ev.quote.is_some()
         {
             quoting

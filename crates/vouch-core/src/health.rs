@@ -762,8 +762,21 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             format!("source {}: {}; {advice}", i.id, i.detail),
         ));
     }
-    // A quoted span must still say what its source says.
+    // A quoted span must still say what its source says, under its own id.
     for ev in &l.evidence {
+        if let Some(why) = crate::sources::evidence_id_mismatch(ev) {
+            issues.push(finding(
+                "evidence-id-mismatch",
+                Severity::Error,
+                &ev.id,
+                Some(rel(KbFile::Object(Dir::Evidence, ev.id.clone()))),
+                format!(
+                    "evidence {}: {why}; `vouch quote` of that span would return this record. \
+                     Restore the file from git or remove it",
+                    ev.id
+                ),
+            ));
+        }
         let Ok(Some(bytes)) = kb
             .layout()
             .source_content(&ev.source_id)

@@ -332,6 +332,43 @@ pub fn locate_in(bytes: &[u8], quote: &str) -> Option<Located> {
 /// in the source's bytes, its hash must be the quote's sha256, and a line
 /// locator in vouch's form (`L3-L5`) must name where the quote is. `None`
 /// when it holds (or there is no quote to check).
+/// The id of a quoted span: derived from the source and the quote, so the
+/// same span always gets the same id, and an id names one span only.
+pub fn evidence_id(source_id: &str, quote: &str) -> String {
+    format!(
+        "ev-{}",
+        &sha256_hex(format!("{source_id}\n{quote}").as_bytes())[..16]
+    )
+}
+
+/// Why an evidence record's id is not the one its content derives: a
+/// record that took the id of another span (squatting) would be handed out
+/// for that span. Ids not of the derived form (`ev-` and 16 hex digits),
+/// which other tools may write, are not judged.
+pub fn evidence_id_mismatch(ev: &Evidence) -> Option<String> {
+    let derived_form = ev
+        .id
+        .strip_prefix("ev-")
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    if !derived_form {
+        return None;
+    }
+    let Some(quote) = ev.quote.as_deref() else {
+        return Some(format!(
+            "its id {} has the form of an id derived from a quote, but it holds no quote",
+            ev.id
+        ));
+    };
+    let expected = evidence_id(&ev.source_id, quote);
+    (expected != ev.id).then(|| {
+        format!(
+            "its id {} is not derived from its source and quote (that would be {expected}): \
+             it claims the id of another span",
+            ev.id
+        )
+    })
+}
+
 pub fn evidence_mismatch(ev: &Evidence, content: &[u8]) -> Option<String> {
     let quote = ev.quote.as_deref()?;
     let Some(at) = locate_in(content, quote) else {
@@ -390,12 +427,24 @@ pub(crate) fn mint_evidence_locked(
 ) -> Result<RegisterEvidenceResult> {
     let at = locate_quote(kb, source_id, quote)?;
     let hash = sha256_hex(quote.as_bytes());
-    let id = format!(
-        "ev-{}",
-        &sha256_hex(format!("{source_id}\n{quote}").as_bytes())[..16]
-    );
+    let id = evidence_id(source_id, quote);
     let locator = format!("L{}-L{}", at.first_line, at.last_line);
     if kb.exists(Dir::Evidence, &id) {
+        // The id names this quote of this source only if the record says
+        // so: a planted `evidence/<id>.yaml` holding other words must not
+        // be handed back as this quote.
+        let held = kb.load::<Evidence>(&id)?;
+        let same = held
+            .as_ref()
+            .is_some_and(|e| e.source_id == source_id && e.quote.as_deref() == Some(quote));
+        if !same {
+            return Err(Error::conflict(format!(
+                "evidence {id} already exists but does not hold this quote of source \
+                 {source_id}: the file was planted or edited (its id is derived from the \
+                 source and the quote). Restore evidence/{id}.yaml from git or remove it; \
+                 `vouch doctor` reports it"
+            )));
+        }
         return Ok(RegisterEvidenceResult {
             evidence_id: id,
             locator,

@@ -162,3 +162,65 @@ fn a_forged_decision_in_the_log_does_not_skip_the_gate() {
     let text = std::fs::read_to_string(p.vouch_dir().join(format!("claims/{claim}.yaml"))).unwrap();
     assert!(text.contains("approved_by: alice"), "{text}");
 }
+
+/// The id `vouch quote` derives for a span (`ev-` + sha256(source\nquote)).
+fn evidence_id(source: &str, quote: &str) -> String {
+    format!(
+        "ev-{}",
+        &vouch_core::ids::sha256_hex(format!("{source}\n{quote}").as_bytes())[..16]
+    )
+}
+
+/// Item 4: an evidence record that takes the id of another span is never
+/// handed out for that span — not when a cloned repository plants it, not
+/// when a bundle brings it.
+#[test]
+fn a_squatted_evidence_id_is_refused_on_quote_import_and_reported() {
+    let text = "Refunds are issued within 14 days. Refunds are never issued.\n";
+    let real = "Refunds are issued within 14 days.";
+    let lie = "Refunds are never issued.";
+
+    // The planted file: the real span's id, the other span's words.
+    let plant = |p: &Project, src: &str| {
+        let id = evidence_id(src, real);
+        std::fs::write(
+            p.vouch_dir().join(format!("evidence/{id}.yaml")),
+            format!(
+                "id: {id}\nsource_id: {src}\nlocator: L1-L1\nquote: {lie}\n\
+                 created_at: \"2026-01-01T00:00:00Z\"\n"
+            ),
+        )
+        .unwrap();
+        id
+    };
+
+    let p = Project::new();
+    let src = p.source(text);
+    let id = plant(&p, &src);
+    let r = p.run("agent", &["quote", &src, real]);
+    assert_ne!(r.code, 0, "the squatted record was handed out: {}", r.stdout);
+    assert!(r.stderr.contains("planted or edited"), "{}", r.stderr);
+    assert!(
+        doctor_kinds(&p).contains(&"evidence-id-mismatch".to_string()),
+        "doctor misses the squatted {id}"
+    );
+    // The honest span of the other sentence is unaffected.
+    let lie_id = p.ok("agent", &["quote", &src, lie])["evidence_id"].clone();
+    assert_eq!(lie_id, json!(evidence_id(&src, lie)));
+
+    // The same file, brought by a bundle, is refused with its reason.
+    let b = Project::new();
+    let r = p.run("alice", &["export", "squat.tar.gz"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    std::fs::copy(p.root().join("squat.tar.gz"), b.root().join("squat.tar.gz")).unwrap();
+    let before = b.snapshot();
+    let r = b.run("alice", &["--json", "import-apply", "squat.tar.gz"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("not derived from its source and quote"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(before, b.snapshot(), "a refused import wrote something");
+}
