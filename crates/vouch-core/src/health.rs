@@ -590,6 +590,30 @@ fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
         .collect()
 }
 
+/// Symbolic links under `.vouch/`. vouch never follows them (a cloned
+/// repository could point `sources/<id>/content` at `/proc/self/environ` or
+/// `claims/` at another folder), so what they point to is missing from the
+/// KB, and the user should know why.
+fn link_findings(kb: &Kb) -> Vec<Finding> {
+    crate::store::nofollow::find_links(kb.layout().root())
+        .into_iter()
+        .map(|path| {
+            finding(
+                "symlink",
+                Severity::Error,
+                &path,
+                Some(path.clone()),
+                format!(
+                    "{path} is a symbolic link; vouch never follows links under .vouch/ (a \
+                     cloned repository could aim one at your secrets or outside the project), \
+                     so it reads nothing through it and refuses to write through it. Replace it \
+                     with the real file or folder, or remove it"
+                ),
+            )
+        })
+        .collect()
+}
+
 fn stray_findings(kb: &Kb) -> Vec<Finding> {
     let mut out = Vec::new();
     for dir in Dir::ALL {
@@ -722,6 +746,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     issues.extend(reference_findings(kb, &l, &known));
     issues.extend(config_findings(kb));
     issues.extend(stray_findings(kb));
+    issues.extend(link_findings(kb));
     issues.extend(gitignore_findings(kb));
     let verify = crate::sources::source_verify(kb, Default::default())?;
     for i in verify.issues {
