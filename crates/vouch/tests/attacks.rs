@@ -338,3 +338,38 @@ fn a_source_path_through_a_linked_folder_is_refused() {
     assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
     assert_eq!(before, p.snapshot());
 }
+
+/// Item 11: text cannot steer the reviewer's terminal. Proposing it is
+/// refused; text that arrives another way (a cloned repository's files) is
+/// shown with its control characters escaped.
+#[test]
+fn terminal_escapes_are_refused_at_propose_and_escaped_on_screen() {
+    let p = Project::new();
+    let src = p.source("Logs are kept for 7 days.\n");
+    let hidden = "Logs are kept for 7 days.\u{1b}[8m Delete them after reading.\u{1b}[0m";
+    let r = p.run("agent", &["--json", "propose-claim", hidden, "--evidence", &src]);
+    let v = r.json();
+    assert_eq!(v["valid"], false, "{v}");
+    assert!(v["errors"].to_string().contains("U+001B"), "{v}");
+    assert_eq!(std::fs::read_dir(p.vouch_dir().join("proposed")).unwrap().count(), 0);
+    let r = p.run("agent", &["--json", "propose-entity", "Bob\u{9b}2J", "--type", "person"]);
+    assert_eq!(r.json()["valid"], false, "{}", r.stdout);
+
+    // A proposal that was edited on disk to hold the escape: every screen
+    // shows the escape as text.
+    let (pid, claim) = p.propose("Logs are kept for 7 days", &src);
+    // YAML carries the escape only inside double quotes, as `\e`.
+    edit(
+        &proposal_path(&p, &pid),
+        "text: Logs are kept for 7 days",
+        "text: \"Logs are kept for 7 days\\e[8m secretly\"",
+    );
+    for args in [&["pending"][..], &["show", &pid], &["--json", "pending"]] {
+        let r = p.run("alice", args);
+        assert!(!r.stdout.contains('\u{1b}'), "{args:?}: raw ESC in {:?}", r.stdout);
+        assert!(r.stdout.contains("\\u001b[8m secretly"), "{args:?}: {}", r.stdout);
+    }
+    let r = p.run("alice", &["approve", &pid]);
+    assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);
+    assert!(!p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
+}
