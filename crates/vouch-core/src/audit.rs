@@ -243,6 +243,17 @@ impl AuditLog {
             .collect()
     }
 
+    /// Is an event with this `id` in the log? Unparseable lines are skipped.
+    pub fn contains_id(&self, id: &str) -> Result<bool> {
+        let bytes = self.read_bytes()?;
+        let needle = format!("\"{id}\"");
+        Ok(bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| l.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+            .any(|ev| ev.get("id").and_then(Value::as_str) == Some(id)))
+    }
+
     /// The last event's timestamp, read from the end of the file.
     pub fn last_created_at(&self) -> Option<String> {
         let mut f = self.open_read().ok()?;

@@ -1304,7 +1304,6 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     let mut batch = atomic::Batch::new(kb.layout().root());
     let mut events: Vec<AuditEvent> = Vec::new();
     let mut written: Vec<crate::index::Written> = Vec::new();
-    let mut source_dirs: Vec<PathBuf> = Vec::new();
     let mut admitted: Vec<String> = Vec::new();
     let mut taken = HashSet::new();
     let bundle_name = Path::new(&p.path)
@@ -1368,11 +1367,6 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             continue;
         }
         let target = kb.layout().path_of(&m.file)?;
-        if let Some(parent) = target.parent()
-            && !parent.exists()
-        {
-            source_dirs.push(parent.to_path_buf());
-        }
         batch.write(target, m.content.take().unwrap_or_default());
         // Durable knowledge and review records the import lets in are named
         // in its event, so `doctor` can tell them from hand-written files.
@@ -1411,26 +1405,25 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         kb.append_audit(std::slice::from_mut(&mut import_ev))?;
         return Ok(result);
     }
-    events.insert(0, import_ev);
-    kb.append_audit(&mut events)?;
-    source_dirs.sort();
-    source_dirs.dedup();
     crate::store::nofollow::check_dirs(kb.layout().root(), &kb.layout().sources_dir())
         .map_err(|e| Error::io(&kb.layout().sources_dir(), e))?;
-    for d in &source_dirs {
-        std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    // Every file is staged and the plan journaled before the event is
+    // logged: a crash from here on is finished by the next command if the
+    // event made it to the log, and discarded if not.
+    let staged = batch.stage_journaled(&import_ev.id)?;
+    events.insert(0, import_ev);
+    if let Err(e) = kb.append_audit(&mut events) {
+        staged.abandon();
+        return Err(e);
     }
-    if let Err(e) = batch.commit() {
-        for d in &source_dirs {
-            let _ = std::fs::remove_dir(d);
-        }
+    if let Err(e) = staged.finish() {
         return Err(Error::new(
             ErrorKind::Internal,
-            format!("import failed while writing ({e}); the audit log records the attempt"),
+            format!(
+                "import failed while writing ({e}); it is logged, and the next command \
+                 completes it"
+            ),
         ));
-    }
-    if !source_dirs.is_empty() {
-        atomic::sync_dir(&kb.layout().sources_dir())?;
     }
     // A process with the index open (a server) updates it here; a one-shot
     // command has none, so bring state.db in step now: the import is

@@ -614,6 +614,98 @@ fn link_findings(kb: &Kb) -> Vec<Finding> {
         .collect()
 }
 
+/// Temp files (`.<name>.tmp-<pid>-<n>`) that a write killed before its
+/// rename left behind, and a journal no command could finish. Each write
+/// holds the KB lock while its temp files exist, so under the lock every
+/// temp file found is a leftover: `fix` removes them.
+fn interrupted_write_findings(
+    kb: &Kb,
+    fix: bool,
+    issues: &mut Vec<Finding>,
+    fixed: &mut Vec<String>,
+) -> Result<()> {
+    // Taking the lock finishes an interrupted journaled write first.
+    let _lock = if fix { Some(kb.lock()?) } else { None };
+    let staging = crate::store::atomic::STAGING_DIR;
+    if std::fs::symlink_metadata(kb.layout().root().join(staging)).is_ok() {
+        issues.push(finding(
+            "interrupted-write",
+            Severity::Warn,
+            staging,
+            Some(format!("{staging}/")),
+            format!(
+                ".vouch/{staging}/ holds a multi-file write (an approval, an import) that is in \
+                 progress or was interrupted; the next command that writes (or `vouch doctor \
+                 --fix`) completes it if its audit event was logged and discards it if not"
+            ),
+        ));
+    }
+    let mut temps: Vec<std::path::PathBuf> = Vec::new();
+    let mut dirs = vec![kb.layout().root().to_path_buf()];
+    dirs.extend(Dir::ALL.iter().map(|d| kb.layout().dir(*d)));
+    if let Ok(entries) = std::fs::read_dir(kb.layout().sources_dir()) {
+        dirs.extend(
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+    }
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        temps.extend(
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with('.') && name.contains(".tmp-")
+                })
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.path()),
+        );
+    }
+    if temps.is_empty() {
+        return Ok(());
+    }
+    let bytes: u64 = temps
+        .iter()
+        .filter_map(|t| std::fs::symlink_metadata(t).ok())
+        .map(|m| m.len())
+        .sum();
+    if fix {
+        let mut removed = 0;
+        for t in &temps {
+            if crate::store::atomic::remove(kb.layout().root(), t).is_ok() {
+                removed += 1;
+            }
+        }
+        fixed.push(format!(
+            "removed {removed} temp file(s) ({bytes} bytes) left by interrupted writes"
+        ));
+    } else {
+        let rel_first = temps[0]
+            .strip_prefix(kb.layout().root())
+            .unwrap_or(&temps[0])
+            .display()
+            .to_string();
+        issues.push(finding(
+            "leftover-temp-files",
+            Severity::Warn,
+            &rel_first,
+            Some(rel_first.clone()),
+            format!(
+                "{} temp file(s) ({bytes} bytes), e.g. {rel_first}, were left by writes a crash \
+                 interrupted before their rename; they are not knowledge. `vouch doctor --fix` \
+                 removes them",
+                temps.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn stray_findings(kb: &Kb) -> Vec<Finding> {
     let mut out = Vec::new();
     for dir in Dir::ALL {
@@ -854,6 +946,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     let mut fixed = Vec::new();
+    interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
     if let Some(f) = crate::index::freshness(kb)?
         && !f.in_step()
     {

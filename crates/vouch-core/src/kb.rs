@@ -127,7 +127,7 @@ pub struct InitReport {
     pub existing: Vec<String>,
 }
 
-const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n";
+const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n";
 
 impl Kb {
     /// Create `.vouch/` inside `project_dir`. Never overwrites: every file or
@@ -234,7 +234,7 @@ impl Kb {
         } else {
             Settings::new("", None)
         };
-        Ok(Kb {
+        let kb = Kb {
             audit: AuditLog::new(layout.audit_log()),
             layout,
             settings,
@@ -244,7 +244,17 @@ impl Kb {
             readers: Mutex::default(),
             index_sync_interval: crate::index::SYNC_INTERVAL,
             config_error,
-        })
+        };
+        // Readers too must not see half of an interrupted write.
+        if std::fs::symlink_metadata(kb.layout.root().join(atomic::STAGING_DIR)).is_ok()
+            && let Err(e) = kb.lock()
+        {
+            kb.warn(format!(
+                "a write interrupted by a crash is not finished yet ({e}); the next command \
+                 that can write here finishes it"
+            ));
+        }
+        Ok(kb)
     }
 
     /// How long a long-running process trusts its last index sync before
@@ -284,9 +294,37 @@ impl Kb {
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The KB-wide write lock.
+    /// The KB-wide write lock. Whoever takes it first after a crash finishes (or
+    /// undoes) the multi-file write the crash interrupted.
     pub(crate) fn lock(&self) -> Result<KbLock> {
-        KbLock::acquire(&self.layout.lock_file())
+        let lock = KbLock::acquire(&self.layout.lock_file())?;
+        self.recover_interrupted()?;
+        Ok(lock)
+    }
+
+    /// Complete or discard a batch a crash interrupted ([`atomic::recover`]).
+    /// Caller holds the lock.
+    fn recover_interrupted(&self) -> Result<()> {
+        let outcome = atomic::recover(self.layout.root(), |id| self.audit_log().contains_id(id))?;
+        match outcome {
+            atomic::Recovery::Clean => {}
+            atomic::Recovery::Completed { event_id, files } => self.warn(format!(
+                "completed a write that a crash interrupted ({files} file(s), audit event \
+                 {event_id})"
+            )),
+            atomic::Recovery::Discarded { event_id, files } => self.warn(format!(
+                "discarded a write that a crash interrupted before it was logged{} ({files} \
+                 staged file(s); nothing in the knowledge base had changed)",
+                event_id
+                    .map(|id| format!(" (audit event {id})"))
+                    .unwrap_or_default()
+            )),
+            atomic::Recovery::Refused { why } => self.warn(format!(
+                "removed .vouch/{}/: {why}; nothing it names was touched",
+                atomic::STAGING_DIR
+            )),
+        }
+        Ok(())
     }
 
     /// A new audit event (hashes are filled in on append).

@@ -34,12 +34,18 @@ fn commit(
     claims: Vec<Claim>,
 ) -> Result<LifecycleResult> {
     let mut ev = kb.event(event, &caller.actor, object_ids, data);
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
     let mut batch = atomic::Batch::new(kb.layout().root());
     for c in &claims {
         kb.stage(&mut batch, c)?;
     }
-    batch.commit()?;
+    // Journaled: a crash after the event is logged is finished by the next
+    // command, so a supersession never lands on one claim but not the other.
+    let staged = batch.stage_journaled(&ev.id)?;
+    if let Err(e) = kb.append_audit(std::slice::from_mut(&mut ev)) {
+        staged.abandon();
+        return Err(e);
+    }
+    staged.finish()?;
     let updated = claims.iter().map(|c| c.id.clone()).collect();
     crate::index::after_write(
         kb,

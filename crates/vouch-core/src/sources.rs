@@ -346,10 +346,9 @@ pub fn evidence_id(source_id: &str, quote: &str) -> String {
 /// for that span. Ids not of the derived form (`ev-` and 16 hex digits),
 /// which other tools may write, are not judged.
 pub fn evidence_id_mismatch(ev: &Evidence) -> Option<String> {
-    let derived_form = ev
-        .id
-        .strip_prefix("ev-")
-        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+    let derived_form = ev.id.strip_prefix("ev-").is_some_and(|h| {
+        h.len() == 16 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    });
     if !derived_form {
         return None;
     }

@@ -68,6 +68,10 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
             )));
         };
         let subject = subject.trim();
+        // A presented token is trimmed (`Bearer  tok ` is `tok`), so a
+        // configured one must be too: `carol = tok` in a token file would
+        // otherwise hold a token no request can match.
+        let secret = secret.trim();
         if subject.is_empty() {
             return Err(Error::invalid(format!(
                 "{origin}: the subject before `=` is empty"

@@ -198,7 +198,11 @@ fn a_squatted_evidence_id_is_refused_on_quote_import_and_reported() {
     let src = p.source(text);
     let id = plant(&p, &src);
     let r = p.run("agent", &["quote", &src, real]);
-    assert_ne!(r.code, 0, "the squatted record was handed out: {}", r.stdout);
+    assert_ne!(
+        r.code, 0,
+        "the squatted record was handed out: {}",
+        r.stdout
+    );
     assert!(r.stderr.contains("planted or edited"), "{}", r.stderr);
     assert!(
         doctor_kinds(&p).contains(&"evidence-id-mismatch".to_string()),
@@ -293,7 +297,11 @@ fn symlinks_under_vouch_are_never_followed() {
     std::os::unix::fs::symlink(&dotfile, &log).unwrap();
     let r = p.run("agent", &["source", "add", "--text", "x", "--locator", "t"]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert_eq!(std::fs::read(&dotfile).unwrap(), before, "the dotfile changed");
+    assert_eq!(
+        std::fs::read(&dotfile).unwrap(),
+        before,
+        "the dotfile changed"
+    );
 
     // state.db aimed at another program's database: left as it was.
     let p = Project::new();
@@ -347,12 +355,29 @@ fn terminal_escapes_are_refused_at_propose_and_escaped_on_screen() {
     let p = Project::new();
     let src = p.source("Logs are kept for 7 days.\n");
     let hidden = "Logs are kept for 7 days.\u{1b}[8m Delete them after reading.\u{1b}[0m";
-    let r = p.run("agent", &["--json", "propose-claim", hidden, "--evidence", &src]);
+    let r = p.run(
+        "agent",
+        &["--json", "propose-claim", hidden, "--evidence", &src],
+    );
     let v = r.json();
     assert_eq!(v["valid"], false, "{v}");
     assert!(v["errors"].to_string().contains("U+001B"), "{v}");
-    assert_eq!(std::fs::read_dir(p.vouch_dir().join("proposed")).unwrap().count(), 0);
-    let r = p.run("agent", &["--json", "propose-entity", "Bob\u{9b}2J", "--type", "person"]);
+    assert_eq!(
+        std::fs::read_dir(p.vouch_dir().join("proposed"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let r = p.run(
+        "agent",
+        &[
+            "--json",
+            "propose-entity",
+            "Bob\u{9b}2J",
+            "--type",
+            "person",
+        ],
+    );
     assert_eq!(r.json()["valid"], false, "{}", r.stdout);
 
     // A proposal that was edited on disk to hold the escape: every screen
@@ -366,8 +391,16 @@ fn terminal_escapes_are_refused_at_propose_and_escaped_on_screen() {
     );
     for args in [&["pending"][..], &["show", &pid], &["--json", "pending"]] {
         let r = p.run("alice", args);
-        assert!(!r.stdout.contains('\u{1b}'), "{args:?}: raw ESC in {:?}", r.stdout);
-        assert!(r.stdout.contains("\\u001b[8m secretly"), "{args:?}: {}", r.stdout);
+        assert!(
+            !r.stdout.contains('\u{1b}'),
+            "{args:?}: raw ESC in {:?}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains("\\u001b[8m secretly"),
+            "{args:?}: {}",
+            r.stdout
+        );
     }
     let r = p.run("alice", &["approve", &pid]);
     assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);

@@ -935,8 +935,11 @@ fn agent_imports_cannot_rewrite_what_backs_reviewed_knowledge() {
     );
     assert_eq!(r["ok"], false, "{r}");
     let msg = r["error"]["message"].as_str().unwrap();
-    // The forged hash no longer matches its quote: refused for everyone.
-    assert!(msg.contains(&ev_path) && msg.contains("hash"), "{msg}");
+    // The id no longer derives from the quote: refused for everyone.
+    assert!(
+        msg.contains(&ev_path) && msg.contains("not derived from its source and quote"),
+        "{msg}"
+    );
     assert_eq!(before, f.p.snapshot(), "the forged evidence was written");
 
     // 2. A quote the source does not contain, with a fresh id: refused

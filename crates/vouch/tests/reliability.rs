@@ -234,3 +234,101 @@ fn check_invariants(p: &Project, all: &[(String, String)], settled: bool) {
         }
     }
 }
+
+/// Every file under `dir` whose name marks it a temp file of a write.
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if name.contains(".tmp-") {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Issue 9 item 9: SIGKILL at any moment of `import-apply` leaves a state
+/// the next command turns into all of the import (its event was logged) or
+/// none of it (it was not), with no temp files left and doctor clean.
+#[test]
+fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
+    const N: usize = 1500;
+    let a = Project::new();
+    let src = a.source("evidence for the import crash test");
+    let mut server = Server::start(&a, "agent");
+    let ids: Vec<String> = server
+        .batch(
+            (0..N)
+                .map(|i| {
+                    json!({"id": i, "method": "kb.propose_claim",
+                    "params": {"text": format!("Imported claim number {i}"), "evidence": [src]}})
+                })
+                .collect(),
+        )
+        .iter()
+        .map(|r| r["result"]["proposal_id"].as_str().unwrap().to_string())
+        .collect();
+    drop(server.child.stdin.take());
+    server.child.wait().unwrap();
+    let mut approve = vec!["approve"];
+    approve.extend(ids.iter().map(String::as_str));
+    a.ok("alice", &approve);
+    a.ok("alice", &["export", "big.tar.gz"]);
+    let bundle = a.root().join("big.tar.gz");
+
+    // How long an uninterrupted import takes, to spread the kills over it.
+    let t = Project::new();
+    std::fs::copy(&bundle, t.root().join("big.tar.gz")).unwrap();
+    let started = std::time::Instant::now();
+    t.ok("alice", &["import-apply", "big.tar.gz"]);
+    let full = started.elapsed().as_micros() as u64;
+
+    let mut rng = Lcg(9);
+    let (mut all, mut none) = (0, 0);
+    for _ in 0..12 {
+        let b = Project::new();
+        std::fs::copy(&bundle, b.root().join("big.tar.gz")).unwrap();
+        let mut child = b
+            .command("alice")
+            .args(["import-apply", "big.tar.gz"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(rng.next(full + 1)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        // The next command, whatever it is, finishes or undoes the import.
+        let claims = b.ok("x", &["status"])["counts"]["claims"].as_u64().unwrap();
+        let logged = b
+            .call("x", "kb.audit", json!({}))
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "bundle.import");
+        if logged {
+            assert_eq!(
+                claims, N as u64,
+                "the import is logged but not all of it landed"
+            );
+            all += 1;
+        } else {
+            assert_eq!(claims, 0, "claims landed without their audit event");
+            none += 1;
+        }
+        assert_eq!(temp_files(&b.vouch_dir()), Vec::<String>::new());
+        assert!(
+            !b.vouch_dir().join(".staging").exists(),
+            "staged files left behind"
+        );
+        let doctor = b.run("x", &["--json", "doctor"]);
+        assert_eq!(doctor.code, 0, "{}", doctor.stdout);
+    }
+    eprintln!("import killed 12 times: {all} completed, {none} rolled back");
+}

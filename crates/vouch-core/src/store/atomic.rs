@@ -118,13 +118,31 @@ pub fn remove(root: &Path, target: &Path) -> Result<()> {
     }
 }
 
-/// Many writes made durable together: every temp file is written and
-/// fsynced, then all are renamed, then each touched folder is fsynced once.
-/// Used by bulk approval so N artifacts cost far less than N single writes.
+/// Many writes made durable together: every file is first written and
+/// fsynced in the staging folder `.vouch/.staging/`, then all are renamed
+/// into place, then each touched folder is fsynced once. Used by bulk
+/// approval (N artifacts cost far less than N single writes), lifecycle
+/// changes and imports. A batch runs under the KB lock, so the staging
+/// folder belongs to one batch at a time, and a crash leaves its debris in
+/// one known place that the next holder of the lock clears ([`recover`]).
 pub struct Batch {
     root: PathBuf,
     writes: Vec<(PathBuf, Vec<u8>)>,
     removes: Vec<PathBuf>,
+}
+
+/// The staging folder, beneath the KB root.
+pub const STAGING_DIR: &str = ".staging";
+/// The plan of a journaled batch, inside the staging folder.
+const JOURNAL_FILE: &str = "journal.json";
+
+fn staging(root: &Path) -> PathBuf {
+    root.join(STAGING_DIR)
+}
+
+/// The staged copy of the batch's `i`-th write.
+fn staged_file(staging: &Path, i: usize) -> PathBuf {
+    staging.join(format!("{i}"))
 }
 
 impl Batch {
@@ -150,68 +168,310 @@ impl Batch {
         self.writes.len() + self.removes.len()
     }
 
-    /// Apply writes (in order), then removes. Temp files are fsynced from a
-    /// few threads at once so the filesystem can commit them together. If
-    /// any temp file cannot be written, every temp file is removed and no
-    /// target has changed.
+    /// Apply writes (in order), then removes. If any file cannot be staged,
+    /// nothing has changed. Caller holds the KB lock.
     pub fn commit(self) -> Result<()> {
+        self.stage()?.finish()
+    }
+
+    /// Stage every file durably, then record what [`Staged::finish`] will
+    /// do in a journal tagged with the id of the audit event that
+    /// authorizes the batch. Append that event, then finish. If the process
+    /// dies in between, [`recover`] completes the batch when the event is
+    /// in the log and discards it when it is not, so a crash never leaves
+    /// half an import behind. Caller holds the KB lock.
+    pub fn stage_journaled(self, event_id: &str) -> Result<Staged> {
+        let staged = self.stage()?;
+        let rel = |p: &Path| -> String {
+            p.strip_prefix(&staged.root)
+                .unwrap_or(p)
+                .to_string_lossy()
+                .into_owned()
+        };
+        let plan = Journal {
+            event_id: event_id.to_string(),
+            writes: staged.targets.iter().map(|t| rel(t)).collect(),
+            removes: staged.removes.iter().map(|p| rel(p)).collect(),
+        };
+        let written = serde_json::to_vec(&plan)
+            .map_err(|e| Error::internal(e.to_string()))
+            .and_then(|bytes| {
+                write(
+                    &staged.root,
+                    &staging(&staged.root).join(JOURNAL_FILE),
+                    &bytes,
+                )
+            });
+        if let Err(e) = written {
+            staged.abandon();
+            return Err(e);
+        }
+        Ok(staged)
+    }
+
+    /// Write and fsync every file into the staging folder; nothing in the
+    /// KB has changed yet.
+    fn stage(self) -> Result<Staged> {
         let mut checked: std::collections::HashSet<&Path> = Default::default();
         for target in self.writes.iter().map(|(t, _)| t).chain(&self.removes) {
             if checked.insert(parent(target)) {
-                check_parent(&self.root, target)?;
+                // A folder that does not exist yet (a new source's) is made
+                // when the batch finishes.
+                check_existing_part(&self.root, parent(target))?;
             }
         }
-        let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(self.writes.len());
-        // Temp files are written and fsynced in groups so a batch of
-        // 100,000 files never holds more than OPEN_FILES descriptors.
+        let dir = staging(&self.root);
+        // Under the lock a staging folder is always a crash's leftover
+        // (taking the lock clears it): start clean.
+        clear_staging(&self.root)?;
+        fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        let abandon = |e: Error| {
+            let _ = fs::remove_dir_all(&dir);
+            e
+        };
+        // Files are written and fsynced in groups so a batch of 100,000
+        // files never holds more than OPEN_FILES descriptors.
         const OPEN_FILES: usize = 512;
         // A large batch (an import) flushes the filesystem once instead of
-        // fsyncing each temp file; either way every temp file is durable
+        // fsyncing each file; either way every staged file is durable
         // before the first rename.
         let one_flush = self.writes.len() >= ONE_FLUSH_FROM && can_flush_filesystem();
-        let staged = (|| -> Result<()> {
-            for group in self.writes.chunks(OPEN_FILES) {
-                let mut files = Vec::with_capacity(group.len());
-                for (target, bytes) in group {
-                    let (tmp, mut f) = open_temp(target)?;
-                    temps.push((tmp.clone(), target.clone()));
-                    f.write_all(&bytes[..]).map_err(|e| Error::io(&tmp, e))?;
-                    files.push((tmp, f));
-                }
-                if !one_flush {
-                    sync_all_parallel(files)?;
-                }
+        let mut targets = Vec::with_capacity(self.writes.len());
+        for (g, group) in self.writes.chunks(OPEN_FILES).enumerate() {
+            let mut files = Vec::with_capacity(group.len());
+            for (k, (target, bytes)) in group.iter().enumerate() {
+                let tmp = staged_file(&dir, g * OPEN_FILES + k);
+                let mut f = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .map_err(|e| abandon(Error::io(&tmp, e)))?;
+                f.write_all(&bytes[..])
+                    .map_err(|e| abandon(Error::io(&tmp, e)))?;
+                targets.push(target.clone());
+                files.push((tmp, f));
             }
-            if one_flush && let Some((tmp, _)) = temps.first() {
-                flush_filesystem(tmp)?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = staged {
-            for (tmp, _) in &temps {
-                let _ = fs::remove_file(tmp);
-            }
-            return Err(e);
-        }
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for (tmp, target) in temps {
-            fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
-            dirs.push(parent(&target).to_path_buf());
-        }
-        for target in &self.removes {
-            match fs::remove_file(target) {
-                Ok(()) => dirs.push(parent(target).to_path_buf()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(target, e)),
+            if !one_flush {
+                sync_all_parallel(files).map_err(abandon)?;
             }
         }
-        dirs.sort();
-        dirs.dedup();
-        for d in dirs {
-            sync_dir(&d)?;
+        if one_flush && !targets.is_empty() {
+            flush_filesystem(&staged_file(&dir, 0)).map_err(abandon)?;
         }
-        Ok(())
+        sync_dir(&dir).map_err(abandon)?;
+        Ok(Staged {
+            root: self.root,
+            targets,
+            removes: self.removes,
+        })
     }
+}
+
+/// The deepest part of `folder` that exists, after checking that every
+/// folder from `root` down to it is a real folder, not a link.
+fn check_existing_part<'a>(root: &Path, folder: &'a Path) -> Result<&'a Path> {
+    let mut existing = folder;
+    while !existing.exists() && existing.starts_with(root) && existing != root {
+        existing = parent(existing);
+    }
+    nofollow::check_dirs(root, existing).map_err(|e| Error::io(existing, e))?;
+    Ok(existing)
+}
+
+/// Remove the staging folder (a link there is removed, not followed).
+fn clear_staging(root: &Path) -> Result<()> {
+    let dir = staging(root);
+    match fs::symlink_metadata(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(&dir, e)),
+        Ok(m) if m.is_dir() => fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e)),
+        Ok(_) => fs::remove_file(&dir).map_err(|e| Error::io(&dir, e)),
+    }
+}
+
+/// What a journaled batch will do, in paths relative to the KB root: the
+/// `i`-th write is the staged file `.staging/<i>`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Journal {
+    event_id: String,
+    writes: Vec<String>,
+    removes: Vec<String>,
+}
+
+/// A batch whose files are staged and durable, waiting to be moved in.
+#[must_use = "a staged batch changes nothing until finish()"]
+pub struct Staged {
+    root: PathBuf,
+    targets: Vec<PathBuf>,
+    removes: Vec<PathBuf>,
+}
+
+impl Staged {
+    /// Move every staged file over its target (in order), then remove,
+    /// then fsync each touched folder once, then clear the staging folder.
+    pub fn finish(self) -> Result<()> {
+        apply(&self.root, &self.targets, &self.removes)?;
+        clear_staging(&self.root)
+    }
+
+    /// Give the batch up: nothing in the KB has changed.
+    pub fn abandon(self) {
+        let _ = clear_staging(&self.root);
+    }
+}
+
+fn apply(root: &Path, targets: &[PathBuf], removes: &[PathBuf]) -> Result<()> {
+    let dir = staging(root);
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut ready: std::collections::HashSet<&Path> = Default::default();
+    for (i, target) in targets.iter().enumerate() {
+        let tmp = staged_file(&dir, i);
+        let folder = parent(target);
+        if ready.insert(folder) {
+            // A new source's folder is made only now, so a batch that
+            // never finishes leaves no empty folder behind. What exists of
+            // the path must be real folders.
+            let existing = check_existing_part(root, folder)?;
+            if existing != folder {
+                fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
+                dirs.push(existing.to_path_buf());
+                dirs.push(parent(folder).to_path_buf());
+            }
+        }
+        match fs::rename(&tmp, target) {
+            Ok(()) => {}
+            // Moved already by the run that was interrupted.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp.exists() => {}
+            Err(e) => return Err(Error::io(target, e)),
+        }
+        dirs.push(folder.to_path_buf());
+    }
+    for target in removes {
+        match fs::remove_file(target) {
+            Ok(()) => dirs.push(parent(target).to_path_buf()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(target, e)),
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    for d in dirs {
+        sync_dir(&d)?;
+    }
+    Ok(())
+}
+
+/// What [`recover`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// No staging folder: nothing was interrupted.
+    Clean,
+    /// The authorizing event is in the log: the batch was completed.
+    Completed { event_id: String, files: usize },
+    /// The batch never reached the point of no return (no journal, or its
+    /// event is not in the log): its staged files were removed and nothing
+    /// in the KB had changed.
+    Discarded {
+        event_id: Option<String>,
+        files: usize,
+    },
+    /// The journal could not be read or names paths a batch never writes
+    /// (edited, or planted by a repository): the staging folder was
+    /// removed, and nothing the journal names was touched.
+    Refused { why: String },
+}
+
+/// Finish or discard a batch that a crash interrupted. `logged` says
+/// whether the audit event with that id is in the log. Caller holds the KB
+/// lock; costs one `lstat` when nothing was interrupted.
+pub fn recover(root: &Path, logged: impl FnOnce(&str) -> Result<bool>) -> Result<Recovery> {
+    let dir = staging(root);
+    if matches!(fs::symlink_metadata(&dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(Recovery::Clean);
+    }
+    let staged_files = || {
+        fs::read_dir(&dir)
+            .map(|d| d.filter_map(|e| e.ok()).count())
+            .unwrap_or(0)
+    };
+    let bytes = match nofollow::read(root, &dir.join(JOURNAL_FILE)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let files = staged_files();
+            clear_staging(root)?;
+            return Ok(Recovery::Discarded {
+                event_id: None,
+                files,
+            });
+        }
+        Err(e) => {
+            clear_staging(root)?;
+            return Ok(Recovery::Refused {
+                why: format!("its journal is unreadable ({e})"),
+            });
+        }
+    };
+    let plan = match serde_json::from_slice::<Journal>(&bytes)
+        .map_err(|e| format!("its journal is not a batch plan ({e})"))
+        .and_then(|j| resolve_journal(root, j))
+    {
+        Ok(p) => p,
+        Err(why) => {
+            clear_staging(root)?;
+            return Ok(Recovery::Refused { why });
+        }
+    };
+    let files = plan.targets.len() + plan.removes.len();
+    if logged(&plan.event_id)? {
+        apply(root, &plan.targets, &plan.removes)?;
+        clear_staging(root)?;
+        Ok(Recovery::Completed {
+            event_id: plan.event_id,
+            files,
+        })
+    } else {
+        clear_staging(root)?;
+        Ok(Recovery::Discarded {
+            event_id: Some(plan.event_id),
+            files,
+        })
+    }
+}
+
+struct Resolved {
+    event_id: String,
+    targets: Vec<PathBuf>,
+    removes: Vec<PathBuf>,
+}
+
+/// The journal's paths beneath `root`, refusing what no batch writes: an
+/// absolute path, `..`, the staging folder itself.
+fn resolve_journal(root: &Path, j: Journal) -> std::result::Result<Resolved, String> {
+    let under = |rel: &String| -> std::result::Result<PathBuf, String> {
+        let p = Path::new(rel);
+        let plain = !rel.is_empty()
+            && !p.starts_with(STAGING_DIR)
+            && p.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if plain {
+            Ok(root.join(p))
+        } else {
+            Err(format!("its journal names {rel:?}, which no batch writes"))
+        }
+    };
+    Ok(Resolved {
+        event_id: j.event_id,
+        targets: j
+            .writes
+            .iter()
+            .map(under)
+            .collect::<std::result::Result<_, _>>()?,
+        removes: j
+            .removes
+            .iter()
+            .map(under)
+            .collect::<std::result::Result<_, _>>()?,
+    })
 }
 
 /// Batches of at least this many files use one filesystem flush.
@@ -298,9 +558,14 @@ mod tests {
         for i in 0..ONE_FLUSH_FROM + 10 {
             b.write(dir.path().join(format!("{i}.yaml")), b"x".to_vec());
         }
-        b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
+        fs::write(dir.path().join("blocker"), b"a file, not a folder").unwrap();
+        b.write(dir.path().join("blocker/b.yaml"), b"b".to_vec());
         assert!(b.commit().is_err());
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "only the blocker"
+        );
     }
 
     #[test]
@@ -308,8 +573,82 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut b = Batch::new(dir.path());
         b.write(dir.path().join("a.yaml"), b"a".to_vec());
-        b.write(dir.path().join("missing/b.yaml"), b"b".to_vec());
+        fs::write(dir.path().join("blocker"), b"a file, not a folder").unwrap();
+        b.write(dir.path().join("blocker/b.yaml"), b"b".to_vec());
         assert!(b.commit().is_err());
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "only the blocker"
+        );
+    }
+
+    /// A journaled batch of two files, staged but not finished, as a crash
+    /// after `stage_journaled` leaves it.
+    fn interrupted(root: &Path, event_id: &str) -> Vec<PathBuf> {
+        fs::create_dir(root.join("claims")).unwrap();
+        fs::write(root.join("claims/old.yaml"), b"old").unwrap();
+        let targets = vec![root.join("claims/a.yaml"), root.join("sources/s1/content")];
+        let mut b = Batch::new(root);
+        b.write(targets[0].clone(), b"a".to_vec());
+        b.write(targets[1].clone(), b"content".to_vec());
+        b.remove(root.join("claims/old.yaml"));
+        std::mem::forget(b.stage_journaled(event_id).unwrap());
+        targets
+    }
+
+    #[test]
+    fn recovery_completes_a_logged_batch_and_discards_an_unlogged_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        assert_eq!(recover(root, |_| Ok(true)).unwrap(), Recovery::Clean);
+        let targets = interrupted(root, "ev1");
+        assert!(!targets[0].exists());
+        let r = recover(root, |id| Ok(id == "ev1")).unwrap();
+        assert_eq!(
+            r,
+            Recovery::Completed {
+                event_id: "ev1".into(),
+                files: 3
+            }
+        );
+        assert_eq!(fs::read(&targets[0]).unwrap(), b"a");
+        assert_eq!(fs::read(&targets[1]).unwrap(), b"content");
+        assert!(!root.join("claims/old.yaml").exists());
+        assert!(!root.join(STAGING_DIR).exists());
+
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let targets = interrupted(root, "ev2");
+        let r = recover(root, |_| Ok(false)).unwrap();
+        assert_eq!(
+            r,
+            Recovery::Discarded {
+                event_id: Some("ev2".into()),
+                files: 3
+            }
+        );
+        assert!(!targets[0].exists() && !root.join("sources").exists());
+        assert!(root.join("claims/old.yaml").exists());
+        assert!(!root.join(STAGING_DIR).exists());
+    }
+
+    #[test]
+    fn recovery_refuses_a_journal_that_names_paths_outside_the_kb() {
+        for bad in [r#""../../etc/x""#, r#""/etc/x""#, r#"".staging/0""#] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            fs::create_dir(root.join(STAGING_DIR)).unwrap();
+            fs::write(root.join(STAGING_DIR).join("0"), b"planted").unwrap();
+            fs::write(
+                root.join(STAGING_DIR).join(JOURNAL_FILE),
+                format!(r#"{{"event_id": "e", "writes": [{bad}], "removes": []}}"#),
+            )
+            .unwrap();
+            let r = recover(root, |_| Ok(true)).unwrap();
+            assert!(matches!(r, Recovery::Refused { .. }), "{bad}: {r:?}");
+            assert!(!root.join(STAGING_DIR).exists());
+            assert_eq!(fs::read_dir(root).unwrap().count(), 0, "{bad}");
+        }
     }
 }
