@@ -614,7 +614,13 @@ fn member_kind(t: tar::EntryType) -> &'static str {
 /// One streaming pass over a bundle. `keep` says whether a member's bytes
 /// are kept (beyond what parsing needs). A problem that makes the rest of
 /// the archive unreadable stops the pass; every other problem is collected.
+/// One bundle scan at a time per process: each may hold up to
+/// `bundles.max_objects_bytes` of parsed objects, and a server must not
+/// multiply that by however many callers ask at once.
+static SCANNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn scan(path: &Path, limits: &BundleSettings, keep: &dyn Fn(&KbFile) -> bool) -> Result<Scan> {
+    let _one_at_a_time = SCANNING.lock().unwrap_or_else(|e| e.into_inner());
     let mut scan = Scan {
         members: BTreeMap::new(),
         problems: Vec::new(),
@@ -677,6 +683,7 @@ fn scan_entries<R: Read>(
     let mut long_name: Option<Vec<u8>> = None;
     let mut members = 0u64;
     let mut total = 0u64;
+    let mut objects_total = 0u64;
     // Source id → evidence members quoting it, awaiting its content.
     let mut quoting: HashMap<String, Vec<String>> = HashMap::new();
     for entry in entries {
@@ -787,6 +794,19 @@ fn scan_entries<R: Read>(
             );
         }
         let structured = !matches!(file, KbFile::SourceContent(_));
+        if structured {
+            // Every parsed object is kept until the checks across members
+            // are done, so their sum is what a scan holds in memory.
+            objects_total = objects_total.saturating_add(size);
+            if objects_total > limits.max_objects_bytes {
+                return Err(format!(
+                    "the archive's knowledge files (YAML, markdown) add up to more than {} bytes \
+                     (bundles.max_objects_bytes in config.yaml); refusing it: parsing them \
+                     would hold that much in memory",
+                    limits.max_objects_bytes
+                ));
+            }
+        }
         if structured && size > MAX_OBJECT_BYTES {
             // Parsing is what costs memory (YAML trees are many times their
             // text), so objects are capped far below source content.

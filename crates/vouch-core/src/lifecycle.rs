@@ -5,11 +5,12 @@
 
 use crate::error::{Error, Result};
 use crate::ids::{check_id, is_source_id};
-use crate::kb::{Caller, Kb};
+use crate::kb::{Caller, Kb, Transport};
 use crate::model::{Claim, ClaimStatus, Page, PageStatus};
 use crate::params::*;
 use crate::store::{Dir, atomic};
 use serde_json::{Value, json};
+use std::path::Path;
 
 fn claim(kb: &Kb, id: &str) -> Result<Claim> {
     check_id("claim id", id)?;
@@ -24,19 +25,110 @@ fn reason_data(reason: &Option<String>) -> Value {
     }
 }
 
-/// Audit first, then write the changed claims together.
+/// A durable object a lifecycle change rewrites.
+enum Changed {
+    Claim(Claim),
+    Page(Page),
+}
+
+impl Changed {
+    fn id(&self) -> &str {
+        match self {
+            Changed::Claim(c) => &c.id,
+            Changed::Page(p) => &p.id,
+        }
+    }
+
+    /// The fields lifecycle changes touch: what an event records before
+    /// and after, so it can be reverted and a revert can tell whether the
+    /// object changed again since.
+    fn state(&self) -> Value {
+        match self {
+            Changed::Claim(c) => json!({
+                "status": c.status,
+                "superseded_by": c.superseded_by,
+                "supersedes": c.supersedes,
+                "contradicts": c.contradicts,
+                "evidence": c.evidence,
+                "last_confirmed_at": c.last_confirmed_at,
+            }),
+            Changed::Page(p) => json!({"status": p.status}),
+        }
+    }
+
+    /// Put back a state recorded by [`Changed::state`].
+    fn restore(&mut self, state: &Value, now: crate::model::Timestamp) -> Result<()> {
+        let bad = |e: serde_json::Error| {
+            Error::corrupt(Path::new("audit.log.jsonl"), format!("recorded state: {e}"))
+        };
+        let field = |k: &str| state.get(k).cloned().unwrap_or(Value::Null);
+        match self {
+            Changed::Claim(c) => {
+                c.status = serde_json::from_value(field("status")).map_err(bad)?;
+                c.superseded_by = serde_json::from_value(field("superseded_by")).map_err(bad)?;
+                c.supersedes = serde_json::from_value(field("supersedes")).map_err(bad)?;
+                c.contradicts = serde_json::from_value(field("contradicts")).map_err(bad)?;
+                c.evidence = serde_json::from_value(field("evidence")).map_err(bad)?;
+                c.last_confirmed_at =
+                    serde_json::from_value(field("last_confirmed_at")).map_err(bad)?;
+                c.updated_at = now;
+            }
+            Changed::Page(p) => {
+                p.status = serde_json::from_value(field("status")).map_err(bad)?;
+                p.updated_at = now;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Lifecycle changes an agent may make, unless `review.gate_lifecycle` is
+/// set: then only a person (or a trusted agent) makes them.
+fn check_allowed(kb: &Kb, caller: &Caller, what: &str) -> Result<()> {
+    if kb.settings().review.gate_lifecycle
+        && caller.transport.is_agent()
+        && !kb.settings().self_approval_allowed()
+    {
+        return Err(Error::denied(format!(
+            "this knowledge base gates lifecycle changes (review.gate_lifecycle: true in \
+             config.yaml): {what} over {} is refused. Ask a person to run it with `vouch`",
+            caller.transport.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Audit first, then write the changed objects together. The event
+/// records each object's lifecycle state before and after and the
+/// transport it came through, so people can see what agents changed and
+/// `kb.revert` can undo it.
 fn commit(
     kb: &Kb,
     caller: &Caller,
     event: &str,
     object_ids: Vec<String>,
-    data: Value,
-    claims: Vec<Claim>,
+    mut data: Value,
+    changes: Vec<(Value, Changed)>,
 ) -> Result<LifecycleResult> {
+    let before: serde_json::Map<String, Value> = changes
+        .iter()
+        .map(|(b, c)| (c.id().to_string(), b.clone()))
+        .collect();
+    let after: serde_json::Map<String, Value> = changes
+        .iter()
+        .map(|(_, c)| (c.id().to_string(), c.state()))
+        .collect();
+    data["before"] = Value::Object(before);
+    data["after"] = Value::Object(after);
+    data["via"] = json!(caller.transport.name());
     let mut ev = kb.event(event, &caller.actor, object_ids, data);
+    ev.reversible = true;
     let mut batch = atomic::Batch::new(kb.layout().root());
-    for c in &claims {
-        kb.stage(&mut batch, c)?;
+    for (_, c) in &changes {
+        match c {
+            Changed::Claim(c) => kb.stage(&mut batch, c)?,
+            Changed::Page(p) => kb.stage(&mut batch, p)?,
+        }
     }
     // Journaled: a crash after the event is logged is finished by the next
     // command, so a supersession never lands on one claim but not the other.
@@ -46,15 +138,24 @@ fn commit(
         return Err(e);
     }
     staged.finish()?;
-    let updated = claims.iter().map(|c| c.id.clone()).collect();
-    crate::index::after_write(
-        kb,
-        &claims
-            .into_iter()
-            .map(crate::index::Written::Claim)
-            .collect::<Vec<_>>(),
-    );
+    let updated = changes.iter().map(|(_, c)| c.id().to_string()).collect();
+    let written: Vec<crate::index::Written> = changes
+        .into_iter()
+        .map(|(_, c)| match c {
+            Changed::Claim(c) => crate::index::Written::Claim(c),
+            Changed::Page(p) => crate::index::Written::Page(p),
+        })
+        .collect();
+    crate::index::after_write(kb, &written);
     Ok(LifecycleResult { ok: true, updated })
+}
+
+/// One claim change: its state before, and the claim after.
+fn claim_change(before: &Claim, after: Claim) -> (Value, Changed) {
+    (
+        Changed::Claim(before.clone()).state(),
+        Changed::Claim(after),
+    )
 }
 
 pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<LifecycleResult> {
@@ -64,9 +165,11 @@ pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<Lifecyc
             p.old_id
         )));
     }
+    check_allowed(kb, caller, "kb.supersede")?;
     let _lock = kb.lock()?;
     let mut old = claim(kb, &p.old_id)?;
     let mut new = claim(kb, &p.new_id)?;
+    let (old_before, new_before) = (old.clone(), new.clone());
     if let Some(by) = &old.superseded_by {
         return Err(Error::conflict(format!(
             "claim {} is already superseded by {by}",
@@ -109,7 +212,10 @@ pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<Lifecyc
         "claim.supersede",
         vec![old.id.clone(), new.id.clone()],
         reason_data(&p.reason),
-        vec![old, new],
+        vec![
+            claim_change(&old_before, old),
+            claim_change(&new_before, new),
+        ],
     )
 }
 
@@ -120,9 +226,11 @@ pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<Lifec
             p.a_id
         )));
     }
+    check_allowed(kb, caller, "kb.contradict")?;
     let _lock = kb.lock()?;
     let mut a = claim(kb, &p.a_id)?;
     let mut b = claim(kb, &p.b_id)?;
+    let (a_before, b_before) = (a.clone(), b.clone());
     let now = kb.now();
     for (x, other) in [(&mut a, p.b_id.clone()), (&mut b, p.a_id.clone())] {
         if !x.contradicts.contains(&other) {
@@ -142,14 +250,17 @@ pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<Lifec
         "claim.contradict",
         vec![a.id.clone(), b.id.clone()],
         reason_data(&p.reason),
-        vec![a, b],
+        vec![claim_change(&a_before, a), claim_change(&b_before, b)],
     )
 }
 
 pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleResult> {
     check_id("id", &p.id)?;
+    check_allowed(kb, caller, "kb.archive")?;
     let _lock = kb.lock()?;
-    if let Some(mut c) = kb.load::<Claim>(&p.id)? {
+    if let Some(c) = kb.load::<Claim>(&p.id)? {
+        let before = c.clone();
+        let mut c = c;
         c.status = ClaimStatus::Archived;
         c.updated_at = kb.now();
         return commit(
@@ -158,26 +269,22 @@ pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleRe
             "claim.archive",
             vec![c.id.clone()],
             reason_data(&p.reason),
-            vec![c],
+            vec![claim_change(&before, c)],
         );
     }
-    if let Some(mut pg) = kb.load::<Page>(&p.id)? {
+    if let Some(pg) = kb.load::<Page>(&p.id)? {
+        let before = Changed::Page(pg.clone()).state();
+        let mut pg = pg;
         pg.status = PageStatus::Archived;
         pg.updated_at = kb.now();
-        let mut ev = kb.event(
+        return commit(
+            kb,
+            caller,
             "page.archive",
-            &caller.actor,
             vec![pg.id.clone()],
             reason_data(&p.reason),
+            vec![(before, Changed::Page(pg))],
         );
-        kb.append_audit(std::slice::from_mut(&mut ev))?;
-        kb.store(&pg)?;
-        let id = pg.id.clone();
-        crate::index::after_write(kb, &[crate::index::Written::Page(pg)]);
-        return Ok(LifecycleResult {
-            ok: true,
-            updated: vec![id],
-        });
     }
     Err(Error::not_found(format!(
         "no claim or page {:?} to archive",
@@ -186,8 +293,10 @@ pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleRe
 }
 
 pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult> {
+    check_allowed(kb, caller, "kb.confirm")?;
     let _lock = kb.lock()?;
     let mut c = claim(kb, &p.id)?;
+    let before = c.clone();
     let now = kb.now();
     c.last_confirmed_at = Some(now);
     c.updated_at = now;
@@ -197,13 +306,15 @@ pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult>
         "claim.confirm",
         vec![c.id.clone()],
         json!({}),
-        vec![c],
+        vec![claim_change(&before, c)],
     )
 }
 
 pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> {
+    check_allowed(kb, caller, "kb.cite")?;
     let _lock = kb.lock()?;
     let mut c = claim(kb, &p.id)?;
+    let before = c.clone();
     let evidence_id = match &p.evidence {
         Citation::Id(id) if is_source_id(id) => {
             if !kb.source_exists(id) {
@@ -238,6 +349,156 @@ pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> 
         "claim.cite",
         vec![c.id.clone(), evidence_id],
         json!({}),
-        vec![c],
+        vec![claim_change(&before, c)],
     )
+}
+
+/// Lifecycle events that record before/after states (and so can be
+/// reverted).
+fn is_lifecycle_event(name: &str) -> bool {
+    matches!(
+        name,
+        "claim.supersede"
+            | "claim.contradict"
+            | "claim.archive"
+            | "claim.confirm"
+            | "claim.cite"
+            | "page.archive"
+            | "lifecycle.revert"
+    )
+}
+
+/// `kb.revert`: put back the lifecycle state an event changed. Refused when
+/// an object changed again after that event (revert the later change
+/// first), so a revert never silently discards someone else's change.
+pub fn revert(kb: &Kb, caller: &Caller, p: RevertParams) -> Result<LifecycleResult> {
+    check_allowed(kb, caller, "kb.revert")?;
+    let _lock = kb.lock()?;
+    let events = kb.audit_log().read_all()?;
+    let ev = events
+        .iter()
+        .find(|e| e.get("id").and_then(Value::as_str) == Some(p.event_id.as_str()))
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "no audit event {:?}; `vouch changes` lists recent lifecycle changes with their \
+                 event ids",
+                p.event_id
+            ))
+        })?;
+    let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
+    let (Some(before), Some(after)) = (
+        ev.get("data")
+            .and_then(|d| d.get("before"))
+            .and_then(Value::as_object),
+        ev.get("data")
+            .and_then(|d| d.get("after"))
+            .and_then(Value::as_object),
+    ) else {
+        return Err(Error::invalid(if is_lifecycle_event(name) {
+            format!(
+                "event {} ({name}) was written by an older vouch and does not record the state \
+                 it replaced, so it cannot be reverted automatically",
+                p.event_id
+            )
+        } else {
+            format!(
+                "event {} is {name:?}, not a lifecycle change; only supersede, contradict, \
+                 archive, confirm, cite and revert events can be reverted (approvals are undone \
+                 by superseding or archiving)",
+                p.event_id
+            )
+        }));
+    };
+    let now = kb.now();
+    let mut changes = Vec::with_capacity(before.len());
+    for (id, state) in before {
+        let mut current = if let Some(c) = kb.load::<Claim>(id)? {
+            Changed::Claim(c)
+        } else if let Some(pg) = kb.load::<Page>(id)? {
+            Changed::Page(pg)
+        } else {
+            return Err(Error::not_found(format!(
+                "{id}, changed by event {}, no longer exists",
+                p.event_id
+            )));
+        };
+        let was = current.state();
+        if Some(&was) != after.get(id) {
+            return Err(Error::conflict(format!(
+                "{id} changed again after event {} (a later lifecycle change); revert that \
+                 change first — `vouch audit` lists them",
+                p.event_id
+            )));
+        }
+        current.restore(state, now)?;
+        changes.push((was, current));
+    }
+    let mut ids = vec![p.event_id.clone()];
+    ids.extend(changes.iter().map(|(_, c)| c.id().to_string()));
+    let mut data = reason_data(&p.reason);
+    data["reverts"] = json!(p.event_id);
+    data["reverted_event"] = json!(name);
+    commit(kb, caller, "lifecycle.revert", ids, data, changes)
+}
+
+/// `kb.lifecycle_changes`: lifecycle changes made over agent transports in
+/// the last `days` days that nobody has reverted, newest first — what a
+/// reviewer should look at besides the proposal queue.
+pub fn recent_changes(kb: &Kb, p: LifecycleChangesParams) -> Result<Vec<LifecycleChange>> {
+    let days = p.days.unwrap_or(7).max(0);
+    let since = kb.now().0 - chrono::Duration::days(days);
+    let events = kb.audit_log().read_all()?;
+    let reverted: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| e.get("data")?.get("reverts")?.as_str())
+        .collect();
+    let mut out: Vec<LifecycleChange> = events
+        .iter()
+        .filter(|e| {
+            e.get("event")
+                .and_then(Value::as_str)
+                .is_some_and(is_lifecycle_event)
+        })
+        .filter(|e| {
+            let via = e
+                .get("data")
+                .and_then(|d| d.get("via"))
+                .and_then(Value::as_str);
+            p.all || via.is_some_and(|v| v != Transport::Cli.name())
+        })
+        .filter_map(|e| {
+            let id = e.get("id")?.as_str()?;
+            let at = e.get("created_at")?.as_str()?;
+            let when = chrono::DateTime::parse_from_rfc3339(at).ok()?;
+            let event = e.get("event")?.as_str()?.to_string();
+            let actor = e.get("actor")?.as_str()?.to_string();
+            (when >= since && !reverted.contains(id)).then(|| LifecycleChange {
+                event_id: id.to_string(),
+                event,
+                actor,
+                via: e
+                    .get("data")
+                    .and_then(|d| d.get("via"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                created_at: at.to_string(),
+                object_ids: e
+                    .get("object_ids")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                reason: e
+                    .get("data")
+                    .and_then(|d| d.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+        })
+        .collect();
+    out.reverse();
+    Ok(out)
 }

@@ -309,6 +309,41 @@ pub struct LifecycleResult {
     pub updated: Vec<String>,
 }
 
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevertParams {
+    /// The id of the lifecycle event to undo (`vouch changes` lists them).
+    pub event_id: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleChangesParams {
+    /// How far back to look, in days (default 7).
+    #[serde(default)]
+    pub days: Option<i64>,
+    /// Include changes made at the command line, not only by agents.
+    #[serde(default)]
+    pub all: bool,
+}
+
+/// A lifecycle change (supersede, contradict, archive, confirm, cite,
+/// revert) not reverted since.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LifecycleChange {
+    pub event_id: String,
+    pub event: String,
+    pub actor: String,
+    /// The transport it came through (`MCP`, `JSONL`, `HTTP`,
+    /// `command-line`); absent on events older vouch versions wrote.
+    pub via: Option<String>,
+    pub created_at: String,
+    pub object_ids: Vec<String>,
+    pub reason: Option<String>,
+}
+
 // ----- sessions ---------------------------------------------------------------
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -71,6 +71,10 @@ pub struct Review {
     pub require_citations: bool,
     #[serde(default = "default_role")]
     pub approver_role: ApproverRole,
+    /// Refuse lifecycle changes (supersede, contradict, archive, confirm,
+    /// cite, revert) from agent transports: only people make them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gate_lifecycle: bool,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -97,6 +101,11 @@ pub struct BundleSettings {
     /// Most members in one archive (default 500,000).
     #[serde(default = "default_bundle_members")]
     pub max_members: u64,
+    /// Total uncompressed bytes of the knowledge files (YAML, markdown; not
+    /// source content), which are parsed and held while a bundle is
+    /// checked (default 256 MiB).
+    #[serde(default = "default_bundle_objects")]
+    pub max_objects_bytes: u64,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -104,6 +113,11 @@ pub struct BundleSettings {
 pub const DEFAULT_BUNDLE_MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
 pub const DEFAULT_BUNDLE_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const DEFAULT_BUNDLE_MAX_MEMBERS: u64 = 500_000;
+pub const DEFAULT_BUNDLE_MAX_OBJECTS_BYTES: u64 = 256 * 1024 * 1024;
+
+fn default_bundle_objects() -> u64 {
+    DEFAULT_BUNDLE_MAX_OBJECTS_BYTES
+}
 
 fn default_bundle_total() -> u64 {
     DEFAULT_BUNDLE_MAX_TOTAL_BYTES
@@ -121,6 +135,7 @@ impl Default for BundleSettings {
             max_total_bytes: DEFAULT_BUNDLE_MAX_TOTAL_BYTES,
             max_file_bytes: DEFAULT_BUNDLE_MAX_FILE_BYTES,
             max_members: DEFAULT_BUNDLE_MAX_MEMBERS,
+            max_objects_bytes: DEFAULT_BUNDLE_MAX_OBJECTS_BYTES,
             extra: BTreeMap::new(),
         }
     }
@@ -197,6 +212,7 @@ impl Review {
         Review {
             require_citations: true,
             approver_role: default_role(),
+            gate_lifecycle: false,
             extra: BTreeMap::new(),
         }
     }

@@ -105,6 +105,23 @@ pub enum Command {
     },
     /// Record that an approved claim was re-checked now.
     Confirm { id: String },
+    /// Undo a lifecycle change (supersede, contradict, archive, confirm,
+    /// cite, revert) by its audit event id (`vouch changes` lists them).
+    Revert {
+        event_id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lifecycle changes agents made recently that nobody reverted, newest
+    /// first, with the event id `vouch revert` takes.
+    Changes {
+        /// How far back to look (default 7 days).
+        #[arg(long)]
+        days: Option<i64>,
+        /// Include changes made at the command line too.
+        #[arg(long)]
+        all: bool,
+    },
     /// Add a source or evidence id to an approved claim's citations.
     Cite { id: String, evidence: String },
     /// Start or end a work session.
@@ -517,6 +534,14 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         ),
         Command::Archive { id, reason } => ("kb.archive", obj(json!({"id": id, "reason": reason}))),
         Command::Confirm { id } => ("kb.confirm", json!({"id": id})),
+        Command::Revert { event_id, reason } => (
+            "kb.revert",
+            obj(json!({"event_id": event_id, "reason": reason})),
+        ),
+        Command::Changes { days, all } => (
+            "kb.lifecycle_changes",
+            obj(json!({"days": days, "all": all})),
+        ),
         Command::Cite { id, evidence } => ("kb.cite", json!({"id": id, "evidence": evidence})),
         Command::Session(SessionCmd::Start { task, note }) => {
             ("kb.session_start", obj(json!({"task": task, "note": note})))
@@ -727,6 +752,14 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     print_warnings(&kb);
     let v = result?;
     render::output(cli.json, label, &v);
+    // The review screen also shows what agents changed without review.
+    if method == "kb.list_pending" && !cli.json {
+        let changes = methods::dispatch(&kb, &caller, "kb.lifecycle_changes", json!({}))?;
+        if changes.as_array().is_some_and(|a| !a.is_empty()) {
+            render::emit("\n");
+            render::output(false, "kb.lifecycle_changes", &changes);
+        }
+    }
     if v.get("valid") == Some(&Value::Bool(false)) {
         return Ok(EXIT_INVALID_PROPOSAL);
     }

@@ -101,6 +101,7 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "kb.export_check" => export_checked(v),
         "kb.import_check" => import_checked(v),
         "kb.import_apply" => imported(v),
+        "kb.lifecycle_changes" => lifecycle_changes(v),
         "show" => show(v),
         _ => generic(v, 0),
     };
@@ -214,6 +215,37 @@ fn pending(v: &Value) -> String {
             out.push_str(&citation_line(&c));
         }
         out.push('\n');
+    }
+    out
+}
+
+fn lifecycle_changes(v: &Value) -> String {
+    let items = v.as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        return "No lifecycle changes by agents to review.\n".into();
+    }
+    let mut out = format!(
+        "{} lifecycle change(s) by agents, not reviewed by anyone, newest first (undo one with \
+         `vouch revert EVENT_ID`):\n\n",
+        items.len()
+    );
+    for c in items {
+        out.push_str(&format!(
+            "  {}  {} by {} via {}  {}\n    {}\n",
+            s(&c, "created_at"),
+            s(&c, "event"),
+            s(&c, "actor"),
+            match s(&c, "via") {
+                v if v.is_empty() => "?".to_string(),
+                v => v,
+            },
+            list(&c, "object_ids").join(", "),
+            s(&c, "event_id"),
+        ));
+        let reason = s(&c, "reason");
+        if !reason.is_empty() {
+            out.push_str(&format!("    reason: {reason}\n"));
+        }
     }
     out
 }

@@ -406,3 +406,123 @@ fn terminal_escapes_are_refused_at_propose_and_escaped_on_screen() {
     assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);
     assert!(!p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
 }
+
+/// Item 5: an agent's lifecycle changes take approved knowledge out of
+/// context packs without review; people see them in `vouch pending`, undo
+/// them with `vouch revert`, and can gate them altogether.
+#[test]
+fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
+    let p = Project::new();
+    let src = p.source("The API rate limit is 100 requests per minute.\n");
+    let claim = p.claim("The API rate limit is 100 requests per minute", &src);
+    let in_context = |p: &Project| {
+        p.ok("x", &["context", "API rate limit"])
+            .to_string()
+            .contains(&claim)
+    };
+    assert!(in_context(&p));
+
+    let r = jsonl(
+        &p,
+        "agent",
+        "kb.archive",
+        json!({"id": claim, "reason": "stale"}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(!in_context(&p), "archived claims leave context packs");
+
+    // The reviewer's screen names the change and how to undo it.
+    let shown = p.run("alice", &["pending"]);
+    assert!(
+        shown.stdout.contains("claim.archive by agent via JSONL"),
+        "{}",
+        shown.stdout
+    );
+    let changes = p.ok("alice", &["changes"]);
+    let event_id = changes[0]["event_id"].as_str().unwrap().to_string();
+    assert!(shown.stdout.contains(&event_id), "{}", shown.stdout);
+    assert_eq!(changes[0]["object_ids"], json!([claim]));
+
+    let r = p.ok("alice", &["revert", &event_id, "--reason", "still true"]);
+    assert_eq!(r["updated"], json!([claim]));
+    assert!(in_context(&p), "the revert brought the claim back");
+    assert_eq!(
+        p.ok("alice", &["changes"]),
+        json!([]),
+        "a reverted change is no longer listed"
+    );
+    // Reverting twice would discard nothing silently: the state moved on.
+    let r = p.run("alice", &["revert", &event_id]);
+    assert_ne!(r.code, 0);
+    assert!(r.stderr.contains("changed again"), "{}", r.stderr);
+
+    // A supersession by an agent is undone on both claims.
+    let newer = p.claim("The API rate limit is 200 requests per minute", &src);
+    let r = jsonl(
+        &p,
+        "agent",
+        "kb.supersede",
+        json!({"old_id": claim, "new_id": newer}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    let event_id = p.ok("alice", &["changes"])[0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.ok("alice", &["revert", &event_id]);
+    let old = &p.ok("x", &["show", &claim])["object"];
+    assert_eq!(old["status"], "working", "{old}");
+    assert!(old.get("superseded_by").is_none_or(Value::is_null), "{old}");
+    let new = &p.ok("x", &["show", &newer])["object"];
+    assert!(
+        new.get("supersedes").is_none_or(|s| s == &json!([])),
+        "{new}"
+    );
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+
+    // review.gate_lifecycle: agents are refused, people are not.
+    let cfg = p.vouch_dir().join("config.yaml");
+    edit(&cfg, "review:\n", "review:\n  gate_lifecycle: true\n");
+    let r = jsonl(&p, "agent", "kb.archive", json!({"id": claim}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gate_lifecycle"),
+        "{r}"
+    );
+    assert!(in_context(&p));
+    p.ok("alice", &["archive", &claim]);
+    assert!(!in_context(&p));
+}
+
+/// Item 12: what a bundle check holds in memory is bounded: knowledge files
+/// beyond `bundles.max_objects_bytes` stop the scan before they are parsed.
+#[test]
+fn a_bundle_whose_knowledge_files_exceed_the_memory_budget_is_refused() {
+    let a = Project::new();
+    let src = a.source("Budget test evidence.\n");
+    for i in 0..20 {
+        a.claim(
+            &format!("Budget claim number {i} with some padding text"),
+            &src,
+        );
+    }
+    a.ok("alice", &["export", "b.tar.gz"]);
+    let b = Project::new();
+    std::fs::copy(a.root().join("b.tar.gz"), b.root().join("b.tar.gz")).unwrap();
+    let cfg = b.vouch_dir().join("config.yaml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str("bundles:\n  max_objects_bytes: 4000\n");
+    std::fs::write(&cfg, text).unwrap();
+    let r = b.run("alice", &["--json", "import-check", "b.tar.gz"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.contains("max_objects_bytes"), "{}", r.stdout);
+    // Within the budget it checks as before.
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("max_objects_bytes: 4000", "max_objects_bytes: 4000000");
+    std::fs::write(&cfg, text).unwrap();
+    assert_eq!(b.ok("alice", &["import-check", "b.tar.gz"])["ok"], true);
+}

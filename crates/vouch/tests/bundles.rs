@@ -416,24 +416,6 @@ fn conflicts_are_skipped_by_default_overwritten_on_request_and_fail_refuses() {
 }
 
 /// A `vouch serve --transport jsonl` session: one request, one response.
-fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
-    let mut child = p
-        .command(agent)
-        .args(["serve", "--transport", "jsonl"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = json!({"id": "1", "method": method, "params": params}).to_string();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{line}").unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().next().expect("a response line")).unwrap()
-}
-
 #[test]
 fn agents_importing_get_pending_proposals_not_knowledge() {
     let f = fixture();

@@ -119,3 +119,22 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
         }
     }
 }
+
+/// One request to a fresh `vouch serve --transport jsonl` as `agent`.
+pub fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
+    let mut child = p
+        .command(agent)
+        .args(["serve", "--transport", "jsonl"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = serde_json::json!({"id": "1", "method": method, "params": params}).to_string();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, format!("{line}\n").as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().next().expect("a response line")).unwrap()
+}
