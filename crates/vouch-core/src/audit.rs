@@ -376,6 +376,61 @@ pub struct Trail {
     pub created: std::collections::HashMap<String, Value>,
     pub hashes: std::collections::HashSet<String>,
     pub admitted: std::collections::HashSet<String>,
+    /// An import logged by a vouch that did not name what it wrote (1.x,
+    /// or this one before it did): objects it brought cannot be told apart.
+    pub legacy_import: bool,
+}
+
+/// What one event lets into the durable knowledge.
+pub enum Admits {
+    Nothing,
+    Objects(Vec<String>),
+    /// An import that does not name its objects.
+    Unnamed,
+}
+
+impl Admits {
+    /// `proposal.approve` (and 1.x's `proposal.<kind>.approve`) admits its
+    /// object, `object_ids[1]`; `bundle.import` the objects in
+    /// `data.objects`.
+    pub fn of(ev: &Value) -> Admits {
+        let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
+        let approve = name == "proposal.approve"
+            || (name.starts_with("proposal.") && name.ends_with(".approve"));
+        if approve {
+            let object = ev
+                .get("object_ids")
+                .and_then(Value::as_array)
+                .and_then(|ids| ids.get(1))
+                .and_then(Value::as_str);
+            return match object {
+                Some(o) => Admits::Objects(vec![o.to_string()]),
+                None => Admits::Nothing,
+            };
+        }
+        if name == "bundle.import" {
+            return match ev
+                .get("data")
+                .and_then(|d| d.get("objects"))
+                .and_then(Value::as_array)
+            {
+                Some(list) => Admits::Objects(
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                ),
+                None => Admits::Unnamed,
+            };
+        }
+        Admits::Nothing
+    }
+
+    /// Could this log line admit anything? (Skips parsing the rest.)
+    pub fn may_admit(line: &[u8]) -> bool {
+        let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+        has(b".approve\"") || has(b"\"bundle.import\"")
+    }
 }
 
 impl Trail {
@@ -385,29 +440,19 @@ impl Trail {
             if let Some(h) = ev.get("hash").and_then(Value::as_str) {
                 t.hashes.insert(h.to_string());
             }
-            let ids = ev.get("object_ids").and_then(Value::as_array);
-            let nth = |i: usize| ids.and_then(|ids| ids.get(i)).and_then(Value::as_str);
-            match ev.get("event").and_then(Value::as_str) {
-                Some("proposal.create") => {
-                    if let Some(p) = nth(0) {
-                        t.created.insert(p.to_string(), ev.clone());
-                    }
-                }
-                Some("proposal.approve") => {
-                    if let Some(o) = nth(1) {
-                        t.admitted.insert(o.to_string());
-                    }
-                }
-                Some("bundle.import") => {
-                    let listed = ev
-                        .get("data")
-                        .and_then(|d| d.get("objects"))
-                        .and_then(Value::as_array);
-                    for o in listed.into_iter().flatten().filter_map(Value::as_str) {
-                        t.admitted.insert(o.to_string());
-                    }
-                }
-                _ => {}
+            if ev.get("event").and_then(Value::as_str) == Some("proposal.create")
+                && let Some(p) = ev
+                    .get("object_ids")
+                    .and_then(Value::as_array)
+                    .and_then(|ids| ids.first())
+                    .and_then(Value::as_str)
+            {
+                t.created.insert(p.to_string(), ev.clone());
+            }
+            match Admits::of(&ev) {
+                Admits::Nothing => {}
+                Admits::Objects(ids) => t.admitted.extend(ids),
+                Admits::Unnamed => t.legacy_import = true,
             }
         }
         Ok(t)
@@ -416,6 +461,71 @@ impl Trail {
     /// Did an approval or an import let this durable object in?
     pub fn admits(&self, object_id: &str) -> bool {
         self.admitted.contains(object_id)
+    }
+}
+
+impl AuditLog {
+    /// The log's length in bytes (0 when it does not exist).
+    pub fn len(&self) -> Result<u64> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(Error::io(&self.path, e)),
+        }
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The complete lines from byte `offset` on, and the offset just past
+    /// the last of them. For readers that follow the log as it grows.
+    pub fn read_from(&self, offset: u64) -> Result<(Vec<u8>, u64)> {
+        let mut f = match self.open_read() {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let mut bytes = Vec::new();
+        f.seek(SeekFrom::Start(offset))
+            .and_then(|_| f.read_to_end(&mut bytes))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        bytes.truncate(complete);
+        Ok((bytes, offset + complete as u64))
+    }
+
+    /// The `hash` of the event whose line ends just before byte `offset`:
+    /// what a follower checks to know the log was not cut or rewritten
+    /// below where it read.
+    pub fn hash_before(&self, offset: u64) -> Result<Option<String>> {
+        if offset == 0 {
+            return Ok(None);
+        }
+        let mut f = match self.open_read() {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let take = offset.min(64 * 1024);
+        let mut buf = vec![0u8; take as usize];
+        if f.seek(SeekFrom::Start(offset - take))
+            .and_then(|_| f.read_exact(&mut buf))
+            .is_err()
+        {
+            return Ok(None);
+        }
+        if buf.last() != Some(&b'\n') {
+            return Ok(None);
+        }
+        let body = &buf[..buf.len() - 1];
+        let line = body
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(body, |i| &body[i + 1..]);
+        Ok(serde_json::from_slice::<Value>(line)
+            .ok()
+            .and_then(|v| v.get("hash")?.as_str().map(str::to_string)))
     }
 }
 

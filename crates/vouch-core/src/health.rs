@@ -796,11 +796,18 @@ fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
         .chain(l.pages.iter().map(|x| (Dir::Pages, x.id.as_str())))
         .chain(l.entities.iter().map(|x| (Dir::Entities, x.id.as_str())))
         .chain(l.relations.iter().map(|x| (Dir::Relations, x.id.as_str())));
+    // An import by an older vouch did not name what it wrote: objects it
+    // may have brought are reported, but not as errors.
+    let severity = if trail.legacy_import {
+        Severity::Warn
+    } else {
+        Severity::Error
+    };
     for (dir, id) in durable {
         if !trail.admits(id) {
             out.push(finding(
                 "unaudited-object",
-                Severity::Error,
+                severity,
                 id,
                 Some(rel(KbFile::Object(dir, id.to_string()))),
                 format!(

@@ -18,12 +18,14 @@ use crate::store::Dir;
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "4";
+pub const SCHEMA_VERSION: &str = "5";
 pub const BACKENDS: &[&str] = &["fts5", "substring"];
 const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
 /// How long to wait for another process's lock on state.db before answering
@@ -230,7 +232,9 @@ impl Index {
         if have.as_deref() != Some(want.as_str()) {
             conn.execute_batch(&format!(
                 "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
+                 DROP TABLE IF EXISTS admitted;
                  DELETE FROM meta;
+                 CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
                  CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
                      status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                      UNIQUE(kind, id));
@@ -303,6 +307,112 @@ impl Index {
                 .execute("DELETE FROM docs WHERE rowid=?1", [rowid])?;
         }
         Ok(())
+    }
+
+    fn meta_value(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT value FROM meta WHERE key=?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Bring the `admitted` table (ids that an approval or an import let
+    /// in, [`crate::audit::Admits`]) in step with the audit log, reading
+    /// only what was appended since the last call. A log that shrank or
+    /// whose event at the last offset changed (cut or rewritten) is read
+    /// again from the start.
+    fn sync_admitted(&self, kb: &Kb) -> Result<()> {
+        let log = kb.audit_log();
+        let len = log.len()?;
+        let offset: u64 = self
+            .meta_value("audit:offset")?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if offset == len && offset == 0 {
+            return Ok(());
+        }
+        let anchor = self.meta_value("audit:anchor")?;
+        let from = if offset > len || (offset > 0 && log.hash_before(offset)? != anchor) {
+            0
+        } else {
+            offset
+        };
+        if from == len && from == offset {
+            return Ok(());
+        }
+        let (bytes, end) = log.read_from(from)?;
+        let mut legacy = from > 0 && self.meta_value("audit:legacy_import")?.is_some();
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let res = (|| -> Result<()> {
+            if from == 0 {
+                self.conn.execute("DELETE FROM admitted", [])?;
+            }
+            let mut insert = self
+                .conn
+                .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
+            for line in bytes.split(|b| *b == b'\n') {
+                if !crate::audit::Admits::may_admit(line) {
+                    continue;
+                }
+                let Ok(ev) = serde_json::from_slice::<Value>(line) else {
+                    continue;
+                };
+                match crate::audit::Admits::of(&ev) {
+                    crate::audit::Admits::Nothing => {}
+                    crate::audit::Admits::Objects(ids) => {
+                        for id in ids {
+                            insert.execute([id])?;
+                        }
+                    }
+                    crate::audit::Admits::Unnamed => legacy = true,
+                }
+            }
+            let anchor = log.hash_before(end)?.unwrap_or_default();
+            for (k, v) in [("audit:offset", end.to_string()), ("audit:anchor", anchor)] {
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+                    params![k, v],
+                )?;
+            }
+            if legacy {
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('audit:legacy_import', '1')",
+                    [],
+                )?;
+            } else {
+                self.conn
+                    .execute("DELETE FROM meta WHERE key='audit:legacy_import'", [])?;
+            }
+            Ok(())
+        })();
+        match res {
+            Ok(()) => self.conn.execute_batch("COMMIT")?,
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Which of `ids` no approval or import in the audit log let in. Empty
+    /// when an import of an older vouch left its objects unnamed.
+    fn unaudited(&self, kb: &Kb, ids: &[&str]) -> Result<HashSet<String>> {
+        self.sync_admitted(kb)?;
+        if self.meta_value("audit:legacy_import")?.is_some() {
+            return Ok(HashSet::new());
+        }
+        let mut known = self
+            .conn
+            .prepare_cached("SELECT 1 FROM admitted WHERE id=?1")?;
+        let mut out = HashSet::new();
+        for id in ids {
+            if !known.exists([id])? {
+                out.insert(id.to_string());
+            }
+        }
+        Ok(out)
     }
 
     /// Bring the index in step with the files. Each kind's directory is
@@ -1044,6 +1154,10 @@ pub struct SearchHit {
     #[serde(skip)]
     #[schemars(skip)]
     pub confidence: Option<f64>,
+    /// `{"unaudited": true}` on knowledge that no approval or import in the
+    /// audit log let in (written by hand, or the log was cut).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
@@ -1158,8 +1272,45 @@ impl Currency {
     }
 }
 
-/// Ranked hits from the configured backend.
+/// Ranked hits from the configured backend, each gated kind (claim, page,
+/// entity) that never went through the gate marked `_meta.unaudited`.
 pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let mut hits = backend_hits(kb, q)?;
+    mark_unaudited(kb, &mut hits);
+    Ok(hits)
+}
+
+/// Mark hits that no approval or import in the audit log admitted: a
+/// `claims/x.yaml` written by hand (or a cut log). The index follows the
+/// log incrementally; if it cannot be used, the log is read whole.
+fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
+    let ids: Vec<&str> = hits
+        .iter()
+        .filter(|h| matches!(h.kind.as_str(), "claim" | "page" | "entity"))
+        .map(|h| h.id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let unaudited = match with_index(kb, |idx| idx.unaudited(kb, &ids)) {
+        Ok(set) => set,
+        Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
+            Ok(t) if !t.legacy_import => ids
+                .iter()
+                .filter(|id| !t.admits(id))
+                .map(|id| id.to_string())
+                .collect(),
+            _ => HashSet::new(),
+        },
+    };
+    for h in hits.iter_mut() {
+        if unaudited.contains(&h.id) {
+            h.meta = Some(serde_json::json!({"unaudited": true}));
+        }
+    }
+}
+
+fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     if q.terms.is_empty() {
         return Ok(Vec::new());
     }
@@ -1213,6 +1364,7 @@ fn ranked(
                         backend: "fts5".into(),
                         status: d.get(2)?,
                         confidence: d.get(3)?,
+                        meta: None,
                     })
                 })
                 .optional()?

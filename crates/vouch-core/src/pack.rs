@@ -82,6 +82,10 @@ pub struct ContextItem {
     pub citations: Vec<Citation>,
     /// Characters this item takes in `text`.
     pub chars: usize,
+    /// `{"unaudited": true}` when no approval or import in the audit log
+    /// let this item in (see kb.search).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -226,6 +230,7 @@ fn load_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 contradicts: c.contradicts,
                 citations,
                 chars: 0,
+                meta: hit.meta.clone(),
             })
         }
         "page" => {
@@ -251,6 +256,7 @@ fn load_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 contradicts: Vec::new(),
                 citations,
                 chars: 0,
+                meta: hit.meta.clone(),
             })
         }
         _ => None,
@@ -422,6 +428,7 @@ mod tests {
             backend: "fts5".into(),
             status: Some(status.into()),
             confidence: Some(confidence),
+            meta: None,
         }
     }
 

@@ -81,6 +81,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 backend: "substring".into(),
                 status,
                 confidence,
+                meta: None,
             })
         })
         .collect();

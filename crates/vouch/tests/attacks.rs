@@ -526,3 +526,104 @@ fn a_bundle_whose_knowledge_files_exceed_the_memory_budget_is_refused() {
     std::fs::write(&cfg, text).unwrap();
     assert_eq!(b.ok("alice", &["import-check", "b.tar.gz"])["ok"], true);
 }
+
+/// Item 10: the files and the log vouch for each other. Knowledge that no
+/// approval or import let in is marked wherever agents read it, and a log
+/// that was cut, emptied or rewritten is caught from the files.
+#[test]
+fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
+    let p = Project::new();
+    let src = p.source("Invoices are due in 30 days.\n");
+    let honest = p.claim("Invoices are due in 30 days", &src);
+    // A claim written by hand, as a cloned repository could carry it.
+    let text = std::fs::read_to_string(p.vouch_dir().join(format!("claims/{honest}.yaml")))
+        .unwrap()
+        .replace(&honest, "invoices-are-never-due")
+        .replace("Invoices are due in 30 days", "Invoices are never due");
+    std::fs::write(
+        p.vouch_dir().join("claims/invoices-are-never-due.yaml"),
+        text,
+    )
+    .unwrap();
+    let hits = p.ok("x", &["search", "invoices due"]);
+    let marked = |v: &Value, id: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == id)
+            .map(|h| h["_meta"]["unaudited"] == true)
+    };
+    assert_eq!(
+        marked(&hits, "invoices-are-never-due"),
+        Some(true),
+        "{hits}"
+    );
+    assert_eq!(marked(&hits, &honest), Some(false), "{hits}");
+    let pack = p.ok("x", &["context", "when are invoices due"]);
+    assert_eq!(
+        marked(&pack["items"], "invoices-are-never-due"),
+        Some(true),
+        "{pack}"
+    );
+    assert!(doctor_kinds(&p).contains(&"unaudited-object".to_string()));
+    std::fs::remove_file(p.vouch_dir().join("claims/invoices-are-never-due.yaml")).unwrap();
+    assert!(!doctor_kinds(&p).iter().any(|k| k.contains("unaudited")));
+
+    let log = p.vouch_dir().join("audit.log.jsonl");
+    let full = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+
+    // Cut: the last events (the approval among them) dropped. The chain
+    // still verifies; the decided record names an event that is gone.
+    let approve_at = lines
+        .iter()
+        .position(|l| l.contains("\"proposal.approve\""))
+        .unwrap();
+    std::fs::write(&log, lines[..approve_at].join("\n") + "\n").unwrap();
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+    let found = doctor_kinds(&p);
+    assert!(
+        found.contains(&"decision-not-in-log".to_string()),
+        "{found:?}"
+    );
+    let hits = p.ok("x", &["search", "invoices due"]);
+    assert_eq!(marked(&hits, &honest), Some(true), "{hits}");
+
+    // Emptied.
+    std::fs::write(&log, "").unwrap();
+    let found = doctor_kinds(&p);
+    assert!(
+        found.contains(&"decision-not-in-log".to_string()),
+        "{found:?}"
+    );
+    assert!(found.contains(&"unaudited-object".to_string()), "{found:?}");
+
+    // Rewritten wholesale with another actor, chain recomputed.
+    std::fs::write(&log, "").unwrap();
+    for l in &lines {
+        let mut ev: Value = serde_json::from_str(l).unwrap();
+        if ev["actor"] == "alice" {
+            ev["actor"] = json!("mallory");
+        }
+        ev.as_object_mut().unwrap().remove("hash");
+        forge_event(&p, ev);
+    }
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+    let found = doctor_kinds(&p);
+    assert!(
+        found.contains(&"decision-not-in-log".to_string()),
+        "{found:?}"
+    );
+
+    // The original log: clean again.
+    std::fs::write(&log, &full).unwrap();
+    let found = doctor_kinds(&p);
+    assert!(
+        !found
+            .iter()
+            .any(|k| k.contains("log") || k.contains("unaudited")),
+        "{found:?}"
+    );
+    let hits = p.ok("x", &["search", "invoices due"]);
+    assert_eq!(marked(&hits, &honest), Some(false), "{hits}");
+}
