@@ -305,7 +305,7 @@ pub static REGISTRY: &[Method] = &[
         gate::propose_relation),
     method!("kb.approve", Review, ApproveParams => ApproveOutput,
         "Approve one or many pending proposals, writing durable knowledge.",
-        "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. Writes the durable artifact and an audit event.",
+        "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. On agent transports approver may only be the caller's own actor (naming someone else is refused). A proposal edited after it was proposed (it no longer matches its proposal.create fingerprint) is refused. Writes the durable artifact and an audit event.",
         approve),
     method!("kb.reject", Review, RejectParams => OkResult,
         "Reject a pending proposal with a reason.",

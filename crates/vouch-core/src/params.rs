@@ -212,8 +212,9 @@ pub struct ApproveParams {
     pub proposal_id: OneOrMany,
     #[serde(default)]
     pub reason: Option<String>,
-    /// Approver identity; defaults to the caller. Ignored (refused) when the
-    /// transport authenticated the caller.
+    /// Approver identity; defaults to the caller. On agent transports (MCP,
+    /// JSONL, HTTP) it may only name the caller's own actor: any other name
+    /// is refused. A person at the command line may name who approves.
     #[serde(default)]
     pub approver: Option<String>,
 }

@@ -47,7 +47,7 @@ fn gate_note(effect: Effect) -> Option<&'static str> {
         Effect::Review => Some(
             " Review-gated: approvals write durable knowledge and need human approval; the \
              approver must be someone other than the proposer, so do not approve your own \
-             proposals.",
+             proposals, and `approver` cannot name anyone but you.",
         ),
         _ => None,
     }
