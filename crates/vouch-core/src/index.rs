@@ -398,9 +398,16 @@ impl Index {
 
     /// Which of `ids` no approval or import in the audit log let in. Empty
     /// when an import of an older vouch left its objects unnamed.
+    /// Only an `admitted` table in step with the log answers (the main
+    /// connection brings it in step on each sync); until then nothing is
+    /// marked, so a claim approved a moment ago is never flagged.
     fn unaudited(&self, kb: &Kb, ids: &[&str]) -> Result<HashSet<String>> {
-        self.sync_admitted(kb)?;
-        if self.meta_value("audit:legacy_import")?.is_some() {
+        let offset: Option<u64> = self
+            .meta_value("audit:offset")?
+            .and_then(|v| v.parse().ok());
+        if offset.unwrap_or(0) != kb.audit_log().len()?
+            || self.meta_value("audit:legacy_import")?.is_some()
+        {
             return Ok(HashSet::new());
         }
         let mut known = self
@@ -422,7 +429,9 @@ impl Index {
     /// directory mtime has not moved is not scanned at all.
     fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
         let scan = Scan::take(kb, &self.scan_meta()?)?;
-        self.apply(kb, scan)
+        let stats = self.apply(kb, scan)?;
+        self.sync_admitted(kb)?;
+        Ok(stats)
     }
 
     /// What the last sync recorded of each kind's directory.
@@ -1068,7 +1077,8 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
             open.index.refingerprint(doc.kind, &doc.id, old, sig)?;
         }
         open.index.conn.execute_batch("COMMIT")?;
-        Ok(())
+        // The write's audit event admits what it wrote.
+        open.index.sync_admitted(kb)
     })();
     if let Err(e) = res {
         let _ = open.index.conn.execute_batch("ROLLBACK");
