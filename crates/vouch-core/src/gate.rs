@@ -124,6 +124,12 @@ impl Draft {
             ProposalKind::Relation => {
                 Draft::Relation(serde_json::from_value(payload).map_err(bad)?)
             }
+            ProposalKind::Lifecycle => {
+                return Err(Error::internal(format!(
+                    "proposal {} is a lifecycle change, not a draft",
+                    p.id
+                )));
+            }
         })
     }
 }
@@ -134,6 +140,9 @@ fn object_dir(kind: ProposalKind) -> Dir {
         ProposalKind::Page => Dir::Pages,
         ProposalKind::Entity => Dir::Entities,
         ProposalKind::Relation => Dir::Relations,
+        // Lifecycle proposals change existing claims (and pages); they
+        // reserve no new id.
+        ProposalKind::Lifecycle => Dir::Claims,
     }
 }
 
@@ -143,6 +152,7 @@ fn object_key(kind: ProposalKind) -> &'static str {
         ProposalKind::Page => "page_id",
         ProposalKind::Entity => "entity_id",
         ProposalKind::Relation => "relation_id",
+        ProposalKind::Lifecycle => "object_id",
     }
 }
 
@@ -576,6 +586,170 @@ fn new_proposal_id_except(kb: &Kb, now: &Timestamp, taken: &HashSet<String>) -> 
     Err(Error::internal("could not mint a unique proposal id"))
 }
 
+/// The change a lifecycle proposal carries.
+fn lifecycle_change(p: &Proposal) -> Result<crate::lifecycle::Change> {
+    serde_json::from_value(p.payload.clone()).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            format!("proposal {} has an unreadable lifecycle change: {e}", p.id),
+        )
+    })
+}
+
+/// Under `review.gate_lifecycle`, an agent's lifecycle call becomes a
+/// pending proposal (kind `lifecycle`) that a person approves like any
+/// other; approving it applies the change. Returns the proposal id.
+pub(crate) fn propose_lifecycle(
+    kb: &Kb,
+    caller: &Caller,
+    change: &crate::lifecycle::Change,
+) -> Result<String> {
+    check_actor(&caller.actor)?;
+    let subject = change.subject().to_string();
+    check_id("id", &subject)?;
+    let known = kb.exists(Dir::Claims, &subject)
+        || kb.exists(Dir::Pages, &subject)
+        || matches!(change, crate::lifecycle::Change::Revert(_));
+    if !known {
+        return Err(Error::not_found(format!(
+            "no claim or page {subject:?} to change"
+        )));
+    }
+    let payload = serde_json::to_value(change)
+        .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
+    // A reason is shown to the reviewer like proposed text.
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    strings(&payload, &mut texts);
+    let mut problems = Problems(Vec::new());
+    check_all_controls(&mut problems, "params", &texts);
+    if !problems.0.is_empty() {
+        return Err(Error::invalid(problems.0.join("; ")));
+    }
+    let _lock = kb.lock()?;
+    let now = kb.now();
+    let id = new_proposal_id(kb, &now)?;
+    let proposal = Proposal {
+        id: id.clone(),
+        kind: ProposalKind::Lifecycle,
+        status: ProposalStatus::Pending,
+        object_id: subject.clone(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: None,
+        rationale: None,
+        payload,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        decision_hash: None,
+        extra: Default::default(),
+    };
+    let mut ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![id.clone(), subject],
+        json!({"kind": ProposalKind::Lifecycle.as_str(),
+               FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    let path = kb.layout().file(Dir::Proposed, &id)?;
+    if !atomic::create_new(
+        kb.layout().root(),
+        &path,
+        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
+    )? {
+        return Err(Error::internal(format!("proposal id {id} collided; retry")));
+    }
+    Ok(id)
+}
+
+/// Approve a lifecycle proposal: apply the change as the approver (its
+/// lifecycle event names the proposal and is the decision), then move the
+/// proposal to `decided/`. A crash in between is finished by approving
+/// again: the event is found by its `proposal_id` and not applied twice.
+fn approve_lifecycle(
+    kb: &Kb,
+    caller: &Caller,
+    approver: &str,
+    proposal: Proposal,
+    reason: Option<String>,
+) -> Result<ApproveResult> {
+    let applied = kb.audit_log().read_all()?.into_iter().rev().find(|e| {
+        e.get("data")
+            .and_then(|d| d.get("proposal_id"))
+            .and_then(Value::as_str)
+            == Some(proposal.id.as_str())
+    });
+    let (actor, at, hash, recovered) = match applied {
+        Some(ev) => (
+            ev.get("actor")
+                .and_then(Value::as_str)
+                .unwrap_or(approver)
+                .to_string(),
+            ev.get("created_at")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse)
+                .unwrap_or_else(|| kb.now()),
+            ev.get("hash").and_then(Value::as_str).map(str::to_string),
+            true,
+        ),
+        None => {
+            let as_approver = Caller {
+                actor: approver.to_string(),
+                authenticated: caller.authenticated,
+                transport: caller.transport,
+            };
+            lifecycle_change(&proposal)?
+                .apply_locked(kb, &as_approver, Some(&proposal.id))
+                .map_err(|e| {
+                    Error::new(
+                        e.kind,
+                        format!(
+                            "lifecycle proposal {} no longer applies: {}",
+                            proposal.id, e.message
+                        ),
+                    )
+                })?;
+            let last = kb.audit_log().hash_before(kb.audit_log().len()?)?;
+            (approver.to_string(), kb.now(), last, false)
+        }
+    };
+    if recovered && actor == proposal.proposed_by && !kb.settings().self_approval_allowed() {
+        return Err(Error::denied(format!(
+            "{actor} proposed {} and cannot also approve it",
+            proposal.id
+        )));
+    }
+    let mut decided = proposal.clone();
+    decided.status = ProposalStatus::Approved;
+    decided.decided_by = Some(actor);
+    decided.decided_at = Some(at);
+    decided.reason = reason;
+    decided.decision_hash = hash;
+    let mut batch = atomic::Batch::new(kb.layout().root());
+    batch.write(
+        kb.layout().file(Dir::Decided, &decided.id)?,
+        crate::store::yaml::to_yaml(&decided)?.into_bytes(),
+    );
+    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
+    batch.commit()?;
+    Ok(ApproveResult {
+        ok: true,
+        object_id: proposal.object_id.clone(),
+        object_kind: ProposalKind::Lifecycle.as_str().to_string(),
+        proposal_id: proposal.id,
+        recovered,
+    })
+}
+
 /// A pending proposal for an object that arrived in a bundle over an agent
 /// transport: the gate stays on, so it becomes reviewed knowledge only when
 /// someone approves it. Caller holds the lock and writes the proposal (with
@@ -774,14 +948,18 @@ fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEvents> {
 /// `proposal.create` event, so a proposal file edited after it was proposed
 /// (the words a reviewer saw, or who proposed them) is refused at approve.
 pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
-    let draft = Draft::from_proposal(p)?;
+    let payload = match p.kind {
+        ProposalKind::Lifecycle => serde_json::to_value(lifecycle_change(p)?)
+            .map_err(|e| Error::internal(format!("payload encoding: {e}")))?,
+        _ => Draft::from_proposal(p)?.to_payload()?,
+    };
     let identity = json!({
         "kind": p.kind.as_str(),
         "object_id": p.object_id,
         "proposed_by": p.proposed_by,
         "session_id": p.session_id,
         "rationale": p.rationale,
-        "payload": draft.to_payload()?,
+        "payload": payload,
     });
     Ok(crate::ids::sha256_hex(
         crate::audit::canonical_json(&identity).as_bytes(),
@@ -907,6 +1085,26 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             return Err(Error::invalid(format!("proposal {id} is listed twice")));
         }
         let proposal = load_pending(kb, id)?;
+        if proposal.kind == ProposalKind::Lifecycle {
+            let events = proposal_events(kb, id)?;
+            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
+            if approver == proposal.proposed_by && !self_approval_allowed {
+                return Err(self_approval(&approver, &proposal));
+            }
+            if ids.len() > 1 {
+                return Err(Error::invalid(format!(
+                    "{id} is a lifecycle proposal; approve it on its own (a list is \
+                     all-or-nothing only for new knowledge)"
+                )));
+            }
+            return Ok(vec![approve_lifecycle(
+                kb,
+                caller,
+                &approver,
+                proposal,
+                p.reason.clone(),
+            )?]);
+        }
         let draft = Draft::from_proposal(&proposal)?;
         let events = proposal_events(kb, id)?;
         // Every check of a fresh approve runs on a recovery too: a decision

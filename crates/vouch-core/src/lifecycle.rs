@@ -9,6 +9,7 @@ use crate::kb::{Caller, Kb, Transport};
 use crate::model::{Claim, ClaimStatus, Page, PageStatus};
 use crate::params::*;
 use crate::store::{Dir, atomic};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -82,20 +83,109 @@ impl Changed {
     }
 }
 
-/// Lifecycle changes an agent may make, unless `review.gate_lifecycle` is
-/// set: then only a person (or a trusted agent) makes them.
-fn check_allowed(kb: &Kb, caller: &Caller, what: &str) -> Result<()> {
-    if kb.settings().review.gate_lifecycle
-        && caller.transport.is_agent()
-        && !kb.settings().self_approval_allowed()
-    {
-        return Err(Error::denied(format!(
-            "this knowledge base gates lifecycle changes (review.gate_lifecycle: true in \
-             config.yaml): {what} over {} is refused. Ask a person to run it with `vouch`",
-            caller.transport.name()
-        )));
+/// A lifecycle change as a caller asked for it: what a gated change's
+/// proposal carries (`{"method": "kb.archive", "params": {...}}`) and what
+/// its approval replays.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params")]
+pub enum Change {
+    #[serde(rename = "kb.supersede")]
+    Supersede(SupersedeParams),
+    #[serde(rename = "kb.contradict")]
+    Contradict(ContradictParams),
+    #[serde(rename = "kb.archive")]
+    Archive(ArchiveParams),
+    #[serde(rename = "kb.confirm")]
+    Confirm(IdParams),
+    #[serde(rename = "kb.cite")]
+    Cite(CiteParams),
+    #[serde(rename = "kb.revert")]
+    Revert(RevertParams),
+}
+
+impl Change {
+    /// The object a proposal of this change is about (shown in review).
+    pub fn subject(&self) -> &str {
+        match self {
+            Change::Supersede(p) => &p.old_id,
+            Change::Contradict(p) => &p.a_id,
+            Change::Archive(p) => &p.id,
+            Change::Confirm(p) => &p.id,
+            Change::Cite(p) => &p.id,
+            Change::Revert(p) => &p.event_id,
+        }
     }
-    Ok(())
+
+    /// Apply it. Caller holds the lock. `proposal_id` is set when a person
+    /// approves a gated change: the lifecycle event names the proposal and
+    /// is its decision.
+    pub(crate) fn apply_locked(
+        self,
+        kb: &Kb,
+        caller: &Caller,
+        proposal_id: Option<&str>,
+    ) -> Result<LifecycleResult> {
+        let ctx = Ctx {
+            kb,
+            caller,
+            proposal_id,
+        };
+        match self {
+            Change::Supersede(p) => supersede_locked(&ctx, p),
+            Change::Contradict(p) => contradict_locked(&ctx, p),
+            Change::Archive(p) => archive_locked(&ctx, p),
+            Change::Confirm(p) => confirm_locked(&ctx, p),
+            Change::Cite(p) => cite_locked(&ctx, p),
+            Change::Revert(p) => revert_locked(&ctx, p),
+        }
+    }
+}
+
+/// Who asks for a change, and the proposal it carries out, if any.
+struct Ctx<'a> {
+    kb: &'a Kb,
+    caller: &'a Caller,
+    proposal_id: Option<&'a str>,
+}
+
+/// Apply `change` now, or — when `review.gate_lifecycle` is set and an
+/// agent asks — turn it into a proposal that a person approves.
+fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
+    let gated = kb.settings().review.gate_lifecycle
+        && caller.transport.is_agent()
+        && !kb.settings().self_approval_allowed();
+    if gated {
+        let proposal_id = crate::gate::propose_lifecycle(kb, caller, &change)?;
+        return Ok(LifecycleResult {
+            ok: true,
+            updated: Vec::new(),
+            proposal_id: Some(proposal_id),
+        });
+    }
+    let _lock = kb.lock()?;
+    change.apply_locked(kb, caller, None)
+}
+
+pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Supersede(p))
+}
+pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Contradict(p))
+}
+pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Archive(p))
+}
+pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Confirm(p))
+}
+pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Cite(p))
+}
+/// `kb.revert`: put back the lifecycle state an event changed. Refused when
+/// an object changed again after that event (revert the later change
+/// first), so a revert never silently discards someone else's change.
+pub fn revert(kb: &Kb, caller: &Caller, p: RevertParams) -> Result<LifecycleResult> {
+    run(kb, caller, Change::Revert(p))
 }
 
 /// Audit first, then write the changed objects together. The event
@@ -103,13 +193,16 @@ fn check_allowed(kb: &Kb, caller: &Caller, what: &str) -> Result<()> {
 /// transport it came through, so people can see what agents changed and
 /// `kb.revert` can undo it.
 fn commit(
-    kb: &Kb,
-    caller: &Caller,
+    ctx: &Ctx,
     event: &str,
     object_ids: Vec<String>,
     mut data: Value,
     changes: Vec<(Value, Changed)>,
 ) -> Result<LifecycleResult> {
+    let (kb, caller) = (ctx.kb, ctx.caller);
+    if let Some(pid) = ctx.proposal_id {
+        data["proposal_id"] = json!(pid);
+    }
     let before: serde_json::Map<String, Value> = changes
         .iter()
         .map(|(b, c)| (c.id().to_string(), b.clone()))
@@ -147,7 +240,11 @@ fn commit(
         })
         .collect();
     crate::index::after_write(kb, &written);
-    Ok(LifecycleResult { ok: true, updated })
+    Ok(LifecycleResult {
+        ok: true,
+        updated,
+        proposal_id: None,
+    })
 }
 
 /// One claim change: its state before, and the claim after.
@@ -158,15 +255,14 @@ fn claim_change(before: &Claim, after: Claim) -> (Value, Changed) {
     )
 }
 
-pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<LifecycleResult> {
+fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
+    let kb = ctx.kb;
     if p.old_id == p.new_id {
         return Err(Error::invalid(format!(
             "claim {} cannot supersede itself",
             p.old_id
         )));
     }
-    check_allowed(kb, caller, "kb.supersede")?;
-    let _lock = kb.lock()?;
     let mut old = claim(kb, &p.old_id)?;
     let mut new = claim(kb, &p.new_id)?;
     let (old_before, new_before) = (old.clone(), new.clone());
@@ -207,8 +303,7 @@ pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<Lifecyc
     }
     new.updated_at = now;
     commit(
-        kb,
-        caller,
+        ctx,
         "claim.supersede",
         vec![old.id.clone(), new.id.clone()],
         reason_data(&p.reason),
@@ -219,15 +314,14 @@ pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<Lifecyc
     )
 }
 
-pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<LifecycleResult> {
+fn contradict_locked(ctx: &Ctx, p: ContradictParams) -> Result<LifecycleResult> {
+    let kb = ctx.kb;
     if p.a_id == p.b_id {
         return Err(Error::invalid(format!(
             "claim {} cannot contradict itself",
             p.a_id
         )));
     }
-    check_allowed(kb, caller, "kb.contradict")?;
-    let _lock = kb.lock()?;
     let mut a = claim(kb, &p.a_id)?;
     let mut b = claim(kb, &p.b_id)?;
     let (a_before, b_before) = (a.clone(), b.clone());
@@ -245,8 +339,7 @@ pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<Lifec
         x.updated_at = now;
     }
     commit(
-        kb,
-        caller,
+        ctx,
         "claim.contradict",
         vec![a.id.clone(), b.id.clone()],
         reason_data(&p.reason),
@@ -254,18 +347,16 @@ pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<Lifec
     )
 }
 
-pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleResult> {
+fn archive_locked(ctx: &Ctx, p: ArchiveParams) -> Result<LifecycleResult> {
+    let kb = ctx.kb;
     check_id("id", &p.id)?;
-    check_allowed(kb, caller, "kb.archive")?;
-    let _lock = kb.lock()?;
     if let Some(c) = kb.load::<Claim>(&p.id)? {
         let before = c.clone();
         let mut c = c;
         c.status = ClaimStatus::Archived;
         c.updated_at = kb.now();
         return commit(
-            kb,
-            caller,
+            ctx,
             "claim.archive",
             vec![c.id.clone()],
             reason_data(&p.reason),
@@ -278,8 +369,7 @@ pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleRe
         pg.status = PageStatus::Archived;
         pg.updated_at = kb.now();
         return commit(
-            kb,
-            caller,
+            ctx,
             "page.archive",
             vec![pg.id.clone()],
             reason_data(&p.reason),
@@ -292,17 +382,15 @@ pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleRe
     )))
 }
 
-pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult> {
-    check_allowed(kb, caller, "kb.confirm")?;
-    let _lock = kb.lock()?;
+fn confirm_locked(ctx: &Ctx, p: IdParams) -> Result<LifecycleResult> {
+    let kb = ctx.kb;
     let mut c = claim(kb, &p.id)?;
     let before = c.clone();
     let now = kb.now();
     c.last_confirmed_at = Some(now);
     c.updated_at = now;
     commit(
-        kb,
-        caller,
+        ctx,
         "claim.confirm",
         vec![c.id.clone()],
         json!({}),
@@ -310,9 +398,8 @@ pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult>
     )
 }
 
-pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> {
-    check_allowed(kb, caller, "kb.cite")?;
-    let _lock = kb.lock()?;
+fn cite_locked(ctx: &Ctx, p: CiteParams) -> Result<LifecycleResult> {
+    let (kb, caller) = (ctx.kb, ctx.caller);
     let mut c = claim(kb, &p.id)?;
     let before = c.clone();
     let evidence_id = match &p.evidence {
@@ -339,13 +426,13 @@ pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> 
         return Ok(LifecycleResult {
             ok: true,
             updated: Vec::new(),
+            proposal_id: None,
         });
     }
     c.evidence.push(evidence_id.clone());
     c.updated_at = kb.now();
     commit(
-        kb,
-        caller,
+        ctx,
         "claim.cite",
         vec![c.id.clone(), evidence_id],
         json!({}),
@@ -368,12 +455,8 @@ fn is_lifecycle_event(name: &str) -> bool {
     )
 }
 
-/// `kb.revert`: put back the lifecycle state an event changed. Refused when
-/// an object changed again after that event (revert the later change
-/// first), so a revert never silently discards someone else's change.
-pub fn revert(kb: &Kb, caller: &Caller, p: RevertParams) -> Result<LifecycleResult> {
-    check_allowed(kb, caller, "kb.revert")?;
-    let _lock = kb.lock()?;
+fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
+    let kb = ctx.kb;
     let events = kb.audit_log().read_all()?;
     let ev = events
         .iter()
@@ -438,7 +521,7 @@ pub fn revert(kb: &Kb, caller: &Caller, p: RevertParams) -> Result<LifecycleResu
     let mut data = reason_data(&p.reason);
     data["reverts"] = json!(p.event_id);
     data["reverted_event"] = json!(name);
-    commit(kb, caller, "lifecycle.revert", ids, data, changes)
+    commit(ctx, "lifecycle.revert", ids, data, changes)
 }
 
 /// `kb.lifecycle_changes`: lifecycle changes made over agent transports in

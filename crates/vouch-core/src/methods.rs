@@ -321,7 +321,7 @@ pub static REGISTRY: &[Method] = &[
         lifecycle::contradict),
     method!("kb.archive", Write, ArchiveParams => LifecycleResult,
         "Archive an approved claim or page.",
-        "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited.",
+        "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited; kb.revert undoes it. Like every lifecycle change, under review.gate_lifecycle an agent's call becomes a pending proposal (result proposal_id) instead.",
         lifecycle::archive),
     method!("kb.confirm", Write, IdParams => LifecycleResult,
         "Record that an approved claim was re-checked now.",

@@ -261,7 +261,7 @@ pub struct OkResult {
 
 // ----- lifecycle --------------------------------------------------------------
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SupersedeParams {
     pub old_id: String,
@@ -270,7 +270,7 @@ pub struct SupersedeParams {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContradictParams {
     pub a_id: String,
@@ -279,7 +279,7 @@ pub struct ContradictParams {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveParams {
     /// A claim id or page id.
@@ -288,13 +288,13 @@ pub struct ArchiveParams {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IdParams {
     pub id: String,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CiteParams {
     /// Claim id.
@@ -308,9 +308,13 @@ pub struct LifecycleResult {
     pub ok: bool,
     /// Ids of the objects whose files changed.
     pub updated: Vec<String>,
+    /// Set instead when `review.gate_lifecycle` turned the change into a
+    /// proposal for a person to approve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevertParams {
     /// The id of the lifecycle event to undo (`vouch changes` lists them).

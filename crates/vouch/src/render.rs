@@ -183,18 +183,23 @@ fn pending(v: &Value) -> String {
     );
     for p in items {
         let payload = &p["payload"];
-        let what = ["text", "title", "name"]
-            .iter()
-            .map(|k| s(payload, k))
-            .find(|x| !x.is_empty())
-            .unwrap_or_else(|| {
-                format!(
-                    "{} {} {}",
-                    s(payload, "source"),
-                    s(payload, "relation"),
-                    s(payload, "target")
-                )
-            });
+        let what = if payload.get("method").is_some() {
+            // A lifecycle change: the call it will make when approved.
+            format!("{} {}", s(payload, "method"), payload["params"])
+        } else {
+            ["text", "title", "name"]
+                .iter()
+                .map(|k| s(payload, k))
+                .find(|x| !x.is_empty())
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} {} {}",
+                        s(payload, "source"),
+                        s(payload, "relation"),
+                        s(payload, "target")
+                    )
+                })
+        };
         out.push_str(&format!(
             "{}  {} → {}  by {} at {}\n  {}\n",
             s(&p, "id"),

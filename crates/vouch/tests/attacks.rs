@@ -480,21 +480,62 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
     );
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
 
-    // review.gate_lifecycle: agents are refused, people are not.
+    // review.gate_lifecycle: an agent's change becomes a proposal that a
+    // person reviews; people change directly.
     let cfg = p.vouch_dir().join("config.yaml");
     edit(&cfg, "review:\n", "review:\n  gate_lifecycle: true\n");
-    let r = jsonl(&p, "agent", "kb.archive", json!({"id": claim}));
-    assert_eq!(r["ok"], false, "{r}");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("gate_lifecycle"),
-        "{r}"
+    let r = jsonl(
+        &p,
+        "agent",
+        "kb.archive",
+        json!({"id": claim, "reason": "old"}),
     );
-    assert!(in_context(&p));
-    p.ok("alice", &["archive", &claim]);
-    assert!(!in_context(&p));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["result"]["updated"], json!([]), "{r}");
+    let pid = r["result"]["proposal_id"].as_str().unwrap().to_string();
+    assert!(in_context(&p), "a gated change waits for review");
+    let shown = p.run("alice", &["pending"]);
+    assert!(shown.stdout.contains("kb.archive"), "{}", shown.stdout);
+    // The proposer cannot approve it; a person can, once.
+    let r = p.run("agent", &["approve", &pid]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    let r = p.ok("alice", &["approve", &pid]);
+    assert_eq!(r["object_kind"], "lifecycle", "{r}");
+    assert!(!in_context(&p), "approving applied the archive");
+    let log = events(&p);
+    let archive = log
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "claim.archive")
+        .unwrap();
+    assert_eq!(archive["actor"], "alice");
+    assert_eq!(archive["data"]["proposal_id"], json!(pid));
+    assert!(p.vouch_dir().join(format!("decided/{pid}.yaml")).exists());
+    // Rejected changes change nothing.
+    let r = jsonl(&p, "agent", "kb.confirm", json!({"id": newer}));
+    let pid = r["result"]["proposal_id"].as_str().unwrap().to_string();
+    let before = std::fs::read(p.vouch_dir().join(format!("claims/{newer}.yaml"))).unwrap();
+    p.ok("alice", &["reject", &pid, "--reason", "not re-checked"]);
+    assert_eq!(
+        std::fs::read(p.vouch_dir().join(format!("claims/{newer}.yaml"))).unwrap(),
+        before
+    );
+    // An edited lifecycle proposal is refused like any other.
+    let r = jsonl(&p, "agent", "kb.archive", json!({"id": newer}));
+    let pid = r["result"]["proposal_id"].as_str().unwrap().to_string();
+    edit(
+        &proposal_path(&p, &pid),
+        &format!("id: {newer}"),
+        &format!("id: {claim}"),
+    );
+    let r = p.run("alice", &["approve", &pid]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("edited after it was proposed"),
+        "{}",
+        r.stderr
+    );
+    assert!(doctor_kinds(&p).contains(&"proposal-edited".to_string()));
 }
 
 /// Item 12: what a bundle check holds in memory is bounded: knowledge files

@@ -101,6 +101,8 @@ string_enum!(PageStatus: "page status" {
 
 string_enum!(ProposalKind: "proposal kind" {
     Claim = "claim", Page = "page", Entity = "entity", Relation = "relation",
+    // A lifecycle change an agent asked for under `review.gate_lifecycle`.
+    Lifecycle = "lifecycle",
 });
 
 string_enum!(ProposalStatus: "proposal status" {
