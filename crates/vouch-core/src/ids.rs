@@ -98,9 +98,13 @@ pub fn truncate_for_message(s: &str) -> String {
 /// Lowercase hex sha256 of some bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         out.push_str(&format!("{b:02x}"));
     }
     out

@@ -290,8 +290,23 @@ pub struct LintArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum AuditCmd {
-    /// Verify the hash chain; names the first bad line.
-    Verify,
+    /// Verify the hash chain; names the first bad line. With a checkpoint
+    /// key (see `audit checkpoint`), also verify every checkpoint.
+    Verify {
+        /// The checkpoint key (default: VOUCH_CHECKPOINT_KEY, else
+        /// ~/.config/vouch/checkpoint.key, used when it exists).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Record a keyed checkpoint of the log (HMAC-SHA256 of its head under a
+    /// key kept outside the project, created on first use), so that a cut or
+    /// rewritten log is caught by `audit verify`.
+    Checkpoint {
+        /// The checkpoint key (default: VOUCH_CHECKPOINT_KEY, else
+        /// ~/.config/vouch/checkpoint.key).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -557,9 +572,13 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             json!({"session_id": session_id, "no_page": no_page}),
         ),
         Command::Audit(AuditArgs {
-            verify: Some(AuditCmd::Verify),
+            verify: Some(AuditCmd::Verify { .. }),
             ..
         }) => ("kb.audit_verify", json!({})),
+        Command::Audit(AuditArgs {
+            verify: Some(AuditCmd::Checkpoint { .. }),
+            ..
+        }) => return Ok(None),
         Command::Audit(a) => {
             let filter = obj(json!({"event": a.event, "actor": a.actor}));
             (
@@ -737,6 +756,30 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             render::emit_json(&v);
             return Ok(0);
         }
+        Command::Audit(AuditArgs {
+            verify: Some(AuditCmd::Checkpoint { key_file }),
+            ..
+        }) => {
+            let path = crate::checkpoint::key_path(key_file.as_deref())?;
+            let key =
+                crate::checkpoint::load_key(&kb, &path, true)?.expect("load_key creates a key");
+            let cp = vouch_core::audit::checkpoint(&kb, &caller.actor, &key)?;
+            crate::checkpoint::write_kept(&kb, &path, &cp)?;
+            print_warnings(&kb);
+            let v = json!({"ok": true, "key_file": path.display().to_string(), "checkpoint": cp});
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                render::emit(&format!(
+                    "checkpoint of {} events (head {}…) under key {} ({})\n",
+                    cp.events,
+                    &cp.head[..12.min(cp.head.len())],
+                    cp.key_id,
+                    path.display()
+                ));
+            }
+            return Ok(0);
+        }
         Command::Show { id } => {
             let v = show(&kb, &caller, id)?;
             print_warnings(&kb);
@@ -750,7 +793,29 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     };
     let result = methods::dispatch(&kb, &caller, method, params);
     print_warnings(&kb);
-    let v = result?;
+    let mut v = result?;
+    // `audit verify` also checks the keyed checkpoints when a key is at hand.
+    if let Command::Audit(AuditArgs {
+        verify: Some(AuditCmd::Verify { key_file }),
+        ..
+    }) = &cli.command
+    {
+        let path = crate::checkpoint::key_path(key_file.as_deref())?;
+        if let Some(key) = crate::checkpoint::load_key(&kb, &path, false)? {
+            let kept = crate::checkpoint::read_kept(&kb, &path);
+            let report =
+                vouch_core::audit::verify_checkpoints(kb.audit_log(), &key, kept.as_ref())?;
+            if !report.ok {
+                v["ok"] = json!(false);
+            }
+            v["checkpoints"] = serde_json::to_value(&report).unwrap_or_default();
+        } else if key_file.is_some() {
+            return Err(Error::invalid(format!(
+                "{}: no checkpoint key there",
+                path.display()
+            )));
+        }
+    }
     render::output(cli.json, label, &v);
     // The review screen also shows what agents changed without review.
     if method == "kb.list_pending" && !cli.json {

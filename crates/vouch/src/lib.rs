@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod catalog;
+pub mod checkpoint;
 pub mod cli;
 pub mod context;
 pub mod errors;

@@ -357,8 +357,8 @@ fn audit(v: &Value) -> String {
 }
 
 fn verify(v: &Value) -> String {
-    if v["ok"] == Value::Bool(true) {
-        format!("audit log OK: {} events, chain verified\n", v["events"])
+    let mut out = if v.get("problem").is_none() {
+        format!("audit log chain OK: {} events\n", v["events"])
     } else {
         format!(
             "audit log BROKEN at line {}: {}\n({} events verified before it)\n",
@@ -366,7 +366,18 @@ fn verify(v: &Value) -> String {
             s(v, "problem"),
             v["events"]
         )
+    };
+    if let Some(c) = v.get("checkpoints") {
+        out.push_str(&format!(
+            "checkpoints under key {}: {} verified\n",
+            s(c, "key_id"),
+            c["verified"]
+        ));
+        for p in list(c, "problems") {
+            out.push_str(&format!("  CHECKPOINT FAILED: {p}\n"));
+        }
     }
+    out
 }
 
 fn proposed(v: &Value) -> String {

@@ -668,3 +668,93 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     let hits = p.ok("x", &["search", "invoices due"]);
     assert_eq!(marked(&hits, &honest), Some(false), "{hits}");
 }
+
+/// Item 10, beyond what the files can tell: a keyed checkpoint (HMAC under a
+/// key kept outside the project) catches a log rewritten with every hash
+/// recomputed, and a log cut below the last checkpoint.
+#[test]
+fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
+    let p = Project::new();
+    // The key's home: outside the project (the harness's HOME is inside).
+    let config = tempfile::tempdir().unwrap();
+    let keyed = |args: &[&str]| -> Run {
+        let out = p
+            .command("alice")
+            .env("XDG_CONFIG_HOME", config.path())
+            .args(args)
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let src = p.source("Payroll runs on the 25th.\n");
+    p.claim("Payroll runs on the 25th", &src);
+    let r = keyed(&["--json", "audit", "checkpoint"]).json();
+    let key = std::path::PathBuf::from(r["key_file"].as_str().unwrap());
+    assert!(!key.starts_with(p.vouch_dir()), "{key:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    p.claim("Payroll is approved by finance", &src);
+    let ok = keyed(&["--json", "audit", "verify"]).json();
+    assert_eq!(ok["checkpoints"]["verified"], 1, "{ok}");
+    assert_eq!(ok["ok"], true, "{ok}");
+
+    let log = p.vouch_dir().join("audit.log.jsonl");
+    let original = std::fs::read_to_string(&log).unwrap();
+
+    // Rewritten with another actor, every hash recomputed: the chain
+    // verifies, the checkpoint does not.
+    std::fs::write(&log, "").unwrap();
+    for l in original.lines() {
+        let mut ev: Value = serde_json::from_str(l).unwrap();
+        if ev["actor"] == "alice" {
+            ev["actor"] = json!("mallory");
+        }
+        ev.as_object_mut().unwrap().remove("hash");
+        forge_event(&p, ev);
+    }
+    let r = keyed(&["--json", "audit", "verify"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert!(r.json()["problem"].is_null(), "the chain itself verifies");
+    assert!(r.stdout.contains("cut or rewritten"), "{}", r.stdout);
+
+    // Cut below the checkpoint (the checkpoint event goes with it): the
+    // copy kept beside the key still catches it.
+    let cut: Vec<&str> = original.lines().take(2).collect();
+    std::fs::write(&log, cut.join("\n") + "\n").unwrap();
+    let r = keyed(&["--json", "audit", "verify"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert!(r.stdout.contains("kept outside .vouch"), "{}", r.stdout);
+
+    // A key inside the project is refused; a key others can read too.
+    std::fs::write(&log, &original).unwrap();
+    let inside = p.root().join("checkpoint.key");
+    let r = p.run(
+        "alice",
+        &[
+            "audit",
+            "checkpoint",
+            "--key-file",
+            inside.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("outside the project"), "{}", r.stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let r = keyed(&["audit", "verify"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("chmod 600"), "{}", r.stderr);
+    }
+}
