@@ -31,13 +31,14 @@ pub fn key_path(explicit: Option<&Path>) -> Result<PathBuf, Error> {
 /// The key, creating one (32 random bytes, hex, mode 600) if `create` and
 /// none exists. `Ok(None)`: no key and none created.
 pub fn load_key(kb: &Kb, path: &Path, create: bool) -> Result<Option<Vec<u8>>, Error> {
-    refuse_inside(kb, path)?;
     let shown = path.display();
-    match std::fs::symlink_metadata(path) {
+    let found = std::fs::symlink_metadata(path);
+    if matches!(&found, Err(e) if e.kind() == std::io::ErrorKind::NotFound) && !create {
+        return Ok(None);
+    }
+    refuse_inside(kb, path)?;
+    match found {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if !create {
-                return Ok(None);
-            }
             // The key is its hex text, as read back below.
             let key = vouch_core::ids::hex(&random_key()?);
             if let Some(dir) = path.parent() {
