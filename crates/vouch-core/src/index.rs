@@ -802,6 +802,9 @@ impl Freshness {
 }
 
 pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
+    // Held until `conn` closes (declared first, dropped last): a rebuild
+    // must not unlink the file under it.
+    let _lease = Lease::own(kb);
     let path = kb.layout().index_db();
     if !path.exists() {
         return Ok(None);
@@ -917,12 +920,26 @@ pub(crate) struct OpenIndex {
 /// server search in parallel (SQLite in WAL mode: readers never wait for one
 /// another, nor for the writer). Tagged with a generation so that none
 /// outlives a rebuild, which replaces the database file.
+///
+/// No connection of this process may stay open while `state.db` is unlinked
+/// and created again: SQLite opens `-wal` and `-shm` by name, lazily, so a
+/// connection opened on the old file would attach the new file's WAL and
+/// shared memory to its own (the old inode's) — it truncates `-shm` under
+/// the new connections (it finds no other process's lock on it) and reads
+/// the new WAL over the old pages: `disk I/O error`, wrong answers, or
+/// SIGBUS. So every connection outside the main slot is counted while it is
+/// open, and [`retire_readers`] waits for the count to reach zero.
 #[derive(Default)]
 pub(crate) struct Readers {
     generation: u64,
     /// The main connection has opened and synced this generation's file.
     ready: bool,
     idle: Vec<Connection>,
+    /// Connections open outside the main slot and the idle pool (see
+    /// [`Lease`]).
+    leased: usize,
+    /// Signalled whenever `leased` goes down.
+    returned: std::sync::Arc<std::sync::Condvar>,
 }
 
 /// Idle read connections kept per process (2 cores; HTTP's worker pool).
@@ -932,12 +949,89 @@ fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
     kb.readers.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The database file is about to be replaced: retire every read connection.
+/// The database file is about to be replaced: retire every read connection
+/// and wait until none is open any more. The caller holds `kb.index`, so no
+/// lease starts until the new file is ready (see [`Lease`]); a reader still
+/// answering finds the generation moved, closes its connection and waits for
+/// the main one.
 fn retire_readers(kb: &Kb) {
     let mut r = readers(kb);
     r.generation += 1;
     r.ready = false;
     r.idle.clear();
+    let returned = r.returned.clone();
+    while r.leased > 0 {
+        r = returned.wait(r).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A connection open on `state.db` outside the main slot, counted in
+/// [`Readers::leased`] from before it opens until after it closes (or went
+/// back to the idle pool), so that [`retire_readers`] never lets a file be
+/// unlinked under it. Released on drop, panics included.
+struct Lease<'a> {
+    kb: &'a Kb,
+    generation: u64,
+    index: Option<Index>,
+}
+
+impl<'a> Lease<'a> {
+    /// A read lease on the current file, if the main connection has made it
+    /// ready; with an idle connection if one is pooled.
+    fn reader(kb: &'a Kb) -> Option<Lease<'a>> {
+        let mut r = readers(kb);
+        if !r.ready {
+            return None;
+        }
+        r.leased += 1;
+        Some(Lease {
+            kb,
+            generation: r.generation,
+            index: r.idle.pop().map(|conn| Index { conn }),
+        })
+    }
+
+    /// A lease for a connection of one's own (the doctor's freshness check),
+    /// whether or not the main connection has the file open. Taken under
+    /// `kb.index`, which every replacement of the file holds throughout.
+    fn own(kb: &'a Kb) -> Lease<'a> {
+        let _replacing = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = readers(kb);
+        r.leased += 1;
+        Lease {
+            kb,
+            generation: r.generation,
+            index: None,
+        }
+    }
+
+    /// Whether the file this lease was taken on is still the current one.
+    fn current(&self) -> bool {
+        readers(self.kb).generation == self.generation
+    }
+
+    /// Close the connection rather than pool it (it failed).
+    fn discard(&mut self) {
+        self.index = None;
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let mut r = readers(self.kb);
+        if let Some(index) = self.index.take() {
+            if r.generation == self.generation && r.idle.len() < MAX_IDLE_READERS {
+                r.idle.push(index.conn);
+            } else {
+                // Close it before the lease ends, outside the lock.
+                drop(r);
+                drop(index);
+                r = readers(self.kb);
+            }
+        }
+        r.leased -= 1;
+        r.returned.notify_all();
+    }
 }
 
 fn mark_ready(kb: &Kb) {
@@ -952,17 +1046,13 @@ fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
         Ok(slot) => slot,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         Err(std::sync::TryLockError::WouldBlock) => {
-            let (generation, idle) = {
-                let mut r = readers(kb);
-                (r.ready.then_some(r.generation), r.idle.pop())
-            };
-            if let Some(generation) = generation
-                && let Some(answer) = with_reader(kb, generation, idle, &f)
+            if let Some(lease) = Lease::reader(kb)
+                && let Some(answer) = with_reader(lease, &f)
             {
                 return answer;
             }
-            // Not built yet, or rebuilt while we read: wait for the main
-            // connection, which is in step with the new file.
+            // Not built yet, rebuilt while we read, or the reader failed:
+            // wait for the main connection, which is in step with the file.
             kb.index.lock().unwrap_or_else(|e| e.into_inner())
         }
     };
@@ -979,41 +1069,32 @@ fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
     f(&open.index)
 }
 
-/// Answer through a read connection; `None` if the index was replaced
-/// (rebuilt) while we read, since the answer may come from a file being torn
-/// down or one not filled yet.
-fn with_reader<R>(
-    kb: &Kb,
-    generation: u64,
-    idle: Option<Connection>,
-    f: &impl Fn(&Index) -> Result<R>,
-) -> Option<Result<R>> {
-    let conn = match idle {
-        Some(conn) => conn,
-        None => {
-            let opened = open_db(kb, &kb.layout().index_db(), rusqlite::OpenFlags::default())
-                .and_then(|conn| {
-                    conn.busy_timeout(BUSY_TIMEOUT)?;
-                    conn.pragma_update(None, "query_only", true)?;
-                    Ok(conn)
-                });
-            match opened {
-                Ok(conn) => conn,
-                Err(e) if readers(kb).generation == generation => return Some(Err(e.into())),
-                Err(_) => return None,
-            }
-        }
-    };
-    let index = Index { conn };
-    let answer = f(&index);
-    let mut r = readers(kb);
-    if r.generation != generation {
+/// Answer through a read connection; `None` — the main connection answers
+/// instead — if the index was replaced (rebuilt) while we read, since the
+/// answer would come from the file being retired, or if the reader could not
+/// open or failed: a reader only spares a request the wait, the main
+/// connection is the one that opens, repairs and syncs the index.
+fn with_reader<R>(mut lease: Lease, f: &impl Fn(&Index) -> Result<R>) -> Option<Result<R>> {
+    if lease.index.is_none() {
+        // Never create the file: only the main connection does, schema and
+        // all. The lease keeps it from being unlinked while we read it.
+        let flags =
+            rusqlite::OpenFlags::default().difference(rusqlite::OpenFlags::SQLITE_OPEN_CREATE);
+        let conn = open_db(lease.kb, &lease.kb.layout().index_db(), flags)
+            .and_then(|conn| {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                conn.pragma_update(None, "query_only", true)?;
+                Ok(conn)
+            })
+            .ok()?;
+        lease.index = Some(Index { conn });
+    }
+    let answer = f(lease.index.as_ref().expect("reader just opened"));
+    if answer.is_err() {
+        lease.discard();
         return None;
     }
-    if r.idle.len() < MAX_IDLE_READERS {
-        r.idle.push(index.conn);
-    }
-    Some(answer)
+    lease.current().then_some(answer)
 }
 
 /// The index open in `slot`, opening it if needed. A freshly opened index
@@ -1591,5 +1672,77 @@ mod readers_tests {
             2,
             "a reader on the replaced state.db answered"
         );
+    }
+
+    /// A reader that opened `state.db` but has not read yet attaches
+    /// `-wal` and `-shm` by name when it does: were the files replaced
+    /// under it, it would take the new file's (truncating the new `-shm`
+    /// under the main connection — `disk I/O error` or SIGBUS in a server).
+    /// A rebuild waits for it instead.
+    #[test]
+    fn a_rebuild_waits_for_a_reader_still_open_on_the_old_file() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let src = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.register_source",
+            json!({"content": "drills", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        claim(&kb, &src, "Failover drills run monthly");
+        let count = |idx: &Index| -> Result<i64> {
+            Ok(idx
+                .conn
+                .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))?)
+        };
+        // The main connection opens and syncs the file: readers may follow.
+        let docs = with_index(&kb, count).unwrap();
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+
+        let (opened, reading) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Mutex::new(wait);
+        let first = AtomicBool::new(true);
+        std::thread::scope(|s| {
+            let busy = kb.index.lock().unwrap();
+            // A reader (the main connection is busy) holding a connection
+            // it has not read through yet.
+            let reader = s.spawn(|| {
+                with_index(&kb, |idx| {
+                    if first.swap(false, Ordering::SeqCst) {
+                        opened.send(()).unwrap();
+                        let wait = wait.lock().unwrap();
+                        wait.recv_timeout(Duration::from_secs(10)).unwrap();
+                    }
+                    count(idx)
+                })
+            });
+            reading.recv_timeout(Duration::from_secs(10)).unwrap();
+            drop(busy);
+            let rebuilt = s.spawn(|| rebuild(&kb));
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                !rebuilt.is_finished(),
+                "the rebuild replaced state.db under an open reader"
+            );
+            go.send(()).unwrap();
+            assert_eq!(reader.join().unwrap().unwrap(), docs);
+            rebuilt.join().unwrap().unwrap();
+        });
+        assert_eq!(readers(&kb).leased, 0);
+        claim(&kb, &src, "Failover drills need two people");
+        assert_eq!(search_beside(&kb, "failover").len(), 2);
+        assert_eq!(search_beside(&kb, "failover").len(), 2);
     }
 }
