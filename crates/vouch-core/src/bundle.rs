@@ -1323,7 +1323,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     };
     let mut batch = atomic::Batch::new(kb.layout().root());
     let mut events: Vec<AuditEvent> = Vec::new();
-    let mut written: Vec<crate::index::Written> = Vec::new();
+    let mut written: Vec<crate::retrieval::Written> = Vec::new();
     let mut admitted: Vec<String> = Vec::new();
     let mut taken = HashSet::new();
     let bundle_name = Path::new(&p.path)
@@ -1403,11 +1403,11 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             result.imported += 1;
         }
         match &m.parsed {
-            Parsed::Claim(c) => written.push(crate::index::Written::Claim((**c).clone())),
-            Parsed::Page(pg) => written.push(crate::index::Written::Page((**pg).clone())),
-            Parsed::Entity(e) => written.push(crate::index::Written::Entity(e.clone())),
-            Parsed::Relation(r) => written.push(crate::index::Written::Relation(r.clone())),
-            Parsed::Source(src) => written.push(crate::index::Written::Source((**src).clone())),
+            Parsed::Claim(c) => written.push(crate::retrieval::Written::Claim((**c).clone())),
+            Parsed::Page(pg) => written.push(crate::retrieval::Written::Page((**pg).clone())),
+            Parsed::Entity(e) => written.push(crate::retrieval::Written::Entity(e.clone())),
+            Parsed::Relation(r) => written.push(crate::retrieval::Written::Relation(r.clone())),
+            Parsed::Source(src) => written.push(crate::retrieval::Written::Source((**src).clone())),
             _ => {}
         }
     }
@@ -1448,9 +1448,9 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     // A process with the index open (a server) updates it here; a one-shot
     // command has none, so bring state.db in step now: the import is
     // searchable at once and `doctor` finds the index current.
-    if crate::index::is_open(kb) {
-        crate::index::after_write(kb, &written);
-    } else if let Err(e) = crate::index::refresh(kb) {
+    if crate::retrieval::is_open(kb) {
+        crate::retrieval::after_write(kb, &written);
+    } else if let Err(e) = crate::retrieval::refresh(kb) {
         kb.warn(format!(
             "index: not refreshed after the import ({e}); the next search will"
         ));

@@ -3,8 +3,8 @@
 //! change to ranking can be judged by numbers, not by feel.
 
 use crate::error::{Error, Result};
-use crate::index::{self, SearchParams};
 use crate::kb::Kb;
+use crate::retrieval::{self, SearchParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -103,7 +103,7 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
                 q.query
             )));
         }
-        let hits = index::search(
+        let hits = retrieval::search(
             kb,
             SearchParams {
                 query: q.query.clone(),

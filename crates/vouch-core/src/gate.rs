@@ -1245,7 +1245,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         batch.remove(kb.layout().file(Dir::Proposed, &pl.proposal.id)?);
     }
     batch.commit()?;
-    crate::index::after_write(kb, &written);
+    crate::retrieval::after_write(kb, &written);
     Ok(results)
 }
 
@@ -1268,7 +1268,7 @@ fn materialize(
     id: &str,
     at: Timestamp,
     approver: &str,
-) -> Result<crate::index::Written> {
+) -> Result<crate::retrieval::Written> {
     let approved_by = Some(approver.to_string());
     Ok(match draft {
         Draft::Claim(d) => {
@@ -1292,7 +1292,7 @@ fn materialize(
                 extra: Default::default(),
             };
             kb.stage(batch, &c)?;
-            crate::index::Written::Claim(c)
+            crate::retrieval::Written::Claim(c)
         }
         Draft::Page(d) => {
             let pg = Page {
@@ -1311,7 +1311,7 @@ fn materialize(
                 body: d.body,
             };
             kb.stage(batch, &pg)?;
-            crate::index::Written::Page(pg)
+            crate::retrieval::Written::Page(pg)
         }
         Draft::Entity(d) => {
             let e = Entity {
@@ -1327,7 +1327,7 @@ fn materialize(
                 extra: Default::default(),
             };
             kb.stage(batch, &e)?;
-            crate::index::Written::Entity(e)
+            crate::retrieval::Written::Entity(e)
         }
         Draft::Relation(d) => {
             let r = Relation {
@@ -1343,7 +1343,7 @@ fn materialize(
                 extra: Default::default(),
             };
             kb.stage(batch, &r)?;
-            crate::index::Written::Relation(r)
+            crate::retrieval::Written::Relation(r)
         }
     })
 }

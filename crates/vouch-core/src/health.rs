@@ -954,7 +954,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     }
     let mut fixed = Vec::new();
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
-    if let Some(f) = crate::index::freshness(kb)?
+    if let Some(f) = crate::retrieval::freshness(kb)?
         && !f.in_step()
     {
         let state = match &f.unusable {
@@ -965,7 +965,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ),
         };
         if p.fix {
-            let r = crate::index::rebuild_audited(kb, caller)?;
+            let r = crate::retrieval::rebuild_audited(kb, caller)?;
             fixed.push(format!(
                 "{state}: rebuilt it from the files ({} documents)",
                 r.indexed

@@ -112,8 +112,8 @@ pub struct Kb {
     clock: Arc<dyn Clock>,
     audit: AuditLog,
     warnings: Mutex<Vec<String>>,
-    pub(crate) index: Mutex<Option<crate::index::OpenIndex>>,
-    pub(crate) readers: Mutex<crate::index::Readers>,
+    pub(crate) index: Mutex<Option<crate::retrieval::OpenIndex>>,
+    pub(crate) readers: Mutex<crate::retrieval::Readers>,
     index_sync_interval: std::time::Duration,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
@@ -242,7 +242,7 @@ impl Kb {
             warnings: Mutex::new(Vec::new()),
             index: Mutex::new(None),
             readers: Mutex::default(),
-            index_sync_interval: crate::index::SYNC_INTERVAL,
+            index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             config_error,
         };
         // Readers too must not see half of an interrupted write.

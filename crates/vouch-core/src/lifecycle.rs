@@ -232,14 +232,14 @@ fn commit(
     }
     staged.finish()?;
     let updated = changes.iter().map(|(_, c)| c.id().to_string()).collect();
-    let written: Vec<crate::index::Written> = changes
+    let written: Vec<crate::retrieval::Written> = changes
         .into_iter()
         .map(|(_, c)| match c {
-            Changed::Claim(c) => crate::index::Written::Claim(c),
-            Changed::Page(p) => crate::index::Written::Page(p),
+            Changed::Claim(c) => crate::retrieval::Written::Claim(c),
+            Changed::Page(p) => crate::retrieval::Written::Page(p),
         })
         .collect();
-    crate::index::after_write(kb, &written);
+    crate::retrieval::after_write(kb, &written);
     Ok(LifecycleResult {
         ok: true,
         updated,

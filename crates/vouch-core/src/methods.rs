@@ -145,7 +145,7 @@ pub fn capabilities() -> Capabilities {
         version: env!("CARGO_PKG_VERSION").into(),
         spec: "vouch-0.1".into(),
         methods: REGISTRY.iter().map(|m| m.name.to_string()).collect(),
-        retrieval: crate::index::BACKENDS
+        retrieval: crate::retrieval::BACKENDS
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -359,10 +359,10 @@ pub static REGISTRY: &[Method] = &[
         "Verify the audit log's hash chain; name the first bad line.",
         "Check the audit log's hash chain. Reports the first edited, reordered, deleted or truncated line.",
         |kb, _, _| kb.audit_log().verify()),
-    method!("kb.search", Read, crate::index::SearchParams => Vec<crate::index::SearchHit>,
+    method!("kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
         "Full-text search over approved claims, pages, entities and sources.",
         "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet with matched words in [brackets], score and backend.",
-        |kb, _, p| crate::index::search(kb, p)),
+        |kb, _, p| crate::retrieval::search(kb, p)),
     method!("kb.context", Read, crate::pack::ContextParams => crate::pack::ContextPack,
         "A context pack for a task: current approved knowledge with citations, within a character budget.",
         "Use at the start of a task to load what the knowledge base already knows about it. Returns only current approved claims and pages (never pending, superseded, archived or redacted), ranked by relevance then trust (stable over working; contested ones are marked with what they contradict), each with its citations (source ids and quoted spans). `text` is ready to paste into a prompt and never exceeds max_chars (default 4000); `omitted` and `gaps` say what was left out and why. require_citations drops uncited items; min_items reports whether enough was found.",
@@ -371,10 +371,10 @@ pub static REGISTRY: &[Method] = &[
         "Score search against labelled queries: recall@k, MRR, nDCG@k.",
         "Measure retrieval quality: for each labelled query (query + expected claim ids) run kb.search over claims and report recall@k, mean reciprocal rank and nDCG@k, overall and per query. Reads only.",
         |kb, _, p| crate::eval::eval(kb, p)),
-    method!("kb.index_rebuild", Admin, NoParams => crate::index::RebuildResult,
+    method!("kb.index_rebuild", Admin, NoParams => crate::retrieval::RebuildResult,
         "Rebuild state.db from the files.",
         "Drop and rebuild the derived search index from the files under .vouch/. Safe at any time.",
-        |kb, c, _| crate::index::rebuild_audited(kb, c)),
+        |kb, c, _| crate::retrieval::rebuild_audited(kb, c)),
     method!("kb.lint", Read, LintParams => HealthReport,
         "Find rotting knowledge: uncited, stale, contradicted, duplicated, orphaned.",
         "Check approved knowledge for rot: uncited or dangling citations, claims not confirmed within stale_days (default 90), unresolved contradictions, pages citing superseded or archived claims, orphan entities, relations to missing entities, duplicate claim texts, proposals pending longer than pending_days (default 14). Each issue has a stable id, kind, severity (warn|error) and a message saying what to do. Changes nothing.",

@@ -5,9 +5,9 @@
 //! keep the two in step.
 
 use crate::error::{Error, Result};
-use crate::index::{self, Currency, SearchHit};
 use crate::kb::Kb;
 use crate::model::{Claim, Evidence, Page};
+use crate::retrieval::{self, Currency, SearchHit};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -306,16 +306,16 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
     let min_items = bounded("min_items", p.min_items, 0, 0, MAX_MIN_ITEMS)?;
     let require_citations = p.require_citations.unwrap_or(false);
 
-    let terms = index::query_terms(&p.task);
+    let terms = retrieval::query_terms(&p.task);
     let pool = (max_chars / 80).clamp(20, 1000).max(min_items * 2);
-    let hits = index::retrieve(
+    let hits = retrieval::retrieve(
         kb,
-        &index::Query {
+        &retrieval::Query {
             terms: &terms,
             limit: pool,
             kinds: &["claim", "page"],
             currency: Currency::Current,
-            snippets: index::Snippets::No,
+            snippets: retrieval::Snippets::No,
         },
     )?;
     // The backend that answered (a locked index falls back to substring).

@@ -96,7 +96,7 @@ fn register_bytes(
         crate::store::yaml::to_yaml(&source)?.as_bytes(),
     )?;
     atomic::sync_dir(&kb.layout().sources_dir())?;
-    crate::index::after_write(kb, &[crate::index::Written::Source(source)]);
+    crate::retrieval::after_write(kb, &[crate::retrieval::Written::Source(source)]);
     Ok(RegisterSourceResult {
         id,
         deduplicated: false,

@@ -246,7 +246,7 @@ fn vouch_1x_tree_opens_lists_searches_and_keeps_unknown_keys() {
         Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
     )
     .unwrap();
-    let hits = vouch_core::index::search(
+    let hits = vouch_core::retrieval::search(
         &kb,
         serde_json::from_value(serde_json::json!({"query": "deploy main"})).unwrap(),
     )

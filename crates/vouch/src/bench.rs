@@ -799,7 +799,7 @@ pub fn retrieval(sizes: &[usize]) {
         eprintln!("generated {}", g.counts);
         let kb = open(&g);
         let t = Instant::now();
-        let rebuilt = vouch_core::index::rebuild(&kb).expect("rebuild");
+        let rebuilt = vouch_core::retrieval::rebuild(&kb).expect("rebuild");
         let rebuild = t.elapsed();
         eprintln!("indexed {} documents", rebuilt.indexed);
         let caller = Caller::new("bench", Transport::Jsonl);
@@ -878,7 +878,7 @@ pub fn transports(sizes: &[usize]) {
     println!("|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
-        vouch_core::index::rebuild(&open(&g)).expect("rebuild");
+        vouch_core::retrieval::rebuild(&open(&g)).expect("rebuild");
         let mut server = JsonlServer::start(g.project());
         let jsonl = time_calls(1000, |i| {
             server.call(

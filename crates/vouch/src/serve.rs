@@ -106,7 +106,7 @@ fn spawn_refresher(kb: Arc<Kb>) {
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(REFRESH_EVERY);
-            if let Err(e) = vouch_core::index::refresh(&kb) {
+            if let Err(e) = vouch_core::retrieval::refresh(&kb) {
                 eprintln!("vouch: index refresh failed: {e}");
             }
         }

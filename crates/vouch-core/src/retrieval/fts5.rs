@@ -1409,11 +1409,11 @@ fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         crate::settings::RetrievalBackend::Fts5 => match fts_search(kb, q) {
             Err(e) if e.kind == crate::error::ErrorKind::Busy => {
                 kb.warn(format!("{e}; answered by the substring backend"));
-                crate::substring::search(kb, q)
+                crate::retrieval::substring::search(kb, q)
             }
             other => other,
         },
-        crate::settings::RetrievalBackend::Substring => crate::substring::search(kb, q),
+        crate::settings::RetrievalBackend::Substring => crate::retrieval::substring::search(kb, q),
     }
 }
 

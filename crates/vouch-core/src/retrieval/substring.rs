@@ -2,9 +2,9 @@
 //! over the files themselves, no index. Slow on large KBs, always correct.
 
 use crate::error::Result;
-use crate::index::{Query, SearchHit};
 use crate::kb::Kb;
 use crate::model::{Claim, Entity, Page};
+use crate::retrieval::{Query, SearchHit};
 
 pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let Query {
