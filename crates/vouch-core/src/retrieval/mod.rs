@@ -2,7 +2,227 @@
 //! (`state.db`, SQLite FTS5) and the substring fallback; only `state.db` is
 //! ever written here.
 
+pub(crate) mod docs;
 pub mod fts5;
 pub(crate) mod substring;
 
 pub use fts5::*;
+
+use crate::error::{Error, Result};
+use crate::kb::Kb;
+use crate::model::{Claim, Entity, Page, Relation, Source};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashSet;
+
+pub const BACKENDS: &[&str] = &["fts5", "substring"];
+
+/// An artifact just written through vouch, for incremental indexing.
+pub enum Written {
+    Claim(Claim),
+    Page(Page),
+    Entity(Entity),
+    Relation(Relation),
+    Source(Source),
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// Plain words. Quotes, operators and punctuation are treated as text.
+    pub query: String,
+    /// Max hits (default 10, 1..=1000).
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// Any of claim, page, entity, source (default all).
+    #[serde(default)]
+    pub kinds: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct SearchHit {
+    pub kind: String,
+    pub id: String,
+    /// Matched words are wrapped in [brackets].
+    pub snippet: String,
+    pub score: f64,
+    pub backend: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// For ranking context packs; not part of the search result.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub confidence: Option<f64>,
+    /// `{"unaudited": true}` on knowledge that no approval or import in the
+    /// audit log let in (written by hand, or the log was cut).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
+
+pub const MAX_SEARCH_LIMIT: usize = 1000;
+
+/// Words of a query: runs of letters and digits, lowercased, deduplicated.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in query.split(|c: char| !c.is_alphanumeric()) {
+        if w.is_empty() {
+            continue;
+        }
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    out
+}
+
+fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
+    if p.query.trim().is_empty() {
+        return Err(Error::invalid("query: must not be empty"));
+    }
+    let limit = match p.limit {
+        None => 10,
+        Some(n) if n < 1 => {
+            return Err(Error::invalid(format!(
+                "limit: {n} is not allowed; use 1..={MAX_SEARCH_LIMIT}"
+            )));
+        }
+        Some(n) => (n as usize).min(MAX_SEARCH_LIMIT),
+    };
+    let kinds = match &p.kinds {
+        None => SEARCH_KINDS.to_vec(),
+        Some(list) if list.is_empty() => SEARCH_KINDS.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for k in list {
+                match SEARCH_KINDS.iter().find(|s| *s == k) {
+                    Some(s) => out.push(*s),
+                    None => {
+                        return Err(Error::invalid(format!(
+                            "kinds: unknown kind {:?}; expected any of: {}",
+                            crate::ids::truncate_for_message(k),
+                            SEARCH_KINDS.join(", ")
+                        )));
+                    }
+                }
+            }
+            out
+        }
+    };
+    Ok((limit, kinds))
+}
+
+pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
+    let (limit, kinds) = checked_search(&p)?;
+    let terms = query_terms(&p.query);
+    retrieve(
+        kb,
+        &Query {
+            terms: &terms,
+            limit,
+            kinds: &kinds,
+            currency: Currency::Any,
+            snippets: Snippets::Yes,
+        },
+    )
+}
+
+/// What to retrieve: the same for every backend.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// Words, as [`query_terms`] makes them.
+    pub terms: &'a [String],
+    pub limit: usize,
+    /// Any of claim, page, entity, source.
+    pub kinds: &'a [&'a str],
+    pub currency: Currency,
+    pub snippets: Snippets,
+}
+
+/// Whether hits carry a marked-up snippet (search) or not (context packs,
+/// which read the items themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Snippets {
+    Yes,
+    No,
+}
+
+/// Which statuses retrieval may return. Redacted claims are never returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Currency {
+    /// Everything approved except redacted claims (search).
+    Any,
+    /// Current knowledge only: no superseded, archived or redacted claims and
+    /// no archived pages (context packs, answers).
+    Current,
+}
+
+impl Currency {
+    /// Whether an item with this status may be returned.
+    pub fn admits(self, status: Option<&str>) -> bool {
+        !matches!(
+            (self, status),
+            (_, Some("redacted")) | (Currency::Current, Some("superseded" | "archived"))
+        )
+    }
+}
+
+/// Ranked hits from the configured backend, each gated kind (claim, page,
+/// entity) that never went through the gate marked `_meta.unaudited`.
+pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let mut hits = backend_hits(kb, q)?;
+    mark_unaudited(kb, &mut hits);
+    Ok(hits)
+}
+
+/// Mark hits that no approval or import in the audit log admitted: a
+/// `claims/x.yaml` written by hand (or a cut log). The index follows the
+/// log incrementally; if it cannot be used, the log is read whole.
+fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
+    let ids: Vec<&str> = hits
+        .iter()
+        .filter(|h| matches!(h.kind.as_str(), "claim" | "page" | "entity"))
+        .map(|h| h.id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let unaudited = match with_index(kb, |idx| idx.unaudited(kb, &ids)) {
+        Ok(set) => set,
+        Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
+            Ok(t) if !t.legacy_import => ids
+                .iter()
+                .filter(|id| !t.admits(id))
+                .map(|id| id.to_string())
+                .collect(),
+            _ => HashSet::new(),
+        },
+    };
+    for h in hits.iter_mut() {
+        if unaudited.contains(&h.id) {
+            h.meta = Some(serde_json::json!({"unaudited": true}));
+        }
+    }
+}
+
+fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    if q.terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    match kb.settings().retrieval.backend {
+        crate::settings::RetrievalBackend::Fts5 => match fts_search(kb, q) {
+            Err(e) if e.kind == crate::error::ErrorKind::Busy => {
+                kb.warn(format!("{e}; answered by the substring backend"));
+                crate::retrieval::substring::search(kb, q)
+            }
+            other => other,
+        },
+        crate::settings::RetrievalBackend::Substring => crate::retrieval::substring::search(kb, q),
+    }
+}

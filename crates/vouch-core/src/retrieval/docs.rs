@@ -1,0 +1,88 @@
+//! What each object contributes to retrieval: the text a backend indexes
+//! (title, body) and the fields it filters on (kind, status, confidence).
+
+use crate::kb::Kb;
+use crate::model::{Claim, Entity, Page, Relation, Source};
+
+pub(crate) const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
+
+/// What one document contributes to the index.
+pub(crate) struct Doc {
+    pub(crate) kind: &'static str,
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) body: String,
+    pub(crate) status: Option<String>,
+    pub(crate) confidence: Option<f64>,
+}
+
+pub(crate) fn claim_doc(c: &Claim) -> Doc {
+    Doc {
+        kind: "claim",
+        id: c.id.clone(),
+        title: String::new(),
+        body: if c.tags.is_empty() {
+            c.text.clone()
+        } else {
+            format!("{}\n{}", c.text, c.tags.join(" "))
+        },
+        status: Some(c.status.as_str().to_string()),
+        confidence: Some(c.confidence),
+    }
+}
+
+pub(crate) fn page_doc(p: &Page) -> Doc {
+    Doc {
+        kind: "page",
+        id: p.id.clone(),
+        title: p.title.clone(),
+        body: p.body.clone(),
+        status: Some(p.status.as_str().to_string()),
+        confidence: None,
+    }
+}
+
+pub(crate) fn entity_doc(e: &Entity) -> Doc {
+    Doc {
+        kind: "entity",
+        id: e.id.clone(),
+        title: e.name.clone(),
+        body: format!(
+            "{}\n{}",
+            e.aliases.join(", "),
+            e.description.clone().unwrap_or_default()
+        ),
+        status: None,
+        confidence: None,
+    }
+}
+
+pub(crate) fn source_doc(kb: &Kb, s: &Source) -> Doc {
+    let mut body = s.locator.clone();
+    // Only content that hashes to its id is indexed (never a planted file).
+    if let Ok(Some(bytes)) = kb.source_content(&s.id) {
+        let cut = &bytes[..bytes.len().min(SOURCE_TEXT_LIMIT)];
+        let text = String::from_utf8_lossy(cut);
+        body.push('\n');
+        body.push_str(&text);
+    }
+    Doc {
+        kind: "source",
+        id: s.id.clone(),
+        title: s.title.clone().unwrap_or_default(),
+        body,
+        status: None,
+        confidence: None,
+    }
+}
+
+pub(crate) fn relation_doc(r: &Relation) -> Doc {
+    Doc {
+        kind: "relation",
+        id: r.id.clone(),
+        title: String::new(),
+        body: format!("{} {} {}", r.source, r.relation, r.target),
+        status: None,
+        confidence: Some(r.confidence),
+    }
+}

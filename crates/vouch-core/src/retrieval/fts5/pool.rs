@@ -1,0 +1,492 @@
+//! The open index of a process: the main connection (synced with the files
+//! before it answers), a pool of read connections for concurrent requests,
+//! the write hook, and rebuilds that never pull a file from under a reader.
+
+use super::*;
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SyncStats {
+    pub updated: usize,
+    pub removed: usize,
+}
+
+/// How long an open index in a long-running process trusts its last sync
+/// before stat-ing the files again. One-shot commands always sync.
+pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+pub(crate) struct OpenIndex {
+    pub(crate) index: Index,
+    pub(crate) synced_at: std::time::Instant,
+}
+
+/// Read connections beside the main one, so that concurrent requests in a
+/// server search in parallel (SQLite in WAL mode: readers never wait for one
+/// another, nor for the writer). Tagged with a generation so that none
+/// outlives a rebuild, which replaces the database file.
+///
+/// No connection of this process may stay open while `state.db` is unlinked
+/// and created again: SQLite opens `-wal` and `-shm` by name, lazily, so a
+/// connection opened on the old file would attach the new file's WAL and
+/// shared memory to its own (the old inode's) — it truncates `-shm` under
+/// the new connections (it finds no other process's lock on it) and reads
+/// the new WAL over the old pages: `disk I/O error`, wrong answers, or
+/// SIGBUS. So every connection outside the main slot is counted while it is
+/// open, and [`retire_readers`] waits for the count to reach zero.
+#[derive(Default)]
+pub(crate) struct Readers {
+    pub(crate) generation: u64,
+    /// The main connection has opened and synced this generation's file.
+    pub(crate) ready: bool,
+    pub(crate) idle: Vec<Connection>,
+    /// Connections open outside the main slot and the idle pool (see
+    /// [`Lease`]).
+    pub(crate) leased: usize,
+    /// Signalled whenever `leased` goes down.
+    pub(crate) returned: std::sync::Arc<std::sync::Condvar>,
+}
+
+/// Idle read connections kept per process (2 cores; HTTP's worker pool).
+pub(crate) const MAX_IDLE_READERS: usize = 4;
+
+pub(crate) fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
+    kb.readers.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The database file is about to be replaced: retire every read connection
+/// and wait until none is open any more. The caller holds `kb.index`, so no
+/// lease starts until the new file is ready (see [`Lease`]); a reader still
+/// answering finds the generation moved, closes its connection and waits for
+/// the main one.
+pub(crate) fn retire_readers(kb: &Kb) {
+    let mut r = readers(kb);
+    r.generation += 1;
+    r.ready = false;
+    r.idle.clear();
+    let returned = r.returned.clone();
+    while r.leased > 0 {
+        r = returned.wait(r).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// A connection open on `state.db` outside the main slot, counted in
+/// [`Readers::leased`] from before it opens until after it closes (or went
+/// back to the idle pool), so that [`retire_readers`] never lets a file be
+/// unlinked under it. Released on drop, panics included.
+pub(crate) struct Lease<'a> {
+    pub(crate) kb: &'a Kb,
+    pub(crate) generation: u64,
+    pub(crate) index: Option<Index>,
+}
+
+impl<'a> Lease<'a> {
+    /// A read lease on the current file, if the main connection has made it
+    /// ready; with an idle connection if one is pooled.
+    pub(crate) fn reader(kb: &'a Kb) -> Option<Lease<'a>> {
+        let mut r = readers(kb);
+        if !r.ready {
+            return None;
+        }
+        r.leased += 1;
+        Some(Lease {
+            kb,
+            generation: r.generation,
+            index: r.idle.pop().map(|conn| Index { conn }),
+        })
+    }
+
+    /// A lease for a connection of one's own (the doctor's freshness check),
+    /// whether or not the main connection has the file open. Taken under
+    /// `kb.index`, which every replacement of the file holds throughout.
+    pub(crate) fn own(kb: &'a Kb) -> Lease<'a> {
+        let _replacing = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = readers(kb);
+        r.leased += 1;
+        Lease {
+            kb,
+            generation: r.generation,
+            index: None,
+        }
+    }
+
+    /// Whether the file this lease was taken on is still the current one.
+    pub(crate) fn current(&self) -> bool {
+        readers(self.kb).generation == self.generation
+    }
+
+    /// Close the connection rather than pool it (it failed).
+    pub(crate) fn discard(&mut self) {
+        self.index = None;
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let mut r = readers(self.kb);
+        if let Some(index) = self.index.take() {
+            if r.generation == self.generation && r.idle.len() < MAX_IDLE_READERS {
+                r.idle.push(index.conn);
+            } else {
+                // Close it before the lease ends, outside the lock.
+                drop(r);
+                drop(index);
+                r = readers(self.kb);
+            }
+        }
+        r.leased -= 1;
+        r.returned.notify_all();
+    }
+}
+
+pub(crate) fn mark_ready(kb: &Kb) {
+    readers(kb).ready = true;
+}
+
+/// Run `f` with an index that is in step with the files. The first caller
+/// uses (and syncs) the main connection; a caller that finds it busy with
+/// another request reads through a connection of its own rather than wait.
+pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
+    let mut slot = match kb.index.try_lock() {
+        Ok(slot) => slot,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            if let Some(lease) = Lease::reader(kb)
+                && let Some(answer) = with_reader(lease, &f)
+            {
+                return answer;
+            }
+            // Not built yet, rebuilt while we read, or the reader failed:
+            // wait for the main connection, which is in step with the file.
+            kb.index.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    };
+    let stale = match &*slot {
+        None => true,
+        Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
+    };
+    let open = open_in(kb, &mut slot)?;
+    if stale {
+        open.index.sync(kb)?;
+        open.synced_at = std::time::Instant::now();
+        mark_ready(kb);
+    }
+    f(&open.index)
+}
+
+/// Answer through a read connection; `None` — the main connection answers
+/// instead — if the index was replaced (rebuilt) while we read, since the
+/// answer would come from the file being retired, or if the reader could not
+/// open or failed: a reader only spares a request the wait, the main
+/// connection is the one that opens, repairs and syncs the index.
+pub(crate) fn with_reader<R>(
+    mut lease: Lease,
+    f: &impl Fn(&Index) -> Result<R>,
+) -> Option<Result<R>> {
+    if lease.index.is_none() {
+        // Never create the file: only the main connection does, schema and
+        // all. The lease keeps it from being unlinked while we read it.
+        let flags =
+            rusqlite::OpenFlags::default().difference(rusqlite::OpenFlags::SQLITE_OPEN_CREATE);
+        let conn = open_db(lease.kb, &lease.kb.layout().index_db(), flags)
+            .and_then(|conn| {
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                conn.pragma_update(None, "query_only", true)?;
+                Ok(conn)
+            })
+            .ok()?;
+        lease.index = Some(Index { conn });
+    }
+    let answer = f(lease.index.as_ref().expect("reader just opened"));
+    if answer.is_err() {
+        lease.discard();
+        return None;
+    }
+    lease.current().then_some(answer)
+}
+
+/// The index open in `slot`, opening it if needed. A freshly opened index
+/// counts as never synced, so a search that gets it first syncs it.
+pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'a mut OpenIndex> {
+    if slot.is_none() {
+        *slot = Some(OpenIndex {
+            index: Index::open_path(kb)?,
+            synced_at: std::time::Instant::now()
+                .checked_sub(kb.index_sync_interval())
+                .unwrap_or_else(std::time::Instant::now),
+        });
+    }
+    Ok(slot.as_mut().expect("index just opened"))
+}
+
+/// Bring this process's index in step with the files without blocking
+/// searches during the file scan: long-running servers call this on a timer
+/// so no request pays for the scan. Opens the index if needed.
+pub fn refresh(kb: &Kb) -> Result<SyncStats> {
+    let stored = {
+        let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        open_in(kb, &mut slot)?.index.scan_meta()?
+    };
+    let scan = Scan::take(kb, &stored)?;
+    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(open) = slot.as_mut() else {
+        return Ok(SyncStats::default());
+    };
+    let stats = open.index.apply(kb, scan)?;
+    open.synced_at = std::time::Instant::now();
+    mark_ready(kb);
+    Ok(stats)
+}
+
+/// Whether this process has the index open (and so keeps it in step itself).
+pub fn is_open(kb: &Kb) -> bool {
+    kb.index.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+}
+
+/// After vouch wrote artifacts: update an index this process has open. An
+/// index not open here catches up by stat on its next open.
+pub fn after_write(kb: &Kb, written: &[Written]) {
+    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(open) = slot.as_mut() else { return };
+    let res = (|| -> Result<()> {
+        open.index.conn.execute_batch("BEGIN IMMEDIATE")?;
+        for w in written {
+            let doc = match w {
+                Written::Claim(c) => claim_doc(c),
+                Written::Page(p) => page_doc(p),
+                Written::Entity(e) => entity_doc(e),
+                Written::Relation(r) => relation_doc(r),
+                Written::Source(s) => source_doc(kb, s),
+            };
+            let sig = file_of(kb, doc.kind, &doc.id)
+                .ok()
+                .and_then(|p| signature(&p))
+                .unwrap_or((0, 0));
+            let old = open.index.upsert(&doc, sig)?;
+            open.index.refingerprint(doc.kind, &doc.id, old, sig)?;
+        }
+        open.index.conn.execute_batch("COMMIT")?;
+        // The write's audit event admits what it wrote.
+        open.index.sync_admitted(kb)
+    })();
+    if let Err(e) = res {
+        let _ = open.index.conn.execute_batch("ROLLBACK");
+        kb.warn(format!(
+            "index: incremental update failed ({e}); it will resync"
+        ));
+        *slot = None;
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RebuildResult {
+    pub ok: bool,
+    pub indexed: usize,
+}
+
+/// Drop `state.db` and build it again from the files.
+pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
+    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    *slot = None;
+    retire_readers(kb);
+    let path = kb.layout().index_db();
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", path.display()));
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&p, e)),
+        }
+    }
+    let mut index = Index::open_path(kb)?;
+    let stats = index.sync(kb)?;
+    *slot = Some(OpenIndex {
+        index,
+        synced_at: std::time::Instant::now(),
+    });
+    mark_ready(kb);
+    Ok(RebuildResult {
+        ok: true,
+        indexed: stats.updated,
+    })
+}
+
+pub fn rebuild_audited(kb: &Kb, caller: &Caller) -> Result<RebuildResult> {
+    let r = rebuild(kb)?;
+    let _lock = kb.lock()?;
+    let mut ev = kb.event(
+        "index.rebuild",
+        &caller.actor,
+        Vec::new(),
+        serde_json::json!({"indexed": r.indexed}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod readers_tests {
+    use super::*;
+    use crate::methods::dispatch;
+    use crate::retrieval::{SearchParams, search};
+    use crate::{Caller, Transport};
+    use serde_json::json;
+
+    pub(crate) fn claim(kb: &Kb, src: &str, text: &str) {
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let person = Caller::new("alice", Transport::Cli);
+        let p = dispatch(
+            kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        )
+        .unwrap();
+        dispatch(
+            kb,
+            &person,
+            "kb.approve",
+            json!({"proposal_id": p["proposal_id"]}),
+        )
+        .unwrap();
+    }
+
+    /// Search while another request holds the main connection.
+    pub(crate) fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
+        let _busy = kb.index.lock().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                search(
+                    kb,
+                    SearchParams {
+                        query: q.into(),
+                        limit: None,
+                        kinds: Some(vec!["claim".into()]),
+                    },
+                )
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    #[test]
+    pub(crate) fn a_busy_main_connection_reads_through_a_fresh_reader_after_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let src = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.register_source",
+            json!({"content": "drills", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        claim(&kb, &src, "Failover drills run monthly");
+        let first = search(
+            &kb,
+            SearchParams {
+                query: "failover".into(),
+                limit: None,
+                kinds: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+        assert_eq!(
+            readers(&kb).idle.len(),
+            1,
+            "the reader went back to the pool"
+        );
+
+        rebuild(&kb).unwrap();
+        claim(&kb, &src, "Failover drills need two people");
+        assert_eq!(
+            search_beside(&kb, "failover").len(),
+            2,
+            "a reader on the replaced state.db answered"
+        );
+    }
+
+    /// A reader that opened `state.db` but has not read yet attaches
+    /// `-wal` and `-shm` by name when it does: were the files replaced
+    /// under it, it would take the new file's (truncating the new `-shm`
+    /// under the main connection — `disk I/O error` or SIGBUS in a server).
+    /// A rebuild waits for it instead.
+    #[test]
+    pub(crate) fn a_rebuild_waits_for_a_reader_still_open_on_the_old_file() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let src = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.register_source",
+            json!({"content": "drills", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        claim(&kb, &src, "Failover drills run monthly");
+        let count = |idx: &Index| -> Result<i64> {
+            Ok(idx
+                .conn
+                .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))?)
+        };
+        // The main connection opens and syncs the file: readers may follow.
+        let docs = with_index(&kb, count).unwrap();
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+
+        let (opened, reading) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Mutex::new(wait);
+        let first = AtomicBool::new(true);
+        std::thread::scope(|s| {
+            let busy = kb.index.lock().unwrap();
+            // A reader (the main connection is busy) holding a connection
+            // it has not read through yet.
+            let reader = s.spawn(|| {
+                with_index(&kb, |idx| {
+                    if first.swap(false, Ordering::SeqCst) {
+                        opened.send(()).unwrap();
+                        let wait = wait.lock().unwrap();
+                        wait.recv_timeout(Duration::from_secs(10)).unwrap();
+                    }
+                    count(idx)
+                })
+            });
+            reading.recv_timeout(Duration::from_secs(10)).unwrap();
+            drop(busy);
+            let rebuilt = s.spawn(|| rebuild(&kb));
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                !rebuilt.is_finished(),
+                "the rebuild replaced state.db under an open reader"
+            );
+            go.send(()).unwrap();
+            assert_eq!(reader.join().unwrap().unwrap(), docs);
+            rebuilt.join().unwrap().unwrap();
+        });
+        assert_eq!(readers(&kb).leased, 0);
+        claim(&kb, &src, "Failover drills need two people");
+        assert_eq!(search_beside(&kb, "failover").len(), 2);
+        assert_eq!(search_beside(&kb, "failover").len(), 2);
+    }
+}

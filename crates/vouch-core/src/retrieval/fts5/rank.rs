@@ -1,0 +1,165 @@
+//! FTS5 ranking: BM25 over the `fts` table, narrowed by kind and status.
+
+use super::*;
+
+/// The best `want` matches of the FTS query `q` that pass the kind and
+/// status filters, ordered by score and then row id (stable per document,
+/// see [`stable_rowid`]). FTS5 ranks on its own — a join would make SQLite
+/// sort every match with its docs row — and docs rows are looked up for the
+/// top of the list only; the page widens until `want` rows pass the filters
+/// or the matches run out.
+pub(crate) fn ranked(
+    idx: &Index,
+    q: &str,
+    want: usize,
+    kinds: &[&str],
+    currency: Currency,
+) -> Result<Vec<(i64, SearchHit)>> {
+    let mut rank = idx.conn.prepare_cached(
+        "SELECT rowid, bm25(fts, 2.0, 1.0) AS r FROM fts WHERE fts MATCH ?1
+         ORDER BY r, rowid LIMIT ?2",
+    )?;
+    let mut doc = idx
+        .conn
+        .prepare_cached("SELECT kind, id, status, confidence FROM docs WHERE rowid = ?1")?;
+    let mut page = want * 2 + 16;
+    loop {
+        let rows: Vec<(i64, f64)> = rank
+            .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let exhausted = rows.len() < page;
+        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
+        for (rowid, r) in &rows {
+            let Some(hit) = doc
+                .query_row([rowid], |d| {
+                    Ok(SearchHit {
+                        kind: d.get(0)?,
+                        id: d.get(1)?,
+                        snippet: String::new(),
+                        score: -r,
+                        backend: "fts5".into(),
+                        status: d.get(2)?,
+                        confidence: d.get(3)?,
+                        meta: None,
+                    })
+                })
+                .optional()?
+            else {
+                continue;
+            };
+            if kinds.contains(&hit.kind.as_str()) && currency.admits(hit.status.as_deref()) {
+                hits.push((*rowid, hit));
+                if hits.len() == want {
+                    return Ok(hits);
+                }
+            }
+        }
+        if exhausted {
+            return Ok(hits);
+        }
+        page *= 4;
+    }
+}
+
+/// A word in at least this many documents is "common": it joins the any-word
+/// fill only when no rarer word is there to narrow it.
+pub(crate) const COMMON_DF: usize = 2000;
+
+/// Words too common to narrow an any-word (OR) query: scoring them means
+/// scoring most of the KB for almost no change in rank.
+pub(crate) const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does",
+    "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "of", "on",
+    "or", "so", "that", "the", "their", "then", "there", "this", "to", "was", "we", "what", "when",
+    "where", "which", "who", "why", "will", "with", "you",
+];
+
+pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
+    let Query {
+        terms,
+        limit,
+        kinds,
+        currency,
+        snippets,
+    } = *query;
+    let quote = |ts: &[&String]| -> Vec<String> { ts.iter().map(|t| format!("\"{t}\"")).collect() };
+    let all: Vec<&String> = terms.iter().collect();
+    let narrowing: Vec<&String> = terms
+        .iter()
+        .filter(|t| !STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    let highlight = quote(&all).join(" OR ");
+    with_index(kb, |idx| {
+        // All words first; if that finds too little, any word fills the
+        // rest — without stop words, and without words so common that
+        // scoring them means scoring a large part of the KB (they add little
+        // to BM25 anyway), unless every word is that common: then the
+        // rarest one alone.
+        let mut queries = vec![quote(&all).join(" AND ")];
+        if all.len() > 1 {
+            let any = if narrowing.is_empty() {
+                &all
+            } else {
+                &narrowing
+            };
+            let df = |t: &String, cap: usize| -> Result<usize> {
+                Ok(idx
+                    .conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT ?2)",
+                    )?
+                    .query_row(params![format!("\"{t}\""), cap as i64], |r| {
+                        r.get::<_, i64>(0)
+                    })? as usize)
+            };
+            let mut rare = Vec::new();
+            let mut common = Vec::new();
+            for t in any.iter() {
+                match df(t, COMMON_DF)? {
+                    0 => {}
+                    n if n < COMMON_DF => rare.push(*t),
+                    _ => common.push(*t),
+                }
+            }
+            if rare.is_empty() && !common.is_empty() {
+                let mut counts = Vec::new();
+                for t in common {
+                    counts.push((df(t, usize::MAX >> 1)?, t));
+                }
+                if let Some((_, t)) = counts.into_iter().min_by_key(|(n, _)| *n) {
+                    rare.push(t);
+                }
+            }
+            if rare.is_empty() {
+                rare = any.clone();
+            }
+            queries.push(quote(&rare).join(" OR "));
+        }
+        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
+        for q in queries {
+            if hits.len() >= limit {
+                break;
+            }
+            for (rowid, hit) in ranked(idx, &q, limit, kinds, currency)? {
+                if hits.len() < limit && !hits.iter().any(|(r, _)| *r == rowid) {
+                    hits.push((rowid, hit));
+                }
+            }
+        }
+        if snippets == Snippets::No {
+            return Ok(hits.into_iter().map(|(_, h)| h).collect());
+        }
+        let mut snip = idx.conn.prepare_cached(
+            "SELECT snippet(fts, -1, '[', ']', '…', 24) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
+        )?;
+        hits.into_iter()
+            .map(|(rowid, mut hit)| {
+                hit.snippet = snip
+                    .query_row(params![highlight, rowid], |r| r.get(0))
+                    .optional()?
+                    .unwrap_or_default();
+                Ok(hit)
+            })
+            .collect()
+    })
+}
