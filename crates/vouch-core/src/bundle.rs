@@ -1449,11 +1449,14 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     // command has none, so bring state.db in step now: the import is
     // searchable at once and `doctor` finds the index current.
     if crate::retrieval::is_open(kb) {
-        crate::retrieval::after_write(kb, &written);
-    } else if let Err(e) = crate::retrieval::refresh(kb) {
-        kb.warn(format!(
-            "index: not refreshed after the import ({e}); the next search will"
-        ));
+        kb.announce(&written);
+    } else {
+        if let Err(e) = crate::retrieval::refresh(kb) {
+            kb.warn(format!(
+                "index: not refreshed after the import ({e}); the next search will"
+            ));
+        }
+        kb.retriever().on_write(kb, &written);
     }
     Ok(result)
 }

@@ -136,7 +136,7 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
         mrr: mean(|q| q.reciprocal_rank),
         ndcg_at_k: mean(|q| q.ndcg),
         backend: if backend.is_empty() {
-            kb.settings().retrieval.backend.name().to_string()
+            kb.retriever().name().to_string()
         } else {
             backend
         },

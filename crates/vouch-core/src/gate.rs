@@ -1245,7 +1245,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         batch.remove(kb.layout().file(Dir::Proposed, &pl.proposal.id)?);
     }
     batch.commit()?;
-    crate::retrieval::after_write(kb, &written);
+    kb.announce(&written);
     Ok(results)
 }
 

@@ -112,6 +112,10 @@ pub struct Kb {
     clock: Arc<dyn Clock>,
     audit: AuditLog,
     warnings: Mutex<Vec<String>>,
+    /// The backend searches go to (`retrieval.backend`).
+    retriever: Box<dyn crate::retrieval::Retriever>,
+    /// The text-embedding model, when the app provides one.
+    embedder: Option<Arc<dyn crate::retrieval::Embedder>>,
     pub(crate) index: Mutex<Option<crate::retrieval::OpenIndex>>,
     pub(crate) readers: Mutex<crate::retrieval::Readers>,
     index_sync_interval: std::time::Duration,
@@ -234,12 +238,15 @@ impl Kb {
         } else {
             Settings::new("", None)
         };
+        let retriever = crate::retrieval::backend::for_backend(settings.retrieval.backend);
         let kb = Kb {
+            retriever,
             audit: AuditLog::new(layout.audit_log()),
             layout,
             settings,
             clock,
             warnings: Mutex::new(Vec::new()),
+            embedder: None,
             index: Mutex::new(None),
             readers: Mutex::default(),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
@@ -268,6 +275,28 @@ impl Kb {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+    pub fn retriever(&self) -> &dyn crate::retrieval::Retriever {
+        self.retriever.as_ref()
+    }
+    /// Serve searches from another retriever than `retrieval.backend`
+    /// names (a fusion of several; a test double).
+    pub fn set_retriever(&mut self, retriever: Box<dyn crate::retrieval::Retriever>) {
+        self.retriever = retriever;
+    }
+    /// Give this knowledge base a text-embedding model (the app loads it;
+    /// tests inject a small one).
+    pub fn set_embedder(&mut self, embedder: Arc<dyn crate::retrieval::Embedder>) {
+        self.embedder = Some(embedder);
+    }
+    pub fn embedder(&self) -> Option<&Arc<dyn crate::retrieval::Embedder>> {
+        self.embedder.as_ref()
+    }
+    /// The one hook every writer calls after its files land: the open
+    /// index takes the new objects, then the retriever.
+    pub(crate) fn announce(&self, written: &[crate::retrieval::Written]) {
+        crate::retrieval::after_write(self, written);
+        self.retriever.on_write(self, written);
     }
     pub fn settings(&self) -> &Settings {
         &self.settings

@@ -239,7 +239,7 @@ fn commit(
             Changed::Page(p) => crate::retrieval::Written::Page(p),
         })
         .collect();
-    crate::retrieval::after_write(kb, &written);
+    kb.announce(&written);
     Ok(LifecycleResult {
         ok: true,
         updated,

@@ -145,7 +145,7 @@ pub fn capabilities() -> Capabilities {
         version: env!("CARGO_PKG_VERSION").into(),
         spec: "vouch-0.1".into(),
         methods: REGISTRY.iter().map(|m| m.name.to_string()).collect(),
-        retrieval: crate::retrieval::BACKENDS
+        retrieval: crate::retrieval::backend::names()
             .iter()
             .map(|s| s.to_string())
             .collect(),

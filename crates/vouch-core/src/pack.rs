@@ -319,10 +319,9 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
         },
     )?;
     // The backend that answered (a locked index falls back to substring).
-    let backend = hits.first().map_or_else(
-        || kb.settings().retrieval.backend.name().to_string(),
-        |h| h.backend.clone(),
-    );
+    let backend = hits
+        .first()
+        .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone());
     let matched = hits.len();
 
     let mut text = String::new();

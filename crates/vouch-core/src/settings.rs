@@ -24,16 +24,6 @@ pub enum RetrievalBackend {
     Substring,
 }
 
-impl RetrievalBackend {
-    /// The name results report in `backend` (as in config.yaml).
-    pub fn name(self) -> &'static str {
-        match self {
-            RetrievalBackend::Fts5 => "fts5",
-            RetrievalBackend::Substring => "substring",
-        }
-    }
-}
-
 /// How an opened index notices files changed outside vouch (docs/format.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

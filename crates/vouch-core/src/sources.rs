@@ -96,7 +96,7 @@ fn register_bytes(
         crate::store::yaml::to_yaml(&source)?.as_bytes(),
     )?;
     atomic::sync_dir(&kb.layout().sources_dir())?;
-    crate::retrieval::after_write(kb, &[crate::retrieval::Written::Source(source)]);
+    kb.announce(&[crate::retrieval::Written::Source(source)]);
     Ok(RegisterSourceResult {
         id,
         deduplicated: false,

@@ -2,10 +2,14 @@
 //! (`state.db`, SQLite FTS5) and the substring fallback; only `state.db` is
 //! ever written here.
 
+pub mod backend;
 pub(crate) mod docs;
+pub mod embed;
 pub mod fts5;
 pub(crate) mod substring;
 
+pub use backend::Retriever;
+pub use embed::Embedder;
 pub use fts5::*;
 
 use crate::error::{Error, Result};
@@ -15,8 +19,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
-
-pub const BACKENDS: &[&str] = &["fts5", "substring"];
 
 /// An artifact just written through vouch, for incremental indexing.
 pub enum Written {
@@ -215,14 +217,5 @@ fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     if q.terms.is_empty() {
         return Ok(Vec::new());
     }
-    match kb.settings().retrieval.backend {
-        crate::settings::RetrievalBackend::Fts5 => match fts_search(kb, q) {
-            Err(e) if e.kind == crate::error::ErrorKind::Busy => {
-                kb.warn(format!("{e}; answered by the substring backend"));
-                crate::retrieval::substring::search(kb, q)
-            }
-            other => other,
-        },
-        crate::settings::RetrievalBackend::Substring => crate::retrieval::substring::search(kb, q),
-    }
+    kb.retriever().search(kb, q)
 }

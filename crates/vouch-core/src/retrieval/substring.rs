@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::kb::Kb;
 use crate::model::{Claim, Entity, Page};
-use crate::retrieval::{Query, SearchHit};
+use crate::retrieval::{Query, Retriever, SearchHit};
 
 pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let Query {
@@ -78,7 +78,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 id,
                 snippet: mark(&text, terms),
                 score: counts.iter().sum::<usize>() as f64,
-                backend: "substring".into(),
+                backend: crate::retrieval::backend::Substring.name().into(),
                 status,
                 confidence,
                 meta: None,

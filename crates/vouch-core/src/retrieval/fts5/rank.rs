@@ -1,6 +1,7 @@
 //! FTS5 ranking: BM25 over the `fts` table, narrowed by kind and status.
 
 use super::*;
+use crate::retrieval::Retriever;
 
 /// The best `want` matches of the FTS query `q` that pass the kind and
 /// status filters, ordered by score and then row id (stable per document,
@@ -37,7 +38,7 @@ pub(crate) fn ranked(
                         id: d.get(1)?,
                         snippet: String::new(),
                         score: -r,
-                        backend: "fts5".into(),
+                        backend: crate::retrieval::backend::Fts5.name().into(),
                         status: d.get(2)?,
                         confidence: d.get(3)?,
                         meta: None,
