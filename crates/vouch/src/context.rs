@@ -76,6 +76,7 @@ fn check_owner(_found: &Path) -> Result<()> {
 
 /// Is `found` (a `.vouch/`) or the project holding it listed in
 /// VOUCH_SAFE_DIRECTORIES?
+#[cfg(unix)]
 fn is_safe_directory(found: &Path) -> bool {
     let Some(list) = std::env::var_os("VOUCH_SAFE_DIRECTORIES") else {
         return false;
