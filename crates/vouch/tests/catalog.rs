@@ -4,7 +4,7 @@ mod common;
 
 #[test]
 fn docs_methods_md_matches_the_registry() {
-    let out = std::process::Command::new(common::bin())
+    let out = common::command()
         .args(["methods", "--markdown"])
         .output()
         .unwrap();
@@ -31,7 +31,7 @@ fn docs_methods_md_matches_the_registry() {
 #[test]
 fn a_closed_stdout_is_not_an_error() {
     use std::io::Read;
-    let mut child = std::process::Command::new(common::bin())
+    let mut child = common::command()
         .args(["methods", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -150,7 +150,7 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
     let src = p.source("evidence for crash tests");
     let mut rng = Lcg(42);
     let mut all: Vec<(String, String)> = Vec::new();
-    let (mut killed_mid, mut finished) = (0, 0);
+    let (mut killed_mid, mut finished, mut caught_mid_approve, mut caught_so_far) = (0, 0, 0, 0);
     for round in 0..40 {
         let batch: Vec<(String, String)> = (0..6)
             .map(|i| p.propose(&format!("Round {round} claim {i}"), &src))
@@ -179,7 +179,13 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
             killed_mid += 1
         }
         all.extend(batch);
-        check_invariants(&p, &all, false);
+        // Earlier rounds' interrupted approvals stay pending until the end:
+        // count a round only when it adds one.
+        let caught = check_invariants(&p, &all, false);
+        if caught > caught_so_far {
+            caught_mid_approve += 1;
+        }
+        caught_so_far = caught;
     }
     // A following approve finishes or refuses with a clear message.
     for (pid, _) in &all {
@@ -195,10 +201,22 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
     }
     check_invariants(&p, &all, true);
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
-    eprintln!("rounds killed mid-run: {killed_mid}, finished before the kill: {finished}");
+    eprintln!(
+        "rounds killed mid-run: {killed_mid} ({caught_mid_approve} between an approval's \
+         event and its files), finished before the kill: {finished}"
+    );
+    // The test means something only if kills landed inside approvals.
+    assert!(
+        caught_mid_approve >= 1,
+        "no kill landed between an approval's audit event and its files \
+         ({killed_mid} rounds killed before finishing)"
+    );
 }
 
-fn check_invariants(p: &Project, all: &[(String, String)], settled: bool) {
+/// Checks the invariants; returns how many proposals were caught between
+/// their approval event and their files (a kill that landed mid-approve).
+fn check_invariants(p: &Project, all: &[(String, String)], settled: bool) -> usize {
+    let mut caught = 0;
     let events = audit_events(p);
     let mut approvals: HashMap<String, usize> = HashMap::new();
     for e in &events {
@@ -232,7 +250,11 @@ fn check_invariants(p: &Project, all: &[(String, String)], settled: bool) {
                 "{pid} not fully approved"
             );
         }
+        if pending && audited == 1 {
+            caught += 1;
+        }
     }
+    caught
 }
 
 /// Every file under `dir` whose name marks it a temp file of a write.

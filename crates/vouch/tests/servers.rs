@@ -14,26 +14,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_vouch");
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A command with a clean, pinned environment (no limits or tokens inherited
 /// from the caller's shell).
 fn vouch(kb: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for k in [
-        "VOUCH_AGENT",
-        "VOUCH_KB_PATH",
-        "VOUCH_HTTP_TOKENS",
-        "VOUCH_HTTP_HEADER_TIMEOUT_MS",
-        "VOUCH_HTTP_MAX_CONNECTIONS",
-        "VOUCH_MCP_MAX_SESSIONS",
-        "VOUCH_SAFE_DIRECTORIES",
-        "VOUCH_TIMESTAMP",
-        "VOUCH_SEED",
-    ] {
-        c.env_remove(k);
-    }
+    let mut c = common::command();
     c.env("VOUCH_TIMESTAMP", "2026-01-02T03:04:05Z")
         .env("VOUCH_SEED", "42")
         .arg("--kb")

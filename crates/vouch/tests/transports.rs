@@ -11,21 +11,12 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_vouch");
+mod common;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A command with a clean, pinned environment.
 fn vouch(kb: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    for k in [
-        "VOUCH_AGENT",
-        "VOUCH_KB_PATH",
-        "VOUCH_HTTP_TOKENS",
-        "VOUCH_TIMESTAMP",
-        "VOUCH_SEED",
-    ] {
-        c.env_remove(k);
-    }
+    let mut c = common::command();
     c.env("VOUCH_TIMESTAMP", "2026-01-02T03:04:05Z")
         .env("VOUCH_SEED", "42")
         .arg("--kb")
@@ -812,7 +803,7 @@ fn mcp_tools_and_errors() {
 
     let list = m.request("tools/list", json!({})).expect("tools/list");
     let tools = list["tools"].as_array().expect("tools");
-    let methods = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+    let methods = common::command()
         .args(["methods", "--json"])
         .output()
         .expect("vouch methods");

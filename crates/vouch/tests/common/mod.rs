@@ -31,6 +31,18 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_vouch")
 }
 
+/// The vouch binary with a hermetic environment: nothing from the shell
+/// running the tests (`VOUCH_*`, `USER`, `HOME`, `XDG_*`) reaches it; only
+/// `PATH` is kept, for the tools a test itself starts.
+pub fn command() -> Command {
+    let mut c = Command::new(bin());
+    c.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        c.env("PATH", path);
+    }
+    c
+}
+
 impl Project {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Project {
@@ -48,9 +60,8 @@ impl Project {
         self.root().join(".vouch")
     }
     pub fn command(&self, agent: &str) -> Command {
-        let mut c = Command::new(bin());
+        let mut c = command();
         c.current_dir(self.root())
-            .env_remove("VOUCH_KB_PATH")
             .env("HOME", self.root())
             .env("VOUCH_AGENT", agent);
         c
