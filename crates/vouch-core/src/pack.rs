@@ -210,8 +210,9 @@ fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
     }
 }
 
-/// Load a candidate from its file; `None` if gone or no longer current.
-fn load_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
+/// Stage 2: a candidate read from its file, with its text and every
+/// citation resolved (`None` if the file is gone or no longer current).
+pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
     match hit.kind.as_str() {
         "claim" => {
             let c = kb.load::<Claim>(&hit.id).ok().flatten()?;
@@ -305,9 +306,32 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
     )?;
     let min_items = bounded("min_items", p.min_items, 0, 0, MAX_MIN_ITEMS)?;
     let require_citations = p.require_citations.unwrap_or(false);
-
-    let terms = retrieval::query_terms(&p.task);
     let pool = (max_chars / 80).clamp(20, 1000).max(min_items * 2);
+    let found = candidates(kb, &p.task, pool)?;
+    Ok(pack(
+        kb,
+        p.task,
+        found,
+        max_chars,
+        min_items,
+        require_citations,
+    ))
+}
+
+/// Stage 1 of a pack (and of an answer): current approved claims and pages
+/// matching the task, ordered by relevance and then trust. Cheap: nothing
+/// is read from the files yet.
+pub struct Candidates {
+    /// The task's searchable words.
+    pub terms: Vec<String>,
+    /// The backend that answered (a locked index falls back to substring).
+    pub backend: String,
+    /// Hits with their relative relevance (1.0 = best), best first.
+    pub ranked: Vec<(SearchHit, f64)>,
+}
+
+pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
+    let terms = retrieval::query_terms(task);
     let hits = retrieval::retrieve(
         kb,
         &retrieval::Query {
@@ -318,12 +342,32 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
             snippets: retrieval::Snippets::No,
         },
     )?;
-    // The backend that answered (a locked index falls back to substring).
     let backend = hits
         .first()
         .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone());
-    let matched = hits.len();
+    Ok(Candidates {
+        terms,
+        backend,
+        ranked: rank(hits),
+    })
+}
 
+/// Stage 3: render candidates into the budget, reading each item (stage 2,
+/// [`cited_item`]) only while something can still fit.
+fn pack(
+    kb: &Kb,
+    task: String,
+    found: Candidates,
+    max_chars: usize,
+    min_items: usize,
+    require_citations: bool,
+) -> ContextPack {
+    let Candidates {
+        terms,
+        backend,
+        ranked,
+    } = found;
+    let matched = ranked.len();
     let mut text = String::new();
     let mut used = 0usize;
     let mut items: Vec<ContextItem> = Vec::new();
@@ -344,14 +388,14 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
             });
         }
     };
-    for (hit, score) in rank(hits) {
+    for (hit, score) in ranked {
         let sep = if items.is_empty() { 0 } else { SEPARATOR.len() };
         if used + sep + MIN_ITEM_CHARS > max_chars {
             // Nothing more can fit; count the rest without reading them.
             omit(&hit, score, "budget", None);
             continue;
         }
-        let Some(mut item) = load_item(kb, &hit, score) else {
+        let Some(mut item) = cited_item(kb, &hit, score) else {
             continue;
         };
         if require_citations && item.citations.is_empty() {
@@ -398,8 +442,8 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
             items.len()
         ));
     }
-    Ok(ContextPack {
-        task: p.task,
+    ContextPack {
+        task,
         max_chars,
         used_chars: used,
         text,
@@ -411,7 +455,7 @@ pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
         omitted_counts: counts,
         gaps,
         backend,
-    })
+    }
 }
 
 #[cfg(test)]
