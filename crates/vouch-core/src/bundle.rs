@@ -136,7 +136,7 @@ fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathB
         }
         real
     };
-    if caller.transport.is_agent() && !real.starts_with(&project) {
+    if caller.is_agent() && !real.starts_with(&project) {
         return Err(Error::invalid(format!(
             "path {given:?} resolves to {} outside the project {}; agents may only use \
              bundle paths inside the project",
@@ -1191,7 +1191,7 @@ enum Status {
 /// gated kinds become proposals, nothing is overwritten, and review records
 /// (decided/) are not taken (DECISIONS.md § Methods).
 fn gate_holds(kb: &Kb, caller: &Caller) -> bool {
-    caller.transport.is_agent() && !kb.settings().self_approval_allowed()
+    caller.is_agent() && !kb.settings().self_approval_allowed()
 }
 
 fn status_of(kb: &Kb, m: &Member, gated: bool) -> Result<Status> {

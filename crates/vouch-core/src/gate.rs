@@ -704,8 +704,7 @@ fn approve_lifecycle(
         None => {
             let as_approver = Caller {
                 actor: approver.to_string(),
-                authenticated: caller.authenticated,
-                transport: caller.transport,
+                ..caller.clone()
             };
             lifecycle_change(&proposal)?
                 .apply_locked(kb, &as_approver, Some(&proposal.id))
@@ -888,7 +887,7 @@ fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
 /// identity, and self-approval must hold for the identity the transport knows.
 fn resolve_approver(caller: &Caller, param: Option<String>) -> Result<String> {
     let approver = match param {
-        Some(a) if a != caller.actor && (caller.authenticated || caller.transport.is_agent()) => {
+        Some(a) if a != caller.actor && (caller.authenticated || caller.is_agent()) => {
             return Err(Error::denied(format!(
                 "this {} connection acts as {:?}; `approver` cannot name someone else \
                  ({:?}). A person approves at the command line (`vouch approve`) or over \

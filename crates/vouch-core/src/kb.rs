@@ -26,6 +26,17 @@ pub struct Caller {
     /// then no param can act as someone else.
     pub authenticated: bool,
     pub transport: Transport,
+    /// A person or an agent: what the gate asks. The command line is a
+    /// person; every agent transport is an agent (a review page serving a
+    /// logged-in person over HTTP will say `Human`).
+    pub role: Role,
+}
+
+/// Who is behind a caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Human,
+    Agent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,12 +64,21 @@ impl Transport {
 }
 
 impl Caller {
+    /// An unauthenticated caller whose role follows from its transport.
     pub fn new(actor: impl Into<String>, transport: Transport) -> Self {
         Caller {
             actor: actor.into(),
             authenticated: false,
             transport,
+            role: if transport.is_agent() {
+                Role::Agent
+            } else {
+                Role::Human
+            },
         }
+    }
+    pub fn is_agent(&self) -> bool {
+        self.role == Role::Agent
     }
 }
 

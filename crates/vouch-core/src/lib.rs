@@ -26,4 +26,4 @@ pub mod sources;
 pub mod store;
 
 pub use error::{Error, ErrorKind, Result};
-pub use kb::{Caller, Kb, Transport};
+pub use kb::{Caller, Kb, Role, Transport};

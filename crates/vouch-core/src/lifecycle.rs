@@ -152,7 +152,7 @@ struct Ctx<'a> {
 /// agent asks — turn it into a proposal that a person approves.
 fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
     let gated = kb.settings().review.gate_lifecycle
-        && caller.transport.is_agent()
+        && caller.is_agent()
         && !kb.settings().self_approval_allowed();
     if gated {
         let proposal_id = crate::gate::propose_lifecycle(kb, caller, &change)?;

@@ -185,9 +185,8 @@ async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Resp
             return r;
         };
         Caller {
-            actor: subject.to_string(),
             authenticated: true,
-            transport: Transport::Http,
+            ..Caller::new(subject, Transport::Http)
         }
     };
     let owner = caller.actor.clone();

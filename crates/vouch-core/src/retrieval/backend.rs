@@ -114,11 +114,7 @@ mod tests {
         kb.set_retriever(Box::new(Fixed {
             writes: writes.clone(),
         }));
-        let caller = Caller {
-            actor: "agent".into(),
-            authenticated: false,
-            transport: Transport::Jsonl,
-        };
+        let caller = Caller::new("agent", Transport::Jsonl);
         let hits = dispatch(&kb, &caller, "kb.search", json!({"query": "rate limits"})).unwrap();
         assert_eq!(hits[0]["id"], "answer-to-rate-limits");
         assert_eq!(hits[0]["backend"], "fixed");
