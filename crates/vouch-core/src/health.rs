@@ -533,6 +533,28 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
             ),
         ));
     }
+    for problem in s.problems() {
+        out.push(finding(
+            "config-invalid-value",
+            Severity::Warn,
+            &problem.key,
+            path.clone(),
+            format!(
+                "config.yaml `{}: {}` cannot be used ({}); the default is used instead — fix \
+                 or remove the key",
+                problem.key, problem.held, problem.why
+            ),
+        ));
+    }
+    if let Some(why) = crate::retrieval::backend::unavailable(s.retrieval.backend) {
+        out.push(finding(
+            "backend-unavailable",
+            Severity::Warn,
+            "retrieval.backend",
+            path.clone(),
+            why,
+        ));
+    }
     let sections = [
         ("", &s.extra),
         ("retrieval.", &s.retrieval.extra),

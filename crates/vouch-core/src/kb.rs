@@ -272,6 +272,14 @@ impl Kb {
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             config_error,
         };
+        // A config this vouch cannot fully use still opens: say what was
+        // used instead.
+        for problem in kb.settings.problems() {
+            kb.warn(problem.describe());
+        }
+        if let Some(why) = crate::retrieval::backend::unavailable(kb.settings.retrieval.backend) {
+            kb.warn(why);
+        }
         // Readers too must not see half of an interrupted write.
         if std::fs::symlink_metadata(kb.layout.root().join(atomic::STAGING_DIR)).is_ok()
             && let Err(e) = kb.lock()

@@ -22,6 +22,12 @@ pub enum ApproverRole {
 pub enum RetrievalBackend {
     Fts5,
     Substring,
+    /// Ranking by meaning with a local embedding model (seed 004).
+    Embedding,
+    /// FTS5 and embeddings fused (vouch 1.x's default; 1.x also spells it
+    /// `auto`).
+    #[serde(alias = "auto")]
+    Hybrid,
 }
 
 /// How an opened index notices files changed outside vouch (docs/format.md).
@@ -169,6 +175,9 @@ pub struct Settings {
     pub bundles: BundleSettings,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
+    /// Values that could not be used (see [`Settings::parse`]).
+    #[serde(skip)]
+    pub problems: Vec<ConfigProblem>,
 }
 
 fn yes() -> bool {
@@ -227,6 +236,7 @@ impl Settings {
             sources: SourcesSettings::default_value(),
             bundles: BundleSettings::default(),
             extra: BTreeMap::new(),
+            problems: Vec::new(),
         }
     }
 
@@ -238,22 +248,73 @@ impl Settings {
         Self::parse(path, &text)
     }
 
+    /// Parse `config.yaml`. Only text that is not YAML at all is an error
+    /// (naming the file and line). A value this vouch cannot use (an unknown
+    /// backend, a string where a number belongs, a key of a newer version)
+    /// never locks the user out: the default is used instead and
+    /// [`Settings::problems`] says which key, what it held and what was
+    /// used, for the app to warn and `doctor` to report.
     pub fn parse(path: &Path, text: &str) -> Result<Settings> {
         if text.trim().is_empty() {
             return Ok(Settings::new("", None));
         }
-        serde_saphyr::from_str::<Settings>(text).map_err(|e| {
+        let mut tree: Value = serde_saphyr::from_str(text).map_err(|e| {
             let msg = e.to_string();
             let first = msg.lines().next().unwrap_or("");
             Error::new(
                 ErrorKind::Corrupt,
-                format!(
-                    "{}: {first} (valid: retrieval.backend fts5|substring, retrieval.freshness files|dirs, \
-                     review.approver_role human|trusted-agent, booleans true|false)",
-                    path.display()
-                ),
+                format!("{}: not valid YAML: {first}", path.display()),
             )
-        })
+        })?;
+        if tree.is_null() {
+            return Ok(Settings::new("", None));
+        }
+        if !tree.is_object() {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                format!(
+                    "{}: expected a mapping of settings (`version:`, `retrieval:`, ...), found {}",
+                    path.display(),
+                    tree
+                ),
+            ));
+        }
+        let mut problems = Vec::new();
+        // Each round drops the one value serde could not use, so its default
+        // applies; a config has few keys, so this ends quickly.
+        for _ in 0..64 {
+            match serde_path_to_error::deserialize::<_, Settings>(&tree) {
+                Ok(mut settings) => {
+                    settings.problems = problems;
+                    return Ok(settings);
+                }
+                Err(e) => {
+                    let at = e.path().to_string();
+                    let why = e.inner().to_string();
+                    let Some(held) = remove_at(&mut tree, &at) else {
+                        break;
+                    };
+                    problems.push(ConfigProblem { key: at, held, why });
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Corrupt,
+            format!(
+                "{}: the settings cannot be read ({})",
+                path.display(),
+                problems
+                    .iter()
+                    .map(|p| format!("{}: {}", p.key, p.why))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        ))
+    }
+
+    /// Values in `config.yaml` that could not be used (their defaults were).
+    pub fn problems(&self) -> &[ConfigProblem] {
+        &self.problems
     }
 
     /// The file `vouch init` writes.
@@ -274,4 +335,39 @@ impl Settings {
     pub fn self_approval_allowed(&self) -> bool {
         self.review.approver_role == ApproverRole::TrustedAgent
     }
+}
+
+/// A value in `config.yaml` that this vouch could not use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigProblem {
+    /// Dotted key, e.g. `retrieval.backend`.
+    pub key: String,
+    /// What the file held there.
+    pub held: Value,
+    /// Why it could not be used.
+    pub why: String,
+}
+
+impl ConfigProblem {
+    /// One line for a warning: the key, what it held, what was used.
+    pub fn describe(&self) -> String {
+        format!(
+            "config.yaml: `{}: {}` cannot be used ({}); the default is used instead",
+            self.key, self.held, self.why
+        )
+    }
+}
+
+/// Remove the value at a dotted path (`retrieval.backend`, `a.b[2]`);
+/// returns it. `None` if the path does not name a value.
+fn remove_at(tree: &mut Value, path: &str) -> Option<Value> {
+    let parts: Vec<&str> = path.split('.').filter(|p| !p.is_empty()).collect();
+    let (last, parents) = parts.split_last()?;
+    let mut at = tree;
+    for p in parents {
+        at = at.get_mut(*p)?;
+    }
+    // A list element (`key[3]`): drop the whole list, whose default applies.
+    let key = last.split('[').next().unwrap_or(last);
+    at.as_object_mut()?.remove(key)
 }

@@ -276,11 +276,32 @@ fn seed_shaped_config_with_comments_loads() {
 }
 
 #[test]
-fn malformed_config_is_a_clear_error_naming_the_file() {
+fn an_unusable_config_value_opens_with_its_default_and_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     Kb::init(dir.path(), "x", None).unwrap();
     let cfg = dir.path().join(".vouch/config.yaml");
     std::fs::write(&cfg, "review:\n  approver_role: robot\n").unwrap();
+    let kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
+    )
+    .unwrap();
+    assert!(!kb.settings().self_approval_allowed(), "the default holds");
+    let warnings = kb.take_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("config.yaml") && w.contains("review.approver_role")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn malformed_config_is_a_clear_error_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "x", None).unwrap();
+    let cfg = dir.path().join(".vouch/config.yaml");
+    std::fs::write(&cfg, "version: \"0.1\"\nreview:\n  approver_role: [robot\n").unwrap();
     let err = Kb::open(
         &dir.path().join(".vouch"),
         Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
@@ -288,7 +309,7 @@ fn malformed_config_is_a_clear_error_naming_the_file() {
     .err()
     .unwrap();
     assert!(
-        err.message.contains("config.yaml") && err.message.contains("approver_role"),
+        err.message.contains("config.yaml") && err.message.contains("line"),
         "{}",
         err.message
     );

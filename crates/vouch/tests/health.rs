@@ -326,14 +326,15 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
 #[test]
 fn doctor_reports_an_unparseable_config_instead_of_failing() {
     let p = Project::new();
-    write(&p, "config.yaml", "review:\n  approver_role: robot\n");
+    // Not YAML at all: the one config problem that stops other commands.
+    write(&p, "config.yaml", "review:\n  approver_role: [robot\n");
     let r = p.run("x", &["status"]);
     assert_eq!(r.code, 6, "other commands refuse: {}", r.stderr);
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 6);
     let f = find(&v, "config-unparseable:config.yaml");
     assert!(
-        f["message"].as_str().unwrap().contains("approver_role"),
+        f["message"].as_str().unwrap().contains("not valid YAML"),
         "{f}"
     );
 
@@ -484,4 +485,94 @@ fn a_one_sided_supersession_is_found_and_supersede_completes_it() {
     let shown = p.ok("x", &["show", &new]);
     let supersedes = shown["object"]["supersedes"].as_array().unwrap();
     assert_eq!(supersedes.len(), 1, "{shown}");
+}
+
+/// Issue 10, item 1: the config Python vouch 1.x's own `vouch init` writes
+/// (`version: 1`, `retrieval.backend: hybrid`, sections of its own) opens,
+/// searches and doctors here; what cannot be used is named, never fatal.
+#[test]
+fn a_vouch_1x_config_opens_searches_and_doctors() {
+    let p = Project::new();
+    let v1 = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-config.yaml"),
+    )
+    .unwrap();
+    let src = p.source("Tokens rotate every 30 days.\n");
+    let claim = p.claim("Tokens rotate every 30 days", &src);
+    write(&p, "config.yaml", &v1);
+    let r = p.run("x", &["status"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("retrieval.backend `hybrid`") && r.stderr.contains("fts5"),
+        "{}",
+        r.stderr
+    );
+    let hits = p.ok("x", &["search", "tokens rotate"]);
+    assert_eq!(hits[0]["id"], claim.as_str(), "{hits}");
+    assert_eq!(hits[0]["backend"], "fts5");
+    let (code, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        find(&v, "backend-unavailable:retrieval.backend")["severity"],
+        "warn"
+    );
+    assert_eq!(find(&v, "config-unknown-key:kb")["severity"], "warn");
+    // 1.x's gate switches are not ours: the gate stays on.
+    assert_eq!(
+        find(&v, "config-unknown-key:review.auto_approve_on_receipt")["severity"],
+        "warn"
+    );
+    let (pid, _) = p.propose("Tokens are hashed", &src);
+    assert_eq!(p.run("agent", &["approve", &pid]).code, 5);
+}
+
+/// A value this vouch cannot use opens with its default and a warning that
+/// names the key; only text that is not YAML stops a command, with the line.
+#[test]
+fn unusable_config_values_warn_and_only_broken_yaml_stops() {
+    let p = Project::new();
+    write(
+        &p,
+        "config.yaml",
+        "version: \"0.1\"\nretrieval:\n  backend: quantum\n  freshness: 7\nreview:\n  \
+         approver_role: boss\nsources:\n  max_bytes: lots\n",
+    );
+    let r = p.run("x", &["status"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for key in [
+        "retrieval.backend",
+        "retrieval.freshness",
+        "review.approver_role",
+        "sources.max_bytes",
+    ] {
+        assert!(
+            r.stderr.contains(&format!("`{key}:")),
+            "{key}: {}",
+            r.stderr
+        );
+    }
+    let (code, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        find(&v, "config-invalid-value:review.approver_role")["severity"],
+        "warn"
+    );
+    // The default approver role (human) holds: no self-approval.
+    let src = p.source("Cats sleep a lot.\n");
+    let (pid, _) = p.propose("Cats sleep a lot", &src);
+    assert_eq!(p.run("agent", &["approve", &pid]).code, 5);
+
+    write(
+        &p,
+        "config.yaml",
+        "version: \"0.1\"\nretrieval: [unclosed\n",
+    );
+    let r = p.run("x", &["status"]);
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("config.yaml") && r.stderr.contains("not valid YAML"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("line"), "{}", r.stderr);
 }

@@ -55,7 +55,23 @@ pub fn for_backend(backend: RetrievalBackend) -> Box<dyn Retriever> {
     match backend {
         RetrievalBackend::Fts5 => Box::new(Fts5),
         RetrievalBackend::Substring => Box::new(Substring),
+        // Not in this build yet: answered by FTS5 (see `unavailable`).
+        RetrievalBackend::Embedding | RetrievalBackend::Hybrid => Box::new(Fts5),
     }
+}
+
+/// Why `backend` is answered by another retriever in this build, if it is.
+pub fn unavailable(backend: RetrievalBackend) -> Option<String> {
+    let name = match backend {
+        RetrievalBackend::Embedding => "embedding",
+        RetrievalBackend::Hybrid => "hybrid",
+        _ => return None,
+    };
+    Some(format!(
+        "retrieval.backend `{name}` needs a local embedding model, which this build of vouch \
+         does not have yet; searches are answered by fts5 (set retrieval.backend: fts5 to \
+         silence this)"
+    ))
 }
 
 /// Every backend this build can serve, by name (for `kb.capabilities`).
