@@ -353,17 +353,26 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
-/// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
-/// is configured.
-pub async fn serve(
+/// The HTTP application without a listener: routes, bearer-token auth,
+/// body limit and the MCP service, so tests can drive it in process.
+pub struct Application {
+    pub router: Router,
+    /// Ends rmcp's open SSE streams (on shutdown), so their connections
+    /// can close.
+    pub stop_mcp: Box<dyn FnOnce() + Send>,
+    /// How many bearer tokens are configured (0: loopback only).
+    pub tokens: usize,
+}
+
+/// Build the application. `anonymous` is the actor when no token is
+/// configured.
+pub fn application(
     kb: Arc<Kb>,
     anonymous: Caller,
-    bind: &str,
     raw_tokens: &[TokenSpec],
-    limits: Limits,
-) -> Result<(), Error> {
+    max_mcp_sessions: usize,
+) -> Result<Application, Error> {
     let tokens = parse_tokens(raw_tokens)?;
-    let addrs = resolve_bind(bind, !tokens.is_empty())?;
     let mut mcp_config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(MAX_BODY)
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
@@ -375,7 +384,7 @@ pub async fn serve(
     let mcp_cancel = mcp_config.cancellation_token.clone();
     let mcp_kb = kb.clone();
     let sessions = Arc::new(mcp::CappedSessions::new(
-        limits.max_mcp_sessions,
+        max_mcp_sessions,
         mcp::SESSION_IDLE,
     ));
     let mcp_service = StreamableHttpService::new(
@@ -384,8 +393,6 @@ pub async fn serve(
         mcp_config,
     );
     let n_tokens = tokens.len();
-    let anonymous_actor = anonymous.actor.clone();
-    let root = kb.layout().root().display().to_string();
     let app = Arc::new(App {
         kb,
         tokens,
@@ -400,6 +407,30 @@ pub async fn serve(
         .layer(middleware::from_fn_with_state(app.clone(), auth))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app);
+    Ok(Application {
+        router,
+        stop_mcp: Box::new(move || mcp_cancel.cancel()),
+        tokens: n_tokens,
+    })
+}
+
+/// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
+/// is configured.
+pub async fn serve(
+    kb: Arc<Kb>,
+    anonymous: Caller,
+    bind: &str,
+    raw_tokens: &[TokenSpec],
+    limits: Limits,
+) -> Result<(), Error> {
+    let root = kb.layout().root().display().to_string();
+    let anonymous_actor = anonymous.actor.clone();
+    let Application {
+        router,
+        stop_mcp,
+        tokens: n_tokens,
+    } = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
+    let addrs = resolve_bind(bind, n_tokens > 0)?;
     let listener = tokio::net::TcpListener::bind(&addrs[..])
         .await
         .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
@@ -413,9 +444,7 @@ pub async fn serve(
     } else {
         eprintln!("vouch: bearer tokens required for {n_tokens} subject(s)");
     }
-    // Cancelling rmcp ends its open SSE streams, so their connections can
-    // close.
-    accept_loop(listener, router, limits, move || mcp_cancel.cancel()).await;
+    accept_loop(listener, router, limits, stop_mcp).await;
     Ok(())
 }
 
@@ -509,5 +538,110 @@ async fn accept_loop(
             max - slots.available_permits(),
             SHUTDOWN_GRACE.as_secs()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    fn app(tokens: &[&str]) -> (tempfile::TempDir, Router) {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Arc::new(
+            Kb::open(
+                &dir.path().join(".vouch"),
+                Arc::new(vouch_core::clock::SystemClock::default()),
+            )
+            .unwrap(),
+        );
+        let specs: Vec<TokenSpec> = tokens
+            .iter()
+            .map(|t| TokenSpec {
+                origin: "test".into(),
+                raw: t.to_string(),
+            })
+            .collect();
+        let built = application(kb, Caller::new("agent", Transport::Http), &specs, 4).unwrap();
+        (dir, built.router)
+    }
+
+    async fn call(router: &Router, req: Request) -> (StatusCode, Value) {
+        let res = router.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), MAX_BODY)
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    fn rpc(body: &str, token: Option<&str>) -> Request {
+        let mut b = Request::builder()
+            .method("POST")
+            .uri("/rpc")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json");
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b.body(Body::from(body.to_string())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_application_answers_in_process() {
+        let (_dir, router) = app(&[]);
+        let (status, v) = call(&router, rpc(r#"{"id": 1, "method": "kb.status"}"#, None)).await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        assert_eq!(v["ok"], true, "{v}");
+        // An agent names someone else as approver: refused.
+        let (_, v) = call(
+            &router,
+            rpc(
+                r#"{"id": 2, "method": "kb.approve", "params": {"proposal_id": "x", "approver": "alice"}}"#,
+                None,
+            ),
+        )
+        .await;
+        assert_eq!(v["ok"], false, "{v}");
+        assert!(v.to_string().contains("cannot name someone else"), "{v}");
+        let req = Request::builder()
+            .uri("/nowhere")
+            .header("host", "127.0.0.1")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(call(&router, req).await.0, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn tokens_are_required_when_configured_and_name_the_actor() {
+        let (_dir, router) = app(&["alice=s3cret-token"]);
+        let (status, _) = call(&router, rpc(r#"{"id": 1, "method": "kb.status"}"#, None)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, _) = call(
+            &router,
+            rpc(r#"{"id": 1, "method": "kb.status"}"#, Some("wrong")),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, v) = call(
+            &router,
+            rpc(
+                r#"{"id": 1, "method": "kb.register_source", "params": {"content": "x", "locator": "l"}}"#,
+                Some("s3cret-token"),
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        let (_, v) = call(
+            &router,
+            rpc(r#"{"id": 2, "method": "kb.audit"}"#, Some("s3cret-token")),
+        )
+        .await;
+        assert_eq!(v["result"][0]["actor"], "alice", "{v}");
     }
 }
