@@ -151,6 +151,12 @@ pub struct InitReport {
     pub existing: Vec<String>,
 }
 
+thread_local! {
+    /// The warnings of the call running on this thread, if one is collecting.
+    static CALL_WARNINGS: std::cell::RefCell<Option<Vec<String>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n";
 
 impl Kb {
@@ -339,16 +345,51 @@ impl Kb {
         self.clock.as_ref()
     }
 
-    /// Record a non-fatal problem (a file skipped while listing). The app
-    /// drains these to stderr; the core never prints.
+    /// Record a non-fatal problem (a file skipped while listing). Inside
+    /// [`Kb::collecting_warnings`] it belongs to that call; otherwise (while
+    /// opening, in a background refresh) to the KB, for [`Kb::take_warnings`].
+    /// The core never prints.
     pub fn warn(&self, message: String) {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(message);
+        let unclaimed = CALL_WARNINGS.with(|call| match call.borrow_mut().as_mut() {
+            Some(list) => {
+                list.push(message);
+                None
+            }
+            None => Some(message),
+        });
+        if let Some(message) = unclaimed {
+            self.warnings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(message);
+        }
     }
+
+    /// Warnings raised outside any call.
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Run one call, returning the warnings it raised with its result —
+    /// never another concurrent call's. A call runs on one thread (the core
+    /// is synchronous), so the collector is per thread.
+    pub fn collecting_warnings<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let outer = CALL_WARNINGS.with(|call| call.borrow_mut().replace(Vec::new()));
+        // Restored even if `f` panics (a transport catches the panic).
+        struct Restore(Option<Vec<String>>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let outer = self.0.take();
+                CALL_WARNINGS.with(|call| *call.borrow_mut() = outer);
+            }
+        }
+        let restore = Restore(outer);
+        let result = f();
+        let mine = CALL_WARNINGS
+            .with(|call| call.borrow_mut().take())
+            .unwrap_or_default();
+        drop(restore);
+        (result, mine)
     }
 
     /// The KB-wide write lock. Whoever takes it first after a crash finishes (or
@@ -564,4 +605,43 @@ fn utf8(path: &Path, bytes: Option<Vec<u8>>) -> Result<Option<String>> {
     bytes
         .map(|b| String::from_utf8(b).map_err(|_| Error::corrupt(path, "not valid UTF-8")))
         .transpose()
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::*;
+
+    #[test]
+    fn a_call_gets_its_own_warnings_and_no_one_elses() {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        kb.warn("outside any call".into());
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for who in ["a", "b"] {
+                let (kb, barrier) = (&kb, &barrier);
+                s.spawn(move || {
+                    let ((), mine) = Kb::collecting_warnings(|| {
+                        kb.warn(format!("{who} 1"));
+                        barrier.wait();
+                        kb.warn(format!("{who} 2"));
+                    });
+                    assert_eq!(mine, [format!("{who} 1"), format!("{who} 2")]);
+                });
+            }
+        });
+        assert_eq!(kb.take_warnings(), ["outside any call"]);
+        // Nested: the inner call's warnings are the inner call's.
+        let ((), outer) = Kb::collecting_warnings(|| {
+            kb.warn("outer".into());
+            let ((), inner) = Kb::collecting_warnings(|| kb.warn("inner".into()));
+            assert_eq!(inner, ["inner"]);
+        });
+        assert_eq!(outer, ["outer"]);
+    }
 }

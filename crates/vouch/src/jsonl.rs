@@ -58,10 +58,12 @@ pub fn handle_line(kb: &Kb, caller: &Caller, line: &[u8]) -> Value {
 
 /// Dispatch and wrap in the envelope; a panic becomes `internal_error`.
 pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) -> Value {
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        methods::dispatch(kb, caller, method, params)
-    }));
-    for w in kb.take_warnings() {
+    let (res, warnings) = Kb::collecting_warnings(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            methods::dispatch(kb, caller, method, params)
+        }))
+    });
+    for w in warnings {
         eprintln!("warning: {}", crate::render::terminal_safe(&w));
     }
     match res {

@@ -169,8 +169,8 @@ impl ServerHandler for Handler {
         let params = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let kb = self.kb.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let res = (method.call)(&kb, &caller, params);
-            for w in kb.take_warnings() {
+            let (res, warnings) = Kb::collecting_warnings(|| (method.call)(&kb, &caller, params));
+            for w in warnings {
                 eprintln!("warning: {}", crate::render::terminal_safe(&w));
             }
             res

@@ -109,6 +109,11 @@ fn spawn_refresher(kb: Arc<Kb>) {
             if let Err(e) = vouch_core::retrieval::refresh(&kb) {
                 eprintln!("vouch: index refresh failed: {e}");
             }
+            // What the refresh (or opening) noticed, e.g. a file that no
+            // longer parses; calls report their own.
+            for w in kb.take_warnings() {
+                eprintln!("warning: {}", crate::render::terminal_safe(&w));
+            }
         }
     });
 }
