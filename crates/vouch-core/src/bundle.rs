@@ -1,4 +1,4 @@
-//! Bundles (SPEC §8): move reviewed knowledge between knowledge bases as one
+//! Bundles (protocol §8): move reviewed knowledge between knowledge bases as one
 //! `.tar.gz` with a `manifest.json` carrying the sha256 and size of every
 //! file.
 //!
@@ -973,7 +973,7 @@ fn member_problems(refs: &Refs, name: &str, m: &Member, require_citations: bool)
         Parsed::Claim(c) => {
             if c.evidence.is_empty() && c.status.needs_citation(require_citations) {
                 out.push(
-                    "claim cites no source or evidence; every claim needs a citation (SPEC §3)"
+                    "claim cites no source or evidence; every claim needs a citation (protocol §3)"
                         .into(),
                 );
             }
@@ -1074,7 +1074,7 @@ fn check_content(scan: &mut Scan, kb: Option<&Kb>, require_citations: bool) {
     }
 }
 
-/// Supersession must not loop (SPEC §3): a claim superseding itself, or a
+/// Supersession must not loop (protocol §3): a claim superseding itself, or a
 /// chain of the bundle's claims that comes back to where it started.
 fn supersession_cycles(scan: &Scan) -> Vec<(String, String)> {
     let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -1189,7 +1189,7 @@ enum Status {
 
 /// Whether the caller is an agent whose imports the review gate holds:
 /// gated kinds become proposals, nothing is overwritten, and review records
-/// (decided/) are not taken (DECISIONS.md § Methods).
+/// (decided/) are not taken (protocol §10, imports over agent transports).
 fn gate_holds(kb: &Kb, caller: &Caller) -> bool {
     caller.is_agent() && !kb.settings().self_approval_allowed()
 }
@@ -1274,7 +1274,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     let path = resolve(kb, caller, &p.path, false)?;
     let on_conflict = p.on_conflict.unwrap_or_default();
     // On an agent transport without trusted-agent, gated kinds become
-    // proposals (DECISIONS.md § Methods).
+    // proposals (protocol §10, imports over agent transports).
     let gated = gate_holds(kb, caller);
     let _lock = kb.lock()?;
     let mut s = check_bundle(kb, &path, true, &|_| true)?;

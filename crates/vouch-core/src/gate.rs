@@ -1,7 +1,7 @@
-//! The review gate (SPEC §3, §4): the only path from `proposed/` to durable
+//! The review gate (protocol §3, §4): the only path from `proposed/` to durable
 //! knowledge. Validation runs at propose time and again at approve time.
 //!
-//! Approve writes in the order DECISIONS.md fixes — audit event, durable
+//! Approve writes in the order protocol §10 fixes — audit event, durable
 //! file, `decided/` file, unlink from `proposed/` — each atomically. A crash
 //! between steps is finished by the next approve of the same proposal: the
 //! audit event is the commit record, found by walking the log back to the

@@ -1,4 +1,4 @@
-//! Knowledge-base health (SPEC §5 maintenance): `kb.lint` finds knowledge
+//! Knowledge-base health (protocol §5 maintenance): `kb.lint` finds knowledge
 //! that has rotted; `kb.doctor` adds the integrity of the files themselves.
 //! Neither changes anything, except `doctor` with `fix`, which rebuilds the
 //! derived index and never touches knowledge.
@@ -237,7 +237,7 @@ fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<V
                 ));
             }
         }
-        // SPEC §3: "A supersedes B" makes B superseded, with
+        // protocol §3: "A supersedes B" makes B superseded, with
         // B.superseded_by = A. A one-sided link (a hand edit, an import that
         // skipped B's file) leaves B current.
         for old in &c.supersedes {
@@ -579,7 +579,7 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
     out
 }
 
-/// SPEC §4: drafts and the derived index stay out of git.
+/// protocol §4: drafts and the derived index stay out of git.
 fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
     let path = kb.layout().gitignore();
     let text = kb.read_text(&path).ok().flatten().unwrap_or_default();

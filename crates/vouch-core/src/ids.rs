@@ -8,7 +8,7 @@ pub const MAX_ID_LEN: usize = 200;
 /// Longest slug minted from a title, before any `-N` suffix.
 pub const MAX_SLUG_LEN: usize = 60;
 
-/// Slug rule (DECISIONS.md § Ids): lowercase; runs of non-alphanumerics become
+/// Slug rule (protocol §10, ids): lowercase; runs of non-alphanumerics become
 /// one `-`; trimmed; at most 60 characters, never ending in `-`; empty becomes
 /// `untitled`.
 pub fn slugify(title: &str) -> String {

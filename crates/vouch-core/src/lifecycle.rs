@@ -1,4 +1,4 @@
-//! Lifecycle of reviewed knowledge (seed 001 § lifecycle): supersede,
+//! Lifecycle of reviewed knowledge (protocol §10, lifecycle): supersede,
 //! contradict, archive, confirm, cite. These change metadata of durable
 //! artifacts, not their assertions, so they bypass the gate — but each is
 //! audited, with the event written before the files.

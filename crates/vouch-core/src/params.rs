@@ -1,4 +1,4 @@
-//! Params and results of the `kb.*` methods (seed 001). Doc comments here
+//! Params and results of the `kb.*` methods (protocol §5, docs/methods.md). Doc comments here
 //! become the JSON Schema descriptions agents see over MCP.
 
 use crate::model::{ClaimType, EntityType, PageType, RelationType, Scope, SourceType};

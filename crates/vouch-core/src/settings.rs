@@ -22,7 +22,7 @@ pub enum ApproverRole {
 pub enum RetrievalBackend {
     Fts5,
     Substring,
-    /// Ranking by meaning with a local embedding model (seed 004).
+    /// Ranking by meaning with a local embedding model (protocol §10, retrieval).
     Embedding,
     /// FTS5 and embeddings fused (vouch 1.x's default; 1.x also spells it
     /// `auto`).

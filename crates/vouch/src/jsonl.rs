@@ -1,4 +1,4 @@
-//! JSONL over stdio (seed 001): one request object per line,
+//! JSONL over stdio (protocol §5, docs/methods.md): one request object per line,
 //! `{id, method, params}` → `{id, ok, result | error{code, message}}`, in
 //! request order. stdout carries frames only; warnings go to stderr. A bad
 //! line gets an `invalid_request` answer and the server keeps serving.

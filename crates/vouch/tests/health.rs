@@ -409,7 +409,7 @@ fn a_one_sided_contradiction_is_found_from_either_side() {
     assert_eq!(pairs, 1, "{v:#}");
 }
 
-/// SPEC §3 relaxes citations for `working` claims only, and only when
+/// protocol §3 relaxes citations for `working` claims only, and only when
 /// review.require_citations is false.
 #[test]
 fn only_working_claims_may_go_uncited_when_citations_are_relaxed() {
@@ -456,7 +456,7 @@ fn only_working_claims_may_go_uncited_when_citations_are_relaxed() {
     assert!(!ids.contains(&format!("uncited-claim:{working}")), "{v:#}");
 }
 
-/// "A supersedes B" must leave B superseded by A (SPEC §3); a link made on
+/// "A supersedes B" must leave B superseded by A (protocol §3); a link made on
 /// one side only is found, and `vouch supersede` completes it.
 #[test]
 fn a_one_sided_supersession_is_found_and_supersede_completes_it() {

@@ -1,4 +1,4 @@
-//! The closed vocabularies of seed 000 §2. Each enum serializes as its
+//! The closed vocabularies of protocol §2. Each enum serializes as its
 //! lowercase spec spelling; an unknown value is an error that lists the
 //! allowed ones.
 
@@ -114,7 +114,7 @@ string_enum!(SessionStatus: "session status" {
 });
 
 impl ClaimStatus {
-    /// SPEC §3: every claim cites evidence; a `working` claim may go
+    /// protocol §3: every claim cites evidence; a `working` claim may go
     /// uncited only when `review.require_citations` is false.
     pub fn needs_citation(self, require_citations: bool) -> bool {
         require_citations || self != ClaimStatus::Working

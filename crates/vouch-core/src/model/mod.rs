@@ -1,4 +1,4 @@
-//! The object model of seed 000 §2, in the on-disk form DECISIONS.md fixes:
+//! The object model of protocol §2, in the on-disk form of docs/format.md:
 //! fields in the order of the spec's tables, optional fields omitted when
 //! empty, unknown keys kept in `extra` and written back after known ones.
 

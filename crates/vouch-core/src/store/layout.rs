@@ -1,4 +1,4 @@
-//! The only module that knows where things live under `.vouch/` (SPEC §1).
+//! The only module that knows where things live under `.vouch/` (protocol §1).
 
 use crate::error::Result;
 use crate::ids::{check_id, check_source_id};
@@ -142,7 +142,7 @@ pub fn id_from_file_name(dir: Dir, name: &str) -> Option<String> {
     }
 }
 
-/// A file that belongs to a bundle (SPEC §8), named by its path relative to
+/// A file that belongs to a bundle (protocol §8), named by its path relative to
 /// `.vouch/`. Parsing a relative path is how a bundle member is classified.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KbFile {
@@ -200,19 +200,19 @@ impl KbFile {
         match parts[0] {
             "proposed" => {
                 return Err(
-                    "proposed/ is excluded from bundles (SPEC §8): proposals are drafts local to one KB"
+                    "proposed/ is excluded from bundles (protocol §8): proposals are drafts local to one KB"
                         .into(),
                 );
             }
             AUDIT_FILE => {
                 return Err(
-                    "audit.log.jsonl is excluded from bundles (SPEC §8): the audit log belongs to one KB"
+                    "audit.log.jsonl is excluded from bundles (protocol §8): the audit log belongs to one KB"
                         .into(),
                 );
             }
             p if p.starts_with(INDEX_FILE) => {
                 return Err(
-                    "state.db is excluded from bundles (SPEC §8): the index is derived from the files"
+                    "state.db is excluded from bundles (protocol §8): the index is derived from the files"
                         .into(),
                 );
             }
