@@ -1,109 +1,111 @@
-//! Benchmarks that print figures (never assert on timing); `USAGE` says
-//! which and how.
+//! Benchmarks that print figures (never assert on timing); `vouch-bench
+//! --help` says which and how.
 
-const USAGE: &str = "\
-vouch-bench: benchmarks that print figures (never assert on timing).
-
-  vouch-bench gate [--claims 1000,100000] [--ops 200]
-      propose and approve latency (p50, p99) on generated KBs, and bulk
-      approval against single approvals
-  vouch-bench retrieval [--claims 1000,10000,100000]
-      on realistic generated KBs (vouch::bench::generate): full index
-      rebuild, kb.search and kb.context in process and through the JSONL
-      server, one-shot `vouch search` wall time (both freshness modes), peak RSS
-  vouch-bench transports [--claims 10000]
-      JSONL round trip, HTTP requests/second at 16 connections, MCP
-      initialize and tools/list
-  vouch-bench bundle [--claims 10000,100000]
-      export, export_check and import_apply (into an empty KB, index
-      refreshed) times on realistic generated KBs
-  vouch-bench bomb OUT.tar.gz [--gib 4] [--members 1] [--lie]
-      write a decompression bomb (zeros): one member of N GiB, or N GiB
-      spread over several members
-  vouch-bench generate [--claims 10000]
-      generate a realistic KB and keep it; prints its folder
-
-Build with `cargo build --release --bins`: retrieval and transports run the
-release `vouch` binary beside this one. Set TMPDIR to put the generated KBs
-on the disk you want to measure.
-";
-
+use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::io::Read;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::clock::SystemClock;
 use vouch_core::methods::dispatch;
 use vouch_core::{Caller, Kb, Transport};
 
+/// Benchmarks that print figures (they never assert on timing).
+#[derive(Parser)]
+#[command(
+    name = "vouch-bench",
+    after_help = "Build with `cargo build --release --bins`: retrieval and transports run \
+                  the release `vouch` binary beside this one. Set TMPDIR to put the generated \
+                  KBs on the disk you want to measure."
+)]
+struct Args {
+    #[command(subcommand)]
+    bench: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Propose and approve latency (p50, p99) on generated KBs, and bulk
+    /// approval against single approvals.
+    Gate {
+        /// Claims in each generated KB (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1000,100000")]
+        claims: Vec<usize>,
+        /// Proposals and approvals timed per KB.
+        #[arg(long, default_value_t = 200)]
+        ops: usize,
+    },
+    /// On realistic generated KBs: full index rebuild, kb.search and
+    /// kb.context in process and through the JSONL server, one-shot
+    /// `vouch search` wall time (both freshness modes), peak RSS.
+    Retrieval {
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+        claims: Vec<usize>,
+    },
+    /// JSONL round trip, HTTP requests/second at 16 connections, MCP
+    /// initialize and tools/list.
+    Transports {
+        #[arg(long, value_delimiter = ',', default_value = "10000")]
+        claims: Vec<usize>,
+    },
+    /// Export, export_check and import_apply (into an empty KB, index
+    /// refreshed) on realistic generated KBs.
+    Bundle {
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+        claims: Vec<usize>,
+    },
+    /// Write a decompression bomb (zeros): one member of N GiB, or N GiB
+    /// spread over several members.
+    Bomb {
+        out: PathBuf,
+        #[arg(long, default_value_t = 4)]
+        gib: u64,
+        #[arg(long, default_value_t = 1)]
+        members: u64,
+        /// Make the manifest understate the sizes.
+        #[arg(long)]
+        lie: bool,
+    },
+    /// Generate a realistic KB and keep it; prints its folder.
+    Generate {
+        #[arg(long, default_value_t = 10000)]
+        claims: usize,
+    },
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str, default: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-            .unwrap_or_else(|| default.to_string())
-    };
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{USAGE}");
-        return;
-    }
-    match args.first().map(String::as_str) {
-        Some("gate") | None => {
-            let sizes = sizes(&flag("--claims", "1000,100000"));
-            let ops: usize = flag("--ops", "200").parse().expect("--ops");
+    match Args::parse().bench {
+        Bench::Gate { claims, ops } => {
             println!(
                 "| claims in KB | propose p50 | propose p99 | approve p50 | approve p99 | 100 single approves | 1 bulk approve of 100 |"
             );
             println!("|---:|---:|---:|---:|---:|---:|---:|");
-            for n in sizes {
+            for n in claims {
                 gate_bench(n, ops);
             }
         }
-        Some("retrieval") => {
-            let sizes = sizes(&flag("--claims", "1000,10000,100000"));
-            vouch::bench::retrieval(&sizes);
-        }
-        Some("generate") => {
-            let n: usize = flag("--claims", "10000").parse().expect("--claims");
-            let g = vouch::bench::generate(n, 42);
+        Bench::Retrieval { claims } => vouch_bench::retrieval(&claims),
+        Bench::Generate { claims } => {
+            let g = vouch_bench::generate(claims, 42);
             eprintln!("generated {}", g.counts);
             println!("{}", g.dir.keep().display());
         }
-        Some("transports") => {
-            let sizes = sizes(&flag("--claims", "10000"));
-            vouch::bench::transports(&sizes);
-        }
-        Some("bundle") => {
-            let sizes = sizes(&flag("--claims", "10000,100000"));
+        Bench::Transports { claims } => vouch_bench::transports(&claims),
+        Bench::Bundle { claims } => {
             println!("| claims | export | bundle size | export_check | import_apply (empty KB) |");
             println!("|---:|---:|---:|---:|---:|");
-            for n in sizes {
+            for n in claims {
                 bundle_bench(n);
             }
         }
-        Some("bomb") => {
-            let out = args.get(1).expect("bomb OUT.tar.gz");
-            let gib: u64 = flag("--gib", "4").parse().expect("--gib");
-            let members: u64 = flag("--members", "1").parse().expect("--members");
-            let lie = args.iter().any(|a| a == "--lie");
-            write_bomb(std::path::Path::new(out), gib << 30, members, lie);
-        }
-        Some(other) => {
-            eprintln!("unknown benchmark {other:?}\n\n{USAGE}");
-            std::process::exit(2);
-        }
+        Bench::Bomb {
+            out,
+            gib,
+            members,
+            lie,
+        } => write_bomb(&out, gib << 30, members, lie),
     }
-}
-
-fn sizes(list: &str) -> Vec<usize> {
-    list.split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .expect("--claims takes comma-separated numbers")
-        })
-        .collect()
 }
 
 fn ms(d: Duration) -> String {
@@ -118,8 +120,8 @@ fn percentile(v: &mut [Duration], p: f64) -> Duration {
 fn gate_bench(n: usize, ops: usize) {
     // The same realistic KB as the other suites; proposals cite one of its
     // sources.
-    let generated = vouch::bench::generate(n, 42);
-    let kb = vouch::bench::open(&generated);
+    let generated = vouch_bench::generate(n, 42);
+    let kb = vouch_bench::open(&generated);
     let src = kb.source_ids().expect("sources")[0].clone();
     let agent = Caller::new("bench-agent", Transport::Jsonl);
     let reviewer = Caller::new("bench-reviewer", Transport::Cli);
@@ -183,7 +185,7 @@ fn gate_bench(n: usize, ops: usize) {
 
 fn bundle_bench(n: usize) {
     // The realistic KB: span evidence whose quotes the checks verify.
-    let dir = vouch::bench::generate(n, 42).dir;
+    let dir = vouch_bench::generate(n, 42).dir;
     let person = Caller::new("bench-person", Transport::Cli);
     let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
     let out = dir.path().join("bench.tar.gz");
