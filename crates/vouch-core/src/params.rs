@@ -431,6 +431,19 @@ pub struct StatusResult {
     pub counts: StatusCounts,
     pub pending: usize,
     pub last_audit_at: Option<String>,
+    pub retrieval: StatusRetrieval,
+}
+
+/// Which backend answers searches, and why if it is not the configured one.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusRetrieval {
+    /// `retrieval.backend` in config.yaml.
+    pub configured: String,
+    /// The backend that answers.
+    pub backend: String,
+    /// Why they differ (a backend this build cannot run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

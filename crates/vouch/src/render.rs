@@ -141,7 +141,10 @@ fn status(v: &Value) -> String {
         v.get("last_audit_at")
             .and_then(Value::as_str)
             .unwrap_or("never"),
-    )
+    ) + &match v["retrieval"].get("note").and_then(Value::as_str) {
+        Some(note) => format!("  search     {} ({note})\n", s(&v["retrieval"], "backend")),
+        None => format!("  search     {}\n", s(&v["retrieval"], "backend")),
+    }
 }
 
 fn citation_line(c: &Value) -> String {

@@ -507,6 +507,11 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
         "{}",
         r.stderr
     );
+    // Agents see it too, in kb.status.
+    let status = p.ok("x", &["status"]);
+    assert_eq!(status["retrieval"]["configured"], "hybrid", "{status}");
+    assert_eq!(status["retrieval"]["backend"], "fts5", "{status}");
+    assert!(status["retrieval"]["note"].is_string(), "{status}");
     let hits = p.ok("x", &["search", "tokens rotate"]);
     assert_eq!(hits[0]["id"], claim.as_str(), "{hits}");
     assert_eq!(hits[0]["backend"], "fts5");
