@@ -5,13 +5,13 @@
 //! and transports.
 
 pub mod audit;
-pub mod bundle;
 pub mod clock;
 pub mod error;
 pub mod eval;
 pub mod gate;
 pub mod health;
 pub mod ids;
+pub mod interop;
 pub mod kb;
 pub mod lifecycle;
 pub mod methods;

@@ -8,7 +8,7 @@ use crate::kb::{Caller, Kb};
 use crate::model::{Claim, Entity, Evidence, Relation, Session};
 use crate::params::*;
 use crate::store::Dir;
-use crate::{bundle, gate, health, lifecycle, reads, sessions, sources};
+use crate::{gate, health, lifecycle, reads, sessions, sources};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -386,19 +386,19 @@ pub static REGISTRY: &[Method] = &[
     method!("kb.export", Admin, ExportParams => ExportResult,
         "Write a deterministic .tar.gz bundle of the reviewed knowledge.",
         "Export claims, pages, sources, entities, relations, evidence, sessions, decided proposals and config.yaml as a .tar.gz with manifest.json (sha256 and size of every file). Never proposed/, state.db or audit.log.jsonl. The same KB always exports to the same bytes. out must be outside .vouch/ (and, for agents, inside the project). Audited as bundle.export.",
-        bundle::export),
+        crate::interop::bundle::export),
     method!("kb.export_check", Read, BundlePathParams => ExportCheckResult,
         "Check that a bundle is internally consistent; writes nothing.",
         "Verify a bundle on its own: safe member names and types, every member in the manifest with matching size and sha256 and vice versa, source content hashing to its id, claims citing, references resolving within the bundle, size limits. Lists every problem.",
-        bundle::export_check),
+        crate::interop::bundle::export_check),
     method!("kb.import_check", Read, BundlePathParams => ImportCheckResult,
         "Diff a bundle against this KB (new / conflict / identical) and list every problem; writes nothing.",
         "Dry run of an import: which files are new here, which conflict (same path, different content), which are identical, and every reason the bundle would be refused (references may resolve in the bundle or in this KB). Writes nothing.",
-        bundle::import_check),
+        crate::interop::bundle::import_check),
     method!("kb.import_apply", Admin, ImportApplyParams => ImportApplyResult,
         "Import a checked bundle, all or nothing; agents' gated objects arrive as proposals.",
         "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless review.approver_role is trusted-agent) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",
-        bundle::import_apply),
+        crate::interop::bundle::import_apply),
 ];
 
 pub fn find(name: &str) -> Option<&'static Method> {

@@ -1,0 +1,264 @@
+//! Checking content as knowledge: citations, references and supersession, in the bundle or in this KB.
+
+use super::*;
+
+/// Does an object exist in the bundle or (when importing) in this KB?
+pub(crate) struct Refs<'a> {
+    pub(crate) scan: &'a Scan,
+    pub(crate) kb: Option<&'a Kb>,
+}
+
+impl Refs<'_> {
+    pub(crate) fn has(&self, dir: Dir, id: &str) -> bool {
+        crate::ids::check_id("id", id).is_ok()
+            && (self
+                .scan
+                .members
+                .contains_key(&KbFile::Object(dir, id.to_string()).relative())
+                || self.kb.is_some_and(|kb| kb.exists(dir, id)))
+    }
+    pub(crate) fn has_source(&self, id: &str) -> bool {
+        is_source_id(id)
+            && (self
+                .scan
+                .members
+                .contains_key(&KbFile::SourceMeta(id.to_string()).relative())
+                || self.kb.is_some_and(|kb| kb.source_exists(id)))
+    }
+    /// A citation: a source id or an evidence id whose source exists.
+    pub(crate) fn citation(&self, id: &str) -> Option<String> {
+        if is_source_id(id) {
+            return (!self.has_source(id))
+                .then(|| format!("cites source {id}, which is neither in the bundle nor here"));
+        }
+        if !self.has(Dir::Evidence, id) {
+            return Some(format!(
+                "cites {id:?}, which is neither a source nor evidence in the bundle or here"
+            ));
+        }
+        None
+    }
+}
+
+pub(crate) fn where_(kb: Option<&Kb>) -> &'static str {
+    if kb.is_some() {
+        "in the bundle or in this KB"
+    } else {
+        "in the bundle"
+    }
+}
+
+/// Problems of one bundle member as knowledge: citations, references.
+pub(crate) fn member_problems(
+    refs: &Refs,
+    name: &str,
+    m: &Member,
+    require_citations: bool,
+) -> Vec<String> {
+    let w = where_(refs.kb);
+    let mut out = Vec::new();
+    let missing = |out: &mut Vec<String>, what: &str, dir: Dir, ids: &[String]| {
+        for id in ids {
+            if !refs.has(dir, id) {
+                out.push(format!("{what} {id:?} does not exist {w}"));
+            }
+        }
+    };
+    match &m.parsed {
+        Parsed::Claim(c) => {
+            if c.evidence.is_empty() && c.status.needs_citation(require_citations) {
+                out.push(
+                    "claim cites no source or evidence; every claim needs a citation (protocol §3)"
+                        .into(),
+                );
+            }
+            out.extend(c.evidence.iter().filter_map(|e| refs.citation(e)));
+            missing(&mut out, "entity", Dir::Entities, &c.entities);
+            missing(&mut out, "superseded claim", Dir::Claims, &c.supersedes);
+            missing(&mut out, "contradicting claim", Dir::Claims, &c.contradicts);
+            if let Some(by) = &c.superseded_by {
+                missing(
+                    &mut out,
+                    "superseding claim",
+                    Dir::Claims,
+                    std::slice::from_ref(by),
+                );
+            }
+        }
+        Parsed::Page(pg) => {
+            missing(&mut out, "claim", Dir::Claims, &pg.claims);
+            missing(&mut out, "entity", Dir::Entities, &pg.entities);
+            for s in pg.sources.iter().filter(|s| !refs.has_source(s)) {
+                out.push(format!("source {s} does not exist {w}"));
+            }
+        }
+        Parsed::Relation(r) => {
+            let ends = [r.source.clone(), r.target.clone()];
+            missing(&mut out, "relation end entity", Dir::Entities, &ends);
+            out.extend(r.evidence.iter().filter_map(|e| refs.citation(e)));
+        }
+        Parsed::Evidence(ev) if !refs.has_source(&ev.source_id) => out.push(format!(
+            "evidence points into source {} which does not exist {w}",
+            ev.source_id
+        )),
+        Parsed::Evidence(ev) if ev.quote.is_some() && !refs.scan.quotes_checked.contains(name) => {
+            // Not checked in the archive's stream: check against this KB's
+            // copy of the source, if it has one.
+            let local = refs
+                .kb
+                .and_then(|kb| kb.source_content(&ev.source_id).ok().flatten());
+            match local {
+                Some(bytes) => {
+                    if let Some(why) = crate::sources::evidence_mismatch(ev, &bytes) {
+                        out.push(why);
+                    }
+                }
+                None => out.push(format!(
+                    "its quote cannot be checked: the content of source {} is neither after \
+                     it in the archive nor {}",
+                    ev.source_id,
+                    if refs.kb.is_some() {
+                        "in this KB"
+                    } else {
+                        "anywhere else"
+                    }
+                )),
+            }
+        }
+        Parsed::Content => {
+            if let KbFile::SourceContent(id) = &m.file
+                && !refs.has_source(id)
+            {
+                out.push(format!("source content without sources/{id}/meta.yaml {w}"));
+            }
+        }
+        Parsed::Decided(p) => {
+            if let Some(kb) = refs.kb
+                && kb.exists(Dir::Proposed, &p.id)
+            {
+                out.push(format!(
+                    "proposal {} is pending review in this KB; importing its decision would \
+                     decide it without review",
+                    p.id
+                ));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Knowledge-level checks of every member.
+pub(crate) fn check_content(scan: &mut Scan, kb: Option<&Kb>, require_citations: bool) {
+    let found: Vec<(String, String)> = {
+        let refs = Refs { scan, kb };
+        scan.members
+            .iter()
+            .flat_map(|(path, m)| {
+                member_problems(&refs, path, m, require_citations)
+                    .into_iter()
+                    .map(move |r| (path.clone(), r))
+            })
+            .collect()
+    };
+    for (path, reason) in found {
+        scan.problem(&path, reason);
+    }
+    for (path, reason) in supersession_cycles(scan) {
+        scan.problem(&path, reason);
+    }
+}
+
+/// Supersession must not loop (protocol §3): a claim superseding itself, or a
+/// chain of the bundle's claims that comes back to where it started.
+pub(crate) fn supersession_cycles(scan: &Scan) -> Vec<(String, String)> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut path_of: HashMap<&str, &str> = HashMap::new();
+    for (path, m) in &scan.members {
+        if let Parsed::Claim(c) = &m.parsed {
+            path_of.insert(&c.id, path);
+            let edges = next.entry(&c.id).or_default();
+            edges.extend(c.supersedes.iter().map(String::as_str));
+            if let Some(by) = &c.superseded_by {
+                // "by supersedes c", seen from c's side.
+                next.entry(by.as_str()).or_default().push(&c.id);
+            }
+        }
+    }
+    // Depth-first with three colours: linear in claims and links, so a
+    // hostile bundle's long chain costs no more than a short one.
+    let mut out = Vec::new();
+    let mut colour: HashMap<&str, u8> = HashMap::new(); // 1 on the path, 2 done
+    for &root in next.keys() {
+        if colour.contains_key(root) {
+            continue;
+        }
+        let mut path: Vec<(&str, usize)> = vec![(root, 0)];
+        colour.insert(root, 1);
+        while let Some(&mut (at, ref mut i)) = path.last_mut() {
+            let edges = next.get(at).map(Vec::as_slice).unwrap_or(&[]);
+            let Some(&to) = edges.get(*i) else {
+                colour.insert(at, 2);
+                path.pop();
+                continue;
+            };
+            *i += 1;
+            match colour.get(to) {
+                Some(1) => {
+                    let from = path.iter().position(|(n, _)| *n == to).unwrap_or(0);
+                    let mut ring: Vec<&str> = path[from..].iter().map(|(n, _)| *n).collect();
+                    ring.push(to);
+                    if let Some(file) = path_of.get(to) {
+                        out.push((
+                            file.to_string(),
+                            format!(
+                                "supersession loops ({}); a claim cannot be superseded by \
+                                 itself or by a claim it supersedes",
+                                ring.join(" → ")
+                            ),
+                        ));
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    colour.insert(to, 1);
+                    path.push((to, 0));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Scan a bundle and check it; for import, against this KB.
+pub(crate) fn check_bundle(
+    kb: &Kb,
+    path: &Path,
+    importing: bool,
+    keep: &dyn Fn(&KbFile) -> bool,
+) -> Result<Scan> {
+    let mut s = scan(path, &kb.settings().bundles, keep)?;
+    let fatal = s.problems.iter().any(|p| p.path.is_empty());
+    if !fatal {
+        let require = if importing {
+            kb.settings().review.require_citations
+        } else {
+            s.bundle_requires_citations.unwrap_or(true)
+        };
+        check_content(&mut s, importing.then_some(kb), require);
+    }
+    Ok(s)
+}
+
+pub(crate) fn issue_lines(problems: &[BundleProblem]) -> Vec<String> {
+    problems
+        .iter()
+        .map(|p| {
+            if p.path.is_empty() {
+                p.reason.clone()
+            } else {
+                format!("{}: {}", p.path, p.reason)
+            }
+        })
+        .collect()
+}
