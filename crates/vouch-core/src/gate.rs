@@ -175,13 +175,8 @@ fn check_confidence(p: &mut Problems, c: f64) {
 
 fn check_refs(kb: &Kb, p: &mut Problems, field: &str, dir: Dir, ids: &[String]) {
     for (i, id) in ids.iter().enumerate() {
-        if let Err(e) = check_id(dir.id_label(), id) {
-            p.push(format!("{field}[{i}]: {e}"));
-        } else if !kb.exists(dir, id) {
-            p.push(format!(
-                "{field}[{i}]: {} {id:?} does not exist",
-                dir.id_label()
-            ));
+        if let Some(why) = crate::rules::reference_problem(kb, dir, id) {
+            p.push(format!("{field}[{i}]: {why}"));
         }
     }
 }
@@ -190,26 +185,9 @@ fn check_refs(kb: &Kb, p: &mut Problems, field: &str, dir: Dir, ids: &[String]) 
 /// that occurs in an existing source's content.
 fn check_citation(kb: &Kb, p: &mut Problems, field: &str, c: &Citation) {
     match c {
-        Citation::Id(id) if is_source_id(id) => {
-            if !kb.source_exists(id) {
-                p.push(format!("{field}: source {id} is not registered"));
-            }
-        }
         Citation::Id(id) => {
-            if let Err(e) = check_id("evidence id", id) {
-                p.push(format!("{field}: {e}"));
-            } else if !kb.exists(Dir::Evidence, id) {
-                p.push(format!(
-                    "{field}: {id:?} is neither a registered source id (64-hex sha256) \
-                     nor an existing evidence id"
-                ));
-            } else if let Ok(Some(ev)) = kb.load::<Evidence>(id)
-                && !kb.source_exists(&ev.source_id)
-            {
-                p.push(format!(
-                    "{field}: evidence {id} points at source {} which is not registered",
-                    ev.source_id
-                ));
+            if let Some(why) = crate::rules::citation_problem(kb, id) {
+                p.push(format!("{field}: {why}"));
             }
         }
         Citation::Span { source_id, quote } => {

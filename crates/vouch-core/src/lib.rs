@@ -20,6 +20,7 @@ pub mod pack;
 pub mod params;
 pub mod reads;
 pub mod retrieval;
+pub mod rules;
 pub mod sessions;
 pub mod settings;
 pub mod sources;

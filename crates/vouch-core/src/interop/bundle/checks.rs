@@ -1,6 +1,7 @@
 //! Checking content as knowledge: citations, references and supersession, in the bundle or in this KB.
 
 use super::*;
+use crate::rules::Lookup;
 
 /// Does an object exist in the bundle or (when importing) in this KB?
 pub(crate) struct Refs<'a> {
@@ -8,8 +9,8 @@ pub(crate) struct Refs<'a> {
     pub(crate) kb: Option<&'a Kb>,
 }
 
-impl Refs<'_> {
-    pub(crate) fn has(&self, dir: Dir, id: &str) -> bool {
+impl crate::rules::Lookup for Refs<'_> {
+    fn has(&self, dir: Dir, id: &str) -> bool {
         crate::ids::check_id("id", id).is_ok()
             && (self
                 .scan
@@ -17,7 +18,7 @@ impl Refs<'_> {
                 .contains_key(&KbFile::Object(dir, id.to_string()).relative())
                 || self.kb.is_some_and(|kb| kb.exists(dir, id)))
     }
-    pub(crate) fn has_source(&self, id: &str) -> bool {
+    fn has_source(&self, id: &str) -> bool {
         is_source_id(id)
             && (self
                 .scan
@@ -25,18 +26,31 @@ impl Refs<'_> {
                 .contains_key(&KbFile::SourceMeta(id.to_string()).relative())
                 || self.kb.is_some_and(|kb| kb.source_exists(id)))
     }
-    /// A citation: a source id or an evidence id whose source exists.
+    fn evidence_source(&self, id: &str) -> Option<String> {
+        let staged = self
+            .scan
+            .members
+            .get(&KbFile::Object(Dir::Evidence, id.to_string()).relative());
+        match staged.map(|m| &m.parsed) {
+            Some(Parsed::Evidence(ev)) => Some(ev.source_id.clone()),
+            _ => self
+                .kb
+                .and_then(|kb| crate::rules::Lookup::evidence_source(kb, id)),
+        }
+    }
+    fn place(&self) -> &'static str {
+        if self.kb.is_some() {
+            " (neither in the bundle nor in this KB)"
+        } else {
+            " (not in the bundle)"
+        }
+    }
+}
+
+impl Refs<'_> {
+    /// Why a claim's or relation's citation does not resolve.
     pub(crate) fn citation(&self, id: &str) -> Option<String> {
-        if is_source_id(id) {
-            return (!self.has_source(id))
-                .then(|| format!("cites source {id}, which is neither in the bundle nor here"));
-        }
-        if !self.has(Dir::Evidence, id) {
-            return Some(format!(
-                "cites {id:?}, which is neither a source nor evidence in the bundle or here"
-            ));
-        }
-        None
+        crate::rules::citation_problem(self, id).map(|why| format!("cites {why}"))
     }
 }
 
@@ -59,8 +73,8 @@ pub(crate) fn member_problems(
     let mut out = Vec::new();
     let missing = |out: &mut Vec<String>, what: &str, dir: Dir, ids: &[String]| {
         for id in ids {
-            if !refs.has(dir, id) {
-                out.push(format!("{what} {id:?} does not exist {w}"));
+            if let Some(why) = crate::rules::reference_problem(refs, dir, id) {
+                out.push(format!("{what}: {why}"));
             }
         }
     };
