@@ -773,7 +773,7 @@ fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
         if l.decided_ids.contains(&pr.id) {
             continue; // reported as proposal-in-both
         }
-        if let Err(why) = crate::gate::check_integrity(pr, trail.created.get(&pr.id)) {
+        if let Err(why) = crate::review::gate::check_integrity(pr, trail.created.get(&pr.id)) {
             let kind = if trail.created.contains_key(&pr.id) {
                 "proposal-edited"
             } else {

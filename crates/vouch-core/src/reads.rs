@@ -38,7 +38,7 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
             sessions: count(Dir::Sessions)?,
             decided: count(Dir::Decided)?,
         },
-        pending: crate::gate::list_pending(kb)?.len(),
+        pending: crate::review::gate::list_pending(kb)?.len(),
         last_audit_at: kb.audit_log().last_created_at(),
         retrieval: StatusRetrieval {
             configured: serde_json::to_value(kb.settings().retrieval.backend)
@@ -198,7 +198,7 @@ pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
     let (limit, offset) = window(&p)?;
     let filter = p.filter.unwrap_or_default();
     let mut out = Vec::new();
-    for pr in crate::gate::list_pending(kb)? {
+    for pr in crate::review::gate::list_pending(kb)? {
         let mut v = to_value(&pr)?;
         if !matches(&v, &filter) {
             continue;

@@ -30,11 +30,11 @@ pub use export::export;
 use read::*;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::gate::{Draft, imported_proposal};
 use crate::ids::{is_source_id, sha256_hex};
 use crate::kb::{Caller, Kb, Stored};
 use crate::model::*;
 use crate::params::*;
+use crate::review::gate::{Draft, imported_proposal};
 use crate::settings::{BundleSettings, Settings};
 use crate::store::layout::{BUNDLE_DIRS, KbFile};
 use crate::store::{Dir, atomic};

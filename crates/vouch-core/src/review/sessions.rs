@@ -151,7 +151,7 @@ pub fn crystallize(kb: &Kb, caller: &Caller, p: CrystallizeParams) -> Result<Cry
             Some(t) => format!("Session {}: {t}", s.id),
             None => format!("Session {}", s.id),
         };
-        let r = crate::gate::propose_page(
+        let r = crate::review::gate::propose_page(
             kb,
             caller,
             ProposePageParams {

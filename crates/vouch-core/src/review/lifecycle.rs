@@ -155,7 +155,7 @@ fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
         && caller.is_agent()
         && !kb.settings().self_approval_allowed();
     if gated {
-        let proposal_id = crate::gate::propose_lifecycle(kb, caller, &change)?;
+        let proposal_id = crate::review::gate::propose_lifecycle(kb, caller, &change)?;
         return Ok(LifecycleResult {
             ok: true,
             updated: Vec::new(),

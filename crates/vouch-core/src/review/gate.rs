@@ -565,7 +565,7 @@ fn new_proposal_id_except(kb: &Kb, now: &Timestamp, taken: &HashSet<String>) -> 
 }
 
 /// The change a lifecycle proposal carries.
-fn lifecycle_change(p: &Proposal) -> Result<crate::lifecycle::Change> {
+fn lifecycle_change(p: &Proposal) -> Result<crate::review::lifecycle::Change> {
     serde_json::from_value(p.payload.clone()).map_err(|e| {
         Error::new(
             ErrorKind::Corrupt,
@@ -580,14 +580,14 @@ fn lifecycle_change(p: &Proposal) -> Result<crate::lifecycle::Change> {
 pub(crate) fn propose_lifecycle(
     kb: &Kb,
     caller: &Caller,
-    change: &crate::lifecycle::Change,
+    change: &crate::review::lifecycle::Change,
 ) -> Result<String> {
     check_actor(&caller.actor)?;
     let subject = change.subject().to_string();
     check_id("id", &subject)?;
     let known = kb.exists(Dir::Claims, &subject)
         || kb.exists(Dir::Pages, &subject)
-        || matches!(change, crate::lifecycle::Change::Revert(_));
+        || matches!(change, crate::review::lifecycle::Change::Revert(_));
     if !known {
         return Err(Error::not_found(format!(
             "no claim or page {subject:?} to change"
