@@ -1,420 +1,10 @@
-//! Knowledge-base health (protocol §5 maintenance): `kb.lint` finds knowledge
-//! that has rotted; `kb.doctor` adds the integrity of the files themselves.
-//! Neither changes anything, except `doctor` with `fix`, which rebuilds the
-//! derived index and never touches knowledge.
-//!
-//! Every finding has a stable id (`<kind>:<object id>[:<other id>]`), so a
-//! CI job can track or silence one finding across runs.
+//! `kb.doctor`: lint plus the integrity of the files, the index and the
+//! audit log, and how they vouch for each other.
 
-use crate::error::Result;
-use crate::ids::is_source_id;
-use crate::kb::{Caller, Kb, Stored};
-use crate::model::*;
-use crate::params::{DoctorParams, Finding, HealthReport, LintParams, Severity};
-use crate::store::Dir;
-use crate::store::layout::{KbFile, id_from_file_name};
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-pub const DEFAULT_STALE_DAYS: i64 = 90;
-pub const DEFAULT_PENDING_DAYS: i64 = 14;
-
-/// Everything readable in the KB, and what was not.
-#[derive(Default)]
-struct Loaded {
-    claims: Vec<Claim>,
-    pages: Vec<Page>,
-    entities: Vec<Entity>,
-    relations: Vec<Relation>,
-    evidence: Vec<Evidence>,
-    pending: Vec<Proposal>,
-    proposed_ids: Vec<String>,
-    decided_ids: HashSet<String>,
-    decided: Vec<Proposal>,
-    /// (path relative to .vouch/, why it could not be used)
-    unreadable: Vec<(String, String)>,
-}
-
-fn rel(f: KbFile) -> String {
-    f.relative()
-}
-
-fn load_dir<T: Stored>(kb: &Kb, out: &mut Vec<T>, bad: &mut Vec<(String, String)>) -> Result<()> {
-    for id in kb.ids(T::DIR)? {
-        let path = rel(KbFile::Object(T::DIR, id.clone()));
-        match kb.load::<T>(&id) {
-            Ok(Some(v)) if v.id() == id => out.push(v),
-            Ok(Some(v)) => bad.push((
-                path,
-                format!(
-                    "says id {:?} but is named {id:?}; rename the file or fix its `id`",
-                    v.id()
-                ),
-            )),
-            Ok(None) => {}
-            Err(e) => bad.push((path, e.message)),
-        }
-    }
-    Ok(())
-}
-
-fn load(kb: &Kb) -> Result<Loaded> {
-    let mut l = Loaded::default();
-    let mut bad = Vec::new();
-    load_dir(kb, &mut l.claims, &mut bad)?;
-    load_dir(kb, &mut l.pages, &mut bad)?;
-    load_dir(kb, &mut l.entities, &mut bad)?;
-    load_dir(kb, &mut l.relations, &mut bad)?;
-    load_dir(kb, &mut l.evidence, &mut bad)?;
-    let mut sessions: Vec<Session> = Vec::new();
-    load_dir(kb, &mut sessions, &mut bad)?;
-    for dir in [Dir::Proposed, Dir::Decided] {
-        for id in kb.ids(dir)? {
-            match kb.load_proposal(dir, &id) {
-                Ok(Some(p)) if dir == Dir::Proposed => {
-                    l.proposed_ids.push(id);
-                    l.pending.push(p);
-                }
-                Ok(Some(p)) => {
-                    l.decided_ids.insert(id);
-                    l.decided.push(p);
-                }
-                Ok(None) => {}
-                Err(e) => bad.push((rel(KbFile::Object(dir, id)), e.message)),
-            }
-        }
-    }
-    l.unreadable = bad;
-    Ok(l)
-}
-
-fn finding(
-    kind: &str,
-    severity: Severity,
-    key: &str,
-    path: Option<String>,
-    message: String,
-) -> Finding {
-    Finding {
-        id: format!("{kind}:{key}"),
-        kind: kind.to_string(),
-        severity,
-        message,
-        path,
-    }
-}
-
-fn claim_path(id: &str) -> Option<String> {
-    Some(rel(KbFile::Object(Dir::Claims, id.to_string())))
-}
-
-fn days(p: Option<i64>, default: i64, name: &str) -> Result<i64> {
-    match p {
-        None => Ok(default),
-        Some(n) if n < 0 => Err(crate::Error::invalid(format!(
-            "{name}: {n} is negative; give a number of days"
-        ))),
-        Some(n) => Ok(n),
-    }
-}
-
-/// Normalized claim text for duplicate detection.
-fn normalize(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-        .trim_end_matches(['.', '!', '?'])
-        .to_string()
-}
-
-/// Names that exist, for reference checks.
-struct Known {
-    claims: HashMap<String, ClaimStatus>,
-    entities: HashSet<String>,
-    evidence: HashSet<String>,
-    sources: HashSet<String>,
-}
-
-impl Known {
-    fn of(kb: &Kb, l: &Loaded) -> Result<Known> {
-        // Ids whose files exist count as existing even when unparseable:
-        // that problem is reported once, as unparseable, not as dangling.
-        Ok(Known {
-            claims: kb
-                .ids(Dir::Claims)?
-                .into_iter()
-                .map(|id| {
-                    let st = l
-                        .claims
-                        .iter()
-                        .find(|c| c.id == id)
-                        .map(|c| c.status)
-                        .unwrap_or(ClaimStatus::Working);
-                    (id, st)
-                })
-                .collect(),
-            entities: kb.ids(Dir::Entities)?.into_iter().collect(),
-            evidence: kb.ids(Dir::Evidence)?.into_iter().collect(),
-            sources: kb
-                .source_ids()?
-                .into_iter()
-                .filter(|id| kb.source_exists(id))
-                .collect(),
-        })
-    }
-    /// Why a citation does not resolve, if it does not.
-    fn citation(&self, kb: &Kb, id: &str) -> Option<String> {
-        if is_source_id(id) {
-            return (!self.sources.contains(id))
-                .then(|| format!("cites source {id}, which is not registered"));
-        }
-        if !self.evidence.contains(id) {
-            return Some(format!(
-                "cites {id:?}, which is neither a source nor evidence"
-            ));
-        }
-        match kb.load::<Evidence>(id) {
-            Ok(Some(ev)) if !self.sources.contains(&ev.source_id) => Some(format!(
-                "cites evidence {id}, whose source {} is not registered",
-                ev.source_id
-            )),
-            _ => None,
-        }
-    }
-}
-
-fn lint_findings(kb: &Kb, l: &Loaded, known: &Known, p: &LintParams) -> Result<Vec<Finding>> {
-    let stale_days = days(p.stale_days, DEFAULT_STALE_DAYS, "stale_days")?;
-    let pending_days = days(p.pending_days, DEFAULT_PENDING_DAYS, "pending_days")?;
-    let now = kb.now().0;
-    let mut out = Vec::new();
-    let require = kb.settings().review.require_citations;
-    let mut contradiction_pairs: HashSet<(&str, &str)> = HashSet::new();
-    let by_id: HashMap<&str, &Claim> = l.claims.iter().map(|c| (c.id.as_str(), c)).collect();
-    for c in &l.claims {
-        if c.evidence.is_empty() && c.status.needs_citation(require) {
-            out.push(finding(
-                "uncited-claim",
-                Severity::Error,
-                &c.id,
-                claim_path(&c.id),
-                format!(
-                    "claim {} cites nothing; add a source or evidence with `vouch cite {} <source-id>`, \
-                     or `vouch archive {}` if it cannot be supported",
-                    c.id, c.id, c.id
-                ),
-            ));
-        }
-        for e in &c.evidence {
-            if let Some(why) = known.citation(kb, e) {
-                out.push(finding(
-                    "dangling-citation",
-                    Severity::Error,
-                    &format!("{}:{e}", c.id),
-                    claim_path(&c.id),
-                    format!(
-                        "claim {} {why}; register the source again (its id is the sha256 of its \
-                         content) or cite another with `vouch cite`",
-                        c.id
-                    ),
-                ));
-            }
-        }
-        if c.status.is_current() {
-            let seen = c.last_confirmed_at.unwrap_or(c.updated_at).0;
-            let age = (now - seen).num_days();
-            if age > stale_days {
-                out.push(finding(
-                    "stale-claim",
-                    Severity::Warn,
-                    &c.id,
-                    claim_path(&c.id),
-                    format!(
-                        "claim {} was last confirmed {age} days ago (staleness window {stale_days} \
-                         days); re-check it and run `vouch confirm {}`, or supersede or archive it",
-                        c.id, c.id
-                    ),
-                ));
-            }
-        }
-        // protocol §3: "A supersedes B" makes B superseded, with
-        // B.superseded_by = A. A one-sided link (a hand edit, an import that
-        // skipped B's file) leaves B current.
-        for old in &c.supersedes {
-            let Some(b) = by_id.get(old.as_str()) else {
-                continue; // dangling: reported by doctor
-            };
-            if b.superseded_by.as_deref() != Some(c.id.as_str())
-                || b.status != ClaimStatus::Superseded
-            {
-                out.push(finding(
-                    "one-sided-supersession",
-                    Severity::Warn,
-                    &format!("{}:{old}", c.id),
-                    claim_path(old),
-                    format!(
-                        "claim {} supersedes {old}, but {old} is not marked superseded by it \
-                         (status {}); run `vouch supersede {old} {}`",
-                        c.id, b.status, c.id
-                    ),
-                ));
-            }
-        }
-        for other in &c.contradicts {
-            let other_current = known.claims.get(other).is_some_and(|s| s.is_current());
-            // Either side may hold the link (a one-sided edit or import);
-            // report each pair once, under its smaller id.
-            let (a, b) = if c.id < *other {
-                (c.id.as_str(), other.as_str())
-            } else {
-                (other.as_str(), c.id.as_str())
-            };
-            if c.status.is_current() && other_current && contradiction_pairs.insert((a, b)) {
-                out.push(finding(
-                    "unresolved-contradiction",
-                    Severity::Warn,
-                    &format!("{a}:{b}"),
-                    claim_path(a),
-                    format!(
-                        "claims {a} and {b} contradict each other and both are current; decide \
-                         which holds and `vouch supersede` or `vouch archive` the other"
-                    ),
-                ));
-            }
-        }
-    }
-    for pg in &l.pages {
-        if pg.status == PageStatus::Archived {
-            continue;
-        }
-        for cid in &pg.claims {
-            if let Some(st) = known.claims.get(cid)
-                && !st.is_current()
-            {
-                let by = l
-                    .claims
-                    .iter()
-                    .find(|c| &c.id == cid)
-                    .and_then(|c| c.superseded_by.clone());
-                let hint = match by {
-                    Some(b) => format!("cite {b}, which supersedes it"),
-                    None => "update or archive the page".to_string(),
-                };
-                out.push(finding(
-                    "page-cites-retired-claim",
-                    Severity::Warn,
-                    &format!("{}:{cid}", pg.id),
-                    Some(rel(KbFile::Object(Dir::Pages, pg.id.clone()))),
-                    format!("page {} cites claim {cid}, which is {st}; {hint}", pg.id),
-                ));
-            }
-        }
-    }
-    let mut referenced: HashSet<&str> = HashSet::new();
-    for c in &l.claims {
-        referenced.extend(c.entities.iter().map(String::as_str));
-    }
-    for pg in &l.pages {
-        referenced.extend(pg.entities.iter().map(String::as_str));
-    }
-    for r in &l.relations {
-        referenced.insert(&r.source);
-        referenced.insert(&r.target);
-        for (end, id) in [("source", &r.source), ("target", &r.target)] {
-            if !known.entities.contains(id) {
-                out.push(finding(
-                    "relation-missing-end",
-                    Severity::Error,
-                    &format!("{}:{end}", r.id),
-                    Some(rel(KbFile::Object(Dir::Relations, r.id.clone()))),
-                    format!(
-                        "relation {} has {end} entity {id:?}, which does not exist; propose the \
-                         entity, or remove the relation file",
-                        r.id
-                    ),
-                ));
-            }
-        }
-    }
-    for e in &l.entities {
-        if !referenced.contains(e.id.as_str()) {
-            out.push(finding(
-                "orphan-entity",
-                Severity::Warn,
-                &e.id,
-                Some(rel(KbFile::Object(Dir::Entities, e.id.clone()))),
-                format!(
-                    "entity {} is referenced by no claim, page or relation; link it (e.g. propose a \
-                     relation or a claim with --entity {}) or remove it if it is not needed",
-                    e.id, e.id
-                ),
-            ));
-        }
-    }
-    let mut by_text: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for c in l.claims.iter().filter(|c| c.status.is_current()) {
-        by_text.entry(normalize(&c.text)).or_default().push(&c.id);
-    }
-    for ids in by_text.values().filter(|ids| ids.len() > 1) {
-        let keep = ids[0];
-        for dup in &ids[1..] {
-            out.push(finding(
-                "duplicate-claim",
-                Severity::Warn,
-                &format!("{keep}:{dup}"),
-                claim_path(dup),
-                format!(
-                    "claims {keep} and {dup} say the same thing; keep one with \
-                     `vouch supersede {dup} {keep}`"
-                ),
-            ));
-        }
-    }
-    for pr in &l.pending {
-        if l.decided_ids.contains(&pr.id) {
-            continue;
-        }
-        let age = (now - pr.created_at.0).num_days();
-        if age > pending_days {
-            out.push(finding(
-                "old-proposal",
-                Severity::Warn,
-                &pr.id,
-                Some(rel(KbFile::Object(Dir::Proposed, pr.id.clone()))),
-                format!(
-                    "proposal {} ({} {}) has waited {age} days for review (limit {pending_days}); \
-                     `vouch approve {}` or `vouch reject {} --reason ...`",
-                    pr.id, pr.kind, pr.object_id, pr.id, pr.id
-                ),
-            ));
-        }
-    }
-    Ok(out)
-}
-
-fn report(mut issues: Vec<Finding>, fixed: Vec<String>) -> HealthReport {
-    issues.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
-    issues.dedup_by(|a, b| a.id == b.id);
-    HealthReport {
-        ok: !issues.iter().any(|f| f.severity == Severity::Error),
-        issues,
-        fixed,
-    }
-}
-
-pub fn lint(kb: &Kb, p: LintParams) -> Result<HealthReport> {
-    let l = load(kb)?;
-    for (path, why) in &l.unreadable {
-        kb.warn(format!(
-            "lint skipped {path}: {why} (`vouch doctor` reports it)"
-        ));
-    }
-    let known = Known::of(kb, &l)?;
-    Ok(report(lint_findings(kb, &l, &known, &p)?, Vec::new()))
-}
+use super::*;
 
 /// Every reference lint does not already check.
-fn reference_findings(kb: &Kb, l: &Loaded, known: &Known) -> Vec<Finding> {
+pub(crate) fn reference_findings(kb: &Kb, l: &Loaded, known: &Known) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut dangling = |owner: &str, path: Option<String>, what: &str, id: &str| {
         out.push(finding(
@@ -494,7 +84,7 @@ fn reference_findings(kb: &Kb, l: &Loaded, known: &Known) -> Vec<Finding> {
     out
 }
 
-fn config_findings(kb: &Kb) -> Vec<Finding> {
+pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
     let path = Some(crate::store::layout::CONFIG_FILE.to_string());
     let mut out = Vec::new();
     if let Some(err) = kb.config_error() {
@@ -580,7 +170,7 @@ fn config_findings(kb: &Kb) -> Vec<Finding> {
 }
 
 /// protocol §4: drafts and the derived index stay out of git.
-fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
+pub(crate) fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
     let path = kb.layout().gitignore();
     let text = kb.read_text(&path).ok().flatten().unwrap_or_default();
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
@@ -616,7 +206,7 @@ fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
 /// repository could point `sources/<id>/content` at `/proc/self/environ` or
 /// `claims/` at another folder), so what they point to is missing from the
 /// KB, and the user should know why.
-fn link_findings(kb: &Kb) -> Vec<Finding> {
+pub(crate) fn link_findings(kb: &Kb) -> Vec<Finding> {
     crate::store::nofollow::find_links(kb.layout().root())
         .into_iter()
         .map(|path| {
@@ -640,7 +230,7 @@ fn link_findings(kb: &Kb) -> Vec<Finding> {
 /// rename left behind, and a journal no command could finish. Each write
 /// holds the KB lock while its temp files exist, so under the lock every
 /// temp file found is a leftover: `fix` removes them.
-fn interrupted_write_findings(
+pub(crate) fn interrupted_write_findings(
     kb: &Kb,
     fix: bool,
     issues: &mut Vec<Finding>,
@@ -728,7 +318,7 @@ fn interrupted_write_findings(
     Ok(())
 }
 
-fn stray_findings(kb: &Kb) -> Vec<Finding> {
+pub(crate) fn stray_findings(kb: &Kb) -> Vec<Finding> {
     let mut out = Vec::new();
     for dir in Dir::ALL {
         let Ok(entries) = std::fs::read_dir(kb.layout().dir(dir)) else {
@@ -766,7 +356,7 @@ fn stray_findings(kb: &Kb) -> Vec<Finding> {
 /// `decided/` record carries the hash of its decision event, each durable
 /// object must be named by the event that let it in, and each pending
 /// proposal must still match its `proposal.create` event.
-fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
+pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let trail = crate::audit::Trail::read(kb.audit_log())?;
     for pr in &l.pending {
