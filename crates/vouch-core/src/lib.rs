@@ -7,14 +7,12 @@
 pub mod audit;
 pub mod clock;
 pub mod error;
-pub mod eval;
 pub mod health;
 pub mod ids;
 pub mod interop;
 pub mod kb;
 pub mod methods;
 pub mod model;
-pub mod pack;
 pub mod params;
 pub mod reads;
 pub mod retrieval;

@@ -1,11 +1,13 @@
-//! Retrieval: how approved knowledge is found. The derived index
-//! (`state.db`, SQLite FTS5) and the substring fallback; only `state.db` is
-//! ever written here.
+//! Retrieval: how approved knowledge is found — the derived index
+//! (`state.db`, SQLite FTS5), the substring fallback, context packs and the
+//! retrieval-quality evaluation. Only `state.db` is ever written here.
 
 pub mod backend;
 pub(crate) mod docs;
 pub mod embed;
+pub mod eval;
 pub mod fts5;
+pub mod pack;
 pub(crate) mod substring;
 
 pub use backend::Retriever;
