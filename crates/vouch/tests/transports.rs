@@ -12,33 +12,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
+use common::http::{HttpResponse, http};
+use common::server::{HttpServer, init_kb, vouch};
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A command with a clean, pinned environment.
-fn vouch(kb: &Path) -> Command {
-    let mut c = common::command();
-    c.env("VOUCH_TIMESTAMP", "2026-01-02T03:04:05Z")
-        .env("VOUCH_SEED", "42")
-        .arg("--kb")
-        .arg(kb)
-        .current_dir(kb);
-    c
-}
-
-fn init_kb() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = vouch(dir.path())
-        .arg("init")
-        .arg(dir.path())
-        .output()
-        .expect("run vouch init");
-    assert!(
-        out.status.success(),
-        "init failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir
-}
 
 /// Kills the child when dropped, so a failing test leaves no server behind.
 struct Server {
@@ -297,186 +273,11 @@ fn run_jsonl() -> Outcome {
 
 // ----- HTTP ----------------------------------------------------------------
 
-struct HttpResponse {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl HttpResponse {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "body is not JSON ({e}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-}
-
-/// A tiny HTTP/1.1 client: one request per connection.
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> HttpResponse {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).expect("send");
-    s.write_all(body).expect("send body");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("end of headers");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut rest = raw[split + 4..].to_vec();
-    let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .expect("status line");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    if chunked {
-        let mut body = Vec::new();
-        loop {
-            let eol = rest
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .expect("chunk size line");
-            let size = usize::from_str_radix(
-                String::from_utf8_lossy(&rest[..eol])
-                    .split(';')
-                    .next()
-                    .unwrap_or("0")
-                    .trim(),
-                16,
-            )
-            .expect("chunk size");
-            if size == 0 {
-                break;
-            }
-            body.extend_from_slice(&rest[eol + 2..eol + 2 + size]);
-            rest.drain(..eol + 2 + size + 2);
-        }
-        rest = body;
-    }
-    HttpResponse {
-        status,
-        headers,
-        body: rest,
-    }
-}
-
-struct HttpServer {
-    child: Child,
-    port: u16,
-}
-
-impl HttpServer {
-    fn spawn(kb: &Path, extra: &[&str]) -> HttpServer {
-        let mut child = vouch(kb)
-            .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn vouch serve --transport http");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                eprintln!("[server] {line}");
-                if let Some(addr) = line.strip_prefix("vouch: listening on http://") {
-                    let _ = tx.send(addr.to_string());
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(TIMEOUT)
-            .expect("server printed its address");
-        let port = addr
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port");
-        HttpServer { child, port }
-    }
-
-    fn rpc(&self, token: Option<&str>, body: &[u8]) -> HttpResponse {
-        let auth = token.map(|t| format!("Bearer {t}"));
-        let mut headers = vec![("Content-Type", "application/json")];
-        if let Some(a) = &auth {
-            headers.push(("Authorization", a));
-        }
-        http(self.port, "POST", "/rpc", &headers, body)
-    }
-
-    /// SIGTERM, then a clean exit.
-    fn terminate(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success());
-        let (tx, rx) = mpsc::channel();
-        let mut child = std::mem::replace(
-            &mut self.child,
-            Command::new("true").spawn().expect("spawn true"),
-        );
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        let status = rx
-            .recv_timeout(TIMEOUT)
-            .expect("server stopped after SIGTERM")
-            .expect("wait");
-        assert!(
-            status.success(),
-            "server exited with {status} after SIGTERM"
-        );
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
-
 fn run_http() -> Outcome {
     let kb = init_kb();
     let server = HttpServer::spawn(
         kb.path(),
+        &[],
         &["--token", "agent=tok1", "--token", "alice=tok2"],
     );
     let mut n = 0;
@@ -671,6 +472,7 @@ fn http_bad_requests_and_auth() {
     let kb = init_kb();
     let server = HttpServer::spawn(
         kb.path(),
+        &[],
         &["--token", "agent=tok1", "--token", "alice=tok2"],
     );
     check_bad_requests(&mut |body| {
@@ -774,7 +576,7 @@ fn http_refuses_public_bind_without_token() {
 #[test]
 fn http_without_tokens_serves_loopback_as_the_configured_agent() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &["--agent", "bob"]);
+    let server = HttpServer::spawn(kb.path(), &[], &["--agent", "bob"]);
     let r = server.rpc(
         None,
         br#"{"id": 1, "method": "kb.register_source", "params": {"content": "x\n", "locator": "t"}}"#,
@@ -909,7 +711,7 @@ fn mcp_http_message(r: &HttpResponse, id: u64) -> Value {
 #[test]
 fn mcp_over_http_uses_the_token_subject() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &["--token", "carol=tok9"]);
+    let server = HttpServer::spawn(kb.path(), &[], &["--token", "carol=tok9"]);
     let post = |session: Option<&str>, body: Value| {
         let mut headers = vec![
             ("Content-Type", "application/json"),
@@ -1050,7 +852,7 @@ fn a_running_server_sees_hand_edits() {
 #[test]
 fn concurrent_http_searches_survive_a_rebuild() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[]);
+    let server = HttpServer::spawn(kb.path(), &[], &[]);
     let call = |method: &str, params: Value| -> Value {
         let body = json!({"id": 1, "method": method, "params": params}).to_string();
         let v = server.rpc(None, body.as_bytes()).json();
@@ -1163,7 +965,7 @@ fn an_agent_cannot_approve_by_naming_someone_else_on_any_transport() {
 
     // HTTP without tokens (loopback only, acting as the configured agent).
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &["--agent", "claude"]);
+    let server = HttpServer::spawn(kb.path(), &[], &["--agent", "claude"]);
     let call = |method: &str, params: Value| {
         let req = json!({"id": 1, "method": method, "params": params});
         envelope_result(server.rpc(None, req.to_string().as_bytes()).json())

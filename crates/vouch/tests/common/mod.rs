@@ -2,6 +2,9 @@
 //! `.vouch/`, and the real `vouch` binary.
 #![allow(dead_code)]
 
+pub mod http;
+pub mod server;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
