@@ -434,6 +434,33 @@ impl Admits {
     }
 }
 
+/// What an event does to a proposal (`object_ids[0]`): ours
+/// (`proposal.create`, `proposal.approve`, `proposal.reject`) and vouch
+/// 1.x's, which name the kind (`proposal.claim.create`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProposalStep {
+    Create,
+    Approve,
+    Reject,
+}
+
+impl ProposalStep {
+    pub fn of(event: &str) -> Option<ProposalStep> {
+        let rest = event.strip_prefix("proposal.")?;
+        let verb = rest.rsplit('.').next()?;
+        // `proposal.x.y.create` is no one's; one kind segment at most.
+        if rest.matches('.').count() > 1 {
+            return None;
+        }
+        match verb {
+            "create" => Some(ProposalStep::Create),
+            "approve" => Some(ProposalStep::Approve),
+            "reject" => Some(ProposalStep::Reject),
+            _ => None,
+        }
+    }
+}
+
 impl Trail {
     pub fn read(log: &AuditLog) -> Result<Trail> {
         let mut t = Trail::default();
@@ -441,7 +468,11 @@ impl Trail {
             if let Some(h) = ev.get("hash").and_then(Value::as_str) {
                 t.hashes.insert(h.to_string());
             }
-            if ev.get("event").and_then(Value::as_str) == Some("proposal.create")
+            if ev
+                .get("event")
+                .and_then(Value::as_str)
+                .and_then(ProposalStep::of)
+                == Some(ProposalStep::Create)
                 && let Some(p) = ev
                     .get("object_ids")
                     .and_then(Value::as_array)

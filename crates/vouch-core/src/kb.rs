@@ -582,9 +582,30 @@ impl Kb {
     /// A proposal from `proposed/` or `decided/`.
     pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
         let path = self.layout.file(dir, id)?;
-        self.read_text(&path)?
-            .map(|text| from_yaml(&path, &text))
-            .transpose()
+        let Some(mut p) = self
+            .read_text(&path)?
+            .map(|text| from_yaml::<Proposal>(&path, &text))
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        if p.object_id.is_empty() {
+            // vouch 1.x keeps the artifact's id in `payload.id`, or none
+            // until approval: derive it the way 1.x does, from the text.
+            let hint = p
+                .payload
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let seed = ["text", "title", "name"]
+                .iter()
+                .find_map(|k| p.payload.get(*k).and_then(Value::as_str))
+                .unwrap_or("untitled");
+            p.object_id = hint
+                .filter(|h| crate::ids::check_id("id", h).is_ok())
+                .unwrap_or_else(|| crate::ids::slugify(seed));
+        }
+        Ok(Some(p))
     }
 
     pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {

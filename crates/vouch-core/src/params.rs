@@ -175,10 +175,11 @@ pub struct ProposeEntityParams {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeRelationParams {
-    /// Entity id at the start of the edge.
+    /// Id of the object at the start of the edge: any approved claim,
+    /// entity, page, relation or evidence, or a source id.
     pub source: String,
     pub relation: RelationType,
-    /// Entity id at the end of the edge.
+    /// Id of the object at the end of the edge (as `source`).
     pub target: String,
     #[serde(default)]
     pub confidence: Option<f64>,

@@ -70,3 +70,29 @@ pub fn reference_problem(l: &dyn Lookup, dir: Dir, id: &str) -> Option<String> {
     }
     (!l.has(dir, id)).then(|| format!("{} {id:?} does not exist{}", dir.id_label(), l.place()))
 }
+
+/// Why a relation end does not resolve, if it does not. A relation
+/// connects any approved objects — claims, entities, pages, relations,
+/// evidence — or sources (protocol §10).
+pub fn endpoint_problem(l: &dyn Lookup, id: &str) -> Option<String> {
+    if is_source_id(id) {
+        return (!l.has_source(id)).then(|| format!("source {id} is not registered{}", l.place()));
+    }
+    let dirs = [
+        Dir::Claims,
+        Dir::Entities,
+        Dir::Pages,
+        Dir::Relations,
+        Dir::Evidence,
+    ];
+    if dirs.iter().any(|d| l.has(*d, id)) {
+        return None;
+    }
+    if let Err(e) = check_id("id", id) {
+        return Some(e.to_string());
+    }
+    Some(format!(
+        "{id:?} is no approved claim, entity, page, relation, evidence or registered source{}",
+        l.place()
+    ))
+}

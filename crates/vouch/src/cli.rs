@@ -390,11 +390,12 @@ pub struct ProposeEntityArgs {
 
 #[derive(Args, Debug)]
 pub struct ProposeRelationArgs {
-    /// Entity id at the start of the edge.
+    /// Id of the object at the start of the edge: any approved claim,
+    /// entity, page, relation or evidence, or a source id.
     pub source: String,
     /// uses, depends_on, contradicts, supersedes, supports, caused_by, owned_by, ...
     pub relation: String,
-    /// Entity id at the end of the edge.
+    /// Id of the object at the end of the edge (as `source`).
     pub target: String,
     #[arg(long)]
     pub confidence: Option<f64>,

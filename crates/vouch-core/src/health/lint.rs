@@ -142,19 +142,28 @@ pub(crate) fn lint_findings(
     for pg in &l.pages {
         referenced.extend(pg.entities.iter().map(String::as_str));
     }
+    let pages: HashSet<&str> = l.pages.iter().map(|p| p.id.as_str()).collect();
+    let relations: HashSet<&str> = l.relations.iter().map(|r| r.id.as_str()).collect();
     for r in &l.relations {
         referenced.insert(&r.source);
         referenced.insert(&r.target);
         for (end, id) in [("source", &r.source), ("target", &r.target)] {
-            if !known.entities.contains(id) {
+            // A relation connects any approved objects (protocol §10).
+            let exists = known.entities.contains(id)
+                || known.claims.contains_key(id)
+                || known.evidence.contains(id)
+                || known.sources.contains(id)
+                || pages.contains(id.as_str())
+                || relations.contains(id.as_str());
+            if !exists {
                 out.push(finding(
                     "relation-missing-end",
                     Severity::Error,
                     &format!("{}:{end}", r.id),
                     Some(rel(KbFile::Object(Dir::Relations, r.id.clone()))),
                     format!(
-                        "relation {} has {end} entity {id:?}, which does not exist; propose the \
-                         entity, or remove the relation file",
+                        "relation {} has {end} {id:?}, which is no approved object; propose \
+                         it, or remove the relation file",
                         r.id
                     ),
                 ));

@@ -87,12 +87,16 @@ string_enum!(RelationType: "relation type" {
     Supersedes = "supersedes", Supports = "supports", CausedBy = "caused_by",
     OwnedBy = "owned_by", DerivedFrom = "derived_from", SimilarTo = "similar_to",
     Blocks = "blocks", Implements = "implements", References = "references",
+    // Written by vouch 1.x.
+    Mentions = "mentions", RelatesTo = "relates_to",
 });
 
 string_enum!(PageType: "page type" {
     Entity = "entity", Concept = "concept", Decision = "decision", Workflow = "workflow",
     Session = "session", Index = "index", Log = "log", Report = "report",
     SourceSummary = "source-summary",
+    // Written by vouch 1.x.
+    Theme = "theme",
 });
 
 string_enum!(PageStatus: "page status" {
@@ -103,6 +107,9 @@ string_enum!(ProposalKind: "proposal kind" {
     Claim = "claim", Page = "page", Entity = "entity", Relation = "relation",
     // A lifecycle change an agent asked for under `review.gate_lifecycle`.
     Lifecycle = "lifecycle",
+    // vouch 1.x's request to delete an object: listed for review, decided
+    // with vouch 1.x (or rejected here).
+    Delete = "delete",
 });
 
 string_enum!(ProposalStatus: "proposal status" {

@@ -217,8 +217,13 @@ pub struct Proposal {
     pub kind: ProposalKind,
     pub status: ProposalStatus,
     /// The id the durable artifact will get (reserved at propose time).
+    /// vouch 1.x does not write it; loading fills it in (see
+    /// `Kb::load_proposal`).
+    #[serde(default)]
     pub object_id: String,
     pub proposed_by: String,
+    /// vouch 1.x calls it `proposed_at`.
+    #[serde(alias = "proposed_at")]
     pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
@@ -229,7 +234,12 @@ pub struct Proposal {
     pub decided_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_at: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// vouch 1.x calls it `decision_reason`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "decision_reason"
+    )]
     pub reason: Option<String>,
     /// The `hash` of the audit event that decided it: ties the decision on
     /// disk to the log, so a log cut or rewritten after it is detected.

@@ -130,6 +130,14 @@ impl Draft {
                     p.id
                 )));
             }
+            ProposalKind::Delete => {
+                return Err(Error::invalid(format!(
+                    "proposal {} asks vouch 1.x to delete {}; this vouch does not delete \
+                     reviewed knowledge (archive or supersede it instead): reject it here, or \
+                     decide it with vouch 1.x",
+                    p.id, p.object_id
+                )));
+            }
         })
     }
 }
@@ -140,9 +148,9 @@ fn object_dir(kind: ProposalKind) -> Dir {
         ProposalKind::Page => Dir::Pages,
         ProposalKind::Entity => Dir::Entities,
         ProposalKind::Relation => Dir::Relations,
-        // Lifecycle proposals change existing claims (and pages); they
-        // reserve no new id.
-        ProposalKind::Lifecycle => Dir::Claims,
+        // Lifecycle (and 1.x delete) proposals change existing objects;
+        // they reserve no new id.
+        ProposalKind::Lifecycle | ProposalKind::Delete => Dir::Claims,
     }
 }
 
@@ -152,7 +160,7 @@ fn object_key(kind: ProposalKind) -> &'static str {
         ProposalKind::Page => "page_id",
         ProposalKind::Entity => "entity_id",
         ProposalKind::Relation => "relation_id",
-        ProposalKind::Lifecycle => "object_id",
+        ProposalKind::Lifecycle | ProposalKind::Delete => "object_id",
     }
 }
 
@@ -300,20 +308,11 @@ fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<Strin
             }
         }
         Draft::Relation(d) => {
-            check_refs(
-                kb,
-                &mut p,
-                "source",
-                Dir::Entities,
-                std::slice::from_ref(&d.source),
-            );
-            check_refs(
-                kb,
-                &mut p,
-                "target",
-                Dir::Entities,
-                std::slice::from_ref(&d.target),
-            );
+            for (field, id) in [("source", &d.source), ("target", &d.target)] {
+                if let Some(why) = crate::rules::endpoint_problem(kb, id) {
+                    p.push(format!("{field}: {why}"));
+                }
+            }
             check_confidence(&mut p, d.confidence);
             let cites: Vec<Citation> = match citations {
                 Some(c) => c.to_vec(),
@@ -828,7 +827,7 @@ fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
     let mut pending: HashSet<String> = HashSet::new();
     for id in kb.ids(Dir::Proposed)? {
         let path = kb.layout().file(Dir::Proposed, &id)?;
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(Some(text)) = kb.read_text(&path) else {
             continue;
         };
         if !text.contains(base.as_str()) {
@@ -903,18 +902,23 @@ fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEvents> {
         if !names {
             return false;
         }
-        match ev.get("event").and_then(Value::as_str) {
-            Some("proposal.approve") | Some("proposal.reject") => {
+        use crate::audit::ProposalStep;
+        match ev
+            .get("event")
+            .and_then(Value::as_str)
+            .and_then(ProposalStep::of)
+        {
+            Some(ProposalStep::Approve | ProposalStep::Reject) => {
                 if found.decision.is_none() {
                     found.decision = Some(ev.clone());
                 }
                 false
             }
-            Some("proposal.create") => {
+            Some(ProposalStep::Create) => {
                 found.create = Some(ev.clone());
                 true
             }
-            _ => false,
+            None => false,
         }
     })?;
     Ok(found)
@@ -928,6 +932,7 @@ pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
     let payload = match p.kind {
         ProposalKind::Lifecycle => serde_json::to_value(lifecycle_change(p)?)
             .map_err(|e| Error::internal(format!("payload encoding: {e}")))?,
+        ProposalKind::Delete => p.payload.clone(),
         _ => Draft::from_proposal(p)?.to_payload()?,
     };
     let identity = json!({
@@ -1101,7 +1106,12 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         let dir = object_dir(proposal.kind);
         if let Some(ev) = events.decision {
             // A crash interrupted a decision already in the audit log.
-            if ev.get("event").and_then(Value::as_str) == Some("proposal.reject") {
+            if ev
+                .get("event")
+                .and_then(Value::as_str)
+                .and_then(crate::audit::ProposalStep::of)
+                == Some(crate::audit::ProposalStep::Reject)
+            {
                 return Err(Error::conflict(format!(
                     "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
                     ev.get("id").and_then(Value::as_str).unwrap_or("?")
@@ -1200,6 +1210,10 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         )?;
         written.push(object);
         let mut decided = pl.proposal.clone();
+        // vouch 1.x finds the artifact of a decision at `payload.id`.
+        if let Value::Object(payload) = &mut decided.payload {
+            payload.insert("id".into(), json!(pl.proposal.object_id));
+        }
         decided.status = ProposalStatus::Approved;
         decided.decided_by = Some(pl.actor.clone());
         decided.decided_at = Some(pl.at);
@@ -1333,7 +1347,13 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     let _lock = kb.lock()?;
     let proposal = load_pending(kb, &p.proposal_id)?;
     let (actor, at, event_hash) = match proposal_events(kb, &proposal.id)?.decision {
-        Some(ev) if ev.get("event").and_then(Value::as_str) == Some("proposal.approve") => {
+        Some(ev)
+            if ev
+                .get("event")
+                .and_then(Value::as_str)
+                .and_then(crate::audit::ProposalStep::of)
+                == Some(crate::audit::ProposalStep::Approve) =>
+        {
             return Err(Error::conflict(format!(
                 "proposal {} was approved (audit event {}); run approve again to finish it",
                 proposal.id,

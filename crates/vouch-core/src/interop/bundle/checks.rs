@@ -107,8 +107,11 @@ pub(crate) fn member_problems(
             }
         }
         Parsed::Relation(r) => {
-            let ends = [r.source.clone(), r.target.clone()];
-            missing(&mut out, "relation end entity", Dir::Entities, &ends);
+            for (end, id) in [("source", &r.source), ("target", &r.target)] {
+                if let Some(why) = crate::rules::endpoint_problem(refs, id) {
+                    out.push(format!("relation {end}: {why}"));
+                }
+            }
             out.extend(r.evidence.iter().filter_map(|e| refs.citation(e)));
         }
         Parsed::Evidence(ev) if !refs.has_source(&ev.source_id) => out.push(format!(
