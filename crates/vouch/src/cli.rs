@@ -671,9 +671,7 @@ pub fn run(cli: Cli) -> i32 {
 }
 
 fn print_warnings(kb: &Kb) {
-    for w in kb.take_warnings() {
-        eprintln!("warning: {}", render::terminal_safe(&w));
-    }
+    render::print_warnings(kb.take_warnings());
 }
 
 fn run_inner(cli: &Cli) -> Result<i32, Error> {

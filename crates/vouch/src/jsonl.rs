@@ -63,9 +63,7 @@ pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) 
             methods::dispatch(kb, caller, method, params)
         }))
     });
-    for w in warnings {
-        eprintln!("warning: {}", crate::render::terminal_safe(&w));
-    }
+    crate::render::print_warnings(warnings);
     match res {
         Ok(Ok(result)) => json!({"id": id, "ok": true, "result": result}),
         Ok(Err(e)) => error(id, mapping(e.kind).wire_code, e.message),

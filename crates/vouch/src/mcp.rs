@@ -170,9 +170,7 @@ impl ServerHandler for Handler {
         let kb = self.kb.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let (res, warnings) = Kb::collecting_warnings(|| (method.call)(&kb, &caller, params));
-            for w in warnings {
-                eprintln!("warning: {}", crate::render::terminal_safe(&w));
-            }
+            crate::render::print_warnings(warnings);
             res
         })
         .await;

@@ -41,6 +41,37 @@ pub fn emit(text: &str) {
     }
 }
 
+/// Print warnings to stderr, escaped. Runs of the same kind (a 1.x KB with
+/// thousands of files this vouch cannot read) are summed up after the
+/// first few, so a command's output stays readable; `vouch doctor` lists
+/// every one.
+pub fn print_warnings(warnings: Vec<String>) {
+    const SHOWN: usize = 5;
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    let mut order: Vec<String> = Vec::new();
+    for w in warnings {
+        // The kind: the text before the file-specific part.
+        let kind = w
+            .split_once(": ")
+            .map(|(k, _)| k.to_string())
+            .unwrap_or_else(|| w.clone());
+        let n = seen.entry(kind.clone()).or_insert(0);
+        *n += 1;
+        if *n <= SHOWN {
+            eprintln!("warning: {}", terminal_safe(&w));
+        } else if *n == SHOWN + 1 {
+            order.push(kind);
+        }
+    }
+    for kind in order {
+        eprintln!(
+            "warning: … and {} more like {:?} (`vouch doctor` lists them all)",
+            seen[&kind] - SHOWN,
+            terminal_safe(&kind)
+        );
+    }
+}
+
 /// Pretty JSON and a newline. serde_json leaves C1 controls and bidi
 /// overrides raw; they are written as `\uXXXX` escapes, which decode to the
 /// same string.

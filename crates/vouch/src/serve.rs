@@ -111,9 +111,7 @@ fn spawn_refresher(kb: Arc<Kb>) {
             }
             // What the refresh (or opening) noticed, e.g. a file that no
             // longer parses; calls report their own.
-            for w in kb.take_warnings() {
-                eprintln!("warning: {}", crate::render::terminal_safe(&w));
-            }
+            crate::render::print_warnings(kb.take_warnings());
         }
     });
 }

@@ -581,3 +581,29 @@ fn unusable_config_values_warn_and_only_broken_yaml_stops() {
     );
     assert!(r.stderr.contains("line"), "{}", r.stderr);
 }
+
+/// Thousands of files this vouch cannot read (a newer or older writer's)
+/// must not bury a command's output: the first few are named, the rest
+/// counted, and doctor lists every one.
+#[test]
+fn many_unreadable_files_are_summed_up_not_listed_one_by_one() {
+    let p = Project::new();
+    for i in 0..12 {
+        write(&p, &format!("claims/broken-{i}.yaml"), "id: [unclosed\n");
+    }
+    let r = p.run("x", &["search", "anything"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .count();
+    assert!(lines <= 6, "{lines} warning lines:\n{}", r.stderr);
+    assert!(r.stderr.contains("and 7 more"), "{}", r.stderr);
+    let (_, v) = json(&p, &["doctor"], &[]);
+    let unparseable = kinds(&v)
+        .iter()
+        .filter(|k| *k == "unparseable-file")
+        .count();
+    assert_eq!(unparseable, 12, "{v:#}");
+}
