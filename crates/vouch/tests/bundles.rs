@@ -1064,3 +1064,63 @@ fn supersession_loops_are_refused() {
         "supersession loops",
     );
 }
+
+/// The spec's manifest (`"version": "0.1"`) and vouch 1.x's (`spec:
+/// "vouch-bundle-0.1"`, `size` per file, no version or generated_at) are
+/// read; a version nobody wrote is still refused, saying what is read.
+#[test]
+fn spec_and_1x_manifests_are_read() {
+    let f = fixture();
+    let members = without_manifest(unpack(&export(&f.p, "a.tar.gz")));
+    let files: Vec<Value> = members
+        .iter()
+        .map(|m| {
+            json!({"path": String::from_utf8_lossy(&m.name), "sha256": sha256_hex(&m.data),
+                   "size": m.data.len()})
+        })
+        .collect();
+    for (name, manifest, ok) in [
+        (
+            "v1x.tar.gz",
+            json!({"spec": "vouch-bundle-0.1", "bundle_id": "b".repeat(64), "files": files,
+                   "counts": {}, "safety": {"has_proposed": false}}),
+            true,
+        ),
+        (
+            "spec.tar.gz",
+            json!({"version": "0.1", "generated_at": "2026-01-01T00:00:00Z", "files": files}),
+            true,
+        ),
+        (
+            "future.tar.gz",
+            json!({"version": 7, "generated_at": "2026-01-01T00:00:00Z", "files": files}),
+            false,
+        ),
+    ] {
+        let mut all = vec![file(
+            "manifest.json",
+            serde_json::to_string_pretty(&manifest).unwrap().as_bytes(),
+        )];
+        all.extend(
+            members
+                .iter()
+                .map(|m| file(std::str::from_utf8(&m.name).unwrap(), &m.data)),
+        );
+        let q = Project::new();
+        std::fs::write(q.root().join(name), gz(&tar_bytes(&all))).unwrap();
+        let r = q.run("alice", &["--json", "import-check", name]);
+        if ok {
+            assert_eq!(r.code, 0, "{name}: {}{}", r.stdout, r.stderr);
+            assert_eq!(r.json()["ok"], true, "{name}: {}", r.stdout);
+            q.ok("alice", &["import-apply", name]);
+            assert!(
+                q.vouch_dir()
+                    .join(format!("claims/{}.yaml", f.claim))
+                    .exists()
+            );
+        } else {
+            assert_ne!(r.code, 0, "{name}");
+            assert!(r.stdout.contains("vouch-bundle-0.1"), "{}", r.stdout);
+        }
+    }
+}

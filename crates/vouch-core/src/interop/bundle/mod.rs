@@ -61,7 +61,12 @@ const MAX_OBJECT_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
+    /// Ours is 1; the spec's is "0.1". vouch 1.x writes none and says
+    /// `spec: "vouch-bundle-0.1"` instead (kept in `extra`).
+    #[serde(default)]
     pub version: Value,
+    /// Absent from 1.x manifests.
+    #[serde(default)]
     pub generated_at: String,
     pub files: Vec<ManifestFile>,
     #[serde(flatten)]
@@ -72,7 +77,26 @@ pub struct Manifest {
 pub struct ManifestFile {
     pub path: String,
     pub sha256: String,
+    /// 1.x calls it `size`.
+    #[serde(alias = "size")]
     pub bytes: u64,
+}
+
+impl Manifest {
+    /// A manifest this vouch reads: ours (version 1), the spec's ("0.1"),
+    /// or vouch 1.x's (no version, `spec: "vouch-bundle-0.1"`).
+    pub fn supported(&self) -> bool {
+        let v = &self.version;
+        v.as_u64() == Some(BUNDLE_VERSION)
+            || matches!(v.as_str(), Some("1" | "0.1"))
+            || v.as_f64() == Some(0.1)
+            || (v.is_null()
+                && self
+                    .extra
+                    .get("spec")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s.starts_with("vouch-bundle-0.")))
+    }
 }
 
 // ----- paths ------------------------------------------------------------------------

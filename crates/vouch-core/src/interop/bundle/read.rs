@@ -156,12 +156,12 @@ pub(crate) fn read_manifest(
     let m: Manifest = serde_json::from_slice(bytes).map_err(|e| {
         format!("manifest.json is not a valid manifest ({e}); expected {{version, generated_at, files: [{{path, sha256, bytes}}]}}")
     })?;
-    let supported = m.version.as_u64() == Some(BUNDLE_VERSION)
-        || m.version.as_str() == Some(&BUNDLE_VERSION.to_string());
-    if !supported {
+    if !m.supported() {
         return Err(format!(
-            "manifest.json has bundle version {}; this vouch reads version {BUNDLE_VERSION}",
-            m.version
+            "manifest.json has bundle version {} (spec {}); this vouch reads version \
+             {BUNDLE_VERSION}, the spec's \"0.1\" and vouch 1.x's vouch-bundle-0.1",
+            m.version,
+            m.extra.get("spec").unwrap_or(&Value::Null)
         ));
     }
     if m.files.len() as u64 > limits.max_members {
