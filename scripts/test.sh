@@ -8,10 +8,14 @@
 #    (a stamp of its sha256), so re-runs cost nothing; a changed file
 #    rebuilds the venv from scratch. Needs Python >= 3.10 (python3, or
 #    $PYTHON) and access to PyPI.
-# 2. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
-#    pointing at the venv's interpreter, which crates/vouch/tests/mcp_sdk.rs
-#    uses to drive `vouch serve`. Extra arguments go to cargo test, e.g.
-#    `scripts/test.sh -p vouch --test mcp_sdk`.
+# 2. Installs Python vouch 1.x, pinned in tests/vouch1/requirements.txt,
+#    into target/vouch1-venv the same way (override with VOUCH_V1_VENV).
+# 3. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
+#    pointing at the first venv's interpreter, which
+#    crates/vouch/tests/mcp_sdk.rs uses to drive `vouch serve`, and
+#    VOUCH_V1_BIN at vouch 1.x's `vouch`, which
+#    crates/vouch/tests/interop_real_1x.rs drives beside ours. Extra
+#    arguments go to cargo test, e.g. `scripts/test.sh -p vouch --test mcp_sdk`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,17 +28,22 @@ if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; th
     exit 1
 fi
 
-want=$("$py" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$req")
-stamp="$venv/.vouch-requirements.sha256"
-if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    : # up to date
-else
-    echo "scripts/test.sh: installing the MCP Python SDK ($req) into $venv" >&2
+# ensure_venv WHAT REQUIREMENTS VENV: a venv holding exactly REQUIREMENTS
+# (a stamp of its sha256); rebuilt from scratch when the file changes.
+ensure_venv() {
+    local what=$1 req=$2 venv=$3
+    local want stamp start
+    want=$("$py" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$req")
+    stamp="$venv/.vouch-requirements.sha256"
+    if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
+    echo "scripts/test.sh: installing $what ($req) into $venv" >&2
     start=$SECONDS
     if [ -e "$venv" ]; then
         # Only ever delete something that is a venv.
         if [ ! -f "$venv/pyvenv.cfg" ]; then
-            echo "scripts/test.sh: $venv exists and is not a venv; remove it or set VOUCH_MCP_CLIENT_VENV" >&2
+            echo "scripts/test.sh: $venv exists and is not a venv; remove it" >&2
             exit 1
         fi
         rm -rf "$venv"
@@ -43,9 +52,17 @@ else
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$req"
     echo "$want" >"$stamp"
-    echo "scripts/test.sh: MCP Python SDK installed in $((SECONDS - start)) s" >&2
-fi
+    echo "scripts/test.sh: $what installed in $((SECONDS - start)) s" >&2
+}
 
+ensure_venv "the MCP Python SDK" "$req" "$venv"
 VOUCH_MCP_CLIENT_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export VOUCH_MCP_CLIENT_PYTHON
+
+# 3. Python vouch 1.x (the real PyPI package), for the interop tests.
+v1venv=${VOUCH_V1_VENV:-target/vouch1-venv}
+ensure_venv "vouch 1.x (vouch-kb)" tests/vouch1/requirements.txt "$v1venv"
+VOUCH_V1_BIN="$(cd "$v1venv" && pwd)/bin/vouch"
+export VOUCH_V1_BIN
+
 exec cargo test --workspace --locked "$@"

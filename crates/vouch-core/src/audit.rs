@@ -380,6 +380,9 @@ pub struct Trail {
     /// An import logged by a vouch that did not name what it wrote (1.x,
     /// or this one before it did): objects it brought cannot be told apart.
     pub legacy_import: bool,
+    /// The log was begun by vouch 1.x (its `kb.init` event), whose `init`
+    /// seeds a starter claim and page without any event.
+    pub begun_by_1x: bool,
 }
 
 /// What one event lets into the durable knowledge.
@@ -485,6 +488,9 @@ impl Trail {
                 Admits::Nothing => {}
                 Admits::Objects(ids) => t.admitted.extend(ids),
                 Admits::Unnamed => t.legacy_import = true,
+            }
+            if ev.get("event").and_then(Value::as_str) == Some("kb.init") {
+                t.begun_by_1x = true;
             }
         }
         Ok(t)

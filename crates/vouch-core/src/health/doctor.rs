@@ -408,9 +408,10 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
         .chain(l.pages.iter().map(|x| (Dir::Pages, x.id.as_str())))
         .chain(l.entities.iter().map(|x| (Dir::Entities, x.id.as_str())))
         .chain(l.relations.iter().map(|x| (Dir::Relations, x.id.as_str())));
-    // An import by an older vouch did not name what it wrote: objects it
-    // may have brought are reported, but not as errors.
-    let severity = if trail.legacy_import {
+    // An import by an older vouch did not name what it wrote, and vouch
+    // 1.x's `init` seeds knowledge without an event: such objects are
+    // reported (and marked in hits), but not as errors.
+    let severity = if trail.legacy_import || trail.begun_by_1x {
         Severity::Warn
     } else {
         Severity::Error
