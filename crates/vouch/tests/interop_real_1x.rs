@@ -165,3 +165,40 @@ fn what_this_vouch_approves_reads_back_in_1x_and_passes_its_fsck() {
     let hits = v1(d, "x", &["search", "restores"]).stdout;
     assert!(hits.contains("restores-are-tested-monthly"), "{hits}");
 }
+
+#[test]
+fn a_bundle_1x_exports_imports_here() {
+    let (dir, src) = kb_made_by_1x();
+    let d = dir.path();
+    v1(
+        d,
+        "claude",
+        &[
+            "propose-claim",
+            "--text",
+            "Backups run nightly",
+            "--source",
+            &src,
+        ],
+    );
+    let pending = std::fs::read_dir(d.join(".vouch/proposed"))
+        .unwrap()
+        .next()
+        .expect("a pending proposal")
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .trim_end_matches(".yaml")
+        .to_string();
+    v1(d, "alice", &["approve", &pending]);
+    // 1.x's manifest is its archive's last member, with `spec` and `size`.
+    v1(d, "alice", &["export", "--out", "v1.tar.gz"]);
+
+    let here = Project::new();
+    std::fs::copy(d.join("v1.tar.gz"), here.root().join("v1.tar.gz")).unwrap();
+    let check = here.ok("alice", &["import-check", "v1.tar.gz"]);
+    assert_eq!(check["ok"], true, "{check}");
+    here.ok("alice", &["import-apply", "v1.tar.gz"]);
+    let hits = here.ok("x", &["search", "backups nightly"]);
+    assert!(hits.to_string().contains("backups-run-nightly"), "{hits}");
+}

@@ -264,20 +264,26 @@ pub(crate) fn scan(
         );
         return Ok(scan);
     }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    // Tar headers and padding come on top of the members' own bytes.
-    let overhead = limits
-        .max_members
-        .saturating_add(16)
-        .saturating_mul(3 * 512)
-        .saturating_add(TRAILER_LIMIT);
-    let counted = CountingReader {
-        inner: flate2::read::GzDecoder::new(BufReader::new(file)),
-        count: 0,
-        limit: limits.max_total_bytes.saturating_add(overhead),
-    };
-    let mut archive = tar::Archive::new(counted);
-    let fatal = scan_entries(&mut archive, &mut scan, limits, keep);
+    let mut archive = open_archive(path, limits)?;
+    let mut fatal = scan_entries(&mut archive, &mut scan, limits, keep, None);
+    if let Err(reason) = &fatal
+        && reason.starts_with(NO_MANIFEST_FIRST)
+    {
+        // vouch 1.x writes manifest.json last: find it in a first pass
+        // (headers and that one member read; the rest only skipped, within
+        // the same limits), then check every member against it as usual.
+        if let Some(bytes) = find_manifest(path, limits)? {
+            scan = Scan {
+                members: BTreeMap::new(),
+                problems: Vec::new(),
+                manifest_files: 0,
+                bundle_requires_citations: None,
+                quotes_checked: HashSet::new(),
+            };
+            archive = open_archive(path, limits)?;
+            fatal = scan_entries(&mut archive, &mut scan, limits, keep, Some(bytes));
+        }
+    }
     match fatal {
         Err(reason) => scan.problem("", reason),
         Ok(()) => {
@@ -296,14 +302,72 @@ pub(crate) fn scan(
     Ok(scan)
 }
 
+/// The start of the error for an archive whose first member is not the
+/// manifest (the cue for [`find_manifest`]).
+const NO_MANIFEST_FIRST: &str = "the archive does not start with";
+
+/// The archive at `path`, decompressed through a reader that stops at the
+/// total limit (tar headers and padding come on top of the members' bytes).
+fn open_archive(
+    path: &Path,
+    limits: &BundleSettings,
+) -> Result<tar::Archive<CountingReader<flate2::read::GzDecoder<BufReader<File>>>>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let overhead = limits
+        .max_members
+        .saturating_add(16)
+        .saturating_mul(3 * 512)
+        .saturating_add(TRAILER_LIMIT);
+    Ok(tar::Archive::new(CountingReader {
+        inner: flate2::read::GzDecoder::new(BufReader::new(file)),
+        count: 0,
+        limit: limits.max_total_bytes.saturating_add(overhead),
+    }))
+}
+
+/// The bytes of a `manifest.json` member anywhere in the archive (within
+/// the limits); `None` if there is none.
+fn find_manifest(path: &Path, limits: &BundleSettings) -> Result<Option<Vec<u8>>> {
+    let mut archive = open_archive(path, limits)?;
+    let Ok(entries) = archive.entries() else {
+        return Ok(None);
+    };
+    for (n, entry) in entries.enumerate() {
+        if n as u64 > limits.max_members.saturating_mul(2) {
+            return Ok(None);
+        }
+        let Ok(mut entry) = entry else {
+            return Ok(None);
+        };
+        let is_manifest = entry.header().entry_type().is_file()
+            && entry.path_bytes().as_ref() == MANIFEST.as_bytes()
+            && entry.size() <= limits.max_file_bytes;
+        if is_manifest {
+            let mut bytes = Vec::new();
+            if entry.read_to_end(&mut bytes).is_err() {
+                return Ok(None);
+            }
+            return Ok(Some(bytes));
+        }
+    }
+    Ok(None)
+}
+
 pub(crate) fn scan_entries<R: Read>(
     archive: &mut tar::Archive<R>,
     scan: &mut Scan,
     limits: &BundleSettings,
     keep: &dyn Fn(&KbFile) -> bool,
+    manifest_found_later: Option<Vec<u8>>,
 ) -> std::result::Result<(), String> {
     let entries = archive.entries().map_err(|e| archive_error(&e))?.raw(true);
     let mut manifest: Option<BTreeMap<String, ManifestFile>> = None;
+    // A manifest read ahead (it is the last member): checked when met.
+    let mut pending_manifest: Option<Vec<u8>> = None;
+    if let Some(bytes) = manifest_found_later {
+        manifest = Some(read_manifest(scan, &bytes, limits)?);
+        pending_manifest = Some(bytes);
+    }
     let mut seen: HashSet<String> = HashSet::new();
     let mut long_name: Option<Vec<u8>> = None;
     let mut members = 0u64;
@@ -360,11 +424,22 @@ pub(crate) fn scan_entries<R: Read>(
             scan.problem(&name, "member name is not UTF-8");
             continue;
         }
+        if name == MANIFEST
+            && etype.is_file()
+            && let Some(expected) = pending_manifest.take()
+        {
+            let (_, bytes) = read_member(&mut entry, true).map_err(|e| archive_error(&e))?;
+            if bytes.unwrap_or_default() != expected {
+                scan.problem(&name, "appears more than once in the archive");
+            }
+            seen.insert(name);
+            continue;
+        }
         if manifest.is_none() {
             if name != MANIFEST || !etype.is_file() {
                 return Err(format!(
-                    "the archive does not start with {MANIFEST} (it starts with {name:?}); \
-                     a bundle is the .tar.gz that `vouch export` writes"
+                    "{NO_MANIFEST_FIRST} {MANIFEST} (it starts with {name:?}), and no \
+                     {MANIFEST} follows; a bundle is the .tar.gz that `vouch export` writes"
                 ));
             }
             let (_, bytes) = read_member(&mut entry, true).map_err(|e| archive_error(&e))?;
