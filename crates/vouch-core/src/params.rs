@@ -475,6 +475,10 @@ pub struct ExportParams {
     /// holding `.vouch/`). Never inside `.vouch/`; on agent transports it
     /// must be inside the project.
     pub out: String,
+    /// Leave out `decided/` (the review records). vouch 1.x refuses bundles
+    /// that carry them; the knowledge itself is complete without.
+    #[serde(default)]
+    pub without_decided: bool,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -183,6 +183,10 @@ pub enum Command {
     Export {
         /// The .tar.gz to write (outside .vouch/).
         out: PathBuf,
+        /// Leave out decided/ (review records): vouch 1.x refuses bundles
+        /// that carry them.
+        #[arg(long)]
+        without_decided: bool,
     },
     /// Check that a bundle is internally consistent (writes nothing).
     ExportCheck { path: PathBuf },
@@ -628,7 +632,13 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             )
         }
         Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
-        Command::Export { out } => ("kb.export", json!({"out": abs(out)?})),
+        Command::Export {
+            out,
+            without_decided,
+        } => (
+            "kb.export",
+            json!({"out": abs(out)?, "without_decided": without_decided}),
+        ),
         Command::ExportCheck { path } => ("kb.export_check", json!({"path": abs(path)?})),
         Command::ImportCheck { path } => ("kb.import_check", json!({"path": abs(path)?})),
         Command::ImportApply { path, on_conflict } => (

@@ -202,3 +202,24 @@ fn a_bundle_1x_exports_imports_here() {
     let hits = here.ok("x", &["search", "backups nightly"]);
     assert!(hits.to_string().contains("backups-run-nightly"), "{hits}");
 }
+
+#[test]
+fn a_bundle_this_vouch_exports_imports_into_1x() {
+    let ours_kb = Project::new();
+    let src = ours_kb.source("Alerts page the on-call engineer.\n");
+    let claim = ours_kb.claim("Alerts page the on-call engineer", &src);
+    // vouch 1.x refuses bundles that carry decided/ review records.
+    ours_kb.ok("alice", &["export", "--without-decided", "out.tar.gz"]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    v1(d, "alice", &["init"]);
+    std::fs::copy(ours_kb.root().join("out.tar.gz"), d.join("out.tar.gz")).unwrap();
+    let check = v1(d, "alice", &["import-check", "out.tar.gz"]).stdout;
+    assert!(check.contains("\"ok\": true"), "{check}");
+    v1(d, "alice", &["import-apply", "out.tar.gz"]);
+    let listed = v1(d, "x", &["list-claims"]).stdout;
+    assert!(listed.contains(&claim), "{listed}");
+    v1(d, "x", &["reindex"]);
+    let fsck = v1(d, "x", &["fsck"]).stdout;
+    assert!(fsck.trim_end().ends_with("clean"), "{fsck}");
+}

@@ -3,13 +3,16 @@
 use super::*;
 
 /// Every file a bundle of this KB carries, sorted by bundle path.
-pub(crate) fn bundle_files(kb: &Kb) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn bundle_files(kb: &Kb, without_decided: bool) -> Result<Vec<(String, PathBuf)>> {
     let mut files = Vec::new();
     let layout = kb.layout();
     if crate::store::nofollow::is_file(&layout.config()) {
         files.push(KbFile::Config);
     }
     for dir in BUNDLE_DIRS {
+        if without_decided && dir == Dir::Decided {
+            continue;
+        }
         for id in kb.ids(dir)? {
             files.push(KbFile::Object(dir, id));
         }
@@ -69,7 +72,7 @@ pub(crate) fn tar_header(size: u64, mtime: u64) -> tar::Header {
 pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult> {
     let out = resolve(kb, caller, &p.out, true)?;
     let _lock = kb.lock()?;
-    let files = bundle_files(kb)?;
+    let files = bundle_files(kb, p.without_decided)?;
     let mut entries = Vec::with_capacity(files.len());
     for (rel, path) in &files {
         let bytes = kb.read_file(path)?.unwrap_or_default();
