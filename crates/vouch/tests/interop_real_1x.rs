@@ -223,3 +223,37 @@ fn a_bundle_this_vouch_exports_imports_into_1x() {
     let fsck = v1(d, "x", &["fsck"]).stdout;
     assert!(fsck.trim_end().ends_with("clean"), "{fsck}");
 }
+
+#[test]
+fn a_proposal_made_here_is_listed_and_approved_by_1x() {
+    let (dir, src) = kb_made_by_1x();
+    let d = dir.path();
+    let r = ours(
+        d,
+        "agent",
+        &[
+            "--json",
+            "propose-claim",
+            "Alerts page the on-call",
+            "--evidence",
+            &src,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let pid = r.json()["proposal_id"].as_str().unwrap().to_string();
+    let pending = v1(d, "alice", &["pending"]).stdout;
+    assert!(pending.contains(&pid), "{pending}");
+    v1(d, "alice", &["approve", &pid]);
+    // Back here: found, admitted by 1.x's approval, doctor clean.
+    let r = ours(d, "x", &["--json", "search", "alerts on-call"]);
+    let hits = r.json();
+    let hit = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["id"] == "alerts-page-the-on-call")
+        .unwrap_or_else(|| panic!("{hits}"));
+    assert!(hit.get("_meta").is_none(), "{hit}");
+    let r = ours(d, "x", &["--json", "doctor"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}

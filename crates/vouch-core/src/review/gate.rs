@@ -109,6 +109,17 @@ impl Draft {
         };
         v.map_err(|e| Error::internal(format!("payload encoding: {e}")))
     }
+    /// The payload a proposal file carries: the draft, plus the object's
+    /// id at `id`, where vouch 1.x reads it (it builds the object from the
+    /// payload). The fingerprint covers the draft; approval uses
+    /// `object_id`.
+    fn stored_payload(&self, object_id: &str) -> Result<Value> {
+        let mut v = self.to_payload()?;
+        if let Value::Object(m) = &mut v {
+            m.insert("id".into(), json!(object_id));
+        }
+        Ok(v)
+    }
     fn from_proposal(p: &Proposal) -> Result<Draft> {
         let bad = |e: serde_json::Error| {
             Error::new(
@@ -510,7 +521,7 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
         created_at: now,
         session_id: input.session_id.clone(),
         rationale: input.rationale.clone(),
-        payload: input.draft.to_payload()?,
+        payload: input.draft.stored_payload(&object_id)?,
         decided_by: None,
         decided_at: None,
         reason: None,
@@ -752,7 +763,7 @@ pub(crate) fn imported_proposal(
         created_at: now,
         session_id: None,
         rationale: Some(rationale),
-        payload: draft.to_payload()?,
+        payload: draft.stored_payload(object_id)?,
         decided_by: None,
         decided_at: None,
         reason: None,
