@@ -254,7 +254,7 @@ pub static REGISTRY: &[Method] = &[
         |kb, _, p| reads::list::<Entity>(kb, p)),
     method!("kb.list_relations", Read, ListParams => Vec<Value>,
         "Approved relations, sorted by id.",
-        "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<entity id>\"}.",
+        "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<id>\"}, or {\"end\": \"<id>\"} for relations touching an object at either end.",
         |kb, _, p| reads::list::<Relation>(kb, p)),
     method!("kb.list_sources", Read, ListParams => Vec<Value>,
         "Registered sources, sorted by id.",

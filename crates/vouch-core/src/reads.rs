@@ -100,9 +100,13 @@ pub fn window(p: &ListParams) -> Result<(usize, usize)> {
     Ok((limit, offset))
 }
 
-/// Field equality; an array field matches when it contains the value.
+/// Field equality; an array field matches when it contains the value. For
+/// relations, `end` matches either end (`source` or `target`).
 fn matches(v: &Value, filter: &serde_json::Map<String, Value>) -> bool {
     filter.iter().all(|(k, want)| match v.get(k) {
+        None if k == "end" && v.get("relation").is_some() => {
+            v.get("source") == Some(want) || v.get("target") == Some(want)
+        }
         Some(Value::Array(items)) if !want.is_array() => items.contains(want),
         Some(have) => have == want,
         None => want.is_null(),

@@ -869,7 +869,20 @@ fn show(kb: &Kb, caller: &vouch_core::Caller, id: &str) -> Result<Value, Error> 
     for (kind, method) in readers {
         let v = methods::dispatch(kb, caller, method, json!({"id": id}))?;
         if !v.is_null() {
-            return Ok(json!({"kind": kind, "object": v}));
+            let mut shown = json!({"kind": kind, "object": v});
+            // What the object is connected to.
+            if matches!(*kind, "claim" | "page" | "entity" | "source" | "evidence") {
+                let relations = methods::dispatch(
+                    kb,
+                    caller,
+                    "kb.list_relations",
+                    json!({"filter": {"end": id}, "limit": 1000}),
+                )?;
+                if relations.as_array().is_some_and(|r| !r.is_empty()) {
+                    shown["relations"] = relations;
+                }
+            }
+            return Ok(shown);
         }
     }
     Err(Error::not_found(format!(

@@ -579,6 +579,18 @@ fn show(v: &Value) -> String {
             out.push_str(&citation_line(c));
         }
     }
+    if let Some(relations) = v["relations"].as_array() {
+        out.push_str("  relations:\n");
+        for r in relations {
+            out.push_str(&format!(
+                "    {} {} {}  ({})\n",
+                s(r, "source"),
+                s(r, "relation"),
+                s(r, "target"),
+                s(r, "id")
+            ));
+        }
+    }
     if let Some(body) = o.get("body").and_then(Value::as_str) {
         out.push('\n');
         out.push_str(body);

@@ -104,6 +104,23 @@ fn relations_of_1x_types_and_to_any_object_load_and_are_proposed() {
     );
     assert_eq!(v["valid"], true, "{v}");
     p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
+    // Listed by either end, and shown with the claim.
+    let by_end = p.ok(
+        "x",
+        &[
+            "call",
+            "kb.list_relations",
+            &json!({"filter": {"end": src}}).to_string(),
+        ],
+    );
+    assert_eq!(by_end.as_array().unwrap().len(), 2, "{by_end}");
+    let shown = p.ok("x", &["show", &claim]);
+    assert_eq!(shown["relations"].as_array().unwrap().len(), 2, "{shown}");
+    let text = p.run("x", &["show", &claim]).stdout;
+    assert!(
+        text.contains("relations:") && text.contains("mentions"),
+        "{text}"
+    );
     // An end that is nothing is still refused.
     let r = p.run(
         "agent",
