@@ -514,6 +514,37 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
             )));
         }
         current.restore(state, now)?;
+        // The state comes from the log, which a cloned repository can
+        // write: what is put back must still hold as knowledge.
+        if let Changed::Claim(c) = &current {
+            let require = kb.settings().review.require_citations;
+            if c.evidence.is_empty() && c.status.needs_citation(require) {
+                return Err(Error::invalid(format!(
+                    "reverting event {} would leave claim {id} citing nothing",
+                    p.event_id
+                )));
+            }
+            let refs = c
+                .evidence
+                .iter()
+                .filter_map(|e| crate::rules::citation_problem(kb, e))
+                .chain(
+                    c.supersedes
+                        .iter()
+                        .chain(&c.contradicts)
+                        .chain(c.superseded_by.iter())
+                        .filter_map(|o| crate::rules::reference_problem(kb, Dir::Claims, o)),
+                )
+                .collect::<Vec<_>>();
+            if !refs.is_empty() {
+                return Err(Error::invalid(format!(
+                    "reverting event {} would leave claim {id} with references that do not \
+                     resolve: {}",
+                    p.event_id,
+                    refs.join("; ")
+                )));
+            }
+        }
         changes.push((was, current));
     }
     let mut ids = vec![p.event_id.clone()];
