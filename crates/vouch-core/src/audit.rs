@@ -244,15 +244,16 @@ impl AuditLog {
             .collect()
     }
 
-    /// Is an event with this `id` in the log? Unparseable lines are skipped.
-    pub fn contains_id(&self, id: &str) -> Result<bool> {
+    /// The event with this `id`, if it is in the log. Unparseable lines
+    /// are skipped.
+    pub fn find_id(&self, id: &str) -> Result<Option<Value>> {
         let bytes = self.read_bytes()?;
         let needle = format!("\"{id}\"");
         Ok(bytes
             .split(|b| *b == b'\n')
             .filter(|l| l.windows(needle.len()).any(|w| w == needle.as_bytes()))
             .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
-            .any(|ev| ev.get("id").and_then(Value::as_str) == Some(id)))
+            .find(|ev| ev.get("id").and_then(Value::as_str) == Some(id)))
     }
 
     /// The last event's timestamp, read from the end of the file.

@@ -403,7 +403,15 @@ impl Kb {
     /// Complete or discard a batch a crash interrupted ([`atomic::recover`]).
     /// Caller holds the lock.
     fn recover_interrupted(&self) -> Result<()> {
-        let outcome = atomic::recover(self.layout.root(), |id| self.audit_log().contains_id(id))?;
+        // A batch is completed only for the event that names its journal.
+        let outcome = atomic::recover(self.layout.root(), |id, journal_sha| {
+            Ok(self.audit_log().find_id(id)?.is_some_and(|ev| {
+                ev.get("data")
+                    .and_then(|d| d.get("batch_sha256"))
+                    .and_then(Value::as_str)
+                    == Some(journal_sha)
+            }))
+        })?;
         match outcome {
             atomic::Recovery::Clean => {}
             atomic::Recovery::Completed { event_id, files } => self.warn(format!(

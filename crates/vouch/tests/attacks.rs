@@ -446,6 +446,19 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
     let r = p.ok("alice", &["revert", &event_id, "--reason", "still true"]);
     assert_eq!(r["updated"], json!([claim]));
     assert!(in_context(&p), "the revert brought the claim back");
+    // An agent cannot undo a person's decision (here: alice's revert).
+    let by_alice = events(&p)
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "lifecycle.revert")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = jsonl(&p, "agent", "kb.revert", json!({"event_id": by_alice}));
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(r.to_string().contains("only its own"), "{r}");
+    assert!(in_context(&p));
     assert_eq!(
         p.ok("alice", &["changes"]),
         json!([]),

@@ -411,7 +411,10 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
     // An import by an older vouch did not name what it wrote, and vouch
     // 1.x's `init` seeds knowledge without an event: such objects are
     // reported (and marked in hits), but not as errors.
-    let severity = if trail.legacy_import || trail.begun_by_1x {
+    // Only a log whose chain verifies can vouch for that leniency: one
+    // planted line must not soften every finding.
+    let chain_ok = kb.audit_log().verify()?.ok;
+    let severity = if chain_ok && (trail.legacy_import || trail.begun_by_1x) {
         Severity::Warn
     } else {
         Severity::Error

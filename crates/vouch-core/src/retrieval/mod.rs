@@ -200,12 +200,12 @@ fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
     let unaudited = match with_index(kb, |idx| idx.unaudited(kb, &ids)) {
         Ok(set) => set,
         Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
-            Ok(t) if !t.legacy_import => ids
+            Ok(t) => ids
                 .iter()
                 .filter(|id| !t.admits(id))
                 .map(|id| id.to_string())
                 .collect(),
-            _ => HashSet::new(),
+            Err(_) => HashSet::new(),
         },
     };
     for h in hits.iter_mut() {

@@ -659,6 +659,17 @@ pub(crate) fn propose_lifecycle(
     Ok(id)
 }
 
+/// The lifecycle event that carried out (and so decided) a lifecycle
+/// proposal, if one did.
+fn lifecycle_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
+    Ok(kb.audit_log().read_all()?.into_iter().rev().find(|e| {
+        e.get("data")
+            .and_then(|d| d.get("proposal_id"))
+            .and_then(Value::as_str)
+            == Some(proposal_id)
+    }))
+}
+
 /// Approve a lifecycle proposal: apply the change as the approver (its
 /// lifecycle event names the proposal and is the decision), then move the
 /// proposal to `decided/`. A crash in between is finished by approving
@@ -670,12 +681,7 @@ fn approve_lifecycle(
     proposal: Proposal,
     reason: Option<String>,
 ) -> Result<ApproveResult> {
-    let applied = kb.audit_log().read_all()?.into_iter().rev().find(|e| {
-        e.get("data")
-            .and_then(|d| d.get("proposal_id"))
-            .and_then(Value::as_str)
-            == Some(proposal.id.as_str())
-    });
+    let applied = lifecycle_decision(kb, &proposal.id)?;
     let (actor, at, hash, recovered) = match applied {
         Some(ev) => (
             ev.get("actor")
@@ -1081,6 +1087,12 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         if proposal.kind == ProposalKind::Lifecycle {
             let events = proposal_events(kb, id)?;
             check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
+            if let Some(ev) = &events.decision {
+                return Err(Error::conflict(format!(
+                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
+                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+                )));
+            }
             if approver == proposal.proposed_by && !self_approval_allowed {
                 return Err(self_approval(&approver, &proposal));
             }
@@ -1357,6 +1369,16 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     check_actor(&caller.actor)?;
     let _lock = kb.lock()?;
     let proposal = load_pending(kb, &p.proposal_id)?;
+    // A lifecycle proposal's approval is the lifecycle event that names it.
+    if proposal.kind == ProposalKind::Lifecycle
+        && let Some(ev) = lifecycle_decision(kb, &proposal.id)?
+    {
+        return Err(Error::conflict(format!(
+            "proposal {} was approved (audit event {}); run approve again to finish it",
+            proposal.id,
+            ev.get("id").and_then(Value::as_str).unwrap_or("?")
+        )));
+    }
     let (actor, at, event_hash) = match proposal_events(kb, &proposal.id)?.decision {
         Some(ev)
             if ev

@@ -225,7 +225,8 @@ fn commit(
     }
     // Journaled: a crash after the event is logged is finished by the next
     // command, so a supersession never lands on one claim but not the other.
-    let staged = batch.stage_journaled(&ev.id)?;
+    let (staged, batch_sha) = batch.stage_journaled(&ev.id)?;
+    ev.data["batch_sha256"] = json!(batch_sha);
     if let Err(e) = kb.append_audit(std::slice::from_mut(&mut ev)) {
         staged.abandon();
         return Err(e);
@@ -469,6 +470,16 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
             ))
         })?;
     let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
+    // Undoing someone else's decision is a decision of its own: an agent
+    // reverts only its own changes (a person, or a proposal, the rest).
+    let by = ev.get("actor").and_then(Value::as_str).unwrap_or("");
+    if ctx.caller.is_agent() && !kb.settings().self_approval_allowed() && by != ctx.caller.actor {
+        return Err(Error::denied(format!(
+            "event {} was made by {by:?}; an agent may revert only its own lifecycle \
+             changes. Ask a person to run `vouch revert {}`",
+            p.event_id, p.event_id
+        )));
+    }
     let (Some(before), Some(after)) = (
         ev.get("data")
             .and_then(|d| d.get("before"))

@@ -180,7 +180,10 @@ impl Batch {
     /// dies in between, [`recover`] completes the batch when the event is
     /// in the log and discards it when it is not, so a crash never leaves
     /// half an import behind. Caller holds the KB lock.
-    pub fn stage_journaled(self, event_id: &str) -> Result<Staged> {
+    /// Returns the journal's sha256, which the caller records in the
+    /// event's `data.batch_sha256`: recovery completes a batch only for the
+    /// event that names this very journal.
+    pub fn stage_journaled(self, event_id: &str) -> Result<(Staged, String)> {
         let staged = self.stage()?;
         let rel = |p: &Path| -> String {
             p.strip_prefix(&staged.root)
@@ -191,6 +194,7 @@ impl Batch {
         let plan = Journal {
             event_id: event_id.to_string(),
             writes: staged.targets.iter().map(|t| rel(t)).collect(),
+            sha256: staged.hashes.clone(),
             removes: staged.removes.iter().map(|p| rel(p)).collect(),
         };
         let written = serde_json::to_vec(&plan)
@@ -201,12 +205,15 @@ impl Batch {
                     &staging(&staged.root).join(JOURNAL_FILE),
                     &bytes,
                 )
+                .map(|()| crate::ids::sha256_hex(&bytes))
             });
-        if let Err(e) = written {
-            staged.abandon();
-            return Err(e);
+        match written {
+            Ok(sha) => Ok((staged, sha)),
+            Err(e) => {
+                staged.abandon();
+                Err(e)
+            }
         }
-        Ok(staged)
     }
 
     /// Write and fsync every file into the staging folder; nothing in the
@@ -237,6 +244,7 @@ impl Batch {
         // before the first rename.
         let one_flush = self.writes.len() >= ONE_FLUSH_FROM && can_flush_filesystem();
         let mut targets = Vec::with_capacity(self.writes.len());
+        let mut hashes = Vec::with_capacity(self.writes.len());
         for (g, group) in self.writes.chunks(OPEN_FILES).enumerate() {
             let mut files = Vec::with_capacity(group.len());
             for (k, (target, bytes)) in group.iter().enumerate() {
@@ -249,6 +257,7 @@ impl Batch {
                 f.write_all(&bytes[..])
                     .map_err(|e| abandon(Error::io(&tmp, e)))?;
                 targets.push(target.clone());
+                hashes.push(crate::ids::sha256_hex(bytes));
                 files.push((tmp, f));
             }
             if !one_flush {
@@ -262,6 +271,7 @@ impl Batch {
         Ok(Staged {
             root: self.root,
             targets,
+            hashes,
             removes: self.removes,
         })
     }
@@ -295,6 +305,9 @@ fn clear_staging(root: &Path) -> Result<()> {
 struct Journal {
     event_id: String,
     writes: Vec<String>,
+    /// sha256 of each staged file, in `writes` order.
+    #[serde(default)]
+    sha256: Vec<String>,
     removes: Vec<String>,
 }
 
@@ -303,6 +316,8 @@ struct Journal {
 pub struct Staged {
     root: PathBuf,
     targets: Vec<PathBuf>,
+    /// sha256 of each staged file, in `targets` order.
+    hashes: Vec<String>,
     removes: Vec<PathBuf>,
 }
 
@@ -384,7 +399,7 @@ pub enum Recovery {
 /// Finish or discard a batch that a crash interrupted. `logged` says
 /// whether the audit event with that id is in the log. Caller holds the KB
 /// lock; costs one `lstat` when nothing was interrupted.
-pub fn recover(root: &Path, logged: impl FnOnce(&str) -> Result<bool>) -> Result<Recovery> {
+pub fn recover(root: &Path, logged: impl FnOnce(&str, &str) -> Result<bool>) -> Result<Recovery> {
     let dir = staging(root);
     if matches!(fs::symlink_metadata(&dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(Recovery::Clean);
@@ -411,9 +426,11 @@ pub fn recover(root: &Path, logged: impl FnOnce(&str) -> Result<bool>) -> Result
             });
         }
     };
+    let journal_sha = crate::ids::sha256_hex(&bytes);
     let plan = match serde_json::from_slice::<Journal>(&bytes)
         .map_err(|e| format!("its journal is not a batch plan ({e})"))
         .and_then(|j| resolve_journal(root, j))
+        .and_then(|p| check_staged(&dir, p))
     {
         Ok(p) => p,
         Err(why) => {
@@ -422,7 +439,7 @@ pub fn recover(root: &Path, logged: impl FnOnce(&str) -> Result<bool>) -> Result
         }
     };
     let files = plan.targets.len() + plan.removes.len();
-    if logged(&plan.event_id)? {
+    if logged(&plan.event_id, &journal_sha)? {
         apply(root, &plan.targets, &plan.removes)?;
         clear_staging(root)?;
         Ok(Recovery::Completed {
@@ -441,8 +458,47 @@ pub fn recover(root: &Path, logged: impl FnOnce(&str) -> Result<bool>) -> Result
 struct Resolved {
     event_id: String,
     targets: Vec<PathBuf>,
+    sha256: Vec<String>,
     removes: Vec<PathBuf>,
 }
+
+/// Every staged file is a regular file (never a link) holding what the
+/// journal says it holds.
+fn check_staged(dir: &Path, plan: Resolved) -> std::result::Result<Resolved, String> {
+    if plan.sha256.len() != plan.targets.len() {
+        return Err("its journal does not give every staged file's sha256".into());
+    }
+    for (i, want) in plan.sha256.iter().enumerate() {
+        let staged = staged_file(dir, i);
+        match fs::symlink_metadata(&staged) {
+            // Moved already by the run that was interrupted.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Ok(m) if m.is_file() => {}
+            _ => return Err(format!("staged file {i} is not a regular file")),
+        }
+        let bytes = fs::read(&staged).map_err(|e| format!("staged file {i}: {e}"))?;
+        if crate::ids::sha256_hex(&bytes) != *want {
+            return Err(format!(
+                "staged file {i} does not hold what the journal says"
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// Where a batch may write: the knowledge folders, review records and
+/// sources — never the audit log, config.yaml, state.db or the lock.
+const BATCH_FOLDERS: &[&str] = &[
+    "claims",
+    "pages",
+    "entities",
+    "relations",
+    "evidence",
+    "sessions",
+    "decided",
+    "proposed",
+    "sources",
+];
 
 /// The journal's paths beneath `root`, refusing what no batch writes: an
 /// absolute path, `..`, the staging folder itself.
@@ -450,7 +506,10 @@ fn resolve_journal(root: &Path, j: Journal) -> std::result::Result<Resolved, Str
     let under = |rel: &String| -> std::result::Result<PathBuf, String> {
         let p = Path::new(rel);
         let plain = !rel.is_empty()
-            && !p.starts_with(STAGING_DIR)
+            && p.components().count() >= 2
+            && p.components()
+                .next()
+                .is_some_and(|c| BATCH_FOLDERS.iter().any(|f| c.as_os_str() == *f))
             && p.components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
         if plain {
@@ -461,6 +520,7 @@ fn resolve_journal(root: &Path, j: Journal) -> std::result::Result<Resolved, Str
     };
     Ok(Resolved {
         event_id: j.event_id,
+        sha256: j.sha256,
         targets: j
             .writes
             .iter()
@@ -601,10 +661,10 @@ mod tests {
     fn recovery_completes_a_logged_batch_and_discards_an_unlogged_one() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert_eq!(recover(root, |_| Ok(true)).unwrap(), Recovery::Clean);
+        assert_eq!(recover(root, |_, _| Ok(true)).unwrap(), Recovery::Clean);
         let targets = interrupted(root, "ev1");
         assert!(!targets[0].exists());
-        let r = recover(root, |id| Ok(id == "ev1")).unwrap();
+        let r = recover(root, |id, _| Ok(id == "ev1")).unwrap();
         assert_eq!(
             r,
             Recovery::Completed {
@@ -620,7 +680,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let targets = interrupted(root, "ev2");
-        let r = recover(root, |_| Ok(false)).unwrap();
+        let r = recover(root, |_, _| Ok(false)).unwrap();
         assert_eq!(
             r,
             Recovery::Discarded {
@@ -635,7 +695,14 @@ mod tests {
 
     #[test]
     fn recovery_refuses_a_journal_that_names_paths_outside_the_kb() {
-        for bad in [r#""../../etc/x""#, r#""/etc/x""#, r#"".staging/0""#] {
+        for bad in [
+            r#""../../etc/x""#,
+            r#""/etc/x""#,
+            r#"".staging/0""#,
+            r#""audit.log.jsonl""#,
+            r#""config.yaml""#,
+            r#""state.db""#,
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path();
             fs::create_dir(root.join(STAGING_DIR)).unwrap();
@@ -645,10 +712,29 @@ mod tests {
                 format!(r#"{{"event_id": "e", "writes": [{bad}], "removes": []}}"#),
             )
             .unwrap();
-            let r = recover(root, |_| Ok(true)).unwrap();
+            let r = recover(root, |_, _| Ok(true)).unwrap();
             assert!(matches!(r, Recovery::Refused { .. }), "{bad}: {r:?}");
             assert!(!root.join(STAGING_DIR).exists());
             assert_eq!(fs::read_dir(root).unwrap().count(), 0, "{bad}");
+        }
+    }
+
+    #[test]
+    fn recovery_refuses_a_staged_file_swapped_or_linked() {
+        for swap in ["bytes", "link"] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let targets = interrupted(root, "ev3");
+            let staged = root.join(STAGING_DIR).join("0");
+            fs::remove_file(&staged).unwrap();
+            if swap == "bytes" {
+                fs::write(&staged, b"planted").unwrap();
+            } else {
+                std::os::unix::fs::symlink("/etc/hostname", &staged).unwrap();
+            }
+            let r = recover(root, |_, _| Ok(true)).unwrap();
+            assert!(matches!(r, Recovery::Refused { .. }), "{swap}: {r:?}");
+            assert!(!targets[0].exists(), "{swap}: the planted file landed");
         }
     }
 }

@@ -264,7 +264,8 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     // Every file is staged and the plan journaled before the event is
     // logged: a crash from here on is finished by the next command if the
     // event made it to the log, and discarded if not.
-    let staged = batch.stage_journaled(&import_ev.id)?;
+    let (staged, batch_sha) = batch.stage_journaled(&import_ev.id)?;
+    import_ev.data["batch_sha256"] = json!(batch_sha);
     events.insert(0, import_ev);
     if let Err(e) = kb.append_audit(&mut events) {
         staged.abandon();

@@ -325,9 +325,7 @@ impl Index {
         let offset: Option<u64> = self
             .meta_value("audit:offset")?
             .and_then(|v| v.parse().ok());
-        if offset.unwrap_or(0) != kb.audit_log().len()?
-            || self.meta_value("audit:legacy_import")?.is_some()
-        {
+        if offset.unwrap_or(0) != kb.audit_log().len()? {
             return Ok(HashSet::new());
         }
         let mut known = self
