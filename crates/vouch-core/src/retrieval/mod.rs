@@ -168,12 +168,17 @@ pub enum Currency {
 }
 
 impl Currency {
-    /// Whether an item with this status may be returned.
+    /// Whether an item with this status may be returned. What is current
+    /// is the model's rule (`ClaimStatus::is_current`; an archived page
+    /// shares the name); redacted claims are never returned.
     pub fn admits(self, status: Option<&str>) -> bool {
-        !matches!(
-            (self, status),
-            (_, Some("redacted")) | (Currency::Current, Some("superseded" | "archived"))
-        )
+        use crate::model::ClaimStatus;
+        let claim_status = status.and_then(ClaimStatus::parse);
+        match (self, claim_status) {
+            (_, Some(ClaimStatus::Redacted)) => false,
+            (Currency::Current, Some(s)) => s.is_current(),
+            _ => true,
+        }
     }
 }
 
@@ -220,4 +225,32 @@ fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         return Ok(Vec::new());
     }
     kb.retriever().search(kb, q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Currency;
+
+    #[test]
+    fn currency_follows_the_models_rule_and_never_admits_redacted() {
+        for s in [
+            "working",
+            "actionable",
+            "stable",
+            "contested",
+            "draft",
+            "active",
+            "stale",
+        ] {
+            assert!(Currency::Current.admits(Some(s)), "{s}");
+            assert!(Currency::Any.admits(Some(s)), "{s}");
+        }
+        for s in ["superseded", "archived"] {
+            assert!(!Currency::Current.admits(Some(s)), "{s}");
+            assert!(Currency::Any.admits(Some(s)), "{s}");
+        }
+        assert!(!Currency::Current.admits(Some("redacted")));
+        assert!(!Currency::Any.admits(Some("redacted")));
+        assert!(Currency::Current.admits(None));
+    }
 }
