@@ -119,6 +119,13 @@ fn spawn_refresher(kb: Arc<Kb>) {
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     kb.set_index_sync_interval(REFRESH_EVERY * 5);
+    if kb.settings().self_approval_allowed() {
+        eprintln!(
+            "vouch: warning: review.approver_role is trusted-agent in {}: agents may approve \
+             their own proposals here",
+            kb.layout().config().display()
+        );
+    }
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();

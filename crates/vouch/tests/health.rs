@@ -607,3 +607,22 @@ fn many_unreadable_files_are_summed_up_not_listed_one_by_one() {
         .count();
     assert_eq!(unparseable, 12, "{v:#}");
 }
+
+/// A config that relaxes the gate (a cloned repository's can) is named by
+/// doctor every time, as a warning.
+#[test]
+fn a_relaxed_gate_is_reported() {
+    let p = Project::new();
+    let (_, v) = json(&p, &["doctor"], &[]);
+    assert!(!kinds(&v).contains(&"gate-relaxed".to_string()), "{v:#}");
+    let cfg = std::fs::read_to_string(p.vouch_dir().join("config.yaml"))
+        .unwrap()
+        .replace("approver_role: human", "approver_role: trusted-agent");
+    write(&p, "config.yaml", &cfg);
+    let (code, v) = json(&p, &["doctor"], &[]);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        find(&v, "gate-relaxed:review.approver_role")["severity"],
+        "warn"
+    );
+}

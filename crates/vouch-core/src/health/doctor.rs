@@ -123,6 +123,20 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
             ),
         ));
     }
+    // The gate's strictest setting is off: say so every time, since a
+    // cloned repository's config.yaml can set it.
+    if s.self_approval_allowed() {
+        out.push(finding(
+            "gate-relaxed",
+            Severity::Warn,
+            "review.approver_role",
+            path.clone(),
+            "review.approver_role is trusted-agent: agents may approve proposals, their own \
+             included, and their imports and lifecycle changes are not gated. If you did not \
+             set this (a cloned repository can), set it back to human"
+                .to_string(),
+        ));
+    }
     for problem in s.problems() {
         out.push(finding(
             "config-invalid-value",
