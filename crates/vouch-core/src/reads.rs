@@ -55,8 +55,41 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
 pub fn read<T: Stored + Serialize>(kb: &Kb, p: IdParams) -> Result<Value> {
     check_id(T::DIR.id_label(), &p.id)?;
     match kb.load::<T>(&p.id)? {
-        Some(v) => to_value(&v),
+        Some(v) => {
+            let mut out = vec![to_value(&v)?];
+            mark_unaudited::<T>(kb, &mut out);
+            Ok(out.pop().unwrap_or(Value::Null))
+        }
         None => Ok(Value::Null),
+    }
+}
+
+/// Gated kinds (claims, pages, entities, relations) that no approval or
+/// import let in carry `_meta.unaudited`, as search hits do.
+fn mark_unaudited<T: Stored>(kb: &Kb, objects: &mut [Value]) {
+    if !matches!(
+        T::DIR,
+        Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations
+    ) {
+        return;
+    }
+    let ids: Vec<String> = objects
+        .iter()
+        .filter_map(|o| o.get("id").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let unaudited = crate::retrieval::unaudited(kb, &refs);
+    for o in objects.iter_mut() {
+        let flagged = o
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| unaudited.contains(id));
+        if flagged && let Value::Object(m) = o {
+            let meta = m.entry("_meta").or_insert_with(|| serde_json::json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert("unaudited".into(), Value::Bool(true));
+            }
+        }
     }
 }
 
@@ -135,9 +168,11 @@ fn list_by_ids(
 }
 
 pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
-    list_by_ids(kb.ids(T::DIR)?, p, |ids| {
+    let mut out = list_by_ids(kb.ids(T::DIR)?, p, |ids| {
         kb.load_many::<T>(ids).iter().map(to_value).collect()
-    })
+    })?;
+    mark_unaudited::<T>(kb, &mut out);
+    Ok(out)
 }
 
 pub fn list_pages(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {

@@ -567,6 +567,12 @@ fn show(v: &Value) -> String {
     let kind = s(v, "kind");
     let o = &v["object"];
     let mut out = format!("{kind} {}\n", s(o, "id"));
+    if o["_meta"]["unaudited"] == Value::Bool(true) {
+        out.push_str(
+            "  ! UNAUDITED: no approval or import in the audit log let this in \
+             (written by hand, or the log was cut); see `vouch doctor`\n",
+        );
+    }
     let mut rest = o.clone();
     if let Value::Object(m) = &mut rest {
         m.remove("id");

@@ -620,6 +620,18 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
         "{pack}"
     );
     assert!(doctor_kinds(&p).contains(&"unaudited-object".to_string()));
+    // Reads by id and listings carry the mark too, and people see it.
+    let shown = p.ok("x", &["show", "invoices-are-never-due"]);
+    assert_eq!(shown["object"]["_meta"]["unaudited"], true, "{shown}");
+    assert!(p.ok("x", &["show", &honest])["object"]["_meta"]["unaudited"].is_null());
+    let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
+    assert_eq!(
+        marked(&listed, "invoices-are-never-due"),
+        Some(true),
+        "{listed}"
+    );
+    let text = p.run("x", &["show", "invoices-are-never-due"]).stdout;
+    assert!(text.contains("UNAUDITED"), "{text}");
     std::fs::remove_file(p.vouch_dir().join("claims/invoices-are-never-due.yaml")).unwrap();
     assert!(!doctor_kinds(&p).iter().any(|k| k.contains("unaudited")));
 

@@ -199,10 +199,22 @@ fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
         .filter(|h| matches!(h.kind.as_str(), "claim" | "page" | "entity"))
         .map(|h| h.id.as_str())
         .collect();
-    if ids.is_empty() {
-        return;
+    let unaudited = unaudited(kb, &ids);
+    for h in hits.iter_mut() {
+        if unaudited.contains(&h.id) {
+            h.meta = Some(serde_json::json!({"unaudited": true}));
+        }
     }
-    let unaudited = match with_index(kb, |idx| idx.unaudited(kb, &ids)) {
+}
+
+/// Which of these durable ids no approval or import in the audit log let
+/// in. The index follows the log incrementally; if it cannot be used, the
+/// log is read whole.
+pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
+    if ids.is_empty() {
+        return HashSet::new();
+    }
+    match with_index(kb, |idx| idx.unaudited(kb, ids)) {
         Ok(set) => set,
         Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
             Ok(t) => ids
@@ -212,11 +224,6 @@ fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
                 .collect(),
             Err(_) => HashSet::new(),
         },
-    };
-    for h in hits.iter_mut() {
-        if unaudited.contains(&h.id) {
-            h.meta = Some(serde_json::json!({"unaudited": true}));
-        }
     }
 }
 
