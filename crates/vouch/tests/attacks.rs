@@ -703,17 +703,13 @@ fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
     // The key's home: outside the project (the harness's HOME is inside).
     let config = tempfile::tempdir().unwrap();
     let keyed = |args: &[&str]| -> Run {
-        let out = p
-            .command("alice")
-            .env("XDG_CONFIG_HOME", config.path())
-            .args(args)
-            .output()
-            .unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::from(
+            p.command("alice")
+                .env("XDG_CONFIG_HOME", config.path())
+                .args(args)
+                .output()
+                .unwrap(),
+        )
     };
     let src = p.source("Payroll runs on the 25th.\n");
     p.claim("Payroll runs on the 25th", &src);

@@ -30,12 +30,7 @@ fn v1(dir: &Path, agent: &str, args: &[&str]) -> Run {
         .env("NO_COLOR", "1")
         .current_dir(dir)
         .args(args);
-    let out = c.output().expect("run vouch 1.x");
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let r = Run::from(c.output().expect("run vouch 1.x"));
     assert_eq!(r.code, 0, "vouch 1.x {args:?}: {}{}", r.stdout, r.stderr);
     r
 }
@@ -57,38 +52,14 @@ fn kb_made_by_1x() -> (tempfile::TempDir, String) {
     (dir, src)
 }
 
-/// Our binary in a project, hermetic.
-fn ours(dir: &Path, agent: &str, args: &[&str]) -> Run {
-    let out = command()
-        .env("HOME", dir)
-        .env("VOUCH_AGENT", agent)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-#[test]
-fn a_kb_made_and_reviewed_by_1x_opens_searches_verifies_and_doctors_here() {
-    let (dir, src) = kb_made_by_1x();
-    let d = dir.path();
+/// Propose a claim in 1.x as "claude" and approve it there as "alice".
+fn approve_in_1x(dir: &Path, src: &str, text: &str) {
     v1(
-        d,
+        dir,
         "claude",
-        &[
-            "propose-claim",
-            "--text",
-            "Backups run nightly",
-            "--source",
-            &src,
-        ],
+        &["propose-claim", "--text", text, "--source", src],
     );
-    let pending = std::fs::read_dir(d.join(".vouch/proposed"))
+    let pending = std::fs::read_dir(dir.join(".vouch/proposed"))
         .unwrap()
         .next()
         .expect("a pending proposal")
@@ -97,7 +68,38 @@ fn a_kb_made_and_reviewed_by_1x_opens_searches_verifies_and_doctors_here() {
         .to_string_lossy()
         .trim_end_matches(".yaml")
         .to_string();
-    v1(d, "alice", &["approve", &pending]);
+    v1(dir, "alice", &["approve", &pending]);
+}
+
+/// Propose a claim here as "agent"; its proposal id.
+fn propose_here(dir: &Path, src: &str, text: &str) -> String {
+    let r = ours(
+        dir,
+        "agent",
+        &["--json", "propose-claim", text, "--evidence", src],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    r.json()["proposal_id"].as_str().unwrap().to_string()
+}
+
+/// Our binary in a project, hermetic.
+fn ours(dir: &Path, agent: &str, args: &[&str]) -> Run {
+    Run::from(
+        command()
+            .env("HOME", dir)
+            .env("VOUCH_AGENT", agent)
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a_kb_made_and_reviewed_by_1x_opens_searches_verifies_and_doctors_here() {
+    let (dir, src) = kb_made_by_1x();
+    let d = dir.path();
+    approve_in_1x(d, &src, "Backups run nightly");
 
     let r = ours(d, "x", &["--json", "status"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -136,19 +138,7 @@ fn a_kb_made_and_reviewed_by_1x_opens_searches_verifies_and_doctors_here() {
 fn what_this_vouch_approves_reads_back_in_1x_and_passes_its_fsck() {
     let (dir, src) = kb_made_by_1x();
     let d = dir.path();
-    let r = ours(
-        d,
-        "agent",
-        &[
-            "--json",
-            "propose-claim",
-            "Restores are tested monthly",
-            "--evidence",
-            &src,
-        ],
-    );
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let pid = r.json()["proposal_id"].as_str().unwrap().to_string();
+    let pid = propose_here(d, &src, "Restores are tested monthly");
     let r = ours(d, "alice", &["approve", &pid]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 
@@ -170,27 +160,7 @@ fn what_this_vouch_approves_reads_back_in_1x_and_passes_its_fsck() {
 fn a_bundle_1x_exports_imports_here() {
     let (dir, src) = kb_made_by_1x();
     let d = dir.path();
-    v1(
-        d,
-        "claude",
-        &[
-            "propose-claim",
-            "--text",
-            "Backups run nightly",
-            "--source",
-            &src,
-        ],
-    );
-    let pending = std::fs::read_dir(d.join(".vouch/proposed"))
-        .unwrap()
-        .next()
-        .expect("a pending proposal")
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .trim_end_matches(".yaml")
-        .to_string();
-    v1(d, "alice", &["approve", &pending]);
+    approve_in_1x(d, &src, "Backups run nightly");
     // 1.x's manifest is its archive's last member, with `spec` and `size`.
     v1(d, "alice", &["export", "--out", "v1.tar.gz"]);
 
@@ -228,19 +198,7 @@ fn a_bundle_this_vouch_exports_imports_into_1x() {
 fn a_proposal_made_here_is_listed_and_approved_by_1x() {
     let (dir, src) = kb_made_by_1x();
     let d = dir.path();
-    let r = ours(
-        d,
-        "agent",
-        &[
-            "--json",
-            "propose-claim",
-            "Alerts page the on-call",
-            "--evidence",
-            &src,
-        ],
-    );
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let pid = r.json()["proposal_id"].as_str().unwrap().to_string();
+    let pid = propose_here(d, &src, "Alerts page the on-call");
     let pending = v1(d, "alice", &["pending"]).stdout;
     assert!(pending.contains(&pid), "{pending}");
     v1(d, "alice", &["approve", &pid]);

@@ -370,7 +370,7 @@ pub(crate) fn stray_findings(kb: &Kb) -> Vec<Finding> {
 /// `decided/` record carries the hash of its decision event, each durable
 /// object must be named by the event that let it in, and each pending
 /// proposal must still match its `proposal.create` event.
-pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
+pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let trail = crate::audit::Trail::read(kb.audit_log())?;
     for pr in &l.pending {
@@ -427,7 +427,6 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded) -> Result<Vec<Finding>> {
     // reported (and marked in hits), but not as errors.
     // Only a log whose chain verifies can vouch for that leniency: one
     // planted line must not soften every finding.
-    let chain_ok = kb.audit_log().verify()?.ok;
     let severity = if chain_ok && (trail.legacy_import || trail.begun_by_1x) {
         Severity::Warn
     } else {
@@ -552,8 +551,8 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ));
         }
     }
-    issues.extend(cross_link_findings(kb, &l)?);
     let audit = kb.audit_log().verify()?;
+    issues.extend(cross_link_findings(kb, &l, audit.ok)?);
     if !audit.ok {
         issues.push(finding(
             "audit-chain-broken",

@@ -458,17 +458,13 @@ fn is_lifecycle_event(name: &str) -> bool {
 
 fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
     let kb = ctx.kb;
-    let events = kb.audit_log().read_all()?;
-    let ev = events
-        .iter()
-        .find(|e| e.get("id").and_then(Value::as_str) == Some(p.event_id.as_str()))
-        .ok_or_else(|| {
-            Error::not_found(format!(
-                "no audit event {:?}; `vouch changes` lists recent lifecycle changes with their \
-                 event ids",
-                p.event_id
-            ))
-        })?;
+    let ev = kb.audit_log().find_id(&p.event_id)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "no audit event {:?}; `vouch changes` lists recent lifecycle changes with their \
+             event ids",
+            p.event_id
+        ))
+    })?;
     let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
     // Undoing someone else's decision is a decision of its own: an agent
     // reverts only its own changes (a person, or a proposal, the rest).

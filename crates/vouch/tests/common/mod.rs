@@ -19,6 +19,16 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 impl Run {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
@@ -70,12 +80,7 @@ impl Project {
         c
     }
     pub fn run(&self, agent: &str, args: &[&str]) -> Run {
-        let out: Output = self.command(agent).args(args).output().expect("run vouch");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::from(self.command(agent).args(args).output().expect("run vouch"))
     }
     /// Run with --json and expect success.
     pub fn ok(&self, agent: &str, args: &[&str]) -> Value {

@@ -125,7 +125,7 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         let gz = tar.into_inner().map_err(io_err)?;
         let mut hw = gz.finish().map_err(io_err)?;
         hw.flush().map_err(io_err)?;
-        archive_sha = hex(&hw.hash.finalize());
+        archive_sha = crate::ids::hex(&hw.hash.finalize());
         archive_bytes = hw.bytes;
         Ok(())
     })?;

@@ -241,17 +241,13 @@ fn hash_stream(r: &mut impl Read, mut keep: Option<&mut Vec<u8>>) -> io::Result<
         }
         n += k as u64;
     }
-    Ok((hex(&h.finalize()), n))
+    Ok((crate::ids::hex(&h.finalize()), n))
 }
 
 /// sha256 and length of a file, streamed.
 fn hash_file(path: &Path) -> Result<(String, u64)> {
     let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
     hash_stream(&mut f, None).map_err(|e| Error::io(path, e))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Counts bytes written and hashes them.

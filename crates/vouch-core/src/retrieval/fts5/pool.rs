@@ -330,7 +330,7 @@ mod readers_tests {
     use crate::{Caller, Transport};
     use serde_json::json;
 
-    pub(crate) fn claim(kb: &Kb, src: &str, text: &str) {
+    fn claim(kb: &Kb, src: &str, text: &str) {
         let agent = Caller::new("agent", Transport::Jsonl);
         let person = Caller::new("alice", Transport::Cli);
         let p = dispatch(
@@ -349,8 +349,30 @@ mod readers_tests {
         .unwrap();
     }
 
+    /// A fresh KB with one source registered.
+    fn kb_with_source() -> (tempfile::TempDir, Kb, String) {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let src = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.register_source",
+            json!({"content": "drills", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (dir, kb, src)
+    }
+
     /// Search while another request holds the main connection.
-    pub(crate) fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
+    fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
         let _busy = kb.index.lock().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -373,24 +395,8 @@ mod readers_tests {
     }
 
     #[test]
-    pub(crate) fn a_busy_main_connection_reads_through_a_fresh_reader_after_rebuild() {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            std::sync::Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
-        let src = dispatch(
-            &kb,
-            &Caller::new("agent", Transport::Jsonl),
-            "kb.register_source",
-            json!({"content": "drills", "locator": "x"}),
-        )
-        .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+    fn a_busy_main_connection_reads_through_a_fresh_reader_after_rebuild() {
+        let (_dir, kb, src) = kb_with_source();
         claim(&kb, &src, "Failover drills run monthly");
         let first = search(
             &kb,
@@ -424,26 +430,10 @@ mod readers_tests {
     /// under the main connection — `disk I/O error` or SIGBUS in a server).
     /// A rebuild waits for it instead.
     #[test]
-    pub(crate) fn a_rebuild_waits_for_a_reader_still_open_on_the_old_file() {
+    fn a_rebuild_waits_for_a_reader_still_open_on_the_old_file() {
         use std::sync::atomic::{AtomicBool, Ordering};
         use std::time::Duration;
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            std::sync::Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
-        let src = dispatch(
-            &kb,
-            &Caller::new("agent", Transport::Jsonl),
-            "kb.register_source",
-            json!({"content": "drills", "locator": "x"}),
-        )
-        .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let (_dir, kb, src) = kb_with_source();
         claim(&kb, &src, "Failover drills run monthly");
         let count = |idx: &Index| -> Result<i64> {
             Ok(idx
