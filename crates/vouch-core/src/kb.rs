@@ -133,11 +133,19 @@ pub struct Kb {
     audit: AuditLog,
     warnings: Mutex<Vec<String>>,
     /// The backend searches go to (`retrieval.backend`).
-    retriever: Box<dyn crate::retrieval::Retriever>,
+    /// A retriever that replaces the configured one (a test double).
+    retriever: Option<Box<dyn crate::retrieval::Retriever>>,
     /// The text-embedding model, when the app provides one.
     embedder: Option<Arc<dyn crate::retrieval::Embedder>>,
     pub(crate) index: Mutex<Option<crate::retrieval::OpenIndex>>,
     pub(crate) readers: Mutex<crate::retrieval::Readers>,
+    /// Moves whenever the index's documents change (sync, write, rebuild),
+    /// so the vectors know when to look again.
+    index_generation: std::sync::atomic::AtomicU64,
+    /// The in-memory vectors of the embedding model, when loaded.
+    pub(crate) vectors: std::sync::RwLock<Option<crate::retrieval::embed::Vectors>>,
+    /// Held while the vectors are brought in step (one thread at a time).
+    pub(crate) embedding: Mutex<()>,
     index_sync_interval: std::time::Duration,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
@@ -157,7 +165,8 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n";
+const GITIGNORE: &str =
+    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\nmodels/\n";
 
 impl Kb {
     /// Create `.vouch/` inside `project_dir`. Never overwrites: every file or
@@ -264,9 +273,8 @@ impl Kb {
         } else {
             Settings::new("", None)
         };
-        let retriever = crate::retrieval::backend::for_backend(settings.retrieval.backend);
         let kb = Kb {
-            retriever,
+            retriever: None,
             audit: AuditLog::new(layout.audit_log()),
             layout,
             settings,
@@ -275,6 +283,9 @@ impl Kb {
             embedder: None,
             index: Mutex::new(None),
             readers: Mutex::default(),
+            index_generation: std::sync::atomic::AtomicU64::new(1),
+            vectors: std::sync::RwLock::new(None),
+            embedding: Mutex::new(()),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             config_error,
         };
@@ -282,9 +293,6 @@ impl Kb {
         // used instead.
         for problem in kb.settings.problems() {
             kb.warn(problem.describe());
-        }
-        if let Some(why) = crate::retrieval::backend::unavailable(kb.settings.retrieval.backend) {
-            kb.warn(why);
         }
         // Readers too must not see half of an interrupted write.
         if std::fs::symlink_metadata(kb.layout.root().join(atomic::STAGING_DIR)).is_ok()
@@ -310,13 +318,32 @@ impl Kb {
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
+    /// The retriever searches without a `backend` param go to: the one
+    /// `retrieval.backend` names, or FTS5 when that needs a model this KB
+    /// was not given (see [`Kb::retrieval_state`]).
     pub fn retriever(&self) -> &dyn crate::retrieval::Retriever {
-        self.retriever.as_ref()
+        match &self.retriever {
+            Some(r) => r.as_ref(),
+            None => crate::retrieval::backend::for_backend(self.retrieval_state().used),
+        }
     }
     /// Serve searches from another retriever than `retrieval.backend`
-    /// names (a fusion of several; a test double).
+    /// names (a test double).
     pub fn set_retriever(&mut self, retriever: Box<dyn crate::retrieval::Retriever>) {
-        self.retriever = retriever;
+        self.retriever = Some(retriever);
+    }
+    /// What retrieval was asked for and what answers.
+    pub fn retrieval_state(&self) -> crate::retrieval::backend::RetrievalState {
+        crate::retrieval::backend::RetrievalState::of(self)
+    }
+    pub(crate) fn index_generation(&self) -> u64 {
+        self.index_generation
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+    /// The index's documents changed: the vectors look again next time.
+    pub(crate) fn index_changed(&self) {
+        self.index_generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     /// Give this knowledge base a text-embedding model (the app loads it;
     /// tests inject a small one).
@@ -330,7 +357,8 @@ impl Kb {
     /// index takes the new objects, then the retriever.
     pub(crate) fn announce(&self, written: &[crate::retrieval::Written]) {
         crate::retrieval::after_write(self, written);
-        self.retriever.on_write(self, written);
+        self.index_changed();
+        self.retriever().on_write(self, written);
     }
     pub fn settings(&self) -> &Settings {
         &self.settings

@@ -134,22 +134,25 @@ pub struct Capabilities {
     pub version: String,
     pub spec: String,
     pub methods: Vec<String>,
+    /// Backends that work right now (`embedding` and `hybrid` only with a
+    /// model installed).
     pub retrieval: Vec<String>,
+    /// What `retrieval.backend` asks for and what answers.
+    pub retrieval_state: crate::retrieval::backend::RetrievalState,
     pub review_gated: bool,
     pub transports: Vec<String>,
     pub knowledge_capability: Value,
 }
 
-pub fn capabilities() -> Capabilities {
+pub fn capabilities(kb: &Kb) -> Capabilities {
+    let state = kb.retrieval_state();
     Capabilities {
         name: "vouch".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         spec: "vouch-0.1".into(),
         methods: REGISTRY.iter().map(|m| m.name.to_string()).collect(),
-        retrieval: crate::retrieval::backend::names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        retrieval: state.available.iter().map(|s| s.to_string()).collect(),
+        retrieval_state: state,
         review_gated: true,
         transports: TRANSPORTS
             .get()
@@ -203,7 +206,7 @@ pub static REGISTRY: &[Method] = &[
     method!("kb.capabilities", Read, NoParams => Capabilities,
         "What this server implements: methods, retrieval backends, transports.",
         "Describe this vouch server: the kb.* methods it implements, its retrieval backends and transports. review_gated is always true: agents propose, people approve.",
-        |_, _, _| Ok(capabilities())),
+        |kb, _, _| Ok(capabilities(kb))),
     method!("kb.status", Read, NoParams => StatusResult,
         "Counts of durable objects, pending proposals and the last audit time.",
         "Overview of the knowledge base: how many claims, pages, sources, entities and relations are approved, how many proposals await review, and when the last change happened. Cheap; call it first.",

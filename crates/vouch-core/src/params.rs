@@ -438,13 +438,11 @@ pub struct StatusResult {
 /// Which backend answers searches, and why if it is not the configured one.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct StatusRetrieval {
-    /// `retrieval.backend` in config.yaml.
-    pub configured: String,
-    /// The backend that answers.
+    /// The backend that answers searches without a `backend` param (the
+    /// same as `used`; kept for readers of earlier versions).
     pub backend: String,
-    /// Why they differ (a backend this build cannot run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    #[serde(flatten)]
+    pub state: crate::retrieval::backend::RetrievalState,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -41,12 +41,8 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
         pending: crate::review::gate::list_pending(kb)?.len(),
         last_audit_at: kb.audit_log().last_created_at(),
         retrieval: StatusRetrieval {
-            configured: serde_json::to_value(kb.settings().retrieval.backend)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
             backend: kb.retriever().name().to_string(),
-            note: crate::retrieval::backend::unavailable(kb.settings().retrieval.backend),
+            state: kb.retrieval_state(),
         },
     })
 }

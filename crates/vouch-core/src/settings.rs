@@ -57,8 +57,29 @@ pub struct Retrieval {
     pub fts5_porter: bool,
     #[serde(default, skip_serializing_if = "Freshness::is_default")]
     pub freshness: Freshness,
+    /// The embedding model, by name (default all-MiniLM-L6-v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Where models are installed: `cache` (default: the user's cache
+    /// folder, `~/.cache/vouch/models`) or `.vouch/models` (they travel
+    /// with the repository; git-ignored unless the user opts in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_dir: Option<ModelDir>,
+    /// Threads the model runs on (default 1 on machines with two cores or
+    /// fewer, else 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_threads: Option<u16>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
+}
+
+/// Where embedding models are installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModelDir {
+    #[serde(rename = "cache")]
+    Cache,
+    #[serde(rename = ".vouch/models", alias = "repo")]
+    Repo,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -202,6 +223,9 @@ impl Retrieval {
             backend: default_backend(),
             fts5_porter: true,
             freshness: Freshness::Files,
+            model: None,
+            model_dir: None,
+            embedding_threads: None,
             extra: BTreeMap::new(),
         }
     }

@@ -150,7 +150,7 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
             ),
         ));
     }
-    if let Some(why) = crate::retrieval::backend::unavailable(s.retrieval.backend) {
+    if let Some(why) = kb.retrieval_state().degraded_reason {
         out.push(finding(
             "backend-unavailable",
             Severity::Warn,

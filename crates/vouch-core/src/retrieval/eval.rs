@@ -16,6 +16,9 @@ pub struct EvalParams {
     /// Cut-off rank for recall and nDCG (default 10, 1..=100).
     #[serde(default)]
     pub k: Option<i64>,
+    /// The backend to measure (as `kb.search`; default the configured one).
+    #[serde(default)]
+    pub backend: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -40,7 +43,17 @@ pub struct EvalReport {
     /// Mean nDCG@k with binary relevance.
     pub ndcg_at_k: f64,
     pub backend: String,
+    /// The same measures for each `note` class (keyword, paraphrase, ...).
+    pub by_note: Vec<NoteReport>,
     pub per_query: Vec<QueryReport>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct NoteReport {
+    pub note: String,
+    pub queries: usize,
+    pub recall_at_k: f64,
+    pub mrr: f64,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -95,6 +108,7 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
         return Err(Error::invalid("queries: give at least one labelled query"));
     }
     let mut per_query = Vec::with_capacity(p.queries.len());
+    let p_backend = p.backend.clone();
     let mut backend = String::new();
     for (i, q) in p.queries.into_iter().enumerate() {
         if q.expected.is_empty() {
@@ -109,6 +123,7 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
                 query: q.query.clone(),
                 limit: Some(k as i64),
                 kinds: Some(vec!["claim".into()]),
+                backend: p.backend.clone(),
             },
         )
         .map_err(|e| Error::new(e.kind, format!("queries[{i}]: {}", e.message)))?;
@@ -129,17 +144,39 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
     }
     let n = per_query.len() as f64;
     let mean = |f: fn(&QueryReport) -> f64| round(per_query.iter().map(f).sum::<f64>() / n);
+    let mut notes: Vec<String> = per_query.iter().filter_map(|q| q.note.clone()).collect();
+    notes.sort();
+    notes.dedup();
+    let by_note = notes
+        .into_iter()
+        .map(|note| {
+            let class: Vec<&QueryReport> = per_query
+                .iter()
+                .filter(|q| q.note.as_deref() == Some(note.as_str()))
+                .collect();
+            let m = class.len() as f64;
+            NoteReport {
+                queries: class.len(),
+                recall_at_k: round(class.iter().map(|q| q.recall).sum::<f64>() / m),
+                mrr: round(class.iter().map(|q| q.reciprocal_rank).sum::<f64>() / m),
+                note,
+            }
+        })
+        .collect();
     Ok(EvalReport {
         k,
         queries: per_query.len(),
         recall_at_k: mean(|q| q.recall),
         mrr: mean(|q| q.reciprocal_rank),
         ndcg_at_k: mean(|q| q.ndcg),
-        backend: if backend.is_empty() {
-            kb.retriever().name().to_string()
-        } else {
-            backend
+        // The backend asked for; else the one that answered (a locked
+        // index answers from the substring backend).
+        backend: match (&p_backend, backend.as_str()) {
+            (Some(b), _) => b.clone(),
+            (None, "fts5" | "substring") => backend,
+            (None, _) => kb.retriever().name().to_string(),
         },
+        by_note,
         per_query,
     })
 }

@@ -7,7 +7,9 @@ pub(crate) mod docs;
 pub mod embed;
 pub mod eval;
 pub mod fts5;
+pub(crate) mod hybrid;
 pub mod pack;
+pub(crate) mod semantic;
 pub(crate) mod substring;
 
 pub use backend::Retriever;
@@ -42,6 +44,11 @@ pub struct SearchParams {
     /// Any of claim, page, entity, source (default all).
     #[serde(default)]
     pub kinds: Option<Vec<String>>,
+    /// fts5 | substring | embedding | hybrid (default: `retrieval.backend`
+    /// of config.yaml). `embedding` and `hybrid` need a local model
+    /// (`vouch model import`); without one they are refused.
+    #[serde(default)]
+    pub backend: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -68,18 +75,29 @@ pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
 
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
-/// Words of a query: runs of letters and digits, lowercased, deduplicated.
+/// Words of a query: runs of letters and digits, lowercased, deduplicated,
+/// at most 64.
 pub fn query_terms(query: &str) -> Vec<String> {
+    words(query, 64)
+}
+
+/// Every distinct word of a text, as [`query_terms`] makes them.
+pub(crate) fn query_terms_unbounded(text: &str) -> Vec<String> {
+    words(text, usize::MAX)
+}
+
+fn words(text: &str, max: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for w in query.split(|c: char| !c.is_alphanumeric()) {
+    let mut seen = HashSet::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
         if w.is_empty() {
             continue;
         }
         let w = w.to_lowercase();
-        if !out.contains(&w) {
+        if seen.insert(w.clone()) {
             out.push(w);
         }
-        if out.len() >= 64 {
+        if out.len() >= max {
             break;
         }
     }
@@ -124,15 +142,18 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
 
 pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     let (limit, kinds) = checked_search(&p)?;
+    let backend = p.backend.as_deref().map(backend::parse).transpose()?;
     let terms = query_terms(&p.query);
     retrieve(
         kb,
         &Query {
+            text: &p.query,
             terms: &terms,
             limit,
             kinds: &kinds,
             currency: Currency::Any,
             snippets: Snippets::Yes,
+            backend,
         },
     )
 }
@@ -140,6 +161,8 @@ pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
 /// What to retrieve: the same for every backend.
 #[derive(Debug, Clone, Copy)]
 pub struct Query<'a> {
+    /// The query as given (what a model embeds).
+    pub text: &'a str,
     /// Words, as [`query_terms`] makes them.
     pub terms: &'a [String],
     pub limit: usize,
@@ -147,6 +170,8 @@ pub struct Query<'a> {
     pub kinds: &'a [&'a str],
     pub currency: Currency,
     pub snippets: Snippets,
+    /// The backend asked for; `None`: the KB's own (`Kb::retriever`).
+    pub backend: Option<crate::settings::RetrievalBackend>,
 }
 
 /// Whether hits carry a marked-up snippet (search) or not (context packs,
@@ -182,12 +207,58 @@ impl Currency {
     }
 }
 
-/// Ranked hits from the configured backend, each gated kind (claim, page,
-/// entity) that never went through the gate marked `_meta.unaudited`.
+/// Ranked hits from the backend asked for (or the configured one), each
+/// gated kind (claim, page, entity) that never went through the gate
+/// marked `_meta.unaudited`. Current knowledge comes first in every
+/// backend: a superseded or archived claim ranks below every current hit.
 pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-    let mut hits = backend_hits(kb, q)?;
+    let retriever = match q.backend {
+        Some(b) if backend::needs_model(b) && kb.embedder().is_none() => {
+            return Err(semantic::no_model(backend::name_of(b)));
+        }
+        Some(b) => backend::for_backend(b),
+        None => {
+            if let Some(why) = kb.retrieval_state().degraded_reason {
+                kb.warn(why);
+            }
+            kb.retriever()
+        }
+    };
+    let mut hits = current_first(kb, retriever, q)?;
     mark_unaudited(kb, &mut hits);
     Ok(hits)
+}
+
+/// Hits with every current one before every retired one. When the first
+/// answer holds retired hits and is full, current hits may have been cut
+/// below them: ask again for current ones only and fill with the retired.
+fn current_first(kb: &Kb, retriever: &dyn Retriever, q: &Query) -> Result<Vec<SearchHit>> {
+    if q.terms.is_empty() && !backend::needs_model(backend_of(retriever)) {
+        return Ok(Vec::new());
+    }
+    let hits = retriever.search(kb, q)?;
+    let retired = |h: &SearchHit| !Currency::Current.admits(h.status.as_deref());
+    if q.currency == Currency::Current || !hits.iter().any(retired) {
+        return Ok(hits);
+    }
+    let (mut current, old): (Vec<SearchHit>, Vec<SearchHit>) =
+        hits.iter().cloned().partition(|h| !retired(h));
+    if hits.len() >= q.limit {
+        current = retriever.search(
+            kb,
+            &Query {
+                currency: Currency::Current,
+                ..*q
+            },
+        )?;
+    }
+    current.extend(old);
+    current.truncate(q.limit);
+    Ok(current)
+}
+
+fn backend_of(r: &dyn Retriever) -> crate::settings::RetrievalBackend {
+    backend::parse(r.name()).unwrap_or(crate::settings::RetrievalBackend::Fts5)
 }
 
 /// Mark hits that no approval or import in the audit log admitted: a
@@ -225,13 +296,6 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
             Err(_) => HashSet::new(),
         },
     }
-}
-
-fn backend_hits(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-    if q.terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    kb.retriever().search(kb, q)
 }
 
 #[cfg(test)]

@@ -332,9 +332,15 @@ pub struct Candidates {
 
 pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
     let terms = retrieval::query_terms(task);
+    // Packs rank by meaning and words together whenever a model is there.
+    let hybrid = kb
+        .embedder()
+        .map(|_| crate::settings::RetrievalBackend::Hybrid);
     let hits = retrieval::retrieve(
         kb,
         &retrieval::Query {
+            text: task,
+            backend: hybrid,
             terms: &terms,
             limit: pool,
             kinds: &["claim", "page"],
@@ -342,9 +348,12 @@ pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
             snippets: retrieval::Snippets::No,
         },
     )?;
-    let backend = hits
-        .first()
-        .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone());
+    let backend = match hybrid {
+        Some(_) => "hybrid".to_string(),
+        None => hits
+            .first()
+            .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone()),
+    };
     Ok(Candidates {
         terms,
         backend,

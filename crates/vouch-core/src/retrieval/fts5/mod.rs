@@ -40,7 +40,7 @@ pub const SCHEMA_VERSION: &str = "5";
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub struct Index {
-    conn: Connection,
+    pub(crate) conn: Connection,
 }
 
 /// The kinds that have documents, and where their files are.
@@ -144,6 +144,9 @@ impl Index {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
         )?;
+        // Vectors outlive a schema change of the FTS tables: they are
+        // keyed by content and model, not by how the text is indexed.
+        conn.execute_batch(crate::retrieval::embed::vectors::SCHEMA)?;
         let have: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
                 r.get(0)
@@ -227,6 +230,34 @@ impl Index {
                 .execute("DELETE FROM docs WHERE rowid=?1", [rowid])?;
         }
         Ok(())
+    }
+
+    /// The indexed text of a document (title, then body).
+    pub(crate) fn text_of(&self, kind: &str, id: &str) -> Result<Option<String>> {
+        let row: Option<(String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT f.title, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid
+                 WHERE d.kind = ?1 AND d.id = ?2",
+            )?
+            .query_row(params![kind, id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        Ok(row.map(|(title, body)| {
+            if title.is_empty() {
+                body
+            } else {
+                format!("{title}\n{body}")
+            }
+        }))
+    }
+
+    pub(crate) fn confidence_of(&self, kind: &str, id: &str) -> Result<Option<f64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT confidence FROM docs WHERE kind = ?1 AND id = ?2")?
+            .query_row(params![kind, id], |r| r.get::<_, Option<f64>>(0))
+            .optional()?
+            .flatten())
     }
 
     fn meta_value(&self, key: &str) -> Result<Option<String>> {
@@ -345,7 +376,7 @@ impl Index {
     /// kind whose fingerprint moved is compared row by row, and only changed
     /// files are re-read. With `retrieval.freshness: dirs` a kind whose
     /// directory mtime has not moved is not scanned at all.
-    fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
+    pub(crate) fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
         let scan = Scan::take(kb, &self.scan_meta()?)?;
         let stats = self.apply(kb, scan)?;
         self.sync_admitted(kb)?;
@@ -454,6 +485,9 @@ impl Index {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 return Err(e);
             }
+        }
+        if stats.updated + stats.removed > 0 {
+            kb.index_changed();
         }
         if stats.updated + stats.removed >= OPTIMIZE_AFTER {
             // Merge FTS5's segments into one after a bulk load (a rebuild,

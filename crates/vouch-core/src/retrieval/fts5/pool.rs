@@ -288,6 +288,10 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     *slot = None;
     retire_readers(kb);
     let path = kb.layout().index_db();
+    // The old file is kept aside until its vectors are copied: a rebuild
+    // re-embeds only text that changed.
+    let old = PathBuf::from(format!("{}.rebuild-old", path.display()));
+    let kept = !crate::store::nofollow::is_link(&path) && std::fs::rename(&path, &old).is_ok();
     for suffix in ["", "-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", path.display()));
         match std::fs::remove_file(&p) {
@@ -296,7 +300,17 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
             Err(e) => return Err(Error::io(&p, e)),
         }
     }
+    *kb.vectors.write().unwrap_or_else(|e| e.into_inner()) = None;
+    kb.index_changed();
     let mut index = Index::open_path(kb)?;
+    if kept {
+        if let Err(e) = crate::retrieval::embed::vectors::carry_over(&index, &old) {
+            kb.warn(format!(
+                "index rebuild: vectors not carried over ({e}); they are re-embedded"
+            ));
+        }
+        let _ = std::fs::remove_file(&old);
+    }
     let stats = index.sync(kb)?;
     *slot = Some(OpenIndex {
         index,
@@ -382,6 +396,7 @@ mod readers_tests {
                         query: q.into(),
                         limit: None,
                         kinds: Some(vec!["claim".into()]),
+                        backend: None,
                     },
                 )
                 .unwrap()
@@ -404,6 +419,7 @@ mod readers_tests {
                 query: "failover".into(),
                 limit: None,
                 kinds: None,
+                backend: None,
             },
         )
         .unwrap();

@@ -82,6 +82,7 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
         kinds,
         currency,
         snippets,
+        ..
     } = *query;
     let quote = |ts: &[&String]| -> Vec<String> { ts.iter().map(|t| format!("\"{t}\"")).collect() };
     let all: Vec<&String> = terms.iter().collect();

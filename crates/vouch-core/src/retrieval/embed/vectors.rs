@@ -1,0 +1,574 @@
+//! The vectors: an `embeddings` table in `state.db`, keyed by (kind, id,
+//! chunk) and holding each text's sha256 and the model's identity, and an
+//! in-memory copy that semantic search scans.
+//!
+//! Keeping them in step ([`ensure`]) compares every document of the FTS
+//! index with what memory holds, by file signature. A changed document is
+//! re-embedded only if its text changed: its own stored vectors, or any
+//! document's with the same text under the same model, are reused. Vectors
+//! of another model are deleted, never compared. The check runs only when
+//! the index changed since the last one (a counter the FTS sync and the
+//! write hook move), so a search in a quiet server pays nothing for it.
+//!
+//! Approve never waits for the model: the write hook only moves the
+//! counter. The next semantic search embeds what is new (within a time
+//! budget; ~10 ms a claim), and servers do it in their background refresh.
+
+use super::Embedder;
+use crate::error::{Error, Result};
+use crate::kb::Kb;
+use crate::retrieval::fts5::{Index, Sig};
+use crate::retrieval::{Currency, SEARCH_KINDS};
+use rusqlite::{OptionalExtension, params};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS embeddings(
+    kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
+    model TEXT NOT NULL, content_sha256 TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
+
+/// How long a search may spend embedding what is new before it answers
+/// with what is embedded (the rest is named in a warning).
+pub const SEARCH_BUDGET: Duration = Duration::from_secs(2);
+
+/// Texts embedded per model call.
+const BATCH: usize = 32;
+
+type DocKey = (&'static str, String);
+
+struct DocEntry {
+    sig: Sig,
+    status: Option<String>,
+    /// Row numbers in [`Vectors::data`], one per chunk.
+    rows: Vec<usize>,
+}
+
+/// Every embedded document of one model, in one flat array (rows of
+/// `dim` floats) so a scan streams through memory.
+pub struct Vectors {
+    model: String,
+    dim: usize,
+    data: Vec<f32>,
+    /// The document each row belongs to.
+    owners: Vec<DocKey>,
+    docs: HashMap<DocKey, DocEntry>,
+    /// The index change counter this copy was last checked against.
+    synced: u64,
+    /// Documents the last check left without vectors (budget ran out, or
+    /// the model failed on them).
+    pending: usize,
+}
+
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+pub struct EmbedStats {
+    /// Documents with vectors now.
+    pub documents: usize,
+    /// Documents embedded by the model in this call.
+    pub embedded: usize,
+    /// Documents whose vectors were reused (same text).
+    pub reused: usize,
+    pub removed: usize,
+    /// Documents still without vectors.
+    pub pending: usize,
+}
+
+fn kind_static(kind: &str) -> Option<&'static str> {
+    SEARCH_KINDS.iter().copied().find(|k| *k == kind)
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_blob(b: &[u8], dim: usize) -> Option<Vec<f32>> {
+    (b.len() == dim * 4).then(|| {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
+}
+
+impl Vectors {
+    fn empty(model: &str, dim: usize) -> Vectors {
+        Vectors {
+            model: model.to_string(),
+            dim,
+            data: Vec::new(),
+            owners: Vec::new(),
+            docs: HashMap::new(),
+            synced: 0,
+            pending: 0,
+        }
+    }
+
+    pub fn documents(&self) -> usize {
+        self.docs.len()
+    }
+    pub fn pending(&self) -> usize {
+        self.pending
+    }
+
+    fn remove(&mut self, key: &DocKey) {
+        let Some(entry) = self.docs.remove(key) else {
+            return;
+        };
+        let mut rows = entry.rows;
+        rows.sort_unstable_by(|a, b| b.cmp(a));
+        for row in rows {
+            let last = self.owners.len() - 1;
+            if row != last {
+                // Move the last row into the hole and repoint its owner.
+                let (head, tail) = self.data.split_at_mut(last * self.dim);
+                head[row * self.dim..(row + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
+                let moved = self.owners[last].clone();
+                if let Some(e) = self.docs.get_mut(&moved) {
+                    for r in e.rows.iter_mut() {
+                        if *r == last {
+                            *r = row;
+                        }
+                    }
+                }
+                self.owners.swap(row, last);
+            }
+            self.owners.pop();
+            self.data.truncate(last * self.dim);
+        }
+    }
+
+    fn insert(&mut self, key: DocKey, sig: Sig, status: Option<String>, chunks: &[Vec<f32>]) {
+        self.remove(&key);
+        let mut rows = Vec::with_capacity(chunks.len());
+        for v in chunks {
+            rows.push(self.owners.len());
+            self.owners.push(key.clone());
+            self.data.extend_from_slice(v);
+        }
+        self.docs.insert(key, DocEntry { sig, status, rows });
+    }
+
+    /// The `want` documents nearest `query` (cosine; vectors are unit
+    /// length), best chunk per document, filtered by kind and currency.
+    pub fn nearest(
+        &self,
+        query: &[f32],
+        kinds: &[&str],
+        currency: Currency,
+        want: usize,
+    ) -> Vec<(DocKeyRef<'_>, f32)> {
+        if query.len() != self.dim || want == 0 {
+            return Vec::new();
+        }
+        let mut best: HashMap<&DocKey, f32> = HashMap::new();
+        for (row, v) in self.data.chunks_exact(self.dim).enumerate() {
+            let score: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
+            let owner = &self.owners[row];
+            let slot = best.entry(owner).or_insert(f32::MIN);
+            if score > *slot {
+                *slot = score;
+            }
+        }
+        let mut scored: Vec<(&DocKey, f32)> = best
+            .into_iter()
+            .filter(|(k, _)| kinds.contains(&k.0))
+            .filter(|(k, _)| currency.admits(self.docs.get(*k).and_then(|e| e.status.as_deref())))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        scored.truncate(want);
+        scored
+            .into_iter()
+            .map(|(k, s)| {
+                let status = self.docs.get(k).and_then(|e| e.status.as_deref());
+                (
+                    DocKeyRef {
+                        kind: k.0,
+                        id: &k.1,
+                        status,
+                    },
+                    s,
+                )
+            })
+            .collect()
+    }
+
+    /// The cosine of one document's best chunk with `query`, if embedded.
+    pub fn similarity(&self, kind: &str, id: &str, query: &[f32]) -> Option<f32> {
+        let key = (kind_static(kind)?, id.to_string());
+        let e = self.docs.get(&key)?;
+        e.rows
+            .iter()
+            .map(|r| {
+                self.data[r * self.dim..(r + 1) * self.dim]
+                    .iter()
+                    .zip(query)
+                    .map(|(a, b)| a * b)
+                    .sum::<f32>()
+            })
+            .max_by(f32::total_cmp)
+    }
+}
+
+pub struct DocKeyRef<'a> {
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub status: Option<&'a str>,
+}
+
+/// Run `f` on the main index connection, synced with the files.
+fn with_main<R>(kb: &Kb, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
+    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let stale = match &*slot {
+        None => true,
+        Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
+    };
+    let open = crate::retrieval::fts5::open_in(kb, &mut slot)?;
+    if stale {
+        open.index.sync(kb)?;
+        open.synced_at = Instant::now();
+        crate::retrieval::fts5::mark_ready(kb);
+    }
+    f(&open.index)
+}
+
+/// A document that needs vectors, with what is known of it.
+struct Stale {
+    key: DocKey,
+    sig: Sig,
+    status: Option<String>,
+}
+
+/// When a check may stop embedding and leave the rest pending.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    Until(Instant),
+    Unlimited,
+}
+
+impl Budget {
+    fn spent(self) -> bool {
+        matches!(self, Budget::Until(t) if Instant::now() >= t)
+    }
+}
+
+/// Bring the vectors in step with the index: load them on first use,
+/// drop what was deleted, reuse vectors of unchanged text, embed the rest
+/// until `budget` runs out. `progress(done, total)` hears of every batch.
+/// Returns `None` when another thread is already doing it and `wait` is
+/// false (a search then answers from the vectors as they are).
+pub fn ensure(
+    kb: &Kb,
+    embedder: &Arc<dyn Embedder>,
+    budget: Budget,
+    wait: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Option<EmbedStats>> {
+    let _one_at_a_time = if wait {
+        kb.embedding.lock().unwrap_or_else(|e| e.into_inner())
+    } else {
+        match kb.embedding.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        }
+    };
+    let model = embedder.model_id().to_string();
+    let dim = embedder.dimensions();
+    // Sync the FTS index first: it says which documents exist now.
+    let (generation, listed, loaded) = with_main(kb, |idx| {
+        let generation = kb.index_generation();
+        let have = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let fresh = have
+            .as_ref()
+            .is_some_and(|v| v.model == model && v.synced == generation && v.pending == 0);
+        let first = have.as_ref().is_none_or(|v| v.model != model);
+        drop(have);
+        if fresh {
+            return Ok((generation, None, None));
+        }
+        let loaded = if first {
+            // Vectors of any other model are never compared with these.
+            idx.conn
+                .execute("DELETE FROM embeddings WHERE model != ?1", [&model])?;
+            Some(load_all(idx, &model, dim)?)
+        } else {
+            None
+        };
+        let mut stmt = idx.conn.prepare_cached(
+            "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind != 'relation'",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
+            ))
+        })?;
+        let mut listed = Vec::new();
+        for row in rows {
+            let (kind, id, status, sig) = row?;
+            if let Some(kind) = kind_static(&kind) {
+                listed.push(((kind, id), status, sig));
+            }
+        }
+        Ok((generation, Some(listed), loaded))
+    })?;
+    let Some(listed) = listed else {
+        let v = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let documents = v.as_ref().map_or(0, Vectors::documents);
+        return Ok(Some(EmbedStats {
+            documents,
+            ..EmbedStats::default()
+        }));
+    };
+    let mut stats = EmbedStats::default();
+    let mut stale = Vec::new();
+    {
+        let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = loaded {
+            *guard = Some(v);
+        }
+        let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+        let present: HashSet<&DocKey> = listed.iter().map(|(k, _, _)| k).collect();
+        let gone: Vec<DocKey> = vectors
+            .docs
+            .keys()
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect();
+        stats.removed = gone.len();
+        for k in &gone {
+            vectors.remove(k);
+        }
+        for (key, status, sig) in listed {
+            match vectors.docs.get_mut(&key) {
+                Some(e) if e.sig == sig => e.status = status,
+                _ => stale.push(Stale { key, sig, status }),
+            }
+        }
+    }
+    if stats.removed > 0 {
+        // Rows of documents that no longer exist.
+        with_main(kb, |idx| {
+            idx.conn.execute(
+                "DELETE FROM embeddings WHERE NOT EXISTS (SELECT 1 FROM docs d
+                 WHERE d.kind = embeddings.kind AND d.id = embeddings.id)",
+                [],
+            )?;
+            Ok(())
+        })?;
+    }
+    let total = stale.len();
+    let mut done = 0;
+    let mut failed = 0;
+    for batch in stale.chunks(BATCH) {
+        if budget.spent() {
+            break;
+        }
+        // Texts and reusable vectors, under the index lock.
+        let mut need: Vec<(usize, String, String)> = Vec::new();
+        let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
+        with_main(kb, |idx| {
+            for (i, s) in batch.iter().enumerate() {
+                let Some(text) = idx.text_of(s.key.0, &s.key.1)? else {
+                    continue;
+                };
+                let sha = crate::ids::sha256_hex(text.as_bytes());
+                match reusable(idx, &model, dim, &sha, &s.key)? {
+                    Some(chunks) => ready.push((i, sha, chunks, false)),
+                    None => need.push((i, sha, text)),
+                }
+            }
+            Ok(())
+        })?;
+        // The model runs outside every lock: writers never wait for it.
+        if !need.is_empty() {
+            let texts: Vec<&str> = need.iter().map(|(_, _, t)| t.as_str()).collect();
+            match embedder.embed_documents(&texts) {
+                Ok(vectors) => {
+                    for ((i, sha, _), chunks) in need.into_iter().zip(vectors) {
+                        if chunks.iter().all(|c| c.len() == dim) && !chunks.is_empty() {
+                            ready.push((i, sha, chunks, true));
+                        } else {
+                            failed += 1;
+                        }
+                    }
+                }
+                Err(e) => {
+                    kb.warn(format!("embeddings: {e}"));
+                    return Err(e);
+                }
+            }
+        }
+        with_main(kb, |idx| {
+            idx.conn.execute_batch("BEGIN IMMEDIATE")?;
+            let res = (|| -> Result<()> {
+                for (i, sha, chunks, _) in &ready {
+                    store(idx, &model, &batch[*i], sha, chunks)?;
+                }
+                Ok(())
+            })();
+            match res {
+                Ok(()) => idx.conn.execute_batch("COMMIT")?,
+                Err(e) => {
+                    let _ = idx.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+            Ok(())
+        })?;
+        let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+        let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+        for (i, _, chunks, fresh) in ready {
+            let s = &batch[i];
+            vectors.insert(s.key.clone(), s.sig, s.status.clone(), &chunks);
+            if fresh {
+                stats.embedded += 1;
+            } else {
+                stats.reused += 1;
+            }
+        }
+        drop(guard);
+        done += batch.len();
+        progress(done, total);
+    }
+    let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+    let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+    vectors.pending = total - done + failed;
+    vectors.synced = generation;
+    stats.pending = vectors.pending;
+    stats.documents = vectors.documents();
+    Ok(Some(stats))
+}
+
+/// Stored vectors of this text under this model: the document's own
+/// first, else any document's with the same text.
+fn reusable(
+    idx: &Index,
+    model: &str,
+    dim: usize,
+    sha: &str,
+    key: &DocKey,
+) -> Result<Option<Vec<Vec<f32>>>> {
+    let owner: Option<(String, String)> = idx
+        .conn
+        .prepare_cached(
+            "SELECT kind, id FROM embeddings WHERE content_sha256 = ?1 AND model = ?2
+             ORDER BY (kind = ?3 AND id = ?4) DESC LIMIT 1",
+        )?
+        .query_row(params![sha, model, key.0, key.1], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    let Some((kind, id)) = owner else {
+        return Ok(None);
+    };
+    let mut stmt = idx.conn.prepare_cached(
+        "SELECT vector FROM embeddings WHERE kind = ?1 AND id = ?2 AND model = ?3 ORDER BY chunk",
+    )?;
+    let blobs = stmt.query_map(params![kind, id, model], |r| r.get::<_, Vec<u8>>(0))?;
+    let mut chunks = Vec::new();
+    for b in blobs {
+        match from_blob(&b?, dim) {
+            Some(v) => chunks.push(v),
+            None => return Ok(None),
+        }
+    }
+    Ok((!chunks.is_empty()).then_some(chunks))
+}
+
+fn store(idx: &Index, model: &str, s: &Stale, sha: &str, chunks: &[Vec<f32>]) -> Result<()> {
+    idx.conn
+        .prepare_cached("DELETE FROM embeddings WHERE kind = ?1 AND id = ?2")?
+        .execute(params![s.key.0, s.key.1])?;
+    let mut insert = idx.conn.prepare_cached(
+        "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns, size, vector)
+         VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (n, v) in chunks.iter().enumerate() {
+        insert.execute(params![
+            s.key.0,
+            s.key.1,
+            n as i64,
+            model,
+            sha,
+            s.sig.0,
+            s.sig.1,
+            to_blob(v)
+        ])?;
+    }
+    Ok(())
+}
+
+/// Every stored vector of `model`, as the in-memory copy (statuses come
+/// from the check that follows).
+fn load_all(idx: &Index, model: &str, dim: usize) -> Result<Vectors> {
+    let mut v = Vectors::empty(model, dim);
+    let mut stmt = idx.conn.prepare(
+        "SELECT kind, id, mtime_ns, size, vector FROM embeddings WHERE model = ?1
+         ORDER BY kind, id, chunk",
+    )?;
+    let rows = stmt.query_map([model], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            (r.get::<_, i64>(2)?, r.get::<_, i64>(3)?),
+            r.get::<_, Vec<u8>>(4)?,
+        ))
+    })?;
+    for row in rows {
+        let (kind, id, sig, blob) = row?;
+        let (Some(kind), Some(vector)) = (kind_static(&kind), from_blob(&blob, dim)) else {
+            continue;
+        };
+        let key = (kind, id);
+        let row_no = v.owners.len();
+        v.owners.push(key.clone());
+        v.data.extend_from_slice(&vector);
+        v.docs
+            .entry(key)
+            .or_insert_with(|| DocEntry {
+                sig,
+                status: None,
+                rows: Vec::new(),
+            })
+            .rows
+            .push(row_no);
+    }
+    Ok(v)
+}
+
+/// Copy the vectors of a `state.db` about to be replaced into the new one,
+/// so a rebuild re-embeds nothing whose text is unchanged.
+pub(crate) fn carry_over(idx: &Index, old_db: &std::path::Path) -> Result<usize> {
+    let path = old_db
+        .to_str()
+        .ok_or_else(|| Error::internal("state.db path is not UTF-8"))?;
+    idx.conn.execute("ATTACH DATABASE ?1 AS old", [path])?;
+    let res = (|| -> Result<usize> {
+        let has: bool = idx
+            .conn
+            .query_row(
+                "SELECT count(*) FROM old.sqlite_master WHERE name = 'embeddings'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)?;
+        if !has {
+            return Ok(0);
+        }
+        // Signatures are zeroed: the first check compares texts again.
+        Ok(idx.conn.execute(
+            "INSERT OR IGNORE INTO embeddings
+             SELECT kind, id, chunk, model, content_sha256, 0, 0, vector FROM old.embeddings",
+            [],
+        )?)
+    })();
+    let _ = idx.conn.execute("DETACH DATABASE old", []);
+    res
+}

