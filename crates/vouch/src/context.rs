@@ -159,13 +159,18 @@ pub fn clock() -> Arc<dyn Clock> {
     }
 }
 
+/// Open the knowledge base, with its embedding model when one is installed.
 pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
-    Kb::open(&locate(kb_flag)?, clock())
+    let mut kb = Kb::open(&locate(kb_flag)?, clock())?;
+    crate::model::attach(&mut kb);
+    Ok(kb)
 }
 
 /// Open even with an unparseable config.yaml (for `vouch doctor`).
 pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
-    Kb::open_tolerant(&locate(kb_flag)?, clock())
+    let mut kb = Kb::open_tolerant(&locate(kb_flag)?, clock())?;
+    crate::model::attach(&mut kb);
+    Ok(kb)
 }
 
 /// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, $USER, then the

@@ -10,6 +10,7 @@ pub mod errors;
 pub mod http;
 pub mod jsonl;
 pub mod mcp;
+pub mod model;
 pub mod render;
 pub mod serve;
 

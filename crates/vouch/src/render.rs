@@ -172,9 +172,18 @@ fn status(v: &Value) -> String {
         v.get("last_audit_at")
             .and_then(Value::as_str)
             .unwrap_or("never"),
-    ) + &match v["retrieval"].get("note").and_then(Value::as_str) {
-        Some(note) => format!("  search     {} ({note})\n", s(&v["retrieval"], "backend")),
-        None => format!("  search     {}\n", s(&v["retrieval"], "backend")),
+    ) + &match (
+        v["retrieval"]
+            .get("degraded_reason")
+            .and_then(Value::as_str),
+        v["retrieval"].get("model").and_then(Value::as_str),
+    ) {
+        (Some(why), _) => format!("  search     {} ({why})\n", s(&v["retrieval"], "used")),
+        (None, Some(model)) => format!(
+            "  search     {} (model {model})\n",
+            s(&v["retrieval"], "used")
+        ),
+        (None, None) => format!("  search     {}\n", s(&v["retrieval"], "used")),
     }
 }
 
@@ -304,12 +313,17 @@ fn search(v: &Value) -> String {
             format!("{score:.3}")
         };
         out.push_str(&format!(
-            "{:<7} {}  ({score}{})\n  {}\n",
+            "{:<7} {}  ({score}{}{})\n  {}\n",
             s(&h, "kind"),
             s(&h, "id"),
             match h.get("status").and_then(Value::as_str) {
                 Some(st) => format!(", {st}"),
                 None => String::new(),
+            },
+            // Which side found it, when not the lexical index alone.
+            match h.get("backend").and_then(Value::as_str) {
+                Some(b) if b != "fts5" => format!(", {b}"),
+                _ => String::new(),
             },
             s(&h, "snippet").replace('\n', " ")
         ));
@@ -370,6 +384,15 @@ fn eval(v: &Value) -> String {
         v["mrr"].as_f64().unwrap_or(0.0),
         v["ndcg_at_k"].as_f64().unwrap_or(0.0),
     ));
+    for c in v["by_note"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  {:<12} {:>3} queries: recall@{k} {:.3}  MRR {:.3}\n",
+            s(c, "note"),
+            c["queries"],
+            c["recall_at_k"].as_f64().unwrap_or(0.0),
+            c["mrr"].as_f64().unwrap_or(0.0),
+        ));
+    }
     out
 }
 

@@ -109,6 +109,11 @@ fn spawn_refresher(kb: Arc<Kb>) {
             if let Err(e) = vouch_core::retrieval::refresh(&kb) {
                 eprintln!("vouch: index refresh failed: {e}");
             }
+            // New and changed documents get their vectors here, off every
+            // request's path.
+            if let Err(e) = crate::model::refresh(&kb) {
+                eprintln!("vouch: embedding refresh failed: {e}");
+            }
             // What the refresh (or opening) noticed, e.g. a file that no
             // longer parses; calls report their own.
             crate::render::print_warnings(kb.take_warnings());

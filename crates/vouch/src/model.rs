@@ -1,0 +1,228 @@
+//! The embedding model, as the app wires it: where models are installed
+//! (the user's cache folder, or `.vouch/models/` when `retrieval.model_dir`
+//! says so), giving an opened knowledge base its model, `vouch model
+//! import | list | verify | remove`, and embedding everything after a
+//! rebuild with progress on a terminal.
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use vouch_core::settings::ModelDir;
+use vouch_core::{Error, Kb};
+
+/// The models folder: `.vouch/models/` when the KB's config asks for it,
+/// else `$XDG_CACHE_HOME/vouch/models` (or `~/.cache/vouch/models`).
+pub fn models_root(kb: Option<&Kb>) -> PathBuf {
+    if let Some(kb) = kb
+        && kb.settings().retrieval.model_dir == Some(ModelDir::Repo)
+    {
+        return kb.layout().root().join("models");
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("vouch").join("models")
+}
+
+#[cfg(feature = "embeddings")]
+mod enabled {
+    use super::*;
+    use std::io::IsTerminal;
+    use std::sync::Arc;
+    use vouch_model::{ModelEmbedder, ModelSpec, install, spec};
+
+    /// The model the KB's config names (default all-MiniLM-L6-v2).
+    pub fn configured(kb: Option<&Kb>) -> Result<&'static ModelSpec, Error> {
+        let name = kb.and_then(|kb| kb.settings().retrieval.model.clone());
+        match name {
+            None => Ok(spec::DEFAULT_MODEL),
+            Some(n) => spec::find(&n).ok_or_else(|| {
+                Error::invalid(format!(
+                    "retrieval.model `{n}` is not a model this vouch knows; known: {}",
+                    names()
+                ))
+            }),
+        }
+    }
+
+    fn names() -> String {
+        spec::MODELS
+            .iter()
+            .map(|m| m.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Give `kb` its model when one is installed (nothing is read until
+    /// the first text is embedded).
+    pub fn attach(kb: &mut Kb) {
+        let spec = match configured(Some(kb)) {
+            Ok(s) => s,
+            Err(e) => {
+                kb.warn(format!("{}; semantic search is off", e.message));
+                return;
+            }
+        };
+        let root = models_root(Some(kb));
+        if !install::is_installed(&root, spec) {
+            return;
+        }
+        let threads = kb
+            .settings()
+            .retrieval
+            .embedding_threads
+            .map(usize::from)
+            .unwrap_or_else(vouch_model::embedder::default_threads);
+        kb.set_embedder(Arc::new(ModelEmbedder::new(spec, &root, threads)));
+    }
+
+    fn spec_named(name: Option<&str>, kb: Option<&Kb>) -> Result<&'static ModelSpec, Error> {
+        match name {
+            None => configured(kb),
+            Some(n) => spec::find(n)
+                .ok_or_else(|| Error::invalid(format!("no model named {n:?}; known: {}", names()))),
+        }
+    }
+
+    pub fn import(
+        kb: Option<&Kb>,
+        src: &std::path::Path,
+        name: Option<&str>,
+    ) -> Result<Value, Error> {
+        let spec = spec_named(name, kb)?;
+        let root = models_root(kb);
+        let got = install::import(src, &root, spec)?;
+        Ok(json!({"ok": true, "installed": got}))
+    }
+
+    pub fn list(kb: Option<&Kb>) -> Result<Value, Error> {
+        let root = models_root(kb);
+        let configured = configured(kb).ok().map(|s| s.name);
+        let known: Vec<Value> = spec::MODELS
+            .iter()
+            .map(|m| {
+                json!({
+                    "name": m.name,
+                    "package": format!("{}=={}", m.package, m.version),
+                    "dimensions": m.dimensions,
+                    "installed": install::is_installed(&root, m),
+                    "configured": Some(m.name) == configured,
+                    "get_it": m.download_hint(),
+                })
+            })
+            .collect();
+        Ok(json!({"root": root.display().to_string(), "models": known}))
+    }
+
+    pub fn verify(kb: Option<&Kb>, name: Option<&str>) -> Result<Value, Error> {
+        let spec = spec_named(name, kb)?;
+        let root = models_root(kb);
+        if !install::is_installed(&root, spec)
+            && std::fs::symlink_metadata(install::model_dir(&root, spec)).is_err()
+        {
+            return Err(Error::not_found(format!(
+                "model {} is not installed under {}; get it with: {}",
+                spec.name,
+                root.display(),
+                spec.download_hint()
+            )));
+        }
+        let got = install::check(&root, spec);
+        Ok(json!({"ok": got.problems.is_empty(), "model": got}))
+    }
+
+    pub fn remove(kb: Option<&Kb>, name: &str) -> Result<Value, Error> {
+        let spec = spec_named(Some(name), kb)?;
+        let root = models_root(kb);
+        let removed = install::remove(&root, spec)?;
+        Ok(json!({"ok": true, "removed": removed, "name": spec.name}))
+    }
+
+    /// Embed every document that needs it (after `index rebuild`), with a
+    /// progress line on stderr when it is a terminal.
+    pub fn embed_all(kb: &Kb) -> Result<Option<Value>, Error> {
+        let Some(embedder) = kb.embedder().cloned() else {
+            return Ok(None);
+        };
+        let tty = std::io::stderr().is_terminal();
+        let start = std::time::Instant::now();
+        let mut report = |done: usize, total: usize| {
+            if tty {
+                eprint!("\rembedding {done}/{total}");
+            }
+        };
+        let stats = vouch_core::retrieval::embed::ensure(
+            kb,
+            &embedder,
+            vouch_core::retrieval::embed::Budget::Unlimited,
+            true,
+            &mut report,
+        )?;
+        if tty {
+            eprintln!();
+        }
+        Ok(stats.map(|s| {
+            json!({
+                "model": embedder.model_id(),
+                "documents": s.documents,
+                "embedded": s.embedded,
+                "reused": s.reused,
+                "removed": s.removed,
+                "pending": s.pending,
+                "seconds": (start.elapsed().as_secs_f64() * 100.0).round() / 100.0,
+            })
+        }))
+    }
+
+    /// Servers: embed what is new in the background (approve never waits).
+    pub fn refresh(kb: &Kb) -> Result<(), Error> {
+        if let Some(embedder) = kb.embedder().cloned() {
+            vouch_core::retrieval::embed::ensure(
+                kb,
+                &embedder,
+                vouch_core::retrieval::embed::Budget::Unlimited,
+                false,
+                &mut |_, _| {},
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "embeddings")]
+pub use enabled::*;
+
+#[cfg(not(feature = "embeddings"))]
+mod disabled {
+    use super::*;
+
+    fn off() -> Error {
+        Error::invalid(
+            "this build of vouch has no embedding support (built without the `embeddings` \
+             feature); searches use fts5",
+        )
+    }
+    pub fn attach(_kb: &mut Kb) {}
+    pub fn import(_: Option<&Kb>, _: &std::path::Path, _: Option<&str>) -> Result<Value, Error> {
+        Err(off())
+    }
+    pub fn list(_: Option<&Kb>) -> Result<Value, Error> {
+        Err(off())
+    }
+    pub fn verify(_: Option<&Kb>, _: Option<&str>) -> Result<Value, Error> {
+        Err(off())
+    }
+    pub fn remove(_: Option<&Kb>, _: &str) -> Result<Value, Error> {
+        Err(off())
+    }
+    pub fn embed_all(_: &Kb) -> Result<Option<Value>, Error> {
+        Ok(None)
+    }
+    pub fn refresh(_: &Kb) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+#[cfg(not(feature = "embeddings"))]
+pub use disabled::*;
