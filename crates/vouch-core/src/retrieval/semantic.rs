@@ -29,9 +29,11 @@ pub(crate) type Near = (String, String, Option<String>, f32);
 /// query's vector and the best `want` documents by cosine.
 pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<Near>)> {
     let embedder = kb.embedder().ok_or_else(|| no_model("embedding"))?.clone();
+    // The query first: loading the model before the vectors keeps the
+    // load's transient copy of the weights off the peak.
+    let vector = embedder.embed_query(q.text)?;
     let budget = Budget::Until(Instant::now() + super::embed::vectors::SEARCH_BUDGET);
     ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
-    let vector = embedder.embed_query(q.text)?;
     let guard = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
     let Some(vectors) = guard.as_ref() else {
         return Ok((vector, Vec::new()));

@@ -37,8 +37,9 @@ CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
 /// with what is embedded (the rest is named in a warning).
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(2);
 
-/// Texts embedded per model call.
-const BATCH: usize = 32;
+/// Documents embedded per model call (the model sorts them by length into
+/// passes; a larger call pads less).
+const BATCH: usize = 128;
 
 type DocKey = (&'static str, String);
 
@@ -50,11 +51,17 @@ struct DocEntry {
 }
 
 /// Every embedded document of one model, in one flat array (rows of
-/// `dim` floats) so a scan streams through memory.
+/// `dim` bytes) so a scan streams through memory. Rows are quantized to
+/// int8 with a scale per row: a quarter of the memory of f32 (49 MB, not
+/// 197 MB, at 128,000 documents) and a faster scan, for a cosine within
+/// about 0.005 of the exact one. `state.db` keeps the exact f32 vectors.
 pub struct Vectors {
     model: String,
     dim: usize,
-    data: Vec<f32>,
+    data: Vec<i8>,
+    /// Per row: the factor that turns an int8 dot product back into a
+    /// cosine.
+    scales: Vec<f32>,
     /// The document each row belongs to.
     owners: Vec<DocKey>,
     docs: HashMap<DocKey, DocEntry>,
@@ -100,6 +107,7 @@ impl Vectors {
             model: model.to_string(),
             dim,
             data: Vec::new(),
+            scales: Vec::new(),
             owners: Vec::new(),
             docs: HashMap::new(),
             synced: 0,
@@ -126,6 +134,7 @@ impl Vectors {
                 // Move the last row into the hole and repoint its owner.
                 let (head, tail) = self.data.split_at_mut(last * self.dim);
                 head[row * self.dim..(row + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
+                self.scales[row] = self.scales[last];
                 let moved = self.owners[last].clone();
                 if let Some(e) = self.docs.get_mut(&moved) {
                     for r in e.rows.iter_mut() {
@@ -137,8 +146,23 @@ impl Vectors {
                 self.owners.swap(row, last);
             }
             self.owners.pop();
+            self.scales.pop();
             self.data.truncate(last * self.dim);
         }
+    }
+
+    fn push_row(&mut self, v: &[f32]) {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        self.data
+            .extend(v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8));
+        self.scales.push(scale);
+    }
+
+    fn dot(&self, row: usize, query: &[f32]) -> f32 {
+        let v = &self.data[row * self.dim..(row + 1) * self.dim];
+        let sum: f32 = v.iter().zip(query).map(|(a, b)| *a as f32 * b).sum();
+        sum * self.scales[row]
     }
 
     fn insert(&mut self, key: DocKey, sig: Sig, status: Option<String>, chunks: &[Vec<f32>]) {
@@ -147,7 +171,7 @@ impl Vectors {
         for v in chunks {
             rows.push(self.owners.len());
             self.owners.push(key.clone());
-            self.data.extend_from_slice(v);
+            self.push_row(v);
         }
         self.docs.insert(key, DocEntry { sig, status, rows });
     }
@@ -164,36 +188,52 @@ impl Vectors {
         if query.len() != self.dim || want == 0 {
             return Vec::new();
         }
-        let mut best: HashMap<&DocKey, f32> = HashMap::new();
-        for (row, v) in self.data.chunks_exact(self.dim).enumerate() {
-            let score: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
-            let owner = &self.owners[row];
-            let slot = best.entry(owner).or_insert(f32::MIN);
-            if score > *slot {
-                *slot = score;
-            }
-        }
-        let mut scored: Vec<(&DocKey, f32)> = best
-            .into_iter()
-            .filter(|(k, _)| kinds.contains(&k.0))
-            .filter(|(k, _)| currency.admits(self.docs.get(*k).and_then(|e| e.status.as_deref())))
+        // Score every row of the kinds asked for, then sort only the top:
+        // a document's best chunk comes first, later chunks are skipped.
+        let mut scored: Vec<(f32, usize)> = (0..self.owners.len())
+            .filter(|row| kinds.contains(&self.owners[*row].0))
+            .map(|row| (self.dot(row, query), row))
             .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        scored.truncate(want);
-        scored
-            .into_iter()
-            .map(|(k, s)| {
-                let status = self.docs.get(k).and_then(|e| e.status.as_deref());
-                (
+        let by_score = |a: &(f32, usize), b: &(f32, usize)| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| self.owners[a.1].cmp(&self.owners[b.1]))
+        };
+        let mut top = want * 4 + 64;
+        loop {
+            let cut = top.min(scored.len());
+            if cut < scored.len() {
+                scored.select_nth_unstable_by(cut, by_score);
+            }
+            let mut head: Vec<(f32, usize)> = scored[..cut].to_vec();
+            head.sort_by(by_score);
+            let mut seen: HashSet<&DocKey> = HashSet::new();
+            let mut out = Vec::new();
+            for (score, row) in head {
+                let key = &self.owners[row];
+                if !seen.insert(key) {
+                    continue;
+                }
+                let status = self.docs.get(key).and_then(|e| e.status.as_deref());
+                if !currency.admits(status) {
+                    continue;
+                }
+                out.push((
                     DocKeyRef {
-                        kind: k.0,
-                        id: &k.1,
+                        kind: key.0,
+                        id: &key.1,
                         status,
                     },
-                    s,
-                )
-            })
-            .collect()
+                    score,
+                ));
+                if out.len() == want {
+                    break;
+                }
+            }
+            if out.len() == want || cut == scored.len() {
+                return out;
+            }
+            top *= 4;
+        }
     }
 
     /// The cosine of one document's best chunk with `query`, if embedded.
@@ -202,13 +242,7 @@ impl Vectors {
         let e = self.docs.get(&key)?;
         e.rows
             .iter()
-            .map(|r| {
-                self.data[r * self.dim..(r + 1) * self.dim]
-                    .iter()
-                    .zip(query)
-                    .map(|(a, b)| a * b)
-                    .sum::<f32>()
-            })
+            .map(|r| self.dot(*r, query))
             .max_by(f32::total_cmp)
     }
 }
@@ -529,7 +563,7 @@ fn load_all(idx: &Index, model: &str, dim: usize) -> Result<Vectors> {
         let key = (kind, id);
         let row_no = v.owners.len();
         v.owners.push(key.clone());
-        v.data.extend_from_slice(&vector);
+        v.push_row(&vector);
         v.docs
             .entry(key)
             .or_insert_with(|| DocEntry {
@@ -571,4 +605,65 @@ pub(crate) fn carry_over(idx: &Index, old_db: &std::path::Path) -> Result<usize>
     })();
     let _ = idx.conn.execute("DETACH DATABASE old", []);
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(v: &[f32]) -> Vec<f32> {
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / n).collect()
+    }
+
+    #[test]
+    fn rows_move_correctly_when_documents_go_and_the_best_chunk_answers() {
+        let mut v = Vectors::empty("m", 3);
+        let doc = |id: &str| ("claim", id.to_string());
+        v.insert(doc("a"), (1, 1), Some("working".into()), &[unit(&[1.0, 0.0, 0.0])]);
+        v.insert(
+            doc("b"),
+            (1, 1),
+            Some("superseded".into()),
+            &[unit(&[0.0, 1.0, 0.0]), unit(&[0.9, 0.1, 0.0])],
+        );
+        v.insert(doc("c"), (1, 1), None, &[unit(&[0.0, 0.0, 1.0])]);
+        let q = unit(&[1.0, 0.05, 0.0]);
+        let ids = |v: &Vectors, c: Currency| -> Vec<String> {
+            v.nearest(&q, &["claim"], c, 10)
+                .into_iter()
+                .map(|(k, _)| k.id.to_string())
+                .collect()
+        };
+        // b's second chunk is close to the query; it answers for b, once.
+        assert_eq!(ids(&v, Currency::Any), ["a", "b", "c"]);
+        assert_eq!(ids(&v, Currency::Current), ["a", "c"]);
+        assert!(v.nearest(&q, &["page"], Currency::Any, 10).is_empty());
+        // Removing a moves the last row (c) into its place.
+        v.remove(&doc("a"));
+        assert_eq!(ids(&v, Currency::Any), ["b", "c"]);
+        let c = v.similarity("claim", "c", &unit(&[0.0, 0.0, 1.0])).unwrap();
+        assert!((c - 1.0).abs() < 0.01, "{c}");
+        v.remove(&doc("b"));
+        assert_eq!(ids(&v, Currency::Any), ["c"]);
+        assert_eq!(v.data.len(), 3);
+        assert_eq!(v.scales.len(), 1);
+    }
+
+    #[test]
+    fn int8_rows_keep_the_cosine_within_a_few_thousandths() {
+        let dim = 384;
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+        };
+        let a = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
+        let b = unit(&(0..dim).map(|_| next() + a[0]).collect::<Vec<_>>());
+        let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        let mut v = Vectors::empty("m", dim);
+        v.insert(("claim", "a".into()), (1, 1), None, &[a.clone()]);
+        let approx = v.similarity("claim", "a", &b).unwrap();
+        assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
+    }
 }

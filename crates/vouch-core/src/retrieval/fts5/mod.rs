@@ -234,13 +234,19 @@ impl Index {
 
     /// The indexed text of a document (title, then body).
     pub(crate) fn text_of(&self, kind: &str, id: &str) -> Result<Option<String>> {
+        // Two lookups by key: joined, SQLite would scan the FTS table.
+        let Some(rowid) = self
+            .conn
+            .prepare_cached("SELECT rowid FROM docs WHERE kind = ?1 AND id = ?2")?
+            .query_row(params![kind, id], |r| r.get::<_, i64>(0))
+            .optional()?
+        else {
+            return Ok(None);
+        };
         let row: Option<(String, String)> = self
             .conn
-            .prepare_cached(
-                "SELECT f.title, f.body FROM docs d JOIN fts f ON f.rowid = d.rowid
-                 WHERE d.kind = ?1 AND d.id = ?2",
-            )?
-            .query_row(params![kind, id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
+            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         Ok(row.map(|(title, body)| {
             if title.is_empty() {
