@@ -952,7 +952,9 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
         "when can we ship to production",
     ];
     let q = time_calls(200, |i| {
-        model.embed_query(queries[i % queries.len()]).expect("embed");
+        model
+            .embed_query(queries[i % queries.len()])
+            .expect("embed");
     });
     // Throughput on claim-sized texts alone (a generated KB also holds
     // sources of ten claims each, which cost ten times as much).
@@ -1017,8 +1019,11 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
         drop(kb);
         let config = g.vouch().join("config.yaml");
         let original = std::fs::read_to_string(&config).expect("config");
-        std::fs::write(&config, original.replace("backend: fts5", "backend: hybrid"))
-            .expect("config");
+        std::fs::write(
+            &config,
+            original.replace("backend: fts5", "backend: hybrid"),
+        )
+        .expect("config");
         let mut server = JsonlServer::start_with(g.project(), &[("XDG_CACHE_HOME", cache.path())]);
         // The first search loads the vectors.
         server.call(0, "kb.search", json!({"query": queries[0]}));
@@ -1078,8 +1083,13 @@ fn approve_times(kb: &Kb, n: usize, tag: &str) -> Summary {
         .collect();
     let mut next = 0;
     time_calls(n, |_| {
-        dispatch(kb, &reviewer, "kb.approve", json!({"proposal_id": ids[next]}))
-            .expect("approve");
+        dispatch(
+            kb,
+            &reviewer,
+            "kb.approve",
+            json!({"proposal_id": ids[next]}),
+        )
+        .expect("approve");
         next += 1;
     })
 }

@@ -204,6 +204,11 @@ pub struct ProposeResult {
     pub valid: bool,
     pub errors: Vec<String>,
     pub dry_run: bool,
+    /// `possible_duplicates`: current approved claims whose meaning is
+    /// almost the same (cosine ≥ 0.95 with the local model; absent
+    /// without one), `[{id, text, similarity}]`, for the reviewer.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

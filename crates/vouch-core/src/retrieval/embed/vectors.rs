@@ -154,8 +154,10 @@ impl Vectors {
     fn push_row(&mut self, v: &[f32]) {
         let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        self.data
-            .extend(v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8));
+        self.data.extend(
+            v.iter()
+                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
+        );
         self.scales.push(scale);
     }
 
@@ -620,7 +622,12 @@ mod tests {
     fn rows_move_correctly_when_documents_go_and_the_best_chunk_answers() {
         let mut v = Vectors::empty("m", 3);
         let doc = |id: &str| ("claim", id.to_string());
-        v.insert(doc("a"), (1, 1), Some("working".into()), &[unit(&[1.0, 0.0, 0.0])]);
+        v.insert(
+            doc("a"),
+            (1, 1),
+            Some("working".into()),
+            &[unit(&[1.0, 0.0, 0.0])],
+        );
         v.insert(
             doc("b"),
             (1, 1),
@@ -655,14 +662,16 @@ mod tests {
         let dim = 384;
         let mut seed = 7u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         };
         let a = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
         let b = unit(&(0..dim).map(|_| next() + a[0]).collect::<Vec<_>>());
         let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         let mut v = Vectors::empty("m", dim);
-        v.insert(("claim", "a".into()), (1, 1), None, &[a.clone()]);
+        v.insert(("claim", "a".into()), (1, 1), None, std::slice::from_ref(&a));
         let approx = v.similarity("claim", "a", &b).unwrap();
         assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
     }
