@@ -160,6 +160,7 @@ async def run(vouch: str, kb: str, agent: str, query: str) -> dict[str, Any]:
             out["status_after"] = await call_ok(session, "kb_status", {})
             out["search"] = await call_ok(session, "kb_search", {"query": query})
             out["search_pending_words"] = await call_ok(session, "kb_search", {"query": "offline hardware key"})
+            out["synthesize"] = await call_ok(session, "kb_synthesize", {"query": query})
 
             # --- failures the server must survive ----------------------------
             out["error_no_evidence"] = await call_err(session, "kb_propose_claim", {"text": "An uncited claim."})

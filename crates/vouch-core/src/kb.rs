@@ -137,6 +137,9 @@ pub struct Kb {
     retriever: Option<Box<dyn crate::retrieval::Retriever>>,
     /// The text-embedding model, when the app provides one.
     embedder: Option<Arc<dyn crate::retrieval::Embedder>>,
+    /// The language model `kb.synthesize` may use in `llm` mode, when the
+    /// person running vouch configured one.
+    llm: Option<Arc<dyn crate::answer::llm::Llm>>,
     pub(crate) index: Mutex<Option<crate::retrieval::OpenIndex>>,
     pub(crate) readers: Mutex<crate::retrieval::Readers>,
     /// Moves whenever the index's documents change (sync, write, rebuild),
@@ -281,6 +284,7 @@ impl Kb {
             clock,
             warnings: Mutex::new(Vec::new()),
             embedder: None,
+            llm: None,
             index: Mutex::new(None),
             readers: Mutex::default(),
             index_generation: std::sync::atomic::AtomicU64::new(1),
@@ -352,6 +356,13 @@ impl Kb {
     }
     pub fn embedder(&self) -> Option<&Arc<dyn crate::retrieval::Embedder>> {
         self.embedder.as_ref()
+    }
+    /// Give `kb.synthesize` a language model for `mode: llm`.
+    pub fn set_llm(&mut self, llm: Arc<dyn crate::answer::llm::Llm>) {
+        self.llm = Some(llm);
+    }
+    pub fn llm(&self) -> Option<&Arc<dyn crate::answer::llm::Llm>> {
+        self.llm.as_ref()
     }
     /// The one hook every writer calls after its files land: the open
     /// index takes the new objects, then the retriever.

@@ -4,6 +4,7 @@
 //! never reads the environment; the `vouch` app crate owns all I/O with people
 //! and transports.
 
+pub mod answer;
 pub mod audit;
 pub mod clock;
 pub mod error;

@@ -9,7 +9,7 @@ use crate::spec::{CONFIG, ModelSpec, Pooling, TOKENIZER, WEIGHTS};
 use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 use tokenizers::Tokenizer;
 use vouch_core::error::{Error, Result};
 use vouch_core::retrieval::Embedder;
@@ -32,7 +32,10 @@ pub struct ModelEmbedder {
     root: PathBuf,
     threads: usize,
     identity: String,
-    loaded: OnceLock<Result<Loaded>>,
+    /// The model once loaded. A failed load is not kept: the next call
+    /// tries again (after `vouch model import` repaired the files, a
+    /// server recovers without a restart).
+    loaded: Mutex<Option<Arc<Loaded>>>,
 }
 
 struct Loaded {
@@ -59,9 +62,14 @@ impl ModelEmbedder {
         ModelEmbedder {
             spec,
             root: root.to_path_buf(),
-            threads: threads.max(1),
+            // Never more threads than the machine has (a hostile config
+            // could ask for 65,535).
+            threads: threads.clamp(
+                1,
+                std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ),
             identity: spec.identity(),
-            loaded: OnceLock::new(),
+            loaded: Mutex::new(None),
         }
     }
 
@@ -74,11 +82,14 @@ impl ModelEmbedder {
         self.loaded().map(|_| ())
     }
 
-    fn loaded(&self) -> Result<&Loaded> {
-        self.loaded
-            .get_or_init(|| load(self.spec, &self.root, self.threads))
-            .as_ref()
-            .map_err(Clone::clone)
+    fn loaded(&self) -> Result<Arc<Loaded>> {
+        let mut slot = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = slot.as_ref() {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(load(self.spec, &self.root, self.threads)?);
+        *slot = Some(m.clone());
+        Ok(m)
     }
 
     /// Token ids of `text` without special tokens, cut at the text limit.
@@ -234,6 +245,7 @@ impl Embedder for ModelEmbedder {
     }
     fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         let m = self.loaded()?;
+        let m = m.as_ref();
         let text = format!("{}{text}", self.spec.query_prefix);
         let ids = self.tokens(m, &text)?;
         let seqs = self.windows(m, &ids, 1);
@@ -241,6 +253,7 @@ impl Embedder for ModelEmbedder {
     }
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
         let m = self.loaded()?;
+        let m = m.as_ref();
         let mut seqs = Vec::new();
         let mut owner = Vec::new();
         for (i, t) in texts.iter().enumerate() {

@@ -16,7 +16,7 @@ use vouch_core::error::{Error, Result};
 use vouch_core::store::nofollow;
 
 /// Largest model file accepted (the MiniLM weights are 87 MiB).
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// What `vouch model list` / `verify` report for one model.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -185,6 +185,18 @@ pub fn read_verified(root: &Path, spec: &ModelSpec, name: &str) -> Result<Vec<u8
         .find(|f| f.name == name)
         .ok_or_else(|| Error::internal(format!("{} has no file {name}", spec.name)))?;
     let path = model_dir(root, spec).join(name);
+    // The size first: a huge file is refused before it is read.
+    if let Ok(m) = std::fs::symlink_metadata(&path)
+        && m.len() > MAX_FILE_BYTES
+    {
+        return Err(Error::invalid(format!(
+            "model {}: {} is {} bytes, more than any model file vouch reads; import it again: {}",
+            spec.name,
+            path.display(),
+            m.len(),
+            spec.download_hint()
+        )));
+    }
     let bytes = nofollow::read(root, &path).map_err(|e| {
         Error::invalid(format!(
             "model {}: {}: {e}; install it with: {}",

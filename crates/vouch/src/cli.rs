@@ -153,6 +153,35 @@ pub enum Command {
         #[arg(long)]
         semantic: bool,
     },
+    /// Answer a question only from current approved claims.
+    ///
+    /// Every sentence ends in its [claim-id] citations; what the question
+    /// asks that no approved claim covers is listed as a gap; approved
+    /// claims that disagree are both cited ("Sources disagree: ..."). An
+    /// uncovered question gets no answer, only gaps. See docs/synthesize.md.
+    Synthesize {
+        /// The question, in plain words.
+        question: String,
+        /// At most this many topics (paragraphs) (default 3).
+        #[arg(long)]
+        depth: Option<i64>,
+        /// Upper bound on the answer in characters (default 4000).
+        #[arg(long)]
+        max_chars: Option<i64>,
+        /// fts5 | substring | embedding | hybrid (default: hybrid with a
+        /// model, else retrieval.backend).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Let the language model command you configured
+        /// (VOUCH_LLM_COMMAND, or synthesize.llm_command in
+        /// ~/.config/vouch/config.yaml) reword the answer; vouch keeps only
+        /// sentences that cite offered claims in their words.
+        #[arg(long)]
+        llm: bool,
+        /// File the answer as a page proposal citing its claims.
+        #[arg(long)]
+        propose_page: bool,
+    },
     /// Build a context pack for a task, within a character budget.
     ///
     /// The pack holds current approved claims and pages (never pending,
@@ -653,6 +682,24 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                 "backend": if *semantic { Some("embedding") } else { backend.as_deref() },
             })),
         ),
+        Command::Synthesize {
+            question,
+            depth,
+            max_chars,
+            backend,
+            llm,
+            propose_page,
+        } => (
+            "kb.synthesize",
+            obj(json!({
+                "query": question,
+                "depth": depth,
+                "max_chars": max_chars,
+                "backend": backend,
+                "mode": llm.then_some("llm"),
+                "propose_page": propose_page.then_some(true),
+            })),
+        ),
         Command::Context {
             task,
             max_chars,
@@ -914,9 +961,13 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
 /// `vouch model ...`: works with or without a knowledge base (one found
 /// decides where models live, by `retrieval.model_dir`).
 fn model_command(cli: &Cli, cmd: &ModelCmd) -> Result<i32, Error> {
-    let kb = context::locate(cli.kb.as_deref())
-        .ok()
-        .and_then(|root| Kb::open(&root, context::clock()).ok());
+    // A KB that is there but does not open is an error, not "no KB": its
+    // config decides where models live.
+    let kb = match context::locate(cli.kb.as_deref()) {
+        Ok(root) => Some(Kb::open(&root, context::clock())?),
+        Err(_) if cli.kb.is_none() => None,
+        Err(e) => return Err(e),
+    };
     let kb = kb.as_ref();
     let v = match cmd {
         ModelCmd::Import { path, name } => crate::model::import(kb, path, name.as_deref())?,

@@ -163,6 +163,7 @@ pub fn clock() -> Arc<dyn Clock> {
 pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open(&locate(kb_flag)?, clock())?;
     crate::model::attach(&mut kb);
+    crate::llm::attach(&mut kb);
     Ok(kb)
 }
 
@@ -170,6 +171,7 @@ pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
 pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open_tolerant(&locate(kb_flag)?, clock())?;
     crate::model::attach(&mut kb);
+    crate::llm::attach(&mut kb);
     Ok(kb)
 }
 

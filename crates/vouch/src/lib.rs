@@ -9,6 +9,7 @@ pub mod context;
 pub mod errors;
 pub mod http;
 pub mod jsonl;
+pub mod llm;
 pub mod mcp;
 pub mod model;
 pub mod render;

@@ -10,19 +10,32 @@ use vouch_core::settings::ModelDir;
 use vouch_core::{Error, Kb};
 
 /// The models folder: `.vouch/models/` when the KB's config asks for it,
-/// else `$XDG_CACHE_HOME/vouch/models` (or `~/.cache/vouch/models`).
-pub fn models_root(kb: Option<&Kb>) -> PathBuf {
+/// else `$XDG_CACHE_HOME/vouch/models` (or `~/.cache/vouch/models`). A
+/// link at `.vouch/models` (or above it) is refused, never followed: the
+/// repository chose that path.
+pub fn models_root(kb: Option<&Kb>) -> Result<PathBuf, Error> {
     if let Some(kb) = kb
         && kb.settings().retrieval.model_dir == Some(ModelDir::Repo)
     {
-        return kb.layout().root().join("models");
+        let root = kb.layout().root().join("models");
+        match vouch_core::store::nofollow::check_dirs(kb.layout().root(), &root) {
+            Ok(()) => return Ok(root),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(root),
+            Err(e) => {
+                return Err(Error::invalid(format!(
+                    "{}: {e}; vouch never follows links under .vouch/ (retrieval.model_dir: \
+                     .vouch/models)",
+                    root.display()
+                )));
+            }
+        }
     }
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
-    cache.join("vouch").join("models")
+    Ok(cache.join("vouch").join("models"))
 }
 
 #[cfg(feature = "embeddings")]
@@ -64,7 +77,13 @@ mod enabled {
                 return;
             }
         };
-        let root = models_root(Some(kb));
+        let root = match models_root(Some(kb)) {
+            Ok(r) => r,
+            Err(e) => {
+                kb.warn(format!("{}; semantic search is off", e.message));
+                return;
+            }
+        };
         if !install::is_installed(&root, spec) {
             return;
         }
@@ -91,13 +110,13 @@ mod enabled {
         name: Option<&str>,
     ) -> Result<Value, Error> {
         let spec = spec_named(name, kb)?;
-        let root = models_root(kb);
+        let root = models_root(kb)?;
         let got = install::import(src, &root, spec)?;
         Ok(json!({"ok": true, "installed": got}))
     }
 
     pub fn list(kb: Option<&Kb>) -> Result<Value, Error> {
-        let root = models_root(kb);
+        let root = models_root(kb)?;
         let configured = configured(kb).ok().map(|s| s.name);
         let known: Vec<Value> = spec::MODELS
             .iter()
@@ -117,7 +136,7 @@ mod enabled {
 
     pub fn verify(kb: Option<&Kb>, name: Option<&str>) -> Result<Value, Error> {
         let spec = spec_named(name, kb)?;
-        let root = models_root(kb);
+        let root = models_root(kb)?;
         if !install::is_installed(&root, spec)
             && std::fs::symlink_metadata(install::model_dir(&root, spec)).is_err()
         {
@@ -134,7 +153,7 @@ mod enabled {
 
     pub fn remove(kb: Option<&Kb>, name: &str) -> Result<Value, Error> {
         let spec = spec_named(Some(name), kb)?;
-        let root = models_root(kb);
+        let root = models_root(kb)?;
         let removed = install::remove(&root, spec)?;
         Ok(json!({"ok": true, "removed": removed, "name": spec.name}))
     }

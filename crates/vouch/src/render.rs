@@ -120,6 +120,7 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "kb.list_pending" => pending(v),
         "kb.search" => search(v),
         "kb.context" => context(v),
+        "kb.synthesize" => synthesis(v),
         "kb.eval" => eval(v),
         "kb.audit" => audit(v),
         "kb.audit_verify" => verify(v),
@@ -363,6 +364,55 @@ fn context(v: &Value) -> String {
     out.push('\n');
     for gap in list(v, "gaps") {
         out.push_str(&format!("gap: {gap}\n"));
+    }
+    out
+}
+
+fn synthesis(v: &Value) -> String {
+    let mut out = s(v, "answer");
+    let meta = &v["_meta"];
+    if out.is_empty() {
+        out = format!("No answer: {}.", s(meta, "reason"));
+    }
+    out.push_str("\n\n");
+    for c in v["citations"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "[{}] {} ({}, confidence {})\n",
+            s(c, "id"),
+            s(c, "text"),
+            s(c, "status"),
+            c["confidence"]
+        ));
+        for e in c["evidence"].as_array().into_iter().flatten() {
+            match e.get("quote").and_then(Value::as_str) {
+                Some(q) => out.push_str(&format!("    {}: \"{q}\"\n", s(e, "locator"))),
+                None => out.push_str(&format!(
+                    "    source {} ({})\n",
+                    s(e, "source_id"),
+                    s(e, "locator")
+                )),
+            }
+        }
+    }
+    for gap in list(v, "gaps") {
+        out.push_str(&format!("gap: {gap}\n"));
+    }
+    out.push_str(&format!(
+        "— confidence {}, backend {}, {}\n",
+        s(meta, "synthesis_confidence"),
+        s(meta, "backend"),
+        s(meta, "mode")
+    ));
+    for d in meta["dropped"].as_array().into_iter().flatten() {
+        if s(d, "what") == "llm" {
+            out.push_str(&format!(
+                "dropped from the model's answer: {}\n",
+                s(d, "reason")
+            ));
+        }
+    }
+    if let Some(p) = meta.get("proposal_id").and_then(Value::as_str) {
+        out.push_str(&format!("proposed as page: {p}\n"));
     }
     out
 }

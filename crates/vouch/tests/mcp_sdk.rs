@@ -277,6 +277,24 @@ fn official_python_sdk_drives_vouch_serve() {
         );
     }
 
+    // kb_synthesize: the same answer as over JSONL, citing the approved
+    // claim (never the pending one).
+    let answer = &out["synthesize"];
+    assert!(
+        answer["answer"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("[{approved}]")),
+        "{ctx}"
+    );
+    let jsonl = common::jsonl(
+        &p,
+        "agent",
+        "kb.synthesize",
+        json!({"query": "staging credentials"}),
+    );
+    assert_eq!(&jsonl["result"], answer, "{ctx}");
+
     // A domain error is a tool result with isError, and the server keeps
     // serving; an unknown tool is a JSON-RPC invalid-params error.
     let e = &out["error_no_evidence"];

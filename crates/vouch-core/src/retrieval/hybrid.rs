@@ -33,16 +33,28 @@ use std::collections::HashMap;
 /// project's eval set (eval/queries.yaml; see docs/search.md).
 pub const LEXICAL_WEIGHT: f32 = 0.3;
 
-/// Whether `word` (lowercase) is matched by a document word: the same word
-/// or one sharing its stem (a prefix of all but its last two letters, at
-/// least four), the way the FTS5 porter stemmer would match it.
-fn word_matches(word: &str, doc_words: &[String]) -> bool {
-    let n = word.chars().count();
-    let keep = n.saturating_sub(2).max(4).min(n);
-    let stem: String = word.chars().take(keep).collect();
-    doc_words
-        .iter()
-        .any(|w| w == word || (stem.chars().count() >= 4 && w.starts_with(&stem)))
+/// Whether `word` (lowercase) is matched by a document word: the same
+/// word, or one sharing a stem — a common prefix of at least four letters
+/// and of all but two letters of the shorter word (`expire` / `expiring`,
+/// `user` / `users`, `rotate` / `rotation`), roughly what the FTS5 porter
+/// stemmer matches. Numbers match only exactly.
+pub(crate) fn word_matches(word: &str, doc_words: &[String]) -> bool {
+    let numeric = word.chars().any(|c| c.is_ascii_digit());
+    doc_words.iter().any(|w| {
+        if w == word {
+            return true;
+        }
+        if numeric {
+            return false;
+        }
+        let common = w
+            .chars()
+            .zip(word.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let shorter = w.chars().count().min(word.chars().count());
+        common >= 4 && common >= shorter.saturating_sub(2)
+    })
 }
 
 /// Share of the question's content words (not stop words, unless it has
@@ -154,15 +166,32 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             .then_with(|| a.hit.id.cmp(&b.hit.id))
     });
     let mut out: Vec<SearchHit> = cands.into_iter().map(|c| c.hit).collect();
-    for keep in [top_lexical, top_semantic].into_iter().flatten() {
-        if let Some(pos) = out
-            .iter()
-            .position(|h| (&h.kind, &h.id) == (&keep.0, &keep.1))
-            && pos >= q.limit
-            && q.limit >= 2
-        {
-            let hit = out.remove(pos);
-            out.insert(q.limit - 1, hit);
+    // Each side's best stays in: any that ranked below the cut takes one of
+    // the last places, in order, displacing the weakest hits.
+    let mut keep: Vec<(String, String)> = Vec::new();
+    for k in [top_lexical, top_semantic].into_iter().flatten() {
+        if !keep.contains(&k) {
+            keep.push(k);
+        }
+    }
+    let below: Vec<(String, String)> = keep
+        .into_iter()
+        .filter(|k| {
+            out.iter()
+                .position(|h| (&h.kind, &h.id) == (&k.0, &k.1))
+                .is_some_and(|pos| pos >= q.limit)
+        })
+        .collect();
+    if !below.is_empty() && q.limit > below.len() {
+        let mut moved = Vec::new();
+        for k in &below {
+            if let Some(pos) = out.iter().position(|h| (&h.kind, &h.id) == (&k.0, &k.1)) {
+                moved.push(out.remove(pos));
+            }
+        }
+        let at = q.limit - moved.len();
+        for (n, hit) in moved.into_iter().enumerate() {
+            out.insert(at + n, hit);
         }
     }
     out.truncate(q.limit);

@@ -153,6 +153,7 @@ pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
             kinds: &kinds,
             currency: Currency::Any,
             snippets: Snippets::Yes,
+            explicit: backend.is_some(),
             backend,
         },
     )
@@ -172,6 +173,9 @@ pub struct Query<'a> {
     pub snippets: Snippets,
     /// The backend asked for; `None`: the KB's own (`Kb::retriever`).
     pub backend: Option<crate::settings::RetrievalBackend>,
+    /// The caller named the backend: a model failure is its error, not a
+    /// quiet fallback to words.
+    pub explicit: bool,
 }
 
 /// Whether hits carry a marked-up snippet (search) or not (context packs,
@@ -224,7 +228,20 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             kb.retriever()
         }
     };
-    let mut hits = current_first(kb, retriever, q)?;
+    let mut hits = match current_first(kb, retriever, q) {
+        // The model failed (damaged files, a load error): a search that
+        // did not ask for meaning by name is answered by words, and says
+        // so; one that did gets the error.
+        Err(e) if !q.explicit && backend::needs_model(backend_of(retriever)) => {
+            kb.warn(format!("{}; answered by fts5", e.message));
+            current_first(
+                kb,
+                backend::for_backend(crate::settings::RetrievalBackend::Fts5),
+                q,
+            )?
+        }
+        other => other?,
+    };
     mark_unaudited(kb, &mut hits);
     Ok(hits)
 }

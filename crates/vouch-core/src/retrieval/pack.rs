@@ -88,7 +88,7 @@ pub struct ContextItem {
     pub meta: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Citation {
     pub source_id: String,
     /// Set when the citation is a span (an evidence record).
@@ -341,6 +341,7 @@ pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
         &retrieval::Query {
             text: task,
             backend: hybrid,
+            explicit: false,
             terms: &terms,
             limit: pool,
             kinds: &["claim", "page"],

@@ -67,9 +67,11 @@ pub struct Vectors {
     docs: HashMap<DocKey, DocEntry>,
     /// The index change counter this copy was last checked against.
     synced: u64,
-    /// Documents the last check left without vectors (budget ran out, or
-    /// the model failed on them).
+    /// Documents the last check left without vectors (the budget ran out).
     pending: usize,
+    /// Documents the model could not embed, by the signature it failed on:
+    /// not tried again until their file changes.
+    failed: HashMap<DocKey, Sig>,
 }
 
 #[derive(Debug, Default, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
@@ -112,6 +114,7 @@ impl Vectors {
             docs: HashMap::new(),
             synced: 0,
             pending: 0,
+            failed: HashMap::new(),
         }
     }
 
@@ -255,12 +258,13 @@ pub struct DocKeyRef<'a> {
     pub status: Option<&'a str>,
 }
 
-/// Run `f` on the main index connection, synced with the files.
-fn with_main<R>(kb: &Kb, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
+/// Run `f` on the main index connection, synced with the files first when
+/// `sync` (once per check: later steps of the same check use what it saw).
+fn with_main<R>(kb: &Kb, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     let stale = match &*slot {
         None => true,
-        Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
+        Some(o) => sync && o.synced_at.elapsed() >= kb.index_sync_interval(),
     };
     let open = crate::retrieval::fts5::open_in(kb, &mut slot)?;
     if stale {
@@ -315,7 +319,7 @@ pub fn ensure(
     let model = embedder.model_id().to_string();
     let dim = embedder.dimensions();
     // Sync the FTS index first: it says which documents exist now.
-    let (generation, listed, loaded) = with_main(kb, |idx| {
+    let (generation, listed, loaded) = with_main(kb, true, |idx| {
         let generation = kb.index_generation();
         let have = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
         let fresh = have
@@ -384,13 +388,23 @@ pub fn ensure(
         for (key, status, sig) in listed {
             match vectors.docs.get_mut(&key) {
                 Some(e) if e.sig == sig => e.status = status,
-                _ => stale.push(Stale { key, sig, status }),
+                // Old vectors answer until new ones are made, but under the
+                // status the index has now: a claim just redacted or
+                // superseded is never returned as it was.
+                Some(e) => {
+                    e.status = status.clone();
+                    if vectors.failed.get(&key) != Some(&sig) {
+                        stale.push(Stale { key, sig, status });
+                    }
+                }
+                None if vectors.failed.get(&key) == Some(&sig) => {}
+                None => stale.push(Stale { key, sig, status }),
             }
         }
     }
     if stats.removed > 0 {
         // Rows of documents that no longer exist.
-        with_main(kb, |idx| {
+        with_main(kb, false, |idx| {
             idx.conn.execute(
                 "DELETE FROM embeddings WHERE NOT EXISTS (SELECT 1 FROM docs d
                  WHERE d.kind = embeddings.kind AND d.id = embeddings.id)",
@@ -402,14 +416,15 @@ pub fn ensure(
     let total = stale.len();
     let mut done = 0;
     let mut failed = 0;
+    let mut model_failed = false;
     for batch in stale.chunks(BATCH) {
-        if budget.spent() {
+        if budget.spent() || model_failed {
             break;
         }
         // Texts and reusable vectors, under the index lock.
         let mut need: Vec<(usize, String, String)> = Vec::new();
         let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
-        with_main(kb, |idx| {
+        with_main(kb, false, |idx| {
             for (i, s) in batch.iter().enumerate() {
                 let Some(text) = idx.text_of(s.key.0, &s.key.1)? else {
                     continue;
@@ -423,6 +438,7 @@ pub fn ensure(
             Ok(())
         })?;
         // The model runs outside every lock: writers never wait for it.
+        let mut failures: Vec<usize> = Vec::new();
         if !need.is_empty() {
             let texts: Vec<&str> = need.iter().map(|(_, _, t)| t.as_str()).collect();
             match embedder.embed_documents(&texts) {
@@ -431,17 +447,27 @@ pub fn ensure(
                         if chunks.iter().all(|c| c.len() == dim) && !chunks.is_empty() {
                             ready.push((i, sha, chunks, true));
                         } else {
-                            failed += 1;
+                            failures.push(i);
                         }
                     }
                 }
                 Err(e) => {
+                    // Searches go on (by words); these wait for a change.
                     kb.warn(format!("embeddings: {e}"));
-                    return Err(e);
+                    failures.extend(need.iter().map(|(i, _, _)| *i));
+                    model_failed = true;
                 }
             }
         }
-        with_main(kb, |idx| {
+        if !failures.is_empty() {
+            failed += failures.len();
+            let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+            let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+            for i in failures {
+                vectors.failed.insert(batch[i].key.clone(), batch[i].sig);
+            }
+        }
+        with_main(kb, false, |idx| {
             idx.conn.execute_batch("BEGIN IMMEDIATE")?;
             let res = (|| -> Result<()> {
                 for (i, sha, chunks, _) in &ready {
@@ -475,9 +501,9 @@ pub fn ensure(
     }
     let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
     let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
-    vectors.pending = total - done + failed;
+    vectors.pending = total - done;
     vectors.synced = generation;
-    stats.pending = vectors.pending;
+    stats.pending = vectors.pending + failed;
     stats.documents = vectors.documents();
     Ok(Some(stats))
 }
@@ -671,7 +697,12 @@ mod tests {
         let b = unit(&(0..dim).map(|_| next() + a[0]).collect::<Vec<_>>());
         let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         let mut v = Vectors::empty("m", dim);
-        v.insert(("claim", "a".into()), (1, 1), None, std::slice::from_ref(&a));
+        v.insert(
+            ("claim", "a".into()),
+            (1, 1),
+            None,
+            std::slice::from_ref(&a),
+        );
         let approx = v.similarity("claim", "a", &b).unwrap();
         assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
     }

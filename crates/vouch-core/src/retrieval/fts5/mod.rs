@@ -62,6 +62,22 @@ fn file_of(kb: &Kb, kind: &str, id: &str) -> Result<PathBuf> {
     }
 }
 
+/// Which file this is on this machine (device and inode): a copy, or a
+/// file that came with a clone, is another file.
+fn file_identity(path: &Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(format!("{}:{}", m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let created = m.created().ok()?.duration_since(UNIX_EPOCH).ok()?;
+        Some(format!("created:{}", created.as_nanos()))
+    }
+}
+
 fn signature(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     Some((mtime_ns(&m), m.len() as i64))
@@ -147,6 +163,25 @@ impl Index {
         // Vectors outlive a schema change of the FTS tables: they are
         // keyed by content and model, not by how the text is indexed.
         conn.execute_batch(crate::retrieval::embed::vectors::SCHEMA)?;
+        // ...but only vectors this machine computed are trusted: a state.db
+        // that arrived with a clone (force-added past .gitignore) could
+        // plant vectors for any text. Its file identity says where it was
+        // made; another file's vectors are dropped.
+        let here = file_identity(path);
+        let made: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key='vectors_file'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if made != here {
+            conn.execute("DELETE FROM embeddings", [])?;
+            if let Some(here) = &here {
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_file', ?1)",
+                    [here],
+                )?;
+            }
+        }
         let have: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
                 r.get(0)
@@ -156,7 +191,7 @@ impl Index {
             conn.execute_batch(&format!(
                 "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
                  DROP TABLE IF EXISTS admitted;
-                 DELETE FROM meta;
+                 DELETE FROM meta WHERE key != 'vectors_file';
                  CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
                  CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
                      status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,

@@ -290,7 +290,8 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     let path = kb.layout().index_db();
     // The old file is kept aside until its vectors are copied: a rebuild
     // re-embeds only text that changed.
-    let old = PathBuf::from(format!("{}.rebuild-old", path.display()));
+    // `state.db-*`: git-ignored even if a crash leaves it behind.
+    let old = PathBuf::from(format!("{}-rebuild-old", path.display()));
     let kept = !crate::store::nofollow::is_link(&path) && std::fs::rename(&path, &old).is_ok();
     for suffix in ["", "-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", path.display()));
