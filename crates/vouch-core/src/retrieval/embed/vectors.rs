@@ -624,6 +624,19 @@ pub(crate) fn carry_over(idx: &Index, old_db: &std::path::Path) -> Result<usize>
         if !has {
             return Ok(0);
         }
+        // Only vectors of a file made on this machine (see `vectors_file`
+        // in fts5::Index::try_open): a planted state.db gives none.
+        let made: Option<String> = idx
+            .conn
+            .query_row(
+                "SELECT value FROM old.meta WHERE key = 'vectors_file'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if made.is_none() || made != crate::retrieval::fts5::file_identity(old_db) {
+            return Ok(0);
+        }
         // Signatures are zeroed: the first check compares texts again.
         Ok(idx.conn.execute(
             "INSERT OR IGNORE INTO embeddings

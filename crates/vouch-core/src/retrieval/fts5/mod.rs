@@ -64,7 +64,7 @@ fn file_of(kb: &Kb, kind: &str, id: &str) -> Result<PathBuf> {
 
 /// Which file this is on this machine (device and inode): a copy, or a
 /// file that came with a clone, is another file.
-fn file_identity(path: &Path) -> Option<String> {
+pub(crate) fn file_identity(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
     #[cfg(unix)]
     {
