@@ -971,9 +971,9 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
         fmt_ms(q.p99)
     );
     println!(
-        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | JSONL peak RSS (vectors loaded) |"
+        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | hybrid kb.synthesize p50 / p99 (JSONL) | JSONL peak RSS (vectors loaded) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
         let mut kb = open(&g);
@@ -1039,10 +1039,17 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
         let hybrid = bench(&mut server, "hybrid");
         let semantic = bench(&mut server, "embedding");
         let fts = bench(&mut server, "fts5");
+        let synth = time_calls(300, |i| {
+            server.call(
+                i,
+                "kb.synthesize",
+                json!({"query": g.tasks[i % g.tasks.len()]}),
+            );
+        });
         let rss = server.peak_rss_mib();
         drop(server);
         println!(
-            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} |",
+            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
             stats.documents,
             full.as_secs_f64(),
             stats.embedded as f64 / full.as_secs_f64(),
@@ -1058,6 +1065,8 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
             fmt_ms(semantic.p99),
             fmt_ms(fts.p50),
             fmt_ms(fts.p99),
+            fmt_ms(synth.p50),
+            fmt_ms(synth.p99),
             mib(rss),
         );
     }
@@ -1092,4 +1101,37 @@ fn approve_times(kb: &Kb, n: usize, tag: &str) -> Summary {
         .expect("approve");
         next += 1;
     })
+}
+
+/// `vouch-bench synthesize`: kb.synthesize through the JSONL server.
+pub fn synthesize(sizes: &[usize]) {
+    println!("| claims | kb.synthesize p50 / p99 (JSONL, fts5) | answered | mean sentences |");
+    println!("|---:|---:|---:|---:|");
+    for &n in sizes {
+        let g = generate(n, 42);
+        vouch_core::retrieval::rebuild(&open(&g)).expect("rebuild");
+        let mut server = JsonlServer::start(g.project());
+        let mut answered = 0usize;
+        let mut sentences = 0usize;
+        let calls = 300;
+        let t = time_calls(calls, |i| {
+            let v = server.call(
+                i,
+                "kb.synthesize",
+                json!({"query": g.tasks[i % g.tasks.len()]}),
+            );
+            let k = v["result"]["sentences"].as_array().map_or(0, Vec::len);
+            if k > 0 {
+                answered += 1;
+            }
+            sentences += k;
+        });
+        println!(
+            "| {n} | {} / {} | {:.0}% | {:.1} |",
+            fmt_ms(t.p50),
+            fmt_ms(t.p99),
+            100.0 * answered as f64 / (calls + 20) as f64,
+            sentences as f64 / (calls + 20) as f64,
+        );
+    }
 }

@@ -80,6 +80,11 @@ enum Bench {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// kb.synthesize through the JSONL server (fts5) on generated KBs.
+    Synthesize {
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+        claims: Vec<usize>,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -112,6 +117,7 @@ fn main() {
                 bundle_bench(n);
             }
         }
+        Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
         Bench::Embeddings {
             claims,
             wheel,

@@ -117,6 +117,11 @@ pub struct ProposeClaimParams {
     pub scope: Option<Scope>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Where the claim came from in another format (e.g. `{"knowledge":
+    /// {"id": "global:pitfall:007", ...}}` from a knowledge file); kept on
+    /// the approved claim under `metadata`.
+    #[serde(default)]
+    pub metadata: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
     pub session_id: Option<String>,
     /// Why this claim; recorded on the proposal.
@@ -634,4 +639,16 @@ pub struct HealthReport {
     /// What `fix` repaired.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fixed: Vec<String>,
+}
+
+/// The strings of a JSON list (other items and other values: none).
+pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }

@@ -159,7 +159,7 @@ pub fn register_source_from_path(
 /// relative to it, as plain names: `..`, a path outside the project, and
 /// anything inside `.vouch/` are refused. Links are refused when the file is
 /// opened ([`crate::store::nofollow`]), not resolved here.
-fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, PathBuf)> {
+pub(crate) fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, PathBuf)> {
     if user_path.contains('\0') {
         return Err(Error::invalid("path: contains a NUL byte"));
     }

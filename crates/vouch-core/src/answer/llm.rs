@@ -139,16 +139,7 @@ pub(crate) fn reword(
             drop("has no text".into());
             continue;
         };
-        let ids: Vec<String> = s
-            .get("citations")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ids = crate::params::string_list(s.get("citations"));
         if ids.is_empty() {
             drop("cites no claim".into());
             continue;

@@ -2,3 +2,4 @@
 //! and, in time, the knowledge-file format and vouch 1.x's shapes.
 
 pub mod bundle;
+pub mod knowledge;

@@ -32,6 +32,8 @@ pub struct ClaimDraft {
     pub scope: Option<Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -379,6 +381,7 @@ fn propose_claim_draft(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Resul
         entities: p.entities,
         scope: p.scope.map(|s| Value::String(s.as_str().into())),
         tags: p.tags,
+        metadata: p.metadata,
     });
     propose(
         kb,
@@ -813,6 +816,7 @@ impl Draft {
             entities: c.entities.clone(),
             scope: c.scope.clone(),
             tags: c.tags.clone(),
+            metadata: c.extra.get("metadata").and_then(Value::as_object).cloned(),
         })
     }
     pub(crate) fn of_page(p: &Page) -> Draft {
@@ -1316,7 +1320,10 @@ fn materialize(
                 updated_at: at,
                 last_confirmed_at: None,
                 approved_by,
-                extra: Default::default(),
+                extra: d
+                    .metadata
+                    .map(|m| [("metadata".to_string(), Value::Object(m))].into())
+                    .unwrap_or_default(),
             };
             kb.stage(batch, &c)?;
             crate::retrieval::Written::Claim(c)

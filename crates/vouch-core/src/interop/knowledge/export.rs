@@ -1,0 +1,236 @@
+//! `kb.knowledge_export`: current approved claims → `index.json` and the
+//! seed's YAML files. Ids are stable: a claim imported from
+//! `global:pitfall:007` keeps that id; a claim that came from nowhere gets
+//! the next free sequence of its domain and category. Superseded, archived,
+//! redacted and pending knowledge is never exported. The same KB gives the
+//! same bytes.
+
+use crate::error::{Error, Result};
+use crate::kb::{Caller, Kb};
+use crate::model::{Claim, ClaimType};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// The folder to write (inside the project, outside .vouch/); made if
+    /// missing. Files vouch writes there are replaced.
+    pub out: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExportResult {
+    pub ok: bool,
+    pub out: String,
+    pub facts: usize,
+    /// Relative paths written.
+    pub files: Vec<String>,
+}
+
+/// A claim type back to a category (`tool-quirk` when so tagged).
+fn category_of(c: &Claim) -> &'static str {
+    match c.claim_type {
+        ClaimType::Warning => "pitfall",
+        ClaimType::Workflow => "pattern",
+        ClaimType::Question => "question",
+        ClaimType::Observation if c.tags.iter().any(|t| t == "tool-quirk") => "tool-quirk",
+        _ => "fact",
+    }
+}
+
+fn file_for(domain: &str, category: &str, came_from: Option<&str>) -> String {
+    match came_from {
+        Some(f) if f.starts_with("repos/") || f.starts_with("agents/") => f.to_string(),
+        _ if domain == "global" => format!("global/{category}s.yaml"),
+        _ => format!("repos/{domain}.yaml"),
+    }
+}
+
+fn yaml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult> {
+    let (project, relative) = crate::sources::resolve_in_project(kb, &p.out)?;
+    let out_dir: PathBuf = project.join(&relative);
+    if out_dir.starts_with(kb.layout().root()) {
+        return Err(Error::invalid(format!(
+            "out {:?}: inside .vouch/; export to a folder of its own",
+            p.out
+        )));
+    }
+    let mut claims: Vec<Claim> = kb
+        .load_all::<Claim>()?
+        .into_iter()
+        .filter(|c| c.status.is_current())
+        .collect();
+    claims.sort_by(|a, b| a.id.cmp(&b.id));
+    // Stable ids first; new ones take the next free sequence.
+    let meta = |c: &Claim| -> serde_json::Map<String, Value> {
+        c.extra
+            .get("metadata")
+            .and_then(|m| m.get("knowledge"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut used: HashMap<(String, String), u64> = HashMap::new();
+    for c in &claims {
+        if let Some(id) = meta(c).get("id").and_then(Value::as_str) {
+            let parts: Vec<&str> = id.rsplitn(3, ':').collect();
+            if let (3, Ok(n)) = (parts.len(), parts[0].parse::<u64>()) {
+                let k = (parts[2].to_string(), parts[1].to_string());
+                let slot = used.entry(k).or_default();
+                *slot = (*slot).max(n);
+            }
+        }
+    }
+    let mut facts: Vec<(String, String, Value)> = Vec::new(); // (file, id, fact)
+    let mut last_updated = String::new();
+    for c in &claims {
+        let m = meta(c);
+        let category = category_of(c);
+        let domain = m
+            .get("domain")
+            .and_then(Value::as_str)
+            .unwrap_or("global")
+            .to_string();
+        let id = match m.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => {
+                let n = used.entry((domain.clone(), category.into())).or_default();
+                *n += 1;
+                format!("{domain}:{category}:{:03}", *n)
+            }
+        };
+        let mut fact = serde_json::Map::new();
+        fact.insert("id".into(), json!(id));
+        fact.insert("fact".into(), json!(c.text));
+        fact.insert("category".into(), json!(category));
+        fact.insert("domain".into(), json!(domain));
+        fact.insert("confidence".into(), json!(c.confidence));
+        let tags: Vec<&String> = c
+            .tags
+            .iter()
+            .filter(|t| **t != domain && t.as_str() != "tool-quirk")
+            .collect();
+        if !tags.is_empty() {
+            fact.insert("tags".into(), json!(tags));
+        }
+        for k in ["source_count", "first_seen", "expires", "related"] {
+            if let Some(v) = m.get(k) {
+                fact.insert(k.into(), v.clone());
+            }
+        }
+        let confirmed = c
+            .last_confirmed_at
+            .as_ref()
+            .map(|t| t.0.format("%Y-%m-%d").to_string())
+            .or_else(|| {
+                m.get("last_confirmed")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+        if let Some(d) = confirmed {
+            fact.insert("last_confirmed".into(), json!(d));
+        }
+        if !fact.contains_key("first_seen") {
+            fact.insert(
+                "first_seen".into(),
+                json!(c.created_at.0.format("%Y-%m-%d").to_string()),
+            );
+        }
+        let updated = c.updated_at.0.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        if updated > last_updated {
+            last_updated = updated;
+        }
+        let file = file_for(&domain, category, m.get("file").and_then(Value::as_str));
+        facts.push((file, id, Value::Object(fact)));
+    }
+    facts.sort_by(|a, b| a.1.cmp(&b.1));
+    if last_updated.is_empty() {
+        last_updated = "1970-01-01T00:00:00Z".into();
+    }
+    // index.json
+    let index = json!({
+        "version": 1,
+        "last_updated": last_updated,
+        "total_facts": facts.len(),
+        "facts": facts.iter().map(|(_, _, f)| f.clone()).collect::<Vec<_>>(),
+    });
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    files.insert(
+        "index.json".into(),
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&index).unwrap_or_default()
+        )
+        .into_bytes(),
+    );
+    let mut by_file: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+    for (file, _, f) in &facts {
+        by_file.entry(file.as_str()).or_default().push(f);
+    }
+    for (file, list) in by_file {
+        let domain = list[0]["domain"].as_str().unwrap_or("global");
+        let category = list[0]["category"].as_str().unwrap_or("fact");
+        let mut text = format!(
+            "---\ndomain: {}\ncategory: {category}\nversion: 1\nlast_updated: \"{}\"\n---\n\n# {domain}\n\n## Facts\n\n",
+            yaml_str(domain),
+            &last_updated[..10]
+        );
+        for f in list {
+            text.push_str(&format!(
+                "- id: {}\n",
+                yaml_str(f["id"].as_str().unwrap_or(""))
+            ));
+            text.push_str(&format!(
+                "  fact: {}\n",
+                yaml_str(f["fact"].as_str().unwrap_or(""))
+            ));
+            for k in [
+                "category",
+                "domain",
+                "confidence",
+                "tags",
+                "source_count",
+                "first_seen",
+                "last_confirmed",
+                "expires",
+                "related",
+            ] {
+                if let Some(v) = f.get(k) {
+                    text.push_str(&format!("  {k}: {v}\n"));
+                }
+            }
+        }
+        files.insert(file.to_string(), text.into_bytes());
+    }
+    for (rel, bytes) in &files {
+        let path = out_dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            crate::store::nofollow::check_dirs(&project, parent)
+                .map_err(|e| Error::invalid(format!("{}: {e}", parent.display())))?;
+        }
+        crate::store::atomic::write(&out_dir, &path, bytes)?;
+    }
+    let _lock = kb.lock()?;
+    let mut ev = kb.event(
+        "knowledge.export",
+        &caller.actor,
+        Vec::new(),
+        json!({"out": p.out, "facts": facts.len(), "files": files.len()}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    Ok(ExportResult {
+        ok: true,
+        out: p.out,
+        facts: facts.len(),
+        files: files.keys().cloned().collect(),
+    })
+}
