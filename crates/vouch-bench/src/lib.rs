@@ -1135,3 +1135,102 @@ pub fn synthesize(sizes: &[usize]) {
         );
     }
 }
+
+/// Write a knowledge folder (seed 003) of `n` facts under `project`:
+/// global pitfalls / patterns / tool-quirks, ten repo files, three agent
+/// files, and index.json.
+pub fn generate_knowledge(project: &Path, n: usize) -> PathBuf {
+    let root = project.join("knowledge");
+    let texts = generate_texts(n, 11);
+    let places: Vec<(String, String, &str)> = {
+        let mut v = vec![
+            (
+                "global/pitfalls.yaml".to_string(),
+                "global".to_string(),
+                "pitfall",
+            ),
+            ("global/patterns.yaml".into(), "global".into(), "pattern"),
+            (
+                "global/tool-quirks.yaml".into(),
+                "global".into(),
+                "tool-quirk",
+            ),
+        ];
+        for r in 0..10 {
+            v.push((format!("repos/repo{r}.yaml"), format!("repo{r}"), "fact"));
+        }
+        for a in 0..3 {
+            v.push((format!("agents/agent{a}.yaml"), format!("agent{a}"), "fact"));
+        }
+        v
+    };
+    let mut files: Vec<String> = places
+        .iter()
+        .map(|(_, d, c)| {
+            format!(
+                "---\ndomain: {d}\ncategory: {c}\nversion: 1\nlast_updated: \"2026-04-13\"\n---\n\n# {d}\n\n## Facts\n\n"
+            )
+        })
+        .collect();
+    let mut index = Vec::with_capacity(n);
+    let mut seq = vec![0usize; places.len()];
+    for (i, text) in texts.iter().enumerate() {
+        let k = i % places.len();
+        seq[k] += 1;
+        let (_, domain, category) = &places[k];
+        let id = format!("{domain}:{category}:{:04}", seq[k]);
+        // Unique text: the fact number makes each one its own.
+        let fact = format!("{text} (fact {i})");
+        files[k].push_str(&format!(
+            "- id: {id}\n  fact: {}\n  confidence: 0.8\n  tags: [generated]\n  first_seen: \"2026-03-01\"\n\n",
+            serde_json::to_string(&fact).unwrap()
+        ));
+        index.push(
+            json!({"id": id, "fact": fact, "category": category, "domain": domain,
+            "confidence": 0.8, "tags": ["generated"], "first_seen": "2026-03-01"}),
+        );
+    }
+    for sub in ["global", "repos", "agents"] {
+        std::fs::create_dir_all(root.join(sub)).expect("knowledge dirs");
+    }
+    for ((rel, _, _), text) in places.iter().zip(files) {
+        write(&root.join(rel), &text);
+    }
+    let idx = json!({"version": 1, "last_updated": "2026-04-13T00:00:00Z", "total_facts": n, "facts": index});
+    write(
+        &root.join("index.json"),
+        &serde_json::to_string_pretty(&idx).unwrap(),
+    );
+    root
+}
+
+/// `vouch-bench knowledge`: validate and import of an N-fact knowledge
+/// folder (one-shot CLI: wall time, peak RSS), and export of an N-claim KB.
+pub fn knowledge(sizes: &[usize]) {
+    println!(
+        "| facts / claims | validate (wall, peak RSS) | import as proposals (wall, peak RSS) | export of a generated KB (wall, peak RSS) |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for &n in sizes {
+        let dir = tempfile::tempdir().expect("tmp");
+        let run = |args: &[&str]| -> (f64, Option<f64>) {
+            let t = Instant::now();
+            let rss = cli_peak_rss_mib(dir.path(), args);
+            (t.elapsed().as_secs_f64(), rss)
+        };
+        Command::new(vouch_bin())
+            .arg("init")
+            .current_dir(dir.path())
+            .output()
+            .expect("init");
+        generate_knowledge(dir.path(), n);
+        let validate = run(&["knowledge", "validate", "knowledge"]);
+        let import = run(&["--agent", "bench-agent", "knowledge", "import", "knowledge"]);
+        let g = generate(n, 42);
+        let t = Instant::now();
+        let rss = cli_peak_rss_mib(g.project(), &["knowledge", "export", "exported"]);
+        let export = (t.elapsed().as_secs_f64(), rss);
+        let f = |(s, m): (f64, Option<f64>)| format!("{s:.2} s, {}", mib(m));
+        println!("| {n} | {} | {} | {} |", f(validate), f(import), f(export));
+    }
+}

@@ -85,6 +85,12 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
         claims: Vec<usize>,
     },
+    /// Knowledge files: validate and import of a generated N-fact folder,
+    /// export of an N-claim KB (one-shot CLI).
+    Knowledge {
+        #[arg(long, value_delimiter = ',', default_value = "10000")]
+        facts: Vec<usize>,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -118,6 +124,7 @@ fn main() {
             }
         }
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
+        Bench::Knowledge { facts } => vouch_bench::knowledge(&facts),
         Bench::Embeddings {
             claims,
             wheel,

@@ -126,6 +126,9 @@ impl Stored for Page {
     }
 }
 
+/// Beyond this many documents changed at once, the vectors look at all.
+const MAX_TRACKED_CHANGES: usize = 5000;
+
 pub struct Kb {
     layout: Layout,
     settings: Settings,
@@ -145,6 +148,9 @@ pub struct Kb {
     /// Moves whenever the index's documents change (sync, write, rebuild),
     /// so the vectors know when to look again.
     index_generation: std::sync::atomic::AtomicU64,
+    /// Which documents changed since the vectors last looked (`None`: too
+    /// many, or unknown — look at all of them).
+    pub(crate) doc_changes: Mutex<Option<Vec<(String, String)>>>,
     /// The in-memory vectors of the embedding model, when loaded.
     pub(crate) vectors: std::sync::RwLock<Option<crate::retrieval::embed::Vectors>>,
     /// Held while the vectors are brought in step (one thread at a time).
@@ -288,6 +294,7 @@ impl Kb {
             index: Mutex::new(None),
             readers: Mutex::default(),
             index_generation: std::sync::atomic::AtomicU64::new(1),
+            doc_changes: Mutex::new(None),
             vectors: std::sync::RwLock::new(None),
             embedding: Mutex::new(()),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
@@ -344,8 +351,18 @@ impl Kb {
         self.index_generation
             .load(std::sync::atomic::Ordering::SeqCst)
     }
-    /// The index's documents changed: the vectors look again next time.
-    pub(crate) fn index_changed(&self) {
+    /// The index's documents changed — these ones, or (`None`) any: the
+    /// vectors look again next time, at just these when they are known.
+    pub(crate) fn index_changed(&self, docs: Option<Vec<(String, String)>>) {
+        {
+            let mut changes = self.doc_changes.lock().unwrap_or_else(|e| e.into_inner());
+            match (changes.as_mut(), docs) {
+                (Some(list), Some(more)) if list.len() + more.len() <= MAX_TRACKED_CHANGES => {
+                    list.extend(more)
+                }
+                _ => *changes = None,
+            }
+        }
         self.index_generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
@@ -368,7 +385,15 @@ impl Kb {
     /// index takes the new objects, then the retriever.
     pub(crate) fn announce(&self, written: &[crate::retrieval::Written]) {
         crate::retrieval::after_write(self, written);
-        self.index_changed();
+        self.index_changed(Some(
+            written
+                .iter()
+                .map(|w| {
+                    let (kind, id) = w.key();
+                    (kind.to_string(), id.to_string())
+                })
+                .collect(),
+        ));
         self.retriever().on_write(self, written);
     }
     pub fn settings(&self) -> &Settings {

@@ -33,6 +33,19 @@ pub enum Written {
     Source(Source),
 }
 
+impl Written {
+    /// (kind, id) as the index names it.
+    pub fn key(&self) -> (&'static str, &str) {
+        match self {
+            Written::Claim(c) => ("claim", &c.id),
+            Written::Page(p) => ("page", &p.id),
+            Written::Entity(e) => ("entity", &e.id),
+            Written::Relation(r) => ("relation", &r.id),
+            Written::Source(s) => ("source", &s.id),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {

@@ -307,6 +307,22 @@ pub fn ensure(
     wait: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
+    let res = ensure_inner(kb, embedder, budget, wait, progress);
+    if res.is_err() {
+        // What changed may not all have been handled: look at everything
+        // next time.
+        *kb.doc_changes.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+    res
+}
+
+fn ensure_inner(
+    kb: &Kb,
+    embedder: &Arc<dyn Embedder>,
+    budget: Budget,
+    wait: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Option<EmbedStats>> {
     let _one_at_a_time = if wait {
         kb.embedding.lock().unwrap_or_else(|e| e.into_inner())
     } else {
@@ -338,27 +354,62 @@ pub fn ensure(
         } else {
             None
         };
-        let mut stmt = idx.conn.prepare_cached(
-            "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind != 'relation'",
-        )?;
-        let rows = stmt.query_map([], |r| {
+        // The documents that changed since the last look, when known and
+        // nothing is left over from then; else every document.
+        let changes = {
+            let mut c = kb.doc_changes.lock().unwrap_or_else(|e| e.into_inner());
+            let pending = kb
+                .vectors
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|v| v.pending > 0);
+            let known = if first || pending { None } else { c.take() };
+            *c = Some(Vec::new());
+            known
+        };
+        let row = |r: &rusqlite::Row| -> rusqlite::Result<(String, String, Option<String>, Sig)> {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, Option<String>>(2)?,
                 (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
             ))
-        })?;
+        };
         let mut listed = Vec::new();
-        for row in rows {
-            let (kind, id, status, sig) = row?;
-            if let Some(kind) = kind_static(&kind) {
-                listed.push(((kind, id), status, sig));
+        match &changes {
+            None => {
+                let mut stmt = idx.conn.prepare_cached(
+                    "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind != 'relation'",
+                )?;
+                for r in stmt.query_map([], row)? {
+                    let (kind, id, status, sig) = r?;
+                    if let Some(kind) = kind_static(&kind) {
+                        listed.push(((kind, id), status, sig));
+                    }
+                }
+            }
+            Some(keys) => {
+                let mut stmt = idx.conn.prepare_cached(
+                    "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind = ?1 AND id = ?2",
+                )?;
+                for (kind, id) in keys {
+                    if let Some(found) = stmt.query_row(params![kind, id], row).optional()?
+                        && let Some(kind) = kind_static(&found.0)
+                    {
+                        listed.push(((kind, found.1), found.2, found.3));
+                    }
+                }
             }
         }
-        Ok((generation, Some(listed), loaded))
+        let scope = changes.map(|keys| {
+            keys.into_iter()
+                .filter_map(|(k, id)| Some((kind_static(&k)?, id)))
+                .collect::<HashSet<DocKey>>()
+        });
+        Ok((generation, Some((listed, scope)), loaded))
     })?;
-    let Some(listed) = listed else {
+    let Some((listed, scope)) = listed else {
         let v = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
         let documents = v.as_ref().map_or(0, Vectors::documents);
         return Ok(Some(EmbedStats {
@@ -375,12 +426,20 @@ pub fn ensure(
         }
         let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
         let present: HashSet<&DocKey> = listed.iter().map(|(k, _, _)| k).collect();
-        let gone: Vec<DocKey> = vectors
-            .docs
-            .keys()
-            .filter(|k| !present.contains(k))
-            .cloned()
-            .collect();
+        // Gone: not listed — among the changed documents, or among all.
+        let gone: Vec<DocKey> = match &scope {
+            Some(changed) => changed
+                .iter()
+                .filter(|k| !present.contains(k) && vectors.docs.contains_key(*k))
+                .cloned()
+                .collect(),
+            None => vectors
+                .docs
+                .keys()
+                .filter(|k| !present.contains(k))
+                .cloned()
+                .collect(),
+        };
         stats.removed = gone.len();
         for k in &gone {
             vectors.remove(k);
@@ -718,5 +777,125 @@ mod tests {
         );
         let approx = v.similarity("claim", "a", &b).unwrap();
         assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
+    }
+}
+
+#[cfg(test)]
+mod kept_in_step {
+    use super::*;
+    use crate::methods::dispatch;
+    use crate::{Caller, Transport};
+    use serde_json::json;
+
+    /// Words hashed into 32 dimensions: texts sharing words are close.
+    struct Words;
+
+    impl Embedder for Words {
+        fn model_id(&self) -> &str {
+            "words@test/32/0"
+        }
+        fn dimensions(&self) -> usize {
+            32
+        }
+        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+            let mut v = vec![0f32; 32];
+            for w in crate::retrieval::query_terms_unbounded(text) {
+                let h = crate::ids::sha256_hex(w.as_bytes());
+                v[usize::from_str_radix(&h[..2], 16).unwrap() % 32] += 1.0;
+            }
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+            Ok(v.into_iter().map(|x| x / n).collect())
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+            texts
+                .iter()
+                .map(|t| Ok(vec![self.embed_query(t)?]))
+                .collect()
+        }
+    }
+
+    fn semantic(kb: &Kb, q: &str) -> Vec<String> {
+        let caller = Caller::new("agent", Transport::Jsonl);
+        dispatch(
+            kb,
+            &caller,
+            "kb.search",
+            json!({"query": q, "backend": "embedding", "kinds": ["claim"]}),
+        )
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect()
+    }
+
+    /// A long-running process: the vectors follow its own writes (by the
+    /// keys the write hook names) and edits made outside it (by the keys
+    /// the index sync names), without looking at every document again.
+    #[test]
+    fn vectors_follow_writes_and_outside_edits_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let mut kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        kb.set_embedder(Arc::new(Words));
+        kb.set_index_sync_interval(Duration::ZERO);
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let person = Caller::new("alice", Transport::Cli);
+        let src = dispatch(
+            &kb,
+            &agent,
+            "kb.register_source",
+            json!({"content": "notes", "locator": "n"}),
+        )
+        .unwrap()["id"]
+            .clone();
+        let claim = |text: &str| -> String {
+            let r = dispatch(
+                &kb,
+                &agent,
+                "kb.propose_claim",
+                json!({"text": text, "evidence": [src]}),
+            )
+            .unwrap();
+            dispatch(
+                &kb,
+                &person,
+                "kb.approve",
+                json!({"proposal_id": r["proposal_id"]}),
+            )
+            .unwrap();
+            r["claim_id"].as_str().unwrap().to_string()
+        };
+        let a = claim("alpha bravo charlie");
+        assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
+        // Looked once at everything; from now on only at what changed.
+        assert_eq!(*kb.doc_changes.lock().unwrap(), Some(Vec::new()));
+        let b = claim("delta echo foxtrot");
+        assert_eq!(
+            kb.doc_changes.lock().unwrap().as_ref().map(Vec::len),
+            Some(1),
+            "the write hook named the new claim"
+        );
+        assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
+        // Edited by hand: the sync names it, and its vector follows.
+        let path = kb.layout().file(crate::store::Dir::Claims, &a).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(
+            &path,
+            text.replace("alpha bravo charlie", "golf hotel india"),
+        )
+        .unwrap();
+        assert_eq!(semantic(&kb, "golf hotel india")[0], a);
+        // Removed by hand: gone from the vectors.
+        std::fs::remove_file(&path).unwrap();
+        assert!(!semantic(&kb, "golf hotel india").contains(&a));
+        let v = kb.vectors.read().unwrap();
+        assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
     }
 }

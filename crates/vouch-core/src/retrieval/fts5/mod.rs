@@ -495,6 +495,11 @@ impl Index {
         // In row-id order, FTS5 and the docs table append instead of
         // splitting pages: a rebuild is about twice as fast.
         changed.sort_by_cached_key(|(kind, id, _)| stable_rowid(kind, id));
+        // Documents whose content really changed (or went), for the vectors.
+        let mut moved: Vec<(String, String)> = removed
+            .iter()
+            .map(|(k, id)| (k.to_string(), id.clone()))
+            .collect();
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let res = (|| -> Result<()> {
             for (kind, id) in &removed {
@@ -504,11 +509,15 @@ impl Index {
             for (doc, (kind, id, sig)) in load_docs(kb, &changed).into_iter().zip(&changed) {
                 match doc {
                     Some(doc) => {
-                        self.upsert(&doc, *sig)?;
+                        // A racy file re-read unchanged is no change.
+                        if self.upsert(&doc, *sig)? != Some(*sig) {
+                            moved.push((kind.to_string(), id.clone()));
+                        }
                         stats.updated += 1;
                     }
                     None => {
                         self.delete(kind, id)?;
+                        moved.push((kind.to_string(), id.clone()));
                     }
                 }
             }
@@ -527,8 +536,8 @@ impl Index {
                 return Err(e);
             }
         }
-        if stats.updated + stats.removed > 0 {
-            kb.index_changed();
+        if !moved.is_empty() {
+            kb.index_changed(Some(moved));
         }
         if stats.updated + stats.removed >= OPTIMIZE_AFTER {
             // Merge FTS5's segments into one after a bulk load (a rebuild,
