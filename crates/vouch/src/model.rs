@@ -4,7 +4,7 @@
 //! import | list | verify | remove`, and embedding everything after a
 //! rebuild with progress on a terminal.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 use vouch_core::settings::ModelDir;
 use vouch_core::{Error, Kb};
@@ -41,6 +41,7 @@ pub fn models_root(kb: Option<&Kb>) -> Result<PathBuf, Error> {
 #[cfg(feature = "embeddings")]
 mod enabled {
     use super::*;
+    use serde_json::json;
     use std::io::IsTerminal;
     use std::sync::Arc;
     use vouch_model::{ModelEmbedder, ModelSpec, install, spec};

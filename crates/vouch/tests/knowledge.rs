@@ -377,8 +377,9 @@ fn hostile_and_broken_folders_are_refused_with_reasons() {
         "---\ndomain: odd\ncategory: fact\nversion: 1\nlast_updated: \"2026-04-13\"\n---\n\n- id: odd/../x:fact:001\n  fact: \"Odd\"\n  confidence: 0.5\n- id: [not, a, mapping\n",
     )
     .unwrap();
-    let big = "a".repeat(17 * 1024 * 1024);
-    std::fs::write(k.join("agents/big.yaml"), big).unwrap();
+    // Over the 128 MiB limit without writing it: a sparse file.
+    let big = std::fs::File::create(k.join("agents/big.yaml")).unwrap();
+    big.set_len(129 * 1024 * 1024).unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink("/etc/passwd", k.join("agents/link.yaml")).unwrap();
     let r = p.run("x", &["--json", "knowledge", "validate", "knowledge"]);

@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 /// The categories of seed 003.
 pub const CATEGORIES: &[&str] = &["fact", "pitfall", "pattern", "tool-quirk", "question"];
 
-/// Largest file read from a knowledge folder.
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest file read from a knowledge folder (an export of 100,000
+/// claims writes a 24 MB index.json).
+pub const MAX_FILE_BYTES: u64 = 128 * 1024 * 1024;
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Problem {
