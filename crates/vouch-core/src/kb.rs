@@ -126,6 +126,11 @@ impl Stored for Page {
     }
 }
 
+/// Per proposal id: the file's (mtime ns, size) and its (kind, object id)
+/// (`None`: unreadable).
+pub(crate) type ProposalObjects =
+    std::collections::HashMap<String, ((i64, i64), Option<(crate::model::ProposalKind, String)>)>;
+
 /// Beyond this many documents changed at once, the vectors look at all.
 const MAX_TRACKED_CHANGES: usize = 5000;
 
@@ -153,6 +158,10 @@ pub struct Kb {
     pub(crate) doc_changes: Mutex<Option<Vec<(String, String)>>>,
     /// The in-memory vectors of the embedding model, when loaded.
     pub(crate) vectors: std::sync::RwLock<Option<crate::retrieval::embed::Vectors>>,
+    /// Each pending proposal file's (kind, object id), by proposal id, with
+    /// the file signature it was read at: proposing checks object ids
+    /// against the queue without re-reading it every time.
+    pub(crate) proposal_objects: Mutex<ProposalObjects>,
     /// Held while the vectors are brought in step (one thread at a time).
     pub(crate) embedding: Mutex<()>,
     index_sync_interval: std::time::Duration,
@@ -297,6 +306,7 @@ impl Kb {
             doc_changes: Mutex::new(None),
             vectors: std::sync::RwLock::new(None),
             embedding: Mutex::new(()),
+            proposal_objects: Mutex::default(),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             config_error,
         };
