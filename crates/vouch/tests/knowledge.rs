@@ -433,3 +433,33 @@ fn hostile_and_broken_folders_are_refused_with_reasons() {
             .contains("does not occur")
     );
 }
+
+/// A fact's `expires` travels with the claim, and lint says when it passed.
+#[test]
+fn an_expired_imported_claim_is_flagged_by_lint() {
+    let p = with_knowledge();
+    let k = p.root().join("knowledge");
+    for rel in ["global/pitfalls.yaml", "index.json"] {
+        let path = k.join(rel);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("2027-03-30", "2026-05-01")).unwrap();
+    }
+    let v = p.ok("agent", &["knowledge", "import", "knowledge"]);
+    let fact = v["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["knowledge_id"] == "global:pitfall:002")
+        .unwrap()
+        .clone();
+    p.ok("alice", &["approve", fact["proposal_id"].as_str().unwrap()]);
+    let claim = fact["claim_id"].as_str().unwrap();
+    let r = p.run("x", &["--json", "lint"]);
+    let lint: Value = serde_json::from_str(&r.stdout).unwrap();
+    let found = lint["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "expired-claim" && f["id"] == format!("expired-claim:{claim}"));
+    assert!(found, "{lint:#}");
+}

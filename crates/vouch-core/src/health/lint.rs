@@ -62,6 +62,30 @@ pub(crate) fn lint_findings(
                 ));
             }
         }
+        // An `expires` date carried over from a knowledge file (seed 003).
+        if c.status.is_current()
+            && let Some(expires) = c
+                .extra
+                .get("metadata")
+                .and_then(|m| m.get("knowledge"))
+                .and_then(|k| k.get("expires"))
+                .and_then(serde_json::Value::as_str)
+            && expires
+                .get(..10)
+                .is_some_and(|d| d < now.format("%Y-%m-%d").to_string().as_str())
+        {
+            out.push(finding(
+                "expired-claim",
+                Severity::Warn,
+                &c.id,
+                claim_path(&c.id),
+                format!(
+                    "claim {} expired on {expires} (its knowledge file said so); re-check it and \
+                     supersede or archive it, or `vouch confirm {}` once the file's date moves",
+                    c.id, c.id
+                ),
+            ));
+        }
         // protocol §3: "A supersedes B" makes B superseded, with
         // B.superseded_by = A. A one-sided link (a hand edit, an import that
         // skipped B's file) leaves B current.
