@@ -91,6 +91,11 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000")]
         facts: Vec<usize>,
     },
+    /// The in-memory semantic scan alone (int8 vectors, best 50 of N).
+    Scan {
+        #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
+        rows: Vec<usize>,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -125,6 +130,15 @@ fn main() {
         }
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
         Bench::Knowledge { facts } => vouch_bench::knowledge(&facts),
+        Bench::Scan { rows } => {
+            println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
+            println!("|---:|---:|");
+            for n in rows {
+                let mut t = vouch_core::retrieval::embed::vectors::time_scan(n, 384, 50, 200);
+                let (p50, p99) = (percentile(&mut t, 0.5), percentile(&mut t, 0.99));
+                println!("| {n} | {} / {} |", ms(p50), ms(p99));
+            }
+        }
         Bench::Embeddings {
             claims,
             wheel,
