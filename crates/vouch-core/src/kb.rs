@@ -345,7 +345,7 @@ impl Kb {
     pub fn retriever(&self) -> &dyn crate::retrieval::Retriever {
         match &self.retriever {
             Some(r) => r.as_ref(),
-            None => crate::retrieval::backend::for_backend(self.retrieval_state().used),
+            None => crate::retrieval::backend::for_backend(crate::retrieval::backend::used(self)),
         }
     }
     /// Serve searches from another retriever than `retrieval.backend`
@@ -703,6 +703,19 @@ impl Kb {
     }
 }
 
+/// A fresh KB in a temp dir, on the system clock (tests in this crate).
+#[cfg(test)]
+pub(crate) fn test_kb() -> (tempfile::TempDir, Kb) {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "t", None).unwrap();
+    let kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(crate::clock::SystemClock::default()),
+    )
+    .unwrap();
+    (dir, kb)
+}
+
 /// Read a file as UTF-8; `None` when it does not exist.
 fn utf8(path: &Path, bytes: Option<Vec<u8>>) -> Result<Option<String>> {
     bytes
@@ -716,13 +729,7 @@ mod warning_tests {
 
     #[test]
     fn a_call_gets_its_own_warnings_and_no_one_elses() {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
+        let (_dir, kb) = crate::kb::test_kb();
         kb.warn("outside any call".into());
         let barrier = std::sync::Barrier::new(2);
         std::thread::scope(|s| {

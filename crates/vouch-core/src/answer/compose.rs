@@ -59,20 +59,6 @@ pub fn content_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Share of `terms` (a question's content words) that `text` contains,
-/// by stem; 0 when there are none.
-pub fn share(terms: &[String], text: &str) -> f32 {
-    if terms.is_empty() {
-        return 0.0;
-    }
-    let words = crate::retrieval::query_terms_unbounded(text);
-    let hit = terms
-        .iter()
-        .filter(|t| crate::retrieval::hybrid::word_matches(t, &words))
-        .count();
-    hit as f32 / terms.len() as f32
-}
-
 pub(crate) struct Composed {
     pub answer: String,
     pub sentences: Vec<Sentence>,

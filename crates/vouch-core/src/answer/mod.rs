@@ -16,7 +16,7 @@ pub mod llm;
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb};
 use crate::model::{Claim, ClaimStatus};
-use crate::retrieval::pack::{Citation, cited_item};
+use crate::retrieval::pack::Citation;
 use crate::retrieval::{self, Currency, Query, SearchHit, Snippets};
 use crate::settings::RetrievalBackend;
 use schemars::JsonSchema;
@@ -284,10 +284,7 @@ fn candidates(
     let vectors = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
     let mut out = Vec::new();
     for hit in hits {
-        let Some(item) = cited_item(kb, &hit, hit.score) else {
-            continue;
-        };
-        let Ok(Some(claim)) = kb.load::<Claim>(&item.id) else {
+        let Ok(Some(claim)) = kb.load::<Claim>(&hit.id) else {
             continue;
         };
         // Current and approved only: the index may lag a file edited by
@@ -299,9 +296,9 @@ fn candidates(
             .as_ref()
             .and_then(|q| vectors.as_ref()?.similarity("claim", &claim.id, q));
         out.push(Candidate {
-            coverage: compose::share(&content, &claim.text),
+            coverage: retrieval::hybrid::share(content.iter(), &claim.text),
             cosine,
-            evidence: item.citations,
+            evidence: crate::retrieval::pack::citations(kb, &claim.evidence),
             claim,
         });
     }

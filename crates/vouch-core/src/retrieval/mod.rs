@@ -235,7 +235,10 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         }
         Some(b) => backend::for_backend(b),
         None => {
-            if let Some(why) = kb.retrieval_state().degraded_reason {
+            // Only a degraded KB pays for the state's message.
+            if backend::used(kb) != kb.settings().retrieval.backend
+                && let Some(why) = kb.retrieval_state().degraded_reason
+            {
                 kb.warn(why);
             }
             kb.retriever()

@@ -189,6 +189,11 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
+/// Every evidence reference of an object that still resolves.
+pub(crate) fn citations(kb: &Kb, references: &[String]) -> Vec<Citation> {
+    references.iter().filter_map(|r| citation(kb, r)).collect()
+}
+
 /// Resolve one evidence reference (an evidence id or a source id).
 fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
     if let Ok(Some(ev)) = kb.load::<Evidence>(reference) {

@@ -1502,22 +1502,14 @@ pub fn list_pending(kb: &Kb) -> Result<Vec<Proposal>> {
 #[cfg(test)]
 mod object_ids {
     use crate::methods::dispatch;
-    use crate::{Caller, Kb, Transport};
+    use crate::{Caller, Transport};
     use serde_json::json;
-    use std::sync::Arc;
 
     /// One process proposing the same text again and again (a bulk
-    /// import): the remembered queue still gives each its own object id,
-    /// and a proposal decided meanwhile frees nothing it should not.
+    /// import): the remembered queue still gives each its own object id.
     #[test]
     fn repeated_proposals_in_one_process_get_distinct_ids() {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
+        let (_dir, kb) = crate::kb::test_kb();
         let agent = Caller::new("agent", Transport::Jsonl);
         let src = dispatch(
             &kb,

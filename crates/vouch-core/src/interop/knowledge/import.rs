@@ -153,14 +153,15 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             pending.insert(id, text.to_string());
         }
     }
-    let bytes_of = |file: &str| -> Option<Vec<u8>> {
+    // Borrowed: a fact must not copy its whole file.
+    let bytes_of = |file: &str| -> Option<&[u8]> {
         if file == "index.json" {
-            return dir.index.as_ref().map(|(b, _)| b.clone());
+            return dir.index.as_ref().map(|(b, _)| b.as_slice());
         }
         dir.files
             .iter()
             .find(|f| f.path == file)
-            .map(|f| f.bytes.clone())
+            .map(|f| f.bytes.as_slice())
     };
     for f in &facts {
         let (Some(kid), Some(text)) = (f.id(), f.text()) else {
@@ -202,9 +203,9 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             Some(id) => id.clone(),
             None => {
                 let id = if p.dry_run {
-                    crate::ids::sha256_hex(&bytes)
+                    crate::ids::sha256_hex(bytes)
                 } else {
-                    let content = String::from_utf8(bytes.clone())
+                    let content = String::from_utf8(bytes.to_vec())
                         .map_err(|_| Error::invalid(format!("{}: not UTF-8 text", f.file)))?;
                     crate::sources::register_source(
                         kb,
@@ -224,7 +225,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 id
             }
         };
-        if crate::sources::locate_in(&bytes, text).is_none() {
+        if crate::sources::locate_in(bytes, text).is_none() {
             fact.outcome = "refused".into();
             fact.reason = Some(format!(
                 "its text does not occur in {} as written (escapes or line breaks inside the \

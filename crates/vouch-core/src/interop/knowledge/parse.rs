@@ -373,10 +373,7 @@ pub(crate) fn check(dir: &KnowledgeDir, today: &str) -> Vec<Problem> {
         .filter_map(|f| f.id())
         .chain(index_facts.iter().filter_map(|f| f.id()))
         .collect();
-    for (where_, facts) in [
-        ("yaml", yaml_facts.clone()),
-        ("index", index_facts.iter().collect()),
-    ] {
+    for facts in [yaml_facts.clone(), index_facts.iter().collect()] {
         let mut seen: HashMap<&str, (&str, Option<usize>)> = HashMap::new();
         for f in facts {
             check_fact(f, &all_ids, today, &mut out);
@@ -396,7 +393,6 @@ pub(crate) fn check(dir: &KnowledgeDir, today: &str) -> Vec<Problem> {
                 }
             }
         }
-        let _ = where_;
     }
     // The two sides agree.
     if dir.index.as_ref().is_some_and(|(_, v)| v.is_some()) && !dir.files.is_empty() {

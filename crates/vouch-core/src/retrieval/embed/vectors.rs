@@ -883,13 +883,7 @@ mod kept_in_step {
     /// the index sync names), without looking at every document again.
     #[test]
     fn vectors_follow_writes_and_outside_edits_by_key() {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let mut kb = Kb::open(
-            &dir.path().join(".vouch"),
-            Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
+        let (_dir, mut kb) = crate::kb::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::ZERO);
         let agent = Caller::new("agent", Transport::Jsonl);

@@ -366,13 +366,7 @@ mod readers_tests {
 
     /// A fresh KB with one source registered.
     fn kb_with_source() -> (tempfile::TempDir, Kb, String) {
-        let dir = tempfile::tempdir().unwrap();
-        Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            std::sync::Arc::new(crate::clock::SystemClock::default()),
-        )
-        .unwrap();
+        let (dir, kb) = crate::kb::test_kb();
         let src = dispatch(
             &kb,
             &Caller::new("agent", Transport::Jsonl),
