@@ -293,7 +293,7 @@ pub static REGISTRY: &[Method] = &[
         sources::register_evidence),
     method!("kb.propose_claim", Propose, ProposeClaimParams => ProposeResult,
         "Propose a cited claim for human review.",
-        "Propose a one-sentence claim. It must cite evidence: source ids, evidence ids, or {\"source_id\", \"quote\"} spans (located and minted on write). The claim is NOT knowledge until a person (or a configured trusted agent other than you) approves it. Returns valid: false with every problem listed when it cannot be accepted; dry_run: true validates without writing. With a local embedding model, _meta.possible_duplicates lists approved claims that say almost the same (cosine >= 0.95): prefer citing or superseding them over a near copy.",
+        "Propose a one-sentence claim. It must cite evidence: source ids, evidence ids, or {\"source_id\", \"quote\"} spans (located and minted on write). The claim is NOT knowledge until a person (or a configured trusted agent other than you) approves it. Returns valid: false with every problem listed when it cannot be accepted; dry_run: true validates without writing. With a local embedding model, _meta.possible_duplicates lists approved claims that say almost the same (cosine >= 0.95): prefer citing or superseding them over a near copy. supersedes: [claim ids] proposes a correction: approving it marks those claims superseded by the new one.",
         gate::propose_claim),
     method!("kb.propose_page", Propose, ProposePageParams => ProposeResult,
         "Propose a markdown page for human review.",

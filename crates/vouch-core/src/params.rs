@@ -122,6 +122,10 @@ pub struct ProposeClaimParams {
     /// the approved claim under `metadata`.
     #[serde(default)]
     pub metadata: Option<serde_json::Map<String, Value>>,
+    /// Approved claims this one corrects or replaces: approving the
+    /// proposal supersedes them (the reviewer sees them side by side).
+    #[serde(default)]
+    pub supersedes: Vec<String>,
     #[serde(default)]
     pub session_id: Option<String>,
     /// Why this claim; recorded on the proposal.

@@ -434,6 +434,10 @@ pub struct ProposeClaimArgs {
     pub scope: Option<String>,
     #[arg(long = "tag")]
     pub tags: Vec<String>,
+    /// An approved claim this one corrects: approving the proposal
+    /// supersedes it (repeatable).
+    #[arg(long = "supersedes")]
+    pub supersedes: Vec<String>,
     #[arg(long)]
     pub rationale: Option<String>,
     #[command(flatten)]
@@ -578,6 +582,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                     "text": a.text, "evidence": evidence, "type": a.claim_type,
                     "confidence": a.confidence.map(|c| if c.is_finite() { json!(c) } else { json!(c.to_string()) }),
                     "entities": non_empty(&a.entities), "scope": a.scope, "tags": non_empty(&a.tags),
+                    "supersedes": non_empty(&a.supersedes),
                     "session_id": a.common.session, "rationale": a.rationale, "dry_run": a.common.dry_run,
                 })),
             )

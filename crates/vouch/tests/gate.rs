@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[test]
 fn main_loop_propose_self_approve_refused_second_actor_approves() {
@@ -407,6 +407,88 @@ fn lifecycle_supersede_contradict_archive_confirm_cite() {
     assert_eq!(tail.as_array().unwrap().len(), 1);
     assert_eq!(tail[0]["event"], "claim.archive");
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+}
+
+#[test]
+fn a_correction_supersedes_the_claim_it_names_when_approved() {
+    let p = Project::new();
+    let s = p.source("Deploys run at 09:00. Deploys run at 10:00.");
+    let old = p.claim("Deploys run at 09:00", &s);
+    let propose = |text: &str, supersedes: &str| {
+        p.run(
+            "agent",
+            &[
+                "--json",
+                "propose-claim",
+                text,
+                "--evidence",
+                &s,
+                "--supersedes",
+                supersedes,
+            ],
+        )
+    };
+    // Only an existing claim can be named.
+    let r = propose("Deploys run at 10:00", "no-such-claim");
+    assert_eq!(r.json()["valid"], false, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("claim no-such-claim does not exist"),
+        "{}",
+        r.stdout
+    );
+    let r = propose("Deploys run at 10:00", "../claims/x");
+    assert_eq!(r.json()["valid"], false, "{}", r.stdout);
+
+    let first = propose("Deploys run at 10:00", &old).json();
+    assert_eq!(first["valid"], true, "{first}");
+    let second = propose("Deploys run at 10:30", &old).json();
+    assert_eq!(second["valid"], true, "{second}");
+    let (p1, new) = (
+        first["proposal_id"].as_str().unwrap(),
+        first["claim_id"].as_str().unwrap(),
+    );
+    let p2 = second["proposal_id"].as_str().unwrap();
+    // Nothing changes until a reviewer approves; the gate still holds.
+    assert_eq!(p.ok("x", &["show", &old])["object"]["status"], "working");
+    assert_eq!(p.run("agent", &["approve", p1]).code, 5);
+    // Two corrections of one claim cannot be approved together.
+    let before = p.snapshot();
+    let r = p.run("alice", &["approve", p1, p2]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("both supersede"), "{}", r.stderr);
+    assert_eq!(before, p.snapshot());
+
+    p.ok("alice", &["approve", p1]);
+    let o = p.ok("x", &["show", &old])["object"].clone();
+    assert_eq!(o["status"], "superseded");
+    assert_eq!(o["superseded_by"], new);
+    assert_eq!(
+        p.ok("x", &["show", new])["object"]["supersedes"][0],
+        old.as_str()
+    );
+    let hits = p.ok("x", &["search", "deploys run"]);
+    let claims: Vec<&Value> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["kind"] == "claim")
+        .collect();
+    // The current claim first; the replaced one is marked as such.
+    assert_eq!(claims[0]["id"], new, "{hits:#}");
+    assert_eq!(claims[1]["id"], old.as_str());
+    assert_eq!(claims[1]["status"], "superseded");
+    // The other correction now names a claim that is no longer current.
+    let r = p.run("alice", &["approve", p2]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("already superseded by {new}")),
+        "{}",
+        r.stderr
+    );
+    let r = propose("Deploys run at 11:00", &old).json();
+    assert_eq!(r["valid"], false, "{r}");
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+    assert_eq!(p.run("x", &["doctor"]).code, 0);
 }
 
 #[test]

@@ -193,6 +193,10 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     let v = p.ok("agent", &["knowledge", "import", "knowledge"]);
     assert_eq!(outcomes(&v).len(), 7);
     assert!(outcomes(&v).iter().all(|(_, o)| o == "proposed"), "{v:#}");
+    // `related` joins reviewed knowledge only: it waits for both facts.
+    assert_eq!(v["relations"][0]["from"], "global:pitfall:002", "{v:#}");
+    assert_eq!(v["relations"][0]["to"], "global:pattern:001");
+    assert_eq!(v["relations"][0]["outcome"], "waiting");
     let ids: Vec<String> = v["facts"]
         .as_array()
         .unwrap()
@@ -242,12 +246,28 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     let hits = p.ok("x", &["search", "destructive migration snapshot"]);
     assert_eq!(hits[0]["kind"], "claim", "{hits}");
 
-    // Re-import: nothing new.
+    // Re-import: no new fact; the relation between the two approved facts
+    // is proposed now, citing the file that lists it.
     let again = p.ok("agent", &["knowledge", "import", "knowledge"]);
     assert!(
         outcomes(&again).iter().all(|(_, o)| o == "unchanged"),
         "{again:#}"
     );
+    assert_eq!(again["relations"][0]["outcome"], "proposed", "{again:#}");
+    let rel_proposal = again["relations"][0]["proposal_id"].as_str().unwrap();
+    let shown = p.ok("x", &["show", rel_proposal]);
+    let payload = &shown["object"]["payload"];
+    assert_eq!(payload["relation"], "references", "{shown:#}");
+    assert_eq!(payload["source"], claim_of("global:pitfall:002").as_str());
+    assert_eq!(payload["target"], snapshot.as_str());
+    assert_eq!(
+        payload["evidence"][0], again["sources"]["global/pitfalls.yaml"],
+        "{shown:#}"
+    );
+    p.ok("alice", &["approve", rel_proposal]);
+    let third = p.ok("agent", &["knowledge", "import", "knowledge"]);
+    assert!(outcomes(&third).iter().all(|(_, o)| o == "unchanged"));
+    assert_eq!(third["relations"][0]["outcome"], "exists", "{third:#}");
     assert_eq!(p.ok("x", &["status"])["pending"], 0);
 
     // An edited fact is proposed again, naming the claim it replaces.
@@ -271,10 +291,39 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     assert_eq!(changed.len(), 1, "{edited:#}");
     assert_eq!(changed[0]["replaces"], snapshot.as_str());
     assert_eq!(p.ok("x", &["status"])["pending"], 1);
+    // Approving it supersedes the claim it replaces, in the same step.
+    let corrected = changed[0]["claim_id"].as_str().unwrap();
+    p.ok(
+        "alice",
+        &["approve", changed[0]["proposal_id"].as_str().unwrap()],
+    );
+    let old = p.ok("x", &["show", &snapshot]);
+    assert_eq!(old["object"]["status"], "superseded", "{old:#}");
+    assert_eq!(old["object"]["superseded_by"], corrected);
+    let new = p.ok("x", &["show", corrected]);
+    assert_eq!(new["object"]["supersedes"], json!([snapshot]), "{new:#}");
+    let hits = p.ok("x", &["search", "destructive schema migration"]);
+    assert_eq!(hits[0]["id"], corrected, "{hits:#}");
+    // The approval is one audit event naming both claims.
+    let approvals = p.ok("x", &["audit", "--event", "proposal.approve"]);
+    let last = approvals.as_array().unwrap().last().unwrap();
+    assert_eq!(last["data"]["supersedes"], json!([snapshot]), "{last:#}");
+    assert!(
+        last["object_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(snapshot))
+    );
+    // The relation follows the corrected claim on the next import.
+    let after = p.ok("agent", &["knowledge", "import", "knowledge"]);
+    assert!(outcomes(&after).iter().all(|(_, o)| o == "unchanged"));
+    assert_eq!(after["relations"][0]["outcome"], "proposed", "{after:#}");
+    let doctor = p.run("x", &["doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
 
     // The audit log has the imports.
     let log = p.ok("x", &["audit", "--event", "knowledge.import"]);
-    assert_eq!(log.as_array().unwrap().len(), 3, "{log:#}");
+    assert_eq!(log.as_array().unwrap().len(), 5, "{log:#}");
 }
 
 #[test]
@@ -293,7 +342,29 @@ fn export_validates_round_trips_and_is_byte_stable() {
     p.ok("alice", &args);
     // A claim that came from nowhere gets the next free id.
     let src = p.source("Backups are verified weekly.\n");
-    p.claim("Backups are verified weekly", &src);
+    let backups = p.claim("Backups are verified weekly", &src);
+    // An approved `references` relation becomes `related`.
+    let snapshot = v["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["knowledge_id"] == "global:pattern:001")
+        .unwrap()["claim_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rel = p.ok(
+        "agent",
+        &[
+            "propose-relation",
+            &backups,
+            "references",
+            &snapshot,
+            "-e",
+            &src,
+        ],
+    );
+    p.ok("alice", &["approve", rel["proposal_id"].as_str().unwrap()]);
     // Pending and superseded knowledge is never exported.
     p.propose("Pending knowledge never leaves", &src);
 
@@ -315,6 +386,17 @@ fn export_validates_round_trips_and_is_byte_stable() {
         .collect();
     assert!(ids.contains(&"global:pitfall:001"), "{ids:?}");
     assert!(ids.contains(&"global:fact:001"), "the new claim: {ids:?}");
+    let related = |id: &str| {
+        index["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap()["related"]
+            .clone()
+    };
+    assert_eq!(related("global:fact:001"), json!(["global:pattern:001"]));
+    assert_eq!(related("global:pitfall:002"), json!(["global:pattern:001"]));
     assert!(first.contains_key("repos/payments.yaml"));
     assert!(first.contains_key("agents/reviewer.yaml"));
     let v = p.ok("x", &["knowledge", "validate", "exported"]);

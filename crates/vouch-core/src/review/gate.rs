@@ -15,7 +15,7 @@ use crate::params::*;
 use crate::store::{Dir, atomic};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 // ----- drafts: the normalized payload a proposal carries ---------------------
 
@@ -34,6 +34,9 @@ pub struct ClaimDraft {
     pub tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Map<String, Value>>,
+    /// Approved claims this one replaces: approving it supersedes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -276,10 +279,43 @@ fn check_all_controls<'a>(
 }
 
 /// Validate a draft against the KB as it is now. Runs at propose and approve.
-fn validate(kb: &Kb, draft: &Draft, citations: Option<&[Citation]>) -> Vec<String> {
+/// `supersedes`: each an existing claim that nothing else supersedes yet.
+/// `object_id` is the claim being approved: an interrupted approval of it
+/// may already have marked the old claim superseded by it.
+fn check_supersedes(kb: &Kb, p: &mut Problems, ids: &[String], object_id: Option<&str>) {
+    for (i, id) in ids.iter().enumerate() {
+        if let Err(e) = check_id("supersedes", id) {
+            p.push(format!("supersedes[{i}]: {e}"));
+            continue;
+        }
+        if ids[..i].contains(id) {
+            p.push(format!("supersedes[{i}]: claim {id} is listed twice"));
+            continue;
+        }
+        match kb.load::<Claim>(id) {
+            Ok(Some(c)) => match &c.superseded_by {
+                Some(by) if Some(by.as_str()) != object_id => p.push(format!(
+                    "supersedes[{i}]: claim {id} is already superseded by {by}; \
+                     supersede the current claim instead"
+                )),
+                _ => {}
+            },
+            Ok(None) => p.push(format!("supersedes[{i}]: claim {id} does not exist")),
+            Err(e) => p.push(format!("supersedes[{i}]: claim {id} is unreadable: {e}")),
+        }
+    }
+}
+
+fn validate(
+    kb: &Kb,
+    draft: &Draft,
+    citations: Option<&[Citation]>,
+    object_id: Option<&str>,
+) -> Vec<String> {
     let mut p = Problems(Vec::new());
     match draft {
         Draft::Claim(d) => {
+            check_supersedes(kb, &mut p, &d.supersedes, object_id);
             check_text(&mut p, "text", &d.text);
             check_all_controls(&mut p, "tags", &d.tags);
             let cites: Vec<Citation> = match citations {
@@ -382,6 +418,7 @@ fn propose_claim_draft(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Resul
         scope: p.scope.map(|s| Value::String(s.as_str().into())),
         tags: p.tags,
         metadata: p.metadata,
+        supersedes: p.supersedes,
     });
     propose(
         kb,
@@ -478,7 +515,7 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
     check_actor(&caller.actor)?;
     let kind = input.draft.kind();
     let key = object_key(kind).to_string();
-    let mut errors = validate(kb, &input.draft, Some(&input.citations));
+    let mut errors = validate(kb, &input.draft, Some(&input.citations), None);
     {
         let mut p = Problems(Vec::new());
         check_session(kb, &mut p, &input.session_id);
@@ -817,6 +854,9 @@ impl Draft {
             scope: c.scope.clone(),
             tags: c.tags.clone(),
             metadata: c.extra.get("metadata").and_then(Value::as_object).cloned(),
+            // A bundle's supersessions are checked and applied by the
+            // bundle import itself.
+            supersedes: Vec::new(),
         })
     }
     pub(crate) fn of_page(p: &Page) -> Draft {
@@ -1175,7 +1215,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         if approver == proposal.proposed_by && !self_approval_allowed {
             return Err(self_approval(&approver, &proposal));
         }
-        let errors = validate(kb, &draft, None);
+        let errors = validate(kb, &draft, None, Some(&proposal.object_id));
         if !errors.is_empty() {
             return Err(Error::denied(format!(
                 "proposal {id} no longer validates: {}",
@@ -1249,6 +1289,18 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             event_hash: None,
         });
     }
+    // Two approvals in one list cannot both replace the same claim.
+    let mut replaced: HashMap<&str, &str> = HashMap::new();
+    for pl in &plans {
+        for old in supersedes_of(&pl.draft) {
+            if let Some(first) = replaced.insert(old, &pl.proposal.id) {
+                return Err(Error::conflict(format!(
+                    "{first} and {} both supersede claim {old}; approve one of them",
+                    pl.proposal.id
+                )));
+            }
+        }
+    }
     let mut events: Vec<AuditEvent> = fresh
         .iter()
         .map(|&i| {
@@ -1260,12 +1312,13 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             if pl.actor != caller.actor {
                 data["caller"] = json!(caller.actor);
             }
-            let mut ev = kb.event(
-                "proposal.approve",
-                &pl.actor,
-                vec![pl.proposal.id.clone(), pl.proposal.object_id.clone()],
-                data,
-            );
+            let mut object_ids = vec![pl.proposal.id.clone(), pl.proposal.object_id.clone()];
+            let supersedes = supersedes_of(&pl.draft);
+            if !supersedes.is_empty() {
+                data["supersedes"] = json!(supersedes);
+                object_ids.extend(supersedes.iter().map(|s| s.to_string()));
+            }
+            let mut ev = kb.event("proposal.approve", &pl.actor, object_ids, data);
             ev.created_at = pl.at;
             ev
         })
@@ -1288,6 +1341,19 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             &pl.actor,
         )?;
         written.push(object);
+        // After the new claim in the batch: a crash between the renames
+        // leaves a replaced claim current, never one superseded by a claim
+        // that does not exist; approving again finishes it.
+        for old in supersedes_of(&pl.draft) {
+            let mut c = kb
+                .load::<Claim>(old)?
+                .ok_or_else(|| Error::not_found(format!("claim {old:?} does not exist")))?;
+            c.status = ClaimStatus::Superseded;
+            c.superseded_by = Some(pl.proposal.object_id.clone());
+            c.updated_at = pl.at;
+            kb.stage(&mut batch, &c)?;
+            written.push(crate::retrieval::Written::Claim(c));
+        }
         let mut decided = pl.proposal.clone();
         // vouch 1.x finds the artifact of a decision at `payload.id`.
         if let Value::Object(payload) = &mut decided.payload {
@@ -1317,6 +1383,14 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     batch.commit()?;
     kb.announce(&written);
     Ok(results)
+}
+
+/// The claims a draft replaces on approval.
+fn supersedes_of(draft: &Draft) -> Vec<&str> {
+    match draft {
+        Draft::Claim(d) => d.supersedes.iter().map(String::as_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `Some(approved_by)` when a durable object with this id exists.
@@ -1350,7 +1424,7 @@ fn materialize(
                 confidence: d.confidence,
                 evidence: d.evidence,
                 entities: d.entities,
-                supersedes: Vec::new(),
+                supersedes: d.supersedes,
                 superseded_by: None,
                 contradicts: Vec::new(),
                 scope: d.scope,

@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb};
-use crate::model::{Claim, ClaimType};
+use crate::model::{Claim, ClaimType, Relation, RelationType};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -89,24 +89,53 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
             }
         }
     }
-    let mut facts: Vec<(String, String, Value)> = Vec::new(); // (file, id, fact)
-    let mut last_updated = String::new();
-    for c in &claims {
-        let m = meta(c);
-        let category = category_of(c);
-        let domain = m
-            .get("domain")
+    let domain_of = |m: &serde_json::Map<String, Value>| {
+        m.get("domain")
             .and_then(Value::as_str)
             .unwrap_or("global")
-            .to_string();
+            .to_string()
+    };
+    // claim id → knowledge id.
+    let mut knowledge_ids: HashMap<&str, String> = HashMap::new();
+    for c in &claims {
+        let m = meta(c);
         let id = match m.get("id").and_then(Value::as_str) {
             Some(id) => id.to_string(),
             None => {
+                let (domain, category) = (domain_of(&m), category_of(c));
                 let n = used.entry((domain.clone(), category.into())).or_default();
                 *n += 1;
                 format!("{domain}:{category}:{:03}", *n)
             }
         };
+        knowledge_ids.insert(c.id.as_str(), id);
+    }
+    // `related`: the approved `references` relations between exported
+    // claims, and what the imported fact listed that is still exported.
+    let mut related: HashMap<&str, Vec<String>> = HashMap::new();
+    for r in kb.load_all::<Relation>()? {
+        if !matches!(
+            r.relation,
+            RelationType::References | RelationType::RelatesTo
+        ) {
+            continue;
+        }
+        if let (Some((from, _)), Some(to)) = (
+            knowledge_ids.get_key_value(r.source.as_str()),
+            knowledge_ids.get(r.target.as_str()),
+        ) {
+            related.entry(*from).or_default().push(to.clone());
+        }
+    }
+    let exported: std::collections::HashSet<&str> =
+        knowledge_ids.values().map(String::as_str).collect();
+    let mut facts: Vec<(String, String, Value)> = Vec::new(); // (file, id, fact)
+    let mut last_updated = String::new();
+    for c in &claims {
+        let m = meta(c);
+        let category = category_of(c);
+        let domain = domain_of(&m);
+        let id = knowledge_ids[c.id.as_str()].clone();
         let mut fact = serde_json::Map::new();
         fact.insert("id".into(), json!(id));
         fact.insert("fact".into(), json!(c.text));
@@ -121,10 +150,21 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         if !tags.is_empty() {
             fact.insert("tags".into(), json!(tags));
         }
-        for k in ["source_count", "first_seen", "expires", "related"] {
+        for k in ["source_count", "first_seen", "expires"] {
             if let Some(v) = m.get(k) {
                 fact.insert(k.into(), v.clone());
             }
+        }
+        let mut listed = related.remove(c.id.as_str()).unwrap_or_default();
+        listed.extend(
+            crate::params::string_list(m.get("related"))
+                .into_iter()
+                .filter(|r| exported.contains(r.as_str()) && *r != id),
+        );
+        listed.sort();
+        listed.dedup();
+        if !listed.is_empty() {
+            fact.insert("related".into(), json!(listed));
         }
         let confirmed = c
             .last_confirmed_at

@@ -4,15 +4,16 @@
 //! bytes it came from; the gate holds on every transport.
 
 use super::parse::Fact;
+use super::parse::KnowledgeDir;
 use super::{Problem, read, report};
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb};
-use crate::model::{Claim, ClaimType, Scope};
-use crate::params::{Citation, ProposeClaimParams, RegisterSourceParams};
+use crate::model::{Claim, ClaimType, Proposal, ProposalKind, Relation, RelationType, Scope};
+use crate::params::{Citation, ProposeClaimParams, ProposeRelationParams, RegisterSourceParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +48,22 @@ pub struct ImportedFact {
     pub reason: Option<String>,
 }
 
+/// One `related` entry of a fact (`from` lists `to`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ImportedRelation {
+    pub from: String,
+    pub to: String,
+    /// `proposed`, `would propose`, `exists` (an approved relation says
+    /// it), `pending` (already proposed), `waiting` (a fact at either end
+    /// is not approved as written yet: approve it and import again),
+    /// `refused`.
+    pub outcome: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ImportResult {
     /// False when validation found errors and nothing was imported.
@@ -55,6 +72,8 @@ pub struct ImportResult {
     pub facts: Vec<ImportedFact>,
     /// Facts left out for errors (with `skip_invalid`).
     pub skipped: Vec<String>,
+    /// `related` between facts, as `references` relation proposals.
+    pub relations: Vec<ImportedRelation>,
     /// Sources registered for the files.
     pub sources: BTreeMap<String, String>,
     pub problems: Vec<Problem>,
@@ -92,6 +111,42 @@ pub(crate) fn knowledge_id(metadata: Option<&Value>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The source a knowledge file's bytes are registered as (once per run;
+/// a dry run only computes the id).
+fn source_for(
+    kb: &Kb,
+    caller: &Caller,
+    p: &ImportParams,
+    sources: &mut BTreeMap<String, String>,
+    file: &str,
+    bytes: &[u8],
+) -> Result<String> {
+    if let Some(id) = sources.get(file) {
+        return Ok(id.clone());
+    }
+    let id = if p.dry_run {
+        crate::ids::sha256_hex(bytes)
+    } else {
+        let content = String::from_utf8(bytes.to_vec())
+            .map_err(|_| Error::invalid(format!("{file}: not UTF-8 text")))?;
+        crate::sources::register_source(
+            kb,
+            caller,
+            RegisterSourceParams {
+                content,
+                locator: format!("knowledge/{file}"),
+                title: Some(file.to_string()),
+                source_type: None,
+                media_type: Some("application/yaml".into()),
+                tags: vec!["knowledge-file".into()],
+            },
+        )?
+        .id
+    };
+    sources.insert(file.to_string(), id.clone());
+    Ok(id)
+}
+
 pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult> {
     let dir = read(kb, &p.path)?;
     let rep = report(&dir, &kb.now().0.format("%Y-%m-%d").to_string());
@@ -107,6 +162,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
         dry_run: p.dry_run,
         facts: Vec::new(),
         skipped: Vec::new(),
+        relations: Vec::new(),
         sources: BTreeMap::new(),
         problems: rep.problems.clone(),
     };
@@ -142,8 +198,9 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             approved.insert(id, (c.id.clone(), c.text.clone()));
         }
     }
+    let queue = crate::review::gate::list_pending(kb)?;
     let mut pending: HashMap<String, String> = HashMap::new();
-    for pr in crate::review::gate::list_pending(kb)? {
+    for pr in &queue {
         if let Some(id) = knowledge_id(pr.payload.get("metadata")) {
             let text = pr
                 .payload
@@ -153,16 +210,6 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             pending.insert(id, text.to_string());
         }
     }
-    // Borrowed: a fact must not copy its whole file.
-    let bytes_of = |file: &str| -> Option<&[u8]> {
-        if file == "index.json" {
-            return dir.index.as_ref().map(|(b, _)| b.as_slice());
-        }
-        dir.files
-            .iter()
-            .find(|f| f.path == file)
-            .map(|f| f.bytes.as_slice())
-    };
     for f in &facts {
         let (Some(kid), Some(text)) = (f.id(), f.text()) else {
             continue;
@@ -194,37 +241,10 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             out.facts.push(fact);
             continue;
         }
-        let Some(bytes) = bytes_of(&f.file) else {
+        let Some(bytes) = dir.bytes_of(&f.file) else {
             continue;
         };
-        // The file's own bytes are the source; the fact is the span of
-        // them that states it.
-        let source_id = match out.sources.get(&f.file) {
-            Some(id) => id.clone(),
-            None => {
-                let id = if p.dry_run {
-                    crate::ids::sha256_hex(bytes)
-                } else {
-                    let content = String::from_utf8(bytes.to_vec())
-                        .map_err(|_| Error::invalid(format!("{}: not UTF-8 text", f.file)))?;
-                    crate::sources::register_source(
-                        kb,
-                        caller,
-                        RegisterSourceParams {
-                            content,
-                            locator: format!("knowledge/{}", f.file),
-                            title: Some(f.file.clone()),
-                            source_type: None,
-                            media_type: Some("application/yaml".into()),
-                            tags: vec!["knowledge-file".into()],
-                        },
-                    )?
-                    .id
-                };
-                out.sources.insert(f.file.clone(), id.clone());
-                id
-            }
-        };
+        let source_id = source_for(kb, caller, &p, &mut out.sources, &f.file, bytes)?;
         if crate::sources::locate_in(bytes, text).is_none() {
             fact.outcome = "refused".into();
             fact.reason = Some(format!(
@@ -261,9 +281,6 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 knowledge.insert(k.into(), v.clone());
             }
         }
-        if let Some(old) = &fact.replaces {
-            knowledge.insert("replaces".into(), json!(old));
-        }
         // A dry run cannot cite a file it did not register: the text was
         // found in it, which is what the real run checks first.
         if p.dry_run && !matches!(kb.load_source(&source_id), Ok(Some(_))) {
@@ -290,6 +307,8 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                         .into_iter()
                         .collect(),
                 ),
+                // Approving the changed fact retires what it said before.
+                supersedes: fact.replaces.iter().cloned().collect(),
                 session_id: None,
                 rationale: Some(format!("imported from knowledge file {} ({kid})", f.file)),
                 dry_run: p.dry_run,
@@ -310,6 +329,20 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
         }
         out.facts.push(fact);
     }
+    // Facts an approved claim states as written, with that claim.
+    let unchanged: HashMap<String, String> = out
+        .facts
+        .iter()
+        .filter(|f| f.outcome == "unchanged")
+        .filter_map(|f| Some((f.knowledge_id.clone(), f.claim_id.clone()?)))
+        .collect();
+    let run = Run {
+        kb,
+        caller,
+        p: &p,
+        dir: &dir,
+    };
+    out.relations = related(&run, &facts, &unchanged, &queue, &mut out)?;
     if !p.dry_run {
         let count = |o: &str| out.facts.iter().filter(|f| f.outcome == o).count();
         let _lock = kb.lock()?;
@@ -324,9 +357,132 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 "pending": count("pending"),
                 "refused": count("refused"),
                 "skipped": out.skipped.len(),
+                "relations_proposed": out
+                    .relations
+                    .iter()
+                    .filter(|r| r.outcome == "proposed")
+                    .count(),
             }),
         );
         kb.append_audit(std::slice::from_mut(&mut ev))?;
     }
     Ok(out)
+}
+
+/// What one import works with.
+struct Run<'a> {
+    kb: &'a Kb,
+    caller: &'a Caller,
+    p: &'a ImportParams,
+    dir: &'a KnowledgeDir,
+}
+
+/// `related` → `references` relation proposals between the approved claims
+/// of two facts, citing the file that lists them. A relation joins reviewed
+/// knowledge only, so it waits until both facts are approved as written;
+/// importing again proposes it.
+fn related(
+    run: &Run,
+    facts: &[Fact],
+    unchanged: &HashMap<String, String>,
+    queue: &[Proposal],
+    out: &mut ImportResult,
+) -> Result<Vec<ImportedRelation>> {
+    let (kb, p) = (run.kb, run.p);
+    let edge = |source: &str, target: &str| (source.to_string(), target.to_string());
+    let mut existing: HashSet<(String, String)> = HashSet::new();
+    for r in kb.load_all::<Relation>()? {
+        if r.relation == RelationType::References {
+            existing.insert(edge(&r.source, &r.target));
+        }
+    }
+    let mut pending: HashSet<(String, String)> = HashSet::new();
+    for pr in queue {
+        let field = |k: &str| pr.payload.get(k).and_then(Value::as_str).unwrap_or("");
+        if pr.kind == ProposalKind::Relation
+            && field("relation") == RelationType::References.as_str()
+        {
+            pending.insert(edge(field("source"), field("target")));
+        }
+    }
+    let mut relations = Vec::new();
+    let mut seen = HashSet::new();
+    for f in facts {
+        let Some(from) = f.id() else { continue };
+        if out.skipped.iter().any(|s| s == from) {
+            continue;
+        }
+        for to in crate::params::string_list(f.fields.get("related")) {
+            if !seen.insert((from.to_string(), to.clone())) {
+                continue;
+            }
+            let mut rel = ImportedRelation {
+                from: from.to_string(),
+                to: to.clone(),
+                outcome: String::new(),
+                proposal_id: None,
+                reason: None,
+            };
+            let (Some(source), Some(target)) = (unchanged.get(from), unchanged.get(&to)) else {
+                rel.outcome = "waiting".into();
+                rel.reason = Some(format!(
+                    "approve the claims of {from} and {to} as written, then import again"
+                ));
+                relations.push(rel);
+                continue;
+            };
+            let key = edge(source, target);
+            if existing.contains(&key) || pending.contains(&key) {
+                rel.outcome = if existing.contains(&key) {
+                    "exists"
+                } else {
+                    "pending"
+                }
+                .into();
+                relations.push(rel);
+                continue;
+            }
+            let Some(bytes) = run.dir.bytes_of(&f.file) else {
+                continue;
+            };
+            let source_id = source_for(kb, run.caller, p, &mut out.sources, &f.file, bytes)?;
+            if p.dry_run && !matches!(kb.load_source(&source_id), Ok(Some(_))) {
+                rel.outcome = "would propose".into();
+                relations.push(rel);
+                continue;
+            }
+            let r = crate::review::gate::propose_relation(
+                kb,
+                run.caller,
+                ProposeRelationParams {
+                    source: source.clone(),
+                    relation: RelationType::References,
+                    target: target.clone(),
+                    confidence: None,
+                    evidence: vec![Citation::Id(source_id)],
+                    session_id: None,
+                    rationale: Some(format!(
+                        "{from} lists {to} as related in knowledge file {}",
+                        f.file
+                    )),
+                    dry_run: p.dry_run,
+                },
+            )?;
+            if !r.valid {
+                rel.outcome = "refused".into();
+                rel.reason = Some(r.errors.join("; "));
+            } else {
+                rel.outcome = if p.dry_run {
+                    "would propose"
+                } else {
+                    "proposed"
+                }
+                .into();
+                rel.proposal_id = (!r.proposal_id.is_empty()).then(|| r.proposal_id.clone());
+                pending.insert(key);
+            }
+            relations.push(rel);
+        }
+    }
+    Ok(relations)
 }

@@ -50,6 +50,16 @@ pub struct KnowledgeDir {
 }
 
 impl KnowledgeDir {
+    /// The bytes of one of its files (`index.json` or a YAML file), as read.
+    pub fn bytes_of(&self, file: &str) -> Option<&[u8]> {
+        if file == "index.json" {
+            return self.index.as_ref().map(|(b, _)| b.as_slice());
+        }
+        self.files
+            .iter()
+            .find(|f| f.path == file)
+            .map(|f| f.bytes.as_slice())
+    }
     /// Facts of the YAML files, in file order.
     pub fn facts(&self) -> Vec<&Fact> {
         self.files.iter().flat_map(|f| f.facts.iter()).collect()
