@@ -46,6 +46,9 @@ pub enum Transport {
     Jsonl,
     Mcp,
     Http,
+    /// The review pages in a browser (`vouch ui`, `/` of the HTTP server):
+    /// a signed-in person, held to the same gate as any caller.
+    Web,
 }
 
 impl Transport {
@@ -55,6 +58,7 @@ impl Transport {
             Transport::Jsonl => "JSONL",
             Transport::Mcp => "MCP",
             Transport::Http => "HTTP",
+            Transport::Web => "browser",
         }
     }
     /// Agent transports get the gate on everything that creates knowledge.

@@ -476,6 +476,10 @@ pub struct AuditFilter {
     pub event: Option<String>,
     #[serde(default)]
     pub actor: Option<String>,
+    /// Only events naming this id among their `object_ids` (a claim's,
+    /// proposal's or source's history).
+    #[serde(default)]
+    pub object: Option<String>,
 }
 
 // ----- bundles ------------------------------------------------------------------

@@ -273,6 +273,11 @@ pub fn audit(kb: &Kb, p: AuditParams) -> Result<Vec<Value>> {
                 .actor
                 .as_deref()
                 .is_none_or(|a| ev.get("actor").and_then(Value::as_str) == Some(a))
+            && filter.object.as_deref().is_none_or(|o| {
+                ev.get("object_ids")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ids| ids.iter().any(|id| id.as_str() == Some(o)))
+            })
     };
     match p.tail {
         Some(n) if n < 0 => Err(Error::invalid(format!("tail: {n} is negative"))),

@@ -280,6 +280,10 @@ pub enum Command {
     },
     /// Serve the kb.* methods over MCP (stdio, default), JSONL (stdio) or HTTP.
     Serve(crate::serve::ServeArgs),
+    /// Review in the browser: serve the review pages on a free loopback port
+    /// and print a one-time sign-in link (--open opens it). You are the
+    /// approver; Ctrl-C stops.
+    Ui(crate::serve::UiArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -378,6 +382,9 @@ pub struct AuditArgs {
     /// Only events by this actor.
     #[arg(long)]
     pub actor: Option<String>,
+    /// Only events naming this id (a claim's, proposal's or source's history).
+    #[arg(long)]
+    pub object: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -688,7 +695,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             ..
         }) => return Ok(None),
         Command::Audit(a) => {
-            let filter = obj(json!({"event": a.event, "actor": a.actor}));
+            let filter = obj(json!({"event": a.event, "actor": a.actor, "object": a.object}));
             (
                 "kb.audit",
                 obj(
@@ -803,6 +810,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Call { .. }
         | Command::Methods { .. }
         | Command::Serve(_)
+        | Command::Ui(_)
         | Command::Model(_) => return Ok(None),
     }))
 }
@@ -872,6 +880,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             return Ok(0);
         }
         Command::Serve(args) => return crate::serve::run(cli, args),
+        Command::Ui(args) => return crate::serve::run_ui(cli, args),
         Command::Model(cmd) => return model_command(cli, cmd),
         _ => {}
     }

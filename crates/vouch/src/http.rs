@@ -54,7 +54,7 @@ pub struct TokenSpec {
     pub raw: String,
 }
 
-fn digest(secret: &[u8]) -> [u8; 32] {
+pub(crate) fn digest(secret: &[u8]) -> [u8; 32] {
     Sha256::digest(secret).into()
 }
 
@@ -107,17 +107,23 @@ pub fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     std::hint::black_box(diff) == 0
 }
 
-struct App {
-    kb: Arc<Kb>,
+pub(crate) struct App {
+    pub(crate) kb: Arc<Kb>,
     tokens: Vec<Token>,
     /// The actor when no token is configured.
     anonymous: Caller,
+    /// Sign-in to the review pages.
+    pub(crate) ui: crate::ui::Ui,
 }
 
 impl App {
+    pub(crate) fn has_tokens(&self) -> bool {
+        !self.tokens.is_empty()
+    }
+
     /// The subject of a presented token, checking every configured token so
     /// the time does not reveal which one matched.
-    fn subject_for(&self, presented: &[u8]) -> Option<&str> {
+    pub(crate) fn subject_for(&self, presented: &[u8]) -> Option<&str> {
         let presented = digest(presented);
         let mut found = None;
         for t in &self.tokens {
@@ -135,7 +141,7 @@ fn envelope_error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(body)).into_response()
 }
 
-fn host_is_loopback(host: &str) -> bool {
+pub(crate) fn host_is_loopback(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
         None => host.split(':').next().unwrap_or(""),
@@ -150,7 +156,7 @@ async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Resp
     if req.uri().path() == "/health" {
         return next.run(req).await;
     }
-    let caller = if app.tokens.is_empty() {
+    if app.tokens.is_empty() {
         let host = req
             .headers()
             .get(header::HOST)
@@ -162,6 +168,12 @@ async fn auth(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Resp
                 "this server has no tokens and only answers requests addressed to localhost",
             );
         }
+    }
+    // The review pages sign people in by cookie (see `crate::ui`).
+    if crate::ui::is_ui_path(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let caller = if app.tokens.is_empty() {
         app.anonymous.clone()
     } else {
         let presented = req
@@ -263,8 +275,30 @@ async fn health() -> Json<Value> {
 async fn not_found() -> Response {
     envelope_error(
         StatusCode::NOT_FOUND,
-        "no such route: POST /rpc, /mcp, GET /capabilities, GET /health",
+        "no such route: POST /rpc, /mcp, GET /capabilities, GET /health, GET / (review pages)",
     )
+}
+
+async fn ui_not_found() -> Response {
+    envelope_error(
+        StatusCode::NOT_FOUND,
+        "no such route: this server has only the review pages (GET /) and GET /health",
+    )
+}
+
+/// The review pages' routes (`crate::ui`).
+fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
+    use crate::ui;
+    router
+        .route("/", get(ui::queue))
+        .route("/ui/login", get(ui::login_link).post(ui::login_form))
+        .route("/ui/logout", post(ui::logout))
+        .route("/ui/proposal/{id}", get(ui::proposal))
+        .route("/ui/proposal/{id}/approve", post(ui::approve))
+        .route("/ui/proposal/{id}/reject", post(ui::reject))
+        .route("/ui/claim/{id}", get(ui::claim))
+        .route("/ui/search", get(ui::search))
+        .route("/ui/audit", get(ui::audit))
 }
 
 /// Where to bind: every address `bind` resolves to must be loopback unless
@@ -362,6 +396,34 @@ pub struct Application {
     pub stop_mcp: Box<dyn FnOnce() + Send>,
     /// How many bearer tokens are configured (0: loopback only).
     pub tokens: usize,
+    /// The review pages' one-time sign-in path (`/ui/login?secret=…`),
+    /// when the server has no tokens.
+    pub sign_in: Option<String>,
+}
+
+/// Only the review pages, signing in `person` by a one-time link: what
+/// `vouch ui` serves. No `/rpc` or `/mcp`: a local process must not reach
+/// the person's identity through this server.
+pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
+    let (ui, link) = crate::ui::Ui::with_link(person);
+    let app = Arc::new(App {
+        kb,
+        tokens: Vec::new(),
+        anonymous: Caller::new(person, Transport::Web),
+        ui,
+    });
+    let router = ui_routes(Router::new())
+        .route("/health", get(health))
+        .fallback(ui_not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), auth))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app);
+    Application {
+        router,
+        stop_mcp: Box::new(|| {}),
+        tokens: 0,
+        sign_in: Some(link),
+    }
 }
 
 /// Build the application. `anonymous` is the actor when no token is
@@ -393,12 +455,20 @@ pub fn application(
         mcp_config,
     );
     let n_tokens = tokens.len();
+    // Without tokens, the one-time link signs in the server's own actor.
+    let (ui, sign_in) = if tokens.is_empty() {
+        let (ui, link) = crate::ui::Ui::with_link(&anonymous.actor);
+        (ui, Some(link))
+    } else {
+        (crate::ui::Ui::tokens_only(), None)
+    };
     let app = Arc::new(App {
         kb,
         tokens,
         anonymous,
+        ui,
     });
-    let router = Router::new()
+    let router = ui_routes(Router::new())
         .route("/rpc", post(rpc))
         .route("/capabilities", get(capabilities))
         .route("/health", get(health))
@@ -411,6 +481,7 @@ pub fn application(
         router,
         stop_mcp: Box::new(move || mcp_cancel.cancel()),
         tokens: n_tokens,
+        sign_in,
     })
 }
 
@@ -425,26 +496,60 @@ pub async fn serve(
 ) -> Result<(), Error> {
     let root = kb.layout().root().display().to_string();
     let anonymous_actor = anonymous.actor.clone();
-    let Application {
-        router,
-        stop_mcp,
-        tokens: n_tokens,
-    } = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
-    let addrs = resolve_bind(bind, n_tokens > 0)?;
+    let built = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
+    let (listener, local) = bind_listener(bind, built.tokens > 0).await?;
+    eprintln!("vouch: listening on http://{local}");
+    eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
+    match &built.sign_in {
+        Some(link) => {
+            eprintln!("vouch: no --token given: loopback only, acting as {anonymous_actor}");
+            eprintln!(
+                "vouch: review pages (as {anonymous_actor}; the link works once): http://{local}{link}"
+            );
+        }
+        None => {
+            eprintln!(
+                "vouch: bearer tokens required for {} subject(s)",
+                built.tokens
+            );
+            eprintln!("vouch: review pages at http://{local}/ (sign in with a token)");
+        }
+    }
+    accept_loop(listener, built.router, limits, built.stop_mcp).await;
+    Ok(())
+}
+
+/// Bind `bind` (loopback only unless `have_tokens`); returns the listener
+/// and the address it got (the port, when `bind` asked for port 0).
+pub async fn bind_listener(
+    bind: &str,
+    have_tokens: bool,
+) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
+    let addrs = resolve_bind(bind, have_tokens)?;
     let listener = tokio::net::TcpListener::bind(&addrs[..])
         .await
         .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
     let local = listener
         .local_addr()
         .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
-    eprintln!("vouch: listening on http://{local}");
-    eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
-    if n_tokens == 0 {
-        eprintln!("vouch: no --token given: loopback only, acting as {anonymous_actor}");
-    } else {
-        eprintln!("vouch: bearer tokens required for {n_tokens} subject(s)");
-    }
-    accept_loop(listener, router, limits, stop_mcp).await;
+    Ok((listener, local))
+}
+
+/// `vouch ui`: serve the review pages for `person` on `bind` (a free
+/// loopback port by default) until SIGINT/SIGTERM; `announce` gets the
+/// sign-in URL once the port is bound.
+pub async fn serve_review(
+    kb: Arc<Kb>,
+    person: &str,
+    bind: &str,
+    limits: Limits,
+    announce: impl FnOnce(&str),
+) -> Result<(), Error> {
+    let built = review_application(kb, person);
+    let (listener, local) = bind_listener(bind, false).await?;
+    let link = built.sign_in.clone().unwrap_or_default();
+    announce(&format!("http://{local}{link}"));
+    accept_loop(listener, built.router, limits, built.stop_mcp).await;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod model;
 pub mod render;
 pub mod serve;
+pub mod ui;
 
 /// Transports this build serves (reported by kb.capabilities).
 pub const TRANSPORTS: &[&str] = &["mcp", "jsonl", "http"];

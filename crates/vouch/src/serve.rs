@@ -35,6 +35,16 @@ pub struct ServeArgs {
     pub token_file: Option<std::path::PathBuf>,
 }
 
+#[derive(Args, Debug)]
+pub struct UiArgs {
+    /// Address to bind: loopback only; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub bind: String,
+    /// Open the sign-in link in the default browser as well.
+    #[arg(long)]
+    pub open: bool,
+}
+
 /// Every configured token with where it came from: `--token` values (or
 /// VOUCH_HTTP_TOKENS), then the lines of `--token-file`.
 fn token_specs(args: &ServeArgs) -> Result<Vec<TokenSpec>, Error> {
@@ -162,6 +172,57 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             ))?;
             Ok(0)
         }
+    }
+}
+
+/// `vouch ui`: the review pages for the person running it.
+pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
+    let mut kb = context::open(cli.kb.as_deref())?;
+    kb.set_index_sync_interval(REFRESH_EVERY * 5);
+    let person = context::caller(&kb, cli.agent.as_deref(), Transport::Cli).actor;
+    let kb = Arc::new(kb);
+    spawn_refresher(kb.clone());
+    let root = kb.layout().root().display().to_string();
+    let limits = context::http_limits()?;
+    let open = args.open;
+    runtime()?.block_on(crate::http::serve_review(
+        kb,
+        &person,
+        &args.bind,
+        limits,
+        |url| {
+            use std::io::Write;
+            eprintln!(
+                "vouch: review pages for {root}, approving as {person}; the link works once; Ctrl-C stops"
+            );
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "{url}");
+            let _ = out.flush();
+            if open {
+                open_browser(url);
+            }
+        },
+    ))?;
+    Ok(0)
+}
+
+/// Hand a URL to the desktop's browser; say so when there is none.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    let started = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = started {
+        eprintln!("vouch: could not start {opener} ({e}); open the link above yourself");
     }
 }
 

@@ -1,0 +1,676 @@
+//! Review in the browser: the pages of `vouch ui`, also served at `/` by
+//! `vouch serve --transport http`.
+//!
+//! Who approves is the signed-in person, never a form field. Signing in:
+//! - `vouch ui` (and a tokenless HTTP server) prints a one-time link,
+//!   `/ui/login?secret=…` (as Jupyter does): the first visit trades it for
+//!   a session cookie and the link is dead after that, so another local
+//!   user, or a page in the same browser, has nothing to replay;
+//! - a server with bearer tokens takes a token in the sign-in form; its
+//!   subject is the person.
+//!
+//! Every state-changing request is a POST that must carry the session's
+//! CSRF token and an `Origin` equal to the server's own (pages on another
+//! port of 127.0.0.1 are "same site" to the browser, so `SameSite` alone is
+//! not enough); without tokens the `Host` must be loopback (DNS rebinding).
+//! Pages forbid scripts and framing (CSP, `X-Frame-Options`), and leak no
+//! referrer. The gate is the same as on every transport: self-approval
+//! stays refused.
+
+pub mod pages;
+
+use crate::errors::mapping;
+use crate::http::{App, ct_eq, digest};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pages::{Frame, url_id};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use vouch_core::{Caller, Error, Transport, methods};
+
+/// Sessions kept at once; the oldest is dropped past this.
+const MAX_SESSIONS: usize = 64;
+
+/// 32 random bytes from the OS, hex.
+pub fn secret() -> String {
+    let mut b = [0u8; 32];
+    // No randomness from the OS means no safe secret: refuse to run.
+    getrandom::fill(&mut b).expect("the OS random source failed");
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[derive(Clone)]
+struct Session {
+    subject: String,
+    csrf: String,
+    /// Order of creation, to drop the oldest.
+    serial: u64,
+}
+
+/// The sign-in state of one server.
+pub struct Ui {
+    /// The person the one-time link signs in, and the digest of its secret
+    /// (`None` once used, or on a server with tokens).
+    login: Mutex<Option<(String, [u8; 32])>>,
+    sessions: Mutex<HashMap<[u8; 32], Session>>,
+    serial: Mutex<u64>,
+}
+
+impl Ui {
+    /// Sign-in for `owner` by a one-time link; returns the link's path.
+    pub fn with_link(owner: &str) -> (Ui, String) {
+        let s = secret();
+        let ui = Ui {
+            login: Mutex::new(Some((owner.to_string(), digest(s.as_bytes())))),
+            ..Ui::tokens_only()
+        };
+        (ui, format!("/ui/login?secret={s}"))
+    }
+
+    /// Sign-in by bearer token only.
+    pub fn tokens_only() -> Ui {
+        Ui {
+            login: Mutex::new(None),
+            sessions: Mutex::new(HashMap::new()),
+            serial: Mutex::new(0),
+        }
+    }
+
+    fn start_session(&self, subject: &str) -> String {
+        let cookie = secret();
+        let mut serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+        *serial += 1;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.serial)
+                .map(|(k, _)| *k)
+        {
+            sessions.remove(&oldest);
+        }
+        sessions.insert(
+            digest(cookie.as_bytes()),
+            Session {
+                subject: subject.to_string(),
+                csrf: secret(),
+                serial: *serial,
+            },
+        );
+        cookie
+    }
+
+    fn session(&self, cookie: &str) -> Option<Session> {
+        let d = digest(cookie.as_bytes());
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        // Compare every digest in constant time, as bearer tokens are.
+        let mut found = None;
+        for (k, s) in sessions.iter() {
+            if ct_eq(k, &d) && found.is_none() {
+                found = Some(s.clone());
+            }
+        }
+        found
+    }
+
+    fn end_session(&self, cookie: &str) {
+        let d = digest(cookie.as_bytes());
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|k, _| !ct_eq(k, &d));
+    }
+
+    /// Trade the one-time secret for its owner, once.
+    fn redeem(&self, presented: &str) -> Option<String> {
+        let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
+        let (owner, want) = login.as_ref()?;
+        if !ct_eq(want, &digest(presented.as_bytes())) {
+            return None;
+        }
+        let owner = owner.clone();
+        *login = None;
+        Some(owner)
+    }
+}
+
+/// The session cookie's name, per port: two servers on one host must not
+/// overwrite each other's sessions (cookies ignore ports).
+fn cookie_name(headers: &HeaderMap) -> String {
+    let port = host(headers)
+        .rsplit_once(':')
+        .map(|(_, p)| p.to_string())
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or_else(|| "80".into());
+    format!("vouch_session_{port}")
+}
+
+fn host(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// An HTML response with the headers every page carries.
+fn html(status: StatusCode, body: String) -> Response {
+    let mut r = (status, body).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+fn redirect(to: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// The page for someone not signed in: how to sign in, and the token form
+/// on a server with tokens.
+fn sign_in_page(app: &App, status: StatusCode, why: &str) -> Response {
+    let mut body = format!("<p class=\"error\" id=\"error\">{}</p>", pages::esc(why));
+    body.push_str(
+        "<p>Open the sign-in link that <code>vouch ui</code> printed; it works once. Run \
+         <code>vouch ui</code> again for a new one.</p>",
+    );
+    if app.has_tokens() {
+        body.push_str(
+            "<form class=\"card\" method=\"post\" action=\"/ui/login\"><p>Or sign in with your \
+             bearer token:</p><p><input type=\"password\" name=\"token\" autocomplete=\"off\"> \
+             <button>Sign in</button></p></form>",
+        );
+    }
+    html(status, pages::bare("Sign in", &body))
+}
+
+/// The signed-in session, or the sign-in page.
+fn signed_in(app: &App, headers: &HeaderMap) -> Result<Session, Box<Response>> {
+    let name = cookie_name(headers);
+    cookie(headers, &name)
+        .and_then(|c| app.ui.session(c))
+        .ok_or_else(|| {
+            Box::new(sign_in_page(
+                app,
+                StatusCode::UNAUTHORIZED,
+                "You are not signed in.",
+            ))
+        })
+}
+
+/// A POST must come from this server's own pages: the same `Origin` as
+/// its `Host`, and not marked cross-site by the browser.
+fn same_origin(headers: &HeaderMap) -> Result<(), String> {
+    let host = host(headers);
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .ok_or("this request has no Origin header, so it may come from another site")?;
+    let ok = !host.is_empty()
+        && (origin == format!("http://{host}") || origin == format!("https://{host}"));
+    if !ok {
+        return Err(format!(
+            "this request came from another site ({}), not from these pages",
+            vouch_core::ids::truncate_for_message(origin)
+        ));
+    }
+    if headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|s| s == "cross-site" || s == "same-site")
+    {
+        return Err("the browser marked this request as coming from another site".into());
+    }
+    Ok(())
+}
+
+fn refused(app: &App, headers: &HeaderMap, status: StatusCode, why: &str) -> Response {
+    match signed_in(app, headers) {
+        Ok(s) => html(
+            status,
+            pages::error(
+                &Frame {
+                    actor: &s.subject,
+                    csrf: &s.csrf,
+                },
+                why,
+                Some("/"),
+            ),
+        ),
+        Err(_) => html(
+            status,
+            pages::bare(
+                "Refused",
+                &format!("<p class=\"error\" id=\"error\">{}</p>", pages::esc(why)),
+            ),
+        ),
+    }
+}
+
+/// Every check of a state-changing request: same origin, signed in, the
+/// session's CSRF token. Returns the session.
+fn guard_post(
+    app: &App,
+    headers: &HeaderMap,
+    form: &HashMap<String, String>,
+) -> Result<Session, Box<Response>> {
+    if let Err(why) = same_origin(headers) {
+        return Err(Box::new(refused(
+            app,
+            headers,
+            StatusCode::FORBIDDEN,
+            &format!("Refused: {why}."),
+        )));
+    }
+    let session = signed_in(app, headers)?;
+    let presented = form.get("csrf").map(String::as_str).unwrap_or("");
+    if !ct_eq(
+        &digest(presented.as_bytes()),
+        &digest(session.csrf.as_bytes()),
+    ) {
+        return Err(Box::new(refused(
+            app,
+            headers,
+            StatusCode::FORBIDDEN,
+            "Refused: the form's security token is missing or stale; reload the page and try again.",
+        )));
+    }
+    Ok(session)
+}
+
+/// The caller a signed-in person acts as: held to the gate like any
+/// agent transport (it cannot name another approver).
+fn web_caller(s: &Session) -> Caller {
+    Caller {
+        authenticated: true,
+        ..Caller::new(s.subject.clone(), Transport::Web)
+    }
+}
+
+/// Run a page renderer on the blocking pool, mapping errors to pages.
+async fn render<F>(app: Arc<App>, session: Session, f: F) -> Response
+where
+    F: FnOnce(&App, &Caller, &Frame) -> Result<Option<String>, Error> + Send + 'static,
+{
+    let out = tokio::task::spawn_blocking(move || {
+        let caller = web_caller(&session);
+        let frame = Frame {
+            actor: &session.subject,
+            csrf: &session.csrf,
+        };
+        match f(&app, &caller, &frame) {
+            Ok(Some(page)) => html(StatusCode::OK, page),
+            Ok(None) => html(
+                StatusCode::NOT_FOUND,
+                pages::error(&frame, "No such object.", Some("/")),
+            ),
+            Err(e) => {
+                let status = StatusCode::from_u16(mapping(e.kind).http_status)
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                html(status, pages::error(&frame, &e.message, Some("/")))
+            }
+        }
+    })
+    .await;
+    out.unwrap_or_else(|_| {
+        html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            pages::bare(
+                "Error",
+                "<p class=\"error\">internal error; see the server's stderr</p>",
+            ),
+        )
+    })
+}
+
+/// An id from a URL, checked before it reaches the store.
+fn checked_id(id: &str) -> Result<(), String> {
+    vouch_core::ids::check_id("id", id).map_err(|e| e.to_string())
+}
+
+pub(crate) async fn queue(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let session = match signed_in(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    // A fixed sentence per outcome: nothing from the URL is shown as text
+    // but a checked id.
+    let notice = match (q.get("done").map(String::as_str), q.get("id")) {
+        (Some(d @ ("approved" | "rejected")), Some(id)) if checked_id(id).is_ok() => Some(format!(
+            "{} {id}.",
+            if d == "approved" {
+                "Approved"
+            } else {
+                "Rejected"
+            }
+        )),
+        _ => None,
+    };
+    let a = app.clone();
+    render(a, session, move |app, caller, frame| {
+        pages::queue(&app.kb, caller, frame, notice.as_deref()).map(Some)
+    })
+    .await
+}
+
+pub(crate) async fn proposal(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let session = match signed_in(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    if let Err(why) = checked_id(&id) {
+        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
+    }
+    render(app.clone(), session, move |app, caller, frame| {
+        pages::proposal(&app.kb, caller, frame, &id)
+    })
+    .await
+}
+
+pub(crate) async fn claim(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let session = match signed_in(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    if let Err(why) = checked_id(&id) {
+        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
+    }
+    render(app.clone(), session, move |app, caller, frame| {
+        pages::claim(&app.kb, caller, frame, &id)
+    })
+    .await
+}
+
+pub(crate) async fn search(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let session = match signed_in(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let text = q.get("q").cloned().unwrap_or_default();
+    let backend = q.get("backend").cloned().unwrap_or_default();
+    render(app.clone(), session, move |app, caller, frame| {
+        pages::search(&app.kb, caller, frame, &text, &backend).map(Some)
+    })
+    .await
+}
+
+pub(crate) async fn audit(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    render(app.clone(), session, move |app, caller, frame| {
+        pages::audit(&app.kb, caller, frame, 200).map(Some)
+    })
+    .await
+}
+
+/// Approve or reject: the decision as the signed-in person.
+async fn decide(
+    app: Arc<App>,
+    headers: HeaderMap,
+    id: String,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+    approve: bool,
+) -> Response {
+    let form = match form {
+        Ok(Form(f)) => f,
+        Err(e) => return refused(&app, &headers, StatusCode::BAD_REQUEST, &e.body_text()),
+    };
+    let session = match guard_post(&app, &headers, &form) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    if let Err(why) = checked_id(&id) {
+        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
+    }
+    let reason = form
+        .get("reason")
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty());
+    let (method, params) = if approve {
+        ("kb.approve", json!({"proposal_id": id, "reason": reason}))
+    } else {
+        (
+            "kb.reject",
+            json!({"proposal_id": id, "reason": reason.unwrap_or_default()}),
+        )
+    };
+    let a = app.clone();
+    let s = session.clone();
+    let pid = id.clone();
+    let outcome = tokio::task::spawn_blocking(move || {
+        methods::dispatch(&a.kb, &web_caller(&s), method, params)
+    })
+    .await;
+    match outcome {
+        Ok(Ok(_)) => redirect(&format!(
+            "/?done={}&id={}",
+            if approve { "approved" } else { "rejected" },
+            url_id(&pid)
+        )),
+        Ok(Err(e)) => {
+            let status = StatusCode::from_u16(mapping(e.kind).http_status)
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let frame = Frame {
+                actor: &session.subject,
+                csrf: &session.csrf,
+            };
+            html(
+                status,
+                pages::error(
+                    &frame,
+                    &e.message,
+                    Some(&format!("/ui/proposal/{}", url_id(&id))),
+                ),
+            )
+        }
+        Err(_) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            pages::bare(
+                "Error",
+                "<p class=\"error\">internal error; see the server's stderr</p>",
+            ),
+        ),
+    }
+}
+
+pub(crate) async fn approve(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    decide(app, headers, id, form, true).await
+}
+
+pub(crate) async fn reject(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    decide(app, headers, id, form, false).await
+}
+
+fn session_cookie(headers: &HeaderMap, value: &str, max_age: Option<u32>) -> HeaderValue {
+    let age = max_age
+        .map(|a| format!("; Max-Age={a}"))
+        .unwrap_or_default();
+    HeaderValue::from_str(&format!(
+        "{}={value}; Path=/; HttpOnly; SameSite=Strict{age}",
+        cookie_name(headers)
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str) -> Response {
+    let cookie = app.ui.start_session(subject);
+    let mut r = redirect("/");
+    r.headers_mut()
+        .insert(header::SET_COOKIE, session_cookie(headers, &cookie, None));
+    r
+}
+
+/// `GET /ui/login?secret=…`: the one-time link.
+pub(crate) async fn login_link(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    match q.get("secret").and_then(|s| app.ui.redeem(s)) {
+        Some(owner) => signed_in_as(&headers, &app, &owner),
+        None if q.contains_key("secret") => sign_in_page(
+            &app,
+            StatusCode::FORBIDDEN,
+            "This sign-in link is not valid, or was used already.",
+        ),
+        None => sign_in_page(&app, StatusCode::OK, "Sign in to review."),
+    }
+}
+
+/// `POST /ui/login` with a bearer token (servers with tokens).
+pub(crate) async fn login_form(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    if let Err(why) = same_origin(&headers) {
+        return sign_in_page(&app, StatusCode::FORBIDDEN, &format!("Refused: {why}."));
+    }
+    let token = form
+        .ok()
+        .and_then(|Form(f)| f.get("token").cloned())
+        .unwrap_or_default();
+    match app.subject_for(token.trim().as_bytes()) {
+        Some(subject) => {
+            let subject = subject.to_string();
+            signed_in_as(&headers, &app, &subject)
+        }
+        None => sign_in_page(&app, StatusCode::UNAUTHORIZED, "Unknown token."),
+    }
+}
+
+pub(crate) async fn logout(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Response {
+    let form = form.map(|Form(f)| f).unwrap_or_default();
+    if let Err(r) = guard_post(&app, &headers, &form) {
+        return *r;
+    }
+    if let Some(c) = cookie(&headers, &cookie_name(&headers)) {
+        app.ui.end_session(c);
+    }
+    let mut r = sign_in_page(&app, StatusCode::OK, "Signed out.");
+    r.headers_mut()
+        .insert(header::SET_COOKIE, session_cookie(&headers, "", Some(0)));
+    r
+}
+
+/// Whether a path belongs to the review pages (signed in by cookie, not
+/// by bearer token).
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/" || path.starts_with("/ui/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_login_link_works_once() {
+        let (ui, path) = Ui::with_link("alice");
+        let secret = path.rsplit('=').next().unwrap();
+        assert_eq!(ui.redeem("wrong"), None);
+        assert_eq!(ui.redeem(secret).as_deref(), Some("alice"));
+        assert_eq!(ui.redeem(secret), None, "a second use must fail");
+    }
+
+    #[test]
+    fn sessions_are_found_by_cookie_and_capped() {
+        let ui = Ui::tokens_only();
+        let first = ui.start_session("alice");
+        assert_eq!(ui.session(&first).unwrap().subject, "alice");
+        assert!(ui.session("nope").is_none());
+        for _ in 0..MAX_SESSIONS {
+            ui.start_session("bob");
+        }
+        assert!(ui.session(&first).is_none(), "the oldest is dropped");
+        let c = ui.start_session("carol");
+        ui.end_session(&c);
+        assert!(ui.session(&c).is_none());
+    }
+
+    #[test]
+    fn a_post_from_another_origin_is_refused() {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8765"));
+        assert!(same_origin(&h).is_err(), "no Origin");
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:9999"),
+        );
+        assert!(same_origin(&h).is_err(), "another port is another origin");
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("http://127.0.0.1:8765"),
+        );
+        assert!(same_origin(&h).is_ok());
+        h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(same_origin(&h).is_err());
+    }
+}

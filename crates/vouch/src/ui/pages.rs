@@ -1,0 +1,700 @@
+//! The review pages as HTML: server-rendered, no JavaScript, no build step,
+//! nothing fetched from elsewhere. Each function reads through the `kb.*`
+//! registry (or the core's verified reads, for source text) and returns a
+//! whole page; every piece of stored text is escaped here, since it came
+//! from an agent or a cloned repository.
+
+use serde_json::{Value, json};
+use std::fmt::Write;
+use vouch_core::{Caller, Error, Kb, methods};
+
+/// HTML-escape text for element content and quoted attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An id as one URL path segment: anything but `[A-Za-z0-9._-]` is
+/// percent-encoded, so an id can never add a segment or a query.
+pub fn url_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Who is signed in, and the CSRF token every form of the page carries.
+pub struct Frame<'a> {
+    pub actor: &'a str,
+    pub csrf: &'a str,
+}
+
+const CSS: &str = "
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+header{display:flex;gap:1.5em;align-items:center;padding:.6em 1.2em;background:#23272f;color:#eee}
+header a{color:#eee;text-decoration:none}header .brand{font-weight:700}
+header nav{display:flex;gap:1em;flex:1}header form{margin:0}
+main{max-width:72em;margin:1.2em auto;padding:0 1.2em}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #e3e3e3;vertical-align:top}
+th{background:#f0f0f0;font-weight:600}
+.muted{color:#666}.small{font-size:.85em}
+.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.8em 1em;margin:.8em 0}
+.text{font-size:1.15em}
+mark{background:#ffe066;padding:0 .1em}
+pre,.source{white-space:pre-wrap;word-break:break-word;font:13px/1.4 ui-monospace,monospace;background:#f6f6f6;padding:.6em;border-radius:4px;max-height:22em;overflow:auto}
+.side{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+.notice{background:#e7f5e9;border:1px solid #9fd3a7;padding:.5em .8em;border-radius:4px}
+.error{background:#fdecea;border:1px solid #f5a39b;padding:.5em .8em;border-radius:4px}
+.badge{display:inline-block;padding:0 .45em;border-radius:3px;background:#e8e8e8;font-size:.85em}
+.st-working,.st-stable,.st-active{background:#d9f2dd}.st-superseded,.st-archived,.st-redacted{background:#eee;color:#777}
+.st-contested{background:#fde2c8}.st-pending{background:#dde8fb}
+button{font:inherit;padding:.35em 1em;border-radius:4px;border:1px solid #888;background:#fff;cursor:pointer}
+button.approve{background:#1f7a35;border-color:#1f7a35;color:#fff}button.reject{background:#b3261e;border-color:#b3261e;color:#fff}
+textarea{width:100%;min-height:4em;font:inherit}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:.4em 0}dt{color:#666}dd{margin:0}
+";
+
+fn layout(title: &str, frame: &Frame, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} · vouch</title><style>{CSS}</style></head><body>\
+         <header><a class=\"brand\" href=\"/\">vouch</a><nav><a href=\"/\">Review queue</a>\
+         <a href=\"/ui/search\">Search</a><a href=\"/ui/audit\">Audit log</a></nav>\
+         <span>signed in as <b id=\"actor\">{actor}</b></span>\
+         <form method=\"post\" action=\"/ui/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button>Sign out</button></form></header><main>{body}</main></body></html>\n",
+        title = esc(title),
+        actor = esc(frame.actor),
+        csrf = esc(frame.csrf),
+    )
+}
+
+/// A page for someone not signed in, or an error; no forms but sign-in.
+pub fn bare(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{t} · vouch</title><style>{CSS}</style></head><body>\
+         <header><span class=\"brand\">vouch</span></header><main><h1>{t}</h1>{body}</main></body></html>\n",
+        t = esc(title)
+    )
+}
+
+/// An error inside the signed-in frame, with a way back.
+pub fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
+    let back = back
+        .map(|b| format!("<p><a href=\"{}\">Back</a></p>", esc(b)))
+        .unwrap_or_default();
+    layout(
+        "Refused",
+        frame,
+        &format!(
+            "<h1>Refused</h1><p class=\"error\" id=\"error\">{}</p><p class=\"muted\">Nothing was \
+             written.</p>{back}",
+            esc(message)
+        ),
+    )
+}
+
+fn call(kb: &Kb, caller: &Caller, method: &str, params: Value) -> Result<Value, Error> {
+    methods::dispatch(kb, caller, method, params)
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+fn badge(status: &str) -> String {
+    format!(
+        "<span class=\"badge st-{0}\">{0}</span>",
+        esc(status).replace(' ', "-")
+    )
+}
+
+fn claim_link(id: &str) -> String {
+    format!("<a href=\"/ui/claim/{}\">{}</a>", url_id(id), esc(id))
+}
+
+/// A one-line summary of a proposal's payload.
+fn summary(p: &Value) -> String {
+    let payload = &p["payload"];
+    for k in ["text", "title", "name"] {
+        if let Some(s) = payload.get(k).and_then(Value::as_str) {
+            return s.to_string();
+        }
+    }
+    if payload.get("relation").is_some() {
+        return format!(
+            "{} {} {}",
+            str_of(payload, "source"),
+            str_of(payload, "relation"),
+            str_of(payload, "target")
+        );
+    }
+    if let Some(m) = payload.get("method").and_then(Value::as_str) {
+        return format!("{m} {}", str_of(p, "object_id"));
+    }
+    str_of(p, "object_id").to_string()
+}
+
+/// The review queue, oldest first, with counts by kind. `notice` is a
+/// fixed sentence the handler chose (never request text).
+pub fn queue(
+    kb: &Kb,
+    caller: &Caller,
+    frame: &Frame,
+    notice: Option<&str>,
+) -> Result<String, Error> {
+    let pending = call(kb, caller, "kb.list_pending", json!({"limit": 100000}))?;
+    let items = pending.as_array().cloned().unwrap_or_default();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for p in &items {
+        *counts.entry(str_of(p, "kind").to_string()).or_default() += 1;
+    }
+    let mut body = String::new();
+    if let Some(n) = notice {
+        let _ = write!(body, "<p class=\"notice\" id=\"notice\">{}</p>", esc(n));
+    }
+    let _ = write!(
+        body,
+        "<h1>Review queue <span class=\"muted\" id=\"count\">{}</span></h1>",
+        items.len()
+    );
+    if items.is_empty() {
+        body.push_str("<p>Nothing is waiting for review.</p>");
+        return Ok(layout("Review queue", frame, &body));
+    }
+    let by_kind: Vec<String> = counts
+        .iter()
+        .map(|(k, n)| format!("{n} {}", esc(k)))
+        .collect();
+    let _ = write!(body, "<p class=\"muted\">{}</p>", by_kind.join(" · "));
+    body.push_str(
+        "<table id=\"queue\"><thead><tr><th>Proposed</th><th>Kind</th><th>What</th>\
+         <th>By</th><th>Cites</th></tr></thead><tbody>",
+    );
+    for p in &items {
+        let id = str_of(p, "id");
+        let cites = p["_meta"]["citations"].as_array().map_or(0, Vec::len);
+        let _ = write!(
+            body,
+            "<tr><td class=\"small\">{}</td><td>{}</td><td><a class=\"proposal\" href=\"/ui/proposal/{}\">{}</a></td>\
+             <td>{}</td><td>{}</td></tr>",
+            esc(&str_of(p, "created_at")
+                .chars()
+                .take(16)
+                .collect::<String>()
+                .replace('T', " ")),
+            esc(str_of(p, "kind")),
+            url_id(id),
+            esc(&summary(p)),
+            esc(str_of(p, "proposed_by")),
+            cites
+        );
+    }
+    body.push_str("</tbody></table>");
+    Ok(layout("Review queue", frame, &body))
+}
+
+/// Characters of source text shown on each side of a quoted span.
+const CONTEXT_CHARS: usize = 700;
+
+/// The largest char boundary at or below `i`.
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// One citation: an evidence span shown inside its source's text with the
+/// quote highlighted, or a cited source's opening.
+fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
+    if vouch_core::ids::is_source_id(id) {
+        let meta = call(kb, caller, "kb.read_source", json!({"id": id})).unwrap_or(Value::Null);
+        let text = match kb.source_content(id) {
+            Ok(Some(b)) => {
+                let t = String::from_utf8_lossy(&b).into_owned();
+                let cut = floor_boundary(&t, CONTEXT_CHARS * 2);
+                let more = if cut < t.len() { "…" } else { "" };
+                format!("<div class=\"source\">{}{more}</div>", esc(&t[..cut]))
+            }
+            Ok(None) => "<p class=\"error\">the source's content is missing</p>".into(),
+            Err(e) => format!("<p class=\"error\">{}</p>", esc(&e.message)),
+        };
+        return format!(
+            "<div class=\"card citation\"><div class=\"small muted\">source {} · {}</div>{text}</div>",
+            esc(&id[..12.min(id.len())]),
+            esc(str_of(&meta, "locator"))
+        );
+    }
+    let ev = match call(kb, caller, "kb.read_evidence", json!({"id": id})) {
+        Ok(v) if !v.is_null() => v,
+        Ok(_) => {
+            return format!(
+                "<div class=\"card citation\"><p class=\"error\">evidence {} does not exist</p></div>",
+                esc(id)
+            );
+        }
+        Err(e) => {
+            return format!(
+                "<div class=\"card citation\"><p class=\"error\">{}</p></div>",
+                esc(&e.message)
+            );
+        }
+    };
+    let source_id = str_of(&ev, "source_id");
+    let quote = str_of(&ev, "quote");
+    let source =
+        call(kb, caller, "kb.read_source", json!({"id": source_id})).unwrap_or(Value::Null);
+    let head = format!(
+        "<div class=\"small muted\">{} · {} {}</div>",
+        esc(id),
+        esc(str_of(&source, "locator")),
+        esc(str_of(&ev, "locator"))
+    );
+    let span = (
+        ev["span"]["start"].as_u64().map(|x| x as usize),
+        ev["span"]["end"].as_u64().map(|x| x as usize),
+    );
+    let shown = match (kb.source_content(source_id), span) {
+        (Ok(Some(bytes)), (Some(start), Some(end)))
+            if end <= bytes.len() && start <= end && &bytes[start..end] == quote.as_bytes() =>
+        {
+            let before = String::from_utf8_lossy(&bytes[..start]);
+            let after = String::from_utf8_lossy(&bytes[end..]);
+            let mut from = before.len().saturating_sub(CONTEXT_CHARS);
+            while !before.is_char_boundary(from) {
+                from += 1;
+            }
+            let to = floor_boundary(&after, CONTEXT_CHARS);
+            format!(
+                "<div class=\"source\">{}{}<mark>{}</mark>{}{}</div>",
+                if from > 0 { "…" } else { "" },
+                esc(&before[from..]),
+                esc(quote),
+                esc(&after[..to]),
+                if to < after.len() { "…" } else { "" }
+            )
+        }
+        (Ok(Some(_)), _) => format!(
+            "<p class=\"error\">the source no longer says this at the recorded place</p>\
+             <div class=\"source\"><mark>{}</mark></div>",
+            esc(quote)
+        ),
+        (Ok(None), _) => format!(
+            "<p class=\"error\">the source's content is missing; the quote as recorded:</p>\
+             <div class=\"source\"><mark>{}</mark></div>",
+            esc(quote)
+        ),
+        (Err(e), _) => format!("<p class=\"error\">{}</p>", esc(&e.message)),
+    };
+    format!("<div class=\"card citation\">{head}{shown}</div>")
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn field_row(out: &mut String, name: &str, value: &str) {
+    if !value.is_empty() {
+        let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
+    }
+}
+
+/// One proposal: what it says, who proposed it and why, every citation in
+/// its source, the claims it would supersede or duplicate side by side,
+/// and the decision forms. `None` when no such proposal exists.
+pub fn proposal(
+    kb: &Kb,
+    caller: &Caller,
+    frame: &Frame,
+    id: &str,
+) -> Result<Option<String>, Error> {
+    let p = call(kb, caller, "kb.read_proposal", json!({"id": id}))?;
+    if p.is_null() {
+        return Ok(None);
+    }
+    let payload = &p["payload"];
+    let kind = str_of(&p, "kind");
+    let status = str_of(&p, "status");
+    let text = summary(&p);
+    let mut body = format!(
+        "<h1>Proposed {} {}</h1><div class=\"card\"><p class=\"text\" id=\"text\">{}</p><dl>",
+        esc(kind),
+        badge(status),
+        esc(&text)
+    );
+    field_row(&mut body, "type", str_of(payload, "type"));
+    if let Some(c) = payload.get("confidence").and_then(Value::as_f64) {
+        field_row(&mut body, "confidence", &format!("{c:.2}"));
+    }
+    field_row(&mut body, "proposed by", str_of(&p, "proposed_by"));
+    field_row(&mut body, "proposed at", str_of(&p, "created_at"));
+    field_row(&mut body, "session", str_of(&p, "session_id"));
+    field_row(&mut body, "rationale", str_of(&p, "rationale"));
+    field_row(&mut body, "would be", str_of(&p, "object_id"));
+    field_row(&mut body, "tags", &strings(&payload["tags"]).join(", "));
+    field_row(&mut body, "proposal", id);
+    body.push_str("</dl>");
+    if kind == "page" {
+        let _ = write!(
+            body,
+            "<pre id=\"body\">{}</pre>",
+            esc(str_of(payload, "body"))
+        );
+    }
+    if kind == "lifecycle" {
+        let _ = write!(
+            body,
+            "<pre>{}</pre>",
+            esc(&serde_json::to_string_pretty(payload).unwrap_or_default())
+        );
+    }
+    body.push_str("</div>");
+
+    let mut cited = strings(&payload["evidence"]);
+    cited.extend(strings(&payload["sources"]));
+    let _ = write!(body, "<h2>Evidence ({})</h2>", cited.len());
+    if cited.is_empty() {
+        body.push_str("<p class=\"muted\">Cites nothing.</p>");
+    }
+    for c in &cited {
+        body.push_str(&citation(kb, caller, c));
+    }
+
+    // What approving it would replace.
+    let replaces = strings(&payload["supersedes"]);
+    if !replaces.is_empty() {
+        let _ = write!(body, "<h2>Would supersede ({})</h2>", replaces.len());
+        for old in &replaces {
+            let c = call(kb, caller, "kb.read_claim", json!({"id": old}))?;
+            let _ = write!(
+                body,
+                "<div class=\"side supersedes\"><div class=\"card\"><div class=\"small muted\">now: {} {}</div>{}</div>\
+                 <div class=\"card\"><div class=\"small muted\">proposed instead</div>{}</div></div>",
+                claim_link(old),
+                badge(str_of(&c, "status")),
+                esc(str_of(&c, "text")),
+                esc(&text)
+            );
+        }
+    }
+    // Approved claims that already say something close.
+    if kind == "claim" && status == "pending" {
+        let hits = call(kb, caller, "kb.search", json!({"query": text, "limit": 8}))
+            .unwrap_or(Value::Null);
+        let similar: Vec<&Value> = hits
+            .as_array()
+            .map(|h| {
+                h.iter()
+                    .filter(|h| {
+                        str_of(h, "kind") == "claim"
+                            && !replaces.iter().any(|r| r == str_of(h, "id"))
+                    })
+                    .take(3)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !similar.is_empty() {
+            let _ = write!(body, "<h2>Similar approved claims ({})</h2>", similar.len());
+            for h in similar {
+                let hid = str_of(h, "id");
+                let c = call(kb, caller, "kb.read_claim", json!({"id": hid}))?;
+                let _ = write!(
+                    body,
+                    "<div class=\"side similar\"><div class=\"card\"><div class=\"small muted\">{} {}</div>{}</div>\
+                     <div class=\"card\"><div class=\"small muted\">proposed</div>{}</div></div>",
+                    claim_link(hid),
+                    badge(str_of(&c, "status")),
+                    esc(str_of(&c, "text")),
+                    esc(&text)
+                );
+            }
+        }
+    }
+
+    if status == "pending" {
+        let u = url_id(id);
+        let csrf = esc(frame.csrf);
+        let _ = write!(
+            body,
+            "<h2>Decide</h2><div class=\"side\"><form class=\"card\" method=\"post\" action=\"/ui/proposal/{u}/approve\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <p>Approve as <b>{actor}</b>: it becomes reviewed knowledge.</p>\
+             <p><input name=\"reason\" placeholder=\"note (optional)\" style=\"width:100%\"></p>\
+             <button class=\"approve\" id=\"approve\">Approve</button></form>\
+             <form class=\"card\" method=\"post\" action=\"/ui/proposal/{u}/reject\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <p><textarea name=\"reason\" id=\"reason\" required placeholder=\"why (required)\"></textarea></p>\
+             <button class=\"reject\" id=\"reject\">Reject</button></form></div>",
+            actor = esc(frame.actor),
+        );
+    } else {
+        let _ = write!(
+            body,
+            "<p class=\"card\">Decided: {} by {} at {}{}</p>",
+            badge(status),
+            esc(str_of(&p, "decided_by")),
+            esc(str_of(&p, "decided_at")),
+            match p.get("reason").and_then(Value::as_str) {
+                Some(r) => format!(" — “{}”", esc(r)),
+                None => String::new(),
+            }
+        );
+    }
+    Ok(Some(layout(&format!("Proposal {id}"), frame, &body)))
+}
+
+/// Audit events as a table (newest last).
+fn events_table(events: &[Value]) -> String {
+    let mut out = String::from(
+        "<table class=\"events\"><thead><tr><th>When</th><th>Event</th><th>Actor</th><th>Objects</th><th>Data</th></tr></thead><tbody>",
+    );
+    for ev in events {
+        let objects: Vec<String> = strings(&ev["object_ids"])
+            .iter()
+            .map(|o| esc(&o.chars().take(40).collect::<String>()))
+            .collect();
+        let mut data = ev.get("data").cloned().unwrap_or(Value::Null);
+        // Recorded states are long; the claim page shows the result.
+        if let Some(m) = data.as_object_mut() {
+            m.remove("before");
+            m.remove("after");
+        }
+        let data = serde_json::to_string(&data).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td class=\"small\">{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"small\">{}</td></tr>",
+            esc(str_of(ev, "created_at")),
+            esc(str_of(ev, "event")),
+            esc(str_of(ev, "actor")),
+            objects.join("<br>"),
+            esc(&data.chars().take(300).collect::<String>())
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// One claim: status, text, citations, relations and its history from the
+/// audit log. `None` when no such claim exists.
+pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option<String>, Error> {
+    let c = call(kb, caller, "kb.read_claim", json!({"id": id}))?;
+    if c.is_null() {
+        return Ok(None);
+    }
+    let mut body = format!(
+        "<h1>Claim {}</h1><div class=\"card\"><p class=\"text\" id=\"text\">{}</p><dl>",
+        badge(str_of(&c, "status")),
+        esc(str_of(&c, "text"))
+    );
+    field_row(&mut body, "id", id);
+    field_row(&mut body, "type", str_of(&c, "type"));
+    if let Some(x) = c.get("confidence").and_then(Value::as_f64) {
+        field_row(&mut body, "confidence", &format!("{x:.2}"));
+    }
+    field_row(&mut body, "approved by", str_of(&c, "approved_by"));
+    field_row(&mut body, "created", str_of(&c, "created_at"));
+    field_row(&mut body, "last confirmed", str_of(&c, "last_confirmed_at"));
+    field_row(&mut body, "tags", &strings(&c["tags"]).join(", "));
+    body.push_str("</dl>");
+    let links = |label: &str, ids: Vec<String>| -> String {
+        if ids.is_empty() {
+            return String::new();
+        }
+        let l: Vec<String> = ids.iter().map(|i| claim_link(i)).collect();
+        format!("<p>{} {}</p>", esc(label), l.join(", "))
+    };
+    body.push_str(&links("supersedes", strings(&c["supersedes"])));
+    if let Some(by) = c.get("superseded_by").and_then(Value::as_str) {
+        body.push_str(&links("superseded by", vec![by.to_string()]));
+    }
+    body.push_str(&links("contradicts", strings(&c["contradicts"])));
+    body.push_str("</div>");
+    let cited = strings(&c["evidence"]);
+    let _ = write!(body, "<h2>Evidence ({})</h2>", cited.len());
+    for e in &cited {
+        body.push_str(&citation(kb, caller, e));
+    }
+    let relations = call(
+        kb,
+        caller,
+        "kb.list_relations",
+        json!({"filter": {"end": id}, "limit": 1000}),
+    )?;
+    let relations = relations.as_array().cloned().unwrap_or_default();
+    let _ = write!(body, "<h2>Relations ({})</h2>", relations.len());
+    if !relations.is_empty() {
+        body.push_str("<table><tbody>");
+        for r in &relations {
+            let end = |k: &str| {
+                let x = str_of(r, k);
+                if x == id {
+                    format!("<b>{}</b>", esc(x))
+                } else {
+                    claim_link(x)
+                }
+            };
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                end("source"),
+                esc(str_of(r, "relation")),
+                end("target")
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    let history = call(kb, caller, "kb.audit", json!({"filter": {"object": id}}))?;
+    let history = history.as_array().cloned().unwrap_or_default();
+    let _ = write!(body, "<h2>History ({} events)</h2>", history.len());
+    body.push_str(&events_table(&history));
+    Ok(Some(layout(&format!("Claim {id}"), frame, &body)))
+}
+
+/// Search with the backend shown; `backend` empty means the configured one.
+pub fn search(
+    kb: &Kb,
+    caller: &Caller,
+    frame: &Frame,
+    q: &str,
+    backend: &str,
+) -> Result<String, Error> {
+    let mut body = String::from("<h1>Search</h1><form method=\"get\" action=\"/ui/search\">");
+    let _ = write!(
+        body,
+        "<input name=\"q\" value=\"{}\" size=\"50\" autofocus> <select name=\"backend\">",
+        esc(q)
+    );
+    for b in ["", "fts5", "substring", "embedding", "hybrid"] {
+        let _ = write!(
+            body,
+            "<option value=\"{b}\"{}>{}</option>",
+            if b == backend { " selected" } else { "" },
+            if b.is_empty() {
+                "configured backend"
+            } else {
+                b
+            }
+        );
+    }
+    body.push_str("</select> <button>Search</button></form>");
+    if q.trim().is_empty() {
+        return Ok(layout("Search", frame, &body));
+    }
+    let mut params = json!({"query": q, "limit": 30});
+    if !backend.is_empty() {
+        params["backend"] = json!(backend);
+    }
+    let hits = match call(kb, caller, "kb.search", params) {
+        Ok(h) => h.as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            let _ = write!(body, "<p class=\"error\">{}</p>", esc(&e.message));
+            return Ok(layout("Search", frame, &body));
+        }
+    };
+    let used = hits
+        .first()
+        .map(|h| str_of(h, "backend").to_string())
+        .unwrap_or_else(|| {
+            if backend.is_empty() {
+                "configured".into()
+            } else {
+                backend.into()
+            }
+        });
+    let _ = write!(
+        body,
+        "<p class=\"muted\">{} result(s) · backend <b id=\"backend\">{}</b></p>",
+        hits.len(),
+        esc(&used)
+    );
+    body.push_str("<table id=\"hits\"><tbody>");
+    for h in &hits {
+        let (kind, id) = (str_of(h, "kind"), str_of(h, "id"));
+        let shown = if kind == "claim" {
+            claim_link(id)
+        } else {
+            esc(&id.chars().take(40).collect::<String>())
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{} {}</td><td>{}</td></tr>",
+            esc(kind),
+            shown,
+            h.get("status")
+                .and_then(Value::as_str)
+                .map(badge)
+                .unwrap_or_default(),
+            esc(str_of(h, "snippet"))
+        );
+    }
+    body.push_str("</tbody></table>");
+    Ok(layout("Search", frame, &body))
+}
+
+/// The audit log's tail with the chain's verify result.
+pub fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
+    let verify = call(kb, caller, "kb.audit_verify", Value::Null)?;
+    let events = call(kb, caller, "kb.audit", json!({"tail": tail}))?;
+    let events = events.as_array().cloned().unwrap_or_default();
+    let mut body = String::from("<h1>Audit log</h1>");
+    if verify["ok"] == true {
+        let _ = write!(
+            body,
+            "<p class=\"notice\" id=\"verify\">The hash chain verifies: {} events.</p>",
+            verify["events"]
+        );
+    } else {
+        let _ = write!(
+            body,
+            "<p class=\"error\" id=\"verify\">The hash chain does not verify at line {}: {}</p>",
+            verify["first_bad_line"],
+            esc(str_of(&verify, "problem"))
+        );
+    }
+    let _ = write!(body, "<h2>Last {} events</h2>", events.len());
+    body.push_str(&events_table(&events));
+    Ok(layout("Audit log", frame, &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_url_ids_leave_no_markup_or_path() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+        assert_eq!(url_id("../x/y?z"), "..%2Fx%2Fy%3Fz");
+        assert_eq!(url_id("claim-1_a.b"), "claim-1_a.b");
+        assert_eq!(url_id("a b&c"), "a%20b%26c");
+    }
+}
