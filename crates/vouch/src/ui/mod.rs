@@ -13,8 +13,9 @@
 //! CSRF token and an `Origin` equal to the server's own (pages on another
 //! port of 127.0.0.1 are "same site" to the browser, so `SameSite` alone is
 //! not enough); without tokens the `Host` must be loopback (DNS rebinding).
-//! Pages forbid scripts and framing (CSP, `X-Frame-Options`), and leak no
-//! referrer. The gate is the same as on every transport: self-approval
+//! Pages forbid scripts and framing (CSP, `X-Frame-Options`) and send a
+//! referrer only to themselves (`same-origin`: under `no-referrer` the
+//! browser's form posts say `Origin: null`). The gate is the same as on every transport: self-approval
 //! stays refused.
 
 pub mod pages;
@@ -184,7 +185,7 @@ fn html(status: StatusCode, body: String) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
@@ -630,6 +631,167 @@ pub fn is_ui_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::Body;
+    use axum::extract::Request;
+    use tower::ServiceExt;
+    use vouch_core::Kb;
+
+    /// A KB with one claim proposed by `agent`, and the review pages for
+    /// `person`; returns the router, the sign-in path and the proposal id.
+    fn review(person: &str) -> (tempfile::TempDir, axum::Router, String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        Kb::init(dir.path(), "t", None).unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(vouch_core::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let src = methods::dispatch(
+            &kb,
+            &agent,
+            "kb.register_source",
+            json!({"content": "Deploys are frozen on Fridays.", "locator": "notes"}),
+        )
+        .unwrap();
+        let p = methods::dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": "Deploys freeze on Fridays <script>alert(1)</script>", "evidence": [src["id"]]}),
+        )
+        .unwrap();
+        let built = crate::http::review_application(Arc::new(kb), person);
+        let link = built.sign_in.unwrap();
+        (
+            dir,
+            built.router,
+            link,
+            p["proposal_id"].as_str().unwrap().into(),
+        )
+    }
+
+    async fn send(router: &axum::Router, req: Request) -> (StatusCode, HeaderMap, String) {
+        let res = router.clone().oneshot(req).await.unwrap();
+        let (status, headers) = (res.status(), res.headers().clone());
+        let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, headers, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    fn get(path: &str, cookie: &str) -> Request {
+        Request::builder()
+            .uri(path)
+            .header("host", "127.0.0.1:7000")
+            .header("cookie", cookie)
+            .body(Body::empty())
+            .unwrap()
+    }
+
+    fn post(path: &str, cookie: &str, body: String) -> Request {
+        Request::builder()
+            .method("POST")
+            .uri(path)
+            .header("host", "127.0.0.1:7000")
+            .header("origin", "http://127.0.0.1:7000")
+            .header("cookie", cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap()
+    }
+
+    /// Sign in; returns the cookie and the page's CSRF token.
+    async fn sign_in(router: &axum::Router, link: &str) -> (String, String) {
+        let (status, headers, _) = send(router, get(link, "")).await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        let cookie = headers[header::SET_COOKIE].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_string();
+        let (_, _, page) = send(router, get("/", &cookie)).await;
+        let csrf = page
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .to_string();
+        (cookie, csrf)
+    }
+
+    #[tokio::test]
+    async fn the_proposer_cannot_approve_its_own_proposal_in_the_browser() {
+        let (_dir, router, link, id) = review("agent");
+        let (cookie, csrf) = sign_in(&router, &link).await;
+        let (status, _, page) = send(
+            &router,
+            post(
+                &format!("/ui/proposal/{id}/approve"),
+                &cookie,
+                format!("csrf={csrf}"),
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{page}");
+        assert!(page.contains("cannot also approve"), "{page}");
+    }
+
+    #[tokio::test]
+    async fn the_review_pages_refuse_what_they_must() {
+        let (_dir, router, link, id) = review("alice");
+        // Nothing without signing in, and no agent routes on this server.
+        assert_eq!(
+            send(&router, get("/", "")).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+        let rpc = Request::builder()
+            .method("POST")
+            .uri("/rpc")
+            .header("host", "127.0.0.1:7000")
+            .header("content-type", "application/json")
+            .body(Body::from(r#"{"id":1,"method":"kb.status"}"#))
+            .unwrap();
+        assert_eq!(send(&router, rpc).await.0, StatusCode::NOT_FOUND);
+        let (cookie, csrf) = sign_in(&router, &link).await;
+        // A Host that is not loopback (DNS rebinding) is refused.
+        let mut rebound = get("/", &cookie);
+        rebound
+            .headers_mut()
+            .insert("host", HeaderValue::from_static("evil.example:7000"));
+        assert_eq!(send(&router, rebound).await.0, StatusCode::FORBIDDEN);
+        // An id with path characters never reaches the store.
+        let (status, _, _) = send(&router, get("/ui/proposal/..%2F..%2Fconfig", &cookie)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        // Rejecting needs a reason; nothing is written without one.
+        let (status, _, page) = send(
+            &router,
+            post(
+                &format!("/ui/proposal/{id}/reject"),
+                &cookie,
+                format!("csrf={csrf}&reason="),
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+        // Approve once; the second time is a clear conflict.
+        let approve = format!("/ui/proposal/{id}/approve");
+        let (status, headers, _) =
+            send(&router, post(&approve, &cookie, format!("csrf={csrf}"))).await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        assert_eq!(
+            headers[header::LOCATION],
+            format!("/?done=approved&id={id}").as_str()
+        );
+        let (status, _, page) =
+            send(&router, post(&approve, &cookie, format!("csrf={csrf}"))).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{page}");
+        assert!(page.contains("already approved"), "{page}");
+        // Stored text is escaped: an agent's markup never runs.
+        let (_, _, page) = send(&router, get(&format!("/ui/proposal/{id}"), &cookie)).await;
+        assert!(
+            page.contains("Fridays &lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(!page.contains("<script>"), "{page}");
+    }
 
     #[test]
     fn the_login_link_works_once() {
