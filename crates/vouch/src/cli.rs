@@ -77,6 +77,14 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Review the queue in the terminal, one proposal at a time: its quoted
+    /// evidence in the source line, then a(pprove), r(eject, with a reason),
+    /// s(kip), o(pen its sources), q(uit). --batch approves the proposal ids
+    /// read from stdin (one per line), all or nothing.
+    Review {
+        #[arg(long)]
+        batch: bool,
+    },
     /// Reject a pending proposal; a reason is required.
     Reject {
         proposal_id: String,
@@ -811,6 +819,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Methods { .. }
         | Command::Serve(_)
         | Command::Ui(_)
+        | Command::Review { .. }
         | Command::Model(_) => return Ok(None),
     }))
 }
@@ -941,6 +950,18 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                 ));
             }
             return Ok(0);
+        }
+        Command::Review { batch } => {
+            let mut stdin = std::io::stdin().lock();
+            if *batch {
+                let v = crate::review::batch(&kb, &caller, &mut stdin);
+                print_warnings(&kb);
+                render::output(cli.json, "kb.approve", &v?);
+                return Ok(0);
+            }
+            let code = crate::review::interactive(&kb, &caller, &mut stdin, &mut std::io::stdout());
+            print_warnings(&kb);
+            return code;
         }
         Command::Show { id } => {
             let v = show(&kb, &caller, id)?;

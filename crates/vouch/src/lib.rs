@@ -13,6 +13,7 @@ pub mod llm;
 pub mod mcp;
 pub mod model;
 pub mod render;
+pub mod review;
 pub mod serve;
 pub mod ui;
 

@@ -1,0 +1,370 @@
+//! `vouch review`: the review queue in the terminal, one proposal at a
+//! time (a `git add -p` for knowledge). Each proposal is shown with its
+//! quoted evidence in the line of the source that holds it; then
+//! `a`pprove, `r`eject (asks for a reason), `s`kip, `o`pen the sources in
+//! full, `q`uit. `--batch` approves the proposal ids given on stdin, all
+//! or nothing. Decisions go through the registry like every other
+//! transport's, as the person at the command line.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, IsTerminal, Write};
+use vouch_core::{Caller, Error, Kb, methods};
+
+/// Highlighting for the quoted span: reverse video on a terminal, `»«`
+/// marks otherwise.
+struct Style {
+    on: &'static str,
+    off: &'static str,
+}
+
+impl Style {
+    fn for_stdout() -> Style {
+        if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+            Style {
+                on: "\x1b[7m",
+                off: "\x1b[0m",
+            }
+        } else {
+            Style {
+                on: "»", off: "«"
+            }
+        }
+    }
+}
+
+/// Control characters from stored text never reach the terminal raw: an
+/// agent's text must not move the cursor or rewrite what was shown.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '�'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The line(s) of `bytes` around `start..end`, split into before / quote /
+/// after, each side at most `MAX_SIDE` characters.
+fn in_its_line(bytes: &[u8], start: usize, end: usize) -> Option<(String, String, String)> {
+    const MAX_SIDE: usize = 240;
+    if start > end || end > bytes.len() {
+        return None;
+    }
+    let line_start = bytes[..start]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line_end = bytes[end..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(bytes.len(), |i| end + i);
+    let before = String::from_utf8_lossy(&bytes[line_start..start]).into_owned();
+    let after = String::from_utf8_lossy(&bytes[end..line_end]).into_owned();
+    let before: String = {
+        let n = before.chars().count();
+        before.chars().skip(n.saturating_sub(MAX_SIDE)).collect()
+    };
+    let after: String = after.chars().take(MAX_SIDE).collect();
+    Some((
+        before,
+        String::from_utf8_lossy(&bytes[start..end]).into_owned(),
+        after,
+    ))
+}
+
+/// One proposal as text for the terminal.
+fn show(kb: &Kb, caller: &Caller, p: &Value, at: usize, of: usize, style: &Style) -> String {
+    let payload = &p["payload"];
+    let mut out = format!(
+        "\n[{at}/{of}] {} {} · proposed by {} at {}\n",
+        str_of(p, "kind"),
+        str_of(p, "id"),
+        clean(str_of(p, "proposed_by")),
+        str_of(p, "created_at")
+    );
+    let what = ["text", "title", "name"]
+        .iter()
+        .find_map(|k| payload.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            format!(
+                "{} {} {}",
+                str_of(payload, "source"),
+                str_of(payload, "relation"),
+                str_of(payload, "target")
+            )
+        });
+    out.push_str(&format!("\n  {}\n\n", clean(&what)));
+    let mut facts = Vec::new();
+    if let Some(t) = payload.get("type").and_then(Value::as_str) {
+        facts.push(format!("type {t}"));
+    }
+    if let Some(c) = payload.get("confidence").and_then(Value::as_f64) {
+        facts.push(format!("confidence {c:.2}"));
+    }
+    if let Some(s) = p.get("session_id").and_then(Value::as_str) {
+        facts.push(format!("session {s}"));
+    }
+    if !facts.is_empty() {
+        out.push_str(&format!("  {}\n", facts.join(" · ")));
+    }
+    if let Some(r) = p.get("rationale").and_then(Value::as_str) {
+        out.push_str(&format!("  why: {}\n", clean(r)));
+    }
+    if let Some(old) = payload.get("supersedes").and_then(Value::as_array) {
+        for id in old.iter().filter_map(Value::as_str) {
+            let c = methods::dispatch(kb, caller, "kb.read_claim", json!({"id": id}))
+                .unwrap_or(Value::Null);
+            out.push_str(&format!(
+                "  supersedes {id}: {}\n",
+                clean(str_of(&c, "text"))
+            ));
+        }
+    }
+    if str_of(p, "kind") == "page" {
+        out.push_str(&format!("\n{}\n", clean(str_of(payload, "body"))));
+    }
+    let cites = p["_meta"]["citations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    out.push_str(&format!("\n  evidence ({}):\n", cites.len()));
+    for c in &cites {
+        let source_id = str_of(c, "source_id");
+        out.push_str(&format!(
+            "  - {} {} {}\n",
+            str_of(c, "id"),
+            clean(str_of(c, "source_locator")),
+            str_of(c, "locator")
+        ));
+        let Some(quote) = c.get("quote").and_then(Value::as_str) else {
+            continue;
+        };
+        let ev = methods::dispatch(
+            kb,
+            caller,
+            "kb.read_evidence",
+            json!({"id": str_of(c, "id")}),
+        )
+        .unwrap_or(Value::Null);
+        let span = (
+            ev["span"]["start"].as_u64().map(|x| x as usize),
+            ev["span"]["end"].as_u64().map(|x| x as usize),
+        );
+        let line = match (kb.source_content(source_id), span) {
+            (Ok(Some(bytes)), (Some(s), Some(e))) if bytes.get(s..e) == Some(quote.as_bytes()) => {
+                in_its_line(&bytes, s, e)
+            }
+            _ => None,
+        };
+        match line {
+            Some((before, q, after)) => out.push_str(&format!(
+                "    {}{}{}{}{}\n",
+                clean(&before),
+                style.on,
+                clean(&q),
+                style.off,
+                clean(&after)
+            )),
+            None => out.push_str(&format!(
+                "    {}{}{}  (not found in the source as recorded)\n",
+                style.on,
+                clean(quote),
+                style.off
+            )),
+        }
+    }
+    out
+}
+
+/// Every source a proposal cites, in full (capped), for `o`.
+fn sources_of(kb: &Kb, p: &Value) -> String {
+    const MAX: usize = 20_000;
+    let mut seen = Vec::new();
+    let mut out = String::new();
+    for c in p["_meta"]["citations"].as_array().into_iter().flatten() {
+        let id = str_of(c, "source_id");
+        if id.is_empty() || seen.contains(&id) {
+            continue;
+        }
+        seen.push(id);
+        out.push_str(&format!(
+            "\n--- source {} ({})\n",
+            id,
+            clean(str_of(c, "source_locator"))
+        ));
+        match kb.source_content(id) {
+            Ok(Some(b)) => {
+                let text = String::from_utf8_lossy(&b);
+                let shown: String = text.chars().take(MAX).collect();
+                out.push_str(&clean(&shown));
+                if shown.len() < text.len() {
+                    out.push_str("\n… (cut; the whole text is in .vouch/sources/)");
+                }
+                out.push('\n');
+            }
+            Ok(None) => out.push_str("(its content is missing)\n"),
+            Err(e) => out.push_str(&format!("({})\n", e.message)),
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(it cites no source)\n");
+    }
+    out
+}
+
+const HELP: &str =
+    "  a approve · r reject (asks for a reason) · s skip · o open its sources · q quit\n";
+
+/// Ask until one of the keys is typed; `None` at end of input.
+fn ask(input: &mut impl BufRead, out: &mut impl Write, prompt: &str) -> Option<String> {
+    let _ = write!(out, "{prompt}");
+    let _ = out.flush();
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_string()),
+    }
+}
+
+/// The interactive loop. Returns the exit code.
+pub fn interactive(
+    kb: &Kb,
+    caller: &Caller,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<i32, Error> {
+    let style = Style::for_stdout();
+    let queue = methods::dispatch(kb, caller, "kb.list_pending", json!({"limit": 100000}))?;
+    let queue = queue.as_array().cloned().unwrap_or_default();
+    if queue.is_empty() {
+        let _ = writeln!(out, "Nothing is waiting for review.");
+        return Ok(0);
+    }
+    let _ = writeln!(
+        out,
+        "{} proposal(s) waiting, oldest first; you review as {}.",
+        queue.len(),
+        caller.actor
+    );
+    let (mut approved, mut rejected, mut skipped) = (0, 0, 0);
+    'queue: for (i, p) in queue.iter().enumerate() {
+        let id = str_of(p, "id").to_string();
+        let _ = write!(out, "{}", show(kb, caller, p, i + 1, queue.len(), &style));
+        loop {
+            let Some(answer) = ask(
+                input,
+                out,
+                "\nApprove, reject, skip, open, quit [a,r,s,o,q,?]? ",
+            ) else {
+                break 'queue;
+            };
+            match answer.as_str() {
+                "a" | "approve" => {
+                    match methods::dispatch(kb, caller, "kb.approve", json!({"proposal_id": id})) {
+                        Ok(_) => {
+                            approved += 1;
+                            let _ = writeln!(out, "approved {id} → {}", str_of(p, "object_id"));
+                            break;
+                        }
+                        Err(e) => {
+                            let _ = writeln!(out, "not approved: {}", e.message);
+                        }
+                    }
+                }
+                "r" | "reject" => {
+                    let reason = loop {
+                        match ask(input, out, "Reason (required): ") {
+                            None => break 'queue,
+                            Some(r) if r.is_empty() => {
+                                let _ = writeln!(out, "a rejection needs a reason");
+                            }
+                            Some(r) => break r,
+                        }
+                    };
+                    match methods::dispatch(
+                        kb,
+                        caller,
+                        "kb.reject",
+                        json!({"proposal_id": id, "reason": reason}),
+                    ) {
+                        Ok(_) => {
+                            rejected += 1;
+                            let _ = writeln!(out, "rejected {id}");
+                            break;
+                        }
+                        Err(e) => {
+                            let _ = writeln!(out, "not rejected: {}", e.message);
+                        }
+                    }
+                }
+                "s" | "skip" | "" => {
+                    skipped += 1;
+                    break;
+                }
+                "o" | "open" => {
+                    let _ = write!(out, "{}", sources_of(kb, p));
+                }
+                "q" | "quit" => break 'queue,
+                _ => {
+                    let _ = write!(out, "{HELP}");
+                }
+            }
+        }
+    }
+    let left = queue.len() - approved - rejected;
+    let _ = writeln!(
+        out,
+        "\napproved {approved}, rejected {rejected}, skipped {skipped}; {left} still pending"
+    );
+    Ok(0)
+}
+
+/// `--batch`: approve the ids on stdin (one per line; blank lines and `#`
+/// comments ignored), all or nothing.
+pub fn batch(kb: &Kb, caller: &Caller, input: &mut impl BufRead) -> Result<Value, Error> {
+    let mut ids = Vec::new();
+    for line in input.lines() {
+        let line = line.map_err(|e| Error::invalid(format!("stdin: {e}")))?;
+        let line = line.trim();
+        if !line.is_empty() && !line.starts_with('#') {
+            ids.push(line.to_string());
+        }
+    }
+    if ids.is_empty() {
+        return Err(Error::invalid(
+            "--batch: no proposal ids on stdin (one per line)",
+        ));
+    }
+    methods::dispatch(kb, caller, "kb.approve", json!({"proposal_id": ids}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quote_is_shown_in_its_line() {
+        let text = b"first line\nthe quoted part sits here\nlast";
+        let start = 15;
+        let end = start + "quoted part".len();
+        let (b, q, a) = in_its_line(text, start, end).unwrap();
+        assert_eq!(
+            (b.as_str(), q.as_str(), a.as_str()),
+            ("the ", "quoted part", " sits here")
+        );
+        assert!(in_its_line(text, 5, 100).is_none());
+    }
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        assert_eq!(clean("ok\x1b[2Jgone\r"), "ok�[2Jgone�");
+    }
+}
