@@ -292,6 +292,11 @@ pub enum Command {
     /// and print a one-time sign-in link (--open opens it). You are the
     /// approver; Ctrl-C stops.
     Ui(crate::serve::UiArgs),
+    /// Add a `vouch` MCP server to an agent host's config file (claude-code,
+    /// claude-desktop, cursor, codex, vscode, zed), keeping everything else
+    /// in it; the agent acts as --agent (default: the host's name). Atomic,
+    /// with a backup; --dry-run prints the diff.
+    InstallMcp(crate::install::InstallArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -819,6 +824,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Methods { .. }
         | Command::Serve(_)
         | Command::Ui(_)
+        | Command::InstallMcp(_)
         | Command::Review { .. }
         | Command::Model(_) => return Ok(None),
     }))
@@ -890,6 +896,34 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Serve(args) => return crate::serve::run(cli, args),
         Command::Ui(args) => return crate::serve::run_ui(cli, args),
+        Command::InstallMcp(args) => {
+            let kb = context::locate(cli.kb.as_deref())?;
+            let kb = kb.canonicalize().unwrap_or(kb);
+            // Only a name given on this command line: VOUCH_AGENT in the
+            // person's shell names the person, never the host's agent.
+            let given = std::env::args().any(|a| a == "--agent" || a.starts_with("--agent="));
+            let agent = cli.agent.as_deref().filter(|_| given);
+            let v = crate::install::install(args, &kb, agent)?;
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                let mut text = String::new();
+                if let Some(d) = v["diff"].as_str() {
+                    text.push_str(d);
+                }
+                text.push_str(&format!(
+                    "{}: {} (the agent acts as {})\n",
+                    v["outcome"].as_str().unwrap_or(""),
+                    v["file"].as_str().unwrap_or(""),
+                    v["agent"].as_str().unwrap_or("")
+                ));
+                if let Some(b) = v["backup"].as_str() {
+                    text.push_str(&format!("backup: {b}\n"));
+                }
+                render::emit(&text);
+            }
+            return Ok(0);
+        }
         Command::Model(cmd) => return model_command(cli, cmd),
         _ => {}
     }

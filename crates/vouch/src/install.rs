@@ -1,0 +1,567 @@
+//! `vouch install-mcp HOST`: put a `vouch` MCP server entry into an agent
+//! host's own config file, where that host reads it. Every other key,
+//! server and comment stays as written (JSON and JSONC through a concrete
+//! syntax tree, TOML through `toml_edit`); the file is replaced atomically
+//! after a backup; running it twice changes nothing; a different `vouch`
+//! entry is only replaced with `--force`. A file that does not parse is
+//! refused with its line, and nothing is written.
+
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use vouch_core::{Error, ErrorKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Host {
+    /// Claude Code: the project's `.mcp.json`.
+    ClaudeCode,
+    /// Claude Desktop: `claude_desktop_config.json` in the OS's app config.
+    ClaudeDesktop,
+    /// Cursor: the project's `.cursor/mcp.json`.
+    Cursor,
+    /// OpenAI Codex CLI: `~/.codex/config.toml` (or `$CODEX_HOME`).
+    Codex,
+    /// VS Code: the project's `.vscode/mcp.json` (JSONC).
+    Vscode,
+    /// Zed: `~/.config/zed/settings.json` (JSONC).
+    Zed,
+}
+
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// The host whose config to edit.
+    #[arg(value_enum)]
+    pub host: Host,
+    /// Print the change as a diff; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Replace a `vouch` entry that says something else.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl Host {
+    fn name(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::ClaudeDesktop => "claude-desktop",
+            Host::Cursor => "cursor",
+            Host::Codex => "codex",
+            Host::Vscode => "vscode",
+            Host::Zed => "zed",
+        }
+    }
+
+    /// The actor the agent acts as when `--agent` is not given: never the
+    /// person, so the person can approve what it proposes.
+    fn default_agent(self) -> &'static str {
+        match self {
+            Host::ClaudeCode | Host::ClaudeDesktop => "claude",
+            Host::Cursor => "cursor",
+            Host::Codex => "codex",
+            Host::Vscode => "copilot",
+            Host::Zed => "zed",
+        }
+    }
+
+    /// Project files are shared through git: they name no absolute KB path
+    /// (the host starts the server in the project).
+    fn per_project(self) -> bool {
+        matches!(self, Host::ClaudeCode | Host::Cursor | Host::Vscode)
+    }
+}
+
+/// Where a config lives and how it is written.
+struct Target {
+    path: PathBuf,
+    kind: Kind,
+}
+
+enum Kind {
+    /// JSON (comments allowed or not); the entry goes under `keys`.
+    Json {
+        comments: bool,
+        keys: &'static [&'static str],
+    },
+    /// TOML; the entry is the table `[mcp_servers.vouch]`.
+    Toml,
+}
+
+fn env_path(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+fn home() -> Result<PathBuf, Error> {
+    env_path("HOME")
+        .or_else(|| env_path("USERPROFILE"))
+        .ok_or_else(|| Error::invalid("HOME is not set, so the host's config cannot be found"))
+}
+
+fn target(host: Host, project: &Path) -> Result<Target, Error> {
+    let json = |comments, keys| Kind::Json { comments, keys };
+    Ok(match host {
+        Host::ClaudeCode => Target {
+            path: project.join(".mcp.json"),
+            kind: json(false, &["mcpServers"]),
+        },
+        Host::Cursor => Target {
+            path: project.join(".cursor/mcp.json"),
+            kind: json(false, &["mcpServers"]),
+        },
+        Host::Vscode => Target {
+            path: project.join(".vscode/mcp.json"),
+            kind: json(true, &["servers"]),
+        },
+        Host::ClaudeDesktop => {
+            let dir = if cfg!(target_os = "macos") {
+                home()?.join("Library/Application Support/Claude")
+            } else if cfg!(windows) {
+                env_path("APPDATA")
+                    .ok_or_else(|| Error::invalid("APPDATA is not set"))?
+                    .join("Claude")
+            } else {
+                env_path("XDG_CONFIG_HOME")
+                    .unwrap_or(home()?.join(".config"))
+                    .join("Claude")
+            };
+            Target {
+                path: dir.join("claude_desktop_config.json"),
+                kind: json(false, &["mcpServers"]),
+            }
+        }
+        Host::Zed => Target {
+            path: env_path("XDG_CONFIG_HOME")
+                .unwrap_or(home()?.join(".config"))
+                .join("zed/settings.json"),
+            kind: json(true, &["context_servers"]),
+        },
+        Host::Codex => Target {
+            path: env_path("CODEX_HOME")
+                .unwrap_or(home()?.join(".codex"))
+                .join("config.toml"),
+            kind: Kind::Toml,
+        },
+    })
+}
+
+/// The command a host should run: `vouch` when that name on PATH is this
+/// very binary, else this binary's absolute path.
+fn command() -> String {
+    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(if cfg!(windows) { "vouch.exe" } else { "vouch" }))
+            .find(|p| p.is_file())
+            .and_then(|p| p.canonicalize().ok())
+    });
+    match (me, on_path) {
+        (Some(a), Some(b)) if a == b => "vouch".into(),
+        (Some(a), _) => a.display().to_string(),
+        (None, _) => "vouch".into(),
+    }
+}
+
+/// The `vouch` server entry in the host's own shape.
+fn entry(host: Host, agent: &str, kb: Option<&Path>) -> Value {
+    let mut args = vec![json!("serve")];
+    if let Some(kb) = kb {
+        args.push(json!("--kb"));
+        args.push(json!(kb.display().to_string()));
+    }
+    let mut e = serde_json::Map::new();
+    match host {
+        Host::ClaudeCode | Host::Vscode => {
+            e.insert("type".into(), json!("stdio"));
+        }
+        Host::Zed => {
+            e.insert("source".into(), json!("custom"));
+        }
+        _ => {}
+    }
+    e.insert("command".into(), json!(command()));
+    e.insert("args".into(), Value::Array(args));
+    e.insert("env".into(), json!({"VOUCH_AGENT": agent}));
+    Value::Object(e)
+}
+
+fn to_cst(v: &Value) -> jsonc_parser::cst::CstInputValue {
+    use jsonc_parser::cst::CstInputValue as C;
+    match v {
+        Value::Null => C::Null,
+        Value::Bool(b) => C::Bool(*b),
+        Value::Number(n) => C::Number(n.to_string()),
+        Value::String(s) => C::String(s.clone()),
+        Value::Array(a) => C::Array(a.iter().map(to_cst).collect()),
+        Value::Object(o) => C::Object(o.iter().map(|(k, v)| (k.clone(), to_cst(v))).collect()),
+    }
+}
+
+/// What the file would hold with the entry, or `None` when it already
+/// holds exactly this entry.
+fn edit_json(
+    path: &Path,
+    text: &str,
+    comments: bool,
+    keys: &[&str],
+    wanted: &Value,
+    force: bool,
+) -> Result<Option<String>, Error> {
+    use jsonc_parser::ParseOptions;
+    use jsonc_parser::cst::CstRootNode;
+    let shown = path.display();
+    let options = ParseOptions {
+        allow_comments: comments,
+        allow_trailing_commas: comments,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        ..ParseOptions::default()
+    };
+    let what = if comments {
+        "JSON (comments allowed)"
+    } else {
+        "JSON"
+    };
+    let refuse = |m: String| Error::invalid(format!("{shown}: {m}; nothing was changed"));
+    let text = if text.trim().is_empty() { "{}\n" } else { text };
+    let value: Value = jsonc_parser::parse_to_serde_value(text, &options)
+        .map_err(|e| refuse(format!("not valid {what}: {e}")))?;
+    if !value.is_object() {
+        return Err(refuse("the top level is not an object".into()));
+    }
+    let mut existing = Some(&value);
+    for k in keys {
+        existing = existing.and_then(|v| v.get(*k));
+        if let Some(v) = existing
+            && !v.is_object()
+        {
+            return Err(refuse(format!("`{k}` is not an object")));
+        }
+    }
+    if let Some(current) = existing.and_then(|v| v.get("vouch")) {
+        if current == wanted {
+            return Ok(None);
+        }
+        if !force {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{shown} already has a different `vouch` server: {current}; rerun with \
+                     --force to replace it (a backup is kept)"
+                ),
+            ));
+        }
+    }
+    let root =
+        CstRootNode::parse(text, &options).map_err(|e| refuse(format!("not valid {what}: {e}")))?;
+    let mut obj = root.object_value_or_set();
+    for k in keys {
+        obj = obj.object_value_or_set(k);
+    }
+    match obj.get("vouch") {
+        Some(prop) => prop.set_value(to_cst(wanted)),
+        None => {
+            obj.append("vouch", to_cst(wanted));
+        }
+    }
+    let mut out = root.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(Some(out))
+}
+
+fn edit_toml(
+    path: &Path,
+    text: &str,
+    wanted: &Value,
+    force: bool,
+) -> Result<Option<String>, Error> {
+    use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, value};
+    let shown = path.display();
+    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        Error::invalid(format!(
+            "{shown}: not valid TOML: {}; nothing was changed",
+            e.to_string().trim()
+        ))
+    })?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{shown}: `mcp_servers` is not a table; nothing was changed"
+            ))
+        })?;
+    // The entry as the same JSON shape, to compare with what is there.
+    let current: Option<Value> = servers.get("vouch").map(|item| {
+        let s = |k: &str| item.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let args: Vec<String> = item
+            .get("args")
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let env: serde_json::Map<String, Value> = item
+            .get("env")
+            .and_then(|e| e.as_table_like())
+            .map(|t| {
+                t.iter()
+                    .filter_map(|(k, v)| Some((k.to_string(), json!(v.as_str()?))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        json!({"command": s("command"), "args": args, "env": env})
+    });
+    if let Some(current) = &current {
+        if current == wanted {
+            return Ok(None);
+        }
+        if !force {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{shown} already has a different `vouch` server: {current}; rerun with \
+                     --force to replace it (a backup is kept)"
+                ),
+            ));
+        }
+    }
+    let mut table = Table::new();
+    table.insert(
+        "command",
+        value(wanted["command"].as_str().unwrap_or("vouch")),
+    );
+    let mut args = Array::new();
+    for a in wanted["args"].as_array().into_iter().flatten() {
+        args.push(a.as_str().unwrap_or_default());
+    }
+    table.insert("args", value(args));
+    let mut env = InlineTable::new();
+    for (k, v) in wanted["env"].as_object().into_iter().flatten() {
+        env.insert(k, v.as_str().unwrap_or_default().into());
+    }
+    table.insert("env", value(env));
+    servers.insert("vouch", Item::Table(table));
+    Ok(Some(doc.to_string()))
+}
+
+/// A line diff of two texts (for `--dry-run`): `-`, `+` and ` ` lines.
+fn diff(path: &Path, before: &str, after: &str) -> String {
+    let a: Vec<&str> = before.lines().collect();
+    let b: Vec<&str> = after.lines().collect();
+    // Longest common subsequence, fine for config-sized files.
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut out = format!("--- {0}\n+++ {0} (with vouch)\n", path.display());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push_str(&format!(" {}\n", a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push_str(&format!("+{}\n", b[j]));
+            j += 1;
+        } else {
+            out.push_str(&format!("-{}\n", a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Hold the config directory's lock while reading, editing and replacing,
+/// so two runs at once do not lose each other's edit.
+struct DirLock {
+    #[cfg(unix)]
+    _dir: std::fs::File,
+}
+
+fn lock_dir(dir: &Path) -> Result<DirLock, Error> {
+    #[cfg(unix)]
+    {
+        let f = std::fs::File::open(dir).map_err(|e| Error::io(dir, e))?;
+        f.lock().map_err(|e| Error::io(dir, e))?;
+        Ok(DirLock { _dir: f })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(DirLock {})
+    }
+}
+
+/// Replace `path` with `bytes`: a sibling temp file with the old file's
+/// permissions, synced, renamed over it.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    let tmp = path.with_file_name(format!(
+        ".{}.vouch-{}.tmp",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("config"),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let _ = f.set_permissions(meta.permissions());
+        }
+        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
+/// every command finds it); `agent` the actor the host's agent acts as.
+pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
+    let host = args.host;
+    let project = kb.parent().unwrap_or(kb);
+    let t = target(host, project)?;
+    let agent = agent.unwrap_or(host.default_agent());
+    vouch_core::ids::check_id("--agent", agent)?;
+    let kb_arg = (!host.per_project()).then_some(project);
+    let wanted = entry(host, agent, kb_arg);
+    let dir = t.path.parent().unwrap_or(Path::new("."));
+    if !args.dry_run {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let _lock = if dir.is_dir() {
+        Some(lock_dir(dir)?)
+    } else {
+        None
+    };
+    let before = match std::fs::read_to_string(&t.path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(&t.path, e)),
+    };
+    let text = before.clone().unwrap_or_default();
+    let after = match t.kind {
+        Kind::Json { comments, keys } => {
+            edit_json(&t.path, &text, comments, keys, &wanted, args.force)?
+        }
+        Kind::Toml => edit_toml(&t.path, &text, &wanted, args.force)?,
+    };
+    let mut out = json!({
+        "host": host.name(),
+        "file": t.path.display().to_string(),
+        "agent": agent,
+        "entry": wanted,
+    });
+    let Some(after) = after else {
+        out["outcome"] = json!("unchanged");
+        return Ok(out);
+    };
+    if args.dry_run {
+        out["outcome"] = json!(if before.is_some() {
+            "would update"
+        } else {
+            "would create"
+        });
+        out["diff"] = json!(diff(&t.path, &text, &after));
+        return Ok(out);
+    }
+    if before.is_some() {
+        let backup = t.path.with_file_name(format!(
+            "{}.bak",
+            t.path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("config")
+        ));
+        std::fs::copy(&t.path, &backup).map_err(|e| Error::io(&backup, e))?;
+        out["backup"] = json!(backup.display().to_string());
+    }
+    replace(&t.path, after.as_bytes())?;
+    out["outcome"] = json!(if before.is_some() {
+        "updated"
+    } else {
+        "created"
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonc_keeps_comments_and_other_servers() {
+        let text = "{\n  // mine\n  \"servers\": {\n    \"other\": {\"command\": \"x\"}, // keep\n  },\n}\n";
+        let wanted = json!({"command": "vouch", "args": ["serve"]});
+        let out = edit_json(
+            Path::new("mcp.json"),
+            text,
+            true,
+            &["servers"],
+            &wanted,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(out.contains("// mine") && out.contains("// keep"), "{out}");
+        let v: Value = jsonc_parser::parse_to_serde_value(&out, &Default::default()).unwrap();
+        assert_eq!(v["servers"]["other"]["command"], "x");
+        assert_eq!(v["servers"]["vouch"], wanted);
+        // Twice: nothing to do.
+        assert!(
+            edit_json(
+                Path::new("mcp.json"),
+                &out,
+                true,
+                &["servers"],
+                &wanted,
+                false
+            )
+            .unwrap()
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn strict_json_refuses_comments_with_the_line() {
+        let e = edit_json(
+            Path::new("a.json"),
+            "{\n // no\n}",
+            false,
+            &["mcpServers"],
+            &json!({}),
+            false,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("line 2"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_diff_marks_added_lines() {
+        let d = diff(Path::new("f"), "a\nb\n", "a\nx\nb\n");
+        assert_eq!(d.lines().skip(2).collect::<Vec<_>>(), [" a", "+x", " b"]);
+    }
+}

@@ -1,0 +1,285 @@
+//! `vouch install-mcp` against a fixture config of each host, written where
+//! that host keeps it (HOME is the temp project): other servers, keys and
+//! comments are kept; a backup is made; a second run changes nothing; a
+//! different `vouch` entry needs --force; --dry-run writes nothing; a file
+//! that does not parse is refused with its line.
+
+mod common;
+
+use common::Project;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+struct Case {
+    host: &'static str,
+    /// Relative to the project (which is also HOME).
+    file: &'static str,
+    fixture: &'static str,
+    /// Where the entry sits (JSON pointer) once installed.
+    pointer: &'static str,
+    comments: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        host: "claude-code",
+        file: ".mcp.json",
+        fixture: r#"{
+  "mcpServers": {
+    "github": {"type": "stdio", "command": "gh-mcp", "args": [], "env": {"GH_TOKEN": "x"}}
+  }
+}
+"#,
+        pointer: "/mcpServers",
+        comments: &[],
+    },
+    Case {
+        host: "cursor",
+        file: ".cursor/mcp.json",
+        fixture: r#"{"mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"}}, "other": 1}"#,
+        pointer: "/mcpServers",
+        comments: &[],
+    },
+    Case {
+        host: "vscode",
+        file: ".vscode/mcp.json",
+        fixture: r#"{
+  // Servers for this workspace.
+  "inputs": [],
+  "servers": {
+    /* the team's search */
+    "search": {"type": "http", "url": "http://localhost:9000/mcp"},
+  },
+}
+"#,
+        pointer: "/servers",
+        comments: &["// Servers for this workspace.", "/* the team's search */"],
+    },
+    Case {
+        host: "claude-desktop",
+        file: ".config/Claude/claude_desktop_config.json",
+        fixture: r#"{"globalShortcut": "Ctrl+Space", "mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}}}"#,
+        pointer: "/mcpServers",
+        comments: &[],
+    },
+    Case {
+        host: "zed",
+        file: ".config/zed/settings.json",
+        fixture: r#"// Zed settings
+{
+  "theme": "One Dark", // my theme
+  "context_servers": {
+    "postgres": {"source": "custom", "command": "pg-mcp", "args": []}
+  }
+}
+"#,
+        pointer: "/context_servers",
+        comments: &["// Zed settings", "// my theme"],
+    },
+    Case {
+        host: "codex",
+        file: ".codex/config.toml",
+        fixture: r#"# my codex config
+model = "o4-mini"
+
+[mcp_servers.docs]
+command = "docs-mcp" # keep me
+args = ["--port", "1"]
+"#,
+        pointer: "/mcp_servers",
+        comments: &["# my codex config", "# keep me"],
+    },
+];
+
+fn parse(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    if path.extension().is_some_and(|e| e == "toml") {
+        let v: toml_edit::DocumentMut = text.parse().unwrap();
+        // Just the parts the test reads, as JSON.
+        let servers = v["mcp_servers"].as_table().unwrap();
+        let mut out = serde_json::Map::new();
+        for (name, item) in servers.iter() {
+            let args: Vec<Value> = item["args"]
+                .as_array()
+                .map(|a| a.iter().map(|x| Value::from(x.as_str().unwrap())).collect())
+                .unwrap_or_default();
+            let mut e = serde_json::json!({"command": item["command"].as_str(), "args": args});
+            if let Some(env) = item.get("env").and_then(|e| e.as_inline_table()) {
+                e["env"] = env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), Value::from(v.as_str().unwrap())))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
+            out.insert(name.to_string(), e);
+        }
+        return serde_json::json!({"mcp_servers": out});
+    }
+    jsonc_parser::parse_to_serde_value(&text, &Default::default()).unwrap()
+}
+
+fn install(p: &Project, args: &[&str]) -> common::Run {
+    let mut c = p.command("tester");
+    c.env("PATH", "");
+    c.arg("--json").arg("install-mcp").args(args);
+    common::Run::from(c.output().unwrap())
+}
+
+fn path_of(p: &Project, case: &Case) -> PathBuf {
+    p.root().join(case.file)
+}
+
+#[test]
+fn every_host_keeps_what_was_there_and_runs_twice_as_once() {
+    for case in CASES {
+        let p = Project::new();
+        let path = path_of(&p, case);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, case.fixture).unwrap();
+        let host = case.host;
+
+        // --dry-run: a diff, nothing written.
+        let r = install(&p, &[host, "--dry-run"]);
+        assert_eq!(r.code, 0, "{host}: {}{}", r.stdout, r.stderr);
+        let v = r.json();
+        assert_eq!(v["outcome"], "would update", "{host}: {v:#}");
+        assert!(v["diff"].as_str().unwrap().contains("+"), "{host}: {v:#}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), case.fixture);
+
+        let r = install(&p, &[host]);
+        assert_eq!(r.code, 0, "{host}: {}{}", r.stdout, r.stderr);
+        let v = r.json();
+        assert_eq!(v["outcome"], "updated", "{host}: {v:#}");
+        let backup = v["backup"].as_str().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(backup).unwrap(),
+            case.fixture,
+            "{host}"
+        );
+        let after = std::fs::read_to_string(&path).unwrap();
+        for c in case.comments {
+            assert!(after.contains(c), "{host}: comment {c:?} lost:\n{after}");
+        }
+        let parsed = parse(&path);
+        let servers = parsed.pointer(case.pointer).unwrap().as_object().unwrap();
+        assert_eq!(
+            servers.len(),
+            2,
+            "{host}: the other server is kept: {parsed:#}"
+        );
+        let entry = &servers["vouch"];
+        assert_eq!(entry["args"][0], "serve", "{host}: {entry:#}");
+        assert!(entry["env"]["VOUCH_AGENT"].is_string(), "{host}: {entry:#}");
+        // Hosts with a user-wide file name the KB; project files do not.
+        let names_kb = entry["args"].as_array().unwrap().len() > 1;
+        assert_eq!(
+            names_kb,
+            matches!(host, "claude-desktop" | "zed" | "codex"),
+            "{host}: {entry:#}"
+        );
+        if host == "cursor" {
+            assert_eq!(parsed["other"], 1);
+        }
+
+        // Twice: unchanged, byte for byte.
+        let r = install(&p, &[host]);
+        assert_eq!(r.json()["outcome"], "unchanged", "{host}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), after, "{host}");
+
+        // Another agent name is a different entry: refused without --force.
+        let r = install(&p, &[host, "--agent", "helper"]);
+        assert_eq!(r.code, 4, "{host}: {}{}", r.stdout, r.stderr);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), after, "{host}");
+        let r = install(&p, &[host, "--agent", "helper", "--force"]);
+        assert_eq!(r.code, 0, "{host}: {}", r.stderr);
+        let parsed = parse(&path);
+        assert_eq!(
+            parsed.pointer(case.pointer).unwrap()["vouch"]["env"]["VOUCH_AGENT"],
+            "helper",
+            "{host}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_file_is_created_and_a_broken_one_is_refused() {
+    let p = Project::new();
+    let r = install(&p, &["claude-code"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["outcome"], "created");
+    let v = parse(&p.root().join(".mcp.json"));
+    assert_eq!(v["mcpServers"]["vouch"]["env"]["VOUCH_AGENT"], "claude");
+
+    for (file, host, broken) in [
+        (
+            ".cursor/mcp.json",
+            "cursor",
+            "{\"mcpServers\": {\n  \"a\": 1,,\n}",
+        ),
+        (
+            ".mcp.json",
+            "claude-code",
+            "{\n  // comments are not JSON\n  \"mcpServers\": {}\n}",
+        ),
+        (".codex/config.toml", "codex", "[mcp_servers\ncommand = 1\n"),
+        (".vscode/mcp.json", "vscode", "[1, 2]"),
+    ] {
+        let path = p.root().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, broken).unwrap();
+        let r = install(&p, &[host]);
+        assert_eq!(r.code, 2, "{host}: {}{}", r.stdout, r.stderr);
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert!(said.contains("nothing was changed"), "{host}: {said}");
+        if host != "vscode" {
+            assert!(said.contains("line"), "{host}: {said}");
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), broken, "{host}");
+    }
+    // A config location that cannot be a directory: a clear error.
+    let q = Project::new();
+    std::fs::write(q.root().join(".cursor"), "a file, not a folder").unwrap();
+    let r = install(&q, &["cursor"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains(".cursor"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn runs_at_once_do_not_lose_each_others_edits() {
+    let p = Project::new();
+    let children: Vec<_> = ["claude-code", "claude-code", "claude-code", "claude-code"]
+        .iter()
+        .map(|h| {
+            let mut c = p.command("tester");
+            c.env("PATH", "").args(["--json", "install-mcp", h]);
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outcomes: Vec<String> = children
+        .into_iter()
+        .map(|c| {
+            let r = common::Run::from(c.wait_with_output().unwrap());
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            r.json()["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| *o == "created").count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes.iter().filter(|o| *o == "unchanged").count(),
+        3,
+        "{outcomes:?}"
+    );
+    let v = parse(&p.root().join(".mcp.json"));
+    assert_eq!(v["mcpServers"].as_object().unwrap().len(), 1);
+}
