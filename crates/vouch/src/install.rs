@@ -198,6 +198,30 @@ fn to_cst(v: &Value) -> jsonc_parser::cst::CstInputValue {
     }
 }
 
+/// Whether an existing `vouch` entry is already the wanted one; a
+/// different one is refused unless `force`.
+fn unchanged_or_refused(
+    path: &Path,
+    current: &Value,
+    wanted: &Value,
+    force: bool,
+) -> Result<bool, Error> {
+    if current == wanted {
+        return Ok(true);
+    }
+    if !force {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            format!(
+                "{} already has a different `vouch` server: {current}; rerun with --force to \
+                 replace it (a backup is kept)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(false)
+}
+
 /// What the file would hold with the entry, or `None` when it already
 /// holds exactly this entry.
 fn edit_json(
@@ -242,19 +266,10 @@ fn edit_json(
             return Err(refuse(format!("`{k}` is not an object")));
         }
     }
-    if let Some(current) = existing.and_then(|v| v.get("vouch")) {
-        if current == wanted {
-            return Ok(None);
-        }
-        if !force {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!(
-                    "{shown} already has a different `vouch` server: {current}; rerun with \
-                     --force to replace it (a backup is kept)"
-                ),
-            ));
-        }
+    if let Some(current) = existing.and_then(|v| v.get("vouch"))
+        && unchanged_or_refused(path, current, wanted, force)?
+    {
+        return Ok(None);
     }
     let root =
         CstRootNode::parse(text, &options).map_err(|e| refuse(format!("not valid {what}: {e}")))?;
@@ -325,19 +340,10 @@ fn edit_toml(
             .unwrap_or_default();
         json!({"command": s("command"), "args": args, "env": env})
     });
-    if let Some(current) = &current {
-        if current == wanted {
-            return Ok(None);
-        }
-        if !force {
-            return Err(Error::new(
-                ErrorKind::Conflict,
-                format!(
-                    "{shown} already has a different `vouch` server: {current}; rerun with \
-                     --force to replace it (a backup is kept)"
-                ),
-            ));
-        }
+    if let Some(current) = &current
+        && unchanged_or_refused(path, current, wanted, force)?
+    {
+        return Ok(None);
     }
     let mut table = Table::new();
     table.insert(
