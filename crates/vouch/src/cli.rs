@@ -297,6 +297,17 @@ pub enum Command {
     /// in it; the agent acts as --agent (default: the host's name). Atomic,
     /// with a backup; --dry-run prints the diff.
     InstallMcp(crate::install::InstallArgs),
+    /// A size-guarded digest for a session-start hook: what waits for
+    /// review, what was approved and superseded lately, and the context pack
+    /// for --task. Never longer than --max-chars.
+    Recall(crate::recall::RecallArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `vouch man > vouch.1`.
+    Man,
 }
 
 #[derive(Subcommand, Debug)]
@@ -825,6 +836,9 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Serve(_)
         | Command::Ui(_)
         | Command::InstallMcp(_)
+        | Command::Recall(_)
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Review { .. }
         | Command::Model(_) => return Ok(None),
     }))
@@ -896,6 +910,22 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Serve(args) => return crate::serve::run(cli, args),
         Command::Ui(args) => return crate::serve::run_ui(cli, args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "vouch", &mut out);
+            render::emit(&String::from_utf8_lossy(&out));
+            return Ok(0);
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .map_err(|e| Error::internal(format!("man page: {e}")))?;
+            render::emit(&String::from_utf8_lossy(&out));
+            return Ok(0);
+        }
         Command::InstallMcp(args) => {
             let kb = context::locate(cli.kb.as_deref())?;
             let kb = kb.canonicalize().unwrap_or(kb);
@@ -982,6 +1012,17 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                     cp.key_id,
                     path.display()
                 ));
+            }
+            return Ok(0);
+        }
+        Command::Recall(args) => {
+            let v = crate::recall::recall(&kb, &caller, args);
+            print_warnings(&kb);
+            let v = v?;
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                render::emit(v["text"].as_str().unwrap_or(""));
             }
             return Ok(0);
         }
