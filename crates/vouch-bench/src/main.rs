@@ -91,6 +91,15 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000")]
         facts: Vec<usize>,
     },
+    /// The review pages, rendered server-side: the queue with N pending
+    /// proposals, one proposal, a claim with H history events; and `vouch
+    /// ui` start-up (to the printed sign-in link).
+    Ui {
+        #[arg(long, default_value_t = 1000)]
+        proposals: usize,
+        #[arg(long, default_value_t = 100)]
+        history: usize,
+    },
     /// The in-memory semantic scan alone (int8 vectors, best 50 of N).
     Scan {
         #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
@@ -130,6 +139,7 @@ fn main() {
         }
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
         Bench::Knowledge { facts } => vouch_bench::knowledge(&facts),
+        Bench::Ui { proposals, history } => ui_bench(proposals, history),
         Bench::Scan { rows } => {
             println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
             println!("|---:|---:|");
@@ -160,6 +170,106 @@ fn ms(d: Duration) -> String {
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort();
     v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Time `f` `runs` times; (p50, p99).
+fn timed(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    let mut t: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    (percentile(&mut t, 0.5), percentile(&mut t, 0.99))
+}
+
+fn ui_bench(n: usize, history: usize) {
+    use vouch::ui::pages;
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "bench", None).expect("init");
+    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).expect("open");
+    let agent = Caller::new("bench-agent", Transport::Jsonl);
+    let cli = Caller::new("alice", Transport::Cli);
+    let web = Caller::new("alice", Transport::Web);
+    let line = |i: usize| format!("Fact number {i} about subsystem {} is recorded here.", i % 37);
+    let text: String = (0..n.max(1)).map(|i| line(i) + "\n").collect();
+    let src = dispatch(
+        &kb,
+        &agent,
+        "kb.register_source",
+        json!({"content": text, "locator": "bench.md"}),
+    )
+    .expect("source");
+    let src = src["id"].as_str().expect("id").to_string();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n.max(1) {
+        let r = dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": format!("Fact {i} about subsystem {}", i % 37),
+                   "evidence": [{"source_id": src, "quote": line(i)}]}),
+        )
+        .expect("propose");
+        ids.push((
+            r["proposal_id"].as_str().expect("id").to_string(),
+            r["claim_id"].as_str().expect("id").to_string(),
+        ));
+    }
+    let frame = pages::Frame {
+        actor: "alice",
+        csrf: "0",
+    };
+    let (q50, q99) = timed(20, || {
+        pages::queue(&kb, &web, &frame, None).expect("queue");
+    });
+    let mid = &ids[ids.len() / 2].0;
+    let (p50, p99) = timed(50, || {
+        pages::proposal(&kb, &web, &frame, mid).expect("proposal");
+    });
+    // A claim with `history` audit events: its proposal, its approval,
+    // then confirmations.
+    let (pid, claim) = ids[0].clone();
+    dispatch(&kb, &cli, "kb.approve", json!({"proposal_id": pid})).expect("approve");
+    for _ in 2..history {
+        dispatch(&kb, &cli, "kb.confirm", json!({"id": claim})).expect("confirm");
+    }
+    let events = dispatch(&kb, &web, "kb.audit", json!({"filter": {"object": claim}}))
+        .expect("audit")
+        .as_array()
+        .map_or(0, Vec::len);
+    let (c50, c99) = timed(50, || {
+        pages::claim(&kb, &web, &frame, &claim).expect("claim");
+    });
+    // `vouch ui` from exec to the printed sign-in link.
+    let mut starts = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let mut child = std::process::Command::new(vouch_bench::vouch_bin())
+            .args(["--kb", &dir.path().display().to_string(), "ui"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("vouch ui");
+        let mut first = [0u8; 1];
+        child
+            .stdout
+            .as_mut()
+            .expect("stdout")
+            .read_exact(&mut first)
+            .expect("the sign-in link");
+        starts.push(start.elapsed());
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let s50 = percentile(&mut starts, 0.5);
+    println!("| page | p50 / p99 |");
+    println!("|---|---:|");
+    println!("| review queue, {n} pending | {} / {} |", ms(q50), ms(q99));
+    println!("| one proposal (its evidence in the source, similar claims) | {} / {} |", ms(p50), ms(p99));
+    println!("| claim page, {events} history events | {} / {} |", ms(c50), ms(c99));
+    println!("| `vouch ui` start-up to the sign-in link (p50 of 5) | {} |", ms(s50));
 }
 
 fn gate_bench(n: usize, ops: usize) {
