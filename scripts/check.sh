@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The fail points the crash tests build with.
+cargo clippy --workspace --all-targets --locked --features vouch/failpoints -- -D warnings
 # The build without the local embedding model (`embeddings` feature off).
 cargo clippy -p vouch --no-default-features --locked -- -D warnings
 if rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu \

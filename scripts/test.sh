@@ -19,7 +19,9 @@
 #    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
 #    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
 # 5. Checks that the build without the `embeddings` feature compiles.
-# 6. Runs `cargo test --workspace --locked` with VOUCH_MCP_CLIENT_PYTHON
+# 6. Runs `cargo test --workspace --locked --features vouch/failpoints`
+#    (the crash tests arm fail points only that feature compiles in) with
+#    VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
 #    crates/vouch/tests/mcp_sdk.rs uses to drive `vouch serve`, and
 #    VOUCH_V1_BIN at vouch 1.x's `vouch`, which
@@ -114,4 +116,5 @@ export VOUCH_UI_CLIENT_PYTHON
 # 5. The build without semantic search still compiles.
 cargo check --locked -p vouch --no-default-features --quiet
 
-exec cargo test --workspace --locked "$@"
+# The crash tests arm fail points that only this feature compiles in.
+exec cargo test --workspace --locked --features vouch/failpoints "$@"

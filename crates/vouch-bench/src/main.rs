@@ -192,7 +192,12 @@ fn ui_bench(n: usize, history: usize) {
     let agent = Caller::new("bench-agent", Transport::Jsonl);
     let cli = Caller::new("alice", Transport::Cli);
     let web = Caller::new("alice", Transport::Web);
-    let line = |i: usize| format!("Fact number {i} about subsystem {} is recorded here.", i % 37);
+    let line = |i: usize| {
+        format!(
+            "Fact number {i} about subsystem {} is recorded here.",
+            i % 37
+        )
+    };
     let text: String = (0..n.max(1)).map(|i| line(i) + "\n").collect();
     let src = dispatch(
         &kb,
@@ -267,9 +272,20 @@ fn ui_bench(n: usize, history: usize) {
     println!("| page | p50 / p99 |");
     println!("|---|---:|");
     println!("| review queue, {n} pending | {} / {} |", ms(q50), ms(q99));
-    println!("| one proposal (its evidence in the source, similar claims) | {} / {} |", ms(p50), ms(p99));
-    println!("| claim page, {events} history events | {} / {} |", ms(c50), ms(c99));
-    println!("| `vouch ui` start-up to the sign-in link (p50 of 5) | {} |", ms(s50));
+    println!(
+        "| one proposal (its evidence in the source, similar claims) | {} / {} |",
+        ms(p50),
+        ms(p99)
+    );
+    println!(
+        "| claim page, {events} history events | {} / {} |",
+        ms(c50),
+        ms(c99)
+    );
+    println!(
+        "| `vouch ui` start-up to the sign-in link (p50 of 5) | {} |",
+        ms(s50)
+    );
 }
 
 fn gate_bench(n: usize, ops: usize) {

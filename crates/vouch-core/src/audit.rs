@@ -189,8 +189,11 @@ impl AuditLog {
             prev = ev.hash.clone();
         }
         file.write_all(buf.as_bytes())
-            .and_then(|_| file.sync_data())
-            .map_err(|e| Error::io(&self.path, e))
+            .map_err(|e| Error::io(&self.path, e))?;
+        crate::fail::point("audit.append.written");
+        file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        crate::fail::point("audit.append.synced");
+        Ok(())
     }
 
     /// Hash of the last event, read from the end of the file. A torn final

@@ -8,6 +8,7 @@ pub mod answer;
 pub mod audit;
 pub mod clock;
 pub mod error;
+pub mod fail;
 pub mod health;
 pub mod ids;
 pub mod interop;

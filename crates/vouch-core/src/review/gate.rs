@@ -1167,6 +1167,9 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     }
     let mut plans = Vec::with_capacity(ids.len());
     let mut fresh: Vec<usize> = Vec::new();
+    // Listed proposals already approved, with the error to give if the
+    // list is not the re-run of an interrupted bulk approval.
+    let mut done_before: Vec<(Proposal, Error)> = Vec::new();
     let self_approval_allowed = kb.settings().self_approval_allowed();
     let self_approval = |who: &str, p: &Proposal| {
         Error::denied(format!(
@@ -1179,7 +1182,22 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         if !seen.insert(id.clone()) {
             return Err(Error::invalid(format!("proposal {id} is listed twice")));
         }
-        let proposal = load_pending(kb, id)?;
+        let proposal = match load_pending(kb, id) {
+            Ok(p) => p,
+            // Part of a list whose approval a crash interrupted: kept
+            // aside, and accepted below only if another listed proposal is
+            // such an interrupted approval too.
+            Err(e) if e.kind == ErrorKind::Conflict && ids.len() > 1 => {
+                match kb.load_proposal(Dir::Decided, id)? {
+                    Some(d) if d.status == ProposalStatus::Approved => {
+                        done_before.push((d, e));
+                        continue;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         if proposal.kind == ProposalKind::Lifecycle {
             let events = proposal_events(kb, id)?;
             check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
@@ -1289,6 +1307,23 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             event_hash: None,
         });
     }
+    // Re-running a bulk approval that a crash cut between its renames: the
+    // proposals it finished are reported, the rest are finished below.
+    // Otherwise a decided proposal in the list refuses the whole list.
+    let interrupted = plans.iter().any(|pl| pl.recovered);
+    let mut results = Vec::with_capacity(ids.len());
+    for (d, e) in done_before {
+        if !interrupted {
+            return Err(e);
+        }
+        results.push(ApproveResult {
+            ok: true,
+            object_id: d.object_id.clone(),
+            object_kind: d.kind.as_str().to_string(),
+            proposal_id: d.id.clone(),
+            recovered: true,
+        });
+    }
     // Two approvals in one list cannot both replace the same claim.
     let mut replaced: HashMap<&str, &str> = HashMap::new();
     for pl in &plans {
@@ -1324,12 +1359,12 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         })
         .collect();
     kb.append_audit(&mut events)?;
+    crate::fail::point("approve.logged");
     for (&i, ev) in fresh.iter().zip(&events) {
         plans[i].event_hash = Some(ev.hash.clone());
     }
 
     let mut batch = atomic::Batch::new(kb.layout().root());
-    let mut results = Vec::with_capacity(plans.len());
     let mut written = Vec::new();
     for pl in &plans {
         let object = materialize(
@@ -1545,6 +1580,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
                 json!({"kind": proposal.kind.as_str(), "reason": p.reason}),
             );
             kb.append_audit(std::slice::from_mut(&mut ev))?;
+            crate::fail::point("reject.logged");
             (caller.actor.clone(), ev.created_at, Some(ev.hash))
         }
     };

@@ -231,6 +231,7 @@ fn commit(
         staged.abandon();
         return Err(e);
     }
+    crate::fail::point("lifecycle.logged");
     staged.finish()?;
     let updated = changes.iter().map(|(_, c)| c.id().to_string()).collect();
     let written: Vec<crate::retrieval::Written> = changes

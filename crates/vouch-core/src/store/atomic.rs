@@ -171,7 +171,9 @@ impl Batch {
     /// Apply writes (in order), then removes. If any file cannot be staged,
     /// nothing has changed. Caller holds the KB lock.
     pub fn commit(self) -> Result<()> {
-        self.stage()?.finish()
+        let staged = self.stage()?;
+        crate::fail::point("batch.staged");
+        staged.finish()
     }
 
     /// Stage every file durably, then record what [`Staged::finish`] will
@@ -208,7 +210,10 @@ impl Batch {
                 .map(|()| crate::ids::sha256_hex(&bytes))
             });
         match written {
-            Ok(sha) => Ok((staged, sha)),
+            Ok(sha) => {
+                crate::fail::point("journal.written");
+                Ok((staged, sha))
+            }
             Err(e) => {
                 staged.abandon();
                 Err(e)
@@ -359,8 +364,10 @@ fn apply(root: &Path, targets: &[PathBuf], removes: &[PathBuf]) -> Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp.exists() => {}
             Err(e) => return Err(Error::io(target, e)),
         }
+        crate::fail::point("batch.renamed");
         dirs.push(folder.to_path_buf());
     }
+    crate::fail::point("batch.moved");
     for target in removes {
         match fs::remove_file(target) {
             Ok(()) => dirs.push(parent(target).to_path_buf()),

@@ -157,3 +157,17 @@ pub fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().next().expect("a response line")).unwrap()
 }
+
+/// Copy a folder tree (fixtures into a test project).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}

@@ -271,6 +271,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         staged.abandon();
         return Err(e);
     }
+    crate::fail::point("bundle.logged");
     if let Err(e) = staged.finish() {
         return Err(Error::new(
             ErrorKind::Internal,

@@ -314,6 +314,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 dry_run: p.dry_run,
             },
         )?;
+        crate::fail::point("knowledge.proposed");
         if !r.valid {
             fact.outcome = "refused".into();
             fact.reason = Some(r.errors.join("; "));

@@ -303,6 +303,7 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     }
     *kb.vectors.write().unwrap_or_else(|e| e.into_inner()) = None;
     kb.index_changed(None);
+    crate::fail::point("index.rebuild.cleared");
     let mut index = Index::open_path(kb)?;
     if kept {
         if let Err(e) = crate::retrieval::embed::vectors::carry_over(&index, &old) {

@@ -1,0 +1,116 @@
+//! Named fail points for the crash tests (issue 14): each multi-file
+//! mutation calls [`point`] between its steps. Only a build with the
+//! `failpoints` feature (what `scripts/test.sh` tests) can arm one; in the
+//! shipped build [`point`] is an empty inline function.
+//!
+//! Armed by the app from `VOUCH_FAILPOINT=NAME[@N]=ACTION` (the core never
+//! reads the environment): at the `N`-th time (default 1) the process
+//! reaches `NAME`, it dies — `abort` (SIGABRT, no destructors run) or
+//! `kill` (SIGKILL, as the OOM killer or a power cut would).
+
+/// Every fail point, in the order a reader meets them in the code.
+pub const POINTS: &[&str] = &[
+    "cli.start",
+    "audit.append.written",
+    "audit.append.synced",
+    "batch.staged",
+    "batch.renamed",
+    "batch.moved",
+    "journal.written",
+    "approve.logged",
+    "reject.logged",
+    "lifecycle.logged",
+    "bundle.logged",
+    "knowledge.proposed",
+    "index.rebuild.cleared",
+];
+
+#[cfg(feature = "failpoints")]
+mod armed {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub struct Armed {
+        pub name: String,
+        pub at: usize,
+        pub kill: bool,
+    }
+    pub static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
+    pub static HITS: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn hit(name: &str) {
+        let guard = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(a) = guard.as_ref() else { return };
+        if a.name != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != a.at {
+            return;
+        }
+        if a.kill {
+            #[cfg(unix)]
+            {
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::KILL,
+                );
+            }
+        }
+        std::process::abort();
+    }
+}
+
+/// Arm one fail point from `NAME[@N]=abort|kill`. Refused in a build
+/// without the `failpoints` feature, so a crash test cannot pass by
+/// testing nothing.
+pub fn arm(spec: &str) -> Result<(), String> {
+    let (target, action) = spec
+        .split_once('=')
+        .ok_or_else(|| format!("VOUCH_FAILPOINT {spec:?}: expected NAME[@N]=abort|kill"))?;
+    let (name, at) = match target.split_once('@') {
+        Some((n, at)) => (
+            n,
+            at.parse::<usize>()
+                .map_err(|_| format!("VOUCH_FAILPOINT {spec:?}: @{at} is not a count"))?,
+        ),
+        None => (target, 1),
+    };
+    if !POINTS.contains(&name) {
+        return Err(format!(
+            "VOUCH_FAILPOINT {spec:?}: no fail point {name:?} (known: {})",
+            POINTS.join(", ")
+        ));
+    }
+    let kill = match action {
+        "abort" => false,
+        "kill" => true,
+        other => {
+            return Err(format!(
+                "VOUCH_FAILPOINT {spec:?}: action {other:?} is not abort or kill"
+            ));
+        }
+    };
+    #[cfg(feature = "failpoints")]
+    {
+        *armed::ARMED.lock().unwrap_or_else(|e| e.into_inner()) = Some(armed::Armed {
+            name: name.to_string(),
+            at: at.max(1),
+            kill,
+        });
+        Ok(())
+    }
+    #[cfg(not(feature = "failpoints"))]
+    {
+        let _ = (at, kill);
+        Err(format!(
+            "VOUCH_FAILPOINT {spec:?}: this build has no fail points (build with --features \
+             vouch/failpoints, as scripts/test.sh does)"
+        ))
+    }
+}
+
+/// A step of a multi-file mutation; dies here when armed for it.
+#[inline(always)]
+pub fn point(name: &'static str) {
+    #[cfg(feature = "failpoints")]
+    armed::hit(name);
+    #[cfg(not(feature = "failpoints"))]
+    let _ = name;
+}
