@@ -234,14 +234,21 @@ pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
     let filter = p.filter.unwrap_or_default();
     let mut out = Vec::new();
     for pr in crate::review::gate::list_pending(kb)? {
-        let mut v = to_value(&pr)?;
-        if !matches(&v, &filter) {
-            continue;
+        let v = to_value(&pr)?;
+        if matches(&v, &filter) {
+            out.push((pr, v));
         }
-        v["_meta"] = json!({"citations": citations(kb, &pr)});
-        out.push(v);
     }
-    let mut page: Vec<Value> = out.into_iter().skip(offset).take(limit).collect();
+    // Citations are read for the page asked for only.
+    let mut page: Vec<Value> = out
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(pr, mut v)| {
+            v["_meta"] = json!({"citations": citations(kb, &pr)});
+            v
+        })
+        .collect();
     // With a local model, claims the KB already holds in other words.
     if kb.embedder().is_some() {
         for v in page.iter_mut() {

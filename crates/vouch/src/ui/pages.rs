@@ -161,8 +161,13 @@ pub fn queue(
     frame: &Frame,
     notice: Option<&str>,
 ) -> Result<String, Error> {
-    let pending = call(kb, caller, "kb.list_pending", json!({"limit": 100000}))?;
-    let items = pending.as_array().cloned().unwrap_or_default();
+    let _ = caller;
+    // The queue itself, without each citation's quote (the proposal's
+    // page shows those): a count is enough here.
+    let items: Vec<Value> = vouch_core::review::gate::list_pending(kb)?
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
+        .collect();
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for p in &items {
         *counts.entry(str_of(p, "kind").to_string()).or_default() += 1;
@@ -191,7 +196,8 @@ pub fn queue(
     );
     for p in &items {
         let id = str_of(p, "id");
-        let cites = p["_meta"]["citations"].as_array().map_or(0, Vec::len);
+        let cites =
+            strings(&p["payload"]["evidence"]).len() + strings(&p["payload"]["sources"]).len();
         let _ = write!(
             body,
             "<tr><td class=\"small\">{}</td><td>{}</td><td><a class=\"proposal\" href=\"/ui/proposal/{}\">{}</a></td>\
@@ -406,8 +412,13 @@ pub fn proposal(
     }
     // Approved claims that already say something close.
     if kind == "claim" && status == "pending" {
-        let hits = call(kb, caller, "kb.search", json!({"query": text, "limit": 8}))
-            .unwrap_or(Value::Null);
+        let hits = call(
+            kb,
+            caller,
+            "kb.search",
+            json!({"query": text, "limit": 8, "kinds": ["claim"]}),
+        )
+        .unwrap_or(Value::Null);
         let similar: Vec<&Value> = hits
             .as_array()
             .map(|h| {
