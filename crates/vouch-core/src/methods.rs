@@ -441,5 +441,83 @@ pub fn dispatch(kb: &Kb, caller: &Caller, name: &str, params: Value) -> Result<V
             ),
         )
     })?;
+    if caller.is_agent() {
+        check_limits(&kb.settings().limits, m.name, &params)?;
+    }
     (m.call)(kb, caller, params)
+}
+
+/// What an agent transport may send: nesting, string and array sizes, and
+/// the `limit` it asks for (`limits:` in config.yaml). Each refusal names
+/// the limit and its key.
+pub fn check_limits(
+    limits: &crate::settings::LimitsSettings,
+    method: &str,
+    params: &Value,
+) -> Result<()> {
+    fn walk(
+        l: &crate::settings::LimitsSettings,
+        method: &str,
+        v: &Value,
+        path: &str,
+        depth: u64,
+    ) -> Result<()> {
+        let refuse = |what: String, key: &str, value: u64| {
+            Err(Error::invalid(format!(
+                "{method}: {what} (limit {value}; config.yaml `limits.{key}`)"
+            )))
+        };
+        if depth > l.max_json_depth {
+            return refuse(
+                format!(
+                    "params nest deeper than {} levels at {path}",
+                    l.max_json_depth
+                ),
+                "max_json_depth",
+                l.max_json_depth,
+            );
+        }
+        match v {
+            Value::String(s) => {
+                // A source's text is bounded by `sources.max_bytes`.
+                let exempt = method == "kb.register_source" && path == "params.content";
+                if !exempt && s.len() as u64 > l.max_string_bytes {
+                    return refuse(
+                        format!("{path} is {} bytes", s.len()),
+                        "max_string_bytes",
+                        l.max_string_bytes,
+                    );
+                }
+            }
+            Value::Array(a) => {
+                if a.len() as u64 > l.max_array_items {
+                    return refuse(
+                        format!("{path} has {} items", a.len()),
+                        "max_array_items",
+                        l.max_array_items,
+                    );
+                }
+                for (i, x) in a.iter().enumerate() {
+                    walk(l, method, x, &format!("{path}[{i}]"), depth + 1)?;
+                }
+            }
+            Value::Object(o) => {
+                for (k, x) in o {
+                    walk(l, method, x, &format!("{path}.{k}"), depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    walk(limits, method, params, "params", 1)?;
+    if let Some(n) = params.get("limit").and_then(Value::as_i64)
+        && n > limits.max_results as i64
+    {
+        return Err(Error::invalid(format!(
+            "{method}: limit {n} asks for more than {} results (config.yaml              `limits.max_results`); page with `offset` instead",
+            limits.max_results
+        )));
+    }
+    Ok(())
 }

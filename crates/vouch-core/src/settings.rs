@@ -164,6 +164,82 @@ impl BundleSettings {
     }
 }
 
+/// What a caller over an agent transport (MCP, JSONL, HTTP, the review
+/// pages) may send and ask for (`limits:` in config.yaml). A request past
+/// one is refused as `invalid_request`, naming the limit and its key; the
+/// command line (a person) is not limited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitsSettings {
+    /// Largest HTTP request body (default 1 MiB).
+    #[serde(default = "default_http_body")]
+    pub http_max_body_bytes: u64,
+    /// Longest JSONL request line (default 8 MiB).
+    #[serde(default = "default_jsonl_line")]
+    pub jsonl_max_line_bytes: u64,
+    /// Deepest nesting of arrays and objects in params (default 32).
+    #[serde(default = "default_depth")]
+    pub max_json_depth: u64,
+    /// Longest string in params, in bytes (default 1 MiB); a source's
+    /// `content` is bounded by `sources.max_bytes` instead.
+    #[serde(default = "default_string")]
+    pub max_string_bytes: u64,
+    /// Most items in one array in params (default 10,000).
+    #[serde(default = "default_array")]
+    pub max_array_items: u64,
+    /// Largest `limit` a caller may ask for (default 1,000).
+    #[serde(default = "default_results")]
+    pub max_results: u64,
+    /// HTTP: a read that takes longer is answered with an error (default
+    /// 30,000 ms); writes are never cut off.
+    #[serde(default = "default_timeout")]
+    pub request_timeout_ms: u64,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+fn default_http_body() -> u64 {
+    1024 * 1024
+}
+fn default_jsonl_line() -> u64 {
+    8 * 1024 * 1024
+}
+fn default_depth() -> u64 {
+    32
+}
+fn default_string() -> u64 {
+    1024 * 1024
+}
+fn default_array() -> u64 {
+    10_000
+}
+fn default_results() -> u64 {
+    1_000
+}
+fn default_timeout() -> u64 {
+    30_000
+}
+
+impl Default for LimitsSettings {
+    fn default() -> Self {
+        LimitsSettings {
+            http_max_body_bytes: default_http_body(),
+            jsonl_max_line_bytes: default_jsonl_line(),
+            max_json_depth: default_depth(),
+            max_string_bytes: default_string(),
+            max_array_items: default_array(),
+            max_results: default_results(),
+            request_timeout_ms: default_timeout(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl LimitsSettings {
+    fn is_default(&self) -> bool {
+        *self == LimitsSettings::default()
+    }
+}
+
 /// Top-level keys this version understands (others are kept, and reported
 /// by `kb.doctor` as drift).
 pub const KNOWN_KEYS: &[&str] = &[
@@ -174,6 +250,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "review",
     "sources",
     "bundles",
+    "limits",
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -194,6 +271,8 @@ pub struct Settings {
     pub sources: SourcesSettings,
     #[serde(default, skip_serializing_if = "BundleSettings::is_default")]
     pub bundles: BundleSettings,
+    #[serde(default, skip_serializing_if = "LimitsSettings::is_default")]
+    pub limits: LimitsSettings,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
     /// Values that could not be used (see [`Settings::parse`]).
@@ -259,6 +338,7 @@ impl Settings {
             review: Review::default_value(),
             sources: SourcesSettings::default_value(),
             bundles: BundleSettings::default(),
+            limits: LimitsSettings::default(),
             extra: BTreeMap::new(),
             problems: Vec::new(),
         }

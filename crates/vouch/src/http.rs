@@ -36,8 +36,9 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 use vouch_core::{Caller, Error, Kb, Transport, methods};
 
-/// Largest request body accepted (bytes).
-pub const MAX_BODY: usize = 1024 * 1024;
+/// Largest response read back by the in-process tests.
+#[cfg(test)]
+const MAX_BODY: usize = 1024 * 1024;
 
 /// One configured bearer token: the subject, and the SHA-256 of the secret
 /// (the secret itself is not kept).
@@ -227,7 +228,10 @@ async fn rpc(
         Err(e) => {
             let status = e.status();
             let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                format!("request body is over {MAX_BODY} bytes")
+                format!(
+                    "request body is over {} bytes (config.yaml `limits.http_max_body_bytes`)",
+                    app.kb.settings().limits.http_max_body_bytes
+                )
             } else {
                 format!("could not read the request body: {}", e.body_text())
             };
@@ -240,9 +244,39 @@ async fn rpc(
             "POST /rpc takes `Content-Type: application/json`",
         );
     }
+    // A read that runs past `limits.request_timeout_ms` is answered with an
+    // error (it finishes unseen); a write is never cut off, since its
+    // caller must learn whether it happened.
+    let request: Option<Value> = serde_json::from_slice(&body).ok();
+    let read = request
+        .as_ref()
+        .and_then(|r| r.get("method"))
+        .and_then(Value::as_str)
+        .and_then(|m| methods::find(m).or_else(|| methods::find_tool(m)))
+        .is_some_and(|m| m.effect == methods::Effect::Read);
+    let id = request
+        .as_ref()
+        .and_then(|r| r.get("id"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let timeout_ms = app.kb.settings().limits.request_timeout_ms;
     let kb = app.kb.clone();
-    match tokio::task::spawn_blocking(move || crate::jsonl::handle_line(&kb, &caller, &body)).await
-    {
+    let work = tokio::task::spawn_blocking(move || crate::jsonl::handle_line(&kb, &caller, &body));
+    let outcome = if read {
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), work).await {
+            Ok(done) => done,
+            Err(_) => {
+                let body = json!({"id": id, "ok": false, "error": {"code": "invalid_request",
+                    "message": format!("the request took longer than {timeout_ms} ms \
+                        (config.yaml `limits.request_timeout_ms`); narrow it (a smaller \
+                        `limit`, a shorter query)")}});
+                return Json(body).into_response();
+            }
+        }
+    } else {
+        work.await
+    };
+    match outcome {
         Ok(v) => Json(v).into_response(),
         Err(_) => {
             let body = json!({"id": null, "ok": false, "error": {"code": "internal_error",
@@ -405,6 +439,7 @@ pub struct Application {
 /// `vouch ui` serves. No `/rpc` or `/mcp`: a local process must not reach
 /// the person's identity through this server.
 pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
+    let max_body = kb.settings().limits.http_max_body_bytes as usize;
     let (ui, link) = crate::ui::Ui::with_link(person);
     let app = Arc::new(App {
         kb,
@@ -416,7 +451,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
         .route("/health", get(health))
         .fallback(ui_not_found)
         .layer(middleware::from_fn_with_state(app.clone(), auth))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(DefaultBodyLimit::max(max_body))
         .with_state(app);
     Application {
         router,
@@ -435,8 +470,9 @@ pub fn application(
     max_mcp_sessions: usize,
 ) -> Result<Application, Error> {
     let tokens = parse_tokens(raw_tokens)?;
+    let max_body = kb.settings().limits.http_max_body_bytes as usize;
     let mut mcp_config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(MAX_BODY)
+        .with_max_request_body_bytes(max_body)
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
     if !tokens.is_empty() {
         // Bearer tokens already stop DNS rebinding; let any Host through so
@@ -475,7 +511,7 @@ pub fn application(
         .nest_service("/mcp", mcp_service)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), auth))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(DefaultBodyLimit::max(max_body))
         .with_state(app);
     Ok(Application {
         router,

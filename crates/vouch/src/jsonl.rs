@@ -8,9 +8,6 @@ use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use vouch_core::{Caller, Kb, methods};
 
-/// Longest request line accepted (bytes).
-pub const MAX_LINE: usize = 8 * 1024 * 1024;
-
 fn error(id: Value, code: &str, message: impl Into<String>) -> Value {
     json!({"id": id, "ok": false, "error": {"code": code, "message": message.into()}})
 }
@@ -20,10 +17,16 @@ pub fn handle_line(kb: &Kb, caller: &Caller, line: &[u8]) -> Value {
     let req: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
+            // serde_json stops at 128 levels, past any `limits.max_json_depth`.
+            let hint = if e.to_string().contains("recursion limit") {
+                " (nested deeper than 128 levels; config.yaml `limits.max_json_depth`)"
+            } else {
+                ""
+            };
             return error(
                 Value::Null,
                 "invalid_request",
-                format!("request is not valid JSON: {e}"),
+                format!("request is not valid JSON: {e}{hint}"),
             );
         }
     };
@@ -81,9 +84,10 @@ pub fn serve(kb: &Kb, caller: &Caller) -> std::io::Result<()> {
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
     let mut buf = Vec::new();
+    let max_line = kb.settings().limits.jsonl_max_line_bytes as usize;
     loop {
         buf.clear();
-        let (n, oversize) = read_line_limited(&mut input, &mut buf, MAX_LINE)?;
+        let (n, oversize) = read_line_limited(&mut input, &mut buf, max_line)?;
         if n == 0 {
             return Ok(());
         }
@@ -95,7 +99,10 @@ pub fn serve(kb: &Kb, caller: &Caller) -> std::io::Result<()> {
             error(
                 Value::Null,
                 "invalid_request",
-                format!("request line is over {MAX_LINE} bytes"),
+                format!(
+                    "request line is over {max_line} bytes (config.yaml \
+                     `limits.jsonl_max_line_bytes`)"
+                ),
             )
         } else {
             handle_line(kb, caller, trimmed)
