@@ -678,6 +678,31 @@ mod torn_tail {
         assert!(report.ok, "{report:?}");
         assert_eq!(report.events, 2);
     }
+
+    /// Found by the round-trip property test: without serde_json's exact
+    /// float parsing, this float read back one unit off, so the hash
+    /// recomputed over the parsed event no longer matched.
+    #[test]
+    fn an_event_with_a_hard_float_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
+        let mut ev = AuditEvent {
+            id: "e1".into(),
+            event: "x.y".into(),
+            actor: "a".into(),
+            created_at: crate::model::Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+            object_ids: vec![],
+            dry_run: false,
+            reversible: false,
+            data: serde_json::json!({"x": -228552.23078650562f64}),
+            prev_hash: String::new(),
+            hash: String::new(),
+            extra: Default::default(),
+        };
+        log.append(std::slice::from_mut(&mut ev)).unwrap();
+        let report = log.verify().unwrap();
+        assert!(report.ok, "{report:?}");
+    }
 }
 
 // ----- keyed checkpoints ------------------------------------------------------
