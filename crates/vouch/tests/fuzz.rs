@@ -553,12 +553,7 @@ fn fuzzed_inputs_get_answers_or_clear_errors() {
             "kb.context",
             json!({"task": q, "max_chars": 300}),
         )?);
-        m.extend(call(
-            &b.kb,
-            &b.agent,
-            "kb.synthesize",
-            json!({"question": q}),
-        )?);
+        m.extend(call(&b.kb, &b.agent, "kb.synthesize", json!({"query": q}))?);
         Ok(m)
     }));
 
