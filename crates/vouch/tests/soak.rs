@@ -238,15 +238,15 @@ fn editor(kb: &Path, stop: &AtomicBool) -> usize {
         let claims: Vec<PathBuf> = std::fs::read_dir(kb.join("claims"))
             .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
             .unwrap_or_default();
-        if let Some(f) = claims.get(i as usize % claims.len().max(1)) {
-            if let Ok(mut text) = std::fs::read_to_string(f) {
-                text.push_str(&format!("# looked at by hand ({i})\n"));
-                let tmp = f.with_extension("edit");
-                std::fs::write(&tmp, text).unwrap();
-                std::fs::rename(&tmp, f).unwrap();
-            }
+        if let Some(f) = claims.get(i as usize % claims.len().max(1))
+            && let Ok(mut text) = std::fs::read_to_string(f)
+        {
+            text.push_str(&format!("# looked at by hand ({i})\n"));
+            let tmp = f.with_extension("edit");
+            std::fs::write(&tmp, text).unwrap();
+            std::fs::rename(&tmp, f).unwrap();
         }
-        if i % 6 == 0 {
+        if i.is_multiple_of(6) {
             let out = common::command()
                 .args([
                     "--kb",
