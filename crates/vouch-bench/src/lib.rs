@@ -806,6 +806,94 @@ fn mib(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |m| format!("{m:.0} MiB"))
 }
 
+/// What people type: short questions in the KB's common vocabulary, no
+/// rare name to narrow them (issue 14: "SQS retries", "import", "who owns
+/// the tracing service").
+pub const TYPED_QUERIES: &[&str] = &[
+    "retries",
+    "rate limit",
+    "who owns the payments service",
+    "schema migration",
+    "audit record for every change",
+    "deploy approval",
+    "requests per second",
+    "authentication",
+    "replica when the primary is down",
+    "shards keyed by customer id",
+    "messages older than hours",
+    "encrypts data at rest",
+    "import",
+    "a schema migration that locked the table",
+];
+
+/// `vouch-bench typed`: kb.search and kb.context with [`TYPED_QUERIES`], in
+/// process and through one JSONL server, beside the codename mix.
+pub fn typed(sizes: &[usize]) {
+    println!(
+        "| claims | mix | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|");
+    for &n in sizes {
+        let g = generate(n, 42);
+        let kb = open(&g);
+        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        let caller = Caller::new("bench", Transport::Jsonl);
+        let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
+        let mixes: [(&str, &Vec<String>, &Vec<String>); 2] = [
+            ("codenames", &g.queries, &g.tasks),
+            ("typed", &typed, &typed),
+        ];
+        let mut rows = Vec::new();
+        for (name, queries, tasks) in mixes {
+            let search = time_calls(300, |i| {
+                dispatch(
+                    &kb,
+                    &caller,
+                    "kb.search",
+                    json!({"query": queries[i % queries.len()]}),
+                )
+                .expect("search");
+            });
+            let context = time_calls(200, |i| {
+                dispatch(
+                    &kb,
+                    &caller,
+                    "kb.context",
+                    json!({"task": tasks[i % tasks.len()]}),
+                )
+                .expect("context");
+            });
+            rows.push((name, search, context));
+        }
+        drop(kb);
+        let mut server = JsonlServer::start(g.project());
+        for (name, search, context) in rows {
+            let (queries, tasks) = if name == "typed" {
+                (&typed, &typed)
+            } else {
+                (&g.queries, &g.tasks)
+            };
+            let j_search = time_calls(300, |i| {
+                server.call(i, "kb.search", json!({"query": queries[i % queries.len()]}));
+            });
+            let j_context = time_calls(200, |i| {
+                server.call(i, "kb.context", json!({"task": tasks[i % tasks.len()]}));
+            });
+            println!(
+                "| {n} | {name} | {} / {} | {} / {} | {} / {} | {} / {} |",
+                fmt_ms(search.p50),
+                fmt_ms(search.p99),
+                fmt_ms(context.p50),
+                fmt_ms(context.p99),
+                fmt_ms(j_search.p50),
+                fmt_ms(j_search.p99),
+                fmt_ms(j_context.p50),
+                fmt_ms(j_context.p99),
+            );
+        }
+    }
+}
+
 /// `vouch-bench retrieval`: one table row per KB size.
 pub fn retrieval(sizes: &[usize]) {
     println!(

@@ -91,6 +91,12 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000")]
         facts: Vec<usize>,
     },
+    /// kb.search and kb.context with short common-vocabulary queries (what
+    /// people type) beside the codename mix, in process and over JSONL.
+    Typed {
+        #[arg(long, value_delimiter = ',', default_value = "100000")]
+        claims: Vec<usize>,
+    },
     /// The review pages, rendered server-side: the queue with N pending
     /// proposals, one proposal, a claim with H history events; and `vouch
     /// ui` start-up (to the printed sign-in link).
@@ -140,6 +146,7 @@ fn main() {
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
         Bench::Knowledge { facts } => vouch_bench::knowledge(&facts),
         Bench::Ui { proposals, history } => ui_bench(proposals, history),
+        Bench::Typed { claims } => vouch_bench::typed(&claims),
         Bench::Scan { rows } => {
             println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
             println!("|---:|---:|");

@@ -92,13 +92,23 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
         .collect();
     let highlight = quote(&all).join(" OR ");
     with_index(kb, |idx| {
-        // All words first; if that finds too little, any word fills the
-        // rest — without stop words, and without words so common that
-        // scoring them means scoring a large part of the KB (they add little
-        // to BM25 anyway), unless every word is that common: then the
-        // rarest one alone.
-        let mut queries = vec![quote(&all).join(" AND ")];
-        if all.len() > 1 {
+        // All words first (stop words only when there is nothing else: they
+        // are in most documents, so requiring them narrows nothing and
+        // reading their postings costs the most). If that finds too little,
+        // any word fills the rest — without stop words, and without words
+        // so common that scoring them means scoring a large part of the KB
+        // (they add little to BM25 anyway), unless every word is that
+        // common: then the rarest one alone.
+        let required = if narrowing.is_empty() {
+            &all
+        } else {
+            &narrowing
+        };
+        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
+        for (rowid, hit) in ranked(idx, &quote(required).join(" AND "), limit, kinds, currency)? {
+            hits.push((rowid, hit));
+        }
+        if hits.len() < limit && all.len() > 1 {
             let any = if narrowing.is_empty() {
                 &all
             } else {
@@ -135,14 +145,7 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
             if rare.is_empty() {
                 rare = any.clone();
             }
-            queries.push(quote(&rare).join(" OR "));
-        }
-        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
-        for q in queries {
-            if hits.len() >= limit {
-                break;
-            }
-            for (rowid, hit) in ranked(idx, &q, limit, kinds, currency)? {
+            for (rowid, hit) in ranked(idx, &quote(&rare).join(" OR "), limit, kinds, currency)? {
                 if hits.len() < limit && !hits.iter().any(|(r, _)| *r == rowid) {
                     hits.push((rowid, hit));
                 }
