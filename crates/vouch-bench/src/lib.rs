@@ -483,6 +483,13 @@ pub struct Summary {
     pub n: usize,
 }
 
+impl Summary {
+    /// `p50 / p99` for a table cell.
+    pub fn pair(&self) -> String {
+        format!("{} / {}", fmt_ms(self.p50), fmt_ms(self.p99))
+    }
+}
+
 pub fn summarize(mut v: Vec<Duration>) -> Summary {
     v.sort();
     let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
@@ -880,15 +887,11 @@ pub fn typed(sizes: &[usize]) {
                 server.call(i, "kb.context", json!({"task": tasks[i % tasks.len()]}));
             });
             println!(
-                "| {n} | {name} | {} / {} | {} / {} | {} / {} | {} / {} |",
-                fmt_ms(search.p50),
-                fmt_ms(search.p99),
-                fmt_ms(context.p50),
-                fmt_ms(context.p99),
-                fmt_ms(j_search.p50),
-                fmt_ms(j_search.p99),
-                fmt_ms(j_context.p50),
-                fmt_ms(j_context.p99),
+                "| {n} | {name} | {} | {} | {} | {} |",
+                search.pair(),
+                context.pair(),
+                j_search.pair(),
+                j_context.pair()
             );
         }
     }
@@ -956,21 +959,15 @@ pub fn retrieval(sizes: &[usize]) {
         let cli_rss = cli_peak_rss_mib(g.project(), &["search", &g.queries[0]]);
         let rebuild_rss = cli_peak_rss_mib(g.project(), &["index", "rebuild"]);
         println!(
-            "| {n} | {:.1} s | {:.2} s | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} / {} |",
+            "| {n} | {:.1} s | {:.2} s | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
             generated.as_secs_f64(),
             rebuild.as_secs_f64(),
-            fmt_ms(search.p50),
-            fmt_ms(search.p99),
-            fmt_ms(context.p50),
-            fmt_ms(context.p99),
-            fmt_ms(j_search.p50),
-            fmt_ms(j_search.p99),
-            fmt_ms(j_context.p50),
-            fmt_ms(j_context.p99),
-            fmt_ms(cli.p50),
-            fmt_ms(cli.p99),
-            fmt_ms(cli_dirs.p50),
-            fmt_ms(cli_dirs.p99),
+            search.pair(),
+            context.pair(),
+            j_search.pair(),
+            j_context.pair(),
+            cli.pair(),
+            cli_dirs.pair(),
             mib(server_rss),
             mib(cli_rss),
             mib(rebuild_rss),
