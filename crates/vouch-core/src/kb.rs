@@ -166,6 +166,10 @@ pub struct Kb {
     /// the file signature it was read at: proposing checks object ids
     /// against the queue without re-reading it every time.
     pub(crate) proposal_objects: Mutex<ProposalObjects>,
+    /// Files that did not parse when listing, with their (mtime ns, size)
+    /// then: skipped without re-reading while unchanged, and warned about
+    /// once per process (a server lists them on every call otherwise).
+    unreadable: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
     /// Held while the vectors are brought in step (one thread at a time).
     pub(crate) embedding: Mutex<()>,
     index_sync_interval: std::time::Duration,
@@ -311,6 +315,7 @@ impl Kb {
             vectors: std::sync::RwLock::new(None),
             embedding: Mutex::new(()),
             proposal_objects: Mutex::default(),
+            unreadable: Mutex::default(),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             config_error,
         };
@@ -613,15 +618,42 @@ impl Kb {
 
     pub fn load_many<T: Stored>(&self, ids: &[String]) -> Vec<T> {
         ids.iter()
-            .filter_map(|id| match self.load::<T>(id) {
-                Ok(Some(v)) => Some(v),
-                Ok(None) => None,
-                Err(e) => {
-                    self.warn(format!("skipped unreadable file: {e}"));
-                    None
-                }
+            .filter_map(|id| {
+                let path = self.layout.file(T::DIR, id).ok()?;
+                self.skip_known_unreadable(&path, || self.load::<T>(id))
             })
             .collect()
+    }
+
+    /// Read a file with `read`, unless it failed to parse before and has
+    /// not changed since: then skip it quietly (it was reported when it
+    /// first failed; `doctor` lists it).
+    fn skip_known_unreadable<T>(
+        &self,
+        path: &Path,
+        read: impl FnOnce() -> Result<Option<T>>,
+    ) -> Option<T> {
+        let sig = std::fs::symlink_metadata(path)
+            .map(|m| (crate::retrieval::fts5::mtime_ns(&m), m.len() as i64))
+            .ok();
+        let mut known = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        if sig.is_some() && known.get(path) == sig.as_ref() {
+            return None;
+        }
+        match read() {
+            Ok(v) => {
+                known.remove(path);
+                v
+            }
+            Err(e) => {
+                if let Some(sig) = sig {
+                    known.insert(path.to_path_buf(), sig);
+                }
+                drop(known);
+                self.warn(format!("skipped unreadable file: {e}"));
+                None
+            }
+        }
     }
 
     /// Write an object durably (temp + fsync + rename).
@@ -697,10 +729,9 @@ impl Kb {
     pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
         let mut out = Vec::new();
         for id in self.ids(dir)? {
-            match self.load_proposal(dir, &id) {
-                Ok(Some(p)) => out.push(p),
-                Ok(None) => {}
-                Err(e) => self.warn(format!("skipped unreadable file: {e}")),
+            let path = self.layout.file(dir, &id)?;
+            if let Some(p) = self.skip_known_unreadable(&path, || self.load_proposal(dir, &id)) {
+                out.push(p);
             }
         }
         Ok(out)
@@ -757,5 +788,34 @@ mod warning_tests {
             assert_eq!(inner, ["inner"]);
         });
         assert_eq!(outer, ["outer"]);
+    }
+}
+
+#[cfg(test)]
+mod unreadable_files {
+    use crate::model::Claim;
+
+    #[test]
+    fn a_broken_file_is_read_and_reported_once_until_it_changes() {
+        let (_dir, kb) = crate::kb::test_kb();
+        let path = kb.layout().root().join("claims/broken.yaml");
+        std::fs::write(&path, "id: broken\ntext: [unclosed\n").unwrap();
+        assert!(kb.load_all::<Claim>().unwrap().is_empty());
+        assert_eq!(kb.take_warnings().len(), 1);
+        // Unchanged: skipped without a second parse or warning.
+        assert!(kb.load_all::<Claim>().unwrap().is_empty());
+        assert!(kb.take_warnings().is_empty());
+        // Changed but still broken: read again, reported again.
+        std::fs::write(&path, "id: broken\ntext: [still unclosed\n").unwrap();
+        assert!(kb.load_all::<Claim>().unwrap().is_empty());
+        assert_eq!(kb.take_warnings().len(), 1);
+        // Fixed: it loads.
+        std::fs::write(
+            &path,
+            "id: broken\ntext: fixed\ntype: fact\nstatus: working\ncreated_at: 2026-01-01T00:00:00Z\nupdated_at: 2026-01-01T00:00:00Z\n",
+        )
+        .unwrap();
+        assert_eq!(kb.load_all::<Claim>().unwrap().len(), 1);
+        assert!(kb.take_warnings().is_empty());
     }
 }
