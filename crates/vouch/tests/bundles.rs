@@ -1096,6 +1096,12 @@ fn spec_and_1x_manifests_are_read() {
             json!({"version": 7, "generated_at": "2026-01-01T00:00:00Z", "files": files}),
             false,
         ),
+        (
+            "unsafe.tar.gz",
+            json!({"spec": "vouch-bundle-0.1", "bundle_id": "b".repeat(64), "files": files,
+                   "counts": {}, "safety": {"has_proposed": true, "has_audit_log": true}}),
+            false,
+        ),
     ] {
         let mut all = vec![file(
             "manifest.json",
@@ -1118,6 +1124,21 @@ fn spec_and_1x_manifests_are_read() {
                     .join(format!("claims/{}.yaml", f.claim))
                     .exists()
             );
+        } else if name == "unsafe.tar.gz" {
+            assert_ne!(r.code, 0, "{name}");
+            assert!(
+                r.stdout.contains("safety flag has_proposed is true"),
+                "{}",
+                r.stdout
+            );
+            assert!(
+                r.stdout.contains("safety flag has_audit_log is true"),
+                "{}",
+                r.stdout
+            );
+            let before = q.snapshot();
+            assert_ne!(q.run("alice", &["import-apply", name]).code, 0);
+            assert_eq!(before, q.snapshot(), "nothing imported");
         } else {
             assert_ne!(r.code, 0, "{name}");
             assert!(r.stdout.contains("vouch-bundle-0.1"), "{}", r.stdout);

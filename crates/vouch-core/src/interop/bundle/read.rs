@@ -179,6 +179,33 @@ pub(crate) fn read_manifest(
             limits.max_total_bytes
         ));
     }
+    // vouch 1.x's `safety` flags: a bundle that says it carries pending
+    // proposals, an index or an audit log is refused (the members are
+    // refused on their own too; the flag is the bundle's own admission).
+    match m.extra.get("safety") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(flags)) => {
+            for (flag, what) in [
+                ("has_proposed", "pending proposals (proposed/)"),
+                ("has_state_db", "an index (state.db)"),
+                ("has_audit_log", "an audit log"),
+            ] {
+                if flags.get(flag) == Some(&Value::Bool(true)) {
+                    scan.problem(
+                        "manifest.json",
+                        format!(
+                            "safety flag {flag} is true: the bundle says it carries {what}, \
+                             which no bundle may import"
+                        ),
+                    );
+                }
+            }
+        }
+        Some(other) => scan.problem(
+            "manifest.json",
+            format!("`safety` must be an object of flags, not {other}"),
+        ),
+    }
     scan.manifest_files = m.files.len();
     let mut out = BTreeMap::new();
     for f in m.files {
