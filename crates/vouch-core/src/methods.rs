@@ -511,13 +511,18 @@ pub fn check_limits(
         Ok(())
     }
     walk(limits, method, params, "params", 1)?;
-    if let Some(n) = params.get("limit").and_then(Value::as_i64)
-        && n > limits.max_results as i64
-    {
-        return Err(Error::invalid(format!(
-            "{method}: limit {n} asks for more than {} results (config.yaml              `limits.max_results`); page with `offset` instead",
-            limits.max_results
-        )));
+    // `limit` (lists, search) and `tail` (the audit log) ask for results.
+    for key in ["limit", "tail"] {
+        let Some(v) = params.get(key).filter(|v| v.is_number()) else {
+            continue;
+        };
+        if v.as_f64().is_some_and(|n| n > limits.max_results as f64) {
+            return Err(Error::invalid(format!(
+                "{method}: {key} {v} asks for more than {} results (config.yaml \
+                 `limits.max_results`); page with `offset` instead",
+                limits.max_results
+            )));
+        }
     }
     Ok(())
 }

@@ -115,6 +115,15 @@ pub(crate) struct App {
     anonymous: Caller,
     /// Sign-in to the review pages.
     pub(crate) ui: crate::ui::Ui,
+    /// Requests at work at once on the blocking pool. A read answered with
+    /// a timeout keeps its permit until it really ends, so a client cannot
+    /// pile up work by timing reads out.
+    work: Arc<Semaphore>,
+}
+
+/// Permits of [`App::work`]: a few per core.
+fn work_permits() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
 }
 
 impl App {
@@ -261,7 +270,16 @@ async fn rpc(
         .unwrap_or(Value::Null);
     let timeout_ms = app.kb.settings().limits.request_timeout_ms;
     let kb = app.kb.clone();
-    let work = tokio::task::spawn_blocking(move || crate::jsonl::handle_line(&kb, &caller, &body));
+    let Ok(permit) = app.work.clone().acquire_owned().await else {
+        return envelope_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is shutting down",
+        );
+    };
+    let work = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        crate::jsonl::handle_line(&kb, &caller, &body)
+    });
     let outcome = if read {
         match tokio::time::timeout(Duration::from_millis(timeout_ms), work).await {
             Ok(done) => done,
@@ -446,6 +464,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
         tokens: Vec::new(),
         anonymous: Caller::new(person, Transport::Web),
         ui,
+        work: Arc::new(Semaphore::new(work_permits())),
     });
     let router = ui_routes(Router::new())
         .route("/health", get(health))
@@ -503,6 +522,7 @@ pub fn application(
         tokens,
         anonymous,
         ui,
+        work: Arc::new(Semaphore::new(work_permits())),
     });
     let router = ui_routes(Router::new())
         .route("/rpc", post(rpc))

@@ -430,7 +430,12 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         std::process::id()
     ));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        // Never through a link planted at the temp name.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, e))?;
         if let Ok(meta) = std::fs::metadata(path) {
             let _ = f.set_permissions(meta.permissions());
         }
@@ -444,12 +449,64 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     result
 }
 
+/// Keep `bytes` (the file as it was) beside `path`: `FILE.bak`, or
+/// `FILE.bak.2`, … when earlier backups are there, so none is overwritten;
+/// created new, never through a link.
+fn backup(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("config");
+    for n in 1..1000 {
+        let candidate = path.with_file_name(if n == 1 {
+            format!("{name}.bak")
+        } else {
+            format!("{name}.bak.{n}")
+        });
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(mut f) => {
+                if let Ok(meta) = std::fs::metadata(path) {
+                    let _ = f.set_permissions(meta.permissions());
+                }
+                f.write_all(bytes)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| Error::io(&candidate, e))?;
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&candidate, e)),
+        }
+    }
+    Err(Error::invalid(format!(
+        "{}: 999 backups already; remove old ones",
+        path.display()
+    )))
+}
+
 /// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
 /// every command finds it); `agent` the actor the host's agent acts as.
 pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
     let host = args.host;
     let project = kb.parent().unwrap_or(kb);
-    let t = target(host, project)?;
+    let mut t = target(host, project)?;
+    // A link: inside a project (a cloned repository could point it at any
+    // file) it is refused; a user-wide config kept in a dotfiles folder is
+    // edited where it really is.
+    if std::fs::symlink_metadata(&t.path).is_ok_and(|m| m.file_type().is_symlink()) {
+        if host.per_project() {
+            return Err(Error::invalid(format!(
+                "{} is a symbolic link; vouch does not write through links inside a project \
+                 (replace it with the file itself)",
+                t.path.display()
+            )));
+        }
+        t.path = std::fs::canonicalize(&t.path).map_err(|e| Error::io(&t.path, e))?;
+    }
     let agent = agent.unwrap_or(host.default_agent());
     vouch_core::ids::check_id("--agent", agent)?;
     let kb_arg = (!host.per_project()).then_some(project);
@@ -494,15 +551,8 @@ pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Val
         out["diff"] = json!(diff(&t.path, &text, &after));
         return Ok(out);
     }
-    if before.is_some() {
-        let backup = t.path.with_file_name(format!(
-            "{}.bak",
-            t.path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("config")
-        ));
-        std::fs::copy(&t.path, &backup).map_err(|e| Error::io(&backup, e))?;
+    if let Some(old) = &before {
+        let backup = backup(&t.path, old.as_bytes())?;
         out["backup"] = json!(backup.display().to_string());
     }
     replace(&t.path, after.as_bytes())?;

@@ -82,25 +82,26 @@ pub fn recall(kb: &Kb, caller: &Caller, args: &RecallArgs) -> Result<Value, Erro
 
     let pending = call("kb.list_pending", json!({"limit": 100000}))?;
     let pending = pending.as_array().cloned().unwrap_or_default();
-    d.push(&format!("\n## Waiting for review ({})", pending.len()));
-    for p in pending.iter().take(n) {
-        let payload = &p["payload"];
-        let what = ["text", "title", "name"]
-            .iter()
-            .find_map(|k| payload.get(*k).and_then(Value::as_str))
-            .unwrap_or(str_of(p, "object_id"));
-        d.push(&format!(
-            "- {} {}: {} (by {})",
-            str_of(p, "kind"),
-            str_of(p, "id"),
-            one_line(what),
-            one_line(str_of(p, "proposed_by"))
-        ));
+    // Counts and ids only: pending text is unreviewed, an agent's words,
+    // and must not reach the next agent's context as if it were knowledge.
+    d.push(&format!(
+        "\n## Waiting for review ({}; not knowledge until approved)",
+        pending.len()
+    ));
+    let mut kinds: std::collections::BTreeMap<&str, usize> = Default::default();
+    for p in &pending {
+        *kinds.entry(str_of(p, "kind")).or_default() += 1;
     }
-    if pending.len() > n {
+    if !kinds.is_empty() {
+        let by_kind: Vec<String> = kinds.iter().map(|(k, c)| format!("{c} {k}")).collect();
+        d.push(&format!("- {}", by_kind.join(", ")));
+    }
+    let ids: Vec<&str> = pending.iter().take(n).map(|p| str_of(p, "id")).collect();
+    if !ids.is_empty() {
+        let more = if pending.len() > n { ", …" } else { "" };
         d.push(&format!(
-            "- … and {} more (`vouch review`)",
-            pending.len() - n
+            "- oldest: {}{more} (`vouch review`)",
+            ids.join(", ")
         ));
     }
 
@@ -118,7 +119,8 @@ pub fn recall(kb: &Kb, caller: &Caller, args: &RecallArgs) -> Result<Value, Erro
         };
         if approved.len() < n {
             let c = call("kb.read_claim", json!({"id": object}))?;
-            if !c.is_null() && c["status"] != "superseded" && c["status"] != "archived" {
+            // Current knowledge only (never archived or redacted text).
+            if ["working", "stable", "contested"].contains(&str_of(&c, "status")) {
                 approved.push(format!("- {object}: {}", one_line(str_of(&c, "text"))));
             }
         }
@@ -147,10 +149,15 @@ pub fn recall(kb: &Kb, caller: &Caller, args: &RecallArgs) -> Result<Value, Erro
     d.push(&format!("\n## Recently superseded ({})", superseded.len()));
     for (old, new) in &superseded {
         let o = call("kb.read_claim", json!({"id": old}))?;
-        d.push(&format!(
-            "- {old} → {new}: no longer \"{}\"",
-            one_line(str_of(&o, "text"))
-        ));
+        // A claim redacted since says nothing here.
+        if str_of(&o, "status") == "superseded" {
+            d.push(&format!(
+                "- {old} → {new}: no longer \"{}\"",
+                one_line(str_of(&o, "text"))
+            ));
+        } else {
+            d.push(&format!("- {old} → {new}"));
+        }
     }
 
     let mut pack = Value::Null;

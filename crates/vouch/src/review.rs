@@ -33,11 +33,13 @@ impl Style {
 }
 
 /// Control characters from stored text never reach the terminal raw: an
-/// agent's text must not move the cursor or rewrite what was shown.
+/// agent's text must not move the cursor, rewrite what was shown, or turn
+/// text around (bidirectional overrides).
 fn clean(s: &str) -> String {
+    let bidi = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
     s.chars()
         .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
+            if (c.is_control() && c != '\n' && c != '\t') || bidi(c) {
                 '�'
             } else {
                 c
@@ -366,5 +368,6 @@ mod tests {
     #[test]
     fn control_characters_never_reach_the_terminal() {
         assert_eq!(clean("ok\x1b[2Jgone\r"), "ok�[2Jgone�");
+        assert_eq!(clean("a\u{202E}b"), "a�b");
     }
 }

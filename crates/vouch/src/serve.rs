@@ -185,7 +185,8 @@ pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let root = kb.layout().root().display().to_string();
     let limits = context::http_limits()?;
     let open = args.open;
-    runtime()?.block_on(crate::http::serve_review(
+    let mut opened: Option<std::path::PathBuf> = None;
+    let served = runtime()?.block_on(crate::http::serve_review(
         kb,
         &person,
         &args.bind,
@@ -199,15 +200,43 @@ pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
             let _ = writeln!(out, "{url}");
             let _ = out.flush();
             if open {
-                open_browser(url);
+                opened = open_browser(url);
             }
         },
-    ))?;
+    ));
+    if let Some(page) = opened {
+        let _ = std::fs::remove_file(page);
+    }
+    served?;
     Ok(0)
 }
 
-/// Hand a URL to the desktop's browser; say so when there is none.
-fn open_browser(url: &str) {
+/// Hand the sign-in link to the desktop's browser without putting its
+/// secret on a command line (which any local user can read in `ps`): the
+/// browser opens a page only this user can read that forwards to it.
+/// Returns that page, to remove when the server stops.
+fn open_browser(url: &str) -> Option<std::path::PathBuf> {
+    let page = std::env::temp_dir().join(format!("vouch-ui-{}.html", std::process::id()));
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let written = opts.open(&page).and_then(|mut f| {
+        use std::io::Write;
+        let href = crate::ui::pages::esc(url);
+        writeln!(
+            f,
+            "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" \
+             content=\"0;url={href}\"><title>vouch</title><a href=\"{href}\">Open the review pages</a>"
+        )
+    });
+    if let Err(e) = written {
+        eprintln!(
+            "vouch: could not write {} ({e}); open the link above yourself",
+            page.display()
+        );
+        return None;
+    }
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {
@@ -216,7 +245,7 @@ fn open_browser(url: &str) {
         "xdg-open"
     };
     let started = std::process::Command::new(opener)
-        .arg(url)
+        .arg(&page)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -224,6 +253,7 @@ fn open_browser(url: &str) {
     if let Err(e) = started {
         eprintln!("vouch: could not start {opener} ({e}); open the link above yourself");
     }
+    Some(page)
 }
 
 /// The async runtime for the MCP and HTTP servers; the core stays

@@ -487,6 +487,12 @@ fn a_correction_supersedes_the_claim_it_names_when_approved() {
     );
     let r = propose("Deploys run at 11:00", &old).json();
     assert_eq!(r["valid"], false, "{r}");
+    // A retired claim is not brought back as "superseded".
+    let gone = p.claim("Deploys ran on Sundays once", &s);
+    p.ok("alice", &["archive", &gone]);
+    let r = propose("Deploys never run on Sundays", &gone).json();
+    assert_eq!(r["valid"], false, "{r}");
+    assert!(r.to_string().contains("is archived"), "{r}");
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
     assert_eq!(p.run("x", &["doctor"]).code, 0);
 }

@@ -283,3 +283,46 @@ fn runs_at_once_do_not_lose_each_others_edits() {
     let v = parse(&p.root().join(".mcp.json"));
     assert_eq!(v["mcpServers"].as_object().unwrap().len(), 1);
 }
+
+#[test]
+fn links_and_backups_are_never_written_through() {
+    let p = Project::new();
+    let vscode = p.root().join(".vscode");
+    std::fs::create_dir_all(&vscode).unwrap();
+    // A cloned repository plants links: the config itself, and the backup
+    // name pointing at a file of the user's.
+    let victim = p.root().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, vscode.join("mcp.json")).unwrap();
+    let r = install(&p, &["vscode"]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(format!("{}{}", r.stdout, r.stderr).contains("symbolic link"));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
+    std::fs::remove_file(vscode.join("mcp.json")).unwrap();
+    std::fs::write(vscode.join("mcp.json"), "{\"servers\": {}}\n").unwrap();
+    std::os::unix::fs::symlink(&victim, vscode.join("mcp.json.bak")).unwrap();
+    let r = install(&p, &["vscode"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.json()["backup"]
+            .as_str()
+            .unwrap()
+            .ends_with("mcp.json.bak.2")
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    // Every backup is kept: a second change makes another.
+    let r = install(&p, &["vscode", "--agent", "other", "--force"]);
+    assert!(
+        r.json()["backup"]
+            .as_str()
+            .unwrap()
+            .ends_with("mcp.json.bak.3"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(vscode.join("mcp.json.bak.2")).unwrap(),
+        "{\"servers\": {}}\n"
+    );
+}

@@ -27,8 +27,10 @@ fn recall_lists_pending_approved_superseded_and_context_within_budget() {
 
     let v = p.ok("x", &["recall", "--task", "when do deploys run"]);
     let text = v["text"].as_str().unwrap();
-    assert!(text.contains("## Waiting for review (1)"), "{text}");
+    assert!(text.contains("## Waiting for review (1;"), "{text}");
     assert!(text.contains(&pending), "{text}");
+    // Unreviewed text never reaches an agent's context from here.
+    assert!(!text.contains("Backups are kept for a week"), "{text}");
     assert!(
         text.contains("- backups-run-nightly: Backups run nightly"),
         "{text}"

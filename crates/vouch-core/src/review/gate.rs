@@ -298,6 +298,15 @@ fn check_supersedes(kb: &Kb, p: &mut Problems, ids: &[String], object_id: Option
                     "supersedes[{i}]: claim {id} is already superseded by {by}; \
                      supersede the current claim instead"
                 )),
+                // Superseded claims are listed; a retired one must stay out
+                // of sight (a redacted text above all).
+                _ if matches!(c.status, ClaimStatus::Redacted | ClaimStatus::Archived) => {
+                    p.push(format!(
+                        "supersedes[{i}]: claim {id} is {}; only a current claim can be \
+                         superseded",
+                        c.status
+                    ))
+                }
                 _ => {}
             },
             Ok(None) => p.push(format!("supersedes[{i}]: claim {id} does not exist")),
@@ -1310,10 +1319,19 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     // Re-running a bulk approval that a crash cut between its renames: the
     // proposals it finished are reported, the rest are finished below.
     // Otherwise a decided proposal in the list refuses the whole list.
-    let interrupted = plans.iter().any(|pl| pl.recovered);
+    // Only proposals the same reviewer decided count as part of that list.
+    let interrupted_by: HashSet<&str> = plans
+        .iter()
+        .filter(|pl| pl.recovered)
+        .map(|pl| pl.actor.as_str())
+        .collect();
     let mut results = Vec::with_capacity(ids.len());
     for (d, e) in done_before {
-        if !interrupted {
+        if !d
+            .decided_by
+            .as_deref()
+            .is_some_and(|by| interrupted_by.contains(by))
+        {
             return Err(e);
         }
         results.push(ApproveResult {

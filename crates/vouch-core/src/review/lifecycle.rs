@@ -274,6 +274,15 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
             old.id
         )));
     }
+    // Superseded claims are listed; a redacted text must stay out of sight.
+    for c in [&old, &new] {
+        if c.status == ClaimStatus::Redacted {
+            return Err(Error::conflict(format!(
+                "claim {} is redacted; a redacted claim takes no part in a supersession",
+                c.id
+            )));
+        }
+    }
     if let Some(by) = &new.superseded_by {
         return Err(Error::conflict(format!(
             "claim {} is itself superseded by {by}; supersede with the current claim",

@@ -34,6 +34,14 @@ use vouch_core::{Caller, Error, Transport, methods};
 
 /// Sessions kept at once; the oldest is dropped past this.
 const MAX_SESSIONS: usize = 64;
+/// Sessions one person may hold; their oldest is dropped past this (one
+/// token holder cannot sign everyone else out).
+const MAX_SESSIONS_EACH: usize = 8;
+/// A session ends this long after sign-in, or after this long unused: a
+/// cookie that leaked (browsers send it to every port of the host) does
+/// not stay good.
+const SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// 32 random bytes from the OS, hex.
 pub fn secret() -> String {
@@ -49,6 +57,15 @@ struct Session {
     csrf: String,
     /// Order of creation, to drop the oldest.
     serial: u64,
+    started: std::time::Instant,
+    used: std::time::Instant,
+}
+
+impl Session {
+    fn expired(&self, now: std::time::Instant) -> bool {
+        now.duration_since(self.started) > SESSION_LIFETIME
+            || now.duration_since(self.used) > SESSION_IDLE
+    }
 }
 
 /// The sign-in state of one server.
@@ -85,13 +102,24 @@ impl Ui {
         let mut serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
         *serial += 1;
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
+        let now = std::time::Instant::now();
+        sessions.retain(|_, s| !s.expired(now));
+        let oldest = |sessions: &HashMap<[u8; 32], Session>, of: Option<&str>| {
+            sessions
                 .iter()
+                .filter(|(_, s)| of.is_none_or(|o| s.subject == o))
                 .min_by_key(|(_, s)| s.serial)
                 .map(|(k, _)| *k)
+        };
+        if sessions.values().filter(|s| s.subject == subject).count() >= MAX_SESSIONS_EACH
+            && let Some(k) = oldest(&sessions, Some(subject))
         {
-            sessions.remove(&oldest);
+            sessions.remove(&k);
+        }
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(k) = oldest(&sessions, None)
+        {
+            sessions.remove(&k);
         }
         sessions.insert(
             digest(cookie.as_bytes()),
@@ -99,6 +127,8 @@ impl Ui {
                 subject: subject.to_string(),
                 csrf: secret(),
                 serial: *serial,
+                started: now,
+                used: now,
             },
         );
         cookie
@@ -106,11 +136,13 @@ impl Ui {
 
     fn session(&self, cookie: &str) -> Option<Session> {
         let d = digest(cookie.as_bytes());
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
         // Compare every digest in constant time, as bearer tokens are.
         let mut found = None;
-        for (k, s) in sessions.iter() {
-            if ct_eq(k, &d) && found.is_none() {
+        for (k, s) in sessions.iter_mut() {
+            if ct_eq(k, &d) && found.is_none() && !s.expired(now) {
+                s.used = now;
                 found = Some(s.clone());
             }
         }
@@ -560,8 +592,10 @@ fn session_cookie(headers: &HeaderMap, value: &str, max_age: Option<u32>) -> Hea
 fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str) -> Response {
     let cookie = app.ui.start_session(subject);
     let mut r = redirect("/");
-    r.headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(headers, &cookie, None));
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(headers, &cookie, Some(SESSION_LIFETIME.as_secs() as u32)),
+    );
     r
 }
 
@@ -808,8 +842,14 @@ mod tests {
         let first = ui.start_session("alice");
         assert_eq!(ui.session(&first).unwrap().subject, "alice");
         assert!(ui.session("nope").is_none());
-        for _ in 0..MAX_SESSIONS {
+        // One person's sessions are capped on their own: bob signing in
+        // again and again never signs alice out.
+        for _ in 0..3 * MAX_SESSIONS_EACH {
             ui.start_session("bob");
+        }
+        assert!(ui.session(&first).is_some(), "alice is still signed in");
+        for i in 0..MAX_SESSIONS {
+            ui.start_session(&format!("user{i}"));
         }
         assert!(ui.session(&first).is_none(), "the oldest is dropped");
         let c = ui.start_session("carol");

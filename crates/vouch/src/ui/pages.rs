@@ -556,7 +556,7 @@ pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option
         kb,
         caller,
         "kb.list_relations",
-        json!({"filter": {"end": id}, "limit": 1000}),
+        json!({"filter": {"end": id}, "limit": kb.settings().limits.max_results}),
     )?;
     let relations = relations.as_array().cloned().unwrap_or_default();
     let _ = write!(body, "<h2>Relations ({})</h2>", relations.len());

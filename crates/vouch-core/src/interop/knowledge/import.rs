@@ -393,7 +393,11 @@ fn related(
     let edge = |source: &str, target: &str| (source.to_string(), target.to_string());
     let mut existing: HashSet<(String, String)> = HashSet::new();
     for r in kb.load_all::<Relation>()? {
-        if r.relation == RelationType::References {
+        // Export writes both as `related`.
+        if matches!(
+            r.relation,
+            RelationType::References | RelationType::RelatesTo
+        ) {
             existing.insert(edge(&r.source, &r.target));
         }
     }
@@ -401,7 +405,9 @@ fn related(
     for pr in queue {
         let field = |k: &str| pr.payload.get(k).and_then(Value::as_str).unwrap_or("");
         if pr.kind == ProposalKind::Relation
-            && field("relation") == RelationType::References.as_str()
+            && [RelationType::References, RelationType::RelatesTo]
+                .iter()
+                .any(|t| field("relation") == t.as_str())
         {
             pending.insert(edge(field("source"), field("target")));
         }
