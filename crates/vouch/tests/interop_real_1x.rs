@@ -220,26 +220,42 @@ fn a_proposal_made_here_is_listed_and_approved_by_1x() {
 fn a_kb_made_here_opens_lists_searches_and_checks_clean_in_1x() {
     // Our `vouch init`, our source, our proposal and approval; then 1.x.
     let p = Project::new();
-    std::fs::write(p.root().join("notes.txt"), "Backups run nightly at 02:00.\n").unwrap();
+    std::fs::write(
+        p.root().join("notes.txt"),
+        "Backups run nightly at 02:00.\n",
+    )
+    .unwrap();
     let src = p.ok("claude", &["source", "add", "notes.txt"])["id"]
         .as_str()
         .unwrap()
         .to_string();
     let v = p.ok(
         "claude",
-        &["propose-claim", "Backups run nightly", "--quote", &format!("{src}=Backups run nightly at 02:00.")],
+        &[
+            "propose-claim",
+            "Backups run nightly",
+            "--quote",
+            &format!("{src}=Backups run nightly at 02:00."),
+        ],
     );
     p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
     let d = p.root();
     let status = v1(d, "x", &["status"]).stdout;
-    assert!(status.contains("1 claims") && status.contains("1 sources"), "{status}");
+    assert!(
+        status.contains("1 claims") && status.contains("1 sources"),
+        "{status}"
+    );
     let listed = v1(d, "x", &["list-claims"]).stdout;
     assert!(listed.contains("backups-run-nightly"), "{listed}");
     let hits = v1(d, "x", &["search", "backups"]).stdout;
     assert!(hits.contains("backups-run-nightly"), "{hits}");
     assert_eq!(v1(d, "x", &["lint"]).stdout.trim(), "clean");
     let doctor = v1(d, "x", &["doctor"]);
-    assert!(!doctor.stdout.to_lowercase().contains("error"), "{}", doctor.stdout);
+    assert!(
+        !doctor.stdout.to_lowercase().contains("error"),
+        "{}",
+        doctor.stdout
+    );
     v1(d, "x", &["reindex"]);
     let fsck = v1(d, "x", &["fsck"]).stdout;
     assert!(fsck.trim_end().ends_with("clean"), "{fsck}");
