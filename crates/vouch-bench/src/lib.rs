@@ -1221,7 +1221,7 @@ pub fn synthesize(sizes: &[usize]) {
     }
 }
 
-/// Write a knowledge folder (seed 003) of `n` facts under `project`:
+/// Write a knowledge folder (docs/knowledge.md) of `n` facts under `project`:
 /// global pitfalls / patterns / tool-quirks, ten repo files, three agent
 /// files, and index.json.
 pub fn generate_knowledge(project: &Path, n: usize) -> PathBuf {

@@ -227,7 +227,7 @@ pub enum Command {
     /// Maintain the derived index (state.db).
     #[command(subcommand)]
     Index(IndexCmd),
-    /// Knowledge files (seed 003): a knowledge/ folder with index.json and
+    /// Knowledge files (docs/knowledge.md): a knowledge/ folder with index.json and
     /// YAML fact files. Validate it, import its facts as claim proposals
     /// citing the files, or export approved claims to one. See
     /// docs/knowledge.md.

@@ -1,4 +1,4 @@
-//! Knowledge files (issue 12, seed 003) through the real binary: a folder
+//! Knowledge files (issue 12, docs/knowledge.md) through the real binary: a folder
 //! written by hand in the seed's format validates clean; each kind of
 //! error is named by file and id; import proposes claims citing the files;
 //! the gate holds; re-import is idempotent; export round-trips.

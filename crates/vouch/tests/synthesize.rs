@@ -1,4 +1,4 @@
-//! `kb.synthesize` / `vouch synthesize` (issue 11, seed 002) through the
+//! `kb.synthesize` / `vouch synthesize` (issue 11, docs/synthesize.md) through the
 //! real binary: answers only from current approved claims, every sentence
 //! cited and re-derivable, gaps named, disagreements said, budgets kept,
 //! and a language model's lies dropped.

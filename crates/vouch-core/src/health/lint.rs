@@ -62,7 +62,7 @@ pub(crate) fn lint_findings(
                 ));
             }
         }
-        // An `expires` date carried over from a knowledge file (seed 003).
+        // An `expires` date carried over from a knowledge file (docs/knowledge.md).
         if c.status.is_current()
             && let Some(expires) = c
                 .extra

@@ -79,7 +79,7 @@ pub struct ImportResult {
     pub problems: Vec<Problem>,
 }
 
-/// seed 003 category → claim type (and an extra tag).
+/// A knowledge-file category → claim type (and an extra tag).
 fn claim_type(category: &str) -> (ClaimType, Option<&'static str>) {
     match category {
         "pitfall" => (ClaimType::Warning, None),

@@ -1,4 +1,4 @@
-//! Knowledge files (seed 003): a `knowledge/` folder with a machine index
+//! Knowledge files (docs/knowledge.md): a `knowledge/` folder with a machine index
 //! (`index.json`) and YAML fact files people edit (`global/*.yaml`,
 //! `repos/<repo>.yaml`, `agents/<agent>.yaml`), read and checked here
 //! ([`read`], [`validate`]), brought in as claim proposals citing spans of
@@ -18,7 +18,7 @@ use crate::kb::Kb;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The categories of seed 003.
+/// The categories of the knowledge-file format.
 pub const CATEGORIES: &[&str] = &["fact", "pitfall", "pattern", "tool-quirk", "question"];
 
 /// Largest file read from a knowledge folder (an export of 100,000

@@ -1,5 +1,5 @@
 //! Reading a knowledge folder without following links, and every rule of
-//! seed 003's format.
+//! the knowledge-file format (docs/knowledge.md).
 
 use super::{CATEGORIES, MAX_FILE_BYTES, Problem};
 use crate::error::{Error, Result};
