@@ -164,6 +164,7 @@ async def run(vouch: str, kb: str, agent: str, query: str) -> dict[str, Any]:
 
             # --- failures the server must survive ----------------------------
             out["error_no_evidence"] = await call_err(session, "kb_propose_claim", {"text": "An uncited claim."})
+            out["error_over_limit"] = await call_err(session, "kb_search", {"query": query, "limit": 100000})
             try:
                 await session.call_tool("kb_no_such_tool", {}, read_timeout_seconds=CALL_TIMEOUT_S)
             except MCPError as e:

@@ -169,7 +169,11 @@ impl ServerHandler for Handler {
         let params = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let kb = self.kb.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let (res, warnings) = Kb::collecting_warnings(|| (method.call)(&kb, &caller, params));
+            // Through the registry's one entry point, so MCP callers meet
+            // the same limits as every other agent transport.
+            let (res, warnings) = Kb::collecting_warnings(|| {
+                vouch_core::methods::dispatch(&kb, &caller, method.name, params)
+            });
             crate::render::print_warnings(warnings);
             res
         })

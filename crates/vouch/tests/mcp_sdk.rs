@@ -303,6 +303,9 @@ fn official_python_sdk_drives_vouch_serve() {
         e["text"].as_str().unwrap().contains("evidence"),
         "the error names what is missing: {ctx}"
     );
+    // Limits hold over MCP as on every agent transport.
+    let over = out["error_over_limit"]["text"].as_str().unwrap_or("");
+    assert!(over.contains("limits.max_results"), "{ctx}: {over}");
     assert_eq!(out["error_unknown_tool"]["code"], json!(-32602), "{ctx}");
     assert!(
         out["error_unknown_tool"]["message"]
