@@ -752,6 +752,59 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn on_a_server_with_tokens_a_person_signs_in_with_their_token() {
+        let (dir, _, _, _) = review("alice");
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(vouch_core::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let spec = crate::http::TokenSpec {
+            origin: "test".into(),
+            raw: "alice=alice-secret-token".into(),
+        };
+        let built = crate::http::application(
+            Arc::new(kb),
+            Caller::new("server", Transport::Http),
+            &[spec],
+            4,
+        )
+        .unwrap();
+        assert!(built.sign_in.is_none(), "no one-time link with tokens");
+        let router = built.router;
+        // Without a session: the sign-in page, with its token form.
+        let (status, _, page) = send(&router, get("/", "")).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(page.contains("name=\"token\""), "{page}");
+        let (status, _, _) = send(&router, post("/ui/login", "", "token=wrong".into())).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, headers, _) = send(
+            &router,
+            post("/ui/login", "", "token=alice-secret-token".into()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        let cookie = headers[header::SET_COOKIE].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_string();
+        let (status, _, page) = send(&router, get("/", &cookie)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            page.contains("signed in as <b id=\"actor\">alice</b>"),
+            "{page}"
+        );
+        // The bearer API still needs its token.
+        let rpc = Request::builder()
+            .method("POST")
+            .uri("/rpc")
+            .header("host", "127.0.0.1:7000")
+            .header("content-type", "application/json")
+            .header("cookie", &cookie)
+            .body(Body::from(r#"{"id":1,"method":"kb.status"}"#))
+            .unwrap();
+        assert_eq!(send(&router, rpc).await.0, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
     async fn the_proposer_cannot_approve_its_own_proposal_in_the_browser() {
         let (_dir, router, link, id) = review("agent");
         let (cookie, csrf) = sign_in(&router, &link).await;
