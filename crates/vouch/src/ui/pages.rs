@@ -153,15 +153,18 @@ fn summary(p: &Value) -> String {
     str_of(p, "object_id").to_string()
 }
 
+/// Rows the queue page shows at most (the oldest): a page of 100,000
+/// rows helps nobody and takes seconds to render.
+const QUEUE_ROWS: usize = 500;
+
 /// The review queue, oldest first, with counts by kind. `notice` is a
 /// fixed sentence the handler chose (never request text).
 pub fn queue(
     kb: &Kb,
-    caller: &Caller,
+    _caller: &Caller,
     frame: &Frame,
     notice: Option<&str>,
 ) -> Result<String, Error> {
-    let _ = caller;
     // The queue itself, without each citation's quote (the proposal's
     // page shows those): a count is enough here.
     let items: Vec<Value> = vouch_core::review::gate::list_pending(kb)?
@@ -194,7 +197,7 @@ pub fn queue(
         "<table id=\"queue\"><thead><tr><th>Proposed</th><th>Kind</th><th>What</th>\
          <th>By</th><th>Cites</th></tr></thead><tbody>",
     );
-    for p in &items {
+    for p in items.iter().take(QUEUE_ROWS) {
         let id = str_of(p, "id");
         let cites =
             strings(&p["payload"]["evidence"]).len() + strings(&p["payload"]["sources"]).len();
@@ -215,6 +218,14 @@ pub fn queue(
         );
     }
     body.push_str("</tbody></table>");
+    if items.len() > QUEUE_ROWS {
+        let _ = write!(
+            body,
+            "<p class=\"muted\">The oldest {QUEUE_ROWS} of {} are shown; decide these and the \
+             next ones appear (or use <code>vouch review</code>).</p>",
+            items.len()
+        );
+    }
     Ok(layout("Review queue", frame, &body))
 }
 
