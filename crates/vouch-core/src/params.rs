@@ -19,7 +19,7 @@ pub struct RegisterSourceParams {
     pub content: String,
     /// Where the content came from (path, URL, commit, ...).
     pub locator: String,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
     pub source_type: Option<SourceType>,
     #[serde(default)]
     pub title: Option<String>,
@@ -34,7 +34,7 @@ pub struct RegisterSourceParams {
 pub struct RegisterSourceFromPathParams {
     /// Absolute or project-relative path of a regular file inside the project.
     pub path: String,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
     pub source_type: Option<SourceType>,
     #[serde(default)]
     pub title: Option<String>,
@@ -106,7 +106,7 @@ pub struct ProposeClaimParams {
     /// Non-empty list of citations: source ids, evidence ids, or
     /// `{"source_id", "quote"}` spans.
     pub evidence: Vec<Citation>,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
     pub claim_type: Option<ClaimType>,
     /// 0..1, default 0.7.
     #[serde(default)]
@@ -143,7 +143,7 @@ pub struct ProposePageParams {
     /// Markdown body.
     #[serde(default)]
     pub body: Option<String>,
-    #[serde(default, rename = "type")]
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
     pub page_type: Option<PageType>,
     #[serde(default)]
     pub claims: Vec<String>,
@@ -165,7 +165,7 @@ pub struct ProposePageParams {
 #[serde(deny_unknown_fields)]
 pub struct ProposeEntityParams {
     pub name: String,
-    #[serde(rename = "type")]
+    #[serde(rename = "type", deserialize_with = "strict")]
     pub entity_type: EntityType,
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -187,6 +187,7 @@ pub struct ProposeRelationParams {
     /// Id of the object at the start of the edge: any approved claim,
     /// entity, page, relation or evidence, or a source id.
     pub source: String,
+    #[serde(deserialize_with = "strict")]
     pub relation: RelationType,
     /// Id of the object at the end of the edge (as `source`).
     pub target: String,
@@ -659,4 +660,26 @@ pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A vocabulary value in params: only the vocabulary's own values (files
+/// may hold others another writer added; new input may not).
+fn strict<'de, D, T>(d: D) -> std::result::Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: crate::model::Vocabulary,
+{
+    let s = <std::borrow::Cow<'de, str> as Deserialize>::deserialize(d)?;
+    T::parse_or_explain(&s).map_err(serde::de::Error::custom)
+}
+
+fn strict_opt<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: crate::model::Vocabulary,
+{
+    let s = <Option<std::borrow::Cow<'de, str>> as Deserialize>::deserialize(d)?;
+    s.map(|s| T::parse_or_explain(&s))
+        .transpose()
+        .map_err(serde::de::Error::custom)
 }

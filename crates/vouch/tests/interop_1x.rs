@@ -163,3 +163,85 @@ fn a_1x_delete_proposal_is_listed_and_can_only_be_rejected_here() {
     p.ok("alice", &["reject", pid, "--reason", "we archive instead"]);
     assert!(p.vouch_dir().join(format!("decided/{pid}.yaml")).exists());
 }
+
+/// Values outside the vocabularies (vouch 1.x and newer versions write
+/// some) are read, kept on rewrite, listed and searched, named by doctor;
+/// a status nobody here knows is not served as current; new input is still
+/// held to the vocabularies.
+#[test]
+fn values_outside_the_vocabularies_are_kept_and_named_not_dropped() {
+    let p = Project::new();
+    let s = p.source("Retries back off exponentially. The old queue is retired.");
+    let insight = p.claim("Retries back off exponentially", &s);
+    let retired = p.claim("The old queue is retired", &s);
+    let path = |id: &str| p.vouch_dir().join(format!("claims/{id}.yaml"));
+    let edit = |id: &str, from: &str, to: &str| {
+        let text = std::fs::read_to_string(path(id)).unwrap();
+        assert!(text.contains(from), "{text}");
+        std::fs::write(path(id), text.replace(from, to)).unwrap();
+    };
+    edit(&insight, "type: observation", "type: insight");
+    edit(&retired, "status: working", "status: deprecated");
+
+    // Read, listed and searched — nothing skipped.
+    let shown = p.ok("x", &["show", &insight]);
+    assert_eq!(shown["object"]["type"], "insight", "{shown:#}");
+    let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed:#}");
+    let hits = p.ok("x", &["search", "retries exponentially"]);
+    assert_eq!(hits[0]["id"], insight.as_str(), "{hits:#}");
+    // A rewrite keeps the value as written.
+    p.ok("alice", &["confirm", &insight]);
+    assert!(
+        std::fs::read_to_string(path(&insight))
+            .unwrap()
+            .contains("type: insight")
+    );
+    // An unknown status is not current knowledge.
+    let pack = p.ok("x", &["context", "old queue retired"]);
+    assert!(!pack.to_string().contains(&retired), "{pack:#}");
+    // Doctor names both, as warnings.
+    let r = p.run("x", &["--json", "doctor"]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let non_standard: Vec<String> = v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "non-standard-value")
+        .map(|i| format!("{} {}", i["severity"], i["message"]))
+        .collect();
+    assert_eq!(non_standard.len(), 2, "{v:#}");
+    assert!(
+        non_standard.iter().all(|m| m.starts_with("\"warn\"")),
+        "{non_standard:?}"
+    );
+    // New input keeps to the vocabulary.
+    let r = p.run(
+        "agent",
+        &[
+            "propose-claim",
+            "A new insight",
+            "-e",
+            &s,
+            "--type",
+            "insight",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("unknown claim type \"insight\""),
+        "{}",
+        r.stderr
+    );
+    let r = p.call(
+        "agent",
+        "kb.register_source",
+        serde_json::json!({"content": "x", "locator": "l", "type": "hologram"}),
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("unknown source type \"hologram\""),
+        "{}",
+        r.stderr
+    );
+}

@@ -471,6 +471,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ),
         ));
     }
+    issues.extend(non_standard_findings(&l));
     issues.extend(reference_findings(kb, &l, &known));
     issues.extend(config_findings(kb));
     issues.extend(stray_findings(kb));
@@ -613,4 +614,91 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     Ok(report(issues, fixed))
+}
+
+/// Values outside the vocabularies (another writer's, e.g. vouch 1.x):
+/// read, kept and listed, but named here, since nothing here gives them a
+/// meaning (a claim with such a status is not served as current).
+fn non_standard_findings(l: &Loaded) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut note = |dir: Dir, id: &str, field: &str, what: &str, value: &str| {
+        let path = rel(KbFile::Object(dir, id.to_string()));
+        out.push(finding(
+            "non-standard-value",
+            Severity::Warn,
+            &format!("{path}:{field}"),
+            Some(path.clone()),
+            format!(
+                "{field} {value:?} is not a {what} this vouch knows; it is kept as written{}",
+                if field == "status" {
+                    ", and the claim is not served as current knowledge"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    };
+    for c in &l.claims {
+        if !c.claim_type.is_standard() {
+            note(
+                Dir::Claims,
+                &c.id,
+                "type",
+                ClaimType::WHAT,
+                c.claim_type.as_str(),
+            );
+        }
+        if !c.status.is_standard() {
+            note(
+                Dir::Claims,
+                &c.id,
+                "status",
+                ClaimStatus::WHAT,
+                c.status.as_str(),
+            );
+        }
+    }
+    for p in &l.pages {
+        if !p.page_type.is_standard() {
+            note(
+                Dir::Pages,
+                &p.id,
+                "type",
+                PageType::WHAT,
+                p.page_type.as_str(),
+            );
+        }
+        if !p.status.is_standard() {
+            note(
+                Dir::Pages,
+                &p.id,
+                "status",
+                PageStatus::WHAT,
+                p.status.as_str(),
+            );
+        }
+    }
+    for e in &l.entities {
+        if !e.entity_type.is_standard() {
+            note(
+                Dir::Entities,
+                &e.id,
+                "type",
+                EntityType::WHAT,
+                e.entity_type.as_str(),
+            );
+        }
+    }
+    for r in &l.relations {
+        if !r.relation.is_standard() {
+            note(
+                Dir::Relations,
+                &r.id,
+                "relation",
+                RelationType::WHAT,
+                r.relation.as_str(),
+            );
+        }
+    }
+    out
 }

@@ -2,6 +2,11 @@
 //! lowercase spec spelling; an unknown value is an error that lists the
 //! allowed ones.
 
+/// A vocabulary read strictly, as new input (params) must be.
+pub trait Vocabulary: Sized {
+    fn parse_or_explain(s: &str) -> Result<Self, String>;
+}
+
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -23,6 +28,12 @@ macro_rules! string_enum {
                     "unknown {} {:?}; expected one of: {}",
                     $what, crate::ids::truncate_for_message(s), Self::NAMES.join(", ")
                 ))
+            }
+        }
+
+        impl crate::model::Vocabulary for $name {
+            fn parse_or_explain(s: &str) -> Result<Self, String> {
+                $name::parse_or_explain(s)
             }
         }
 
@@ -54,7 +65,109 @@ macro_rules! string_enum {
     };
 }
 
-string_enum!(SourceType: "source type" {
+/// Values outside a vocabulary that files hold (vouch 1.x and newer
+/// versions write some), interned so the enums stay `Copy`. Bounded: a
+/// repository with more distinct ones than this has them refused as before.
+const MAX_INTERNED: usize = 4096;
+
+fn intern(s: &str) -> Option<&'static str> {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(v) = seen.get(s) {
+        return Some(v);
+    }
+    if seen.len() >= MAX_INTERNED
+        || s.len() > 64
+        || s.trim().is_empty()
+        || s.chars().any(char::is_control)
+    {
+        return None;
+    }
+    let v: &'static str = Box::leak(s.to_string().into_boxed_str());
+    seen.insert(v);
+    Some(v)
+}
+
+/// A vocabulary stored objects use: a value outside it, as another
+/// implementation wrote it, is read as `Other`, kept on rewrite, listed
+/// and searched, and named by `doctor` as non-standard. New input is held
+/// to the vocabulary where it enters (the gate, source registration).
+macro_rules! open_enum {
+    ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($var,)+ Other(&'static str) }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$var => $s,)+ $name::Other(s) => s }
+            }
+            /// A value of the vocabulary (never `Other`).
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($s => Some($name::$var),)+ _ => None }
+            }
+            /// Parse, or say what is allowed.
+            pub fn parse_or_explain(s: &str) -> Result<Self, String> {
+                Self::parse(s).ok_or_else(|| format!(
+                    "unknown {} {:?}; expected one of: {}",
+                    $what, crate::ids::truncate_for_message(s), Self::NAMES.join(", ")
+                ))
+            }
+            /// As a file holds it: a value outside the vocabulary too.
+            pub fn read(s: &str) -> Result<Self, String> {
+                Self::parse(s)
+                    .or_else(|| intern(s).map($name::Other))
+                    .ok_or_else(|| Self::parse_or_explain(s).unwrap_err())
+            }
+            /// In the vocabulary (not a value another writer added).
+            pub fn is_standard(self) -> bool {
+                !matches!(self, $name::Other(_))
+            }
+            /// Refuse a value outside the vocabulary (new input).
+            pub fn standard(self) -> Result<Self, String> {
+                if self.is_standard() { Ok(self) } else { Self::parse_or_explain(self.as_str()) }
+            }
+            pub const WHAT: &'static str = $what;
+        }
+
+        impl crate::model::Vocabulary for $name {
+            fn parse_or_explain(s: &str) -> Result<Self, String> {
+                $name::parse_or_explain(s)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Self::read(&s).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> { stringify!($name).into() }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "enum": [$($s),+]})
+            }
+        }
+    };
+}
+
+open_enum!(SourceType: "source type" {
     File = "file", Url = "url", Transcript = "transcript", Message = "message",
     Commit = "commit", Issue = "issue", Screenshot = "screenshot", Pdf = "pdf",
     Audio = "audio", Video = "video", Folder = "folder",
@@ -64,25 +177,25 @@ string_enum!(Scope: "scope" {
     Private = "private", Project = "project", Team = "team", Public = "public",
 });
 
-string_enum!(ClaimType: "claim type" {
+open_enum!(ClaimType: "claim type" {
     Fact = "fact", Decision = "decision", Preference = "preference", Workflow = "workflow",
     Observation = "observation", Question = "question", Warning = "warning",
 });
 
-string_enum!(ClaimStatus: "claim status" {
+open_enum!(ClaimStatus: "claim status" {
     Working = "working", Actionable = "actionable", Stable = "stable",
     Contested = "contested", Superseded = "superseded", Archived = "archived",
     Redacted = "redacted",
 });
 
-string_enum!(EntityType: "entity type" {
+open_enum!(EntityType: "entity type" {
     Person = "person", Project = "project", Repo = "repo", Company = "company",
     Concept = "concept", Decision = "decision", Workflow = "workflow", File = "file",
     Api = "api", Incident = "incident", Source = "source", Agent = "agent", Tool = "tool",
     Team = "team", System = "system",
 });
 
-string_enum!(RelationType: "relation type" {
+open_enum!(RelationType: "relation type" {
     Uses = "uses", DependsOn = "depends_on", Contradicts = "contradicts",
     Supersedes = "supersedes", Supports = "supports", CausedBy = "caused_by",
     OwnedBy = "owned_by", DerivedFrom = "derived_from", SimilarTo = "similar_to",
@@ -91,7 +204,7 @@ string_enum!(RelationType: "relation type" {
     Mentions = "mentions", RelatesTo = "relates_to",
 });
 
-string_enum!(PageType: "page type" {
+open_enum!(PageType: "page type" {
     Entity = "entity", Concept = "concept", Decision = "decision", Workflow = "workflow",
     Session = "session", Index = "index", Log = "log", Report = "report",
     SourceSummary = "source-summary",
@@ -99,7 +212,7 @@ string_enum!(PageType: "page type" {
     Theme = "theme",
 });
 
-string_enum!(PageStatus: "page status" {
+open_enum!(PageStatus: "page status" {
     Draft = "draft", Active = "active", Stale = "stale", Archived = "archived",
 });
 
@@ -129,9 +242,13 @@ impl ClaimStatus {
 
     /// Current knowledge: what context packs and answers may use.
     pub fn is_current(self) -> bool {
-        !matches!(
+        // A status another writer added is not vouched for as current.
+        matches!(
             self,
-            ClaimStatus::Superseded | ClaimStatus::Archived | ClaimStatus::Redacted
+            ClaimStatus::Working
+                | ClaimStatus::Actionable
+                | ClaimStatus::Stable
+                | ClaimStatus::Contested
         )
     }
 }

@@ -219,6 +219,11 @@ impl Currency {
         match (self, claim_status) {
             (_, Some(ClaimStatus::Redacted)) => false,
             (Currency::Current, Some(s)) => s.is_current(),
+            // A status neither vocabulary knows (another writer's) is not
+            // served as current knowledge.
+            (Currency::Current, None) => {
+                status.is_none_or(|s| crate::model::PageStatus::parse(s).is_some())
+            }
             _ => true,
         }
     }
