@@ -7,18 +7,15 @@ pub trait Vocabulary: Sized {
     fn parse_or_explain(s: &str) -> Result<Self, String>;
 }
 
-macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($var),+ }
-
+/// What every vocabulary has: its names, strict parsing, and the
+/// Display / Serialize / Vocabulary / JsonSchema impls (through `as_str`).
+macro_rules! vocabulary_common {
+    ($name:ident : $what:literal { $($var:ident = $s:literal),+ }) => {
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$var),+];
             pub const NAMES: &'static [&'static str] = &[$($s),+];
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$var => $s),+ }
-            }
+            pub const WHAT: &'static str = $what;
+            /// A value of the vocabulary.
             pub fn parse(s: &str) -> Option<Self> {
                 match s { $($s => Some($name::$var),)+ _ => None }
             }
@@ -49,17 +46,33 @@ macro_rules! string_enum {
             }
         }
 
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-                Self::parse_or_explain(&s).map_err(serde::de::Error::custom)
-            }
-        }
-
         impl schemars::JsonSchema for $name {
             fn schema_name() -> std::borrow::Cow<'static, str> { stringify!($name).into() }
             fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
                 schemars::json_schema!({"type": "string", "enum": [$($s),+]})
+            }
+        }
+    };
+}
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name { $($var),+ }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$var => $s),+ }
+            }
+        }
+
+        vocabulary_common!($name : $what { $($var = $s),+ });
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                Self::parse_or_explain(&s).map_err(serde::de::Error::custom)
             }
         }
     };
@@ -100,21 +113,8 @@ macro_rules! open_enum {
         pub enum $name { $($var,)+ Other(&'static str) }
 
         impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$var),+];
-            pub const NAMES: &'static [&'static str] = &[$($s),+];
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$var => $s,)+ $name::Other(s) => s }
-            }
-            /// A value of the vocabulary (never `Other`).
-            pub fn parse(s: &str) -> Option<Self> {
-                match s { $($s => Some($name::$var),)+ _ => None }
-            }
-            /// Parse, or say what is allowed.
-            pub fn parse_or_explain(s: &str) -> Result<Self, String> {
-                Self::parse(s).ok_or_else(|| format!(
-                    "unknown {} {:?}; expected one of: {}",
-                    $what, crate::ids::truncate_for_message(s), Self::NAMES.join(", ")
-                ))
             }
             /// As a file holds it: a value outside the vocabulary too.
             pub fn read(s: &str) -> Result<Self, String> {
@@ -126,42 +126,14 @@ macro_rules! open_enum {
             pub fn is_standard(self) -> bool {
                 !matches!(self, $name::Other(_))
             }
-            /// Refuse a value outside the vocabulary (new input).
-            pub fn standard(self) -> Result<Self, String> {
-                if self.is_standard() { Ok(self) } else { Self::parse_or_explain(self.as_str()) }
-            }
-            pub const WHAT: &'static str = $what;
         }
 
-        impl crate::model::Vocabulary for $name {
-            fn parse_or_explain(s: &str) -> Result<Self, String> {
-                $name::parse_or_explain(s)
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
+        vocabulary_common!($name : $what { $($var = $s),+ });
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
                 Self::read(&s).map_err(serde::de::Error::custom)
-            }
-        }
-
-        impl schemars::JsonSchema for $name {
-            fn schema_name() -> std::borrow::Cow<'static, str> { stringify!($name).into() }
-            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({"type": "string", "enum": [$($s),+]})
             }
         }
     };
