@@ -260,3 +260,153 @@ fn a_kb_made_here_opens_lists_searches_and_checks_clean_in_1x() {
     let fsck = v1(d, "x", &["fsck"]).stdout;
     assert!(fsck.trim_end().ends_with("clean"), "{fsck}");
 }
+
+/// Every kind of object 1.x makes — claims, an entity, a page, a relation,
+/// a supersession and a contradiction, each through its own CLI and
+/// reviewer — opens here with the same counts, lists and reads, searches,
+/// verifies and doctors clean; our writes on top keep the one chain valid.
+#[test]
+fn every_kind_of_object_1x_makes_opens_here_with_the_same_counts() {
+    let (dir, src) = kb_made_by_1x();
+    let d = dir.path();
+    for t in [
+        "Restores are tested monthly",
+        "Restores are tested quarterly",
+        "Restores are never tested",
+    ] {
+        v1(
+            d,
+            "claude",
+            &["propose-claim", "--text", t, "--source", &src],
+        );
+    }
+    v1(
+        d,
+        "claude",
+        &[
+            "propose-entity",
+            "--name",
+            "Backup Service",
+            "--type",
+            "system",
+        ],
+    );
+    let pending = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d.join(".vouch/proposed"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .trim_end_matches(".yaml")
+                    .to_string()
+            })
+            .filter(|n| !n.starts_with('.'))
+            .collect()
+    };
+    let mut args = vec!["approve".to_string()];
+    args.extend(pending(d));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    v1(d, "alice", &args);
+    v1(
+        d,
+        "claude",
+        &[
+            "propose-page",
+            "--title",
+            "Restores",
+            "--body",
+            "How restores are tested.",
+            "--claim",
+            "restores-are-tested-monthly",
+        ],
+    );
+    v1(
+        d,
+        "claude",
+        &[
+            "propose-relation",
+            "--from",
+            "backup-service",
+            "--rel",
+            "mentions",
+            "--to",
+            "restores-are-tested-monthly",
+        ],
+    );
+    let mut args = vec!["approve".to_string()];
+    args.extend(pending(d));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    v1(d, "alice", &args);
+    v1(
+        d,
+        "alice",
+        &[
+            "supersede",
+            "restores-are-tested-quarterly",
+            "restores-are-tested-monthly",
+        ],
+    );
+    v1(
+        d,
+        "alice",
+        &[
+            "contradict",
+            "restores-are-tested-monthly",
+            "restores-are-never-tested",
+        ],
+    );
+
+    // The same counts as 1.x's own status.
+    let theirs = v1(d, "x", &["status"]).stdout;
+    let status = ours(d, "x", &["--json", "status"]).json();
+    let c = &status["counts"];
+    let expect = format!(
+        "{} claims  •  {} pages  •  {} sources  •  {} entities  •  {} relations",
+        c["claims"], c["pages"], c["sources"], c["entities"], c["relations"]
+    );
+    assert!(
+        theirs.contains(&expect),
+        "1.x says {theirs}, we count {expect}"
+    );
+    assert_eq!(status["pending"], 0, "{status}");
+
+    // Every object lists and reads.
+    for (list, read) in [
+        ("kb.list_claims", "claim"),
+        ("kb.list_pages", "page"),
+        ("kb.list_entities", "entity"),
+        ("kb.list_relations", "relation"),
+    ] {
+        let all = ours(d, "x", &["call", list, "{}"]).json();
+        for o in all.as_array().unwrap() {
+            let id = o["id"].as_str().unwrap();
+            let shown = ours(d, "x", &["--json", "show", id]);
+            assert_eq!(shown.code, 0, "{read} {id}: {}", shown.stderr);
+        }
+    }
+    let old = ours(d, "x", &["--json", "show", "restores-are-tested-quarterly"]).json();
+    assert_eq!(old["object"]["status"], "superseded", "{old}");
+    assert_eq!(
+        old["object"]["superseded_by"],
+        "restores-are-tested-monthly"
+    );
+    let hits = ours(d, "x", &["--json", "search", "restores tested monthly"]).json();
+    assert_eq!(hits[0]["id"], "restores-are-tested-monthly", "{hits}");
+    assert_eq!(
+        ours(d, "x", &["--json", "audit", "verify"]).json()["ok"],
+        true
+    );
+    let doctor = ours(d, "x", &["--json", "doctor"]);
+    assert_eq!(doctor.code, 0, "{}", doctor.stdout);
+
+    // Our writes on top: one chain, still valid, still read by 1.x.
+    let pid = propose_here(d, &src, "Backups are kept for 30 days");
+    assert_eq!(ours(d, "alice", &["approve", &pid]).code, 0);
+    assert_eq!(
+        ours(d, "x", &["--json", "audit", "verify"]).json()["ok"],
+        true
+    );
+    let listed = v1(d, "x", &["list-claims"]).stdout;
+    assert!(listed.contains("backups-are-kept-for-30-days"), "{listed}");
+}
