@@ -68,7 +68,7 @@ fn recall_lists_pending_approved_superseded_and_context_within_budget() {
                 v["text"]
                     .as_str()
                     .unwrap()
-                    .contains("left out for --max-chars"),
+                    .contains("left out for max_chars"),
                 "{v:#}"
             );
         }

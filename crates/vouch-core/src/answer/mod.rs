@@ -12,6 +12,7 @@
 
 pub mod compose;
 pub mod llm;
+pub mod recall;
 
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb};
