@@ -644,11 +644,9 @@ mod tests {
 mod torn_tail {
     use super::*;
 
-    #[test]
-    fn a_torn_last_line_is_dropped_by_the_next_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
-        let ev = |id: &str| AuditEvent {
+    /// A plain event, before the log chains it.
+    fn event(id: &str) -> AuditEvent {
+        AuditEvent {
             id: id.into(),
             event: "x.y".into(),
             actor: "a".into(),
@@ -660,7 +658,14 @@ mod torn_tail {
             prev_hash: String::new(),
             hash: String::new(),
             extra: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_dropped_by_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
+        let ev = event;
         log.append(&mut [ev("e1")]).unwrap();
         let mut f = OpenOptions::new().append(true).open(log.path()).unwrap();
         f.write_all(b"{\"id\":\"torn").unwrap();
@@ -686,19 +691,8 @@ mod torn_tail {
     fn an_event_with_a_hard_float_verifies() {
         let dir = tempfile::tempdir().unwrap();
         let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
-        let mut ev = AuditEvent {
-            id: "e1".into(),
-            event: "x.y".into(),
-            actor: "a".into(),
-            created_at: crate::model::Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
-            object_ids: vec![],
-            dry_run: false,
-            reversible: false,
-            data: serde_json::json!({"x": -228552.23078650562f64}),
-            prev_hash: String::new(),
-            hash: String::new(),
-            extra: Default::default(),
-        };
+        let mut ev = event("e1");
+        ev.data = serde_json::json!({"x": -228552.23078650562f64});
         log.append(std::slice::from_mut(&mut ev)).unwrap();
         let report = log.verify().unwrap();
         assert!(report.ok, "{report:?}");

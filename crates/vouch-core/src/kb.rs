@@ -631,22 +631,31 @@ impl Kb {
     fn skip_known_unreadable<T>(
         &self,
         path: &Path,
-        read: impl FnOnce() -> Result<Option<T>>,
+        read: impl Fn() -> Result<Option<T>>,
     ) -> Option<T> {
-        let sig = std::fs::symlink_metadata(path)
-            .map(|m| (crate::retrieval::fts5::mtime_ns(&m), m.len() as i64))
-            .ok();
+        // Only a file that fails costs a stat; the rest are just read.
+        let sig = || {
+            std::fs::symlink_metadata(path)
+                .map(|m| (crate::retrieval::fts5::mtime_ns(&m), m.len() as i64))
+                .ok()
+        };
         let mut known = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-        if sig.is_some() && known.get(path) == sig.as_ref() {
-            return None;
-        }
-        match read() {
-            Ok(v) => {
-                known.remove(path);
-                v
+        if let Some(before) = known.get(path) {
+            if sig().as_ref() == Some(before) {
+                return None;
             }
+            known.remove(path);
+        }
+        if let Ok(v) = read() {
+            return v;
+        }
+        // Failed: note the file's signature, then read it once more, so a
+        // file fixed in between is never remembered as broken.
+        let at = sig();
+        match read() {
+            Ok(v) => v,
             Err(e) => {
-                if let Some(sig) = sig {
+                if let Some(sig) = at {
                     known.insert(path.to_path_buf(), sig);
                 }
                 drop(known);

@@ -459,12 +459,15 @@ pub fn check_limits(
     method: &str,
     params: &Value,
 ) -> Result<()> {
+    // `path` names where a value sits only when a refusal needs it: a
+    // request within every limit allocates nothing for it.
     fn walk(
         l: &crate::settings::LimitsSettings,
         method: &str,
         v: &Value,
-        path: &str,
+        path: &dyn Fn() -> String,
         depth: u64,
+        exempt: bool,
     ) -> Result<()> {
         let refuse = |what: String, key: &str, value: u64| {
             Err(Error::invalid(format!(
@@ -474,47 +477,60 @@ pub fn check_limits(
         if depth > l.max_json_depth {
             return refuse(
                 format!(
-                    "params nest deeper than {} levels at {path}",
-                    l.max_json_depth
+                    "params nest deeper than {} levels at {}",
+                    l.max_json_depth,
+                    path()
                 ),
                 "max_json_depth",
                 l.max_json_depth,
             );
         }
         match v {
-            Value::String(s) => {
-                // A source's text is bounded by `sources.max_bytes`.
-                let exempt = method == "kb.register_source" && path == "params.content";
-                if !exempt && s.len() as u64 > l.max_string_bytes {
-                    return refuse(
-                        format!("{path} is {} bytes", s.len()),
-                        "max_string_bytes",
-                        l.max_string_bytes,
-                    );
-                }
+            Value::String(s) if !exempt && s.len() as u64 > l.max_string_bytes => {
+                return refuse(
+                    format!("{} is {} bytes", path(), s.len()),
+                    "max_string_bytes",
+                    l.max_string_bytes,
+                );
             }
             Value::Array(a) => {
                 if a.len() as u64 > l.max_array_items {
                     return refuse(
-                        format!("{path} has {} items", a.len()),
+                        format!("{} has {} items", path(), a.len()),
                         "max_array_items",
                         l.max_array_items,
                     );
                 }
                 for (i, x) in a.iter().enumerate() {
-                    walk(l, method, x, &format!("{path}[{i}]"), depth + 1)?;
+                    walk(
+                        l,
+                        method,
+                        x,
+                        &|| format!("{}[{i}]", path()),
+                        depth + 1,
+                        false,
+                    )?;
                 }
             }
             Value::Object(o) => {
                 for (k, x) in o {
-                    walk(l, method, x, &format!("{path}.{k}"), depth + 1)?;
+                    // A source's text is bounded by `sources.max_bytes`.
+                    let content = depth == 1 && k == "content" && method == "kb.register_source";
+                    walk(
+                        l,
+                        method,
+                        x,
+                        &|| format!("{}.{k}", path()),
+                        depth + 1,
+                        content,
+                    )?;
                 }
             }
             _ => {}
         }
         Ok(())
     }
-    walk(limits, method, params, "params", 1)?;
+    walk(limits, method, params, &|| "params".to_string(), 1, false)?;
     // `limit` (lists, search) and `tail` (the audit log) ask for results.
     for key in ["limit", "tail"] {
         let Some(v) = params.get(key).filter(|v| v.is_number()) else {

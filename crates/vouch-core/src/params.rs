@@ -651,7 +651,7 @@ pub struct HealthReport {
 }
 
 /// The strings of a JSON list (other items and other values: none).
-pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()

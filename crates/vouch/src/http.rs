@@ -256,15 +256,19 @@ async fn rpc(
     // A read that runs past `limits.request_timeout_ms` is answered with an
     // error (it finishes unseen); a write is never cut off, since its
     // caller must learn whether it happened.
-    let request: Option<Value> = serde_json::from_slice(&body).ok();
+    // Parsed once: the method says whether a timeout may cut it off, and
+    // the same value is answered.
+    let request: serde_json::Result<Value> = serde_json::from_slice(&body);
     let read = request
         .as_ref()
+        .ok()
         .and_then(|r| r.get("method"))
         .and_then(Value::as_str)
         .and_then(|m| methods::find(m).or_else(|| methods::find_tool(m)))
         .is_some_and(|m| m.effect == methods::Effect::Read);
     let id = request
         .as_ref()
+        .ok()
         .and_then(|r| r.get("id"))
         .cloned()
         .unwrap_or(Value::Null);
@@ -278,7 +282,7 @@ async fn rpc(
     };
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        crate::jsonl::handle_line(&kb, &caller, &body)
+        crate::jsonl::handle_request(&kb, &caller, request)
     });
     let outcome = if read {
         match tokio::time::timeout(Duration::from_millis(timeout_ms), work).await {

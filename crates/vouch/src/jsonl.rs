@@ -14,7 +14,12 @@ fn error(id: Value, code: &str, message: impl Into<String>) -> Value {
 
 /// Answer one request line.
 pub fn handle_line(kb: &Kb, caller: &Caller, line: &[u8]) -> Value {
-    let req: Value = match serde_json::from_slice(line) {
+    handle_request(kb, caller, serde_json::from_slice(line))
+}
+
+/// Answer one request already parsed (or not) from its bytes.
+pub fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value>) -> Value {
+    let req: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
             // serde_json stops at 128 levels, past any `limits.max_json_depth`.

@@ -384,13 +384,7 @@ fn lifecycle_supersede_contradict_archive_confirm_cite() {
     );
     p.ok("alice", &["archive", &e]);
     assert_eq!(p.ok("x", &["show", &e])["object"]["status"], "archived");
-    let events: Vec<String> = p
-        .ok("x", &["audit", "--actor", "alice"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].as_str().unwrap().to_string())
-        .collect();
+    let events = p.audit_events("alice");
     for ev in [
         "claim.supersede",
         "claim.contradict",

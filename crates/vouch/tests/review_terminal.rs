@@ -114,13 +114,7 @@ fn a_person_reviews_the_queue_in_a_terminal() {
     assert_eq!(shown(&b)["status"], "rejected");
     assert_eq!(shown(&b)["reason"], "the runbook says main");
     assert_eq!(shown(&c)["status"], "pending");
-    let events: Vec<String> = p
-        .ok("x", &["audit", "--actor", "alice"])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event"].as_str().unwrap().to_string())
-        .collect();
+    let events = p.audit_events("alice");
     assert_eq!(events, ["proposal.approve", "proposal.reject"]);
 }
 

@@ -30,7 +30,7 @@ use pages::{Frame, url_id};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use vouch_core::{Caller, Error, Transport, methods};
+use vouch_core::{Caller, Error, Kb, Transport, methods};
 
 /// Sessions kept at once; the oldest is dropped past this.
 const MAX_SESSIONS: usize = 64;
@@ -426,11 +426,12 @@ pub(crate) async fn queue(
     .await
 }
 
-pub(crate) async fn proposal(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
+/// Renders the page of one object by id (`None`: no such object).
+type ObjectPage = fn(&Kb, &Caller, &Frame, &str) -> Result<Option<String>, Error>;
+
+/// A page about one object named in the URL: signed in, the id checked
+/// before it reaches the store, then rendered.
+async fn object_page(app: Arc<App>, headers: HeaderMap, id: String, page: ObjectPage) -> Response {
     let session = match signed_in(&app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,
@@ -439,9 +440,17 @@ pub(crate) async fn proposal(
         return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
     }
     render(app.clone(), session, move |app, caller, frame| {
-        pages::proposal(&app.kb, caller, frame, &id)
+        page(&app.kb, caller, frame, &id)
     })
     .await
+}
+
+pub(crate) async fn proposal(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    object_page(app, headers, id, pages::proposal).await
 }
 
 pub(crate) async fn claim(
@@ -449,17 +458,7 @@ pub(crate) async fn claim(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let session = match signed_in(&app, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    if let Err(why) = checked_id(&id) {
-        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
-    }
-    render(app.clone(), session, move |app, caller, frame| {
-        pages::claim(&app.kb, caller, frame, &id)
-    })
-    .await
+    object_page(app, headers, id, pages::claim).await
 }
 
 pub(crate) async fn search(

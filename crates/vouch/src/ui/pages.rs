@@ -327,14 +327,7 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
 }
 
 fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    vouch_core::params::string_list(Some(v))
 }
 
 fn field_row(out: &mut String, name: &str, value: &str) {

@@ -110,6 +110,15 @@ impl Project {
             v["claim_id"].as_str().unwrap().to_string(),
         )
     }
+    /// The names of the audit events `actor` wrote, oldest first.
+    pub fn audit_events(&self, actor: &str) -> Vec<String> {
+        self.ok("x", &["audit", "--actor", actor])
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["event"].as_str().expect("event name").to_string())
+            .collect()
+    }
     /// Propose and approve as "alice"; returns the claim id.
     pub fn claim(&self, text: &str, source: &str) -> String {
         let (p, c) = self.propose(text, source);
