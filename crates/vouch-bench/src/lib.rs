@@ -593,9 +593,20 @@ impl Drop for JsonlServer {
 
 /// One-shot `vouch --json search <q>` calls: wall time of each process.
 pub fn cli_search(project: &Path, queries: &[String], runs: usize) -> Summary {
+    cli_search_after(project, queries, runs, &mut |_| {})
+}
+
+/// [`cli_search`], calling `before(i)` (untimed) ahead of the i-th search.
+pub fn cli_search_after(
+    project: &Path,
+    queries: &[String],
+    runs: usize,
+    before: &mut dyn FnMut(usize),
+) -> Summary {
     let bin = vouch_bin();
     let mut v = Vec::with_capacity(runs);
     for i in 0..runs + 2 {
+        before(i);
         let t = Instant::now();
         let out = Command::new(&bin)
             .args(["--json", "search", &queries[i % queries.len()]])
@@ -612,6 +623,75 @@ pub fn cli_search(project: &Path, queries: &[String], runs: usize) -> Summary {
         }
     }
     summarize(v)
+}
+
+/// A `vouch watch` child, ready (its first sync done) once started.
+pub struct WatchProcess {
+    child: Child,
+    /// From spawn to the "watching" line: open, watch every folder, sync.
+    pub ready_after: Duration,
+}
+
+impl WatchProcess {
+    pub fn start(project: &Path) -> WatchProcess {
+        let t = Instant::now();
+        let mut child = Command::new(vouch_bin())
+            .args(["watch"])
+            .current_dir(project)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch watch");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("vouch watch stderr");
+            assert!(n > 0, "vouch watch stopped before it watched");
+            if line.starts_with("vouch: watching ") {
+                break;
+            }
+        }
+        let ready_after = t.elapsed();
+        // Keep draining its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while stderr.read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+        });
+        WatchProcess { child, ready_after }
+    }
+}
+
+impl Drop for WatchProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rewrite one claim file in place (no rename, as nano or VS Code save),
+/// changing one character of its text: the edit a one-shot command must
+/// see.
+pub fn edit_in_place(path: &Path, round: usize) {
+    let text = std::fs::read_to_string(path).expect("claim file");
+    let mark = if round.is_multiple_of(2) {
+        " edited"
+    } else {
+        " Edited"
+    };
+    let edited = match text.find(" edited").or_else(|| text.find(" Edited")) {
+        Some(at) => format!("{}{mark}{}", &text[..at], &text[at + mark.len()..]),
+        None => text.replacen("\ntext: ", &format!("\ntext:{mark} "), 1),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .expect("claim file");
+    f.write_all(edited.as_bytes()).expect("write claim");
 }
 
 /// Peak RSS of one `vouch` command, via GNU time when it is installed.
@@ -900,9 +980,9 @@ pub fn typed(sizes: &[usize]) {
 /// `vouch-bench retrieval`: one table row per KB size.
 pub fn retrieval(sizes: &[usize]) {
     println!(
-        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | same, `freshness: dirs` | peak RSS: JSONL server / one-shot search / one-shot rebuild |"
+        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | same, `freshness: dirs` | same, while `vouch watch` runs | same, each after an in-place edit | peak RSS: JSONL server / one-shot search / one-shot rebuild |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let t = Instant::now();
         let g = generate(n, 42);
@@ -956,10 +1036,26 @@ pub fn retrieval(sizes: &[usize]) {
         .expect("config");
         let cli_dirs = cli_search(g.project(), &g.queries, 30);
         std::fs::write(&config, original).expect("config");
+        let watcher = WatchProcess::start(g.project());
+        eprintln!(
+            "vouch watch ready after {:.2} s",
+            watcher.ready_after.as_secs_f64()
+        );
+        let cli_watched = cli_search(g.project(), &g.queries, 30);
+        let edited = std::fs::read_dir(g.vouch().join("claims"))
+            .expect("claims")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .expect("a claim file");
+        let cli_edited = cli_search_after(g.project(), &g.queries, 30, &mut |i| {
+            edit_in_place(&edited, i)
+        });
+        drop(watcher);
         let cli_rss = cli_peak_rss_mib(g.project(), &["search", &g.queries[0]]);
         let rebuild_rss = cli_peak_rss_mib(g.project(), &["index", "rebuild"]);
         println!(
-            "| {n} | {:.1} s | {:.2} s | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
+            "| {n} | {:.1} s | {:.2} s | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
             generated.as_secs_f64(),
             rebuild.as_secs_f64(),
             search.pair(),
@@ -968,6 +1064,8 @@ pub fn retrieval(sizes: &[usize]) {
             j_context.pair(),
             cli.pair(),
             cli_dirs.pair(),
+            cli_watched.pair(),
+            cli_edited.pair(),
             mib(server_rss),
             mib(cli_rss),
             mib(rebuild_rss),

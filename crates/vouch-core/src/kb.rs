@@ -173,6 +173,8 @@ pub struct Kb {
     /// Held while the vectors are brought in step (one thread at a time).
     pub(crate) embedding: Mutex<()>,
     index_sync_interval: std::time::Duration,
+    /// A one-shot command: a live watcher's word may replace the scan.
+    trust_watcher: bool,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
 }
@@ -192,7 +194,7 @@ thread_local! {
 }
 
 const GITIGNORE: &str =
-    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\nmodels/\n";
+    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n.watch/\nmodels/\n";
 
 impl Kb {
     /// Create `.vouch/` inside `project_dir`. Never overwrites: every file or
@@ -317,6 +319,7 @@ impl Kb {
             proposal_objects: Mutex::default(),
             unreadable: Mutex::default(),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
+            trust_watcher: false,
             config_error,
         };
         // A config this vouch cannot fully use still opens: say what was
@@ -343,6 +346,15 @@ impl Kb {
     }
     pub fn index_sync_interval(&self) -> std::time::Duration {
         self.index_sync_interval
+    }
+    /// Let this (one-shot) process skip the file scan when a live watcher
+    /// answers for the files (retrieval::watch). Off by default: a process
+    /// that keeps its own index in step never needs it.
+    pub fn set_trust_watcher(&mut self, trust: bool) {
+        self.trust_watcher = trust;
+    }
+    pub fn trusts_watcher(&self) -> bool {
+        self.trust_watcher
     }
 
     pub fn layout(&self) -> &Layout {

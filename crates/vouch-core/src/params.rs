@@ -458,6 +458,10 @@ pub struct StatusRetrieval {
     pub backend: String,
     #[serde(flatten)]
     pub state: crate::retrieval::backend::RetrievalState,
+    /// The process keeping the index in step with the files as they change
+    /// (`vouch serve`, `vouch ui` or `vouch watch`), if one is running:
+    /// one-shot commands then skip their scan of the files.
+    pub watcher: Option<crate::retrieval::watch::Watcher>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -43,6 +43,7 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
         retrieval: StatusRetrieval {
             backend: kb.retriever().name().to_string(),
             state: kb.retrieval_state(),
+            watcher: crate::retrieval::watch::watcher(kb),
         },
     })
 }

@@ -57,6 +57,10 @@ pub struct Retrieval {
     pub fts5_porter: bool,
     #[serde(default, skip_serializing_if = "Freshness::is_default")]
     pub freshness: Freshness,
+    /// Whether long-running processes watch the files (inotify) and
+    /// one-shot commands trust them instead of scanning (default true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub watch: bool,
     /// The embedding model, by name (default all-MiniLM-L6-v2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -280,6 +284,10 @@ pub struct Settings {
     pub problems: Vec<ConfigProblem>,
 }
 
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 fn yes() -> bool {
     true
 }
@@ -301,6 +309,7 @@ impl Retrieval {
         Retrieval {
             backend: default_backend(),
             fts5_porter: true,
+            watch: true,
             freshness: Freshness::Files,
             model: None,
             model_dir: None,

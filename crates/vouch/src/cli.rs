@@ -292,6 +292,11 @@ pub enum Command {
     /// and print a one-time sign-in link (--open opens it). You are the
     /// approver; Ctrl-C stops.
     Ui(crate::serve::UiArgs),
+    /// Keep state.db in step with the files as they change (inotify, Linux),
+    /// so one-shot commands skip their scan of every file while it runs
+    /// (docs/format.md, Freshness). `vouch serve` and `vouch ui` watch too.
+    /// Ctrl-C stops.
+    Watch,
     /// Add a `vouch` MCP server to an agent host's config file (claude-code,
     /// claude-desktop, cursor, codex, vscode, zed), keeping everything else
     /// in it; the agent acts as --agent (default: the host's name). Atomic,
@@ -835,6 +840,7 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
         | Command::Methods { .. }
         | Command::Serve(_)
         | Command::Ui(_)
+        | Command::Watch
         | Command::InstallMcp(_)
         | Command::Recall(_)
         | Command::Completions { .. }
@@ -910,6 +916,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Serve(args) => return crate::serve::run(cli, args),
         Command::Ui(args) => return crate::serve::run_ui(cli, args),
+        Command::Watch => return crate::serve::run_watch(cli),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
@@ -958,11 +965,13 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         _ => {}
     }
     // The doctor must run on a KB whose config.yaml does not parse, to say so.
-    let kb = if matches!(cli.command, Command::Doctor { .. }) {
+    let mut kb = if matches!(cli.command, Command::Doctor { .. }) {
         context::open_tolerant(cli.kb.as_deref())?
     } else {
         context::open(cli.kb.as_deref())?
     };
+    // One command, then exit: a live watcher's word spares the scan.
+    kb.set_trust_watcher(true);
     let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
     let (method, params, label) = match &cli.command {
         Command::Call { method, params } => {

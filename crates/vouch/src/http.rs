@@ -285,9 +285,13 @@ async fn rpc(
         crate::jsonl::handle_request(&kb, &caller, request)
     });
     let outcome = if read {
-        match tokio::time::timeout(Duration::from_millis(timeout_ms), work).await {
-            Ok(done) => done,
-            Err(_) => {
+        let limit = Duration::from_millis(timeout_ms);
+        let started = std::time::Instant::now();
+        // A read that finished past the limit (before the timer fired) is
+        // refused too: the limit means the same whichever wakes first.
+        match tokio::time::timeout(limit, work).await {
+            Ok(done) if started.elapsed() < limit => done,
+            _ => {
                 let body = json!({"id": id, "ok": false, "error": {"code": "invalid_request",
                     "message": format!("the request took longer than {timeout_ms} ms \
                         (config.yaml `limits.request_timeout_ms`); narrow it (a smaller \

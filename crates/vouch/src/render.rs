@@ -186,6 +186,9 @@ fn status(v: &Value) -> String {
             s(&v["retrieval"], "used")
         ),
         (None, None) => format!("  search     {}\n", s(&v["retrieval"], "used")),
+    } + &match v["retrieval"]["watcher"]["pid"].as_u64() {
+        Some(pid) => format!("  watched by process {pid} (one-shot commands skip the file scan)\n"),
+        None => String::new(),
     }
 }
 

@@ -110,13 +110,24 @@ pub fn read_token_file(path: &Path) -> Result<Vec<TokenSpec>, Error> {
 /// editor). The scan runs on its own thread, so no request waits for it.
 const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Keep the index in step with the files in the background. Requests fall
-/// back to syncing themselves only if this thread falls 5 periods behind.
+/// Keep the index in step with the files in the background: by watching
+/// them (inotify), which also lets one-shot commands skip their scan, or
+/// where that cannot start, by re-scanning every second. Requests fall back
+/// to syncing themselves only if this falls 5 periods behind.
 fn spawn_refresher(kb: Arc<Kb>) {
+    let watching = match vouch_core::retrieval::watch::start(kb.clone()) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!("vouch: not watching the files ({e}); re-scanning them every second");
+            None
+        }
+    };
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(REFRESH_EVERY);
-            if let Err(e) = vouch_core::retrieval::refresh(&kb) {
+            if !watching.as_ref().is_some_and(|w| w.is_running())
+                && let Err(e) = vouch_core::retrieval::refresh(&kb)
+            {
                 eprintln!("vouch: index refresh failed: {e}");
             }
             // New and changed documents get their vectors here, off every
@@ -129,6 +140,28 @@ fn spawn_refresher(kb: Arc<Kb>) {
             crate::render::print_warnings(kb.take_warnings());
         }
     });
+}
+
+/// `vouch watch`: keep the index in step with the files until stopped.
+pub fn run_watch(cli: &Cli) -> Result<i32, Error> {
+    let kb = Arc::new(context::open(cli.kb.as_deref())?);
+    let watching = vouch_core::retrieval::watch::start(kb.clone())?;
+    crate::render::print_warnings(kb.take_warnings());
+    eprintln!(
+        "vouch: watching {} (pid {}); one-shot commands skip their scan of the files while \
+         this runs; Ctrl-C stops",
+        kb.layout().root().display(),
+        std::process::id()
+    );
+    let printer = kb.clone();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(REFRESH_EVERY);
+            crate::render::print_warnings(printer.take_warnings());
+        }
+    });
+    watching.join()?;
+    Ok(0)
 }
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {

@@ -9,6 +9,10 @@ pub const GITIGNORE_FILE: &str = ".gitignore";
 pub const AUDIT_FILE: &str = "audit.log.jsonl";
 pub const INDEX_FILE: &str = "state.db";
 pub const LOCK_FILE: &str = ".lock";
+/// Held by the process watching the files (retrieval::watch).
+pub const WATCH_LOCK_FILE: &str = "watch.lock";
+/// Where one-shot commands leave cookies for the watcher to answer.
+pub const WATCH_COOKIE_DIR: &str = ".watch";
 
 /// Kinds of object that live one file per id in their own folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,6 +103,12 @@ impl Layout {
     }
     pub fn lock_file(&self) -> PathBuf {
         self.root.join(LOCK_FILE)
+    }
+    pub fn watch_lock(&self) -> PathBuf {
+        self.root.join(WATCH_LOCK_FILE)
+    }
+    pub fn watch_cookies(&self) -> PathBuf {
+        self.root.join(WATCH_COOKIE_DIR)
     }
     pub fn dir(&self, dir: Dir) -> PathBuf {
         self.root.join(dir.name())

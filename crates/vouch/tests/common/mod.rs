@@ -125,11 +125,17 @@ impl Project {
         self.ok("alice", &["approve", &p]);
         c
     }
-    /// Every file under .vouch/ except the derived index and lock, with contents.
+    /// Every file under .vouch/ except the derived index and the locks,
+    /// with contents.
     pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
         let mut out = Vec::new();
         walk(&self.vouch_dir(), &self.vouch_dir(), &mut out);
-        out.retain(|(p, _)| !p.starts_with("state.db") && p != ".lock");
+        out.retain(|(p, _)| {
+            !p.starts_with("state.db")
+                && p != ".lock"
+                && p != "watch.lock"
+                && !p.starts_with(".watch/")
+        });
         out.sort();
         out
     }

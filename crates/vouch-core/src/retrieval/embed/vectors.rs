@@ -314,13 +314,10 @@ fn with_main<R>(kb: &Kb, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Res
         None => true,
         Some(o) => sync && o.synced_at.elapsed() >= kb.index_sync_interval(),
     };
-    let open = crate::retrieval::fts5::open_in(kb, &mut slot)?;
     if stale {
-        open.index.sync(kb)?;
-        open.synced_at = Instant::now();
-        crate::retrieval::fts5::mark_ready(kb);
+        crate::retrieval::fts5::bring_in_step(kb, &mut slot)?;
     }
-    f(&open.index)
+    f(&crate::retrieval::fts5::open_in(kb, &mut slot)?.index)
 }
 
 /// A document that needs vectors, with what is known of it.
@@ -575,21 +572,12 @@ fn ensure_inner(
             }
         }
         with_main(kb, false, |idx| {
-            idx.conn.execute_batch("BEGIN IMMEDIATE")?;
-            let res = (|| -> Result<()> {
+            idx.write(|| {
                 for (i, sha, chunks, _) in &ready {
                     store(idx, &model, &batch[*i], sha, chunks)?;
                 }
                 Ok(())
-            })();
-            match res {
-                Ok(()) => idx.conn.execute_batch("COMMIT")?,
-                Err(e) => {
-                    let _ = idx.conn.execute_batch("ROLLBACK");
-                    return Err(e);
-                }
-            }
-            Ok(())
+            })
         })?;
         let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
         let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));

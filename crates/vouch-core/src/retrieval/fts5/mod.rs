@@ -29,6 +29,7 @@ use std::time::UNIX_EPOCH;
 mod pool;
 mod rank;
 mod scan;
+pub mod watch;
 pub use pool::*;
 pub(crate) use rank::*;
 pub(crate) use scan::*;
@@ -81,6 +82,12 @@ pub(crate) fn file_identity(path: &Path) -> Option<String> {
 fn signature(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     Some((mtime_ns(&m), m.len() as i64))
+}
+
+/// [`signature`] of a regular file only: a link is never a document.
+fn file_signature(path: &Path) -> Option<Sig> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.is_file().then(|| (mtime_ns(&m), m.len() as i64))
 }
 
 /// Read a document from its file; `None` if gone or unreadable (warned).
@@ -206,6 +213,22 @@ impl Index {
         Ok(Index { conn })
     }
 
+    /// Run `f` in one write transaction: committed if it succeeds, rolled
+    /// back if it fails.
+    pub(crate) fn write<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f() {
+            Ok(r) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(r)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     /// Insert or replace a document; returns the signature it replaced.
     /// The row id is derived from (kind, id), so an index kept up to date
     /// one write at a time and one rebuilt from scratch number every
@@ -249,22 +272,24 @@ impl Index {
         Ok(old.map(|(_, sig)| sig))
     }
 
-    fn delete(&self, kind: &str, id: &str) -> Result<()> {
-        let old: Option<i64> = self
+    /// Drop a document; returns the signature it had.
+    fn delete(&self, kind: &str, id: &str) -> Result<Option<Sig>> {
+        let old: Option<(i64, Sig)> = self
             .conn
-            .query_row(
-                "SELECT rowid FROM docs WHERE kind=?1 AND id=?2",
-                params![kind, id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT rowid, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2")?
+            .query_row(params![kind, id], |r| {
+                Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
+            })
             .optional()?;
-        if let Some(rowid) = old {
+        if let Some((rowid, _)) = old {
             self.conn
-                .execute("DELETE FROM fts WHERE rowid=?1", [rowid])?;
+                .prepare_cached("DELETE FROM fts WHERE rowid=?1")?
+                .execute([rowid])?;
             self.conn
-                .execute("DELETE FROM docs WHERE rowid=?1", [rowid])?;
+                .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
+                .execute([rowid])?;
         }
-        Ok(())
+        Ok(old.map(|(_, sig)| sig))
     }
 
     /// The indexed text of a document (title, then body).
@@ -335,8 +360,7 @@ impl Index {
         }
         let (bytes, end) = log.read_from(from)?;
         let mut legacy = from > 0 && self.meta_value("audit:legacy_import")?.is_some();
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let res = (|| -> Result<()> {
+        self.write(|| -> Result<()> {
             if from == 0 {
                 self.conn.execute("DELETE FROM admitted", [])?;
             }
@@ -377,14 +401,7 @@ impl Index {
                     .execute("DELETE FROM meta WHERE key='audit:legacy_import'", [])?;
             }
             Ok(())
-        })();
-        match res {
-            Ok(()) => self.conn.execute_batch("COMMIT")?,
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+        })?;
         Ok(())
     }
 
@@ -500,8 +517,7 @@ impl Index {
             .iter()
             .map(|(k, id)| (k.to_string(), id.clone()))
             .collect();
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let res = (|| -> Result<()> {
+        self.write(|| -> Result<()> {
             for (kind, id) in &removed {
                 self.delete(kind, id)?;
                 stats.removed += 1;
@@ -528,14 +544,7 @@ impl Index {
                 )?;
             }
             Ok(())
-        })();
-        match res {
-            Ok(()) => self.conn.execute_batch("COMMIT")?,
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
-        }
+        })?;
         if !moved.is_empty() {
             kb.index_changed(Some(moved));
         }
@@ -550,9 +559,63 @@ impl Index {
         Ok(stats)
     }
 
+    /// Re-read just these documents' files — the ones a watcher was told
+    /// changed — instead of scanning every file: each is indexed again if
+    /// it parses and dropped if it is gone or does not, whatever its
+    /// signature says (the kernel said it changed).
+    pub(crate) fn apply_changed(
+        &self,
+        kb: &Kb,
+        mut items: Vec<(&'static str, String)>,
+    ) -> Result<SyncStats> {
+        let mut stats = SyncStats::default();
+        if items.is_empty() {
+            return Ok(stats);
+        }
+        items.sort_by_cached_key(|(kind, id)| stable_rowid(kind, id));
+        let mut moved: Vec<(String, String)> = Vec::new();
+        self.write(|| -> Result<()> {
+            for (kind, id) in &items {
+                let sig = file_of(kb, kind, id).ok().and_then(|p| file_signature(&p));
+                let doc = sig.and_then(|_| load_doc(kb, kind, id));
+                let old = match (&doc, sig) {
+                    (Some(doc), Some(sig)) => {
+                        stats.updated += 1;
+                        self.upsert(doc, sig)?
+                    }
+                    _ => {
+                        stats.removed += 1;
+                        self.delete(kind, id)?
+                    }
+                };
+                // The scan's fingerprint counts every file, parseable or not.
+                self.adjust_fingerprint(kind, id, old, sig)?;
+                moved.push((kind.to_string(), id.clone()));
+            }
+            Ok(())
+        })?;
+        kb.index_changed(Some(moved));
+        Ok(stats)
+    }
+
     /// Keep a kind's stored fingerprint in step with a file vouch just wrote,
     /// so the next scan does not mistake our own write for an outside change.
     fn refingerprint(&self, kind: &str, id: &str, old: Option<Sig>, new: Sig) -> Result<()> {
+        self.adjust_fingerprint(kind, id, old, Some(new))
+    }
+
+    /// Move a kind's stored fingerprint from a file's old signature (`None`:
+    /// it was not indexed) to its new one (`None`: it is gone). An old
+    /// signature the index never held (a file that did not parse) cannot be
+    /// taken out: the fingerprint then misses and the next scan compares
+    /// that kind row by row, which is slower but exact.
+    fn adjust_fingerprint(
+        &self,
+        kind: &str,
+        id: &str,
+        old: Option<Sig>,
+        new: Option<Sig>,
+    ) -> Result<()> {
         let key = format!("scan:{kind}");
         let value: Option<String> = self
             .conn
@@ -563,10 +626,12 @@ impl Index {
         };
         if let Some(old) = old {
             meta.fingerprint = meta.fingerprint.wrapping_sub(entry_hash(id, old));
-        } else {
+            meta.count = meta.count.saturating_sub(1);
+        }
+        if let Some(new) = new {
+            meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, new));
             meta.count += 1;
         }
-        meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, new));
         self.conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
             params![key, meta.render()],

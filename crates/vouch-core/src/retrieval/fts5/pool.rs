@@ -17,6 +17,9 @@ pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1)
 pub(crate) struct OpenIndex {
     pub(crate) index: Index,
     pub(crate) synced_at: std::time::Instant,
+    /// The file opened (device and inode): another process's rebuild puts
+    /// a new file at the path, which this connection would never see.
+    pub(crate) identity: Option<String>,
 }
 
 /// Read connections beside the main one, so that concurrent requests in a
@@ -163,13 +166,38 @@ pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<
         None => true,
         Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
     };
-    let open = open_in(kb, &mut slot)?;
     if stale {
-        open.index.sync(kb)?;
-        open.synced_at = std::time::Instant::now();
-        mark_ready(kb);
+        bring_in_step(kb, &mut slot)?;
     }
-    f(&open.index)
+    f(&open_in(kb, &mut slot)?.index)
+}
+
+/// Sync the index open in `slot` (opening it if needed) with the files: a
+/// file another process put in its place is opened instead, and a one-shot
+/// command whose files a live watcher keeps in step skips the scan
+/// ([`super::watch`]).
+pub(crate) fn bring_in_step(kb: &Kb, slot: &mut Option<OpenIndex>) -> Result<()> {
+    drop_if_replaced(kb, slot);
+    let open = open_in(kb, slot)?;
+    if kb.trusts_watcher() && super::watch::answered(kb, open) {
+        open.index.sync_admitted(kb)?;
+    } else {
+        open.index.sync(kb)?;
+    }
+    open.synced_at = std::time::Instant::now();
+    mark_ready(kb);
+    Ok(())
+}
+
+/// Close the index in `slot` if `state.db` is no longer the file it has
+/// open (rebuilt or deleted by another process); the next use opens the
+/// file that is there now. Readers of the old file are retired first.
+pub(crate) fn drop_if_replaced(kb: &Kb, slot: &mut Option<OpenIndex>) {
+    let Some(open) = slot.as_ref() else { return };
+    if open.identity.is_some() && open.identity != file_identity(&kb.layout().index_db()) {
+        *slot = None;
+        retire_readers(kb);
+    }
 }
 
 /// Answer through a read connection; `None` — the main connection answers
@@ -207,11 +235,13 @@ pub(crate) fn with_reader<R>(
 /// counts as never synced, so a search that gets it first syncs it.
 pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'a mut OpenIndex> {
     if slot.is_none() {
+        let index = Index::open_path(kb)?;
         *slot = Some(OpenIndex {
-            index: Index::open_path(kb)?,
+            index,
             synced_at: std::time::Instant::now()
                 .checked_sub(kb.index_sync_interval())
                 .unwrap_or_else(std::time::Instant::now),
+            identity: file_identity(&kb.layout().index_db()),
         });
     }
     Ok(slot.as_mut().expect("index just opened"))
@@ -223,6 +253,7 @@ pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'
 pub fn refresh(kb: &Kb) -> Result<SyncStats> {
     let stored = {
         let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        drop_if_replaced(kb, &mut slot);
         open_in(kb, &mut slot)?.index.scan_meta()?
     };
     let scan = Scan::take(kb, &stored)?;
@@ -246,8 +277,8 @@ pub fn is_open(kb: &Kb) -> bool {
 pub fn after_write(kb: &Kb, written: &[Written]) {
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else { return };
-    let res = (|| -> Result<()> {
-        open.index.conn.execute_batch("BEGIN IMMEDIATE")?;
+    let index = &open.index;
+    let res = index.write(|| {
         for w in written {
             let doc = match w {
                 Written::Claim(c) => claim_doc(c),
@@ -260,15 +291,14 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
                 .ok()
                 .and_then(|p| signature(&p))
                 .unwrap_or((0, 0));
-            let old = open.index.upsert(&doc, sig)?;
-            open.index.refingerprint(doc.kind, &doc.id, old, sig)?;
+            let old = index.upsert(&doc, sig)?;
+            index.refingerprint(doc.kind, &doc.id, old, sig)?;
         }
-        open.index.conn.execute_batch("COMMIT")?;
-        // The write's audit event admits what it wrote.
-        open.index.sync_admitted(kb)
-    })();
+        Ok(())
+    });
+    // The write's audit event admits what it wrote.
+    let res = res.and_then(|()| index.sync_admitted(kb));
     if let Err(e) = res {
-        let _ = open.index.conn.execute_batch("ROLLBACK");
         kb.warn(format!(
             "index: incremental update failed ({e}); it will resync"
         ));
@@ -317,6 +347,7 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     *slot = Some(OpenIndex {
         index,
         synced_at: std::time::Instant::now(),
+        identity: file_identity(&path),
     });
     mark_ready(kb);
     Ok(RebuildResult {

@@ -1,0 +1,288 @@
+//! A process watching the files (`vouch watch`, `vouch serve`) keeps the
+//! index in step, and one-shot commands trust it instead of scanning —
+//! only while it lives and answers, only for the file it keeps.
+//! Linux only (inotify); elsewhere the watcher refuses to start.
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::Project;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// A running `vouch watch`, killed on drop.
+struct Watcher {
+    child: Child,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watcher {
+    fn start(p: &Project) -> Watcher {
+        let mut child = p
+            .command("watcher")
+            .arg("watch")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch watch");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        loop {
+            let line = rx
+                .recv_timeout(Duration::from_secs(30))
+                .expect("vouch watch said nothing in 30 s");
+            if line.starts_with("vouch: watching ") {
+                break;
+            }
+        }
+        Watcher { child, stderr: rx }
+    }
+    /// Wait for a line of the watcher's stderr containing `text`.
+    fn said(&self, text: &str) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn claim_file(p: &Project, id: &str) -> PathBuf {
+    p.vouch_dir().join("claims").join(format!("{id}.yaml"))
+}
+
+/// Rewrite `from` as `to` (same length) inside the file, in place (no
+/// rename, as nano or VS Code save), and put its mtime back: size and mtime
+/// are what they were, so a scan of signatures cannot see the change.
+fn edit_unseen(path: &Path, from: &str, to: &str) {
+    assert_eq!(from.len(), to.len());
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    // Only in the line that holds the words (ids are slugs of them too).
+    let at = text
+        .lines()
+        .position(|l| (l.starts_with("text:") || l.starts_with("locator:")) && l.contains(from))
+        .unwrap_or_else(|| panic!("{from} not in a text line of {}", path.display()));
+    let edited: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == at {
+                l.replace(from, to)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let mut edited = edited.join("\n");
+    if text.ends_with('\n') {
+        edited.push('\n');
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all(edited.as_bytes()).unwrap();
+    f.set_modified(mtime).unwrap();
+}
+
+/// A KB with one approved claim whose file is an hour old (out of the
+/// scan's 2 s "racy" window) and indexed.
+fn project_with_claim(text: &str) -> (Project, String) {
+    let p = Project::new();
+    let src = p.source(text);
+    let id = p.claim(text, &src);
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(claim_file(&p, &id))
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    p.ok("x", &["index", "rebuild"]);
+    (p, id)
+}
+
+fn hits(p: &Project, query: &str) -> (Vec<String>, String) {
+    let r = p.run("x", &["--json", "search", query]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    let ids = v
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list of hits: {v}"))
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect();
+    (ids, r.stderr)
+}
+
+/// [`hits`] as answered by the watcher. A watcher too slow to answer within
+/// 500 ms (a loaded test machine) is bypassed by a scan, which would miss the
+/// edits these tests make: ask again until the watcher answers.
+fn watched_hits(p: &Project, query: &str) -> Vec<String> {
+    for _ in 0..20 {
+        let (found, stderr) = hits(p, query);
+        if !stderr.contains("did not answer") {
+            return found;
+        }
+    }
+    panic!("the watcher never answered a search for {query:?}");
+}
+
+#[test]
+fn one_shot_commands_take_the_watchers_word_only_while_it_lives() {
+    let (p, id) = project_with_claim("The tracing service is owned by the platform team");
+    let w = Watcher::start(&p);
+    let status = p.ok("x", &["status"]);
+    assert_eq!(status["retrieval"]["watcher"]["pid"], w.pid(), "{status}");
+
+    // An edit no scan can see: the watcher was told by the kernel.
+    edit_unseen(&claim_file(&p, &id), "platform", "gardener");
+    assert_eq!(watched_hits(&p, "gardener"), vec![id.clone()]);
+
+    // Killed, it answers for nothing: the command scans, and a scan misses
+    // exactly this kind of edit (which is how we know the watcher answered
+    // above) until a rebuild.
+    drop(w);
+    let status = p.ok("x", &["status"]);
+    assert!(status["retrieval"]["watcher"].is_null(), "{status}");
+    edit_unseen(&claim_file(&p, &id), "gardener", "tortoise");
+    assert!(hits(&p, "tortoise").0.is_empty());
+    p.ok("x", &["index", "rebuild"]);
+    assert_eq!(hits(&p, "tortoise").0, vec![id]);
+}
+
+#[test]
+fn a_watcher_that_does_not_answer_is_not_trusted() {
+    let (p, id) = project_with_claim("The billing queue retries failed charges twice");
+    let w = Watcher::start(&p);
+    w.signal("-STOP");
+    // An ordinary edit (new mtime): the scan the command falls back to sees it.
+    let path = claim_file(&p, &id);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("charges twice", "charges thrice")).unwrap();
+    let started = std::time::Instant::now();
+    let (found, stderr) = hits(&p, "thrice");
+    let waited = started.elapsed();
+    w.signal("-CONT");
+    assert_eq!(found, vec![id], "{stderr}");
+    assert!(
+        stderr.contains("did not answer within 500 ms; scanned the files instead"),
+        "{stderr}"
+    );
+    assert!(waited >= Duration::from_millis(500), "{waited:?}");
+    // Awake again, it answers, and its cookie folder is left empty.
+    watched_hits(&p, "thrice");
+    let left: Vec<_> = std::fs::read_dir(p.vouch_dir().join(".watch"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "cookies left behind: {left:?}");
+}
+
+#[test]
+fn events_lost_to_a_full_queue_cost_one_full_scan_not_a_wrong_answer() {
+    let (p, id) = project_with_claim("The search cluster pages the storage team at night");
+    let w = Watcher::start(&p);
+    w.signal("-STOP");
+    // More events than the kernel queues for a stopped reader.
+    let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    let junk = p.vouch_dir().join("claims").join(".junk");
+    for _ in 0..queued / 2 + 100 {
+        std::fs::write(&junk, b"x").unwrap();
+        std::fs::remove_file(&junk).unwrap();
+    }
+    let path = claim_file(&p, &id);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("team at night", "team at dawn!")).unwrap();
+    w.signal("-CONT");
+    assert_eq!(watched_hits(&p, "dawn"), vec![id.clone()]);
+    assert!(
+        w.said("event queue overflowed"),
+        "the queue never overflowed"
+    );
+    // And it goes on watching: an edit no scan can see is seen.
+    edit_unseen(&path, "storage", "archive");
+    assert_eq!(watched_hits(&p, "archive"), vec![id]);
+}
+
+#[test]
+fn a_rebuild_by_another_process_and_new_sources_are_followed() {
+    let (p, id) = project_with_claim("The deploy bot tags every release candidate");
+    let _w = Watcher::start(&p);
+    // Another process replaces state.db: the watcher moves to the new file.
+    p.ok("x", &["index", "rebuild"]);
+    edit_unseen(&claim_file(&p, &id), "candidate", "milestone");
+    assert_eq!(watched_hits(&p, "milestone"), vec![id]);
+
+    // A source added while watching: its folder is watched from then on.
+    let src = p.source("Runbook for the ledger export job");
+    let meta = p.vouch_dir().join("sources").join(&src).join("meta.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    assert!(text.contains("locator: test"), "{text}");
+    edit_unseen(&meta, "locator: test", "locator: zinc");
+    assert_eq!(watched_hits(&p, "zinc"), vec![src]);
+}
+
+#[test]
+fn one_watcher_per_knowledge_base_and_servers_watch_too() {
+    let (p, id) = project_with_claim("The metrics gateway drops samples older than an hour");
+    let w = Watcher::start(&p);
+    let second = p.run("x", &["watch"]);
+    assert_ne!(second.code, 0);
+    assert!(
+        second
+            .stderr
+            .contains(&format!("another process (pid {}) watches", w.pid())),
+        "{}",
+        second.stderr
+    );
+    drop(w);
+
+    // A server watches when nobody else does.
+    let mut server = p
+        .command("agent")
+        .args(["serve", "--transport", "jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while p.ok("x", &["status"])["retrieval"]["watcher"]["pid"] != server.id() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never watched"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    edit_unseen(&claim_file(&p, &id), "an hour", "a week!");
+    assert_eq!(watched_hits(&p, "week"), vec![id]);
+    drop(server.stdin.take());
+    let _ = server.wait();
+}
