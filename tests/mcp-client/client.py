@@ -162,6 +162,7 @@ async def run(vouch: str, kb: str, agent: str, query: str) -> dict[str, Any]:
             out["search_pending_words"] = await call_ok(session, "kb_search", {"query": "offline hardware key"})
             out["synthesize"] = await call_ok(session, "kb_synthesize", {"query": query})
 
+
             # --- failures the server must survive ----------------------------
             out["error_no_evidence"] = await call_err(session, "kb_propose_claim", {"text": "An uncited claim."})
             out["error_over_limit"] = await call_err(session, "kb_search", {"query": query, "limit": 100000})
@@ -172,6 +173,31 @@ async def run(vouch: str, kb: str, agent: str, query: str) -> dict[str, Any]:
             else:
                 raise Failed("calling an unknown tool should be a JSON-RPC error")
             out["status_final"] = await call_ok(session, "kb_status", {})
+
+            # --- results the SDK checks against each tool's outputSchema -----
+            # (ClientSession validates structuredContent whenever tools/list
+            # gave the tool an outputSchema, and raises if it does not fit.)
+            out["output_schemas"] = sorted(n for n, t in tools.items() if t.output_schema)
+            session_id = (await call_ok(session, "kb_session_start", {"task": "schema check"}))["session_id"]
+            checked: dict[str, list[str]] = {}
+            for name, args in [
+                ("kb_capabilities", {}),
+                ("kb_context", {"task": query}),
+                ("kb_recall", {}),
+                ("kb_audit_verify", {}),
+                ("kb_lint", {}),
+                ("kb_doctor", {}),
+                ("kb_source_verify", {"id": source["id"]}),
+                ("kb_register_evidence", {"source_id": source["id"], "quote": QUOTE}),
+                ("kb_session_end", {"session_id": session_id}),
+                ("kb_crystallize", {"session_id": session_id, "no_page": True}),
+                ("kb_index_rebuild", {}),
+            ]:
+                check(name in out["output_schemas"], f"{name} has no outputSchema")
+                value = await call_ok(session, name, args)
+                checked[name] = sorted(value)
+            out["schema_checked"] = checked
+            out["status_end"] = await call_ok(session, "kb_status", {})
 
     # --- second connection: the SDK's high-level Client, default mode -------
     # mode="auto" probes `server/discover` (the stateless 2026-07-28 era) and

@@ -52,8 +52,19 @@ impl Method {
     }
 }
 
+/// The schema of what a method accepts.
 fn schema<T: JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// The schema of what a method returns: as serialized, so a field left out
+/// when empty (`skip_serializing_if`) is not required (MCP clients validate
+/// results against it).
+fn result_schema<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null)
 }
 
 /// Decode params: `null` means `{}`; top-level `null` values count as absent
@@ -115,7 +126,7 @@ macro_rules! method {
             description: $desc,
             effect: Effect::$effect,
             params_schema: schema::<$p>,
-            result_schema: schema::<$r>,
+            result_schema: result_schema::<$r>,
             call: |kb, caller, params| run::<$p, $r>(kb, caller, params, $f),
         }
     };

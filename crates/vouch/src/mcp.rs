@@ -80,7 +80,25 @@ fn tool(m: &Method) -> Tool {
         // Audited and additive: nothing is ever deleted.
         _ => annotations.destructive(false),
     };
-    Tool::new(m.tool_name(), description, Arc::new(input_schema(m))).annotate(annotations)
+    let mut tool =
+        Tool::new(m.tool_name(), description, Arc::new(input_schema(m))).annotate(annotations);
+    tool.output_schema = output_schema(m).map(Arc::new);
+    tool
+}
+
+/// A method's result schema as an MCP output schema, when its result is a
+/// JSON object (MCP's `structuredContent` is always one): clients that
+/// validate results check them against it. Lists and loosely typed results
+/// (`kb.read_*`) have none and come as text only.
+pub fn output_schema(m: &Method) -> Option<JsonObject> {
+    let Value::Object(mut schema) = (m.result_schema)() else {
+        return None;
+    };
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    schema.remove("$schema");
+    Some(schema)
 }
 
 /// Every tool, built once from the registry.

@@ -319,6 +319,27 @@ fn official_python_sdk_drives_vouch_serve() {
         "failed calls changed nothing"
     );
 
+    // Every object result has an outputSchema, and the SDK validated these
+    // results against theirs (it raises when one does not fit).
+    let with_schema: BTreeSet<String> = vouch_core::methods::REGISTRY
+        .iter()
+        .filter(|m| (m.result_schema)()["type"] == "object")
+        .map(|m| m.tool_name())
+        .collect();
+    let listed: BTreeSet<String> = out["output_schemas"]
+        .as_array()
+        .expect("output_schemas")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(listed, with_schema, "{ctx}");
+    assert!(with_schema.len() >= 30, "{with_schema:?}");
+    assert_eq!(
+        out["schema_checked"].as_object().map(|o| o.len()),
+        Some(11),
+        "{ctx}"
+    );
+
     // Second connection, the SDK's default high-level Client: it negotiates
     // the stateless 2026-07-28 era through `server/discover`.
     let auto = &out["auto"];
@@ -346,7 +367,7 @@ fn official_python_sdk_drives_vouch_serve() {
         (status, pid)
     };
     let (auto_status, auto_pid) = watched_by(&auto["status"]);
-    let (first_status, first_pid) = watched_by(&out["status_after"]);
+    let (first_status, first_pid) = watched_by(&out["status_end"]);
     assert_eq!(auto_status, first_status, "{ctx}");
     assert_ne!(auto_pid, first_pid, "{ctx}");
     assert_eq!(auto["proposal"]["valid"], json!(true), "{ctx}");
