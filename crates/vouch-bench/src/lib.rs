@@ -913,34 +913,52 @@ pub const TYPED_QUERIES: &[&str] = &[
     "a schema migration that locked the table",
 ];
 
+/// `calls` in-process `kb.search` calls cycling through `queries`.
+fn time_searches(kb: &Kb, caller: &Caller, queries: &[String], calls: usize) -> Summary {
+    time_calls(calls, |i| {
+        dispatch(
+            kb,
+            caller,
+            "kb.search",
+            json!({"query": queries[i % queries.len()]}),
+        )
+        .expect("search");
+    })
+}
+
 /// `vouch-bench typed`: kb.search and kb.context with [`TYPED_QUERIES`], in
 /// process and through one JSONL server, beside the codename mix.
 pub fn typed(sizes: &[usize]) {
     println!(
-        "| claims | mix | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) |"
+        "| claims | mix | search p50 / p99 (in process, SQL ranking: one-shot commands) | search p50 / p99 (in process, postings in memory: servers) | context p50 / p99 (in process, postings) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) |"
     );
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
         let kb = open(&g);
         vouch_core::retrieval::rebuild(&kb).expect("rebuild");
         let caller = Caller::new("bench", Transport::Jsonl);
         let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
+        // Without postings first: the ranking a one-shot command does.
+        let sql: Vec<Summary> = [&g.queries, &typed]
+            .iter()
+            .map(|queries| time_searches(&kb, &caller, queries, 300))
+            .collect();
+        let t = Instant::now();
+        vouch_core::retrieval::postings::refresh(&kb).expect("postings");
+        let read_in = t.elapsed();
+        eprintln!(
+            "postings read in {:.2} s, {:.1} MiB",
+            read_in.as_secs_f64(),
+            vouch_core::retrieval::postings::postings_bytes(&kb) as f64 / 1048576.0
+        );
         let mixes: [(&str, &Vec<String>, &Vec<String>); 2] = [
             ("codenames", &g.queries, &g.tasks),
             ("typed", &typed, &typed),
         ];
         let mut rows = Vec::new();
         for (name, queries, tasks) in mixes {
-            let search = time_calls(300, |i| {
-                dispatch(
-                    &kb,
-                    &caller,
-                    "kb.search",
-                    json!({"query": queries[i % queries.len()]}),
-                )
-                .expect("search");
-            });
+            let search = time_searches(&kb, &caller, queries, 300);
             let context = time_calls(200, |i| {
                 dispatch(
                     &kb,
@@ -954,7 +972,10 @@ pub fn typed(sizes: &[usize]) {
         }
         drop(kb);
         let mut server = JsonlServer::start(g.project());
-        for (name, search, context) in rows {
+        // Its first background tick reads the postings (as above) before
+        // the clock starts.
+        std::thread::sleep(Duration::from_secs(1) + read_in * 3);
+        for ((name, search, context), sql) in rows.into_iter().zip(sql) {
             let (queries, tasks) = if name == "typed" {
                 (&typed, &typed)
             } else {
@@ -967,7 +988,8 @@ pub fn typed(sizes: &[usize]) {
                 server.call(i, "kb.context", json!({"task": tasks[i % tasks.len()]}));
             });
             println!(
-                "| {n} | {name} | {} | {} | {} | {} |",
+                "| {n} | {name} | {} | {} | {} | {} | {} |",
+                sql.pair(),
                 search.pair(),
                 context.pair(),
                 j_search.pair(),

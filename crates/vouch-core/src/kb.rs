@@ -166,6 +166,9 @@ pub struct Kb {
     /// the file signature it was read at: proposing checks object ids
     /// against the queue without re-reading it every time.
     pub(crate) proposal_objects: Mutex<ProposalObjects>,
+    /// The index's postings in memory, when a long-running process reads
+    /// them (`retrieval::postings::refresh`).
+    pub(crate) memory: crate::retrieval::fts5::postings::Memory,
     /// Files that did not parse when listing, with their (mtime ns, size)
     /// then: skipped without re-reading while unchanged, and warned about
     /// once per process (a server lists them on every call otherwise).
@@ -317,6 +320,7 @@ impl Kb {
             vectors: std::sync::RwLock::new(None),
             embedding: Mutex::new(()),
             proposal_objects: Mutex::default(),
+            memory: Default::default(),
             unreadable: Mutex::default(),
             index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             trust_watcher: false,

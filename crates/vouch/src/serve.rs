@@ -130,6 +130,11 @@ fn spawn_refresher(kb: Arc<Kb>) {
             {
                 eprintln!("vouch: index refresh failed: {e}");
             }
+            // The index's postings in memory, read again when another
+            // process wrote (this one's own writes patch them).
+            if let Err(e) = vouch_core::retrieval::postings::refresh(&kb) {
+                eprintln!("vouch: reading the index's postings failed: {e}");
+            }
             // New and changed documents get their vectors here, off every
             // request's path.
             if let Err(e) = crate::model::refresh(&kb) {

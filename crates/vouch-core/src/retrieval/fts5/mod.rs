@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 mod pool;
+pub mod postings;
 mod rank;
 mod scan;
 pub mod watch;
@@ -42,6 +43,17 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub struct Index {
     pub(crate) conn: Connection,
+    /// FTS rows the running [`Index::write_docs`] changed.
+    touched: std::cell::RefCell<Vec<postings::Touched>>,
+}
+
+impl Index {
+    pub(crate) fn new(conn: Connection) -> Index {
+        Index {
+            conn,
+            touched: Default::default(),
+        }
+    }
 }
 
 /// The kinds that have documents, and where their files are.
@@ -209,8 +221,9 @@ impl Index {
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?1)",
                 [&want],
             )?;
+            postings::fresh_generation(&conn)?;
         }
-        Ok(Index { conn })
+        Ok(Index::new(conn))
     }
 
     /// Run `f` in one write transaction: committed if it succeeds, rolled
@@ -227,6 +240,27 @@ impl Index {
                 Err(e)
             }
         }
+    }
+
+    /// [`Index::write`] for a change to the documents: counts a generation
+    /// in the same transaction and, once committed, patches this process's
+    /// postings ([`postings`]) with the rows it touched.
+    pub(crate) fn write_docs<R>(&self, kb: &Kb, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.touched.borrow_mut().clear();
+        let mut generations = (0, 0);
+        let r = self.write(|| {
+            let r = f()?;
+            if !self.touched.borrow().is_empty() {
+                generations = self.bump_generation()?;
+            }
+            Ok(r)
+        });
+        let touched = std::mem::take(&mut *self.touched.borrow_mut());
+        let r = r?;
+        if !touched.is_empty() {
+            postings::after_commit(kb, generations, &touched);
+        }
+        Ok(r)
     }
 
     /// Insert or replace a document; returns the signature it replaced.
@@ -264,10 +298,18 @@ impl Index {
                 "INSERT INTO docs(rowid, kind, id, status, confidence, mtime_ns, size) VALUES(?1,?2,?3,?4,?5,?6,?7)",
             )?
             .execute(params![rowid, doc.kind, doc.id, doc.status, doc.confidence, sig.0, sig.1])?;
+        if let Some((old_rowid, _)) = old
+            && old_rowid != rowid
+        {
+            self.touched.borrow_mut().push((old_rowid, None));
+        }
         if doc.kind != "relation" {
             self.conn
                 .prepare_cached("INSERT INTO fts(rowid, title, body) VALUES(?1, ?2, ?3)")?
                 .execute(params![rowid, doc.title, doc.body])?;
+            self.touched
+                .borrow_mut()
+                .push((rowid, Some((doc.title.clone(), doc.body.clone()))));
         }
         Ok(old.map(|(_, sig)| sig))
     }
@@ -288,6 +330,7 @@ impl Index {
             self.conn
                 .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
                 .execute([rowid])?;
+            self.touched.borrow_mut().push((rowid, None));
         }
         Ok(old.map(|(_, sig)| sig))
     }
@@ -517,7 +560,7 @@ impl Index {
             .iter()
             .map(|(k, id)| (k.to_string(), id.clone()))
             .collect();
-        self.write(|| -> Result<()> {
+        self.write_docs(kb, || -> Result<()> {
             for (kind, id) in &removed {
                 self.delete(kind, id)?;
                 stats.removed += 1;
@@ -574,7 +617,7 @@ impl Index {
         }
         items.sort_by_cached_key(|(kind, id)| stable_rowid(kind, id));
         let mut moved: Vec<(String, String)> = Vec::new();
-        self.write(|| -> Result<()> {
+        self.write_docs(kb, || -> Result<()> {
             for (kind, id) in &items {
                 let sig = file_of(kb, kind, id).ok().and_then(|p| file_signature(&p));
                 let doc = sig.and_then(|_| load_doc(kb, kind, id));

@@ -93,7 +93,7 @@ impl<'a> Lease<'a> {
         Some(Lease {
             kb,
             generation: r.generation,
-            index: r.idle.pop().map(|conn| Index { conn }),
+            index: r.idle.pop().map(Index::new),
         })
     }
 
@@ -221,7 +221,7 @@ pub(crate) fn with_reader<R>(
                 Ok(conn)
             })
             .ok()?;
-        lease.index = Some(Index { conn });
+        lease.index = Some(Index::new(conn));
     }
     let answer = f(lease.index.as_ref().expect("reader just opened"));
     if answer.is_err() {
@@ -278,7 +278,7 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else { return };
     let index = &open.index;
-    let res = index.write(|| {
+    let res = index.write_docs(kb, || {
         for w in written {
             let doc = match w {
                 Written::Claim(c) => claim_doc(c),

@@ -9,13 +9,25 @@ use crate::retrieval::Retriever;
 /// sort every match with its docs row — and docs rows are looked up for the
 /// top of the list only; the page widens until `want` rows pass the filters
 /// or the matches run out.
+///
+/// The words are phrases joined by AND (`all`) or OR. A process holding the
+/// postings in memory ([`postings`]) ranks them there — the same order and
+/// scores, without FTS5 scoring each row — and SQL does otherwise.
 pub(crate) fn ranked(
+    kb: &Kb,
     idx: &Index,
-    q: &str,
+    words: &[&String],
+    all: bool,
     want: usize,
     kinds: &[&str],
     currency: Currency,
 ) -> Result<Vec<(i64, SearchHit)>> {
+    let mut in_memory = postings::ranked_rows(kb, idx, words, all)?;
+    let q = words
+        .iter()
+        .map(|t| format!("\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(if all { " AND " } else { " OR " });
     let mut rank = idx.conn.prepare_cached(
         "SELECT rowid, bm25(fts, 2.0, 1.0) AS r FROM fts WHERE fts MATCH ?1
          ORDER BY r, rowid LIMIT ?2",
@@ -25,9 +37,15 @@ pub(crate) fn ranked(
         .prepare_cached("SELECT kind, id, status, confidence FROM docs WHERE rowid = ?1")?;
     let mut page = want * 2 + 16;
     loop {
-        let rows: Vec<(i64, f64)> = rank
-            .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows: Vec<(i64, f64)> = match &mut in_memory {
+            Some(all_rows) => postings::first(all_rows, page)
+                .iter()
+                .map(|(r, rowid)| (*rowid, *r))
+                .collect(),
+            None => rank
+                .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?,
+        };
         let exhausted = rows.len() < page;
         let mut hits: Vec<(i64, SearchHit)> = Vec::new();
         for (rowid, r) in &rows {
@@ -105,7 +123,7 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
             &narrowing
         };
         let mut hits: Vec<(i64, SearchHit)> = Vec::new();
-        for (rowid, hit) in ranked(idx, &quote(required).join(" AND "), limit, kinds, currency)? {
+        for (rowid, hit) in ranked(kb, idx, required, true, limit, kinds, currency)? {
             hits.push((rowid, hit));
         }
         if hits.len() < limit && all.len() > 1 {
@@ -145,7 +163,7 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
             if rare.is_empty() {
                 rare = any.clone();
             }
-            for (rowid, hit) in ranked(idx, &quote(&rare).join(" OR "), limit, kinds, currency)? {
+            for (rowid, hit) in ranked(kb, idx, &rare, false, limit, kinds, currency)? {
                 if hits.len() < limit && !hits.iter().any(|(r, _)| *r == rowid) {
                     hits.push((rowid, hit));
                 }

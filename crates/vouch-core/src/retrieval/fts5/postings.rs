@@ -1,0 +1,765 @@
+//! The FTS index's postings held in memory by a long-running process, so
+//! that ranking a query whose words are in thousands of documents costs
+//! a pass over packed lists instead of FTS5's `bm25()` per row (each one a
+//! statement to read the row's size and a walk of its position lists:
+//! ~1 µs a row, 10 ms for the 10,000 rows that share a common phrase at
+//! 100,000 claims).
+//!
+//! Exact, not approximate: the postings are read from FTS5's own index
+//! (`fts5vocab`, so every token is the one FTS5 made), words are turned
+//! into tokens by an FTS5 table with the same tokenizer, and scores are
+//! computed with FTS5's bm25 formula in its order of operations, so ranks
+//! and ties come out as the SQL path gives them (a test compares them).
+//!
+//! Current, or unused: every write to the FTS tables bumps
+//! `meta.generation` in the same transaction. This process updates its
+//! postings with its own writes; a write by another process (or a rebuild)
+//! leaves them behind, and searches go through SQL until the next
+//! [`refresh`] (the server's background tick) reads them again.
+
+use super::*;
+use std::sync::Mutex;
+
+/// Past this many documents changed in one write, the postings are read
+/// again rather than patched.
+const PATCH_AT_MOST: usize = 256;
+
+/// One document's share of one token.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    slot: u32,
+    /// Occurrences in the title (bm25 weight 2) and in the body (weight 1).
+    title: u16,
+    body: u16,
+}
+
+struct Slot {
+    rowid: i64,
+    tokens: u32,
+    live: bool,
+}
+
+pub(crate) struct Postings {
+    /// `meta.vectors_file` (which file) and `meta.generation` mirrored.
+    version: (String, i64),
+    tokens: HashMap<Box<str>, u32>,
+    /// Per token, ascending by slot (slots are only ever appended).
+    lists: Vec<Vec<Posting>>,
+    slots: Vec<Slot>,
+    by_rowid: HashMap<i64, u32>,
+    /// Live rows and their tokens (FTS5's row count and total size).
+    rows: i64,
+    total_tokens: i64,
+    dead: usize,
+}
+
+/// An in-memory FTS5 table with the index's tokenizer: turns words and
+/// documents into exactly the tokens FTS5 makes of them.
+pub(crate) struct Tokenizer {
+    conn: Connection,
+}
+
+impl Tokenizer {
+    fn new(kb: &Kb) -> Result<Tokenizer> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(&format!(
+            "CREATE VIRTUAL TABLE tok USING fts5(title, body, tokenize='{}');
+             CREATE VIRTUAL TABLE tok_i USING fts5vocab(tok, instance);",
+            tokenizer(kb)
+        ))?;
+        Ok(Tokenizer { conn })
+    }
+
+    /// The tokens of each text, in order, with the column each is in.
+    fn tokens(&self, rows: &[(&str, &str)]) -> Result<Vec<Vec<(String, u8)>>> {
+        self.conn.execute_batch("BEGIN; DELETE FROM tok;")?;
+        let res = (|| -> Result<Vec<Vec<(String, u8)>>> {
+            let mut insert = self
+                .conn
+                .prepare_cached("INSERT INTO tok(rowid, title, body) VALUES(?1, ?2, ?3)")?;
+            for (i, (title, body)) in rows.iter().enumerate() {
+                insert.execute(params![i as i64 + 1, title, body])?;
+            }
+            let mut out = vec![Vec::new(); rows.len()];
+            let mut read = self
+                .conn
+                .prepare_cached("SELECT doc, term, col FROM tok_i ORDER BY doc, col, offset")?;
+            let all = read.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            for row in all {
+                let (doc, term, col) = row?;
+                let col = u8::from(col != "title");
+                if let Some(list) = out.get_mut(doc as usize - 1) {
+                    list.push((term, col));
+                }
+            }
+            Ok(out)
+        })();
+        self.conn.execute_batch("ROLLBACK")?;
+        res
+    }
+}
+
+/// This process's postings and tokenizer (in `Kb`).
+#[derive(Default)]
+pub(crate) struct Memory {
+    pub(crate) postings: std::sync::RwLock<Option<Postings>>,
+    tokenizer: Mutex<Option<Tokenizer>>,
+    /// Word → token, for words that make exactly one token.
+    words: Mutex<HashMap<String, Option<Box<str>>>>,
+}
+
+/// Which file and which generation of it a connection sees.
+fn version(conn: &Connection) -> Result<(String, i64)> {
+    let get = |key: &str| -> Result<Option<String>> {
+        Ok(conn
+            .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    };
+    Ok((
+        get("vectors_file")?.unwrap_or_default(),
+        get("generation")?.and_then(|v| v.parse().ok()).unwrap_or(0),
+    ))
+}
+
+impl Index {
+    /// Count one more write to the FTS tables; returns the generation
+    /// before and after. Called inside the write's transaction.
+    pub(crate) fn bump_generation(&self) -> Result<(i64, i64)> {
+        let before = version(&self.conn)?.1;
+        let after = before + 1;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES('generation', ?1)",
+            [after.to_string()],
+        )?;
+        Ok((before, after))
+    }
+}
+
+/// A new schema starts a generation nobody has seen (a file's identity
+/// survives a schema change, so counting from zero again could match
+/// postings read before it).
+pub(crate) fn fresh_generation(conn: &Connection) -> Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(1);
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES('generation', ?1)",
+        [now.to_string()],
+    )?;
+    Ok(())
+}
+
+/// A change to one FTS row: its text now, or `None` when it went.
+pub(crate) type Touched = (i64, Option<(String, String)>);
+
+impl Postings {
+    /// Read every posting of `conn`'s FTS index, in one read transaction.
+    fn read(conn: &Connection) -> Result<Postings> {
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vouch_fts_i
+                 USING fts5vocab(main, fts, instance);
+             BEGIN;",
+        )?;
+        let res = (|| -> Result<Postings> {
+            let version = version(conn)?;
+            let mut rowids: Vec<i64> = conn
+                .prepare("SELECT id FROM fts_docsize")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            rowids.sort_unstable();
+            let by_rowid: HashMap<i64, u32> = rowids
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (*r, i as u32))
+                .collect();
+            let mut slots: Vec<Slot> = rowids
+                .iter()
+                .map(|&rowid| Slot {
+                    rowid,
+                    tokens: 0,
+                    live: true,
+                })
+                .collect();
+            let mut tokens: HashMap<Box<str>, u32> = HashMap::new();
+            let mut lists: Vec<Vec<Posting>> = Vec::new();
+            let mut stmt = conn.prepare("SELECT term, doc, col FROM temp.vouch_fts_i")?;
+            let mut rows = stmt.query([])?;
+            let mut current: Option<(String, u32)> = None;
+            while let Some(r) = rows.next()? {
+                let term = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                let doc: i64 = r.get(1)?;
+                let title = r.get_ref(2)?.as_str().map_err(rusqlite::Error::from)? == "title";
+                let Some(&slot) = by_rowid.get(&doc) else {
+                    continue;
+                };
+                let t = match &current {
+                    Some((name, t)) if name == term => *t,
+                    _ => {
+                        let t = match tokens.get(term) {
+                            Some(t) => *t,
+                            None => {
+                                lists.push(Vec::new());
+                                let t = (lists.len() - 1) as u32;
+                                tokens.insert(term.into(), t);
+                                t
+                            }
+                        };
+                        current = Some((term.to_string(), t));
+                        t
+                    }
+                };
+                slots[slot as usize].tokens += 1;
+                add(&mut lists[t as usize], slot, title);
+            }
+            for list in &mut lists {
+                list.shrink_to_fit();
+            }
+            let total_tokens = slots.iter().map(|s| s.tokens as i64).sum();
+            Ok(Postings {
+                version,
+                rows: slots.len() as i64,
+                total_tokens,
+                tokens,
+                lists,
+                slots,
+                by_rowid,
+                dead: 0,
+            })
+        })();
+        conn.execute_batch("COMMIT")?;
+        res
+    }
+
+    fn remove(&mut self, rowid: i64) {
+        if let Some(slot) = self.by_rowid.remove(&rowid) {
+            let s = &mut self.slots[slot as usize];
+            s.live = false;
+            self.rows -= 1;
+            self.total_tokens -= s.tokens as i64;
+            self.dead += 1;
+        }
+    }
+
+    fn insert(&mut self, rowid: i64, tokens: &[(String, u8)]) {
+        self.remove(rowid);
+        let slot = self.slots.len() as u32;
+        self.slots.push(Slot {
+            rowid,
+            tokens: tokens.len() as u32,
+            live: true,
+        });
+        self.by_rowid.insert(rowid, slot);
+        self.rows += 1;
+        self.total_tokens += tokens.len() as i64;
+        for (term, col) in tokens {
+            let t = match self.tokens.get(term.as_str()) {
+                Some(t) => *t,
+                None => {
+                    self.lists.push(Vec::new());
+                    let t = (self.lists.len() - 1) as u32;
+                    self.tokens.insert(term.as_str().into(), t);
+                    t
+                }
+            };
+            add(&mut self.lists[t as usize], slot, *col == 0);
+        }
+    }
+
+    /// `(bm25, rowid)` of every live document matching all (`all`) or any
+    /// of the tokens (one per phrase, in query order), as FTS5's
+    /// `bm25(fts, 2.0, 1.0)` scores them.
+    fn score(&self, phrases: &[Option<u32>], all: bool) -> Vec<(f64, i64)> {
+        const K1: f64 = 1.2;
+        const B: f64 = 0.75;
+        let lists: Vec<&[Posting]> = phrases
+            .iter()
+            .map(|t| t.map_or(&[][..], |t| &self.lists[t as usize][..]))
+            .collect();
+        if all && lists.iter().any(|l| l.is_empty()) {
+            return Vec::new();
+        }
+        // Rows holding each phrase, for its idf (FTS5 counts them per
+        // query), and each live match's weighted frequencies.
+        let live = |p: &&Posting| self.slots[p.slot as usize].live;
+        let hits: Vec<i64> = lists
+            .iter()
+            .map(|l| l.iter().filter(live).count() as i64)
+            .collect();
+        let n = self.rows;
+        let idf: Vec<f64> = hits
+            .iter()
+            .map(|&h| {
+                let idf = ((n - h) as f64 + 0.5) / (h as f64 + 0.5);
+                let idf = idf.ln();
+                if idf <= 0.0 { 1e-6 } else { idf }
+            })
+            .collect();
+        let avgdl = self.total_tokens as f64 / n as f64;
+        let mut cursors = vec![0usize; lists.len()];
+        let mut freq = vec![0f64; lists.len()];
+        let mut out = Vec::new();
+        // Slot by slot: the smallest under any cursor next.
+        while let Some(slot) = lists
+            .iter()
+            .zip(&cursors)
+            .filter_map(|(l, &c)| l.get(c).map(|p| p.slot))
+            .min()
+        {
+            let mut matched = 0;
+            for (i, l) in lists.iter().enumerate() {
+                freq[i] = 0.0;
+                if let Some(p) = l.get(cursors[i])
+                    && p.slot == slot
+                {
+                    freq[i] = 2.0 * p.title as f64 + p.body as f64;
+                    cursors[i] += 1;
+                    matched += 1;
+                }
+            }
+            let s = &self.slots[slot as usize];
+            if !s.live || (all && matched < lists.len()) {
+                continue;
+            }
+            let d = s.tokens as f64;
+            let mut score = 0.0;
+            for i in 0..lists.len() {
+                score +=
+                    idf[i] * ((freq[i] * (K1 + 1.0)) / (freq[i] + K1 * (1.0 - B + B * d / avgdl)));
+            }
+            // FTS5 returns `-1.0 * score`: the same bits as negation.
+            out.push((-score, s.rowid));
+        }
+        out
+    }
+}
+
+fn add(list: &mut Vec<Posting>, slot: u32, title: bool) {
+    match list.last_mut() {
+        Some(p) if p.slot == slot => {
+            if title {
+                p.title = p.title.saturating_add(1);
+            } else {
+                p.body = p.body.saturating_add(1);
+            }
+        }
+        _ => list.push(Posting {
+            slot,
+            title: u16::from(title),
+            body: u16::from(!title),
+        }),
+    }
+}
+
+impl Memory {
+    fn tokenizer<R>(&self, kb: &Kb, f: impl FnOnce(&Tokenizer) -> Result<R>) -> Result<R> {
+        let mut slot = self.tokenizer.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(Tokenizer::new(kb)?);
+        }
+        f(slot.as_ref().expect("tokenizer just made"))
+    }
+
+    /// The token each word makes, or `None` if some word makes none or
+    /// several (a phrase the postings cannot answer alone).
+    fn tokens_of(&self, kb: &Kb, words: &[&String]) -> Result<Option<Vec<Box<str>>>> {
+        let mut known = self.words.lock().unwrap_or_else(|e| e.into_inner());
+        let missing: Vec<&String> = words
+            .iter()
+            .filter(|w| !known.contains_key(w.as_str()))
+            .copied()
+            .collect();
+        if !missing.is_empty() {
+            let rows: Vec<(&str, &str)> = missing.iter().map(|w| ("", w.as_str())).collect();
+            let made = self.tokenizer(kb, |t| t.tokens(&rows))?;
+            if known.len() > 100_000 {
+                known.clear();
+            }
+            for (w, toks) in missing.iter().zip(made) {
+                let one = (toks.len() == 1).then(|| toks[0].0.as_str().into());
+                known.insert(w.to_string(), one);
+            }
+        }
+        Ok(words
+            .iter()
+            .map(|w| known.get(w.as_str()).cloned().flatten())
+            .collect())
+    }
+}
+
+/// The matches of `words` (all of them, or any) with the score
+/// `bm25(fts, 2.0, 1.0)` gives them, unordered ([`first`] orders them) —
+/// when this process holds postings current for `idx`'s file. `None`: ask
+/// SQL.
+pub(crate) fn ranked_rows(
+    kb: &Kb,
+    idx: &Index,
+    words: &[&String],
+    all: bool,
+) -> Result<Option<Vec<(f64, i64)>>> {
+    let memory = &kb.memory;
+    let guard = memory.postings.read().unwrap_or_else(|e| e.into_inner());
+    let Some(postings) = guard.as_ref() else {
+        return Ok(None);
+    };
+    if postings.version != version(&idx.conn)? {
+        return Ok(None);
+    }
+    let Some(tokens) = memory.tokens_of(kb, words)? else {
+        return Ok(None);
+    };
+    let phrases: Vec<Option<u32>> = tokens
+        .iter()
+        .map(|t| postings.tokens.get(t).copied())
+        .collect();
+    Ok(Some(postings.score(&phrases, all)))
+}
+
+/// The first `n` of `rows` in `ORDER BY bm25, rowid` order (sorting only
+/// those).
+pub(crate) fn first(rows: &mut [(f64, i64)], n: usize) -> &[(f64, i64)] {
+    let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let n = n.min(rows.len());
+    if n == 0 {
+        return &[];
+    }
+    if n < rows.len() {
+        rows.select_nth_unstable_by(n - 1, order);
+    }
+    rows[..n].sort_unstable_by(order);
+    &rows[..n]
+}
+
+/// After this process committed a write to the FTS tables: patch its
+/// postings if they were current just before, or let them go.
+pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]) {
+    let memory = &kb.memory;
+    let mut guard = memory.postings.write().unwrap_or_else(|e| e.into_inner());
+    let Some(postings) = guard.as_mut() else {
+        return;
+    };
+    if postings.version.1 != generations.0 || touched.len() > PATCH_AT_MOST {
+        *guard = None;
+        return;
+    }
+    let texts: Vec<(&str, &str)> = touched
+        .iter()
+        .filter_map(|(_, t)| t.as_ref().map(|(a, b)| (a.as_str(), b.as_str())))
+        .collect();
+    let Ok(mut made) = memory.tokenizer(kb, |t| t.tokens(&texts)) else {
+        *guard = None;
+        return;
+    };
+    made.reverse();
+    for (rowid, text) in touched {
+        match text {
+            Some(_) => {
+                let toks = made.pop().unwrap_or_default();
+                postings.insert(*rowid, &toks);
+            }
+            None => postings.remove(*rowid),
+        }
+    }
+    postings.version.1 = generations.1;
+    // Mostly tombstones: read afresh on the next refresh.
+    if postings.dead > postings.slots.len() / 4 + 1024 {
+        *guard = None;
+    }
+}
+
+/// Read the postings again if they are missing or behind the file (the
+/// server's background tick; never on a request's path). Reads through a
+/// connection of its own, so searches go on meanwhile.
+pub fn refresh(kb: &Kb) -> Result<()> {
+    let _lease = Lease::own(kb);
+    let path = kb.layout().index_db();
+    if !path.exists() {
+        return Ok(());
+    }
+    let conn = open_db(
+        kb,
+        &path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let now = version(&conn)?;
+    {
+        let guard = kb.memory.postings.read().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_some_and(|p| p.version == now) {
+            return Ok(());
+        }
+    }
+    let fresh = Postings::read(&conn)?;
+    *kb.memory
+        .postings
+        .write()
+        .unwrap_or_else(|e| e.into_inner()) = Some(fresh);
+    Ok(())
+}
+
+/// Bytes the postings hold (approximately), for benchmarks.
+pub fn postings_bytes(kb: &Kb) -> usize {
+    let guard = kb.memory.postings.read().unwrap_or_else(|e| e.into_inner());
+    guard.as_ref().map_or(0, |p| {
+        p.lists.iter().map(|l| l.capacity() * 8).sum::<usize>()
+            + p.slots.capacity() * std::mem::size_of::<Slot>()
+            + p.by_rowid.capacity() * 16
+            + p.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+    use crate::store::Dir;
+
+    const WORDS: &[&str] = &[
+        "retries",
+        "retry",
+        "queue",
+        "billing",
+        "service",
+        "owns",
+        "payments",
+        "schema",
+        "migration",
+        "locked",
+        "table",
+        "audit",
+        "record",
+        "every",
+        "change",
+        "the",
+        "a",
+        "deploy",
+        "approval",
+        "requests",
+        "per",
+        "second",
+        "Zürich",
+        "naïve",
+        "42",
+    ];
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+        fn text(&mut self, len: usize) -> String {
+            (0..len)
+                .map(|_| WORDS[self.below(WORDS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    }
+
+    fn write_claim(kb: &Kb, id: &str, text: &str) {
+        let now = kb.now();
+        let claim = Claim {
+            id: id.into(),
+            text: text.into(),
+            claim_type: ClaimType::Fact,
+            status: ClaimStatus::Working,
+            confidence: 0.7,
+            evidence: vec!["ev-x".into()],
+            entities: vec![],
+            supersedes: vec![],
+            superseded_by: None,
+            contradicts: vec![],
+            scope: None,
+            tags: vec![],
+            created_at: now,
+            updated_at: now,
+            last_confirmed_at: None,
+            approved_by: Some("alice".into()),
+            extra: Default::default(),
+        };
+        let path = kb.layout().file(Dir::Claims, id).unwrap();
+        std::fs::write(path, claim.encode().unwrap()).unwrap();
+    }
+
+    fn write_page(kb: &Kb, id: &str, title: &str, body: &str) {
+        let now = kb.now();
+        let page = Page {
+            id: id.into(),
+            title: title.into(),
+            page_type: PageType::Workflow,
+            status: PageStatus::Active,
+            claims: vec![],
+            entities: vec![],
+            sources: vec![],
+            tags: vec![],
+            created_at: now,
+            updated_at: now,
+            approved_by: Some("alice".into()),
+            extra: Default::default(),
+            body: body.into(),
+        };
+        let path = kb.layout().file(Dir::Pages, id).unwrap();
+        std::fs::write(path, page.encode().unwrap()).unwrap();
+    }
+
+    /// Every match of `words` as SQL ranks it: `(bm25, rowid)`.
+    fn by_sql(idx: &Index, words: &[&String], all: bool) -> Vec<(f64, i64)> {
+        let q = words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(if all { " AND " } else { " OR " });
+        idx.conn
+            .prepare("SELECT bm25(fts, 2.0, 1.0) AS r, rowid FROM fts WHERE fts MATCH ?1 ORDER BY r, rowid")
+            .unwrap()
+            .query_map([q], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// For many queries, the postings give exactly SQL's rows, scores (to
+    /// the bit) and order; returns how many queries had matches.
+    fn same_as_sql(kb: &Kb, rng: &mut Rng) -> usize {
+        let queries: Vec<(Vec<String>, bool)> = (0..120)
+            .map(|round| {
+                let n = 1 + rng.below(4);
+                let words: Vec<String> = (0..n)
+                    .map(|_| WORDS[rng.below(WORDS.len())].to_lowercase())
+                    .collect::<HashSet<_>>()
+                    .into_iter()
+                    .collect();
+                (words, round % 2 == 0)
+            })
+            .collect();
+        with_index(kb, |idx| {
+            let mut matched = 0;
+            for (words, all) in &queries {
+                let words: Vec<&String> = words.iter().collect();
+                let all = *all;
+                let want = by_sql(idx, &words, all);
+                let mut got = ranked_rows(kb, idx, &words, all)?
+                    .unwrap_or_else(|| panic!("postings not used for {words:?}"));
+                let n = got.len();
+                let got = first(&mut got, n);
+                assert_eq!(got.len(), want.len(), "{words:?} all={all}");
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.1, w.1, "{words:?} all={all}: order differs");
+                    assert_eq!(
+                        g.0.to_bits(),
+                        w.0.to_bits(),
+                        "{words:?}: score {} vs {}",
+                        g.0,
+                        w.0
+                    );
+                }
+                matched += usize::from(!want.is_empty());
+            }
+            Ok(matched)
+        })
+        .unwrap()
+    }
+
+    /// No current postings: searches are ranked by SQL.
+    fn assert_sql_answers(kb: &Kb) {
+        let w = "queue".to_string();
+        let unused = with_index(kb, |idx| Ok(ranked_rows(kb, idx, &[&w], true)?.is_none()));
+        assert!(unused.unwrap());
+    }
+
+    /// The postings mirror the file's current generation.
+    fn assert_current(kb: &Kb, why: &str) {
+        let now = with_index(kb, |idx| version(&idx.conn)).unwrap();
+        let held = kb.memory.postings.read().unwrap();
+        assert_eq!(held.as_ref().map(|p| p.version.clone()), Some(now), "{why}");
+    }
+
+    #[test]
+    fn postings_rank_exactly_as_fts5_bm25_and_follow_writes() {
+        let (_dir, kb) = crate::kb::test_kb();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for i in 0..300 {
+            let len = 3 + rng.below(12);
+            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+        }
+        for i in 0..20 {
+            let (title, body) = (rng.text(3), rng.text(40));
+            write_page(&kb, &format!("p-{i}"), &title, &body);
+        }
+        crate::retrieval::refresh(&kb).unwrap();
+        // No postings yet: SQL answers.
+        assert_sql_answers(&kb);
+        refresh(&kb).unwrap();
+        assert!(same_as_sql(&kb, &mut rng) > 60);
+
+        // Edits, additions and deletions seen by a sync patch the postings
+        // (no refresh in between) and keep them exact. First out of the
+        // sync's 2 s "racy" window, so it re-reads only what changes.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        for i in 0..40 {
+            let len = 3 + rng.below(12);
+            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+        }
+        for i in 300..320 {
+            let len = 3 + rng.below(12);
+            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+        }
+        for i in 280..300 {
+            std::fs::remove_file(kb.layout().file(Dir::Claims, &format!("c-{i}")).unwrap())
+                .unwrap();
+        }
+        crate::retrieval::refresh(&kb).unwrap();
+        assert_current(&kb, "the postings were patched, not dropped");
+        assert!(same_as_sql(&kb, &mut rng) > 60);
+
+        // A write through vouch in this process (an approval) patches them.
+        let src = crate::methods::dispatch(
+            &kb,
+            &crate::Caller::new("agent", crate::Transport::Jsonl),
+            "kb.register_source",
+            serde_json::json!({"content": "billing queue retries", "locator": "x"}),
+        )
+        .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let proposed = crate::methods::dispatch(
+            &kb,
+            &crate::Caller::new("agent", crate::Transport::Jsonl),
+            "kb.propose_claim",
+            serde_json::json!({"text": "The billing queue retries twice", "evidence": [src]}),
+        )
+        .unwrap();
+        crate::methods::dispatch(
+            &kb,
+            &crate::Caller::new("alice", crate::Transport::Cli),
+            "kb.approve",
+            serde_json::json!({"proposal_id": proposed["proposal_id"]}),
+        )
+        .unwrap();
+        assert_current(&kb, "the approval patched the postings");
+        assert!(same_as_sql(&kb, &mut rng) > 60);
+
+        // A write by another process (another connection): behind, unused.
+        let other = Connection::open(kb.layout().index_db()).unwrap();
+        other
+            .execute(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'",
+                [],
+            )
+            .unwrap();
+        assert_sql_answers(&kb);
+        refresh(&kb).unwrap();
+        assert!(same_as_sql(&kb, &mut rng) > 60);
+    }
+}
