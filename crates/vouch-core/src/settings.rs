@@ -61,6 +61,10 @@ pub struct Retrieval {
     /// one-shot commands trust them instead of scanning (default true).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub watch: bool,
+    /// Whether long-running processes hold the FTS index's postings in
+    /// memory to rank with (default true; ~31 MiB at 100,000 claims).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub postings_in_memory: bool,
     /// The embedding model, by name (default all-MiniLM-L6-v2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -310,6 +314,7 @@ impl Retrieval {
             backend: default_backend(),
             fts5_porter: true,
             watch: true,
+            postings_in_memory: true,
             freshness: Freshness::Files,
             model: None,
             model_dir: None,

@@ -475,9 +475,13 @@ pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]
 }
 
 /// Read the postings again if they are missing or behind the file (the
-/// server's background tick; never on a request's path). Reads through a
+/// server's background tick; never on a request's path), unless
+/// `retrieval.postings_in_memory: false`. Reads through a
 /// connection of its own, so searches go on meanwhile.
 pub fn refresh(kb: &Kb) -> Result<()> {
+    if !kb.settings().retrieval.postings_in_memory {
+        return Ok(());
+    }
     let _lease = Lease::own(kb);
     let path = kb.layout().index_db();
     if !path.exists() {
@@ -761,5 +765,36 @@ mod tests {
         assert_sql_answers(&kb);
         refresh(&kb).unwrap();
         assert!(same_as_sql(&kb, &mut rng) > 60);
+    }
+}
+
+#[cfg(test)]
+mod setting_tests {
+    use super::*;
+
+    #[test]
+    fn postings_in_memory_false_keeps_servers_on_sql() {
+        let (dir, kb) = crate::kb::test_kb();
+        let config = kb.layout().config();
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains("retrieval:\n"), "{text}");
+        std::fs::write(
+            &config,
+            text.replace("retrieval:\n", "retrieval:\n  postings_in_memory: false\n"),
+        )
+        .unwrap();
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        crate::retrieval::refresh(&kb).unwrap();
+        refresh(&kb).unwrap();
+        assert!(kb.memory.postings.read().unwrap().is_none());
+        // And on by default.
+        let (_dir, kb) = crate::kb::test_kb();
+        crate::retrieval::refresh(&kb).unwrap();
+        refresh(&kb).unwrap();
+        assert!(kb.memory.postings.read().unwrap().is_some());
     }
 }
