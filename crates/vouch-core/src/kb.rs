@@ -564,9 +564,24 @@ impl Kb {
     /// Read one object; `Ok(None)` when its file does not exist.
     pub fn load<T: Stored>(&self, id: &str) -> Result<Option<T>> {
         let path = self.layout.file(T::DIR, id)?;
-        self.read_text(&path)?
-            .map(|text| T::decode(&path, &text))
-            .transpose()
+        let Some(text) = self.read_text(&path)? else {
+            return Ok(None);
+        };
+        let object = T::decode(&path, &text)?;
+        // A file is the object its name says: one that says it is another
+        // (hand-edited, or planted by a clone) would show another's text
+        // under that id — and pass for audited if that id was approved.
+        if object.id() != id {
+            return Err(Error::corrupt(
+                &path,
+                format!(
+                    "holds `id: {}`, but its name says {id}; a file's id must match its \
+                     name: rename the file or correct its `id`",
+                    crate::ids::truncate_for_message(object.id())
+                ),
+            ));
+        }
+        Ok(Some(object))
     }
 
     /// Is there a regular file (not a link) for this id?

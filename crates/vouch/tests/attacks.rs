@@ -779,3 +779,50 @@ fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
         assert!(r.stderr.contains("chmod 600"), "{}", r.stderr);
     }
 }
+
+/// A hand-written file that names an approved claim's id inside, under
+/// another file name, would put its own words under that id — and pass
+/// for audited, since that id was approved. A file is the object its name
+/// says: such a file is refused as corrupt wherever it is read, and
+/// search, listings and doctor say so.
+#[test]
+fn a_file_borrowing_an_approved_id_is_refused_not_shown_as_that_claim() {
+    let p = Project::new();
+    let src = p.source("Invoices are due in 30 days.\n");
+    let honest = p.claim("Invoices are due in 30 days", &src);
+    let planted = p.vouch_dir().join("claims/planted.yaml");
+    let text = std::fs::read_to_string(p.vouch_dir().join(format!("claims/{honest}.yaml")))
+        .unwrap()
+        .replace("Invoices are due in 30 days", "Invoices are never due");
+    assert!(text.contains(&format!("id: {honest}")), "{text}");
+    std::fs::write(&planted, text).unwrap();
+
+    let r = p.run("x", &["--json", "search", "invoices never due"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for hit in r.json().as_array().unwrap() {
+        assert!(
+            !hit["snippet"].as_str().unwrap_or("").contains("never"),
+            "the planted words were shown: {hit}"
+        );
+    }
+    assert!(
+        r.stderr.contains("claims/planted.yaml") && r.stderr.contains("must match its name"),
+        "{}",
+        r.stderr
+    );
+    let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![honest.as_str()], "{listed}");
+    let r = p.run("x", &["show", "planted"]);
+    assert_eq!(r.code, 6, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("must match its name"), "{}", r.stderr);
+    assert!(doctor_kinds(&p).contains(&"unparseable-file".to_string()));
+    // The approved claim itself still reads as approved and audited.
+    let shown = p.ok("x", &["show", &honest]);
+    assert_eq!(shown["object"]["text"], "Invoices are due in 30 days");
+}
