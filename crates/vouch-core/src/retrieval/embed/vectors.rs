@@ -15,7 +15,7 @@
 //! budget; ~10 ms a claim), and servers do it in their background refresh.
 
 use super::Embedder;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kb::Kb;
 use crate::retrieval::fts5::{Index, Sig};
 use crate::retrieval::{Currency, SEARCH_KINDS};
@@ -698,49 +698,6 @@ fn load_all(idx: &Index, model: &str, dim: usize) -> Result<Vectors> {
             .push(row_no);
     }
     Ok(v)
-}
-
-/// Copy the vectors of a `state.db` about to be replaced into the new one,
-/// so a rebuild re-embeds nothing whose text is unchanged.
-pub(crate) fn carry_over(idx: &Index, old_db: &std::path::Path) -> Result<usize> {
-    let path = old_db
-        .to_str()
-        .ok_or_else(|| Error::internal("state.db path is not UTF-8"))?;
-    idx.conn.execute("ATTACH DATABASE ?1 AS old", [path])?;
-    let res = (|| -> Result<usize> {
-        let has: bool = idx
-            .conn
-            .query_row(
-                "SELECT count(*) FROM old.sqlite_master WHERE name = 'embeddings'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)?;
-        if !has {
-            return Ok(0);
-        }
-        // Only vectors of a file made on this machine (see `vectors_file`
-        // in fts5::Index::try_open): a planted state.db gives none.
-        let made: Option<String> = idx
-            .conn
-            .query_row(
-                "SELECT value FROM old.meta WHERE key = 'vectors_file'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if made.is_none() || made != crate::retrieval::fts5::file_identity(old_db) {
-            return Ok(0);
-        }
-        // Signatures are zeroed: the first check compares texts again.
-        Ok(idx.conn.execute(
-            "INSERT OR IGNORE INTO embeddings
-             SELECT kind, id, chunk, model, content_sha256, 0, 0, vector FROM old.embeddings",
-            [],
-        )?)
-    })();
-    let _ = idx.conn.execute("DETACH DATABASE old", []);
-    res
 }
 
 #[cfg(test)]

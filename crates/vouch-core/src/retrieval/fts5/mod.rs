@@ -174,7 +174,6 @@ impl Index {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let tokenizer = tokenizer(kb);
         let want = schema_tag(kb);
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
@@ -206,24 +205,33 @@ impl Index {
                 r.get(0)
             })
             .optional()?;
+        let index = Index::new(conn);
         if have.as_deref() != Some(want.as_str()) {
-            conn.execute_batch(&format!(
-                "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
-                 DROP TABLE IF EXISTS admitted;
-                 DELETE FROM meta WHERE key != 'vectors_file';
-                 CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
-                 CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
-                     status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-                     UNIQUE(kind, id));
-                 CREATE VIRTUAL TABLE fts USING fts5(title, body, tokenize='{tokenizer}');"
-            ))?;
-            conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?1)",
-                [&want],
-            )?;
-            postings::fresh_generation(&conn)?;
+            index.reset_schema(kb)?;
         }
-        Ok(Index::new(conn))
+        Ok(index)
+    }
+
+    /// Empty the index: its tables made afresh for this version and these
+    /// settings, every recorded scan and the audit offset forgotten (the
+    /// vectors and the file's identity stay).
+    pub(crate) fn reset_schema(&self, kb: &Kb) -> Result<()> {
+        let tokenizer = tokenizer(kb);
+        self.conn.execute_batch(&format!(
+            "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
+             DROP TABLE IF EXISTS admitted;
+             DELETE FROM meta WHERE key != 'vectors_file';
+             CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
+             CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
+                 status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+                 UNIQUE(kind, id));
+             CREATE VIRTUAL TABLE fts USING fts5(title, body, tokenize='{tokenizer}');"
+        ))?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?1)",
+            [&schema_tag(kb)],
+        )?;
+        postings::fresh_generation(&self.conn)
     }
 
     /// Run `f` in one write transaction: committed if it succeeds, rolled

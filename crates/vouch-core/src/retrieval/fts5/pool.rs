@@ -189,12 +189,17 @@ pub(crate) fn bring_in_step(kb: &Kb, slot: &mut Option<OpenIndex>) -> Result<()>
     Ok(())
 }
 
-/// Close the index in `slot` if `state.db` is no longer the file it has
-/// open (rebuilt or deleted by another process); the next use opens the
-/// file that is there now. Readers of the old file are retired first.
+/// Close the index in `slot` if `state.db` is now another file (deleted and
+/// made again by another process; vouch's own rebuilds keep the file); the
+/// next use opens the file that is there now. Readers of the old file are
+/// retired first.
 pub(crate) fn drop_if_replaced(kb: &Kb, slot: &mut Option<OpenIndex>) {
     let Some(open) = slot.as_ref() else { return };
-    if open.identity.is_some() && open.identity != file_identity(&kb.layout().index_db()) {
+    // Only for a file that is there: while another program swaps files
+    // the path may be empty for a moment, and a file made here then would
+    // be unlinked by it.
+    let now = file_identity(&kb.layout().index_db());
+    if open.identity.is_some() && now.is_some() && open.identity != now {
         *slot = None;
         retire_readers(kb);
     }
@@ -312,37 +317,30 @@ pub struct RebuildResult {
     pub indexed: usize,
 }
 
-/// Drop `state.db` and build it again from the files.
+/// Build the index again from the files, in place. The file itself stays:
+/// another process's connections (a server, a search running now) stay on
+/// the one file, where they see the new tables, rather than on a file
+/// unlinked from under them — which SQLite cannot survive once they open
+/// the new file's `-wal` and `-shm` by name. Vectors are kept (keyed by
+/// content and model) with their file signatures zeroed, so the first
+/// check compares texts again and re-embeds only what changed. A file that
+/// cannot be opened at all is replaced ([`Index::open_path`]).
 pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     *slot = None;
     retire_readers(kb);
-    let path = kb.layout().index_db();
-    // The old file is kept aside until its vectors are copied: a rebuild
-    // re-embeds only text that changed.
-    // `state.db-*`: git-ignored even if a crash leaves it behind.
-    let old = PathBuf::from(format!("{}-rebuild-old", path.display()));
-    let kept = !crate::store::nofollow::is_link(&path) && std::fs::rename(&path, &old).is_ok();
-    for suffix in ["", "-wal", "-shm"] {
-        let p = PathBuf::from(format!("{}{suffix}", path.display()));
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&p, e)),
-        }
-    }
     *kb.vectors.write().unwrap_or_else(|e| e.into_inner()) = None;
     kb.index_changed(None);
-    crate::fail::point("index.rebuild.cleared");
+    let path = kb.layout().index_db();
     let mut index = Index::open_path(kb)?;
-    if kept {
-        if let Err(e) = crate::retrieval::embed::vectors::carry_over(&index, &old) {
-            kb.warn(format!(
-                "index rebuild: vectors not carried over ({e}); they are re-embedded"
-            ));
-        }
-        let _ = std::fs::remove_file(&old);
-    }
+    index.write(|| {
+        index.reset_schema(kb)?;
+        index
+            .conn
+            .execute("UPDATE embeddings SET mtime_ns = 0, size = 0", [])?;
+        Ok(())
+    })?;
+    crate::fail::point("index.rebuild.cleared");
     let stats = index.sync(kb)?;
     *slot = Some(OpenIndex {
         index,
