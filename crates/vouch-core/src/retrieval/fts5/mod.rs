@@ -36,7 +36,7 @@ pub(crate) use rank::*;
 pub(crate) use scan::*;
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "5";
+pub const SCHEMA_VERSION: &str = "6";
 /// How long to wait for another process's lock on state.db before answering
 /// from the files instead (search falls back to the substring backend).
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -207,7 +207,14 @@ impl Index {
             .optional()?;
         let index = Index::new(conn);
         if have.as_deref() != Some(want.as_str()) {
-            index.reset_schema(kb)?;
+            // Checked again under the write lock: two processes opening a
+            // new file at once must not both make the tables.
+            index.write(|| {
+                if index.meta_value("schema")?.as_deref() != Some(want.as_str()) {
+                    index.reset_schema(kb)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(index)
     }
@@ -238,16 +245,14 @@ impl Index {
     /// back if it fails.
     pub(crate) fn write<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        match f() {
-            Ok(r) => {
-                self.conn.execute_batch("COMMIT")?;
-                Ok(r)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
+        let done = f().and_then(|r| {
+            self.conn.execute_batch("COMMIT")?;
+            Ok(r)
+        });
+        if done.is_err() && !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
         }
+        done
     }
 
     /// [`Index::write`] for a change to the documents: counts a generation
@@ -486,7 +491,17 @@ impl Index {
     /// files are re-read. With `retrieval.freshness: dirs` a kind whose
     /// directory mtime has not moved is not scanned at all.
     pub(crate) fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
-        let scan = Scan::take(kb, &self.scan_meta()?)?;
+        let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
+        let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
+        let stats = self.apply(kb, scan)?;
+        self.sync_admitted(kb)?;
+        Ok(stats)
+    }
+
+    /// [`Index::sync`] stat-ing every file whatever `retrieval.freshness`
+    /// says (a watcher that lost events cannot trust directory mtimes).
+    pub(crate) fn sync_every_file(&mut self, kb: &Kb) -> Result<SyncStats> {
+        let scan = Scan::take(kb, &self.scan_meta()?, false)?;
         let stats = self.apply(kb, scan)?;
         self.sync_admitted(kb)?;
         Ok(stats)

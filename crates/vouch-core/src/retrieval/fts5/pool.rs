@@ -261,7 +261,8 @@ pub fn refresh(kb: &Kb) -> Result<SyncStats> {
         drop_if_replaced(kb, &mut slot);
         open_in(kb, &mut slot)?.index.scan_meta()?
     };
-    let scan = Scan::take(kb, &stored)?;
+    let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
+    let scan = Scan::take(kb, &stored, dirs_only)?;
     let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else {
         return Ok(SyncStats::default());

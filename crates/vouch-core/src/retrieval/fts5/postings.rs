@@ -39,9 +39,15 @@ struct Slot {
     live: bool,
 }
 
+/// Which file (`meta.vectors_file`), which generation of it and which
+/// schema (tokenizer included) a connection sees. No generation (a file an
+/// older vouch wrote) never matches.
+type Version = (String, Option<i64>, Option<String>);
+
 pub(crate) struct Postings {
-    /// `meta.vectors_file` (which file) and `meta.generation` mirrored.
-    version: (String, i64),
+    version: Version,
+    /// False once a count outgrew its `u16`: then SQL ranks, exactly.
+    exact: bool,
     tokens: HashMap<Box<str>, u32>,
     /// Per token, ascending by slot (slots are only ever appended).
     lists: Vec<Vec<Posting>>,
@@ -114,8 +120,7 @@ pub(crate) struct Memory {
     words: Mutex<HashMap<String, Option<Box<str>>>>,
 }
 
-/// Which file and which generation of it a connection sees.
-fn version(conn: &Connection) -> Result<(String, i64)> {
+fn version(conn: &Connection) -> Result<Version> {
     let get = |key: &str| -> Result<Option<String>> {
         Ok(conn
             .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
@@ -124,15 +129,22 @@ fn version(conn: &Connection) -> Result<(String, i64)> {
     };
     Ok((
         get("vectors_file")?.unwrap_or_default(),
-        get("generation")?.and_then(|v| v.parse().ok()).unwrap_or(0),
+        get("generation")?.and_then(|v| v.parse().ok()),
+        get("schema")?,
     ))
+}
+
+/// Postings read under `version` may rank for this process: a generation
+/// is known, and the schema (so the tokenizer) is this process's.
+fn usable(kb: &Kb, version: &Version) -> bool {
+    version.1.is_some() && version.2.as_deref() == Some(schema_tag(kb).as_str())
 }
 
 impl Index {
     /// Count one more write to the FTS tables; returns the generation
     /// before and after. Called inside the write's transaction.
     pub(crate) fn bump_generation(&self) -> Result<(i64, i64)> {
-        let before = version(&self.conn)?.1;
+        let before = version(&self.conn)?.1.unwrap_or(0);
         let after = before + 1;
         self.conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES('generation', ?1)",
@@ -190,6 +202,7 @@ impl Postings {
                 .collect();
             let mut tokens: HashMap<Box<str>, u32> = HashMap::new();
             let mut lists: Vec<Vec<Posting>> = Vec::new();
+            let mut exact = true;
             let mut stmt = conn.prepare("SELECT term, doc, col FROM temp.vouch_fts_i")?;
             let mut rows = stmt.query([])?;
             let mut current: Option<(String, u32)> = None;
@@ -217,7 +230,7 @@ impl Postings {
                     }
                 };
                 slots[slot as usize].tokens += 1;
-                add(&mut lists[t as usize], slot, title);
+                exact &= add(&mut lists[t as usize], slot, title);
             }
             for list in &mut lists {
                 list.shrink_to_fit();
@@ -225,6 +238,7 @@ impl Postings {
             let total_tokens = slots.iter().map(|s| s.tokens as i64).sum();
             Ok(Postings {
                 version,
+                exact,
                 rows: slots.len() as i64,
                 total_tokens,
                 tokens,
@@ -269,7 +283,7 @@ impl Postings {
                     t
                 }
             };
-            add(&mut self.lists[t as usize], slot, *col == 0);
+            self.exact &= add(&mut self.lists[t as usize], slot, *col == 0);
         }
     }
 
@@ -341,20 +355,28 @@ impl Postings {
     }
 }
 
-fn add(list: &mut Vec<Posting>, slot: u32, title: bool) {
+/// Count one occurrence; false when a count could not hold it (the
+/// postings are then no longer exact).
+fn add(list: &mut Vec<Posting>, slot: u32, title: bool) -> bool {
     match list.last_mut() {
         Some(p) if p.slot == slot => {
-            if title {
-                p.title = p.title.saturating_add(1);
-            } else {
-                p.body = p.body.saturating_add(1);
+            let count = if title { &mut p.title } else { &mut p.body };
+            match count.checked_add(1) {
+                Some(n) => {
+                    *count = n;
+                    true
+                }
+                None => false,
             }
         }
-        _ => list.push(Posting {
-            slot,
-            title: u16::from(title),
-            body: u16::from(!title),
-        }),
+        _ => {
+            list.push(Posting {
+                slot,
+                title: u16::from(title),
+                body: u16::from(!title),
+            });
+            true
+        }
     }
 }
 
@@ -409,10 +431,11 @@ pub(crate) fn ranked_rows(
     let Some(postings) = guard.as_ref() else {
         return Ok(None);
     };
-    if postings.version != version(&idx.conn)? {
+    if !postings.exact || postings.version != version(&idx.conn)? {
         return Ok(None);
     }
-    let Some(tokens) = memory.tokens_of(kb, words)? else {
+    // A word the tokenizer could not take is SQL's to rank.
+    let Ok(Some(tokens)) = memory.tokens_of(kb, words) else {
         return Ok(None);
     };
     let phrases: Vec<Option<u32>> = tokens
@@ -445,7 +468,7 @@ pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]
     let Some(postings) = guard.as_mut() else {
         return;
     };
-    if postings.version.1 != generations.0 || touched.len() > PATCH_AT_MOST {
+    if postings.version.1 != Some(generations.0) || touched.len() > PATCH_AT_MOST {
         *guard = None;
         return;
     }
@@ -467,7 +490,7 @@ pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]
             None => postings.remove(*rowid),
         }
     }
-    postings.version.1 = generations.1;
+    postings.version.1 = Some(generations.1);
     // Mostly tombstones: read afresh on the next refresh.
     if postings.dead > postings.slots.len() / 4 + 1024 {
         *guard = None;
@@ -494,6 +517,13 @@ pub fn refresh(kb: &Kb) -> Result<()> {
     )?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let now = version(&conn)?;
+    if !usable(kb, &now) {
+        *kb.memory
+            .postings
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        return Ok(());
+    }
     {
         let guard = kb.memory.postings.read().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_some_and(|p| p.version == now) {

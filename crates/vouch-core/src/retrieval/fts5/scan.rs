@@ -73,8 +73,11 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
-    pub(crate) fn take(kb: &Kb, stored: &HashMap<String, ScanMeta>) -> Result<Scan> {
-        let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
+    pub(crate) fn take(
+        kb: &Kb,
+        stored: &HashMap<String, ScanMeta>,
+        dirs_only: bool,
+    ) -> Result<Scan> {
         // A file or directory modified within RACY_NS of this scan may change
         // again within the same timestamp tick; it is never trusted unread.
         let racy_after = std::time::SystemTime::now()

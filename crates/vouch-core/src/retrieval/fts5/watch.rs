@@ -101,7 +101,10 @@ fn open_nofollow(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+        // Never through a link; never blocking on a FIFO planted there.
+        options.custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+        );
     }
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
@@ -144,7 +147,9 @@ pub(crate) fn answered(kb: &Kb, open: &OpenIndex) -> bool {
     }
     let started = std::time::Instant::now();
     let mut pause = Duration::from_micros(50);
-    while std::fs::symlink_metadata(&cookie).is_ok() {
+    // Only "gone" is an answer; any other failure to look is a doubt.
+    let gone = |cookie: &Path| matches!(std::fs::symlink_metadata(cookie), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    while !gone(&cookie) {
         if started.elapsed() >= ANSWER_WITHIN {
             let _ = std::fs::remove_file(&cookie);
             kb.warn(format!(
@@ -158,7 +163,10 @@ pub(crate) fn answered(kb: &Kb, open: &OpenIndex) -> bool {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(1));
     }
-    open.identity.is_some()
+    // The same watcher still (one that started meanwhile may have answered
+    // before its first sync), this very file, and stamped by it.
+    live_watcher(kb).is_some_and(|(_, now)| now == token)
+        && open.identity.is_some()
         && open.identity == file_identity(&kb.layout().index_db())
         && open.index.meta_value(STAMP_KEY).ok().flatten().as_deref() == Some(token.as_str())
 }
@@ -211,10 +219,8 @@ mod imp {
         fd: OwnedFd,
         wds: HashMap<i32, Watched>,
         token: String,
-        /// The identity of the file last stamped with the token.
-        stamped: Option<String>,
         /// Held (locked) for as long as the watcher runs.
-        lock: std::fs::File,
+        _lock: std::fs::File,
     }
 
     /// For `.vouch/` itself and the cookie folder: names coming and going
@@ -294,6 +300,27 @@ mod imp {
                 Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
             }
         }
+        let token: String = {
+            use sha2::{Digest, Sha256};
+            let seed = format!(
+                "{}:{:?}:{:?}",
+                std::process::id(),
+                std::time::SystemTime::now(),
+                std::thread::current().id()
+            );
+            let digest = Sha256::digest(seed.as_bytes());
+            digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+        };
+        // The new token at once: a command that read a dead watcher's
+        // token finds it changed, and `state.db` carries this one only
+        // after the first full sync below.
+        let mut lock = lock;
+        lock.set_len(0).map_err(|e| Error::io(&lock_path, e))?;
+        std::io::Write::write_all(
+            &mut lock,
+            format!("{} {token}\n", std::process::id()).as_bytes(),
+        )
+        .map_err(|e| Error::io(&lock_path, e))?;
         let cookies = kb.layout().watch_cookies();
         match std::fs::create_dir(&cookies) {
             Ok(()) => {}
@@ -306,42 +333,16 @@ mod imp {
                 cookies.display()
             )));
         }
-        // Cookies a crashed command left behind answer nobody.
-        if let Ok(entries) = std::fs::read_dir(&cookies) {
-            for e in entries.flatten() {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
         let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
             .map_err(|e| fail("inotify_init", e))?;
-        let token = {
-            use sha2::{Digest, Sha256};
-            let seed = format!(
-                "{}:{:?}:{:?}",
-                std::process::id(),
-                std::time::SystemTime::now(),
-                std::thread::current().id()
-            );
-            let digest = Sha256::digest(seed.as_bytes());
-            digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-        };
         let mut w = Watcher {
             kb,
             fd,
             wds: HashMap::new(),
             token,
-            stamped: None,
-            lock,
+            _lock: lock,
         };
         w.watch_all()?;
-        // Commands see the token from now on, but trust state.db only once
-        // it carries the token too: after the first full sync below.
-        w.lock.set_len(0).map_err(|e| Error::io(&lock_path, e))?;
-        std::io::Write::write_all(
-            &mut w.lock,
-            format!("{} {}\n", std::process::id(), w.token).as_bytes(),
-        )
-        .map_err(|e| Error::io(&lock_path, e))?;
         // Changes made during this first sync are queued and applied again,
         // which is harmless.
         w.apply(Batch {
@@ -353,8 +354,15 @@ mod imp {
         let thread = std::thread::Builder::new()
             .name("vouch-watch".into())
             .spawn(move || {
+                // Cleared however the thread ends, a panic included.
+                struct Stopped(Arc<AtomicBool>);
+                impl Drop for Stopped {
+                    fn drop(&mut self) {
+                        self.0.store(false, Ordering::SeqCst);
+                    }
+                }
+                let _stopped = Stopped(flag);
                 let r = w.run();
-                flag.store(false, Ordering::SeqCst);
                 if let Err(e) = &r {
                     w.kb.warn(format!(
                         "watch: stopped ({e}); one-shot commands scan the files again"
@@ -371,7 +379,7 @@ mod imp {
 
     impl Watcher {
         fn add(&mut self, path: &Path, what: Watched) -> Result<()> {
-            let mask = match what {
+            let mask = match &what {
                 Watched::Root | Watched::Cookies => NAME_EVENTS,
                 Watched::Kind(_) | Watched::Source(_) => DIR_EVENTS,
             };
@@ -382,6 +390,9 @@ mod imp {
                 }
                 // Gone already, or not a folder: its parent's event covers it.
                 Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(()),
+                // A source's folder nobody may read: its documents cannot be
+                // loaded either; watching the rest matters more.
+                Err(rustix::io::Errno::ACCESS) if matches!(what, Watched::Source(_)) => Ok(()),
                 Err(rustix::io::Errno::NOSPC) => Err(fail(
                     "the kernel's inotify watch limit is reached",
                     format!(
@@ -401,11 +412,31 @@ mod imp {
             let root = std::fs::canonicalize(layout.root())
                 .unwrap_or_else(|_| layout.root().to_path_buf());
             self.add(&root, Watched::Root)?;
-            self.add(&layout.watch_cookies(), Watched::Cookies)?;
-            for (kind, dir) in KINDS {
-                self.add(&kind_dir(&self.kb, *dir), Watched::Kind(kind))?;
+            let cookies = layout.watch_cookies();
+            if crate::store::nofollow::is_dir(&cookies) {
+                self.add(&cookies, Watched::Cookies)?;
             }
-            if let Ok(entries) = std::fs::read_dir(layout.sources_dir()) {
+            // Blind without these: stop, so a server scans again, rather
+            // than go on saying it is in step.
+            let has = |w: &Self, f: fn(&Watched) -> bool| w.wds.values().any(f);
+            if !has(self, |w| matches!(w, Watched::Root))
+                || !has(self, |w| matches!(w, Watched::Cookies))
+            {
+                return Err(fail(
+                    "cannot watch",
+                    format!("{} or its cookie folder is gone", layout.root().display()),
+                ));
+            }
+            for (kind, dir) in KINDS {
+                let path = kind_dir(&self.kb, *dir);
+                // A link is never followed, nor watched through.
+                if crate::store::nofollow::is_dir(&path) {
+                    self.add(&path, Watched::Kind(kind))?;
+                }
+            }
+            if crate::store::nofollow::is_dir(&layout.sources_dir())
+                && let Ok(entries) = std::fs::read_dir(layout.sources_dir())
+            {
                 for e in entries.flatten() {
                     if let Some(id) = e.file_name().to_str()
                         && crate::ids::is_source_id(id)
@@ -552,11 +583,26 @@ mod imp {
         /// it, then answer its cookies.
         fn apply(&mut self, batch: Batch) -> Result<()> {
             let cookie_dir = self.kb.layout().watch_cookies();
+            // Never listed or deleted through a link (a clone could plant
+            // one pointing at the user's files).
+            let cookies_real = || crate::store::nofollow::is_dir(&cookie_dir);
             let mut cookies = batch.cookies;
-            if batch.full {
-                // Lost events may include cookies: answer every cookie
-                // made before the scan starts (later ones raise events).
-                if let Ok(entries) = std::fs::read_dir(&cookie_dir) {
+            let kb = self.kb.clone();
+            let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+            drop_if_replaced(&kb, &mut slot);
+            let reopened = slot.is_none();
+            let open = open_in(&kb, &mut slot)?;
+            // Not carrying this watcher's token: reset in place by a rebuild
+            // (which may have been cut short), or another file: in step
+            // only after a full scan.
+            let stamped = open.index.meta_value(STAMP_KEY)?.as_deref() == Some(self.token.as_str());
+            let full = batch.full || reopened || !stamped;
+            if full {
+                // Lost events may include cookies: answer every cookie made
+                // before the scan starts (later ones raise events).
+                if let Ok(entries) = std::fs::read_dir(&cookie_dir)
+                    && cookies_real()
+                {
                     cookies.extend(
                         entries
                             .flatten()
@@ -566,37 +612,37 @@ mod imp {
                 // Folders may have been replaced, and sources added unseen:
                 // watch whatever is there now (a folder watched already
                 // keeps its descriptor).
-                if !crate::store::nofollow::is_dir(&cookie_dir) {
+                if !cookie_dir.exists() {
                     let _ = std::fs::create_dir(&cookie_dir);
                 }
                 self.watch_all()?;
+                // Every file stat-ed, whatever `retrieval.freshness` says:
+                // in-place edits may be among the lost events.
+                open.index.sync_every_file(&kb)?;
             }
-            let kb = self.kb.clone();
-            {
-                let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
-                drop_if_replaced(&kb, &mut slot);
-                let reopened = slot.is_none();
-                let open = open_in(&kb, &mut slot)?;
-                if batch.full || reopened {
-                    open.index.sync(&kb)?;
-                } else if !batch.changed.is_empty() {
-                    open.index
-                        .apply_changed(&kb, batch.changed.into_iter().collect())?;
-                }
-                if self.stamped.is_none() || self.stamped != open.identity {
-                    open.index.conn.execute(
-                        "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
-                        params![STAMP_KEY, self.token],
-                    )?;
-                    self.stamped = open.identity.clone();
-                }
-                open.synced_at = std::time::Instant::now();
-                mark_ready(&kb);
+            // The files the kernel named are re-read even after a full scan,
+            // which trusts signatures (an in-place edit may keep its own).
+            if !batch.changed.is_empty() {
+                open.index
+                    .apply_changed(&kb, batch.changed.into_iter().collect())?;
             }
-            for name in cookies {
-                // Only names a command makes; nothing else is deleted.
-                if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
-                    let _ = std::fs::remove_file(cookie_dir.join(name));
+            if full {
+                open.index.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+                    params![STAMP_KEY, self.token],
+                )?;
+            }
+            // Another process's approvals admit objects too (`admitted`).
+            open.index.sync_admitted(&kb)?;
+            open.synced_at = std::time::Instant::now();
+            mark_ready(&kb);
+            drop(slot);
+            if cookies_real() {
+                for name in cookies {
+                    // Only names a command makes; nothing else is deleted.
+                    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+                        let _ = std::fs::remove_file(cookie_dir.join(name));
+                    }
                 }
             }
             Ok(())
