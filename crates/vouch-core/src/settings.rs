@@ -62,7 +62,7 @@ pub struct Retrieval {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub watch: bool,
     /// Whether long-running processes hold the FTS index's postings in
-    /// memory to rank with (default true; ~31 MiB at 100,000 claims).
+    /// memory to rank with (default true; ~22 MiB at 100,000 claims).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub postings_in_memory: bool,
     /// The embedding model, by name (default all-MiniLM-L6-v2).
