@@ -242,7 +242,7 @@ mod imp {
 
     /// File systems whose changes may come from another machine, which
     /// inotify never hears of (statfs magic numbers).
-    const REMOTE: &[(i64, &str)] = &[
+    const REMOTE: &[(u32, &str)] = &[
         (0x6969, "NFS"),
         (0x517B, "SMB"),
         (0xFF53_4D42, "CIFS"),
@@ -251,6 +251,12 @@ mod imp {
         (0x5346_414F, "AFS"),
         (0x00C3_6400, "Ceph"),
         (0x6573_5546, "FUSE"),
+        (0x786F_4256, "VirtualBox shared folder"),
+        (0x0BD0_0BD0, "Lustre"),
+        (0x4750_4653, "GPFS"),
+        (0x0116_1970, "GFS2"),
+        (0x7461_636F, "OCFS2"),
+        (0x1983_0326, "BeeGFS"),
     ];
 
     fn fail(what: &str, e: impl std::fmt::Display) -> Error {
@@ -266,7 +272,8 @@ mod imp {
             )));
         }
         let fs = rustix::fs::statfs(&root).map_err(|e| fail("statfs", e))?;
-        if let Some((_, name)) = REMOTE.iter().find(|(m, _)| *m == fs.f_type as i64) {
+        // Magic numbers are 32 bits; `f_type` is wider on some targets.
+        if let Some((_, name)) = REMOTE.iter().find(|(m, _)| *m == fs.f_type as u32) {
             return Err(Error::invalid(format!(
                 "{} is on a {name} file system, where edits made from another machine raise \
                  no event here; one-shot commands scan the files",
