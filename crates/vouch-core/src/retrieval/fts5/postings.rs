@@ -464,20 +464,35 @@ pub(crate) fn first(rows: &mut [(f64, i64)], n: usize) -> &[(f64, i64)] {
 /// postings if they were current just before, or let them go.
 pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]) {
     let memory = &kb.memory;
-    let mut guard = memory.postings.write().unwrap_or_else(|e| e.into_inner());
-    let Some(postings) = guard.as_mut() else {
-        return;
+    let current = |p: &Option<Postings>| {
+        p.as_ref()
+            .is_some_and(|p| p.version.1 == Some(generations.0))
     };
-    if postings.version.1 != Some(generations.0) || touched.len() > PATCH_AT_MOST {
-        *guard = None;
+    if !current(&memory.postings.read().unwrap_or_else(|e| e.into_inner())) {
         return;
     }
+    // Tokenized before the write lock is taken: searches go on meanwhile.
     let texts: Vec<(&str, &str)> = touched
         .iter()
         .filter_map(|(_, t)| t.as_ref().map(|(a, b)| (a.as_str(), b.as_str())))
         .collect();
-    let Ok(mut made) = memory.tokenizer(kb, |t| t.tokens(&texts)) else {
-        *guard = None;
+    let made = if touched.len() > PATCH_AT_MOST {
+        None
+    } else {
+        memory.tokenizer(kb, |t| t.tokens(&texts)).ok()
+    };
+    let mut guard = memory.postings.write().unwrap_or_else(|e| e.into_inner());
+    let Some(mut made) = made.filter(|_| current(&guard)) else {
+        // Unless a refresh meanwhile read them with this write in.
+        if guard
+            .as_ref()
+            .is_none_or(|p| p.version.1 != Some(generations.1))
+        {
+            *guard = None;
+        }
+        return;
+    };
+    let Some(postings) = guard.as_mut() else {
         return;
     };
     made.reverse();
