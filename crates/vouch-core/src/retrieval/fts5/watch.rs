@@ -497,6 +497,7 @@ mod imp {
         fn read(&mut self, buf: &mut [MaybeUninit<u8>]) -> Result<Batch> {
             let mut batch = Batch::default();
             let mut new_sources: Vec<String> = Vec::new();
+            let mut stale: Vec<i32> = Vec::new();
             let mut reader = inotify::Reader::new(&self.fd, buf);
             loop {
                 let event = match reader.next() {
@@ -575,8 +576,18 @@ mod imp {
                     }
                     Some(Watched::Source(id)) => {
                         batch.changed.insert(("source", id.clone()));
+                        if flags.contains(ReadFlags::MOVE_SELF) {
+                            // Moved away, it is no longer this source's
+                            // folder: stop watching it (a folder moved back
+                            // is watched again when `sources/` says so).
+                            stale.push(event.wd());
+                        }
                     }
                 }
+            }
+            for wd in stale {
+                self.wds.remove(&wd);
+                let _ = inotify::remove_watch(&self.fd, wd);
             }
             for id in new_sources {
                 if let Ok(path) = self.kb.layout().source_dir(&id) {
