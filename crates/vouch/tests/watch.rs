@@ -286,3 +286,23 @@ fn one_watcher_per_knowledge_base_and_servers_watch_too() {
     drop(server.stdin.take());
     let _ = server.wait();
 }
+
+#[test]
+fn a_watcher_that_loses_sight_of_the_knowledge_base_stops() {
+    let (p, _) = project_with_claim("The cache warms itself every morning");
+    let mut w = Watcher::start(&p);
+    std::fs::rename(p.vouch_dir(), p.root().join("moved-away")).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = w.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the watcher went on watching a folder that is gone"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!status.success());
+    assert!(w.said("cannot watch"), "no reason given");
+}

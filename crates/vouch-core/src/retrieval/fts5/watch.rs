@@ -457,10 +457,15 @@ mod imp {
 
         /// Read events and apply them. A failed apply (say, `state.db`
         /// locked by another process for longer than the busy timeout) is
-        /// retried as a full sync; only a failing inotify stops the watcher.
+        /// retried as a full sync, every 50 ms for a while; a watcher that
+        /// keeps failing (it cannot watch `.vouch/` any more, say) stops,
+        /// so its server goes back to scanning. A failing inotify stops it
+        /// at once.
         fn run(&mut self) -> Result<()> {
+            const GIVE_UP_AFTER: u32 = 100;
             let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
             let mut retry = false;
+            let mut failures = 0u32;
             loop {
                 let mut fds = [rustix::event::PollFd::new(
                     &self.fd,
@@ -485,10 +490,17 @@ mod imp {
                 let mut batch = self.read(&mut buf)?;
                 batch.full |= retry;
                 retry = false;
-                if let Err(e) = self.apply(batch) {
-                    self.kb
-                        .warn(format!("watch: could not apply changes ({e}); retrying"));
-                    retry = true;
+                match self.apply(batch) {
+                    Ok(()) => failures = 0,
+                    Err(e) if failures + 1 >= GIVE_UP_AFTER => return Err(e),
+                    Err(e) => {
+                        if failures == 0 {
+                            self.kb
+                                .warn(format!("watch: could not apply changes ({e}); retrying"));
+                        }
+                        failures += 1;
+                        retry = true;
+                    }
                 }
             }
         }
@@ -530,6 +542,16 @@ mod imp {
                         None | Some(Watched::Source(_)) => {}
                         Some(_) => batch.full = true,
                     }
+                    continue;
+                }
+                if flags.contains(ReadFlags::MOVE_SELF)
+                    && !matches!(self.wds.get(&event.wd()), Some(Watched::Source(_)) | None)
+                {
+                    // A watched folder moved away: the watch follows it, not
+                    // the path. Drop it, so the full scan watches the path
+                    // again — or finds `.vouch/` gone and stops.
+                    stale.push(event.wd());
+                    batch.full = true;
                     continue;
                 }
                 // In `.vouch/` itself only these names matter: state.db, a
