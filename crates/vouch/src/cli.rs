@@ -294,7 +294,7 @@ pub enum Command {
     Ui(crate::serve::UiArgs),
     /// Keep state.db in step with the files as they change (inotify, Linux),
     /// so one-shot commands skip their scan of every file while it runs
-    /// (docs/format.md, Freshness). `vouch serve` and `vouch ui` watch too.
+    /// (docs/format.md, Watching). `vouch serve` and `vouch ui` watch too.
     /// Ctrl-C stops.
     Watch,
     /// Add a `vouch` MCP server to an agent host's config file (claude-code,
