@@ -670,12 +670,15 @@ impl Kb {
                 .map(|m| (crate::retrieval::fts5::mtime_ns(&m), m.len() as i64))
                 .ok()
         };
-        let mut known = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(before) = known.get(path) {
-            if sig().as_ref() == Some(before) {
+        // The lock is held only to look up and note: never while reading,
+        // so concurrent requests read files in parallel.
+        let unreadable = || self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        let before = unreadable().get(path).copied();
+        if let Some(before) = before {
+            if sig() == Some(before) {
                 return None;
             }
-            known.remove(path);
+            unreadable().remove(path);
         }
         if let Ok(v) = read() {
             return v;
@@ -687,9 +690,8 @@ impl Kb {
             Ok(v) => v,
             Err(e) => {
                 if let Some(sig) = at {
-                    known.insert(path.to_path_buf(), sig);
+                    unreadable().insert(path.to_path_buf(), sig);
                 }
-                drop(known);
                 self.warn(format!("skipped unreadable file: {e}"));
                 None
             }
