@@ -165,6 +165,7 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
         ("review.", &s.review.extra),
         ("sources.", &s.sources.extra),
         ("bundles.", &s.bundles.extra),
+        ("limits.", &s.limits.extra),
     ];
     for (prefix, extra) in sections {
         for key in extra.keys() {

@@ -49,14 +49,8 @@ fn load_dir<T: Stored>(kb: &Kb, out: &mut Vec<T>, bad: &mut Vec<(String, String)
     for id in kb.ids(T::DIR)? {
         let path = rel(KbFile::Object(T::DIR, id.clone()));
         match kb.load::<T>(&id) {
-            Ok(Some(v)) if v.id() == id => out.push(v),
-            Ok(Some(v)) => bad.push((
-                path,
-                format!(
-                    "says id {:?} but is named {id:?}; rename the file or fix its `id`",
-                    v.id()
-                ),
-            )),
+            // `Kb::load` refuses a file whose id is not its name's.
+            Ok(Some(v)) => out.push(v),
             Ok(None) => {}
             Err(e) => bad.push((path, e.message)),
         }
