@@ -188,14 +188,14 @@ fn a_watcher_that_does_not_answer_is_not_trusted() {
     let (found, stderr) = hits(&p, "thrice");
     let waited = started.elapsed();
     w.signal("-CONT");
-    assert_eq!(found, vec![id], "{stderr}");
+    assert_eq!(found, vec![id.clone()], "{stderr}");
     assert!(
         stderr.contains("did not answer within 500 ms; scanned the files instead"),
         "{stderr}"
     );
     assert!(waited >= Duration::from_millis(500), "{waited:?}");
     // Awake again, it answers, and its cookie folder is left empty.
-    watched_hits(&p, "thrice");
+    assert_eq!(watched_hits(&p, "thrice"), vec![id]);
     let left: Vec<_> = std::fs::read_dir(p.vouch_dir().join(".watch"))
         .unwrap()
         .collect();
