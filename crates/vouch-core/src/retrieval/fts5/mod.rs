@@ -91,12 +91,7 @@ pub(crate) fn file_identity(path: &Path) -> Option<String> {
     }
 }
 
-fn signature(path: &Path) -> Option<Sig> {
-    let m = std::fs::symlink_metadata(path).ok()?;
-    Some((mtime_ns(&m), m.len() as i64))
-}
-
-/// [`signature`] of a regular file only: a link is never a document.
+/// A regular file's (mtime, size): a link is never a document.
 fn file_signature(path: &Path) -> Option<Sig> {
     let m = std::fs::symlink_metadata(path).ok()?;
     m.is_file().then(|| (mtime_ns(&m), m.len() as i64))

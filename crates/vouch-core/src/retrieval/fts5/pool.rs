@@ -295,7 +295,7 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
             };
             let sig = file_of(kb, doc.kind, &doc.id)
                 .ok()
-                .and_then(|p| signature(&p))
+                .and_then(|p| file_signature(&p))
                 .unwrap_or((0, 0));
             let old = index.upsert(&doc, sig)?;
             index.refingerprint(doc.kind, &doc.id, old, sig)?;

@@ -122,16 +122,10 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
         } else {
             &narrowing
         };
-        let mut hits: Vec<(i64, SearchHit)> = Vec::new();
-        for (rowid, hit) in ranked(kb, idx, required, true, limit, kinds, currency)? {
-            hits.push((rowid, hit));
-        }
+        let mut hits = ranked(kb, idx, required, true, limit, kinds, currency)?;
         if hits.len() < limit && all.len() > 1 {
-            let any = if narrowing.is_empty() {
-                &all
-            } else {
-                &narrowing
-            };
+            // Any of the same words (stop words left out the same way).
+            let any = required;
             let df = |t: &String, cap: usize| -> Result<usize> {
                 Ok(idx
                     .conn

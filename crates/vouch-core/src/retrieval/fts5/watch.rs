@@ -307,17 +307,17 @@ mod imp {
                 Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
             }
         }
-        let token: String = {
-            use sha2::{Digest, Sha256};
-            let seed = format!(
+        // Unique per start; not from the KB's clock, which tests pin.
+        let token = crate::ids::sha256_hex(
+            format!(
                 "{}:{:?}:{:?}",
                 std::process::id(),
                 std::time::SystemTime::now(),
                 std::thread::current().id()
-            );
-            let digest = Sha256::digest(seed.as_bytes());
-            digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-        };
+            )
+            .as_bytes(),
+        )[..16]
+            .to_string();
         // The new token at once: a command that read a dead watcher's
         // token finds it changed, and `state.db` carries this one only
         // after the first full sync below.
