@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from importlib import metadata
 from typing import Any
 
 try:
     import anyio
+    import jsonschema
     import mcp_types as types
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.client import Client
@@ -197,6 +199,51 @@ async def run(vouch: str, kb: str, agent: str, query: str) -> dict[str, Any]:
                 value = await call_ok(session, name, args)
                 checked[name] = sorted(value)
             out["schema_checked"] = checked
+
+            # --- results that are not objects (lists, an object or null) -----
+            # MCP gives such tools no outputSchema, so the result schemas of
+            # `vouch methods --json` are checked here, with the jsonschema
+            # package the SDK itself validates with.
+            catalog = {
+                m["tool"]: m["result"]
+                for m in json.loads(subprocess.run([vouch, "methods", "--json"], check=True, capture_output=True).stdout)
+            }
+            claims = await call_ok(session, "kb_list_claims", {})
+            check(bool(claims), "kb_list_claims: the approved claim is missing")
+            proposals = await call_ok(session, "kb_list_pending", {})
+            evidence = await call_ok(session, "kb_list_evidence", {})
+            sessions = await call_ok(session, "kb_list_sessions", {})
+            wire_checked: dict[str, str] = {}
+            for name, args in [
+                ("kb_list_claims", {}),
+                ("kb_read_claim", {"id": claims[0]["id"]}),
+                ("kb_read_claim", {"id": "clm_no_such_claim"}),
+                ("kb_list_pages", {}),
+                ("kb_read_page", {"id": "no-such-page"}),
+                ("kb_list_entities", {}),
+                ("kb_read_entity", {"id": "no-such-entity"}),
+                ("kb_list_relations", {}),
+                ("kb_read_relation", {"id": "no-such-relation"}),
+                ("kb_list_sources", {}),
+                ("kb_read_source", {"id": source["id"]}),
+                ("kb_list_evidence", {}),
+                ("kb_read_evidence", {"id": evidence[0]["id"]}),
+                ("kb_list_sessions", {}),
+                ("kb_read_session", {"id": sessions[0]["id"]}),
+                ("kb_list_pending", {}),
+                ("kb_read_proposal", {"id": proposals[0]["id"]}),
+                ("kb_audit", {"tail": 20}),
+                ("kb_search", {"query": query}),
+                ("kb_lifecycle_changes", {"all": True}),
+            ]:
+                check(name not in out["output_schemas"], f"{name} is checked by the SDK already")
+                value = await call_ok(session, name, args)
+                try:
+                    jsonschema.validate(value, catalog[name])
+                except jsonschema.ValidationError as e:
+                    raise Failed(f"{name} {args!r}: result does not fit its schema: {e.message}") from e
+                wire_checked[name] = type(value).__name__
+            out["wire_checked"] = wire_checked
             out["status_end"] = await call_ok(session, "kb_status", {})
 
     # --- second connection: the SDK's high-level Client, default mode -------

@@ -5,10 +5,9 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::kb::{Caller, Kb};
-use crate::model::{Claim, Entity, Evidence, Relation, Session};
+use crate::model::{Claim, Entity, Evidence, Proposal, Relation, Session, Source};
 use crate::params::*;
 use crate::review::{gate, lifecycle, sessions};
-use crate::store::Dir;
 use crate::{health, reads, sources};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -108,27 +107,64 @@ fn encode<R: Serialize>(r: R) -> Result<Value> {
     serde_json::to_value(r).map_err(|e| Error::internal(format!("result encoding: {e}")))
 }
 
-/// Typed adapter: decode params, call, encode the result.
-fn run<P: DeserializeOwned, R: Serialize>(
-    kb: &Kb,
-    caller: &Caller,
-    params: Value,
-    f: fn(&Kb, &Caller, P) -> Result<R>,
-) -> Result<Value> {
-    encode(f(kb, caller, decode(params)?)?)
+/// A method as a type: its name, typed params and typed result. The CLI
+/// and in-process callers use it to call with params they built and to
+/// get the result back as its type (`methods::call::<kb::Search>(…)`);
+/// the wire reaches the same function through [`dispatch`].
+pub trait Call {
+    const NAME: &'static str;
+    type Params: DeserializeOwned + JsonSchema;
+    type Output: Serialize + JsonSchema;
+    fn call(kb: &Kb, caller: &Caller, params: Self::Params) -> Result<Self::Output>;
 }
 
-macro_rules! method {
-    ($name:literal, $effect:ident, $p:ty => $r:ty, $summary:literal, $desc:literal, $f:expr) => {
-        Method {
-            name: $name,
-            summary: $summary,
-            description: $desc,
-            effect: Effect::$effect,
-            params_schema: schema::<$p>,
-            result_schema: result_schema::<$r>,
-            call: |kb, caller, params| run::<$p, $r>(kb, caller, params, $f),
+/// Call a method with typed params, as a person's command does: no agent
+/// request limits (those guard what crosses a transport, see [`dispatch`]).
+pub fn call<M: Call>(kb: &Kb, caller: &Caller, params: M::Params) -> Result<M::Output> {
+    M::call(kb, caller, params)
+}
+
+/// Wire adapter: decode params, call, encode the result.
+fn run<M: Call>(kb: &Kb, caller: &Caller, params: Value) -> Result<Value> {
+    encode(M::call(kb, caller, decode(params)?)?)
+}
+
+/// The registry: for each method, a type in [`kb`] implementing [`Call`]
+/// and one [`Method`] entry in [`REGISTRY`].
+macro_rules! registry {
+    ($($ty:ident: $name:literal, $effect:ident, $p:ty => $r:ty, $summary:literal, $desc:literal, $f:expr;)+) => {
+        /// One type per `kb.*` method (`kb::Search` is `kb.search`), for
+        /// typed calls through [`call`].
+        pub mod kb {
+            $(
+                #[doc = concat!("`", $name, "`: ", $summary)]
+                pub struct $ty;
+            )+
         }
+
+        $(
+            impl Call for kb::$ty {
+                const NAME: &'static str = $name;
+                type Params = $p;
+                type Output = $r;
+                fn call(kb: &Kb, caller: &Caller, params: $p) -> Result<$r> {
+                    let f: fn(&Kb, &Caller, $p) -> Result<$r> = $f;
+                    f(kb, caller, params)
+                }
+            }
+        )+
+
+        pub static REGISTRY: &[Method] = &[$(
+            Method {
+                name: $name,
+                summary: $summary,
+                description: $desc,
+                effect: Effect::$effect,
+                params_schema: schema::<$p>,
+                result_schema: result_schema::<$r>,
+                call: run::<kb::$ty>,
+            },
+        )+];
     };
 }
 
@@ -201,240 +237,228 @@ fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<ApproveOutput> 
     })
 }
 
-fn read_proposal(kb: &Kb, _: &Caller, p: IdParams) -> Result<Value> {
-    crate::ids::check_id("proposal id", &p.id)?;
-    for dir in [Dir::Decided, Dir::Proposed] {
-        if let Some(pr) = kb.load_proposal(dir, &p.id)? {
-            let mut v = encode(&pr)?;
-            v["_meta"] = json!({"citations": reads::citations(kb, &pr)});
-            return Ok(v);
-        }
-    }
-    Ok(Value::Null)
-}
-
-pub static REGISTRY: &[Method] = &[
-    method!("kb.capabilities", Read, NoParams => Capabilities,
+registry! {
+    Capabilities: "kb.capabilities", Read, NoParams => Capabilities,
         "What this server implements: methods, retrieval backends, transports.",
         "Describe this vouch server: the kb.* methods it implements, its retrieval backends and transports. review_gated is always true: agents propose, people approve.",
-        |kb, _, _| Ok(capabilities(kb))),
-    method!("kb.status", Read, NoParams => StatusResult,
+        |kb, _, _| Ok(capabilities(kb));
+    Status: "kb.status", Read, NoParams => StatusResult,
         "Counts of durable objects, pending proposals and the last audit time.",
         "Overview of the knowledge base: how many claims, pages, sources, entities and relations are approved, how many proposals await review, and when the last change happened. Cheap; call it first.",
-        |kb, _, _| reads::status(kb)),
-    method!("kb.read_claim", Read, IdParams => Value,
+        |kb, _, _| reads::status(kb);
+    ReadClaim: "kb.read_claim", Read, IdParams => Option<Read<Claim>>,
         "One claim by id, or null.",
         "Read one approved claim (text, status, confidence, evidence ids). Returns null when no such claim exists.",
-        |kb, _, p| reads::read::<Claim>(kb, p)),
-    method!("kb.read_page", Read, IdParams => Value,
+        |kb, _, p| reads::read::<Claim>(kb, p);
+    ReadPage: "kb.read_page", Read, IdParams => Option<Read<PageWithBody>>,
         "One page (frontmatter and markdown body) by id, or null.",
         "Read one approved page with its markdown body. Returns null when no such page exists.",
-        |kb, _, p| reads::read_page(kb, p)),
-    method!("kb.read_entity", Read, IdParams => Value,
+        |kb, _, p| reads::read_page(kb, p);
+    ReadEntity: "kb.read_entity", Read, IdParams => Option<Read<Entity>>,
         "One entity by id, or null.",
         "Read one approved entity (a typed named thing). Returns null when missing.",
-        |kb, _, p| reads::read::<Entity>(kb, p)),
-    method!("kb.read_relation", Read, IdParams => Value,
+        |kb, _, p| reads::read::<Entity>(kb, p);
+    ReadRelation: "kb.read_relation", Read, IdParams => Option<Read<Relation>>,
         "One relation by id, or null.",
         "Read one approved relation (a typed edge between entities). Returns null when missing.",
-        |kb, _, p| reads::read::<Relation>(kb, p)),
-    method!("kb.read_source", Read, IdParams => Value,
+        |kb, _, p| reads::read::<Relation>(kb, p);
+    ReadSource: "kb.read_source", Read, IdParams => Option<Source>,
         "One source's metadata by sha256 id, or null.",
         "Read a registered source's metadata (locator, title, size). Returns null when missing.",
-        |kb, _, p| reads::read_source(kb, p)),
-    method!("kb.read_evidence", Read, IdParams => Value,
+        |kb, _, p| reads::read_source(kb, p);
+    ReadEvidence: "kb.read_evidence", Read, IdParams => Option<Read<Evidence>>,
         "One evidence span by id, or null.",
         "Read an evidence record: the source it points into, the line locator and the quoted text. Returns null when missing.",
-        |kb, _, p| reads::read::<Evidence>(kb, p)),
-    method!("kb.read_session", Read, IdParams => Value,
+        |kb, _, p| reads::read::<Evidence>(kb, p);
+    ReadSession: "kb.read_session", Read, IdParams => Option<Read<Session>>,
         "One session record by id, or null.",
         "Read a session: its task, status and the proposals made in it. Returns null when missing.",
-        |kb, _, p| reads::read::<Session>(kb, p)),
-    method!("kb.read_proposal", Read, IdParams => Value,
+        |kb, _, p| reads::read::<Session>(kb, p);
+    ReadProposal: "kb.read_proposal", Read, IdParams => Option<Read<Proposal>>,
         "One proposal (pending or decided) by id, or null.",
         "Read a proposal wherever it is (pending or decided), with its payload, status and resolved citations. Returns null when missing.",
-        read_proposal),
-    method!("kb.list_claims", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::read_proposal(kb, p);
+    ListClaims: "kb.list_claims", Read, ListParams => Vec<Read<Claim>>,
         "Approved claims, sorted by id; limit, offset, filter by field equality.",
         "List approved claims. limit (default 100), offset, and filter by field equality such as {\"status\": \"stable\"}.",
-        |kb, _, p| reads::list::<Claim>(kb, p)),
-    method!("kb.list_pages", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list::<Claim>(kb, p);
+    ListPages: "kb.list_pages", Read, ListParams => Vec<Read<PageWithBody>>,
         "Approved pages, sorted by id.",
         "List approved pages with their bodies. limit (default 100), offset, filter.",
-        |kb, _, p| reads::list_pages(kb, p)),
-    method!("kb.list_entities", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list_pages(kb, p);
+    ListEntities: "kb.list_entities", Read, ListParams => Vec<Read<Entity>>,
         "Approved entities, sorted by id.",
         "List approved entities. limit (default 100), offset, filter such as {\"type\": \"person\"}.",
-        |kb, _, p| reads::list::<Entity>(kb, p)),
-    method!("kb.list_relations", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list::<Entity>(kb, p);
+    ListRelations: "kb.list_relations", Read, ListParams => Vec<Read<Relation>>,
         "Approved relations, sorted by id.",
         "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<id>\"}, or {\"end\": \"<id>\"} for relations touching an object at either end.",
-        |kb, _, p| reads::list::<Relation>(kb, p)),
-    method!("kb.list_sources", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list::<Relation>(kb, p);
+    ListSources: "kb.list_sources", Read, ListParams => Vec<Source>,
         "Registered sources, sorted by id.",
         "List registered sources' metadata. limit (default 100), offset, filter.",
-        |kb, _, p| reads::list_sources(kb, p)),
-    method!("kb.list_evidence", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list_sources(kb, p);
+    ListEvidence: "kb.list_evidence", Read, ListParams => Vec<Read<Evidence>>,
         "Evidence spans, sorted by id.",
         "List evidence records (quoted spans of sources). limit (default 100), offset, filter such as {\"source_id\": \"...\"}.",
-        |kb, _, p| reads::list::<Evidence>(kb, p)),
-    method!("kb.list_sessions", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list::<Evidence>(kb, p);
+    ListSessions: "kb.list_sessions", Read, ListParams => Vec<Read<Session>>,
         "Sessions, sorted by id (chronological).",
         "List agent sessions. limit (default 100), offset, filter such as {\"status\": \"open\"}.",
-        |kb, _, p| reads::list::<Session>(kb, p)),
-    method!("kb.list_pending", Read, ListParams => Vec<Value>,
+        |kb, _, p| reads::list::<Session>(kb, p);
+    ListPending: "kb.list_pending", Read, ListParams => Vec<Read<Proposal>>,
         "Proposals awaiting review, oldest first, with what each cites.",
         "List proposals awaiting human review, oldest first. Each item carries _meta.citations: the sources and quoted spans it cites, and, with a local embedding model, _meta.possible_duplicates: current approved claims almost the same in meaning (cosine >= 0.95). Pending proposals are not knowledge yet.",
-        |kb, _, p| reads::list_pending(kb, p)),
-    method!("kb.register_source", Write, RegisterSourceParams => RegisterSourceResult,
+        |kb, _, p| reads::list_pending(kb, p);
+    RegisterSource: "kb.register_source", Write, RegisterSourceParams => RegisterSourceResult,
         "Capture text content as a source (id = sha256; idempotent).",
         "Capture source material (a document, message, transcript) so claims can cite it. The id is the sha256 of the content; registering the same content again returns the same id with deduplicated: true. Not gated (sources are evidence, not assertions) but audited.",
-        sources::register_source),
-    method!("kb.register_source_from_path", Write, RegisterSourceFromPathParams => RegisterSourceResult,
+        sources::register_source;
+    RegisterSourceFromPath: "kb.register_source_from_path", Write, RegisterSourceFromPathParams => RegisterSourceResult,
         "Capture a file inside the project as a source.",
         "Capture a regular file inside the project (absolute or project-relative path). Paths leading outside the project (including through symlinks), directories, devices and files over the size limit are refused.",
-        sources::register_source_from_path),
-    method!("kb.source_verify", Read, SourceVerifyParams => SourceVerifyResult,
+        sources::register_source_from_path;
+    SourceVerify: "kb.source_verify", Read, SourceVerifyParams => SourceVerifyResult,
         "Re-hash stored source content; report missing or drifted sources.",
         "Check that stored source content still hashes to its id. Omit id to check every source. Reports missing and drifted content.",
-        |kb, _, p| sources::source_verify(kb, p)),
-    method!("kb.register_evidence", Write, RegisterEvidenceParams => RegisterEvidenceResult,
+        |kb, _, p| sources::source_verify(kb, p);
+    RegisterEvidence: "kb.register_evidence", Write, RegisterEvidenceParams => RegisterEvidenceResult,
         "Locate an exact quote in a source and mint citable Evidence for it.",
         "Cite a span rather than a whole source: give a source id and an exact quote; vouch finds the quote in the stored content, records its line range and sha256, and returns an evidence id a claim can cite. A quote not in the source is refused. Same quote twice gives the same id.",
-        sources::register_evidence),
-    method!("kb.propose_claim", Propose, ProposeClaimParams => ProposeResult,
+        sources::register_evidence;
+    ProposeClaim: "kb.propose_claim", Propose, ProposeClaimParams => ProposeResult,
         "Propose a cited claim for human review.",
         "Propose a one-sentence claim. It must cite evidence: source ids, evidence ids, or {\"source_id\", \"quote\"} spans (located and minted on write). The claim is NOT knowledge until a person (or a configured trusted agent other than you) approves it. Returns valid: false with every problem listed when it cannot be accepted; dry_run: true validates without writing. With a local embedding model, _meta.possible_duplicates lists approved claims that say almost the same (cosine >= 0.95): prefer citing or superseding them over a near copy. supersedes: [claim ids] proposes a correction: approving it marks those claims superseded by the new one.",
-        gate::propose_claim),
-    method!("kb.propose_page", Propose, ProposePageParams => ProposeResult,
+        gate::propose_claim;
+    ProposePage: "kb.propose_page", Propose, ProposePageParams => ProposeResult,
         "Propose a markdown page for human review.",
         "Propose a maintained markdown page (concept, decision, workflow, ...) that may reference approved claims, entities and sources. Pending until a reviewer approves it. dry_run: true validates only.",
-        gate::propose_page),
-    method!("kb.propose_entity", Propose, ProposeEntityParams => ProposeResult,
+        gate::propose_page;
+    ProposeEntity: "kb.propose_entity", Propose, ProposeEntityParams => ProposeResult,
         "Propose a typed named entity for human review.",
         "Propose an entity (person, project, repo, api, ...). Pending until a reviewer approves it. dry_run: true validates only.",
-        gate::propose_entity),
-    method!("kb.propose_relation", Propose, ProposeRelationParams => ProposeResult,
+        gate::propose_entity;
+    ProposeRelation: "kb.propose_relation", Propose, ProposeRelationParams => ProposeResult,
         "Propose a typed edge between two approved objects.",
         "Propose a relation (uses, depends_on, supersedes, supports, references, mentions, relates_to, ...) between two existing objects — claims, entities, pages, relations, evidence or sources — optionally citing evidence. Pending until a reviewer approves it. dry_run: true validates only.",
-        gate::propose_relation),
-    method!("kb.approve", Review, ApproveParams => ApproveOutput,
+        gate::propose_relation;
+    Approve: "kb.approve", Review, ApproveParams => ApproveOutput,
         "Approve one or many pending proposals, writing durable knowledge.",
         "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. On agent transports approver may only be the caller's own actor (naming someone else is refused). A proposal edited after it was proposed (it no longer matches its proposal.create fingerprint) is refused. Writes the durable artifact and an audit event.",
-        approve),
-    method!("kb.reject", Review, RejectParams => OkResult,
+        approve;
+    Reject: "kb.reject", Review, RejectParams => OkResult,
         "Reject a pending proposal with a reason.",
         "Reject a pending proposal; a reason is required and recorded. Nothing durable is written; the proposal moves to decided/.",
-        gate::reject),
-    method!("kb.supersede", Write, SupersedeParams => LifecycleResult,
+        gate::reject;
+    Supersede: "kb.supersede", Write, SupersedeParams => LifecycleResult,
         "Mark an approved claim as superseded by a newer one.",
         "Record that approved claim new_id replaces old_id: old becomes superseded (and leaves context packs). Self-supersession and cycles are refused. Audited.",
-        lifecycle::supersede),
-    method!("kb.contradict", Write, ContradictParams => LifecycleResult,
+        lifecycle::supersede;
+    Contradict: "kb.contradict", Write, ContradictParams => LifecycleResult,
         "Mark two approved claims as contradicting each other.",
         "Record that two approved claims contradict each other (symmetric); both become contested unless superseded or archived. Audited.",
-        lifecycle::contradict),
-    method!("kb.archive", Write, ArchiveParams => LifecycleResult,
+        lifecycle::contradict;
+    Archive: "kb.archive", Write, ArchiveParams => LifecycleResult,
         "Archive an approved claim or page.",
         "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited; kb.revert undoes it. Like every lifecycle change, under review.gate_lifecycle an agent's call becomes a pending proposal (result proposal_id) instead.",
-        lifecycle::archive),
-    method!("kb.confirm", Write, IdParams => LifecycleResult,
+        lifecycle::archive;
+    Confirm: "kb.confirm", Write, IdParams => LifecycleResult,
         "Record that an approved claim was re-checked now.",
         "Set a claim's last_confirmed_at to now, after checking it still holds. Audited.",
-        lifecycle::confirm),
-    method!("kb.cite", Write, CiteParams => LifecycleResult,
+        lifecycle::confirm;
+    Cite: "kb.cite", Write, CiteParams => LifecycleResult,
         "Add a citation to an approved claim.",
         "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). Audited.",
-        lifecycle::cite),
-    method!("kb.revert", Write, RevertParams => LifecycleResult,
+        lifecycle::cite;
+    Revert: "kb.revert", Write, RevertParams => LifecycleResult,
         "Undo a lifecycle change (supersede, contradict, archive, confirm, cite, revert).",
         "Put back the lifecycle state that event event_id changed, as that event recorded it. Refused if an object changed again since (revert the later change first). Audited as lifecycle.revert, itself revertible. kb.lifecycle_changes lists the event ids.",
-        lifecycle::revert),
-    method!("kb.lifecycle_changes", Read, LifecycleChangesParams => Vec<LifecycleChange>,
+        lifecycle::revert;
+    LifecycleChanges: "kb.lifecycle_changes", Read, LifecycleChangesParams => Vec<LifecycleChange>,
         "Recent lifecycle changes made by agents, not yet reverted.",
         "Lifecycle changes (supersede, contradict, archive, confirm, cite, revert) made over agent transports in the last days (default 7) and not reverted, newest first, with their event ids for kb.revert. all: true includes command-line changes.",
-        |kb, _, p| lifecycle::recent_changes(kb, p)),
-    method!("kb.session_start", Write, SessionStartParams => SessionStartResult,
+        |kb, _, p| lifecycle::recent_changes(kb, p);
+    SessionStart: "kb.session_start", Write, SessionStartParams => SessionStartResult,
         "Open a work session to group proposals.",
         "Start a session for a task; pass its session_id to propose_* calls so kb.crystallize can summarise what the session produced.",
-        sessions::start),
-    method!("kb.session_end", Write, SessionIdParams => SessionEndResult,
+        sessions::start;
+    SessionEnd: "kb.session_end", Write, SessionIdParams => SessionEndResult,
         "Close a session.",
         "End a session; returns how many proposals it produced.",
-        sessions::end),
-    method!("kb.crystallize", Propose, CrystallizeParams => CrystallizeResult,
+        sessions::end;
+    Crystallize: "kb.crystallize", Propose, CrystallizeParams => CrystallizeResult,
         "Propose a session-summary page and flag promotable claims.",
         "Summarise a session into a session page proposal (pending review) listing what was approved, what awaits review and what was rejected, and flag the session's pending claim proposals for a reviewer.",
-        sessions::crystallize),
-    method!("kb.audit", Read, AuditParams => Vec<Value>,
+        sessions::crystallize;
+    Audit: "kb.audit", Read, AuditParams => Vec<AuditRecord>,
         "Audit events, oldest first; tail and filter by event, actor or object.",
         "Read the hash-chained audit log: every mutation with actor and time. tail: only the last N; filter: {event, actor, object} (object: events naming that id — a claim's history).",
-        |kb, _, p| reads::audit(kb, p)),
-    method!("kb.audit_verify", Read, NoParams => crate::audit::VerifyReport,
+        |kb, _, p| reads::audit(kb, p);
+    AuditVerify: "kb.audit_verify", Read, NoParams => crate::audit::VerifyReport,
         "Verify the audit log's hash chain; name the first bad line.",
         "Check the audit log's hash chain. Reports the first edited, reordered, deleted or truncated line.",
-        |kb, _, _| kb.audit_log().verify()),
-    method!("kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
+        |kb, _, _| kb.audit_log().verify();
+    Search: "kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
         "Full-text search over approved claims, pages, entities and sources.",
         "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet with matched words in [brackets], score and backend.",
-        |kb, _, p| crate::retrieval::search(kb, p)),
-    method!("kb.context", Read, crate::retrieval::pack::ContextParams => crate::retrieval::pack::ContextPack,
+        |kb, _, p| crate::retrieval::search(kb, p);
+    Context: "kb.context", Read, crate::retrieval::pack::ContextParams => crate::retrieval::pack::ContextPack,
         "A context pack for a task: current approved knowledge with citations, within a character budget.",
         "Use at the start of a task to load what the knowledge base already knows about it. Returns only current approved claims and pages (never pending, superseded, archived or redacted), ranked by relevance then trust (stable over working; contested ones are marked with what they contradict), each with its citations (source ids and quoted spans). `text` is ready to paste into a prompt and never exceeds max_chars (default 4000); `omitted` and `gaps` say what was left out and why. require_citations drops uncited items; min_items reports whether enough was found.",
-        |kb, _, p| crate::retrieval::pack::context(kb, p)),
-    method!("kb.recall", Read, crate::answer::recall::RecallParams => crate::answer::recall::RecallResult,
+        |kb, _, p| crate::retrieval::pack::context(kb, p);
+    Recall: "kb.recall", Read, crate::answer::recall::RecallParams => crate::answer::recall::RecallResult,
         "A session-start digest: pending review (counts, ids), recently approved and superseded, the task's context.",
         "Call at the start of a session to catch up: how many proposals wait for review (ids only; their text is unreviewed and not knowledge), claims approved and superseded lately, and — with task — the context pack for it. `text` is ready to paste into a prompt and never exceeds max_chars (default 4000).",
-        |kb, _, p| crate::answer::recall::recall(kb, p)),
-    method!("kb.synthesize", Propose, crate::answer::SynthesizeParams => crate::answer::Synthesis,
+        |kb, _, p| crate::answer::recall::recall(kb, p);
+    Synthesize: "kb.synthesize", Propose, crate::answer::SynthesizeParams => crate::answer::Synthesis,
         "Answer a question only from current approved claims: every sentence cited, gaps named.",
         "Answer a question from the knowledge base without guessing. `answer` is markdown built only from current approved claims (never pending, superseded, archived or redacted), one paragraph per topic, every sentence ending in its [claim-id] citations; `sentences` and `citations` (each claim with its status, confidence and quoted evidence) let you check it; `gaps` lists what the question asks that no approved claim covers — say so rather than fill it in. When approved claims disagree the answer says `Sources disagree:` and cites both. `_meta.synthesis_confidence` is high (all stable), medium (some working) or low (contested, disagreement, or no answer). An uncovered question returns an empty answer and populated gaps. mode llm (only if the person running vouch configured a command) rewords it, keeping only sentences that cite offered claims in their words. propose_page: true files the answer as a page proposal for review.",
-        crate::answer::synthesize),
-    method!("kb.knowledge_validate", Read, crate::interop::knowledge::ValidateParams => crate::interop::knowledge::ValidateReport,
+        crate::answer::synthesize;
+    KnowledgeValidate: "kb.knowledge_validate", Read, crate::interop::knowledge::ValidateParams => crate::interop::knowledge::ValidateReport,
         "Check a knowledge folder (index.json + YAML fact files; docs/knowledge.md) against every rule of the format.",
         "Validate a knowledge folder in the project: index.json's shape, every fact's fields, ids {domain}:{category}:{sequence}, categories, confidence, dates, related ids, duplicates, each YAML file's frontmatter, and that the YAML files and index.json agree. Each problem names the file, line and fact id. ok is false when any error stands. Reads only.",
-        |kb, _, p| crate::interop::knowledge::validate(kb, p)),
-    method!("kb.knowledge_import", Propose, crate::interop::knowledge::ImportParams => crate::interop::knowledge::ImportResult,
+        |kb, _, p| crate::interop::knowledge::validate(kb, p);
+    KnowledgeImport: "kb.knowledge_import", Propose, crate::interop::knowledge::ImportParams => crate::interop::knowledge::ImportResult,
         "Import a knowledge folder's facts as claim proposals citing the files they come from.",
         "Import a knowledge folder: its files are registered as sources and each fact becomes a claim PROPOSAL citing the span of its file that states it (category -> claim type, domain -> tag and scope, the knowledge id and fields kept under metadata). Nothing is knowledge until a reviewer approves it. Nothing is proposed while validation finds an error, unless skip_invalid. Re-importing proposes nothing new; a fact whose text changed is proposed again (outcome changed, replaces the approved claim's id). dry_run reports only.",
-        crate::interop::knowledge::import),
-    method!("kb.knowledge_export", Admin, crate::interop::knowledge::ExportParams => crate::interop::knowledge::ExportResult,
+        crate::interop::knowledge::import;
+    KnowledgeExport: "kb.knowledge_export", Admin, crate::interop::knowledge::ExportParams => crate::interop::knowledge::ExportResult,
         "Write current approved claims as a knowledge folder (index.json + YAML files).",
         "Export current approved claims (never pending, superseded, archived or redacted) to a knowledge folder in the project: index.json and the seed's YAML files, ids stable across exports (imported claims keep theirs). Same KB, same bytes. Audited as knowledge.export.",
-        crate::interop::knowledge::export),
-    method!("kb.eval", Read, crate::retrieval::eval::EvalParams => crate::retrieval::eval::EvalReport,
+        crate::interop::knowledge::export;
+    Eval: "kb.eval", Read, crate::retrieval::eval::EvalParams => crate::retrieval::eval::EvalReport,
         "Score search against labelled queries: recall@k, MRR, nDCG@k.",
         "Measure retrieval quality: for each labelled query (query + expected claim ids) run kb.search over claims and report recall@k, mean reciprocal rank and nDCG@k, overall and per query. Reads only.",
-        |kb, _, p| crate::retrieval::eval::eval(kb, p)),
-    method!("kb.index_rebuild", Admin, NoParams => crate::retrieval::RebuildResult,
+        |kb, _, p| crate::retrieval::eval::eval(kb, p);
+    IndexRebuild: "kb.index_rebuild", Admin, NoParams => crate::retrieval::RebuildResult,
         "Rebuild state.db from the files.",
         "Drop and rebuild the derived search index from the files under .vouch/. Safe at any time.",
-        |kb, c, _| crate::retrieval::rebuild_audited(kb, c)),
-    method!("kb.lint", Read, LintParams => HealthReport,
+        |kb, c, _| crate::retrieval::rebuild_audited(kb, c);
+    Lint: "kb.lint", Read, LintParams => HealthReport,
         "Find rotting knowledge: uncited, stale, contradicted, duplicated, orphaned.",
         "Check approved knowledge for rot: uncited or dangling citations, claims not confirmed within stale_days (default 90), unresolved contradictions, pages citing superseded or archived claims, orphan entities, relations to missing entities, duplicate claim texts, proposals pending longer than pending_days (default 14). Each issue has a stable id, kind, severity (warn|error) and a message saying what to do. Changes nothing.",
-        |kb, _, p| health::lint(kb, p)),
-    method!("kb.doctor", Admin, DoctorParams => HealthReport,
+        |kb, _, p| health::lint(kb, p);
+    Doctor: "kb.doctor", Admin, DoctorParams => HealthReport,
         "lint plus file integrity: source hashes, references, audit chain, config, index.",
         "Everything kb.lint checks, plus: source content re-hashed against its id, every reference resolvable, the audit log's hash chain, config.yaml drift (unknown keys, unsupported version, unparseable), the index out of step with the files, proposals in both proposed/ and decided/, unparseable files. fix: true rebuilds the derived index; knowledge is never touched.",
-        health::doctor),
-    method!("kb.export", Admin, ExportParams => ExportResult,
+        health::doctor;
+    Export: "kb.export", Admin, ExportParams => ExportResult,
         "Write a deterministic .tar.gz bundle of the reviewed knowledge.",
         "Export claims, pages, sources, entities, relations, evidence, sessions, decided proposals and config.yaml as a .tar.gz with manifest.json (sha256 and size of every file). Never proposed/, state.db or audit.log.jsonl. The same KB always exports to the same bytes. out must be outside .vouch/ (and, for agents, inside the project). Audited as bundle.export.",
-        crate::interop::bundle::export),
-    method!("kb.export_check", Read, BundlePathParams => ExportCheckResult,
+        crate::interop::bundle::export;
+    ExportCheck: "kb.export_check", Read, BundlePathParams => ExportCheckResult,
         "Check that a bundle is internally consistent; writes nothing.",
         "Verify a bundle on its own: safe member names and types, every member in the manifest with matching size and sha256 and vice versa, source content hashing to its id, claims citing, references resolving within the bundle, size limits. Lists every problem.",
-        crate::interop::bundle::export_check),
-    method!("kb.import_check", Read, BundlePathParams => ImportCheckResult,
+        crate::interop::bundle::export_check;
+    ImportCheck: "kb.import_check", Read, BundlePathParams => ImportCheckResult,
         "Diff a bundle against this KB (new / conflict / identical) and list every problem; writes nothing.",
         "Dry run of an import: which files are new here, which conflict (same path, different content), which are identical, and every reason the bundle would be refused (references may resolve in the bundle or in this KB). Writes nothing.",
-        crate::interop::bundle::import_check),
-    method!("kb.import_apply", Admin, ImportApplyParams => ImportApplyResult,
+        crate::interop::bundle::import_check;
+    ImportApply: "kb.import_apply", Admin, ImportApplyParams => ImportApplyResult,
         "Import a checked bundle, all or nothing; agents' gated objects arrive as proposals.",
         "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless review.approver_role is trusted-agent) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",
-        crate::interop::bundle::import_apply),
-];
+        crate::interop::bundle::import_apply;
+}
 
 pub fn find(name: &str) -> Option<&'static Method> {
     REGISTRY.iter().find(|m| m.name == name)

@@ -216,9 +216,9 @@ pub struct ProposeResult {
     pub dry_run: bool,
     /// `possible_duplicates`: current approved claims whose meaning is
     /// almost the same (cosine ≥ 0.95 with the local model; absent
-    /// without one), `[{id, text, similarity}]`, for the reviewer.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    /// without one), for the reviewer.
+    #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
+    pub meta: ReadMeta,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -686,4 +686,132 @@ where
     s.map(|s| T::parse_or_explain(&s))
         .transpose()
         .map_err(serde::de::Error::custom)
+}
+
+// ----- reads ------------------------------------------------------------------
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// An object as the read and list methods answer it: its stored fields,
+/// and `_meta` when there is something to say about it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(rename = "Read_{T}")]
+pub struct Read<T> {
+    #[serde(flatten)]
+    pub object: T,
+    #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
+    pub meta: ReadMeta,
+}
+
+impl<T> Read<T> {
+    pub(crate) fn plain(object: T) -> Self {
+        Read {
+            object,
+            meta: ReadMeta::default(),
+        }
+    }
+}
+
+/// What a read adds about an object, beyond its stored fields.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ReadMeta {
+    /// A gated object (claim, page, entity, relation) that no approval or
+    /// import let in: written by hand or by another program.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unaudited: bool,
+    /// Proposals: what they cite, resolved for a reviewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citations: Option<Vec<ResolvedCitation>>,
+    /// Pending claim proposals, with a local embedding model: current
+    /// approved claims almost the same in meaning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub possible_duplicates: Vec<NearDuplicate>,
+}
+
+impl ReadMeta {
+    pub fn is_empty(&self) -> bool {
+        !self.unaudited && self.citations.is_none() && self.possible_duplicates.is_empty()
+    }
+}
+
+/// A current approved claim almost the same in meaning as a proposed one.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct NearDuplicate {
+    pub id: String,
+    pub text: String,
+    /// Cosine similarity, rounded to three places.
+    pub similarity: f64,
+}
+
+/// A page as the wire carries it: frontmatter fields and the markdown body.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PageWithBody {
+    #[serde(flatten)]
+    pub page: crate::model::Page,
+    /// The markdown after the frontmatter.
+    pub body: String,
+}
+
+impl From<crate::model::Page> for PageWithBody {
+    fn from(page: crate::model::Page) -> Self {
+        let body = page.body.clone();
+        PageWithBody { page, body }
+    }
+}
+
+/// One citation of a proposal, looked up: a source with its locator and
+/// title, or an evidence span with its quote; `missing` when the id names
+/// nothing.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct ResolvedCitation {
+    pub id: String,
+    /// `source` or `evidence`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub missing: bool,
+    /// Evidence: the source it quotes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// A source's locator, or an evidence span's place in its source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Evidence: the quoted text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// Evidence: the locator of the source it quotes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_locator: Option<String>,
+}
+
+/// One event of the audit log as the log holds it: this vouch's fields
+/// (`id`, `event`, `actor`, `created_at`, `object_ids`, `data`, the hash
+/// chain) and whatever another implementation wrote beside them.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(transparent)]
+pub struct AuditRecord(pub Value);
+
+impl AuditRecord {
+    /// A string field, if the event has it.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+}
+
+impl JsonSchema for AuditRecord {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AuditRecord".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Events other writers appended need not carry every field, so
+        // none is required.
+        let mut schema = crate::model::AuditEvent::json_schema(generator);
+        if let Some(o) = schema.as_object_mut() {
+            o.remove("required");
+        }
+        schema
+    }
 }

@@ -3,24 +3,17 @@
 use crate::error::{Error, Result};
 use crate::ids::{check_id, is_source_id};
 use crate::kb::{Kb, Stored};
-use crate::model::{Evidence, Page, Proposal};
+use crate::model::{Evidence, Page, Proposal, Source};
 use crate::params::*;
 use crate::store::Dir;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub const DEFAULT_LIST_LIMIT: usize = 100;
 pub const MAX_LIST_LIMIT: usize = 100_000;
 
 fn to_value<T: Serialize>(v: &T) -> Result<Value> {
     serde_json::to_value(v).map_err(|e| Error::internal(format!("encoding: {e}")))
-}
-
-/// JSON form of a page includes its markdown body.
-pub fn page_value(p: &Page) -> Result<Value> {
-    let mut v = to_value(p)?;
-    v["body"] = Value::String(p.body.clone());
-    Ok(v)
 }
 
 pub fn status(kb: &Kb) -> Result<StatusResult> {
@@ -49,66 +42,45 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
 }
 
 /// `kb.read_<kind>`: the object, or `null` when it does not exist.
-pub fn read<T: Stored + Serialize>(kb: &Kb, p: IdParams) -> Result<Value> {
+pub fn read<T: Stored + Serialize>(kb: &Kb, p: IdParams) -> Result<Option<Read<T>>> {
     check_id(T::DIR.id_label(), &p.id)?;
-    match kb.load::<T>(&p.id)? {
-        Some(v) => {
-            let mut out = vec![to_value(&v)?];
-            mark_unaudited::<T>(kb, &mut out);
-            Ok(out.pop().unwrap_or(Value::Null))
-        }
-        None => Ok(Value::Null),
-    }
+    let mut found: Vec<Read<T>> = kb.load::<T>(&p.id)?.into_iter().map(Read::plain).collect();
+    mark_unaudited(kb, &mut found);
+    Ok(found.pop())
+}
+
+/// `kb.read_page`: a page with its body, or `null`.
+pub fn read_page(kb: &Kb, p: IdParams) -> Result<Option<Read<PageWithBody>>> {
+    Ok(read::<Page>(kb, p)?.map(|r| Read {
+        object: r.object.into(),
+        meta: r.meta,
+    }))
 }
 
 /// Gated kinds (claims, pages, entities, relations) that no approval or
 /// import let in carry `_meta.unaudited`, as search hits do.
-fn mark_unaudited<T: Stored>(kb: &Kb, objects: &mut [Value]) {
+fn mark_unaudited<T: Stored>(kb: &Kb, objects: &mut [Read<T>]) {
     if !matches!(
         T::DIR,
         Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations
     ) {
         return;
     }
-    let ids: Vec<String> = objects
-        .iter()
-        .filter_map(|o| o.get("id").and_then(Value::as_str).map(str::to_string))
-        .collect();
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let unaudited = crate::retrieval::unaudited(kb, &refs);
+    let ids: Vec<&str> = objects.iter().map(|o| o.object.id()).collect();
+    let unaudited = crate::retrieval::unaudited(kb, &ids);
     for o in objects.iter_mut() {
-        let flagged = o
-            .get("id")
-            .and_then(Value::as_str)
-            .is_some_and(|id| unaudited.contains(id));
-        if flagged && let Value::Object(m) = o {
-            let meta = m.entry("_meta").or_insert_with(|| serde_json::json!({}));
-            if let Value::Object(meta) = meta {
-                meta.insert("unaudited".into(), Value::Bool(true));
-            }
-        }
+        o.meta.unaudited = unaudited.contains(o.object.id());
     }
 }
 
-pub fn read_page(kb: &Kb, p: IdParams) -> Result<Value> {
-    check_id("page id", &p.id)?;
-    match kb.load::<Page>(&p.id)? {
-        Some(pg) => page_value(&pg),
-        None => Ok(Value::Null),
-    }
-}
-
-pub fn read_source(kb: &Kb, p: IdParams) -> Result<Value> {
+pub fn read_source(kb: &Kb, p: IdParams) -> Result<Option<Source>> {
     if !is_source_id(&p.id) {
         return Err(Error::invalid(format!(
             "source id {:?} is not a lowercase hex sha256",
             crate::ids::truncate_for_message(&p.id)
         )));
     }
-    match kb.load_source(&p.id)? {
-        Some(s) => to_value(&s),
-        None => Ok(Value::Null),
-    }
+    kb.load_source(&p.id)
 }
 
 /// Checked `limit` and `offset`.
@@ -143,126 +115,162 @@ fn matches(v: &Value, filter: &serde_json::Map<String, Value>) -> bool {
     })
 }
 
-/// Page through ids, parsing only the window unless a filter needs all.
-fn list_by_ids(
+/// Page through ids, parsing only the window unless a filter needs all
+/// (a filter compares the JSON form, as the wire shows it).
+fn list_by_ids<T: Serialize>(
     ids: Vec<String>,
     p: ListParams,
-    load: impl Fn(&[String]) -> Result<Vec<Value>>,
-) -> Result<Vec<Value>> {
+    load: impl Fn(&[String]) -> Vec<T>,
+) -> Result<Vec<T>> {
     let (limit, offset) = window(&p)?;
     match p.filter.filter(|f| !f.is_empty()) {
         None => {
             let slice: Vec<String> = ids.into_iter().skip(offset).take(limit).collect();
-            load(&slice)
+            Ok(load(&slice))
         }
-        Some(f) => Ok(load(&ids)?
-            .into_iter()
-            .filter(|v| matches(v, &f))
-            .skip(offset)
-            .take(limit)
-            .collect()),
+        Some(f) => {
+            let mut kept = Vec::new();
+            for object in load(&ids) {
+                if matches(&to_value(&object)?, &f) {
+                    kept.push(object);
+                }
+            }
+            Ok(kept.into_iter().skip(offset).take(limit).collect())
+        }
     }
 }
 
-pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
+pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Read<T>>> {
     let mut out = list_by_ids(kb.ids(T::DIR)?, p, |ids| {
-        kb.load_many::<T>(ids).iter().map(to_value).collect()
+        kb.load_many::<T>(ids)
+            .into_iter()
+            .map(Read::plain)
+            .collect()
     })?;
-    mark_unaudited::<T>(kb, &mut out);
+    mark_unaudited(kb, &mut out);
     Ok(out)
 }
 
-pub fn list_pages(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
-    list_by_ids(kb.ids(Dir::Pages)?, p, |ids| {
-        kb.load_many::<Page>(ids).iter().map(page_value).collect()
-    })
+/// `kb.list_pages`: pages with their bodies.
+pub fn list_pages(kb: &Kb, p: ListParams) -> Result<Vec<Read<PageWithBody>>> {
+    Ok(list::<Page>(kb, p)?
+        .into_iter()
+        .map(|r| Read {
+            object: r.object.into(),
+            meta: r.meta,
+        })
+        .collect())
 }
 
-pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
+pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Source>> {
     list_by_ids(kb.source_ids()?, p, |ids| {
         let mut out = Vec::new();
         for id in ids {
             match kb.load_source(id) {
-                Ok(Some(s)) => out.push(to_value(&s)?),
+                Ok(Some(s)) => out.push(s),
                 Ok(None) => kb.warn(format!("source {id} has no meta.yaml")),
                 Err(e) => kb.warn(format!("skipped unreadable file: {e}")),
             }
         }
-        Ok(out)
+        out
     })
 }
 
 /// What a proposal cites, resolved for a reviewer: each citation with its
 /// source's locator and title and, for evidence, the quoted text.
-pub fn citations(kb: &Kb, p: &Proposal) -> Vec<Value> {
-    let ids: Vec<String> = p
-        .payload
-        .get("evidence")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.iter()
+pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
+    let ids = crate::params::string_list(p.payload.get("evidence"));
+    ids.into_iter()
         .map(|id| {
-            if is_source_id(id) {
-                match kb.load_source(id).ok().flatten() {
+            let mut c = ResolvedCitation {
+                kind: if is_source_id(&id) {
+                    "source"
+                } else {
+                    "evidence"
+                }
+                .into(),
+                id,
+                missing: false,
+                source_id: None,
+                locator: None,
+                title: None,
+                quote: None,
+                source_locator: None,
+            };
+            if is_source_id(&c.id) {
+                match kb.load_source(&c.id).ok().flatten() {
                     Some(s) => {
-                        json!({"id": id, "kind": "source", "locator": s.locator, "title": s.title})
+                        c.locator = Some(s.locator);
+                        c.title = s.title;
                     }
-                    None => json!({"id": id, "kind": "source", "missing": true}),
+                    None => c.missing = true,
                 }
             } else {
-                match kb.load::<Evidence>(id).ok().flatten() {
+                match kb.load::<Evidence>(&c.id).ok().flatten() {
                     Some(e) => {
                         let src = kb.load_source(&e.source_id).ok().flatten();
-                        json!({"id": id, "kind": "evidence", "source_id": e.source_id,
-                               "locator": e.locator, "quote": e.quote,
-                               "source_locator": src.map(|s| s.locator)})
+                        c.source_locator = src.map(|s| s.locator);
+                        c.source_id = Some(e.source_id);
+                        c.locator = Some(e.locator);
+                        c.quote = e.quote;
                     }
-                    None => json!({"id": id, "kind": "evidence", "missing": true}),
+                    None => c.missing = true,
                 }
             }
+            c
         })
         .collect()
 }
 
+/// A proposal with what it cites resolved.
+pub fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
+    let meta = ReadMeta {
+        citations: Some(citations(kb, &proposal)),
+        ..ReadMeta::default()
+    };
+    Read {
+        object: proposal,
+        meta,
+    }
+}
+
+/// `kb.read_proposal`: a proposal wherever it is (pending or decided),
+/// with its citations resolved, or `null`.
+pub fn read_proposal(kb: &Kb, p: IdParams) -> Result<Option<Read<Proposal>>> {
+    check_id("proposal id", &p.id)?;
+    for dir in [Dir::Decided, Dir::Proposed] {
+        if let Some(pr) = kb.load_proposal(dir, &p.id)? {
+            return Ok(Some(with_citations(kb, pr)));
+        }
+    }
+    Ok(None)
+}
+
 /// `kb.list_pending`: oldest first, each with `_meta.citations`.
-pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
+pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Read<Proposal>>> {
     let (limit, offset) = window(&p)?;
     let filter = p.filter.unwrap_or_default();
     let mut out = Vec::new();
     for pr in crate::review::gate::list_pending(kb)? {
-        let v = to_value(&pr)?;
-        if matches(&v, &filter) {
-            out.push((pr, v));
+        if filter.is_empty() || matches(&to_value(&pr)?, &filter) {
+            out.push(pr);
         }
     }
     // Citations are read for the page asked for only.
-    let mut page: Vec<Value> = out
+    let mut page: Vec<Read<Proposal>> = out
         .into_iter()
         .skip(offset)
         .take(limit)
-        .map(|(pr, mut v)| {
-            v["_meta"] = json!({"citations": citations(kb, &pr)});
-            v
-        })
+        .map(|pr| with_citations(kb, pr))
         .collect();
     // With a local model, claims the KB already holds in other words.
     if kb.embedder().is_some() {
-        for v in page.iter_mut() {
-            let is_claim = v.get("kind").and_then(Value::as_str) == Some("claim");
-            let text = v
-                .pointer("/payload/text")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if let (true, Some(text)) = (is_claim, text) {
-                let dups = crate::retrieval::semantic::near_duplicates(kb, &text);
-                if !dups.is_empty() {
-                    v["_meta"]["possible_duplicates"] = json!(dups);
-                }
+        for r in page.iter_mut() {
+            if r.object.kind != crate::model::ProposalKind::Claim {
+                continue;
+            }
+            if let Some(text) = r.object.payload.get("text").and_then(Value::as_str) {
+                r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, text);
             }
         }
     }
@@ -270,7 +278,7 @@ pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Value>> {
 }
 
 /// `kb.audit`: events oldest first, filtered, optionally only the last N.
-pub fn audit(kb: &Kb, p: AuditParams) -> Result<Vec<Value>> {
+pub fn audit(kb: &Kb, p: AuditParams) -> Result<Vec<AuditRecord>> {
     let filter = p.filter.unwrap_or_default();
     let keep = |ev: &Value| {
         filter
@@ -295,7 +303,7 @@ pub fn audit(kb: &Kb, p: AuditParams) -> Result<Vec<Value>> {
             if n > 0 {
                 kb.audit_log().scan_back(|ev| {
                     if keep(ev) {
-                        out.push(ev.clone());
+                        out.push(AuditRecord(ev.clone()));
                     }
                     out.len() >= n
                 })?;
@@ -308,6 +316,7 @@ pub fn audit(kb: &Kb, p: AuditParams) -> Result<Vec<Value>> {
             .read_all()?
             .into_iter()
             .filter(keep)
+            .map(AuditRecord)
             .collect()),
     }
 }

@@ -339,6 +339,20 @@ fn official_python_sdk_drives_vouch_serve() {
         Some(11),
         "{ctx}"
     );
+    // Results that are lists (or an object or null) were checked against
+    // the catalog's result schemas: every read and list method, the audit
+    // log and search; a read of a missing id is null.
+    let wire = out["wire_checked"].as_object().expect("wire_checked");
+    let read_list: BTreeSet<String> = vouch_core::methods::REGISTRY
+        .iter()
+        .filter(|m| m.name.starts_with("kb.read_") || m.name.starts_with("kb.list_"))
+        .map(|m| m.tool_name())
+        .collect();
+    for tool in &read_list {
+        assert!(wire.contains_key(tool), "{tool} not checked: {ctx}");
+    }
+    assert_eq!(wire["kb_audit"], json!("list"), "{ctx}");
+    assert_eq!(wire["kb_read_source"], json!("dict"), "{ctx}");
 
     // Second connection, the SDK's default high-level Client: it negotiates
     // the stateless 2026-07-28 era through `server/discover`.

@@ -10,7 +10,7 @@ pub trait Vocabulary: Sized {
 /// What every vocabulary has: its names, strict parsing, and the
 /// Display / Serialize / Vocabulary / JsonSchema impls (through `as_str`).
 macro_rules! vocabulary_common {
-    ($name:ident : $what:literal { $($var:ident = $s:literal),+ }) => {
+    ($name:ident : $what:literal, open = $open:literal { $($var:ident = $s:literal),+ }) => {
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$var),+];
             pub const NAMES: &'static [&'static str] = &[$($s),+];
@@ -48,8 +48,20 @@ macro_rules! vocabulary_common {
 
         impl schemars::JsonSchema for $name {
             fn schema_name() -> std::borrow::Cow<'static, str> { stringify!($name).into() }
-            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({"type": "string", "enum": [$($s),+]})
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                // What a server answers may hold a value another writer
+                // added (an open vocabulary), so a result schema names the
+                // vocabulary without refusing the rest; params stay closed.
+                let answered = matches!(generator.contract(), schemars::generate::Contract::Serialize);
+                if $open && answered {
+                    schemars::json_schema!({
+                        "type": "string",
+                        "description": concat!("One of: ", $($s, " "),+, "(or a value another implementation wrote)."),
+                        "examples": [$($s),+],
+                    })
+                } else {
+                    schemars::json_schema!({"type": "string", "enum": [$($s),+]})
+                }
             }
         }
     };
@@ -67,7 +79,7 @@ macro_rules! string_enum {
             }
         }
 
-        vocabulary_common!($name : $what { $($var = $s),+ });
+        vocabulary_common!($name : $what, open = false { $($var = $s),+ });
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -128,7 +140,7 @@ macro_rules! open_enum {
             }
         }
 
-        vocabulary_common!($name : $what { $($var = $s),+ });
+        vocabulary_common!($name : $what, open = true { $($var = $s),+ });
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -8,6 +8,7 @@ mod time;
 pub use enums::*;
 pub use time::Timestamp;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -26,7 +27,7 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Source {
     pub id: String,
     #[serde(rename = "type", default = "default_source_type")]
@@ -61,7 +62,7 @@ fn default_media_type() -> String {
     "text/plain".to_string()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     pub id: String,
     pub source_id: String,
@@ -77,7 +78,7 @@ pub struct Evidence {
     pub extra: Extra,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Claim {
     pub id: String,
     pub text: String,
@@ -110,7 +111,7 @@ pub struct Claim {
     pub extra: Extra,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entity {
     pub id: String,
     pub name: String,
@@ -130,7 +131,7 @@ pub struct Entity {
     pub extra: Extra,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Relation {
     pub id: String,
     pub source: String,
@@ -149,7 +150,7 @@ pub struct Relation {
 }
 
 /// A page: YAML frontmatter (these fields) plus a markdown body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Page {
     pub id: String,
     pub title: String,
@@ -183,7 +184,7 @@ fn default_page_status() -> PageStatus {
     PageStatus::Active
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Session {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,7 +212,7 @@ fn default_session_status() -> SessionStatus {
 /// The review-gate primitive (§4): what an agent asked to add, and what a
 /// reviewer decided. `payload` holds the normalized propose params; the
 /// durable artifact is built from it at approve time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Proposal {
     pub id: String,
     pub kind: ProposalKind,
@@ -251,7 +252,7 @@ pub struct Proposal {
 
 /// One line of `audit.log.jsonl`. Written as canonical JSON (sorted keys,
 /// compact); `hash = sha256_hex(prev_hash + canonical_json(event without hash))`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditEvent {
     pub id: String,
     pub event: String,

@@ -103,9 +103,9 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
 pub const DUPLICATE_COSINE: f32 = 0.95;
 
 /// Current approved claims almost the same in meaning as `text`, for a
-/// reviewer: `[{id, text, similarity}]`. Empty without a model; a model
-/// failure is a warning, never a failed proposal.
-pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<serde_json::Value> {
+/// reviewer. Empty without a model; a model failure is a warning, never a
+/// failed proposal.
+pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::params::NearDuplicate> {
     let Some(embedder) = kb.embedder().cloned() else {
         return Vec::new();
     };
@@ -135,11 +135,11 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<serde_json::Value> {
                     .flatten()
                     .map(|c| c.text)
                     .unwrap_or_default();
-                serde_json::json!({
-                    "id": id,
-                    "text": text,
-                    "similarity": (s as f64 * 1000.0).round() / 1000.0,
-                })
+                crate::params::NearDuplicate {
+                    id,
+                    text,
+                    similarity: (s as f64 * 1000.0).round() / 1000.0,
+                }
             })
             .collect(),
         Err(e) => {

@@ -409,10 +409,7 @@ pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<
     let text = p.text.trim().to_string();
     let mut result = propose_claim_draft(kb, caller, p)?;
     if result.valid {
-        let dups = crate::retrieval::semantic::near_duplicates(kb, &text);
-        if !dups.is_empty() {
-            result.meta = Some(serde_json::json!({ "possible_duplicates": dups }));
-        }
+        result.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, &text);
     }
     Ok(result)
 }
@@ -540,7 +537,7 @@ fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeR
             valid: errors.is_empty(),
             errors,
             dry_run,
-            meta: None,
+            meta: ReadMeta::default(),
         };
     if !errors.is_empty() {
         return Ok(result(String::new(), String::new(), errors, input.dry_run));
