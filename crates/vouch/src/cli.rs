@@ -1,15 +1,25 @@
-//! The command line for people. Every command builds the params of one
-//! `kb.*` method and dispatches through the registry; no command contains
-//! knowledge-base logic of its own.
+//! The command line for people. Every command builds the typed params of
+//! one `kb.*` method, calls it through the registry's method types
+//! (`methods::kb::*`) and prints the typed result through
+//! [`crate::human::Human`]; no command contains knowledge-base logic of its
+//! own.
 
 use crate::context;
-use crate::errors::{EXIT_CODES_HELP, EXIT_INVALID_PROPOSAL, mapping};
+use crate::errors::{EXIT_CODES_HELP, mapping};
+use crate::human::{AuditVerified, Human, Rebuilt, Shown};
 use crate::render;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use vouch_core::methods;
-use vouch_core::{Error, Kb, Transport};
+use vouch_core::answer::SynthesizeParams;
+use vouch_core::interop::knowledge;
+use vouch_core::methods::{self, Call};
+use vouch_core::model::Vocabulary;
+use vouch_core::params::*;
+use vouch_core::retrieval::SearchParams;
+use vouch_core::retrieval::eval::EvalParams;
+use vouch_core::retrieval::pack::ContextParams;
+use vouch_core::{Caller, Error, Kb, Transport};
 
 /// vouch: a local-first, git-native, review-gated knowledge base for LLM agents.
 ///
@@ -547,28 +557,29 @@ pub struct ProposeRelationArgs {
     pub common: ProposeCommon,
 }
 
-/// Drop `null`s so optional params are simply absent.
-fn obj(v: Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
-        v => v,
+/// A vocabulary value given on the command line, checked as the core
+/// checks params (only the vocabulary's own values).
+fn vocabulary<T: Vocabulary>(flag: &str, given: &Option<String>) -> Result<Option<T>, Error> {
+    given
+        .as_deref()
+        .map(|s| T::parse_or_explain(s).map_err(|e| Error::invalid(format!("{flag}: {e}"))))
+        .transpose()
+}
+
+/// Citations given as ids (`--evidence`) and as `SOURCE_ID=exact quote`
+/// spans (`--quote`).
+fn citations(ids: &[String], quotes: &[String]) -> Result<Vec<Citation>, Error> {
+    let mut out: Vec<Citation> = ids.iter().cloned().map(Citation::Id).collect();
+    for q in quotes {
+        let (src, quote) = q.split_once('=').ok_or_else(|| {
+            Error::invalid(format!("--quote {q:?}: expected SOURCE_ID=exact quote"))
+        })?;
+        out.push(Citation::Span {
+            source_id: src.to_string(),
+            quote: quote.to_string(),
+        });
     }
-}
-
-fn non_empty<T: serde::Serialize>(v: &[T]) -> Value {
-    if v.is_empty() { Value::Null } else { json!(v) }
-}
-
-fn spans(quotes: &[String]) -> Result<Vec<Value>, Error> {
-    quotes
-        .iter()
-        .map(|q| {
-            let (src, quote) = q.split_once('=').ok_or_else(|| {
-                Error::invalid(format!("--quote {q:?}: expected SOURCE_ID=exact quote"))
-            })?;
-            Ok(json!({"source_id": src, "quote": quote}))
-        })
-        .collect()
+    Ok(out)
 }
 
 /// A path argument as an absolute path (relative to the current directory),
@@ -580,49 +591,95 @@ fn abs(p: &std::path::Path) -> Result<String, Error> {
         .map_err(|e| Error::invalid(format!("{}: {e}", p.display())))
 }
 
-/// The method and params a command stands for (None: handled locally).
-fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
-    Ok(Some(match cmd {
-        Command::Status => ("kb.status", json!({})),
+fn non_empty(v: &[String]) -> Option<Vec<String>> {
+    (!v.is_empty()).then(|| v.to_vec())
+}
+
+/// One method called with typed params, its result printed for a person
+/// (or as JSON); the exit code is the result's own.
+struct Run<'a> {
+    kb: &'a Kb,
+    caller: &'a Caller,
+    json: bool,
+}
+
+impl Run<'_> {
+    fn call<M: Call>(&self, params: M::Params) -> Result<M::Output, Error> {
+        let out = methods::call::<M>(self.kb, self.caller, params);
+        print_warnings(self.kb);
+        out
+    }
+
+    fn print<T: Human>(&self, result: T) -> Result<i32, Error> {
+        render::print(self.json, &result);
+        Ok(result.exit_code())
+    }
+
+    fn exec<M: Call>(&self, params: M::Params) -> Result<i32, Error>
+    where
+        M::Output: Human,
+    {
+        let out = self.call::<M>(params)?;
+        self.print(out)
+    }
+}
+
+/// Run a command that stands for one method. `None`: the command is
+/// handled elsewhere.
+fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
+    use methods::kb;
+    Ok(Some(match &cli.command {
+        Command::Status => run.exec::<kb::Status>(NoParams {})?,
         Command::Source(SourceCmd::Add {
             path,
             text,
             locator,
             title,
             source_type,
-        }) => match (path, text) {
-            (Some(path), None) => (
-                "kb.register_source_from_path",
-                obj(json!({"path": path, "title": title, "type": source_type})),
-            ),
-            (None, Some(text)) => (
-                "kb.register_source",
-                obj(
-                    json!({"content": text, "locator": locator.clone().unwrap_or_else(|| "cli:text".into()),
-                           "title": title, "type": source_type}),
-                ),
-            ),
-            _ => return Err(Error::missing("path (or --text)")),
-        },
-        Command::Source(SourceCmd::Verify { id }) => ("kb.source_verify", obj(json!({"id": id}))),
-        Command::Quote { source_id, quote } => (
-            "kb.register_evidence",
-            json!({"source_id": source_id, "quote": quote}),
-        ),
-        Command::ProposeClaim(a) => {
-            let mut evidence: Vec<Value> = a.evidence.iter().map(|e| json!(e)).collect();
-            evidence.extend(spans(&a.quotes)?);
-            (
-                "kb.propose_claim",
-                obj(json!({
-                    "text": a.text, "evidence": evidence, "type": a.claim_type,
-                    "confidence": a.confidence.map(|c| if c.is_finite() { json!(c) } else { json!(c.to_string()) }),
-                    "entities": non_empty(&a.entities), "scope": a.scope, "tags": non_empty(&a.tags),
-                    "supersedes": non_empty(&a.supersedes),
-                    "session_id": a.common.session, "rationale": a.rationale, "dry_run": a.common.dry_run,
-                })),
-            )
+        }) => {
+            let source_type = vocabulary("--type", source_type)?;
+            match (path, text) {
+                (Some(path), None) => {
+                    run.exec::<kb::RegisterSourceFromPath>(RegisterSourceFromPathParams {
+                        path: path.clone(),
+                        source_type,
+                        title: title.clone(),
+                    })?
+                }
+                (None, Some(text)) => run.exec::<kb::RegisterSource>(RegisterSourceParams {
+                    content: text.clone(),
+                    locator: locator.clone().unwrap_or_else(|| "cli:text".into()),
+                    source_type,
+                    title: title.clone(),
+                    media_type: None,
+                    tags: Vec::new(),
+                })?,
+                _ => return Err(Error::missing("path (or --text)")),
+            }
         }
+        Command::Source(SourceCmd::Verify { id }) => {
+            run.exec::<kb::SourceVerify>(SourceVerifyParams { id: id.clone() })?
+        }
+        Command::Quote { source_id, quote } => {
+            run.exec::<kb::RegisterEvidence>(RegisterEvidenceParams {
+                source_id: source_id.clone(),
+                quote: quote.clone(),
+            })?
+        }
+        Command::ProposeClaim(a) => run.exec::<kb::ProposeClaim>(ProposeClaimParams {
+            text: a.text.clone(),
+            evidence: citations(&a.evidence, &a.quotes)?,
+            claim_type: vocabulary("--type", &a.claim_type)?,
+            confidence: a.confidence,
+            entities: a.entities.clone(),
+            scope: vocabulary("--scope", &a.scope)?,
+            tags: a.tags.clone(),
+            metadata: None,
+            supersedes: a.supersedes.clone(),
+            session_id: a.common.session.clone(),
+            rationale: a.rationale.clone(),
+            dry_run: a.common.dry_run,
+        })?,
         Command::ProposePage(a) => {
             let body = match &a.body_file {
                 Some(f) => Some(
@@ -631,106 +688,168 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                 ),
                 None => a.body.clone(),
             };
-            (
-                "kb.propose_page",
-                obj(json!({
-                    "title": a.title, "body": body, "type": a.page_type,
-                    "claims": non_empty(&a.claims), "entities": non_empty(&a.entities),
-                    "sources": non_empty(&a.sources), "tags": non_empty(&a.tags),
-                    "session_id": a.common.session, "dry_run": a.common.dry_run,
-                })),
-            )
+            run.exec::<kb::ProposePage>(ProposePageParams {
+                title: a.title.clone(),
+                body,
+                page_type: vocabulary("--type", &a.page_type)?,
+                claims: a.claims.clone(),
+                entities: a.entities.clone(),
+                sources: a.sources.clone(),
+                tags: a.tags.clone(),
+                session_id: a.common.session.clone(),
+                rationale: None,
+                dry_run: a.common.dry_run,
+            })?
         }
-        Command::ProposeEntity(a) => (
-            "kb.propose_entity",
-            obj(json!({
-                "name": a.name, "type": a.entity_type, "aliases": non_empty(&a.aliases),
-                "description": a.description, "tags": non_empty(&a.tags),
-                "session_id": a.common.session, "dry_run": a.common.dry_run,
-            })),
-        ),
-        Command::ProposeRelation(a) => (
-            "kb.propose_relation",
-            obj(json!({
-                "source": a.source, "relation": a.relation, "target": a.target,
-                "confidence": a.confidence, "evidence": non_empty(&a.evidence),
-                "session_id": a.common.session, "dry_run": a.common.dry_run,
-            })),
-        ),
-        Command::Pending { limit } => ("kb.list_pending", obj(json!({"limit": limit}))),
+        Command::ProposeEntity(a) => run.exec::<kb::ProposeEntity>(ProposeEntityParams {
+            name: a.name.clone(),
+            entity_type: vocabulary("type", &Some(a.entity_type.clone()))?
+                .expect("a value was given"),
+            aliases: a.aliases.clone(),
+            description: a.description.clone(),
+            tags: a.tags.clone(),
+            session_id: a.common.session.clone(),
+            rationale: None,
+            dry_run: a.common.dry_run,
+        })?,
+        Command::ProposeRelation(a) => run.exec::<kb::ProposeRelation>(ProposeRelationParams {
+            source: a.source.clone(),
+            relation: vocabulary("relation", &Some(a.relation.clone()))?
+                .expect("a value was given"),
+            target: a.target.clone(),
+            confidence: a.confidence,
+            evidence: citations(&a.evidence, &[])?,
+            session_id: a.common.session.clone(),
+            rationale: None,
+            dry_run: a.common.dry_run,
+        })?,
+        Command::Pending { limit } => {
+            let code = run.exec::<kb::ListPending>(ListParams {
+                limit: *limit,
+                ..ListParams::default()
+            })?;
+            // The review screen also shows what agents changed without review.
+            if !run.json {
+                let changes = run.call::<kb::LifecycleChanges>(Default::default())?;
+                if !changes.is_empty() {
+                    render::emit("\n");
+                    render::print(false, &changes);
+                }
+            }
+            code
+        }
         Command::Approve {
             proposal_ids,
             reason,
-        } => {
-            let ids = if proposal_ids.len() == 1 {
-                json!(proposal_ids[0])
-            } else {
-                json!(proposal_ids)
-            };
-            (
-                "kb.approve",
-                obj(json!({"proposal_id": ids, "reason": reason})),
-            )
-        }
+        } => run.exec::<kb::Approve>(ApproveParams {
+            proposal_id: match proposal_ids.as_slice() {
+                [one] => OneOrMany::One(one.clone()),
+                many => OneOrMany::Many(many.to_vec()),
+            },
+            reason: reason.clone(),
+            approver: None,
+        })?,
         Command::Reject {
             proposal_id,
             reason,
-        } => (
-            "kb.reject",
-            json!({"proposal_id": proposal_id, "reason": reason}),
-        ),
+        } => run.exec::<kb::Reject>(RejectParams {
+            proposal_id: proposal_id.clone(),
+            reason: reason.clone(),
+        })?,
         Command::Supersede {
             old_id,
             new_id,
             reason,
-        } => (
-            "kb.supersede",
-            obj(json!({"old_id": old_id, "new_id": new_id, "reason": reason})),
-        ),
-        Command::Contradict { a_id, b_id, reason } => (
-            "kb.contradict",
-            obj(json!({"a_id": a_id, "b_id": b_id, "reason": reason})),
-        ),
-        Command::Archive { id, reason } => ("kb.archive", obj(json!({"id": id, "reason": reason}))),
-        Command::Confirm { id } => ("kb.confirm", json!({"id": id})),
-        Command::Revert { event_id, reason } => (
-            "kb.revert",
-            obj(json!({"event_id": event_id, "reason": reason})),
-        ),
-        Command::Changes { days, all } => (
-            "kb.lifecycle_changes",
-            obj(json!({"days": days, "all": all})),
-        ),
-        Command::Cite { id, evidence } => ("kb.cite", json!({"id": id, "evidence": evidence})),
+        } => run.exec::<kb::Supersede>(SupersedeParams {
+            old_id: old_id.clone(),
+            new_id: new_id.clone(),
+            reason: reason.clone(),
+        })?,
+        Command::Contradict { a_id, b_id, reason } => {
+            run.exec::<kb::Contradict>(ContradictParams {
+                a_id: a_id.clone(),
+                b_id: b_id.clone(),
+                reason: reason.clone(),
+            })?
+        }
+        Command::Archive { id, reason } => run.exec::<kb::Archive>(ArchiveParams {
+            id: id.clone(),
+            reason: reason.clone(),
+        })?,
+        Command::Confirm { id } => run.exec::<kb::Confirm>(IdParams { id: id.clone() })?,
+        Command::Revert { event_id, reason } => run.exec::<kb::Revert>(RevertParams {
+            event_id: event_id.clone(),
+            reason: reason.clone(),
+        })?,
+        Command::Changes { days, all } => {
+            run.exec::<kb::LifecycleChanges>(LifecycleChangesParams {
+                days: *days,
+                all: *all,
+            })?
+        }
+        Command::Cite { id, evidence } => run.exec::<kb::Cite>(CiteParams {
+            id: id.clone(),
+            evidence: Citation::Id(evidence.clone()),
+        })?,
         Command::Session(SessionCmd::Start { task, note }) => {
-            ("kb.session_start", obj(json!({"task": task, "note": note})))
+            run.exec::<kb::SessionStart>(SessionStartParams {
+                task: task.clone(),
+                note: note.clone(),
+            })?
         }
         Command::Session(SessionCmd::End { session_id }) => {
-            ("kb.session_end", json!({"session_id": session_id}))
+            run.exec::<kb::SessionEnd>(SessionIdParams {
+                session_id: session_id.clone(),
+            })?
         }
         Command::Crystallize {
             session_id,
             no_page,
-        } => (
-            "kb.crystallize",
-            json!({"session_id": session_id, "no_page": no_page}),
-        ),
+        } => run.exec::<kb::Crystallize>(CrystallizeParams {
+            session_id: session_id.clone(),
+            no_page: *no_page,
+        })?,
         Command::Audit(AuditArgs {
-            verify: Some(AuditCmd::Verify { .. }),
+            verify: Some(AuditCmd::Verify { key_file }),
             ..
-        }) => ("kb.audit_verify", json!({})),
+        }) => {
+            let chain = run.call::<kb::AuditVerify>(NoParams {})?;
+            // The keyed checkpoints too, when a key is at hand.
+            let path = crate::checkpoint::key_path(key_file.as_deref())?;
+            let checkpoints = match crate::checkpoint::load_key(run.kb, &path, false)? {
+                Some(key) => {
+                    let kept = crate::checkpoint::read_kept(run.kb, &path);
+                    Some(vouch_core::audit::verify_checkpoints(
+                        run.kb.audit_log(),
+                        &key,
+                        kept.as_ref(),
+                    )?)
+                }
+                None if key_file.is_some() => {
+                    return Err(Error::invalid(format!(
+                        "{}: no checkpoint key there",
+                        path.display()
+                    )));
+                }
+                None => None,
+            };
+            run.print(AuditVerified { chain, checkpoints })?
+        }
         Command::Audit(AuditArgs {
             verify: Some(AuditCmd::Checkpoint { .. }),
             ..
         }) => return Ok(None),
         Command::Audit(a) => {
-            let filter = obj(json!({"event": a.event, "actor": a.actor, "object": a.object}));
-            (
-                "kb.audit",
-                obj(
-                    json!({"tail": a.tail, "filter": if filter.as_object().is_some_and(|m| m.is_empty()) { Value::Null } else { filter }}),
-                ),
-            )
+            let filter = AuditFilter {
+                event: a.event.clone(),
+                actor: a.actor.clone(),
+                object: a.object.clone(),
+            };
+            let any = filter.event.is_some() || filter.actor.is_some() || filter.object.is_some();
+            run.exec::<kb::Audit>(AuditParams {
+                tail: a.tail,
+                filter: any.then_some(filter),
+            })?
         }
         Command::Search {
             query,
@@ -738,28 +857,30 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             kinds,
             backend,
             semantic,
-        } => (
-            "kb.search",
-            obj(json!({
-                "query": query,
-                "limit": limit,
-                "kinds": non_empty(kinds),
-                "backend": if *semantic { Some("embedding") } else { backend.as_deref() },
-            })),
-        ),
+        } => run.exec::<kb::Search>(SearchParams {
+            query: query.clone(),
+            limit: *limit,
+            kinds: non_empty(kinds),
+            backend: if *semantic {
+                Some("embedding".into())
+            } else {
+                backend.clone()
+            },
+        })?,
         Command::Knowledge(KnowledgeCmd::Validate { dir }) => {
-            ("kb.knowledge_validate", json!({"path": dir}))
+            run.exec::<kb::KnowledgeValidate>(knowledge::ValidateParams { path: dir.clone() })?
         }
         Command::Knowledge(KnowledgeCmd::Import {
             dir,
             dry_run,
             skip_invalid,
-        }) => (
-            "kb.knowledge_import",
-            json!({"path": dir, "dry_run": dry_run, "skip_invalid": skip_invalid}),
-        ),
+        }) => run.exec::<kb::KnowledgeImport>(knowledge::ImportParams {
+            path: dir.clone(),
+            dry_run: *dry_run,
+            skip_invalid: *skip_invalid,
+        })?,
         Command::Knowledge(KnowledgeCmd::Export { dir }) => {
-            ("kb.knowledge_export", json!({"out": dir}))
+            run.exec::<kb::KnowledgeExport>(knowledge::ExportParams { out: dir.clone() })?
         }
         Command::Synthesize {
             question,
@@ -768,31 +889,25 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
             backend,
             llm,
             propose_page,
-        } => (
-            "kb.synthesize",
-            obj(json!({
-                "query": question,
-                "depth": depth,
-                "max_chars": max_chars,
-                "backend": backend,
-                "mode": llm.then_some("llm"),
-                "propose_page": propose_page.then_some(true),
-            })),
-        ),
+        } => run.exec::<kb::Synthesize>(SynthesizeParams {
+            query: question.clone(),
+            depth: *depth,
+            max_chars: *max_chars,
+            backend: backend.clone(),
+            mode: llm.then(|| "llm".to_string()),
+            propose_page: *propose_page,
+        })?,
         Command::Context {
             task,
             max_chars,
             min_items,
             require_citations,
-        } => (
-            "kb.context",
-            obj(json!({
-                "task": task,
-                "max_chars": max_chars,
-                "min_items": min_items,
-                "require_citations": require_citations.then_some(true),
-            })),
-        ),
+        } => run.exec::<kb::Context>(ContextParams {
+            task: task.clone(),
+            max_chars: *max_chars,
+            min_items: *min_items,
+            require_citations: require_citations.then_some(true),
+        })?,
         Command::Eval { file, k, backend } => {
             let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
             let set: Value = vouch_core::store::yaml::from_yaml(file, &text)?;
@@ -802,38 +917,65 @@ fn to_call(cmd: &Command) -> Result<Option<(&'static str, Value)>, Error> {
                     file.display()
                 )));
             };
-            (
-                "kb.eval",
-                obj(
-                    json!({"queries": queries, "k": k.map(Value::from).or_else(|| set.get("k").cloned()), "backend": backend}),
-                ),
-            )
+            let queries = serde_json::from_value(queries.clone())
+                .map_err(|e| Error::invalid(format!("{}: queries: {e}", file.display())))?;
+            let k = match (k, set.get("k")) {
+                (Some(k), _) => Some(*k),
+                (None, None) => None,
+                (None, Some(v)) => Some(v.as_i64().ok_or_else(|| {
+                    Error::invalid(format!("{}: k: {v} is not a whole number", file.display()))
+                })?),
+            };
+            run.exec::<kb::Eval>(EvalParams {
+                queries,
+                k,
+                backend: backend.clone(),
+            })?
         }
-        Command::Index(IndexCmd::Rebuild) => ("kb.index_rebuild", json!({})),
+        Command::Index(IndexCmd::Rebuild) => {
+            let index = run.call::<kb::IndexRebuild>(NoParams {})?;
+            let embeddings = crate::model::embed_all(run.kb)?;
+            print_warnings(run.kb);
+            run.print(Rebuilt { index, embeddings })?
+        }
         Command::Export {
             out,
             without_decided,
-        } => (
-            "kb.export",
-            json!({"out": abs(out)?, "without_decided": without_decided}),
-        ),
-        Command::ExportCheck { path } => ("kb.export_check", json!({"path": abs(path)?})),
-        Command::ImportCheck { path } => ("kb.import_check", json!({"path": abs(path)?})),
-        Command::ImportApply { path, on_conflict } => (
-            "kb.import_apply",
-            obj(json!({"path": abs(path)?, "on_conflict": on_conflict})),
-        ),
-        Command::Lint(a) => (
-            "kb.lint",
-            obj(json!({"stale_days": a.stale_days, "pending_days": a.pending_days})),
-        ),
-        Command::Doctor { lint, fix } => (
-            "kb.doctor",
-            obj(
-                json!({"stale_days": lint.stale_days, "pending_days": lint.pending_days,
-                       "fix": fix}),
-            ),
-        ),
+        } => run.exec::<kb::Export>(ExportParams {
+            out: abs(out)?,
+            without_decided: *without_decided,
+        })?,
+        Command::ExportCheck { path } => {
+            run.exec::<kb::ExportCheck>(BundlePathParams { path: abs(path)? })?
+        }
+        Command::ImportCheck { path } => {
+            run.exec::<kb::ImportCheck>(BundlePathParams { path: abs(path)? })?
+        }
+        Command::ImportApply { path, on_conflict } => {
+            let on_conflict = on_conflict
+                .as_deref()
+                .map(|c| {
+                    serde_json::from_value(Value::String(c.to_string())).map_err(|_| {
+                        Error::invalid(format!(
+                            "--on-conflict {c:?}: expected skip, overwrite or fail"
+                        ))
+                    })
+                })
+                .transpose()?;
+            run.exec::<kb::ImportApply>(ImportApplyParams {
+                path: abs(path)?,
+                on_conflict,
+            })?
+        }
+        Command::Lint(a) => run.exec::<kb::Lint>(LintParams {
+            stale_days: a.stale_days,
+            pending_days: a.pending_days,
+        })?,
+        Command::Doctor { lint, fix } => run.exec::<kb::Doctor>(DoctorParams {
+            stale_days: lint.stale_days,
+            pending_days: lint.pending_days,
+            fix: *fix,
+        })?,
         Command::Init { .. }
         | Command::Show { .. }
         | Command::Call { .. }
@@ -888,11 +1030,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                     .unwrap_or_else(|| "vouch".into())
             });
             let report = Kb::init(&dir, &name, None)?;
-            render::output(
-                cli.json,
-                "init",
-                &serde_json::to_value(&report).unwrap_or_default(),
-            );
+            render::print(cli.json, &report);
             return Ok(0);
         }
         Command::Methods { markdown } => {
@@ -973,7 +1111,15 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     // One command, then exit: a live watcher's word spares the scan.
     kb.set_trust_watcher(true);
     let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
-    let (method, params, label) = match &cli.command {
+    let run = Run {
+        kb: &kb,
+        caller: &caller,
+        json: cli.json,
+    };
+    if let Some(code) = run_method(cli, &run)? {
+        return Ok(code);
+    }
+    match &cli.command {
         Command::Call { method, params } => {
             let text = match params.as_deref() {
                 None => "{}".to_string(),
@@ -996,9 +1142,8 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             };
             let res = methods::dispatch(&kb, &caller, &name, params);
             print_warnings(&kb);
-            let v = res?;
-            render::emit_json(&v);
-            return Ok(0);
+            render::emit_json(&res?);
+            Ok(0)
         }
         Command::Audit(AuditArgs {
             verify: Some(AuditCmd::Checkpoint { key_file }),
@@ -1010,9 +1155,10 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             let cp = vouch_core::audit::checkpoint(&kb, &caller.actor, &key)?;
             crate::checkpoint::write_kept(&kb, &path, &cp)?;
             print_warnings(&kb);
-            let v = json!({"ok": true, "key_file": path.display().to_string(), "checkpoint": cp});
             if cli.json {
-                render::emit_json(&v);
+                render::emit_json(
+                    &json!({"ok": true, "key_file": path.display().to_string(), "checkpoint": cp}),
+                );
             } else {
                 render::emit(&format!(
                     "checkpoint of {} events (head {}…) under key {} ({})\n",
@@ -1022,7 +1168,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                     path.display()
                 ));
             }
-            return Ok(0);
+            Ok(0)
         }
         Command::Recall(args) => {
             let v = crate::recall::recall(&kb, &caller, args);
@@ -1033,91 +1179,28 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             } else {
                 render::emit(v["text"].as_str().unwrap_or(""));
             }
-            return Ok(0);
+            Ok(0)
         }
         Command::Review { batch } => {
             let mut stdin = std::io::stdin().lock();
             if *batch {
-                let v = crate::review::batch(&kb, &caller, &mut stdin);
-                print_warnings(&kb);
-                render::output(cli.json, "kb.approve", &v?);
-                return Ok(0);
+                let ids = crate::review::batch_ids(&mut stdin)?;
+                return run.exec::<methods::kb::Approve>(ApproveParams {
+                    proposal_id: OneOrMany::Many(ids),
+                    reason: None,
+                    approver: None,
+                });
             }
             let code = crate::review::interactive(&kb, &caller, &mut stdin, &mut std::io::stdout());
             print_warnings(&kb);
-            return code;
+            code
         }
         Command::Show { id } => {
-            let v = show(&kb, &caller, id)?;
-            print_warnings(&kb);
-            render::output(cli.json, "show", &v);
-            return Ok(0);
+            let shown = show(&run, id)?;
+            run.print(shown)
         }
-        cmd => {
-            let (m, p) = to_call(cmd)?.expect("every other command maps to a method");
-            (m, p, m)
-        }
-    };
-    let result = methods::dispatch(&kb, &caller, method, params);
-    print_warnings(&kb);
-    let mut v = result?;
-    // `audit verify` also checks the keyed checkpoints when a key is at hand.
-    if let Command::Audit(AuditArgs {
-        verify: Some(AuditCmd::Verify { key_file }),
-        ..
-    }) = &cli.command
-    {
-        let path = crate::checkpoint::key_path(key_file.as_deref())?;
-        if let Some(key) = crate::checkpoint::load_key(&kb, &path, false)? {
-            let kept = crate::checkpoint::read_kept(&kb, &path);
-            let report =
-                vouch_core::audit::verify_checkpoints(kb.audit_log(), &key, kept.as_ref())?;
-            if !report.ok {
-                v["ok"] = json!(false);
-            }
-            v["checkpoints"] = serde_json::to_value(&report).unwrap_or_default();
-        } else if key_file.is_some() {
-            return Err(Error::invalid(format!(
-                "{}: no checkpoint key there",
-                path.display()
-            )));
-        }
+        other => unreachable!("{other:?} is handled before the knowledge base opens"),
     }
-    if method == "kb.index_rebuild"
-        && let Some(embedded) = crate::model::embed_all(&kb)?
-    {
-        v["embeddings"] = embedded;
-    }
-    print_warnings(&kb);
-    render::output(cli.json, label, &v);
-    // The review screen also shows what agents changed without review.
-    if method == "kb.list_pending" && !cli.json {
-        let changes = methods::dispatch(&kb, &caller, "kb.lifecycle_changes", json!({}))?;
-        if changes.as_array().is_some_and(|a| !a.is_empty()) {
-            render::emit("\n");
-            render::output(false, "kb.lifecycle_changes", &changes);
-        }
-    }
-    if v.get("valid") == Some(&Value::Bool(false)) {
-        return Ok(EXIT_INVALID_PROPOSAL);
-    }
-    if v.get("ok") == Some(&Value::Bool(false)) {
-        match method {
-            // Verification that found damage: exit 6.
-            "kb.audit_verify"
-            | "kb.source_verify"
-            | "kb.lint"
-            | "kb.doctor"
-            | "kb.knowledge_validate"
-            | "kb.knowledge_import" => {
-                return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
-            }
-            // A bundle with problems is invalid input: exit 2.
-            "kb.export_check" | "kb.import_check" => return Ok(EXIT_INVALID_PROPOSAL),
-            _ => {}
-        }
-    }
-    Ok(0)
 }
 
 /// `vouch model ...`: works with or without a knowledge base (one found
@@ -1137,13 +1220,7 @@ fn model_command(cli: &Cli, cmd: &ModelCmd) -> Result<i32, Error> {
         ModelCmd::Verify { name } => crate::model::verify(kb, name.as_deref())?,
         ModelCmd::Remove { name } => crate::model::remove(kb, name)?,
     };
-    let label = match cmd {
-        ModelCmd::Import { .. } => "model.import",
-        ModelCmd::List => "model.list",
-        ModelCmd::Verify { .. } => "model.verify",
-        ModelCmd::Remove { .. } => "model.remove",
-    };
-    render::output(cli.json, label, &v);
+    render::print(cli.json, &v);
     if v.get("ok") == Some(&Value::Bool(false)) {
         return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
     }
@@ -1151,40 +1228,53 @@ fn model_command(cli: &Cli, cmd: &ModelCmd) -> Result<i32, Error> {
 }
 
 /// Find an object by id in every kind, through the read methods.
-fn show(kb: &Kb, caller: &vouch_core::Caller, id: &str) -> Result<Value, Error> {
-    let readers: &[(&str, &str)] = if vouch_core::ids::is_source_id(id) {
-        &[("source", "kb.read_source")]
-    } else {
-        &[
-            ("claim", "kb.read_claim"),
-            ("page", "kb.read_page"),
-            ("entity", "kb.read_entity"),
-            ("relation", "kb.read_relation"),
-            ("evidence", "kb.read_evidence"),
-            ("proposal", "kb.read_proposal"),
-            ("session", "kb.read_session"),
-        ]
-    };
-    for (kind, method) in readers {
-        let v = methods::dispatch(kb, caller, method, json!({"id": id}))?;
-        if !v.is_null() {
-            let mut shown = json!({"kind": kind, "object": v});
-            // What the object is connected to.
-            if matches!(*kind, "claim" | "page" | "entity" | "source" | "evidence") {
-                let relations = methods::dispatch(
-                    kb,
-                    caller,
-                    "kb.list_relations",
-                    json!({"filter": {"end": id}, "limit": 1000}),
-                )?;
-                if relations.as_array().is_some_and(|r| !r.is_empty()) {
-                    shown["relations"] = relations;
-                }
-            }
-            return Ok(shown);
-        }
+fn show(run: &Run, id: &str) -> Result<Shown, Error> {
+    use methods::kb;
+    fn value<T: serde::Serialize>(v: T) -> Value {
+        serde_json::to_value(v).unwrap_or_default()
     }
-    Err(Error::not_found(format!(
-        "nothing with id {id:?} (claims, pages, entities, relations, evidence, sources, proposals, sessions)"
-    )))
+    let p = || IdParams { id: id.to_string() };
+    let found = if vouch_core::ids::is_source_id(id) {
+        run.call::<kb::ReadSource>(p())?
+            .map(|o| ("source", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadClaim>(p())? {
+        Some(("claim", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadPage>(p())? {
+        Some(("page", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadEntity>(p())? {
+        Some(("entity", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadRelation>(p())? {
+        Some(("relation", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadEvidence>(p())? {
+        Some(("evidence", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadProposal>(p())? {
+        let citations = o.meta.citations.clone().unwrap_or_default();
+        Some(("proposal", value(o), citations))
+    } else {
+        run.call::<kb::ReadSession>(p())?
+            .map(|o| ("session", value(o), Vec::new()))
+    };
+    let Some((kind, object, citations)) = found else {
+        return Err(Error::not_found(format!(
+            "nothing with id {id:?} (claims, pages, entities, relations, evidence, sources, proposals, sessions)"
+        )));
+    };
+    // What the object is connected to.
+    let relations = if matches!(kind, "claim" | "page" | "entity" | "source" | "evidence") {
+        let mut filter = serde_json::Map::new();
+        filter.insert("end".into(), Value::String(id.to_string()));
+        run.call::<kb::ListRelations>(ListParams {
+            limit: Some(1000),
+            offset: None,
+            filter: Some(filter),
+        })?
+    } else {
+        Vec::new()
+    };
+    Ok(Shown {
+        kind,
+        object,
+        citations,
+        relations,
+    })
 }

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod context;
 pub mod errors;
 pub mod http;
+pub mod human;
 pub mod install;
 pub mod jsonl;
 pub mod llm;

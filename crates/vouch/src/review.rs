@@ -331,7 +331,9 @@ pub fn interactive(
 
 /// `--batch`: approve the ids on stdin (one per line; blank lines and `#`
 /// comments ignored), all or nothing.
-pub fn batch(kb: &Kb, caller: &Caller, input: &mut impl BufRead) -> Result<Value, Error> {
+/// `vouch review --batch`: the proposal ids on stdin, one per line (`#`
+/// starts a comment line); approved together, all or nothing.
+pub fn batch_ids(input: &mut impl BufRead) -> Result<Vec<String>, Error> {
     let mut ids = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| Error::invalid(format!("stdin: {e}")))?;
@@ -345,7 +347,7 @@ pub fn batch(kb: &Kb, caller: &Caller, input: &mut impl BufRead) -> Result<Value
             "--batch: no proposal ids on stdin (one per line)",
         ));
     }
-    methods::dispatch(kb, caller, "kb.approve", json!({"proposal_id": ids}))
+    Ok(ids)
 }
 
 #[cfg(test)]

@@ -1,0 +1,742 @@
+//! How each method's result reads for a person, by its type: one [`Human`]
+//! impl per result type, so a command's output follows from what the core
+//! returned, not from the method's name. `--json` prints the result as the
+//! wire carries it instead.
+
+use crate::errors::{EXIT_INVALID_PROPOSAL, mapping};
+use crate::render::generic;
+use serde::Serialize;
+use serde_json::Value;
+use vouch_core::ErrorKind;
+use vouch_core::audit::VerifyReport;
+use vouch_core::interop::knowledge::{self, ValidateReport};
+use vouch_core::methods::ApproveOutput;
+use vouch_core::model::Proposal;
+use vouch_core::params::*;
+use vouch_core::retrieval::SearchHit;
+use vouch_core::retrieval::eval::EvalReport;
+use vouch_core::retrieval::pack::ContextPack;
+
+/// A result as a person reads it, and the exit code it stands for.
+pub trait Human: Serialize {
+    /// The text for a terminal (escaped by the caller). By default the
+    /// result's fields as indented `key: value` lines.
+    fn human(&self) -> String {
+        generic(&serde_json::to_value(self).unwrap_or_default(), 0)
+    }
+
+    /// Non-zero when the call succeeded but found something wrong: a check
+    /// that found damage exits 6, input that cannot be accepted exits 2.
+    fn exit_code(&self) -> i32 {
+        0
+    }
+}
+
+/// A check that found damage (`ok: false`) exits as corrupt data does.
+fn damaged(ok: bool) -> i32 {
+    if ok {
+        0
+    } else {
+        mapping(ErrorKind::Corrupt).exit_code
+    }
+}
+
+/// Input that cannot be accepted as it is exits 2.
+fn refused(ok: bool) -> i32 {
+    if ok { 0 } else { EXIT_INVALID_PROPOSAL }
+}
+
+/// Results printed as their fields.
+macro_rules! fields {
+    ($($t:ty),+ $(,)?) => { $(impl Human for $t {})+ };
+}
+
+fields!(
+    Value,
+    RegisterSourceResult,
+    RegisterEvidenceResult,
+    OkResult,
+    LifecycleResult,
+    SessionStartResult,
+    SessionEndResult,
+    CrystallizeResult,
+    knowledge::ExportResult,
+    vouch_core::retrieval::RebuildResult,
+);
+
+impl Human for SourceVerifyResult {
+    fn exit_code(&self) -> i32 {
+        damaged(self.ok)
+    }
+}
+
+impl Human for vouch_core::kb::InitReport {
+    fn human(&self) -> String {
+        let mut out = format!("Initialized vouch knowledge base at {}\n", self.root);
+        if self.created.is_empty() {
+            out.push_str("(everything already existed; nothing was changed)\n");
+        }
+        for e in &self.existing {
+            out.push_str(&format!("  kept existing {e}\n"));
+        }
+        out
+    }
+}
+
+impl Human for StatusResult {
+    fn human(&self) -> String {
+        let c = &self.counts;
+        let r = &self.retrieval.state;
+        let used = vouch_core::retrieval::backend::name_of(r.used);
+        let mut out = format!(
+            "{} ({})\n  claims     {}\n  pages      {}\n  sources    {}\n  entities   {}\n  relations  {}\n  evidence   {}\n  pending    {}\n  last audit {}\n",
+            self.kb_name.as_deref().unwrap_or(""),
+            self.root,
+            c.claims,
+            c.pages,
+            c.sources,
+            c.entities,
+            c.relations,
+            c.evidence,
+            self.pending,
+            self.last_audit_at.as_deref().unwrap_or("never"),
+        );
+        out.push_str(&match (&r.degraded_reason, &r.model) {
+            (Some(why), _) => format!("  search     {used} ({why})\n"),
+            (None, Some(model)) => format!("  search     {used} (model {model})\n"),
+            (None, None) => format!("  search     {used}\n"),
+        });
+        if let Some(w) = &self.retrieval.watcher {
+            out.push_str(&format!(
+                "  watched by process {} (one-shot commands skip the file scan)\n",
+                w.pid
+            ));
+        }
+        out
+    }
+}
+
+/// One citation of a proposal, for a reviewer.
+pub fn citation_line(c: &ResolvedCitation) -> String {
+    if c.missing {
+        return format!("    ! {} {} (missing)\n", c.kind, c.id);
+    }
+    let or_empty = |s: &Option<String>| s.clone().unwrap_or_default();
+    match c.kind.as_str() {
+        "evidence" => format!(
+            "    cites evidence {} ({} {})\n      \"{}\"\n",
+            c.id,
+            or_empty(&c.source_locator),
+            or_empty(&c.locator),
+            or_empty(&c.quote).replace('\n', "\n       ")
+        ),
+        _ => format!(
+            "    cites source {}… {}{}\n",
+            &c.id[..12.min(c.id.len())],
+            or_empty(&c.locator),
+            match &c.title {
+                Some(t) if !t.is_empty() => format!(" \"{t}\""),
+                _ => String::new(),
+            }
+        ),
+    }
+}
+
+/// A string field of a JSON object, or "" (a number as written).
+fn field(v: &Value, k: &str) -> String {
+    match v.get(k) {
+        Some(Value::String(x)) => x.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// What a pending proposal asks for, in one line.
+fn proposal_line(p: &Proposal) -> String {
+    let payload = &p.payload;
+    if payload.get("method").is_some() {
+        // A lifecycle change: the call it will make when approved.
+        return format!("{} {}", field(payload, "method"), payload["params"]);
+    }
+    ["text", "title", "name"]
+        .iter()
+        .map(|k| field(payload, k))
+        .find(|x| !x.is_empty())
+        .unwrap_or_else(|| {
+            format!(
+                "{} {} {}",
+                field(payload, "source"),
+                field(payload, "relation"),
+                field(payload, "target")
+            )
+        })
+}
+
+impl Human for Vec<Read<Proposal>> {
+    fn human(&self) -> String {
+        if self.is_empty() {
+            return "No proposals awaiting review.\n".into();
+        }
+        let mut out = format!(
+            "{} proposal(s) awaiting review, oldest first:\n\n",
+            self.len()
+        );
+        for r in self {
+            let p = &r.object;
+            out.push_str(&format!(
+                "{}  {} → {}  by {} at {}\n  {}\n",
+                p.id,
+                p.kind,
+                p.object_id,
+                p.proposed_by,
+                p.created_at,
+                proposal_line(p)
+            ));
+            if let Some(why) = &p.rationale {
+                out.push_str(&format!("    rationale: {why}\n"));
+            }
+            for c in r.meta.citations.iter().flatten() {
+                out.push_str(&citation_line(c));
+            }
+            for d in &r.meta.possible_duplicates {
+                out.push_str(&format!(
+                    "    ≈ possible duplicate of {} (similarity {}): {}\n",
+                    d.id,
+                    Value::from(d.similarity),
+                    d.text
+                ));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Human for Vec<LifecycleChange> {
+    fn human(&self) -> String {
+        if self.is_empty() {
+            return "No lifecycle changes by agents to review.\n".into();
+        }
+        let mut out = format!(
+            "{} lifecycle change(s) by agents, not reviewed by anyone, newest first (undo one with \
+             `vouch revert EVENT_ID`):\n\n",
+            self.len()
+        );
+        for c in self {
+            out.push_str(&format!(
+                "  {}  {} by {} via {}  {}\n    {}\n",
+                c.created_at,
+                c.event,
+                c.actor,
+                c.via.as_deref().filter(|v| !v.is_empty()).unwrap_or("?"),
+                c.object_ids.join(", "),
+                c.event_id,
+            ));
+            if let Some(reason) = c.reason.as_deref().filter(|r| !r.is_empty()) {
+                out.push_str(&format!("    reason: {reason}\n"));
+            }
+        }
+        out
+    }
+}
+
+impl Human for Vec<SearchHit> {
+    fn human(&self) -> String {
+        if self.is_empty() {
+            return "No matches.\n".into();
+        }
+        let mut out = String::new();
+        for h in self {
+            // BM25 scores in a tiny KB are near zero; keep them readable.
+            let score = if h.score != 0.0 && h.score.abs() < 0.001 {
+                format!("{:.1e}", h.score)
+            } else {
+                format!("{:.3}", h.score)
+            };
+            out.push_str(&format!(
+                "{:<7} {}  ({score}{}{})\n  {}\n",
+                h.kind,
+                h.id,
+                match &h.status {
+                    Some(st) => format!(", {st}"),
+                    None => String::new(),
+                },
+                // Which side found it, when not the lexical index alone.
+                if h.backend != "fts5" {
+                    format!(", {}", h.backend)
+                } else {
+                    String::new()
+                },
+                h.snippet.replace('\n', " ")
+            ));
+        }
+        out
+    }
+}
+
+impl Human for ContextPack {
+    fn human(&self) -> String {
+        let mut out = self.text.clone();
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&format!(
+            "— {} item(s), {} of {} chars",
+            self.items.len(),
+            self.used_chars,
+            self.max_chars
+        ));
+        let counts = &self.omitted_counts;
+        for (k, label) in [(counts.budget, "over budget"), (counts.uncited, "uncited")] {
+            if k > 0 {
+                out.push_str(&format!("; {k} left out {label}"));
+            }
+        }
+        out.push('\n');
+        for gap in &self.gaps {
+            out.push_str(&format!("gap: {gap}\n"));
+        }
+        out
+    }
+}
+
+/// Format problems of a knowledge folder, one a line.
+fn knowledge_problems(problems: &[knowledge::Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: {}{}{}: {}\n",
+                p.severity,
+                p.file,
+                p.line.map_or(String::new(), |l| format!(":{l}")),
+                p.id.as_deref().map_or(String::new(), |id| format!(" {id}")),
+                p.message
+            )
+        })
+        .collect()
+}
+
+impl Human for ValidateReport {
+    fn human(&self) -> String {
+        knowledge_problems(&self.problems)
+            + &format!(
+                "{} facts in {} files: {} errors, {} warnings\n",
+                self.facts, self.files, self.errors, self.warnings
+            )
+    }
+    fn exit_code(&self) -> i32 {
+        damaged(self.ok)
+    }
+}
+
+impl Human for knowledge::ImportResult {
+    fn human(&self) -> String {
+        let mut out = knowledge_problems(&self.problems);
+        for f in &self.facts {
+            out.push_str(&format!(
+                "{:<14} {}{}{}\n",
+                f.outcome,
+                f.knowledge_id,
+                f.proposal_id
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" → {p}")),
+                f.reason
+                    .as_deref()
+                    .map_or(String::new(), |r| format!(" ({r})"))
+            ));
+        }
+        if !self.ok {
+            out.push_str("nothing imported: fix the errors above, or pass --skip-invalid\n");
+        }
+        out
+    }
+    fn exit_code(&self) -> i32 {
+        damaged(self.ok)
+    }
+}
+
+impl Human for vouch_core::answer::Synthesis {
+    fn human(&self) -> String {
+        let meta = &self.meta;
+        let mut out = self.answer.clone();
+        if out.is_empty() {
+            out = format!("No answer: {}.", meta.reason.as_deref().unwrap_or(""));
+        }
+        out.push_str("\n\n");
+        for c in &self.citations {
+            out.push_str(&format!(
+                "[{}] {} ({}, confidence {})\n",
+                c.id,
+                c.text,
+                c.status,
+                Value::from(c.confidence)
+            ));
+            for e in &c.evidence {
+                match &e.quote {
+                    Some(q) => out.push_str(&format!("    {}: \"{q}\"\n", e.locator)),
+                    None => out.push_str(&format!("    source {} ({})\n", e.source_id, e.locator)),
+                }
+            }
+        }
+        for gap in &self.gaps {
+            out.push_str(&format!("gap: {gap}\n"));
+        }
+        out.push_str(&format!(
+            "— confidence {}, backend {}, {}\n",
+            meta.synthesis_confidence, meta.backend, meta.mode
+        ));
+        for d in meta.dropped.iter().filter(|d| d.what == "llm") {
+            out.push_str(&format!("dropped from the model's answer: {}\n", d.reason));
+        }
+        if let Some(p) = &meta.proposal_id {
+            out.push_str(&format!("proposed as page: {p}\n"));
+        }
+        out
+    }
+}
+
+impl Human for EvalReport {
+    fn human(&self) -> String {
+        let k = self.k;
+        let mut out = String::new();
+        for q in &self.per_query {
+            let ranks: Vec<String> = q
+                .ranks
+                .iter()
+                .map(|r| r.map_or("-".into(), |r| r.to_string()))
+                .collect();
+            out.push_str(&format!(
+                "{:>5.2}  {:<60}  ranks {}{}\n",
+                q.ndcg,
+                q.query,
+                ranks.join(","),
+                q.note
+                    .as_deref()
+                    .map(|n| format!("  ({n})"))
+                    .unwrap_or_default()
+            ));
+        }
+        out.push_str(&format!(
+            "\n{} queries, backend {}: recall@{k} {:.3}  MRR {:.3}  nDCG@{k} {:.3}\n",
+            self.queries, self.backend, self.recall_at_k, self.mrr, self.ndcg_at_k,
+        ));
+        for c in &self.by_note {
+            out.push_str(&format!(
+                "  {:<12} {:>3} queries: recall@{k} {:.3}  MRR {:.3}\n",
+                c.note, c.queries, c.recall_at_k, c.mrr,
+            ));
+        }
+        out
+    }
+}
+
+impl Human for Vec<AuditRecord> {
+    fn human(&self) -> String {
+        if self.is_empty() {
+            return "No audit events.\n".into();
+        }
+        self.iter()
+            .map(|e| {
+                let ids: Vec<String> = e.0["object_ids"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                    .collect();
+                format!(
+                    "{}  {:<20} {:<16} {}\n",
+                    field(&e.0, "created_at"),
+                    field(&e.0, "event"),
+                    field(&e.0, "actor"),
+                    ids.join(" ")
+                )
+            })
+            .collect()
+    }
+}
+
+/// `vouch audit verify`: the chain, and the keyed checkpoints when a key
+/// is at hand; `ok` speaks for both.
+pub struct AuditVerified {
+    pub chain: VerifyReport,
+    pub checkpoints: Option<vouch_core::audit::CheckpointReport>,
+}
+
+impl AuditVerified {
+    fn ok(&self) -> bool {
+        self.chain.ok && self.checkpoints.as_ref().is_none_or(|c| c.ok)
+    }
+}
+
+impl Serialize for AuditVerified {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(&self.chain).map_err(serde::ser::Error::custom)?;
+        v["ok"] = Value::Bool(self.ok());
+        if let Some(c) = &self.checkpoints {
+            v["checkpoints"] = serde_json::to_value(c).map_err(serde::ser::Error::custom)?;
+        }
+        v.serialize(s)
+    }
+}
+
+impl Human for AuditVerified {
+    fn human(&self) -> String {
+        let c = &self.chain;
+        let mut out = match &c.problem {
+            None => format!("audit log chain OK: {} events\n", c.events),
+            Some(problem) => format!(
+                "audit log BROKEN at line {}: {problem}\n({} events verified before it)\n",
+                c.first_bad_line.map_or("null".into(), |l| l.to_string()),
+                c.events
+            ),
+        };
+        if let Some(cp) = &self.checkpoints {
+            out.push_str(&format!(
+                "checkpoints under key {}: {} verified\n",
+                cp.key_id, cp.verified
+            ));
+            for p in &cp.problems {
+                out.push_str(&format!("  CHECKPOINT FAILED: {p}\n"));
+            }
+        }
+        out
+    }
+    fn exit_code(&self) -> i32 {
+        damaged(self.ok())
+    }
+}
+
+impl Human for ProposeResult {
+    fn human(&self) -> String {
+        if !self.valid {
+            let mut out = "Not proposed — fix these and try again:\n".to_string();
+            for e in &self.errors {
+                out.push_str(&format!("  - {e}\n"));
+            }
+            return out;
+        }
+        let (kind, id) = ["claim_id", "page_id", "entity_id", "relation_id"]
+            .iter()
+            .find_map(|k| {
+                self.object
+                    .get(*k)
+                    .map(|id| (k.trim_end_matches("_id"), id.as_str()))
+            })
+            .unwrap_or(("object", ""));
+        if self.dry_run {
+            return format!("Valid (dry run, nothing written): would propose {kind} {id}\n");
+        }
+        format!(
+            "Proposed {kind} {id} as proposal {p}\nIt is pending review: another actor must run `vouch approve {p}`.\n",
+            p = self.proposal_id
+        )
+    }
+    fn exit_code(&self) -> i32 {
+        refused(self.valid)
+    }
+}
+
+impl Human for ApproveOutput {
+    fn human(&self) -> String {
+        let items = match self {
+            ApproveOutput::One(r) => std::slice::from_ref(r),
+            ApproveOutput::Many { approved, .. } => approved.as_slice(),
+        };
+        items
+            .iter()
+            .map(|r| {
+                format!(
+                    "Approved {} → {} {}{}\n",
+                    r.proposal_id,
+                    r.object_kind,
+                    r.object_id,
+                    if r.recovered {
+                        " (finished an interrupted approval)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect()
+    }
+}
+
+impl Human for HealthReport {
+    fn human(&self) -> String {
+        let mut out = String::new();
+        for f in &self.fixed {
+            out.push_str(&format!("fixed: {f}\n"));
+        }
+        if self.issues.is_empty() {
+            out.push_str("No problems found.\n");
+            return out;
+        }
+        let errors = self
+            .issues
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        for f in &self.issues {
+            let severity = match f.severity {
+                Severity::Error => "error",
+                Severity::Warn => "warn",
+            };
+            out.push_str(&format!("{severity:<5} {}\n      {}\n", f.id, f.message));
+        }
+        out.push_str(&format!(
+            "\n{errors} error(s), {} warning(s)\n",
+            self.issues.len() - errors
+        ));
+        out
+    }
+    fn exit_code(&self) -> i32 {
+        damaged(self.ok)
+    }
+}
+
+impl Human for ExportResult {
+    fn human(&self) -> String {
+        format!(
+            "Exported {} files to {} ({} bytes, sha256 {})\n",
+            self.files, self.path, self.bytes, self.sha256
+        )
+    }
+}
+
+fn bundle_problems(problems: &[BundleProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| {
+            if p.path.is_empty() {
+                format!("  ! {}\n", p.reason)
+            } else {
+                format!("  ! {}: {}\n", p.path, p.reason)
+            }
+        })
+        .collect()
+}
+
+impl Human for ExportCheckResult {
+    fn human(&self) -> String {
+        if self.ok {
+            format!(
+                "Bundle OK: {} files, consistent with its manifest\n",
+                self.files
+            )
+        } else {
+            format!("Bundle has problems:\n{}", bundle_problems(&self.problems))
+        }
+    }
+    fn exit_code(&self) -> i32 {
+        refused(self.ok)
+    }
+}
+
+impl Human for ImportCheckResult {
+    fn human(&self) -> String {
+        let mut out = if self.ok {
+            "Bundle can be imported.\n".to_string()
+        } else {
+            "Bundle would be REFUSED (nothing will be written until these are fixed):\n".to_string()
+                + &bundle_problems(&self.problems)
+        };
+        out.push_str(&format!(
+            "  new        {}\n  conflict   {}\n  identical  {}\n",
+            self.new.len(),
+            self.conflict.len(),
+            self.identical.len()
+        ));
+        for c in &self.conflict {
+            out.push_str(&format!("    conflict: {c}\n"));
+        }
+        for c in &self.ignored {
+            out.push_str(&format!("    ignored: {c} (this KB keeps its own)\n"));
+        }
+        if !self.conflict.is_empty() {
+            out.push_str("Conflicts are skipped unless you pass --on-conflict overwrite.\n");
+        }
+        out
+    }
+    fn exit_code(&self) -> i32 {
+        refused(self.ok)
+    }
+}
+
+impl Human for ImportApplyResult {
+    fn human(&self) -> String {
+        let mut out = format!(
+            "Imported {} new file(s); {} overwritten, {} conflicting skipped, {} already identical\n",
+            self.imported, self.overwritten, self.skipped, self.identical
+        );
+        if self.proposed > 0 {
+            out.push_str(&format!(
+                "{} claim(s)/page(s)/entit(ies)/relation(s) arrived as proposals awaiting review (`vouch pending`)\n",
+                self.proposed
+            ));
+        }
+        out
+    }
+}
+
+/// `vouch index rebuild`: the index, and what the local model embedded
+/// after it.
+#[derive(Serialize)]
+pub struct Rebuilt {
+    #[serde(flatten)]
+    pub index: vouch_core::retrieval::RebuildResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<Value>,
+}
+
+impl Human for Rebuilt {}
+
+/// `vouch show`: one object of any kind, and what it is connected to.
+#[derive(Serialize)]
+pub struct Shown {
+    pub kind: &'static str,
+    pub object: Value,
+    /// A proposal's citations, resolved (also under `object._meta`).
+    #[serde(skip)]
+    pub citations: Vec<ResolvedCitation>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relations: Vec<Read<vouch_core::model::Relation>>,
+}
+
+impl Human for Shown {
+    fn human(&self) -> String {
+        let o = &self.object;
+        let mut out = format!("{} {}\n", self.kind, field(o, "id"));
+        if o["_meta"]["unaudited"] == Value::Bool(true) {
+            out.push_str(
+                "  ! UNAUDITED: no approval or import in the audit log let this in \
+                 (written by hand, or the log was cut); see `vouch doctor`\n",
+            );
+        }
+        let mut rest = o.clone();
+        if let Value::Object(m) = &mut rest {
+            m.remove("id");
+            m.remove("body");
+            m.remove("_meta");
+        }
+        out.push_str(&generic(&rest, 1));
+        for c in &self.citations {
+            out.push_str(&citation_line(c));
+        }
+        if !self.relations.is_empty() {
+            out.push_str("  relations:\n");
+            for r in &self.relations {
+                let r = &r.object;
+                out.push_str(&format!(
+                    "    {} {} {}  ({})\n",
+                    r.source, r.relation, r.target, r.id
+                ));
+            }
+        }
+        if let Some(body) = o.get("body").and_then(Value::as_str) {
+            out.push('\n');
+            out.push_str(body);
+        }
+        out
+    }
+}
