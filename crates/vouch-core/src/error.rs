@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What went wrong, coarse enough for an edge to map to a code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -31,11 +32,23 @@ pub enum ErrorKind {
     Internal,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// The lower-level failure this one reports (I/O, SQLite), kept for
+    /// [`std::error::Error::source`] and for callers that ask what it was.
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Errors are equal when they say the same: kind and message.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -44,7 +57,22 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// The same error, keeping `source` as its cause.
+    pub fn caused_by(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// The I/O failure behind this error, if one is.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.source
+            .as_deref()
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind)
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidParams, message)
@@ -72,7 +100,7 @@ impl Error {
     }
     /// An I/O failure on a named path.
     pub fn io(path: &Path, err: std::io::Error) -> Self {
-        Self::new(ErrorKind::Internal, format!("{}: {err}", path.display()))
+        Self::new(ErrorKind::Internal, format!("{}: {err}", path.display())).caused_by(err)
     }
 }
 
@@ -82,12 +110,18 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-        match err.sqlite_error_code() {
+        let reported = match err.sqlite_error_code() {
             Some(DatabaseBusy | DatabaseLocked) => Self::new(
                 ErrorKind::Busy,
                 format!(
@@ -96,6 +130,26 @@ impl From<rusqlite::Error> for Error {
                 ),
             ),
             _ => Error::internal(format!("index (state.db): {err}")),
-        }
+        };
+        reported.caused_by(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn an_error_keeps_its_cause_and_compares_by_what_it_says() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "nope");
+        let e = Error::io(Path::new("claims/a.yaml"), io);
+        assert_eq!(e.message, "claims/a.yaml: nope");
+        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::PermissionDenied));
+        assert_eq!(e.source().map(|s| s.to_string()), Some("nope".into()));
+        assert_eq!(e, Error::internal("claims/a.yaml: nope"));
+        assert!(Error::internal("x").source().is_none());
+        let sql: Error = rusqlite::Error::InvalidQuery.into();
+        assert!(sql.source().is_some_and(|s| s.is::<rusqlite::Error>()));
     }
 }
