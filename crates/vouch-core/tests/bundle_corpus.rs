@@ -122,20 +122,6 @@ struct Case {
     reason_has: &'static str,
 }
 
-fn problems(v: &Value) -> Vec<(String, String)> {
-    v["problems"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no problems list: {v}"))
-        .iter()
-        .map(|p| {
-            (
-                p["path"].as_str().unwrap().to_string(),
-                p["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 fn corpus(f: &Fixture) -> Vec<Case> {
     let good = &f.good;
     let claim_path = format!("claims/{}.yaml", f.claim);

@@ -4,7 +4,6 @@
 mod common;
 use common::*;
 use serde_json::{Value, json};
-use std::path::Path;
 
 /// The audit log's events, parsed.
 fn events(p: &Project) -> Vec<Value> {
@@ -37,22 +36,6 @@ fn proposal_path(p: &Project, id: &str) -> std::path::PathBuf {
     p.vouch_dir().join(format!("proposed/{id}.yaml"))
 }
 
-fn edit(path: &Path, from: &str, to: &str) {
-    let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.contains(from), "{from:?} not in {text}");
-    std::fs::write(path, text.replace(from, to)).unwrap();
-}
-
-fn doctor_kinds(p: &Project) -> Vec<String> {
-    let r = p.run("x", &["--json", "doctor"]);
-    r.json()["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["kind"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// Item 2: the words a reviewer saw are the words approved. A proposal whose
 /// text, or whose proposer, changed after `vouch pending` showed it is
 /// refused, and doctor names it.
@@ -80,7 +63,7 @@ fn an_edited_proposal_is_refused_at_approve_and_reported() {
         r.stderr
     );
     assert!(!p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
-    assert!(doctor_kinds(&p).contains(&"proposal-edited".to_string()));
+    assert!(p.doctor_kinds().contains(&"proposal-edited".to_string()));
 
     // The proposer renames itself out of the way of the self-approval check.
     let (pid, _) = p.propose("Backups are kept for 30 days", &src);
@@ -205,7 +188,8 @@ fn a_squatted_evidence_id_is_refused_on_quote_import_and_reported() {
     );
     assert!(r.stderr.contains("planted or edited"), "{}", r.stderr);
     assert!(
-        doctor_kinds(&p).contains(&"evidence-id-mismatch".to_string()),
+        p.doctor_kinds()
+            .contains(&"evidence-id-mismatch".to_string()),
         "doctor misses the squatted {id}"
     );
     // The honest span of the other sentence is unaffected.
@@ -269,7 +253,7 @@ fn symlinks_under_vouch_are_never_followed() {
         "export carried the link's target ({})",
         r.stderr
     );
-    let found = doctor_kinds(&p);
+    let found = p.doctor_kinds();
     assert!(found.contains(&"symlink".to_string()), "{found:?}");
 
     // claims/ aimed elsewhere: approve refuses and writes nothing there.
@@ -548,7 +532,7 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
         "{}",
         r.stderr
     );
-    assert!(doctor_kinds(&p).contains(&"proposal-edited".to_string()));
+    assert!(p.doctor_kinds().contains(&"proposal-edited".to_string()));
 }
 
 /// Item 12: what a bundle check holds in memory is bounded: knowledge files
@@ -619,7 +603,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
         Some(true),
         "{pack}"
     );
-    assert!(doctor_kinds(&p).contains(&"unaudited-object".to_string()));
+    assert!(p.doctor_kinds().contains(&"unaudited-object".to_string()));
     // Reads by id and listings carry the mark too, and people see it.
     let shown = p.ok("x", &["show", "invoices-are-never-due"]);
     assert_eq!(shown["object"]["_meta"]["unaudited"], true, "{shown}");
@@ -633,7 +617,24 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     let text = p.run("x", &["show", "invoices-are-never-due"]).stdout;
     assert!(text.contains("UNAUDITED"), "{text}");
     std::fs::remove_file(p.vouch_dir().join("claims/invoices-are-never-due.yaml")).unwrap();
-    assert!(!doctor_kinds(&p).iter().any(|k| k.contains("unaudited")));
+    assert!(!p.doctor_kinds().iter().any(|k| k.contains("unaudited")));
+    // A page written by hand is marked as a claim is, read or listed.
+    std::fs::write(
+        p.vouch_dir().join("pages/hand-written-page.md"),
+        "---\nid: hand-written-page\ntitle: Invoices\ntype: concept\nstatus: active\n\
+         created_at: \"2026-05-21T05:52:34.000000Z\"\nupdated_at: \"2026-05-21T05:52:34.000000Z\"\n\
+         ---\nInvoices are never due.\n",
+    )
+    .unwrap();
+    let read = p.ok(
+        "x",
+        &["call", "kb.read_page", r#"{"id": "hand-written-page"}"#],
+    );
+    assert_eq!(read["_meta"]["unaudited"], true, "{read}");
+    assert_eq!(read["body"], "Invoices are never due.\n", "{read}");
+    let listed = p.ok("x", &["call", "kb.list_pages", "{}"]);
+    assert_eq!(marked(&listed, "hand-written-page"), Some(true), "{listed}");
+    std::fs::remove_file(p.vouch_dir().join("pages/hand-written-page.md")).unwrap();
 
     let log = p.vouch_dir().join("audit.log.jsonl");
     let full = std::fs::read_to_string(&log).unwrap();
@@ -647,7 +648,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
         .unwrap();
     std::fs::write(&log, lines[..approve_at].join("\n") + "\n").unwrap();
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
-    let found = doctor_kinds(&p);
+    let found = p.doctor_kinds();
     assert!(
         found.contains(&"decision-not-in-log".to_string()),
         "{found:?}"
@@ -657,7 +658,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
 
     // Emptied.
     std::fs::write(&log, "").unwrap();
-    let found = doctor_kinds(&p);
+    let found = p.doctor_kinds();
     assert!(
         found.contains(&"decision-not-in-log".to_string()),
         "{found:?}"
@@ -675,7 +676,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
         forge_event(&p, ev);
     }
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
-    let found = doctor_kinds(&p);
+    let found = p.doctor_kinds();
     assert!(
         found.contains(&"decision-not-in-log".to_string()),
         "{found:?}"
@@ -683,7 +684,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
 
     // The original log: clean again.
     std::fs::write(&log, &full).unwrap();
-    let found = doctor_kinds(&p);
+    let found = p.doctor_kinds();
     assert!(
         !found
             .iter()
@@ -821,7 +822,7 @@ fn a_file_borrowing_an_approved_id_is_refused_not_shown_as_that_claim() {
     let r = p.run("x", &["show", "planted"]);
     assert_eq!(r.code, 6, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("must match its name"), "{}", r.stderr);
-    assert!(doctor_kinds(&p).contains(&"unparseable-file".to_string()));
+    assert!(p.doctor_kinds().contains(&"unparseable-file".to_string()));
     // The approved claim itself still reads as approved and audited.
     let shown = p.ok("x", &["show", &honest]);
     assert_eq!(shown["object"]["text"], "Invoices are due in 30 days");

@@ -69,20 +69,6 @@ fn export(p: &Project, name: &str) -> std::path::PathBuf {
     out
 }
 
-fn problems(v: &Value) -> Vec<(String, String)> {
-    v["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["path"].as_str().unwrap().to_string(),
-                p["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 // ----- export -------------------------------------------------------------------------------
 
 #[test]

@@ -6,15 +6,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn kinds(v: &Value) -> Vec<String> {
-    v["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["kind"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn find<'a>(v: &'a Value, id: &str) -> &'a Value {
     v["issues"]
         .as_array()
@@ -109,7 +100,7 @@ fn lint_finds_each_kind_of_rot_with_stable_ids_and_advice() {
     assert_eq!(v["ok"], false);
     assert_eq!(before, p.snapshot(), "lint changed something");
 
-    let k = kinds(&v);
+    let k = issue_kinds(&v);
     for want in [
         "uncited-claim",
         "dangling-citation",
@@ -168,14 +159,14 @@ fn lint_finds_each_kind_of_rot_with_stable_ids_and_advice() {
     // Windows are parameters; the day after, nothing is stale or old.
     let soon = [("VOUCH_TIMESTAMP", "2026-01-02T00:00:00Z")];
     let (_, now) = json(&p, &["lint"], &soon);
-    assert!(!kinds(&now).contains(&"stale-claim".to_string()));
-    assert!(!kinds(&now).contains(&"old-proposal".to_string()));
+    assert!(!issue_kinds(&now).contains(&"stale-claim".to_string()));
+    assert!(!issue_kinds(&now).contains(&"old-proposal".to_string()));
     let (_, tight) = json(
         &p,
         &["lint", "--stale-days", "5000", "--pending-days", "5000"],
         &later,
     );
-    assert!(!kinds(&tight).contains(&"stale-claim".to_string()));
+    assert!(!issue_kinds(&tight).contains(&"stale-claim".to_string()));
     let r = p.run("x", &["lint", "--stale-days", "-1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 
@@ -251,7 +242,7 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 6, "{v:#}");
     assert_eq!(before, p.snapshot(), "doctor changed something");
-    let k = kinds(&v);
+    let k = issue_kinds(&v);
     for want in [
         "unparseable-file",
         "source-drifted",
@@ -314,11 +305,11 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
         fixed["fixed"][0].as_str().unwrap().contains("rebuilt"),
         "{fixed:#}"
     );
-    assert!(!kinds(&fixed).contains(&"index-stale".to_string()));
+    assert!(!issue_kinds(&fixed).contains(&"index-stale".to_string()));
     assert_eq!(knowledge(before), knowledge(p.snapshot()));
     let (_, again) = json(&p, &["doctor"], &[]);
     assert!(
-        !kinds(&again).contains(&"index-stale".to_string()),
+        !issue_kinds(&again).contains(&"index-stale".to_string()),
         "{again:#}"
     );
 }
@@ -354,7 +345,7 @@ fn a_vouch_1x_tree_lints_without_crashing() {
     let (code, v) = json(&p, &["lint"], &[]);
     assert_eq!(code, 0, "{v:#}");
     assert!(
-        !kinds(&v).contains(&"unparseable-file".to_string()),
+        !issue_kinds(&v).contains(&"unparseable-file".to_string()),
         "{v:#}"
     );
     // Doctor errs on exactly what this fixture lacks: a .gitignore, and an
@@ -370,19 +361,6 @@ fn a_vouch_1x_tree_lints_without_crashing() {
         .collect();
     errors.dedup();
     assert_eq!(errors, ["gitignore-missing", "unaudited-object"], "{v:#}");
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 /// A contradiction recorded on one side only (a hand edit, an import) is
@@ -402,7 +380,7 @@ fn a_one_sided_contradiction_is_found_from_either_side() {
     assert_eq!(find(&v, &id)["kind"], "unresolved-contradiction", "{v:#}");
     p.ok("alice", &["contradict", &small, &large]);
     let (_, v) = json(&p, &["lint"], &[]);
-    let pairs = kinds(&v)
+    let pairs = issue_kinds(&v)
         .iter()
         .filter(|k| *k == "unresolved-contradiction")
         .count();
@@ -479,7 +457,7 @@ fn a_one_sided_supersession_is_found_and_supersede_completes_it() {
     p.ok("alice", &["supersede", &old, &new]);
     let (_, v) = json(&p, &["lint"], &[]);
     assert!(
-        !kinds(&v).contains(&"one-sided-supersession".to_string()),
+        !issue_kinds(&v).contains(&"one-sided-supersession".to_string()),
         "{v:#}"
     );
     let shown = p.ok("x", &["show", &new]);
@@ -641,7 +619,7 @@ fn many_unreadable_files_are_summed_up_not_listed_one_by_one() {
     assert!(lines <= 6, "{lines} warning lines:\n{}", r.stderr);
     assert!(r.stderr.contains("and 7 more"), "{}", r.stderr);
     let (_, v) = json(&p, &["doctor"], &[]);
-    let unparseable = kinds(&v)
+    let unparseable = issue_kinds(&v)
         .iter()
         .filter(|k| *k == "unparseable-file")
         .count();
@@ -654,7 +632,10 @@ fn many_unreadable_files_are_summed_up_not_listed_one_by_one() {
 fn a_relaxed_gate_is_reported() {
     let p = Project::new();
     let (_, v) = json(&p, &["doctor"], &[]);
-    assert!(!kinds(&v).contains(&"gate-relaxed".to_string()), "{v:#}");
+    assert!(
+        !issue_kinds(&v).contains(&"gate-relaxed".to_string()),
+        "{v:#}"
+    );
     let cfg = std::fs::read_to_string(p.vouch_dir().join("config.yaml"))
         .unwrap()
         .replace("approver_role: human", "approver_role: trusted-agent");

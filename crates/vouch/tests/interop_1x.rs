@@ -175,13 +175,8 @@ fn values_outside_the_vocabularies_are_kept_and_named_not_dropped() {
     let insight = p.claim("Retries back off exponentially", &s);
     let retired = p.claim("The old queue is retired", &s);
     let path = |id: &str| p.vouch_dir().join(format!("claims/{id}.yaml"));
-    let edit = |id: &str, from: &str, to: &str| {
-        let text = std::fs::read_to_string(path(id)).unwrap();
-        assert!(text.contains(from), "{text}");
-        std::fs::write(path(id), text.replace(from, to)).unwrap();
-    };
-    edit(&insight, "type: observation", "type: insight");
-    edit(&retired, "status: working", "status: deprecated");
+    edit(&path(&insight), "type: observation", "type: insight");
+    edit(&path(&retired), "status: working", "status: deprecated");
 
     // Read, listed and searched — nothing skipped.
     let shown = p.ok("x", &["show", &insight]);

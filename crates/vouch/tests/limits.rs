@@ -7,6 +7,7 @@
 mod common;
 
 use common::server::HttpServer;
+use common::stdio::jsonl_session;
 use common::{Project, jsonl};
 use serde_json::{Value, json};
 
@@ -107,25 +108,9 @@ fn agent_params_past_a_limit_are_refused_naming_its_key() {
 fn a_jsonl_line_past_its_limit_is_refused_and_the_server_keeps_serving() {
     let p = Project::new();
     set_limits(&p, "  jsonl_max_line_bytes: 1000\n");
-    let mut child = p
-        .command("agent")
-        .args(["serve", "--transport", "jsonl"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     let long = json!({"id": 1, "method": "kb.search", "params": {"query": "a".repeat(2000)}});
     let ok = json!({"id": 2, "method": "kb.status"});
-    let mut stdin = child.stdin.take().unwrap();
-    std::io::Write::write_all(&mut stdin, format!("{long}\n{ok}\n").as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = jsonl_session(&p, "agent", &[long, ok]);
     refused(&lines[0], "jsonl_max_line_bytes");
     assert_eq!(lines[1]["ok"], true, "{}", lines[1]);
 }

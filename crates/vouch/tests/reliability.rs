@@ -3,51 +3,11 @@
 //! finishes, never a durable file without its audit event.
 
 mod common;
+use common::stdio::StdioServer;
 use common::*;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Stdio};
-
-/// A `vouch serve --transport jsonl` process.
-struct Server {
-    child: Child,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Server {
-    fn start(p: &Project, agent: &str) -> Server {
-        let mut child = p
-            .command(agent)
-            .args(["serve", "--transport", "jsonl"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        Server { child, out }
-    }
-    /// Send all requests from a writer thread, read all responses in order.
-    fn batch(&mut self, requests: Vec<Value>) -> Vec<Value> {
-        let mut stdin = self.child.stdin.take().unwrap();
-        let n = requests.len();
-        let writer = std::thread::spawn(move || {
-            for r in requests {
-                writeln!(stdin, "{r}").unwrap();
-            }
-            stdin
-        });
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let mut line = String::new();
-            self.out.read_line(&mut line).unwrap();
-            out.push(serde_json::from_str(&line).unwrap());
-        }
-        self.child.stdin = Some(writer.join().unwrap());
-        out
-    }
-}
+use std::process::Stdio;
 
 fn audit_events(p: &Project) -> Vec<Value> {
     p.call("x", "kb.audit", json!({}))
@@ -64,10 +24,10 @@ fn two_processes_proposing_and_approving_lose_nothing() {
     const N: usize = 200;
     let handles: Vec<_> = (0..2)
         .map(|w| {
-            let mut server = Server::start(&p, &format!("agent-{w}"));
+            let mut server = StdioServer::jsonl(&p, &format!("agent-{w}"));
             // A reviewer is a connection of its own: an agent transport
             // approves only as the actor it was started as.
-            let mut reviewer = Server::start(&p, &format!("reviewer-{w}"));
+            let mut reviewer = StdioServer::jsonl(&p, &format!("reviewer-{w}"));
             let src = src.clone();
             std::thread::spawn(move || {
                 let proposals: Vec<Value> = (0..N)
@@ -86,8 +46,7 @@ fn two_processes_proposing_and_approving_lose_nothing() {
                         a["result"]["proposal_id"].as_str().unwrap().to_string()
                     })
                     .collect();
-                drop(server.child.stdin.take());
-                server.child.wait().unwrap();
+                server.close();
                 let approvals: Vec<Value> = ids
                     .iter()
                     .map(|id| json!({"id": id, "method": "kb.approve", "params": {"proposal_id": id}}))
@@ -95,8 +54,7 @@ fn two_processes_proposing_and_approving_lose_nothing() {
                 for a in reviewer.batch(approvals) {
                     assert_eq!(a["ok"], true, "{a}");
                 }
-                drop(reviewer.child.stdin.take());
-                reviewer.child.wait().unwrap();
+                reviewer.close();
                 ids
             })
         })
@@ -282,7 +240,7 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
     const N: usize = 1500;
     let a = Project::new();
     let src = a.source("evidence for the import crash test");
-    let mut server = Server::start(&a, "agent");
+    let mut server = StdioServer::jsonl(&a, "agent");
     let ids: Vec<String> = server
         .batch(
             (0..N)
@@ -295,8 +253,7 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
         .iter()
         .map(|r| r["result"]["proposal_id"].as_str().unwrap().to_string())
         .collect();
-    drop(server.child.stdin.take());
-    server.child.wait().unwrap();
+    server.close();
     let mut approve = vec!["approve"];
     approve.extend(ids.iter().map(String::as_str));
     a.ok("alice", &approve);
@@ -327,11 +284,7 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
         child.wait().unwrap();
         // The next command, whatever it is, finishes or undoes the import.
         let claims = b.ok("x", &["status"])["counts"]["claims"].as_u64().unwrap();
-        let logged = b
-            .call("x", "kb.audit", json!({}))
-            .json()
-            .as_array()
-            .unwrap()
+        let logged = audit_events(&b)
             .iter()
             .any(|e| e["event"] == "bundle.import");
         if logged {

@@ -7,9 +7,8 @@ mod common;
 
 use common::Project;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Run `vouch review` as `person` in a pty, answering `steps`.
 fn in_pty(p: &Project, person: &str, steps: Value) -> (i64, String) {
@@ -119,21 +118,7 @@ fn a_person_reviews_the_queue_in_a_terminal() {
 }
 
 fn batch(p: &Project, person: &str, stdin: &str) -> common::Run {
-    let mut child = p
-        .command(person)
-        .args(["--json", "review", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    common::Run::from(child.wait_with_output().unwrap())
+    p.run_with_stdin(person, &["--json", "review", "--batch"], stdin)
 }
 
 #[test]

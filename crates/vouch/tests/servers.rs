@@ -4,7 +4,9 @@
 //! planted above the working directory by another user.
 
 mod common;
-use common::http::{HttpResponse, head_end, http, parse_response, request_bytes};
+use common::http::{
+    HttpResponse, head_end, http, mcp_message, mcp_post, parse_response, request_bytes,
+};
 use common::server::{HttpServer, init_kb, vouch};
 
 use serde_json::{Value, json};
@@ -193,36 +195,6 @@ fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
 }
 
 // ----- MCP sessions ----------------------------------------------------------
-
-/// POST one MCP message to /mcp as the holder of `token`.
-fn mcp_post(port: u16, token: &str, session: Option<&str>, body: &Value) -> HttpResponse {
-    let auth = format!("Bearer {token}");
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("Authorization", auth.as_str()),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ];
-    if let Some(s) = session {
-        headers.push(("Mcp-Session-Id", s));
-    }
-    http(port, "POST", "/mcp", &headers, body.to_string().as_bytes())
-}
-
-/// The JSON-RPC message with `id` in a streamable-HTTP answer (JSON or SSE).
-fn mcp_message(r: &HttpResponse, id: u64) -> Value {
-    let body = r.text();
-    if r.header("content-type")
-        .is_some_and(|c| c.starts_with("application/json"))
-    {
-        return serde_json::from_str(&body).expect("JSON body");
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|v| v["id"] == json!(id))
-        .unwrap_or_else(|| panic!("no message {id} in {body}"))
-}
 
 /// `initialize` as the holder of `token`: the new session's id.
 fn mcp_initialize(port: u16, token: &str) -> String {

@@ -1,7 +1,8 @@
 //! Bundles built by hand from raw tar bytes, including what the `tar`
-//! crate refuses to write (links, devices, duplicate and escaping names):
-//! shared by the core's table-driven hostile-bundle corpus and the app's
-//! end-to-end bundle tests (`#[path]`-included by both).
+//! crate refuses to write (links, devices, duplicate and escaping names),
+//! and the problems a check of one reports: shared by the core's
+//! table-driven hostile-bundle corpus and the app's end-to-end bundle tests
+//! (`#[path]`-included by both).
 #![allow(dead_code)]
 
 use flate2::Compression;
@@ -139,4 +140,19 @@ pub fn special(name: &str, kind: u8, link: &str) -> M {
         kind,
         link: link.as_bytes().to_vec(),
     }
+}
+
+/// The (path, reason) of every problem an export or import check reported.
+pub fn problems(v: &Value) -> Vec<(String, String)> {
+    v["problems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no problems list: {v}"))
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().to_string(),
+                p["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }

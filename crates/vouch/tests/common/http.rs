@@ -1,7 +1,8 @@
 //! A tiny HTTP/1.1 client for driving `vouch serve --transport http` over
-//! real sockets: whole requests, keep-alive reads, chunked bodies.
+//! real sockets: whole requests, keep-alive reads, chunked bodies, and MCP
+//! messages over streamable HTTP.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -124,4 +125,34 @@ pub fn http(
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read response");
     parse_response(&raw)
+}
+
+/// POST one MCP message to /mcp as the holder of `token`.
+pub fn mcp_post(port: u16, token: &str, session: Option<&str>, body: &Value) -> HttpResponse {
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", auth.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+    }
+    http(port, "POST", "/mcp", &headers, body.to_string().as_bytes())
+}
+
+/// The JSON-RPC message with `id` in a streamable-HTTP answer (JSON or SSE).
+pub fn mcp_message(r: &HttpResponse, id: u64) -> Value {
+    let body = r.text();
+    if r.header("content-type")
+        .is_some_and(|c| c.starts_with("application/json"))
+    {
+        return serde_json::from_str(&body).expect("JSON body");
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no message {id} in {body}"))
 }

@@ -1,13 +1,18 @@
 //! Shared helpers for the end-to-end tests: a temp project with a real
-//! `.vouch/`, and the real `vouch` binary.
+//! `.vouch/`, and the real `vouch` binary. Every test target compiles its
+//! own copy (`mod common;`, or `#[path = "../common/mod.rs"] mod common;`
+//! from a directory target such as `tests/transports/`) and uses only some
+//! of it, hence `dead_code` allowed.
 #![allow(dead_code)]
 
 pub mod http;
 pub mod server;
+pub mod stdio;
 
 use serde_json::Value;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 pub struct Project {
     pub dir: tempfile::TempDir,
@@ -82,6 +87,21 @@ impl Project {
     pub fn run(&self, agent: &str, args: &[&str]) -> Run {
         Run::from(self.command(agent).args(args).output().expect("run vouch"))
     }
+    /// Run with `stdin` written to its standard input, then closed.
+    pub fn run_with_stdin(&self, agent: &str, args: &[&str], stdin: &str) -> Run {
+        let mut child = self
+            .command(agent)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch");
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(stdin.as_bytes()).expect("write stdin");
+        drop(input);
+        Run::from(child.wait_with_output().expect("wait for vouch"))
+    }
     /// Run with --json and expect success.
     pub fn ok(&self, agent: &str, args: &[&str]) -> Value {
         let mut a = vec!["--json"];
@@ -125,6 +145,10 @@ impl Project {
         self.ok("alice", &["approve", &p]);
         c
     }
+    /// The kinds of the issues `vouch doctor` reports, in its order.
+    pub fn doctor_kinds(&self) -> Vec<String> {
+        issue_kinds(&self.run("x", &["--json", "doctor"]).json())
+    }
     /// Every file under .vouch/ except the derived index and the locks,
     /// with contents.
     pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
@@ -156,21 +180,11 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
 
 /// One request to a fresh `vouch serve --transport jsonl` as `agent`.
 pub fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
-    let mut child = p
-        .command(agent)
-        .args(["serve", "--transport", "jsonl"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = serde_json::json!({"id": "1", "method": method, "params": params}).to_string();
-    let mut stdin = child.stdin.take().unwrap();
-    std::io::Write::write_all(&mut stdin, format!("{line}\n").as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().next().expect("a response line")).unwrap()
+    let request = serde_json::json!({"id": "1", "method": method, "params": params});
+    stdio::jsonl_session(p, agent, &[request])
+        .into_iter()
+        .next()
+        .expect("a response line")
 }
 
 /// Copy a folder tree (fixtures into a test project).
@@ -185,4 +199,21 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &target).unwrap();
         }
     }
+}
+
+/// Replace every `from` in the file with `to`; `from` must be there.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{from:?} not in {text}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+/// The kinds of the issues in a `lint` or `doctor` answer, in its order.
+pub fn issue_kinds(v: &Value) -> Vec<String> {
+    v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
 }
