@@ -330,6 +330,65 @@ fn reject_requires_a_reason() {
     assert_eq!(before, p.snapshot());
 }
 
+/// The gate (a correcting proposal) and lifecycle (`vouch supersede`) hold
+/// supersession to one rule: only a current claim is superseded, only a
+/// current claim replaces it, and no loop is made, even through links a
+/// hand edit left one-sided.
+#[test]
+fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
+    let p = Project::new();
+    let s = p.source("facts");
+    let a = p.claim("Claim A", &s);
+    let b = p.claim("Claim B", &s);
+    p.ok("alice", &["archive", &a]);
+    let before = p.snapshot();
+    let r = p.run("alice", &["supersede", &a, &b]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("only a current claim can be superseded"),
+        "{}",
+        r.stderr
+    );
+    let v = p.run(
+        "agent",
+        &[
+            "--json",
+            "propose-claim",
+            "Claim A2",
+            "-e",
+            &s,
+            "--supersedes",
+            &a,
+        ],
+    );
+    assert_eq!(v.code, 2, "{}", v.stdout);
+    assert!(
+        v.stdout.contains("only a current claim can be superseded"),
+        "{}",
+        v.stdout
+    );
+    // An archived claim takes no other's place either.
+    let r = p.run("alice", &["supersede", &b, &a]);
+    assert!(
+        r.stderr.contains("a retired claim cannot replace another"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(before, p.snapshot());
+    // d lists c as superseded without c saying so: superseding d with c
+    // would close a loop.
+    let c = p.claim("Claim C", &s);
+    let d = p.claim("Claim D", &s);
+    edit(
+        &p.vouch_dir().join(format!("claims/{d}.yaml")),
+        "status: ",
+        &format!("supersedes:\n- {c}\nstatus: "),
+    );
+    let r = p.run("alice", &["supersede", &d, &c]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("would make a cycle"), "{}", r.stderr);
+}
+
 #[test]
 fn lifecycle_supersede_contradict_archive_confirm_cite() {
     let p = Project::new();

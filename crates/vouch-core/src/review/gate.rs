@@ -293,22 +293,11 @@ fn check_supersedes(kb: &Kb, p: &mut Problems, ids: &[String], object_id: Option
             continue;
         }
         match kb.load::<Claim>(id) {
-            Ok(Some(c)) => match &c.superseded_by {
-                Some(by) if Some(by.as_str()) != object_id => p.push(format!(
-                    "supersedes[{i}]: claim {id} is already superseded by {by}; \
-                     supersede the current claim instead"
-                )),
-                // Superseded claims are listed; a retired one must stay out
-                // of sight (a redacted text above all).
-                _ if matches!(c.status, ClaimStatus::Redacted | ClaimStatus::Archived) => {
-                    p.push(format!(
-                        "supersedes[{i}]: claim {id} is {}; only a current claim can be \
-                         superseded",
-                        c.status
-                    ))
+            Ok(Some(c)) => {
+                if let Some(why) = crate::rules::supersede_problem(&c, object_id) {
+                    p.push(format!("supersedes[{i}]: {why}"));
                 }
-                _ => {}
-            },
+            }
             Ok(None) => p.push(format!("supersedes[{i}]: claim {id} does not exist")),
             Err(e) => p.push(format!("supersedes[{i}]: claim {id} is unreadable: {e}")),
         }

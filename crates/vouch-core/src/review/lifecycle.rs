@@ -268,42 +268,37 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
     let mut old = claim(kb, &p.old_id)?;
     let mut new = claim(kb, &p.new_id)?;
     let (old_before, new_before) = (old.clone(), new.clone());
-    if let Some(by) = &old.superseded_by {
-        return Err(Error::conflict(format!(
-            "claim {} is already superseded by {by}",
-            old.id
-        )));
+    if let Some(why) = crate::rules::supersede_problem(&old, None) {
+        return Err(Error::conflict(why));
     }
-    // Superseded claims are listed; a redacted text must stay out of sight.
-    for c in [&old, &new] {
-        if c.status == ClaimStatus::Redacted {
-            return Err(Error::conflict(format!(
-                "claim {} is redacted; a redacted claim takes no part in a supersession",
-                c.id
-            )));
+    if let Some(why) = crate::rules::replacement_problem(&new) {
+        return Err(Error::conflict(why));
+    }
+    // The link this adds, new → old, must not close a loop.
+    let loops = crate::rules::supersession_loops([new.id.clone()], |id| {
+        let mut next = if id == new.id {
+            new.supersedes.clone()
+        } else {
+            kb.load::<Claim>(id)
+                .ok()
+                .flatten()
+                .map(|c| c.supersedes)
+                .unwrap_or_default()
+        };
+        if id == new.id {
+            next.push(old.id.clone());
         }
-    }
-    if let Some(by) = &new.superseded_by {
-        return Err(Error::conflict(format!(
-            "claim {} is itself superseded by {by}; supersede with the current claim",
+        next
+    });
+    if let Some(ring) = loops.iter().find(|r| r.contains(&old.id)) {
+        return Err(Error::invalid(format!(
+            "superseding {} with {} would make a cycle ({}): {} already supersedes {}",
+            old.id,
+            new.id,
+            ring.join(" → "),
+            old.id,
             new.id
         )));
-    }
-    // A cycle would appear if `old` already (transitively) supersedes `new`.
-    let mut stack = old.supersedes.clone();
-    let mut seen = std::collections::HashSet::new();
-    while let Some(id) = stack.pop() {
-        if id == new.id {
-            return Err(Error::invalid(format!(
-                "superseding {} with {} would make a cycle: {} already supersedes {}",
-                old.id, new.id, old.id, new.id
-            )));
-        }
-        if seen.insert(id.clone())
-            && let Ok(Some(c)) = kb.load::<Claim>(&id)
-        {
-            stack.extend(c.supersedes);
-        }
     }
     let now = kb.now();
     old.status = ClaimStatus::Superseded;

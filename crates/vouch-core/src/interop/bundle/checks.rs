@@ -189,62 +189,34 @@ pub(crate) fn check_content(scan: &mut Scan, kb: Option<&Kb>, require_citations:
 /// Supersession must not loop (protocol §3): a claim superseding itself, or a
 /// chain of the bundle's claims that comes back to where it started.
 pub(crate) fn supersession_cycles(scan: &Scan) -> Vec<(String, String)> {
-    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut next: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     let mut path_of: HashMap<&str, &str> = HashMap::new();
     for (path, m) in &scan.members {
         if let Parsed::Claim(c) = &m.parsed {
             path_of.insert(&c.id, path);
             let edges = next.entry(&c.id).or_default();
-            edges.extend(c.supersedes.iter().map(String::as_str));
+            edges.extend(c.supersedes.iter().cloned());
             if let Some(by) = &c.superseded_by {
                 // "by supersedes c", seen from c's side.
-                next.entry(by.as_str()).or_default().push(&c.id);
+                next.entry(by.as_str()).or_default().push(c.id.clone());
             }
         }
     }
-    // Depth-first with three colours: linear in claims and links, so a
-    // hostile bundle's long chain costs no more than a short one.
-    let mut out = Vec::new();
-    let mut colour: HashMap<&str, u8> = HashMap::new(); // 1 on the path, 2 done
-    for &root in next.keys() {
-        if colour.contains_key(root) {
-            continue;
-        }
-        let mut path: Vec<(&str, usize)> = vec![(root, 0)];
-        colour.insert(root, 1);
-        while let Some(&mut (at, ref mut i)) = path.last_mut() {
-            let edges = next.get(at).map(Vec::as_slice).unwrap_or(&[]);
-            let Some(&to) = edges.get(*i) else {
-                colour.insert(at, 2);
-                path.pop();
-                continue;
-            };
-            *i += 1;
-            match colour.get(to) {
-                Some(1) => {
-                    let from = path.iter().position(|(n, _)| *n == to).unwrap_or(0);
-                    let mut ring: Vec<&str> = path[from..].iter().map(|(n, _)| *n).collect();
-                    ring.push(to);
-                    if let Some(file) = path_of.get(to) {
-                        out.push((
-                            file.to_string(),
-                            format!(
-                                "supersession loops ({}); a claim cannot be superseded by \
-                                 itself or by a claim it supersedes",
-                                ring.join(" → ")
-                            ),
-                        ));
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    colour.insert(to, 1);
-                    path.push((to, 0));
-                }
-            }
-        }
-    }
-    out
+    let roots: Vec<String> = next.keys().map(|k| k.to_string()).collect();
+    crate::rules::supersession_loops(roots, |id| next.get(id).cloned().unwrap_or_default())
+        .into_iter()
+        .filter_map(|ring| {
+            let file = path_of.get(ring.last()?.as_str())?;
+            Some((
+                file.to_string(),
+                format!(
+                    "supersession loops ({}); a claim cannot be superseded by itself or by a \
+                     claim it supersedes",
+                    ring.join(" → ")
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// Scan a bundle and check it; for import, against this KB.
