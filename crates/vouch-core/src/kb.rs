@@ -135,9 +135,6 @@ impl Stored for Page {
 pub(crate) type ProposalObjects =
     std::collections::HashMap<String, ((i64, i64), Option<(crate::model::ProposalKind, String)>)>;
 
-/// Beyond this many documents changed at once, the vectors look at all.
-const MAX_TRACKED_CHANGES: usize = 5000;
-
 pub struct Kb {
     layout: Layout,
     settings: Settings,
@@ -152,30 +149,17 @@ pub struct Kb {
     /// The language model `kb.synthesize` may use in `llm` mode, when the
     /// person running vouch configured one.
     llm: Option<Arc<dyn crate::answer::llm::Llm>>,
-    pub(crate) index: Mutex<Option<crate::retrieval::OpenIndex>>,
-    pub(crate) readers: Mutex<crate::retrieval::Readers>,
-    /// Moves whenever the index's documents change (sync, write, rebuild),
-    /// so the vectors know when to look again.
-    index_generation: std::sync::atomic::AtomicU64,
-    /// Which documents changed since the vectors last looked (`None`: too
-    /// many, or unknown — look at all of them).
-    pub(crate) doc_changes: Mutex<Option<Vec<(String, String)>>>,
-    /// The in-memory vectors of the embedding model, when loaded.
-    pub(crate) vectors: std::sync::RwLock<Option<crate::retrieval::embed::Vectors>>,
+    /// What retrieval keeps between calls (open index, readers, postings,
+    /// vectors); only `retrieval` looks inside.
+    pub(crate) index_state: crate::retrieval::state::IndexState,
     /// Each pending proposal file's (kind, object id), by proposal id, with
     /// the file signature it was read at: proposing checks object ids
     /// against the queue without re-reading it every time.
     pub(crate) proposal_objects: Mutex<ProposalObjects>,
-    /// The index's postings in memory, when a long-running process reads
-    /// them (`retrieval::postings::refresh`).
-    pub(crate) memory: crate::retrieval::fts5::postings::Memory,
     /// Files that did not parse when listing, with their (mtime ns, size)
     /// then: skipped without re-reading while unchanged, and warned about
     /// once per process (a server lists them on every call otherwise).
     unreadable: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
-    /// Held while the vectors are brought in step (one thread at a time).
-    pub(crate) embedding: Mutex<()>,
-    index_sync_interval: std::time::Duration,
     /// A one-shot command: a live watcher's word may replace the scan.
     trust_watcher: bool,
     /// Set when opened tolerantly and `config.yaml` did not parse.
@@ -313,16 +297,9 @@ impl Kb {
             warnings: Mutex::new(Vec::new()),
             embedder: None,
             llm: None,
-            index: Mutex::new(None),
-            readers: Mutex::default(),
-            index_generation: std::sync::atomic::AtomicU64::new(1),
-            doc_changes: Mutex::new(None),
-            vectors: std::sync::RwLock::new(None),
-            embedding: Mutex::new(()),
+            index_state: Default::default(),
             proposal_objects: Mutex::default(),
-            memory: Default::default(),
             unreadable: Mutex::default(),
-            index_sync_interval: crate::retrieval::SYNC_INTERVAL,
             trust_watcher: false,
             config_error,
         };
@@ -346,10 +323,10 @@ impl Kb {
     /// How long a long-running process trusts its last index sync before
     /// stat-ing the files again (zero: every search re-checks).
     pub fn set_index_sync_interval(&mut self, interval: std::time::Duration) {
-        self.index_sync_interval = interval;
+        self.index_state.sync_interval = interval;
     }
     pub fn index_sync_interval(&self) -> std::time::Duration {
-        self.index_sync_interval
+        self.index_state.sync_interval
     }
     /// Let this (one-shot) process skip the file scan when a live watcher
     /// answers for the files (retrieval::watch). Off by default: a process
@@ -382,25 +359,6 @@ impl Kb {
     pub fn retrieval_state(&self) -> crate::retrieval::backend::RetrievalState {
         crate::retrieval::backend::RetrievalState::of(self)
     }
-    pub(crate) fn index_generation(&self) -> u64 {
-        self.index_generation
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-    /// The index's documents changed — these ones, or (`None`) any: the
-    /// vectors look again next time, at just these when they are known.
-    pub(crate) fn index_changed(&self, docs: Option<Vec<(String, String)>>) {
-        {
-            let mut changes = self.doc_changes.lock().unwrap_or_else(|e| e.into_inner());
-            match (changes.as_mut(), docs) {
-                (Some(list), Some(more)) if list.len() + more.len() <= MAX_TRACKED_CHANGES => {
-                    list.extend(more)
-                }
-                _ => *changes = None,
-            }
-        }
-        self.index_generation
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
     /// Give this knowledge base a text-embedding model (the app loads it;
     /// tests inject a small one).
     pub fn set_embedder(&mut self, embedder: Arc<dyn crate::retrieval::Embedder>) {
@@ -420,7 +378,7 @@ impl Kb {
     /// index takes the new objects, then the retriever.
     pub(crate) fn announce(&self, written: &[crate::retrieval::Written]) {
         crate::retrieval::after_write(self, written);
-        self.index_changed(Some(
+        self.index_state.changed(Some(
             written
                 .iter()
                 .map(|w| {

@@ -141,7 +141,11 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         });
     }
     {
-        let guard = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let guard = kb
+            .index_state
+            .vectors
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         for c in cands.iter_mut() {
             let cosine = guard
                 .as_ref()

@@ -10,6 +10,7 @@ pub mod fts5;
 pub(crate) mod hybrid;
 pub mod pack;
 pub(crate) mod semantic;
+pub(crate) mod state;
 pub(crate) mod substring;
 
 pub use backend::Retriever;

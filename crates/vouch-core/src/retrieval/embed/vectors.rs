@@ -309,7 +309,11 @@ pub struct DocKeyRef<'a> {
 /// Run `f` on the main index connection, synced with the files first when
 /// `sync` (once per check: later steps of the same check use what it saw).
 fn with_main<R>(kb: &Kb, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
-    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = kb
+        .index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let stale = match &*slot {
         None => true,
         Some(o) => sync && o.synced_at.elapsed() >= kb.index_sync_interval(),
@@ -356,7 +360,10 @@ pub fn ensure(
     if res.is_err() {
         // What changed may not all have been handled: look at everything
         // next time.
-        *kb.doc_changes.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *kb.index_state
+            .doc_changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
     }
     res
 }
@@ -369,9 +376,12 @@ fn ensure_inner(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
     let _one_at_a_time = if wait {
-        kb.embedding.lock().unwrap_or_else(|e| e.into_inner())
+        kb.index_state
+            .embedding
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     } else {
-        match kb.embedding.try_lock() {
+        match kb.index_state.embedding.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
@@ -381,8 +391,12 @@ fn ensure_inner(
     let dim = embedder.dimensions();
     // Sync the FTS index first: it says which documents exist now.
     let (generation, listed, loaded) = with_main(kb, true, |idx| {
-        let generation = kb.index_generation();
-        let have = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let generation = kb.index_state.generation();
+        let have = kb
+            .index_state
+            .vectors
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         let fresh = have
             .as_ref()
             .is_some_and(|v| v.model == model && v.synced == generation && v.pending == 0);
@@ -402,8 +416,13 @@ fn ensure_inner(
         // The documents that changed since the last look, when known and
         // nothing is left over from then; else every document.
         let changes = {
-            let mut c = kb.doc_changes.lock().unwrap_or_else(|e| e.into_inner());
+            let mut c = kb
+                .index_state
+                .doc_changes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let pending = kb
+                .index_state
                 .vectors
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
@@ -455,7 +474,11 @@ fn ensure_inner(
         Ok((generation, Some((listed, scope)), loaded))
     })?;
     let Some((listed, scope)) = listed else {
-        let v = kb.vectors.read().unwrap_or_else(|e| e.into_inner());
+        let v = kb
+            .index_state
+            .vectors
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         let documents = v.as_ref().map_or(0, Vectors::documents);
         return Ok(Some(EmbedStats {
             documents,
@@ -465,7 +488,11 @@ fn ensure_inner(
     let mut stats = EmbedStats::default();
     let mut stale = Vec::new();
     {
-        let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = kb
+            .index_state
+            .vectors
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(v) = loaded {
             *guard = Some(v);
         }
@@ -565,7 +592,11 @@ fn ensure_inner(
         }
         if !failures.is_empty() {
             failed += failures.len();
-            let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+            let mut guard = kb
+                .index_state
+                .vectors
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
             let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
             for i in failures {
                 vectors.failed.insert(batch[i].key.clone(), batch[i].sig);
@@ -579,7 +610,11 @@ fn ensure_inner(
                 Ok(())
             })
         })?;
-        let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = kb
+            .index_state
+            .vectors
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
         for (i, _, chunks, fresh) in ready {
             let s = &batch[i];
@@ -594,7 +629,11 @@ fn ensure_inner(
         done += batch.len();
         progress(done, total);
     }
-    let mut guard = kb.vectors.write().unwrap_or_else(|e| e.into_inner());
+    let mut guard = kb
+        .index_state
+        .vectors
+        .write()
+        .unwrap_or_else(|e| e.into_inner());
     let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
     vectors.pending = total - done;
     vectors.synced = generation;
@@ -861,10 +900,18 @@ mod kept_in_step {
         let a = claim("alpha bravo charlie");
         assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
         // Looked once at everything; from now on only at what changed.
-        assert_eq!(*kb.doc_changes.lock().unwrap(), Some(Vec::new()));
+        assert_eq!(
+            *kb.index_state.doc_changes.lock().unwrap(),
+            Some(Vec::new())
+        );
         let b = claim("delta echo foxtrot");
         assert_eq!(
-            kb.doc_changes.lock().unwrap().as_ref().map(Vec::len),
+            kb.index_state
+                .doc_changes
+                .lock()
+                .unwrap()
+                .as_ref()
+                .map(Vec::len),
             Some(1),
             "the write hook named the new claim"
         );
@@ -882,7 +929,7 @@ mod kept_in_step {
         // Removed by hand: gone from the vectors.
         std::fs::remove_file(&path).unwrap();
         assert!(!semantic(&kb, "golf hotel india").contains(&a));
-        let v = kb.vectors.read().unwrap();
+        let v = kb.index_state.vectors.read().unwrap();
         assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
     }
 }

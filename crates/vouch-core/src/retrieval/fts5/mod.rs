@@ -607,7 +607,7 @@ impl Index {
             Ok(())
         })?;
         if !moved.is_empty() {
-            kb.index_changed(Some(moved));
+            kb.index_state.changed(Some(moved));
         }
         if stats.updated + stats.removed >= OPTIMIZE_AFTER {
             // Merge FTS5's segments into one after a bulk load (a rebuild,
@@ -655,7 +655,7 @@ impl Index {
             }
             Ok(())
         })?;
-        kb.index_changed(Some(moved));
+        kb.index_state.changed(Some(moved));
         Ok(stats)
     }
 

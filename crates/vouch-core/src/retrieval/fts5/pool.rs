@@ -52,11 +52,14 @@ pub(crate) struct Readers {
 pub(crate) const MAX_IDLE_READERS: usize = 4;
 
 pub(crate) fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
-    kb.readers.lock().unwrap_or_else(|e| e.into_inner())
+    kb.index_state
+        .readers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// The database file is about to be replaced: retire every read connection
-/// and wait until none is open any more. The caller holds `kb.index`, so no
+/// and wait until none is open any more. The caller holds `kb.index_state.index`, so no
 /// lease starts until the new file is ready (see [`Lease`]); a reader still
 /// answering finds the generation moved, closes its connection and waits for
 /// the main one.
@@ -99,9 +102,13 @@ impl<'a> Lease<'a> {
 
     /// A lease for a connection of one's own (the doctor's freshness check),
     /// whether or not the main connection has the file open. Taken under
-    /// `kb.index`, which every replacement of the file holds throughout.
+    /// `kb.index_state.index`, which every replacement of the file holds throughout.
     pub(crate) fn own(kb: &'a Kb) -> Lease<'a> {
-        let _replacing = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        let _replacing = kb
+            .index_state
+            .index
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut r = readers(kb);
         r.leased += 1;
         Lease {
@@ -148,7 +155,7 @@ pub(crate) fn mark_ready(kb: &Kb) {
 /// uses (and syncs) the main connection; a caller that finds it busy with
 /// another request reads through a connection of its own rather than wait.
 pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
-    let mut slot = match kb.index.try_lock() {
+    let mut slot = match kb.index_state.index.try_lock() {
         Ok(slot) => slot,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
         Err(std::sync::TryLockError::WouldBlock) => {
@@ -159,7 +166,10 @@ pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<
             }
             // Not built yet, rebuilt while we read, or the reader failed:
             // wait for the main connection, which is in step with the file.
-            kb.index.lock().unwrap_or_else(|e| e.into_inner())
+            kb.index_state
+                .index
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
         }
     };
     let stale = match &*slot {
@@ -257,13 +267,21 @@ pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'
 /// so no request pays for the scan. Opens the index if needed.
 pub fn refresh(kb: &Kb) -> Result<SyncStats> {
     let stored = {
-        let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = kb
+            .index_state
+            .index
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         drop_if_replaced(kb, &mut slot);
         open_in(kb, &mut slot)?.index.scan_meta()?
     };
     let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
     let scan = Scan::take(kb, &stored, dirs_only)?;
-    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = kb
+        .index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else {
         return Ok(SyncStats::default());
     };
@@ -275,13 +293,21 @@ pub fn refresh(kb: &Kb) -> Result<SyncStats> {
 
 /// Whether this process has the index open (and so keeps it in step itself).
 pub fn is_open(kb: &Kb) -> bool {
-    kb.index.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    kb.index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some()
 }
 
 /// After vouch wrote artifacts: update an index this process has open. An
 /// index not open here catches up by stat on its next open.
 pub fn after_write(kb: &Kb, written: &[Written]) {
-    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = kb
+        .index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else { return };
     let index = &open.index;
     let res = index.write_docs(kb, || {
@@ -327,11 +353,18 @@ pub struct RebuildResult {
 /// check compares texts again and re-embeds only what changed. A file that
 /// cannot be opened at all is replaced ([`Index::open_path`]).
 pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
-    let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = kb
+        .index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     *slot = None;
     retire_readers(kb);
-    *kb.vectors.write().unwrap_or_else(|e| e.into_inner()) = None;
-    kb.index_changed(None);
+    *kb.index_state
+        .vectors
+        .write()
+        .unwrap_or_else(|e| e.into_inner()) = None;
+    kb.index_state.changed(None);
     let path = kb.layout().index_db();
     let mut index = Index::open_path(kb)?;
     index.write(|| {
@@ -413,7 +446,7 @@ mod readers_tests {
 
     /// Search while another request holds the main connection.
     fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
-        let _busy = kb.index.lock().unwrap();
+        let _busy = kb.index_state.index.lock().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
                 search(
@@ -491,7 +524,7 @@ mod readers_tests {
         let wait = std::sync::Mutex::new(wait);
         let first = AtomicBool::new(true);
         std::thread::scope(|s| {
-            let busy = kb.index.lock().unwrap();
+            let busy = kb.index_state.index.lock().unwrap();
             // A reader (the main connection is busy) holding a connection
             // it has not read through yet.
             let reader = s.spawn(|| {

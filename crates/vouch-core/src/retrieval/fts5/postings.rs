@@ -426,7 +426,7 @@ pub(crate) fn ranked_rows(
     words: &[&String],
     all: bool,
 ) -> Result<Option<Vec<(f64, i64)>>> {
-    let memory = &kb.memory;
+    let memory = &kb.index_state.memory;
     let guard = memory.postings.read().unwrap_or_else(|e| e.into_inner());
     let Some(postings) = guard.as_ref() else {
         return Ok(None);
@@ -463,7 +463,7 @@ pub(crate) fn first(rows: &mut [(f64, i64)], n: usize) -> &[(f64, i64)] {
 /// After this process committed a write to the FTS tables: patch its
 /// postings if they were current just before, or let them go.
 pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]) {
-    let memory = &kb.memory;
+    let memory = &kb.index_state.memory;
     let current = |p: &Option<Postings>| {
         p.as_ref()
             .is_some_and(|p| p.version.1 == Some(generations.0))
@@ -533,20 +533,27 @@ pub fn refresh(kb: &Kb) -> Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let now = version(&conn)?;
     if !usable(kb, &now) {
-        *kb.memory
+        *kb.index_state
+            .memory
             .postings
             .write()
             .unwrap_or_else(|e| e.into_inner()) = None;
         return Ok(());
     }
     {
-        let guard = kb.memory.postings.read().unwrap_or_else(|e| e.into_inner());
+        let guard = kb
+            .index_state
+            .memory
+            .postings
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_some_and(|p| p.version == now) {
             return Ok(());
         }
     }
     let fresh = Postings::read(&conn)?;
-    *kb.memory
+    *kb.index_state
+        .memory
         .postings
         .write()
         .unwrap_or_else(|e| e.into_inner()) = Some(fresh);
@@ -555,7 +562,12 @@ pub fn refresh(kb: &Kb) -> Result<()> {
 
 /// Bytes the postings hold (approximately), for benchmarks.
 pub fn postings_bytes(kb: &Kb) -> usize {
-    let guard = kb.memory.postings.read().unwrap_or_else(|e| e.into_inner());
+    let guard = kb
+        .index_state
+        .memory
+        .postings
+        .read()
+        .unwrap_or_else(|e| e.into_inner());
     guard.as_ref().map_or(0, |p| {
         p.lists.iter().map(|l| l.capacity() * 8).sum::<usize>()
             + p.slots.capacity() * std::mem::size_of::<Slot>()
@@ -729,7 +741,7 @@ mod tests {
     /// The postings mirror the file's current generation.
     fn assert_current(kb: &Kb, why: &str) {
         let now = with_index(kb, |idx| version(&idx.conn)).unwrap();
-        let held = kb.memory.postings.read().unwrap();
+        let held = kb.index_state.memory.postings.read().unwrap();
         assert_eq!(held.as_ref().map(|p| p.version.clone()), Some(now), "{why}");
     }
 
@@ -835,11 +847,11 @@ mod setting_tests {
         .unwrap();
         crate::retrieval::refresh(&kb).unwrap();
         refresh(&kb).unwrap();
-        assert!(kb.memory.postings.read().unwrap().is_none());
+        assert!(kb.index_state.memory.postings.read().unwrap().is_none());
         // And on by default.
         let (_dir, kb) = crate::kb::test_kb();
         crate::retrieval::refresh(&kb).unwrap();
         refresh(&kb).unwrap();
-        assert!(kb.memory.postings.read().unwrap().is_some());
+        assert!(kb.index_state.memory.postings.read().unwrap().is_some());
     }
 }

@@ -628,7 +628,11 @@ mod imp {
             let cookies_real = || crate::store::nofollow::is_dir(&cookie_dir);
             let mut cookies = batch.cookies;
             let kb = self.kb.clone();
-            let mut slot = kb.index.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = kb
+                .index_state
+                .index
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             drop_if_replaced(&kb, &mut slot);
             let reopened = slot.is_none();
             let open = open_in(&kb, &mut slot)?;
