@@ -495,6 +495,8 @@ impl Index {
 
     /// [`Index::sync`] stat-ing every file whatever `retrieval.freshness`
     /// says (a watcher that lost events cannot trust directory mtimes).
+    /// Only the watcher (Linux) calls it.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn sync_every_file(&mut self, kb: &Kb) -> Result<SyncStats> {
         let scan = Scan::take(kb, &self.scan_meta()?, false)?;
         let stats = self.apply(kb, scan)?;
@@ -623,7 +625,9 @@ impl Index {
     /// Re-read just these documents' files — the ones a watcher was told
     /// changed — instead of scanning every file: each is indexed again if
     /// it parses and dropped if it is gone or does not, whatever its
-    /// signature says (the kernel said it changed).
+    /// signature says (the kernel said it changed). Only the watcher
+    /// (Linux) calls it.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn apply_changed(
         &self,
         kb: &Kb,
