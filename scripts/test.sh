@@ -19,7 +19,10 @@
 #    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
 #    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
 # 5. Checks that the build without the `embeddings` feature compiles.
-# 6. Runs `cargo test --workspace --locked --features vouch/failpoints`
+# 6. Checks that the workspace compiles for Windows (x86_64-pc-windows-gnu;
+#    the rustup target and MinGW are installed when missing, or the check
+#    is skipped with a warning where they cannot be).
+# 7. Runs `cargo test --workspace --locked --features vouch/failpoints`
 #    (the crash tests arm fail points only that feature compiles in) with
 #    VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
@@ -115,6 +118,30 @@ export VOUCH_UI_CLIENT_PYTHON
 
 # 5. The build without semantic search still compiles.
 cargo check --locked -p vouch --no-default-features --quiet
+
+# 6. A non-Linux target compiles (no Linux-only dependency or API slips
+#    in): Windows, through rustup's x86_64-pc-windows-gnu standard library
+#    and Debian's MinGW C compiler for the bundled SQLite, both installed
+#    here when missing. Where they cannot be installed (no rustup, no
+#    root), the check is skipped with a warning; a check that runs and
+#    fails fails the suite.
+win=x86_64-pc-windows-gnu
+if ! rustup target list --installed 2>/dev/null | grep -qx "$win"; then
+    echo "scripts/test.sh: adding the Rust target $win" >&2
+    rustup target add "$win" >&2 || true
+fi
+if ! command -v x86_64-w64-mingw32-gcc >/dev/null && [ "$(id -u)" = 0 ]; then
+    echo "scripts/test.sh: installing Debian's gcc-mingw-w64-x86-64" >&2
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null; }; } || true
+fi
+if rustup target list --installed 2>/dev/null | grep -qx "$win" \
+    && command -v x86_64-w64-mingw32-gcc >/dev/null; then
+    RUSTFLAGS="-D warnings" cargo check --workspace --locked --quiet --target "$win"
+else
+    echo "scripts/test.sh: WARNING: SKIPPED the Windows check (needs rustup target $win and x86_64-w64-mingw32-gcc)" >&2
+fi
 
 # The crash tests arm fail points that only this feature compiles in.
 exec cargo test --workspace --locked --features vouch/failpoints "$@"
