@@ -715,7 +715,7 @@ impl<T> Read<T> {
 }
 
 /// What a read adds about an object, beyond its stored fields.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct ReadMeta {
     /// A gated object (claim, page, entity, relation) that no approval or
     /// import let in: written by hand or by another program.

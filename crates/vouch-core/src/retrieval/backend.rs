@@ -205,7 +205,7 @@ mod tests {
                 backend: self.name().into(),
                 status: Some("working".into()),
                 confidence: Some(0.9),
-                meta: None,
+                meta: Default::default(),
             }])
         }
         fn on_write(&self, _kb: &Kb, written: &[Written]) {

@@ -133,7 +133,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 backend: String::new(),
                 status: status.clone(),
                 confidence: semantic::confidence(kb, kind, id),
-                meta: None,
+                meta: Default::default(),
             },
             lexical: None,
             semantic: true,

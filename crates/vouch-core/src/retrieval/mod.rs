@@ -20,9 +20,9 @@ pub use fts5::*;
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::{Claim, Entity, Page, Relation, Source};
+use crate::params::ReadMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::HashSet;
 
 /// An artifact just written through vouch, for incremental indexing.
@@ -79,10 +79,10 @@ pub struct SearchHit {
     #[serde(skip)]
     #[schemars(skip)]
     pub confidence: Option<f64>,
-    /// `{"unaudited": true}` on knowledge that no approval or import in the
-    /// audit log let in (written by hand, or the log was cut).
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Value>,
+    /// `unaudited` on knowledge that no approval or import in the audit
+    /// log let in (written by hand, or the log was cut).
+    #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
+    pub meta: ReadMeta,
 }
 
 pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
@@ -312,7 +312,7 @@ fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
     let unaudited = unaudited(kb, &ids);
     for h in hits.iter_mut() {
         if unaudited.contains(&h.id) {
-            h.meta = Some(serde_json::json!({"unaudited": true}));
+            h.meta.unaudited = true;
         }
     }
 }

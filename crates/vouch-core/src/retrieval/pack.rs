@@ -82,10 +82,14 @@ pub struct ContextItem {
     pub citations: Vec<Citation>,
     /// Characters this item takes in `text`.
     pub chars: usize,
-    /// `{"unaudited": true}` when no approval or import in the audit log
-    /// let this item in (see kb.search).
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<serde_json::Value>,
+    /// `unaudited` when no approval or import in the audit log let this
+    /// item in (see kb.search).
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "crate::params::ReadMeta::is_empty"
+    )]
+    pub meta: crate::params::ReadMeta,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
@@ -486,7 +490,7 @@ mod tests {
             backend: "fts5".into(),
             status: Some(status.into()),
             confidence: Some(confidence),
-            meta: None,
+            meta: Default::default(),
         }
     }
 

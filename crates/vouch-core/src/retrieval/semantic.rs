@@ -98,7 +98,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             score: (score as f64 * 10_000.0).round() / 10_000.0,
             backend: "embedding".into(),
             status,
-            meta: None,
+            meta: Default::default(),
         })
         .collect())
 }

@@ -81,7 +81,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 backend: crate::retrieval::backend::Substring.name().into(),
                 status,
                 confidence,
-                meta: None,
+                meta: Default::default(),
             })
         })
         .collect();
