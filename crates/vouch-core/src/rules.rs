@@ -6,7 +6,7 @@ use crate::ids::{check_id, is_source_id};
 use crate::kb::Kb;
 use crate::model::{Claim, ClaimStatus, Evidence};
 use crate::store::Dir;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Where references are resolved: this KB, or a staged set over it.
 pub trait Lookup {
@@ -135,51 +135,77 @@ pub fn replacement_problem(new: &Claim) -> Option<String> {
     }
 }
 
+/// Does `from` reach `to` along `next` ("supersedes" links)? Superseding
+/// `old` with `new` adds the link new → old, which closes a loop exactly
+/// when `old` already reaches `new`. Each claim is visited once.
+pub fn supersedes_reaches(from: &str, to: &str, mut next: impl FnMut(&str) -> Vec<String>) -> bool {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut stack = vec![from.to_string()];
+    while let Some(at) = stack.pop() {
+        if at == to {
+            return true;
+        }
+        if seen.insert(at.clone()) {
+            stack.extend(next(&at));
+        }
+    }
+    false
+}
+
+/// At most this many loops are reported, each naming at most
+/// [`RING_SHOWN`] ids on either side of an ellipsis: a hostile bundle's
+/// long or tangled chains cost a bounded report.
+pub const MAX_LOOPS: usize = 100;
+const RING_SHOWN: usize = 10;
+
 /// Supersession must not loop (protocol §3). The loops reachable from
 /// `roots` along `next` ("supersedes" links), each as the ids around it
-/// with the first repeated at the end. Depth-first with three colours:
-/// linear in claims and links, so a hostile bundle's long chain costs no
-/// more than a short one. Used over a staged bundle and over this KB with
-/// a link a supersession would add.
+/// with the first repeated at the end (a long ring shortened with `…`),
+/// at most [`MAX_LOOPS`]. Depth-first with three colours and each claim's
+/// place on the path in a map: linear in claims and links, so a hostile
+/// bundle's long chain costs no more than a short one.
 pub fn supersession_loops(
     roots: impl IntoIterator<Item = String>,
     mut next: impl FnMut(&str) -> Vec<String>,
 ) -> Vec<Vec<String>> {
-    #[derive(PartialEq)]
-    enum Colour {
-        OnPath,
-        Done,
-    }
     let mut out = Vec::new();
-    let mut colour: HashMap<String, Colour> = HashMap::new();
+    // Where each claim on the current path sits on it; `done`: searched.
+    let mut on_path: HashMap<String, usize> = HashMap::new();
+    let mut done: HashSet<String> = HashSet::new();
     for root in roots {
-        if colour.contains_key(&root) {
+        if done.contains(&root) {
             continue;
         }
         let first = next(&root);
-        colour.insert(root.clone(), Colour::OnPath);
+        on_path.insert(root.clone(), 0);
         let mut path: Vec<(String, Vec<String>, usize)> = vec![(root, first, 0)];
         while let Some((at, edges, i)) = path.last_mut() {
             let Some(to) = edges.get(*i).cloned() else {
-                colour.insert(at.clone(), Colour::Done);
+                on_path.remove(at.as_str());
+                done.insert(at.clone());
                 path.pop();
                 continue;
             };
             *i += 1;
-            match colour.get(&to) {
-                Some(Colour::OnPath) => {
-                    let from = path.iter().position(|(n, _, _)| *n == to).unwrap_or(0);
-                    let mut ring: Vec<String> =
-                        path[from..].iter().map(|(n, _, _)| n.clone()).collect();
+            if let Some(&from) = on_path.get(&to) {
+                if out.len() < MAX_LOOPS {
+                    let len = path.len() - from;
+                    let ids = |r: std::ops::Range<usize>| path[r].iter().map(|(n, _, _)| n.clone());
+                    let mut ring: Vec<String> = if len <= 2 * RING_SHOWN {
+                        ids(from..path.len()).collect()
+                    } else {
+                        ids(from..from + RING_SHOWN)
+                            .chain(std::iter::once("…".to_string()))
+                            .chain(ids(path.len() - RING_SHOWN..path.len()))
+                            .collect()
+                    };
                     ring.push(to);
                     out.push(ring);
                 }
-                Some(Colour::Done) => {}
-                None => {
-                    let edges = next(&to);
-                    colour.insert(to.clone(), Colour::OnPath);
-                    path.push((to, edges, 0));
-                }
+            } else if !done.contains(&to) {
+                let edges = next(&to);
+                on_path.insert(to.clone(), path.len());
+                path.push((to, edges, 0));
             }
         }
     }
@@ -229,6 +255,37 @@ mod tests {
         };
         let loops = supersession_loops(["0".to_string()], long);
         assert_eq!(loops.len(), 1);
-        assert_eq!(loops[0].len(), n + 1);
+        // Shortened: ten ids, an ellipsis, ten ids, and the first again.
+        assert_eq!(loops[0].len(), 2 * RING_SHOWN + 2);
+        assert_eq!(
+            (loops[0][0].as_str(), loops[0][RING_SHOWN].as_str()),
+            ("0", "…")
+        );
+        // A chain whose every claim also supersedes the first: n loops,
+        // at most MAX_LOOPS reported, each short.
+        let n = 50_000;
+        let tangled = |id: &str| {
+            let i: usize = id.parse().unwrap();
+            let mut next = vec!["0".to_string()];
+            if i + 1 < n {
+                next.push((i + 1).to_string());
+            }
+            next
+        };
+        let loops = supersession_loops(["0".to_string()], tangled);
+        assert_eq!(loops.len(), MAX_LOOPS);
+        assert!(loops.iter().all(|r| r.len() <= 2 * RING_SHOWN + 2));
+    }
+
+    #[test]
+    fn reachability_follows_every_link_once() {
+        // n ↔ x is a loop already; o → x. Superseding o with n adds n → o:
+        // o reaches n (through x), so that would close a loop.
+        let mut links = graph(&[("n", "x"), ("x", "n"), ("o", "x")]);
+        assert!(supersedes_reaches("o", "n", &mut links));
+        assert!(!supersedes_reaches("n", "o", &mut links));
+        let mut chain = graph(&[("a", "b"), ("b", "c")]);
+        assert!(supersedes_reaches("a", "c", &mut chain));
+        assert!(!supersedes_reaches("c", "a", &mut chain));
     }
 }

@@ -387,6 +387,21 @@ fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
     let r = p.run("alice", &["supersede", &d, &c]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("would make a cycle"), "{}", r.stderr);
+    // Two steps away, beside a loop the files already hold: n ↔ x, and o
+    // lists x. Superseding o with n would close o → x → n → o.
+    let [n, x, o] = ["Claim N", "Claim X", "Claim O"].map(|t| p.claim(t, &s));
+    for (claim, lists) in [(&n, &x), (&x, &n), (&o, &x)] {
+        edit(
+            &p.vouch_dir().join(format!("claims/{claim}.yaml")),
+            "status: ",
+            &format!("supersedes:\n- {lists}\nstatus: "),
+        );
+    }
+    let before = p.snapshot();
+    let r = p.run("alice", &["supersede", &o, &n]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("would make a cycle"), "{}", r.stderr);
+    assert_eq!(before, p.snapshot());
 }
 
 #[test]

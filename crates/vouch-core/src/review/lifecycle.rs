@@ -274,30 +274,20 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
     if let Some(why) = crate::rules::replacement_problem(&new) {
         return Err(Error::conflict(why));
     }
-    // The link this adds, new → old, must not close a loop.
-    let loops = crate::rules::supersession_loops([new.id.clone()], |id| {
-        let mut next = if id == new.id {
-            new.supersedes.clone()
-        } else {
-            kb.load::<Claim>(id)
-                .ok()
-                .flatten()
-                .map(|c| c.supersedes)
-                .unwrap_or_default()
-        };
-        if id == new.id {
-            next.push(old.id.clone());
-        }
-        next
-    });
-    if let Some(ring) = loops.iter().find(|r| r.contains(&old.id)) {
+    // The link this adds, new → old, closes a loop if old already
+    // (transitively) supersedes new: possible only through links a hand
+    // edit left one-sided, since a superseded claim is refused above.
+    let supersedes_of = |id: &str| {
+        kb.load::<Claim>(id)
+            .ok()
+            .flatten()
+            .map(|c| c.supersedes)
+            .unwrap_or_default()
+    };
+    if crate::rules::supersedes_reaches(&old.id, &new.id, supersedes_of) {
         return Err(Error::invalid(format!(
-            "superseding {} with {} would make a cycle ({}): {} already supersedes {}",
-            old.id,
-            new.id,
-            ring.join(" → "),
-            old.id,
-            new.id
+            "superseding {} with {} would make a cycle: {} already supersedes {}",
+            old.id, new.id, old.id, new.id
         )));
     }
     let now = kb.now();
