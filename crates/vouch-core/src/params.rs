@@ -695,14 +695,30 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// An object as the read and list methods answer it: its stored fields,
-/// and `_meta` when there is something to say about it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+/// and `_meta` when there is something to say about it. `_meta` is ours:
+/// one a file carries among its unknown keys is never passed on (a cloned
+/// repository's file could claim citations it does not have).
+#[derive(Debug, Clone, JsonSchema)]
 #[schemars(rename = "Read_{T}")]
 pub struct Read<T> {
     #[serde(flatten)]
     pub object: T,
     #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
     pub meta: ReadMeta,
+}
+
+impl<T: Serialize> Serialize for Read<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(&self.object).map_err(serde::ser::Error::custom)?;
+        if let Value::Object(m) = &mut v {
+            m.shift_remove("_meta");
+            if !self.meta.is_empty() {
+                let meta = serde_json::to_value(&self.meta).map_err(serde::ser::Error::custom)?;
+                m.insert("_meta".into(), meta);
+            }
+        }
+        v.serialize(s)
+    }
 }
 
 impl<T> Read<T> {

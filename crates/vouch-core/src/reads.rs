@@ -45,31 +45,35 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
 pub fn read<T: Stored + Serialize>(kb: &Kb, p: IdParams) -> Result<Option<Read<T>>> {
     check_id(T::DIR.id_label(), &p.id)?;
     let mut found: Vec<Read<T>> = kb.load::<T>(&p.id)?.into_iter().map(Read::plain).collect();
-    mark_unaudited(kb, &mut found);
+    mark_unaudited(kb, T::DIR, &mut found, |o| o.id());
     Ok(found.pop())
 }
 
 /// `kb.read_page`: a page with its body, or `null`.
 pub fn read_page(kb: &Kb, p: IdParams) -> Result<Option<Read<PageWithBody>>> {
-    Ok(read::<Page>(kb, p)?.map(|r| Read {
-        object: r.object.into(),
-        meta: r.meta,
-    }))
+    check_id("page id", &p.id)?;
+    let mut found: Vec<Read<PageWithBody>> = kb
+        .load::<Page>(&p.id)?
+        .into_iter()
+        .map(|pg| Read::plain(pg.into()))
+        .collect();
+    mark_unaudited(kb, Dir::Pages, &mut found, |pg: &PageWithBody| &pg.page.id);
+    Ok(found.pop())
 }
 
 /// Gated kinds (claims, pages, entities, relations) that no approval or
 /// import let in carry `_meta.unaudited`, as search hits do.
-fn mark_unaudited<T: Stored>(kb: &Kb, objects: &mut [Read<T>]) {
+fn mark_unaudited<T>(kb: &Kb, dir: Dir, objects: &mut [Read<T>], id: impl Fn(&T) -> &str) {
     if !matches!(
-        T::DIR,
+        dir,
         Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations
     ) {
         return;
     }
-    let ids: Vec<&str> = objects.iter().map(|o| o.object.id()).collect();
+    let ids: Vec<&str> = objects.iter().map(|o| id(&o.object)).collect();
     let unaudited = crate::retrieval::unaudited(kb, &ids);
     for o in objects.iter_mut() {
-        o.meta.unaudited = unaudited.contains(o.object.id());
+        o.meta.unaudited = unaudited.contains(id(&o.object));
     }
 }
 
@@ -147,19 +151,20 @@ pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Read<T>
             .map(Read::plain)
             .collect()
     })?;
-    mark_unaudited(kb, &mut out);
+    mark_unaudited(kb, T::DIR, &mut out, |o| o.id());
     Ok(out)
 }
 
-/// `kb.list_pages`: pages with their bodies.
+/// `kb.list_pages`: pages with their bodies (a filter sees the body too).
 pub fn list_pages(kb: &Kb, p: ListParams) -> Result<Vec<Read<PageWithBody>>> {
-    Ok(list::<Page>(kb, p)?
-        .into_iter()
-        .map(|r| Read {
-            object: r.object.into(),
-            meta: r.meta,
-        })
-        .collect())
+    let mut out = list_by_ids(kb.ids(Dir::Pages)?, p, |ids| {
+        kb.load_many::<Page>(ids)
+            .into_iter()
+            .map(|pg| Read::plain(pg.into()))
+            .collect()
+    })?;
+    mark_unaudited(kb, Dir::Pages, &mut out, |pg: &PageWithBody| &pg.page.id);
+    Ok(out)
 }
 
 pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Source>> {

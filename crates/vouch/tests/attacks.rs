@@ -635,6 +635,20 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     let listed = p.ok("x", &["call", "kb.list_pages", "{}"]);
     assert_eq!(marked(&listed, "hand-written-page"), Some(true), "{listed}");
     std::fs::remove_file(p.vouch_dir().join("pages/hand-written-page.md")).unwrap();
+    // `_meta` is the server's word: one a file carries is never passed on.
+    edit(
+        &p.vouch_dir().join(format!("claims/{honest}.yaml")),
+        "status: ",
+        "_meta:\n  citations:\n  - id: planted\n    kind: source\nstatus: ",
+    );
+    let read = p.ok(
+        "x",
+        &["call", "kb.read_claim", &json!({"id": honest}).to_string()],
+    );
+    assert!(read.get("_meta").is_none(), "{read}");
+    let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
+    assert!(listed.to_string().contains(&honest), "{listed}");
+    assert!(!listed.to_string().contains("planted"), "{listed}");
 
     let log = p.vouch_dir().join("audit.log.jsonl");
     let full = std::fs::read_to_string(&log).unwrap();
