@@ -161,6 +161,36 @@ fn official_python_sdk_drives_vouch_serve() {
     let p = Project::new();
     let src = p.source("Deploys need the staging credentials loaded first.\n");
     let approved = p.claim("Deploys need the staging credentials loaded first.", &src);
+    // An approved entity, relation and page, so every read and list result
+    // the client checks against its schema holds a real object.
+    let approve = |v: Value| p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
+    let entity = approve(p.ok(
+        "agent",
+        &["propose-entity", "Deploy pipeline", "--type", "system"],
+    ));
+    let entity = entity["object_id"].as_str().unwrap();
+    approve(p.ok(
+        "agent",
+        &[
+            "propose-relation",
+            &approved,
+            "references",
+            entity,
+            "-e",
+            &src,
+        ],
+    ));
+    approve(p.ok(
+        "agent",
+        &[
+            "propose-page",
+            "Deploys",
+            "--body",
+            "# Deploys\n",
+            "--claim",
+            &approved,
+        ],
+    ));
 
     let run = run_client(&python, p.root(), "staging credentials");
     assert_eq!(
@@ -349,10 +379,25 @@ fn official_python_sdk_drives_vouch_serve() {
         .map(|m| m.tool_name())
         .collect();
     for tool in &read_list {
-        assert!(wire.contains_key(tool), "{tool} not checked: {ctx}");
+        // Each read and list was checked with a real object (a list of
+        // at least one, a read that found one), and reads of a missing id
+        // with null.
+        let kinds = wire[tool]
+            .as_array()
+            .unwrap_or_else(|| panic!("{tool} not checked: {ctx}"));
+        assert!(
+            kinds.contains(&json!("list")) || kinds.contains(&json!("dict")),
+            "{tool} checked only empty results: {ctx}"
+        );
     }
-    assert_eq!(wire["kb_audit"], json!("list"), "{ctx}");
-    assert_eq!(wire["kb_read_source"], json!("dict"), "{ctx}");
+    assert!(
+        wire["kb_read_claim"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("NoneType")),
+        "{ctx}"
+    );
+    assert_eq!(wire["kb_audit"], json!(["list"]), "{ctx}");
 
     // Second connection, the SDK's default high-level Client: it negotiates
     // the stateless 2026-07-28 era through `server/discover`.
