@@ -921,7 +921,7 @@ fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 .map_err(|e| Error::invalid(format!("{}: queries: {e}", file.display())))?;
             let k = match (k, set.get("k")) {
                 (Some(k), _) => Some(*k),
-                (None, None) => None,
+                (None, None | Some(Value::Null)) => None,
                 (None, Some(v)) => Some(v.as_i64().ok_or_else(|| {
                     Error::invalid(format!("{}: k: {v} is not a whole number", file.display()))
                 })?),

@@ -329,10 +329,8 @@ pub fn interactive(
     Ok(0)
 }
 
-/// `--batch`: approve the ids on stdin (one per line; blank lines and `#`
-/// comments ignored), all or nothing.
-/// `vouch review --batch`: the proposal ids on stdin, one per line (`#`
-/// starts a comment line); approved together, all or nothing.
+/// `vouch review --batch`: the proposal ids on stdin, one per line (blank
+/// lines and `#` comments ignored), to approve together, all or nothing.
 pub fn batch_ids(input: &mut impl BufRead) -> Result<Vec<String>, Error> {
     let mut ids = Vec::new();
     for line in input.lines() {
