@@ -1,0 +1,297 @@
+//! Running a command: the knowledge base opened as the command needs it,
+//! the commands that are not one method (`call`, `show`, `review`,
+//! `recall`, checkpoints, models), errors printed and mapped to exit codes.
+
+use super::calls::{Run, print_warnings, run_method};
+use super::*;
+use crate::context;
+use crate::errors::mapping;
+use crate::human::Shown;
+use crate::render;
+use serde_json::{Value, json};
+use vouch_core::methods;
+use vouch_core::params::*;
+use vouch_core::{Error, Kb, Transport};
+
+/// Run the CLI; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    match run_inner(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if cli.json {
+                let v = json!({"ok": false, "error": {"code": mapping(e.kind).wire_code, "message": e.message}});
+                render::emit(&format!("{}\n", render::terminal_safe(&v.to_string())));
+            } else {
+                eprintln!("error: {}", render::terminal_safe(&e.message));
+            }
+            mapping(e.kind).exit_code
+        }
+    }
+}
+
+fn run_inner(cli: &Cli) -> Result<i32, Error> {
+    methods::set_transports(crate::TRANSPORTS);
+    match &cli.command {
+        Command::Init { dir, name } => {
+            let dir = match dir {
+                Some(d) => d.clone(),
+                None => {
+                    std::env::current_dir().map_err(|e| Error::internal(format!("cwd: {e}")))?
+                }
+            };
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            let name = name.clone().unwrap_or_else(|| {
+                dir.canonicalize()
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "vouch".into())
+            });
+            let report = Kb::init(&dir, &name, None)?;
+            render::print(cli.json, &report);
+            return Ok(0);
+        }
+        Command::Methods { markdown } => {
+            if *markdown {
+                render::emit(&crate::catalog::markdown());
+            } else if cli.json {
+                render::emit_json(&crate::catalog::json());
+            } else {
+                let mut text = String::new();
+                for m in methods::REGISTRY {
+                    text.push_str(&format!(
+                        "{:<30} {:<8} {}\n",
+                        m.name,
+                        format!("{:?}", m.effect).to_lowercase(),
+                        m.summary
+                    ));
+                }
+                render::emit(&text);
+            }
+            return Ok(0);
+        }
+        Command::Serve(args) => return crate::serve::run(cli, args),
+        Command::Ui(args) => return crate::serve::run_ui(cli, args),
+        Command::Watch => return crate::serve::run_watch(cli),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "vouch", &mut out);
+            render::emit(&String::from_utf8_lossy(&out));
+            return Ok(0);
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .map_err(|e| Error::internal(format!("man page: {e}")))?;
+            render::emit(&String::from_utf8_lossy(&out));
+            return Ok(0);
+        }
+        Command::InstallMcp(args) => {
+            let kb = context::locate(cli.kb.as_deref())?;
+            let kb = kb.canonicalize().unwrap_or(kb);
+            // Only a name given on this command line: VOUCH_AGENT in the
+            // person's shell names the person, never the host's agent.
+            let given = std::env::args().any(|a| a == "--agent" || a.starts_with("--agent="));
+            let agent = cli.agent.as_deref().filter(|_| given);
+            let v = crate::install::install(args, &kb, agent)?;
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                let mut text = String::new();
+                if let Some(d) = v["diff"].as_str() {
+                    text.push_str(d);
+                }
+                text.push_str(&format!(
+                    "{}: {} (the agent acts as {})\n",
+                    v["outcome"].as_str().unwrap_or(""),
+                    v["file"].as_str().unwrap_or(""),
+                    v["agent"].as_str().unwrap_or("")
+                ));
+                if let Some(b) = v["backup"].as_str() {
+                    text.push_str(&format!("backup: {b}\n"));
+                }
+                render::emit(&text);
+            }
+            return Ok(0);
+        }
+        Command::Model(cmd) => return model_command(cli, cmd),
+        _ => {}
+    }
+    // The doctor must run on a KB whose config.yaml does not parse, to say so.
+    let mut kb = if matches!(cli.command, Command::Doctor { .. }) {
+        context::open_tolerant(cli.kb.as_deref())?
+    } else {
+        context::open(cli.kb.as_deref())?
+    };
+    // One command, then exit: a live watcher's word spares the scan.
+    kb.set_trust_watcher(true);
+    let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
+    let run = Run {
+        kb: &kb,
+        caller: &caller,
+        json: cli.json,
+    };
+    if let Some(code) = run_method(cli, &run)? {
+        return Ok(code);
+    }
+    match &cli.command {
+        Command::Call { method, params } => {
+            let text = match params.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                        .map_err(|e| Error::internal(format!("stdin: {e}")))?;
+                    s
+                }
+                Some(t) => t.to_string(),
+            };
+            let params: Value = serde_json::from_str(&text)
+                .map_err(|e| Error::invalid(format!("params are not valid JSON: {e}")))?;
+            let name = if method.starts_with("kb.") {
+                method.clone()
+            } else if let Some(m) = methods::find_tool(method) {
+                m.name.to_string()
+            } else {
+                format!("kb.{method}")
+            };
+            let res = methods::dispatch(&kb, &caller, &name, params);
+            print_warnings(&kb);
+            render::emit_json(&res?);
+            Ok(0)
+        }
+        Command::Audit(AuditArgs {
+            verify: Some(AuditCmd::Checkpoint { key_file }),
+            ..
+        }) => {
+            let path = crate::checkpoint::key_path(key_file.as_deref())?;
+            let key =
+                crate::checkpoint::load_key(&kb, &path, true)?.expect("load_key creates a key");
+            let cp = vouch_core::audit::checkpoint(&kb, &caller.actor, &key)?;
+            crate::checkpoint::write_kept(&kb, &path, &cp)?;
+            print_warnings(&kb);
+            if cli.json {
+                render::emit_json(
+                    &json!({"ok": true, "key_file": path.display().to_string(), "checkpoint": cp}),
+                );
+            } else {
+                render::emit(&format!(
+                    "checkpoint of {} events (head {}…) under key {} ({})\n",
+                    cp.events,
+                    &cp.head[..12.min(cp.head.len())],
+                    cp.key_id,
+                    path.display()
+                ));
+            }
+            Ok(0)
+        }
+        Command::Recall(args) => {
+            let v = crate::recall::recall(&kb, &caller, args);
+            print_warnings(&kb);
+            let v = v?;
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                render::emit(v["text"].as_str().unwrap_or(""));
+            }
+            Ok(0)
+        }
+        Command::Review { batch } => {
+            let mut stdin = std::io::stdin().lock();
+            if *batch {
+                let ids = crate::review::batch_ids(&mut stdin)?;
+                return run.exec::<methods::kb::Approve>(ApproveParams {
+                    proposal_id: OneOrMany::Many(ids),
+                    reason: None,
+                    approver: None,
+                });
+            }
+            let code = crate::review::interactive(&kb, &caller, &mut stdin, &mut std::io::stdout());
+            print_warnings(&kb);
+            code
+        }
+        Command::Show { id } => {
+            let shown = show(&run, id)?;
+            run.print(shown)
+        }
+        other => unreachable!("{other:?} is handled before the knowledge base opens"),
+    }
+}
+
+/// `vouch model ...`: works with or without a knowledge base (one found
+/// decides where models live, by `retrieval.model_dir`).
+fn model_command(cli: &Cli, cmd: &ModelCmd) -> Result<i32, Error> {
+    // A KB that is there but does not open is an error, not "no KB": its
+    // config decides where models live.
+    let kb = match context::locate(cli.kb.as_deref()) {
+        Ok(root) => Some(Kb::open(&root, context::clock())?),
+        Err(_) if cli.kb.is_none() => None,
+        Err(e) => return Err(e),
+    };
+    let kb = kb.as_ref();
+    let v = match cmd {
+        ModelCmd::Import { path, name } => crate::model::import(kb, path, name.as_deref())?,
+        ModelCmd::List => crate::model::list(kb)?,
+        ModelCmd::Verify { name } => crate::model::verify(kb, name.as_deref())?,
+        ModelCmd::Remove { name } => crate::model::remove(kb, name)?,
+    };
+    render::print(cli.json, &v);
+    if v.get("ok") == Some(&Value::Bool(false)) {
+        return Ok(mapping(vouch_core::ErrorKind::Corrupt).exit_code);
+    }
+    Ok(0)
+}
+
+/// Find an object by id in every kind, through the read methods.
+fn show(run: &Run, id: &str) -> Result<Shown, Error> {
+    use methods::kb;
+    fn value<T: serde::Serialize>(v: T) -> Value {
+        serde_json::to_value(v).unwrap_or_default()
+    }
+    let p = || IdParams { id: id.to_string() };
+    let found = if vouch_core::ids::is_source_id(id) {
+        run.call::<kb::ReadSource>(p())?
+            .map(|o| ("source", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadClaim>(p())? {
+        Some(("claim", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadPage>(p())? {
+        Some(("page", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadEntity>(p())? {
+        Some(("entity", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadRelation>(p())? {
+        Some(("relation", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadEvidence>(p())? {
+        Some(("evidence", value(o), Vec::new()))
+    } else if let Some(o) = run.call::<kb::ReadProposal>(p())? {
+        let citations = o.meta.citations.clone().unwrap_or_default();
+        Some(("proposal", value(o), citations))
+    } else {
+        run.call::<kb::ReadSession>(p())?
+            .map(|o| ("session", value(o), Vec::new()))
+    };
+    let Some((kind, object, citations)) = found else {
+        return Err(Error::not_found(format!(
+            "nothing with id {id:?} (claims, pages, entities, relations, evidence, sources, proposals, sessions)"
+        )));
+    };
+    // What the object is connected to.
+    let relations = if matches!(kind, "claim" | "page" | "entity" | "source" | "evidence") {
+        let mut filter = serde_json::Map::new();
+        filter.insert("end".into(), Value::String(id.to_string()));
+        run.call::<kb::ListRelations>(ListParams {
+            limit: Some(1000),
+            offset: None,
+            filter: Some(filter),
+        })?
+    } else {
+        Vec::new()
+    };
+    Ok(Shown {
+        kind,
+        object,
+        citations,
+        relations,
+    })
+}
