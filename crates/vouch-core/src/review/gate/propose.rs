@@ -1,0 +1,600 @@
+//! Proposing: drafts normalized and validated, proposal files written,
+//! object ids reserved; lifecycle proposals and imported proposals.
+
+use super::*;
+
+pub(super) struct ProposeInput {
+    pub(super) draft: Draft,
+    /// Citations as given (spans not yet minted), for claims and relations.
+    pub(super) citations: Vec<Citation>,
+    pub(super) session_id: Option<String>,
+    pub(super) rationale: Option<String>,
+    pub(super) dry_run: bool,
+}
+
+pub(super) fn ids_only(cites: &[Citation]) -> Vec<String> {
+    cites
+        .iter()
+        .map(|c| match c {
+            Citation::Id(id) => id.clone(),
+            Citation::Span { source_id, .. } => source_id.clone(),
+        })
+        .collect()
+}
+
+pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<ProposeResult> {
+    let text = p.text.trim().to_string();
+    let mut result = propose_claim_draft(kb, caller, p)?;
+    if result.valid {
+        result.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, &text);
+    }
+    Ok(result)
+}
+
+pub(super) fn propose_claim_draft(
+    kb: &Kb,
+    caller: &Caller,
+    p: ProposeClaimParams,
+) -> Result<ProposeResult> {
+    let draft = Draft::Claim(ClaimDraft {
+        text: p.text.trim().to_string(),
+        claim_type: p.claim_type.unwrap_or(ClaimType::Observation),
+        confidence: p.confidence.unwrap_or(0.7),
+        evidence: ids_only(&p.evidence),
+        entities: p.entities,
+        scope: p.scope.map(|s| Value::String(s.as_str().into())),
+        tags: p.tags,
+        metadata: p.metadata,
+        supersedes: p.supersedes,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: p.evidence,
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<ProposeResult> {
+    let draft = Draft::Page(PageDraft {
+        title: p.title.trim().to_string(),
+        body: p.body.unwrap_or_default(),
+        page_type: p.page_type.unwrap_or(PageType::Concept),
+        claims: p.claims,
+        entities: p.entities,
+        sources: p.sources,
+        tags: p.tags,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: Vec::new(),
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Result<ProposeResult> {
+    let draft = Draft::Entity(EntityDraft {
+        name: p.name.trim().to_string(),
+        entity_type: p.entity_type,
+        aliases: p.aliases,
+        description: p.description,
+        tags: p.tags,
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: Vec::new(),
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub fn propose_relation(
+    kb: &Kb,
+    caller: &Caller,
+    p: ProposeRelationParams,
+) -> Result<ProposeResult> {
+    let draft = Draft::Relation(RelationDraft {
+        source: p.source,
+        relation: p.relation,
+        target: p.target,
+        confidence: p.confidence.unwrap_or(0.7),
+        evidence: ids_only(&p.evidence),
+    });
+    propose(
+        kb,
+        caller,
+        ProposeInput {
+            draft,
+            citations: p.evidence,
+            session_id: p.session_id,
+            rationale: p.rationale,
+            dry_run: p.dry_run,
+        },
+    )
+}
+
+pub(super) fn check_actor(actor: &str) -> Result<()> {
+    if actor.trim().is_empty() {
+        return Err(Error::invalid(
+            "no actor: set VOUCH_AGENT, pass --agent, or set `agent` in config.yaml",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeResult> {
+    check_actor(&caller.actor)?;
+    let kind = input.draft.kind();
+    let key = object_key(kind).to_string();
+    let mut errors = validate(kb, &input.draft, Some(&input.citations), None);
+    {
+        let mut p = Problems(Vec::new());
+        check_session(kb, &mut p, &input.session_id);
+        if let Some(r) = &input.rationale {
+            check_controls(&mut p, "rationale", r);
+        }
+        errors.extend(p.0);
+    }
+    let result =
+        |proposal_id: String, object_id: String, errors: Vec<String>, dry_run| ProposeResult {
+            proposal_id,
+            object: BTreeMap::from([(key.clone(), object_id)]),
+            valid: errors.is_empty(),
+            errors,
+            dry_run,
+            meta: ReadMeta::default(),
+        };
+    if !errors.is_empty() {
+        return Ok(result(String::new(), String::new(), errors, input.dry_run));
+    }
+    let _lock = kb.lock()?;
+    let object_id = unique_object_id(kb, kind, &input.draft.slug_seed())?;
+    if input.dry_run {
+        return Ok(result(String::new(), object_id, Vec::new(), true));
+    }
+    // Mint evidence for quoted spans (ungated: evidence is harmless and
+    // content-addressed), then refer to it by id.
+    if input
+        .citations
+        .iter()
+        .any(|c| matches!(c, Citation::Span { .. }))
+    {
+        let mut ids = Vec::new();
+        for c in &input.citations {
+            ids.push(match c {
+                Citation::Id(id) => id.clone(),
+                Citation::Span { source_id, quote } => {
+                    crate::sources::mint_evidence_locked(kb, caller, source_id, quote)?.evidence_id
+                }
+            });
+        }
+        match &mut input.draft {
+            Draft::Claim(d) => d.evidence = ids,
+            Draft::Relation(d) => d.evidence = ids,
+            _ => {}
+        }
+    }
+    let now = kb.now();
+    let proposal_id = new_proposal_id(kb, &now)?;
+    let proposal = Proposal {
+        id: proposal_id.clone(),
+        kind,
+        status: ProposalStatus::Pending,
+        object_id: object_id.clone(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: input.session_id.clone(),
+        rationale: input.rationale.clone(),
+        payload: input.draft.stored_payload(&object_id)?,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        decision_hash: None,
+        extra: Default::default(),
+    };
+    let mut ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![proposal_id.clone(), object_id.clone()],
+        json!({"kind": kind.as_str(), FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
+    if !atomic::create_new(
+        kb.layout().root(),
+        &path,
+        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
+    )? {
+        return Err(Error::internal(format!(
+            "proposal id {proposal_id} collided; retry"
+        )));
+    }
+    if let Some(sid) = &input.session_id
+        && let Some(mut s) = kb.load::<Session>(sid)?
+    {
+        s.proposals.push(proposal_id.clone());
+        kb.store(&s)?;
+    }
+    Ok(result(proposal_id, object_id, Vec::new(), false))
+}
+
+/// `YYYYMMDD-HHMMSS-<8 hex>`, unique across `proposed/` and `decided/`.
+pub(super) fn new_proposal_id(kb: &Kb, now: &Timestamp) -> Result<String> {
+    new_proposal_id_except(kb, now, &HashSet::new())
+}
+
+/// As [`new_proposal_id`], also avoiding ids minted earlier in one batch.
+pub(super) fn new_proposal_id_except(
+    kb: &Kb,
+    now: &Timestamp,
+    taken: &HashSet<String>,
+) -> Result<String> {
+    for _ in 0..64 {
+        let id = format!(
+            "{}-{}",
+            now.0.format("%Y%m%d-%H%M%S"),
+            crate::clock::random_hex(kb.clock(), 8)
+        );
+        if !taken.contains(&id) && !kb.exists(Dir::Proposed, &id) && !kb.exists(Dir::Decided, &id) {
+            return Ok(id);
+        }
+    }
+    Err(Error::internal("could not mint a unique proposal id"))
+}
+
+/// The change a lifecycle proposal carries.
+pub(super) fn lifecycle_change(p: &Proposal) -> Result<crate::review::lifecycle::Change> {
+    serde_json::from_value(p.payload.clone()).map_err(|e| {
+        Error::new(
+            ErrorKind::Corrupt,
+            format!("proposal {} has an unreadable lifecycle change: {e}", p.id),
+        )
+    })
+}
+
+/// Under `review.gate_lifecycle`, an agent's lifecycle call becomes a
+/// pending proposal (kind `lifecycle`) that a person approves like any
+/// other; approving it applies the change. Returns the proposal id.
+pub(crate) fn propose_lifecycle(
+    kb: &Kb,
+    caller: &Caller,
+    change: &crate::review::lifecycle::Change,
+) -> Result<String> {
+    check_actor(&caller.actor)?;
+    let subject = change.subject().to_string();
+    check_id("id", &subject)?;
+    let known = kb.exists(Dir::Claims, &subject)
+        || kb.exists(Dir::Pages, &subject)
+        || matches!(change, crate::review::lifecycle::Change::Revert(_));
+    if !known {
+        return Err(Error::not_found(format!(
+            "no claim or page {subject:?} to change"
+        )));
+    }
+    let payload = serde_json::to_value(change)
+        .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
+    // A reason is shown to the reviewer like proposed text.
+    pub(super) fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut texts = Vec::new();
+    strings(&payload, &mut texts);
+    let mut problems = Problems(Vec::new());
+    check_all_controls(&mut problems, "params", &texts);
+    if !problems.0.is_empty() {
+        return Err(Error::invalid(problems.0.join("; ")));
+    }
+    let _lock = kb.lock()?;
+    let now = kb.now();
+    let id = new_proposal_id(kb, &now)?;
+    let proposal = Proposal {
+        id: id.clone(),
+        kind: ProposalKind::Lifecycle,
+        status: ProposalStatus::Pending,
+        object_id: subject.clone(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: None,
+        rationale: None,
+        payload,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        decision_hash: None,
+        extra: Default::default(),
+    };
+    let mut ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![id.clone(), subject],
+        json!({"kind": ProposalKind::Lifecycle.as_str(),
+               FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    let path = kb.layout().file(Dir::Proposed, &id)?;
+    if !atomic::create_new(
+        kb.layout().root(),
+        &path,
+        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
+    )? {
+        return Err(Error::internal(format!("proposal id {id} collided; retry")));
+    }
+    Ok(id)
+}
+
+/// The lifecycle event that carried out (and so decided) a lifecycle
+/// proposal, if one did.
+pub(super) fn lifecycle_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
+    Ok(kb.audit_log().read_all()?.into_iter().rev().find(|e| {
+        e.get("data")
+            .and_then(|d| d.get("proposal_id"))
+            .and_then(Value::as_str)
+            == Some(proposal_id)
+    }))
+}
+
+/// Approve a lifecycle proposal: apply the change as the approver (its
+/// lifecycle event names the proposal and is the decision), then move the
+/// proposal to `decided/`. A crash in between is finished by approving
+/// again: the event is found by its `proposal_id` and not applied twice.
+pub(super) fn approve_lifecycle(
+    kb: &Kb,
+    caller: &Caller,
+    approver: &str,
+    proposal: Proposal,
+    reason: Option<String>,
+) -> Result<ApproveResult> {
+    let applied = lifecycle_decision(kb, &proposal.id)?;
+    let (actor, at, hash, recovered) = match applied {
+        Some(ev) => (
+            ev.get("actor")
+                .and_then(Value::as_str)
+                .unwrap_or(approver)
+                .to_string(),
+            ev.get("created_at")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse)
+                .unwrap_or_else(|| kb.now()),
+            ev.get("hash").and_then(Value::as_str).map(str::to_string),
+            true,
+        ),
+        None => {
+            let as_approver = Caller {
+                actor: approver.to_string(),
+                ..caller.clone()
+            };
+            lifecycle_change(&proposal)?
+                .apply_locked(kb, &as_approver, Some(&proposal.id))
+                .map_err(|e| {
+                    Error::new(
+                        e.kind,
+                        format!(
+                            "lifecycle proposal {} no longer applies: {}",
+                            proposal.id, e.message
+                        ),
+                    )
+                })?;
+            let last = kb.audit_log().hash_before(kb.audit_log().len()?)?;
+            (approver.to_string(), kb.now(), last, false)
+        }
+    };
+    if recovered && actor == proposal.proposed_by && !kb.settings().self_approval_allowed() {
+        return Err(Error::denied(format!(
+            "{actor} proposed {} and cannot also approve it",
+            proposal.id
+        )));
+    }
+    let mut decided = proposal.clone();
+    decided.status = ProposalStatus::Approved;
+    decided.decided_by = Some(actor);
+    decided.decided_at = Some(at);
+    decided.reason = reason;
+    decided.decision_hash = hash;
+    let mut batch = atomic::Batch::new(kb.layout().root());
+    batch.write(
+        kb.layout().file(Dir::Decided, &decided.id)?,
+        crate::store::yaml::to_yaml(&decided)?.into_bytes(),
+    );
+    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
+    batch.commit()?;
+    Ok(ApproveResult {
+        ok: true,
+        object_id: proposal.object_id.clone(),
+        object_kind: ProposalKind::Lifecycle.as_str().to_string(),
+        proposal_id: proposal.id,
+        recovered,
+    })
+}
+
+/// A pending proposal for an object that arrived in a bundle over an agent
+/// transport: the gate stays on, so it becomes reviewed knowledge only when
+/// someone approves it. Caller holds the lock and writes the proposal (with
+/// its `proposal.create` event) in its own batch.
+pub(crate) fn imported_proposal(
+    kb: &Kb,
+    caller: &Caller,
+    draft: Draft,
+    object_id: &str,
+    rationale: String,
+    taken: &mut HashSet<String>,
+) -> Result<(Proposal, AuditEvent)> {
+    check_actor(&caller.actor)?;
+    let now = kb.now();
+    let id = new_proposal_id_except(kb, &now, taken)?;
+    taken.insert(id.clone());
+    let kind = draft.kind();
+    let proposal = Proposal {
+        id: id.clone(),
+        kind,
+        status: ProposalStatus::Pending,
+        object_id: object_id.to_string(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: None,
+        rationale: Some(rationale),
+        payload: draft.stored_payload(object_id)?,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        decision_hash: None,
+        extra: Default::default(),
+    };
+    let ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![id, object_id.to_string()],
+        json!({
+            "kind": kind.as_str(),
+            "via": "bundle.import",
+            FINGERPRINT_KEY: proposal_fingerprint(&proposal)?,
+        }),
+    );
+    Ok((proposal, ev))
+}
+
+impl Draft {
+    /// The draft a durable object would have been approved from.
+    pub(crate) fn of_claim(c: &Claim) -> Draft {
+        Draft::Claim(ClaimDraft {
+            text: c.text.clone(),
+            claim_type: c.claim_type,
+            confidence: c.confidence,
+            evidence: c.evidence.clone(),
+            entities: c.entities.clone(),
+            scope: c.scope.clone(),
+            tags: c.tags.clone(),
+            metadata: c.extra.get("metadata").and_then(Value::as_object).cloned(),
+            // A bundle's supersessions are checked and applied by the
+            // bundle import itself.
+            supersedes: Vec::new(),
+        })
+    }
+    pub(crate) fn of_page(p: &Page) -> Draft {
+        Draft::Page(PageDraft {
+            title: p.title.clone(),
+            body: p.body.clone(),
+            page_type: p.page_type,
+            claims: p.claims.clone(),
+            entities: p.entities.clone(),
+            sources: p.sources.clone(),
+            tags: p.tags.clone(),
+        })
+    }
+    pub(crate) fn of_entity(e: &Entity) -> Draft {
+        Draft::Entity(EntityDraft {
+            name: e.name.clone(),
+            entity_type: e.entity_type,
+            aliases: e.aliases.clone(),
+            description: e.description.clone(),
+            tags: e.tags.clone(),
+        })
+    }
+    pub(crate) fn of_relation(r: &Relation) -> Draft {
+        Draft::Relation(RelationDraft {
+            source: r.source.clone(),
+            relation: r.relation,
+            target: r.target.clone(),
+            confidence: r.confidence,
+            evidence: r.evidence.clone(),
+        })
+    }
+}
+
+/// A slug not taken by a durable artifact or a pending proposal of the same
+/// kind: `slug`, `slug-2`, `slug-3`, ... Caller holds the lock.
+pub(super) fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
+    let base = slugify(seed);
+    let dir = object_dir(kind);
+    // Which object ids the queue holds. Each file is read once per process
+    // and remembered by its signature: a bulk import of 10,000 facts read
+    // the whole queue for every proposal (O(n²)). A file is read by its
+    // `kind:` and `object_id:` lines; only one without them (vouch 1.x
+    // derives the id from the payload) is parsed whole.
+    let mut pending: HashSet<String> = HashSet::new();
+    let ids = kb.ids(Dir::Proposed)?;
+    let mut cache = kb
+        .proposal_objects
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let mut seen = crate::kb::ProposalObjects::new();
+    for id in ids {
+        let path = kb.layout().file(Dir::Proposed, &id)?;
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let sig = (crate::retrieval::fts5::mtime_ns(&meta), meta.len() as i64);
+        let entry = match cache.remove(&id) {
+            Some((s, v)) if s == sig => v,
+            _ => read_object(kb, &path),
+        };
+        if let Some((k, oid)) = &entry
+            && *k == kind
+            && (*oid == base
+                || oid
+                    .strip_prefix(base.as_str())
+                    .is_some_and(|r| r.starts_with('-')))
+        {
+            pending.insert(oid.clone());
+        }
+        seen.insert(id, (sig, entry));
+    }
+    *cache = seen;
+    drop(cache);
+    let mut n = 1;
+    loop {
+        let candidate = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        if !kb.exists(dir, &candidate) && !pending.contains(&candidate) {
+            return Ok(candidate);
+        }
+        n += 1;
+    }
+}
+
+/// A pending proposal's (kind, object id): from its top-level lines, or by
+/// parsing it when they are not there.
+pub(super) fn read_object(kb: &Kb, path: &std::path::Path) -> Option<(ProposalKind, String)> {
+    let text = kb.read_text(path).ok().flatten()?;
+    let line = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+    };
+    if let (Some(k), Some(oid)) = (line("kind: "), line("object_id: "))
+        && let Some(k) = ProposalKind::parse(&k)
+        && !oid.is_empty()
+    {
+        return Some((k, oid));
+    }
+    match crate::store::yaml::from_yaml::<Proposal>(path, &text) {
+        Ok(p) => Some((p.kind, p.object_id)),
+        Err(e) => {
+            kb.warn(format!("skipped unreadable file: {e}"));
+            None
+        }
+    }
+}
