@@ -1,0 +1,416 @@
+//! Drivers and measuring: servers (JSONL, HTTP, MCP, the watcher) and
+//! one-shot CLI runs timed, summaries, peak RSS.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vouch_core::Kb;
+use vouch_core::clock::SystemClock;
+
+use crate::*;
+
+/// Latency summary of a sample, in milliseconds.
+pub struct Summary {
+    pub p50: f64,
+    pub p99: f64,
+    pub n: usize,
+}
+
+impl Summary {
+    /// `p50 / p99` for a table cell.
+    pub fn pair(&self) -> String {
+        format!("{} / {}", fmt_ms(self.p50), fmt_ms(self.p99))
+    }
+}
+
+pub fn summarize(mut v: Vec<Duration>) -> Summary {
+    v.sort();
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+    Summary {
+        p50: at(0.5),
+        p99: at(0.99),
+        n: v.len(),
+    }
+}
+
+/// Peak resident set of a live process, from /proc (Linux), in MiB.
+pub fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The `vouch` binary next to this one (`cargo build --release` builds both).
+pub fn vouch_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let bin = exe.with_file_name("vouch");
+    assert!(
+        bin.exists(),
+        "{} not found; build it with `cargo build --release --bin vouch`",
+        bin.display()
+    );
+    bin
+}
+
+pub fn open(g: &Generated) -> Kb {
+    Kb::open(&g.vouch(), Arc::new(SystemClock::default())).expect("open kb")
+}
+
+/// Time `f` over `calls` calls (after a short warm-up).
+pub fn time_calls(calls: usize, mut f: impl FnMut(usize)) -> Summary {
+    for i in 0..calls.min(20) {
+        f(i);
+    }
+    let mut v = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let t = Instant::now();
+        f(i);
+        v.push(t.elapsed());
+    }
+    summarize(v)
+}
+
+/// A `vouch serve --transport jsonl` child answering one request at a time.
+pub struct JsonlServer {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl JsonlServer {
+    pub fn start(project: &Path) -> JsonlServer {
+        Self::start_with(project, &[])
+    }
+    /// With extra environment (e.g. XDG_CACHE_HOME, where models live).
+    pub fn start_with(project: &Path, env: &[(&str, &Path)]) -> JsonlServer {
+        let mut child = Command::new(vouch_bin())
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
+            .args(["serve", "--transport", "jsonl", "--agent", "bench-agent"])
+            .current_dir(project)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn jsonl server");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        JsonlServer {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+    pub fn call(&mut self, id: usize, method: &str, params: Value) -> Value {
+        let line = json!({"id": id, "method": method, "params": params}).to_string();
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.stdout.read_line(&mut answer).unwrap();
+        let v: Value = serde_json::from_str(&answer).expect("jsonl answer");
+        assert_eq!(v["ok"], true, "{v}");
+        v
+    }
+    pub fn peak_rss_mib(&self) -> Option<f64> {
+        peak_rss_mib(self.child.id())
+    }
+}
+
+impl Drop for JsonlServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One-shot `vouch --json search <q>` calls: wall time of each process.
+pub fn cli_search(project: &Path, queries: &[String], runs: usize) -> Summary {
+    cli_search_after(project, queries, runs, &mut |_| {})
+}
+
+/// [`cli_search`], calling `before(i)` (untimed) ahead of the i-th search.
+pub fn cli_search_after(
+    project: &Path,
+    queries: &[String],
+    runs: usize,
+    before: &mut dyn FnMut(usize),
+) -> Summary {
+    let bin = vouch_bin();
+    let mut v = Vec::with_capacity(runs);
+    for i in 0..runs + 2 {
+        before(i);
+        let t = Instant::now();
+        let out = Command::new(&bin)
+            .args(["--json", "search", &queries[i % queries.len()]])
+            .current_dir(project)
+            .output()
+            .expect("vouch search");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if i >= 2 {
+            v.push(t.elapsed());
+        }
+    }
+    summarize(v)
+}
+
+/// A `vouch watch` child, ready (its first sync done) once started.
+pub struct WatchProcess {
+    child: Child,
+    /// From spawn to the "watching" line: open, watch every folder, sync.
+    pub ready_after: Duration,
+}
+
+impl WatchProcess {
+    pub fn start(project: &Path) -> WatchProcess {
+        let t = Instant::now();
+        let mut child = Command::new(vouch_bin())
+            .args(["watch"])
+            .current_dir(project)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn vouch watch");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("vouch watch stderr");
+            assert!(n > 0, "vouch watch stopped before it watched");
+            if line.starts_with("vouch: watching ") {
+                break;
+            }
+        }
+        let ready_after = t.elapsed();
+        // Keep draining its stderr so it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while stderr.read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+        });
+        WatchProcess { child, ready_after }
+    }
+}
+
+impl Drop for WatchProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rewrite one claim file in place (no rename, as nano or VS Code save),
+/// changing one character of its text: the edit a one-shot command must
+/// see.
+pub fn edit_in_place(path: &Path, round: usize) {
+    let text = std::fs::read_to_string(path).expect("claim file");
+    let mark = if round.is_multiple_of(2) {
+        " edited"
+    } else {
+        " Edited"
+    };
+    let edited = match text.find(" edited").or_else(|| text.find(" Edited")) {
+        Some(at) => format!("{}{mark}{}", &text[..at], &text[at + mark.len()..]),
+        None => text.replacen("\ntext: ", &format!("\ntext:{mark} "), 1),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .expect("claim file");
+    f.write_all(edited.as_bytes()).expect("write claim");
+}
+
+/// Peak RSS of one `vouch` command, via GNU time when it is installed.
+pub fn cli_peak_rss_mib(project: &Path, args: &[&str]) -> Option<f64> {
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg(vouch_bin())
+        .args(args)
+        .current_dir(project)
+        .stdout(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let kb: f64 = text.lines().last()?.trim().parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// `vouch serve --transport http` on an ephemeral loopback port.
+pub struct HttpServer {
+    child: Child,
+    pub addr: String,
+}
+
+impl HttpServer {
+    pub fn start(project: &Path) -> HttpServer {
+        let mut child = Command::new(vouch_bin())
+            .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+            .current_dir(project)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn http server");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut addr = String::new();
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+            if let Some(a) = line.trim().strip_prefix("vouch: listening on http://") {
+                addr = a.to_string();
+                break;
+            }
+            line.clear();
+        }
+        assert!(!addr.is_empty(), "http server did not start");
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpServer { child, addr }
+    }
+    pub fn peak_rss_mib(&self) -> Option<f64> {
+        peak_rss_mib(self.child.id())
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection posting JSONL envelopes to /rpc.
+pub(crate) struct HttpConn {
+    stream: BufReader<std::net::TcpStream>,
+    host: String,
+}
+
+impl HttpConn {
+    pub(crate) fn connect(addr: &str) -> HttpConn {
+        let stream = std::net::TcpStream::connect(addr).expect("connect");
+        stream.set_nodelay(true).ok();
+        HttpConn {
+            stream: BufReader::new(stream),
+            host: addr.to_string(),
+        }
+    }
+    pub(crate) fn post(&mut self, body: &str) -> Vec<u8> {
+        let req = format!(
+            "POST /rpc HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.host,
+            body.len()
+        );
+        self.stream.get_mut().write_all(req.as_bytes()).unwrap();
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                length = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0u8; length];
+        self.stream.read_exact(&mut body).unwrap();
+        body
+    }
+}
+
+/// Requests/second for `kb.search` with `connections` concurrent keep-alive
+/// clients over `duration`, and the per-request latency.
+pub fn http_load(
+    addr: &str,
+    queries: &[String],
+    connections: usize,
+    duration: Duration,
+) -> (f64, Summary) {
+    let start = Instant::now();
+    let handles: Vec<_> = (0..connections)
+        .map(|c| {
+            let addr = addr.to_string();
+            let queries = queries.to_vec();
+            std::thread::spawn(move || {
+                let mut conn = HttpConn::connect(&addr);
+                let mut lat = Vec::new();
+                let mut i = c;
+                while start.elapsed() < duration {
+                    let body = json!({"id": i, "method": "kb.search",
+                        "params": {"query": queries[i % queries.len()]}})
+                    .to_string();
+                    let t = Instant::now();
+                    let answer = conn.post(&body);
+                    lat.push(t.elapsed());
+                    assert!(answer.starts_with(b"{"), "bad answer");
+                    i += connections;
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.join().expect("load thread"));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    (all.len() as f64 / secs, summarize(all))
+}
+
+/// `vouch serve` (MCP on stdio): time to initialize, and `tools/list` latency.
+pub fn mcp_tools_list(project: &Path, calls: usize) -> (Duration, Summary, usize) {
+    let t0 = Instant::now();
+    let mut child = Command::new(vouch_bin())
+        .args(["serve"])
+        .current_dir(project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mcp server");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| {
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut recv = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).expect("mcp frame")
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "vouch-bench", "version": "0"}}}),
+    );
+    recv();
+    let init = t0.elapsed();
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut tools = 0;
+    let mut v = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let t = Instant::now();
+        send(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/list"}));
+        let answer = recv();
+        v.push(t.elapsed());
+        tools = answer["result"]["tools"].as_array().map_or(0, Vec::len);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (init, summarize(v), tools)
+}
