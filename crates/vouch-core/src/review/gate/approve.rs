@@ -432,16 +432,18 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             kb.stage(&mut batch, &c)?;
             written.push(crate::retrieval::Written::Claim(c));
         }
-        let mut decided = pl.proposal.clone();
+        let mut decided = decided(
+            &pl.proposal,
+            ProposalStatus::Approved,
+            pl.actor.clone(),
+            pl.at,
+            p.reason.clone(),
+            pl.event_hash.clone(),
+        );
         // vouch 1.x finds the artifact of a decision at `payload.id`.
         if let Value::Object(payload) = &mut decided.payload {
             payload.insert("id".into(), json!(pl.proposal.object_id));
         }
-        decided.status = ProposalStatus::Approved;
-        decided.decided_by = Some(pl.actor.clone());
-        decided.decided_at = Some(pl.at);
-        decided.reason = p.reason.clone();
-        decided.decision_hash = pl.event_hash.clone();
         batch.write(
             kb.layout().file(Dir::Decided, &decided.id)?,
             crate::store::yaml::to_yaml(&decided)?.into_bytes(),
@@ -627,19 +629,15 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
             (caller.actor.clone(), ev.created_at, Some(ev.hash))
         }
     };
-    let mut decided = proposal.clone();
-    decided.status = ProposalStatus::Rejected;
-    decided.decided_by = Some(actor);
-    decided.decided_at = Some(at);
-    decided.reason = Some(p.reason);
-    decided.decision_hash = event_hash;
-    let mut batch = atomic::Batch::new(kb.layout().root());
-    batch.write(
-        kb.layout().file(Dir::Decided, &decided.id)?,
-        crate::store::yaml::to_yaml(&decided)?.into_bytes(),
+    let decided = decided(
+        &proposal,
+        ProposalStatus::Rejected,
+        actor,
+        at,
+        Some(p.reason),
+        event_hash,
     );
-    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
-    batch.commit()?;
+    file_decision(kb, &decided)?;
     Ok(OkResult { ok: true })
 }
 

@@ -188,6 +188,37 @@ pub(super) fn object_key(kind: ProposalKind) -> &'static str {
     }
 }
 
+/// The proposal as decided: its status, who decided, when, why, and the
+/// hash of the audit event that decided it.
+pub(super) fn decided(
+    proposal: &Proposal,
+    status: ProposalStatus,
+    actor: String,
+    at: Timestamp,
+    reason: Option<String>,
+    event_hash: Option<String>,
+) -> Proposal {
+    let mut decided = proposal.clone();
+    decided.status = status;
+    decided.decided_by = Some(actor);
+    decided.decided_at = Some(at);
+    decided.reason = reason;
+    decided.decision_hash = event_hash;
+    decided
+}
+
+/// Write a decided proposal to `decided/` and drop it from `proposed/`,
+/// as one batch.
+pub(super) fn file_decision(kb: &Kb, decided: &Proposal) -> Result<()> {
+    let mut batch = atomic::Batch::new(kb.layout().root());
+    batch.write(
+        kb.layout().file(Dir::Decided, &decided.id)?,
+        crate::store::yaml::to_yaml(decided)?.into_bytes(),
+    );
+    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
+    batch.commit()
+}
+
 #[cfg(test)]
 mod object_ids {
     use crate::methods::dispatch;

@@ -405,19 +405,8 @@ pub(super) fn approve_lifecycle(
             proposal.id
         )));
     }
-    let mut decided = proposal.clone();
-    decided.status = ProposalStatus::Approved;
-    decided.decided_by = Some(actor);
-    decided.decided_at = Some(at);
-    decided.reason = reason;
-    decided.decision_hash = hash;
-    let mut batch = atomic::Batch::new(kb.layout().root());
-    batch.write(
-        kb.layout().file(Dir::Decided, &decided.id)?,
-        crate::store::yaml::to_yaml(&decided)?.into_bytes(),
-    );
-    batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
-    batch.commit()?;
+    let decided = decided(&proposal, ProposalStatus::Approved, actor, at, reason, hash);
+    file_decision(kb, &decided)?;
     Ok(ApproveResult {
         ok: true,
         object_id: proposal.object_id.clone(),
