@@ -11,20 +11,8 @@ use vouch_core::model::*;
 use vouch_core::store::Dir;
 use vouch_core::{Caller, Kb, Transport};
 
-/// A seeded generator so every run builds the same KB.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (vouch_core::clock::splitmix_next(&mut self.0) % n as u64) as usize
-    }
-    pub fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
-}
+/// The seeded generator every run builds the same KB with.
+pub type Rng = vouch_core::clock::SeededRng;
 
 pub(crate) const SYSTEMS: &[&str] = &[
     "billing",
@@ -153,7 +141,7 @@ pub(crate) fn fill(template: &str, rng: &mut Rng) -> String {
         ("{c}", COMPONENTS),
     ] {
         while out.contains(key) {
-            let v = rng.pick(list);
+            let v = *rng.pick(list);
             out = out.replacen(key, v, 1);
         }
     }
@@ -195,9 +183,9 @@ pub fn generate_texts(n: usize, seed: u64) -> Vec<String> {
     let n_codenames = (n / 20).max(50);
     (0..n)
         .map(|_| {
-            let s = rng.pick(SYSTEMS);
-            let c = rng.pick(COMPONENTS);
-            let fact = fill(rng.pick(FACTS), &mut rng);
+            let s = *rng.pick(SYSTEMS);
+            let c = *rng.pick(COMPONENTS);
+            let fact = fill(rng.pick::<&str>(FACTS), &mut rng);
             let code = codename(rng.below(n_codenames));
             format!("The {s} {c} of {code} {fact}")
         })
@@ -252,9 +240,9 @@ pub fn generate(n: usize, seed: u64) -> Generated {
     let n_codenames = (n / 20).max(50);
     let mut codenames: Vec<String> = Vec::with_capacity(n);
     for _ in 0..n {
-        let s = rng.pick(SYSTEMS);
-        let c = rng.pick(COMPONENTS);
-        let fact = fill(rng.pick(FACTS), &mut rng);
+        let s = *rng.pick(SYSTEMS);
+        let c = *rng.pick(COMPONENTS);
+        let fact = fill(rng.pick::<&str>(FACTS), &mut rng);
         let code = codename(rng.below(n_codenames));
         texts.push(format!("The {s} {c} of {code} {fact}"));
         codenames.push(code);
@@ -440,14 +428,14 @@ pub fn generate(n: usize, seed: u64) -> Generated {
             match rng.below(4) {
                 0 => codenames[i].clone(),
                 1 | 2 => format!("{} {word}", codenames[i]),
-                _ => format!("{} {}", rng.pick(SYSTEMS), rng.pick(COMPONENTS)),
+                _ => format!("{} {}", *rng.pick(SYSTEMS), *rng.pick(COMPONENTS)),
             }
         })
         .collect();
     let tasks = (0..100)
         .map(|_| {
             let i = rng.below(n);
-            format!("{} for {}", fill(rng.pick(TASKS), &mut rng), codenames[i])
+            format!("{} for {}", fill(rng.pick::<&str>(TASKS), &mut rng), codenames[i])
         })
         .collect();
     let counts = json!({

@@ -97,6 +97,33 @@ pub fn splitmix_next(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A small seeded generator (splitmix64): random but reproducible, for
+/// what must come out the same on every run with the same seed (generated
+/// benchmark KBs, fuzz and soak inputs, property tests).
+#[derive(Debug, Clone)]
+pub struct SeededRng(u64);
+
+impl SeededRng {
+    pub fn new(seed: u64) -> Self {
+        SeededRng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix_next(&mut self.0)
+    }
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+    /// One element of a non-empty slice.
+    pub fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[self.below(from.len())]
+    }
+}
+
 /// `n` lowercase hex characters of randomness.
 pub fn random_hex(clock: &dyn Clock, n: usize) -> String {
     let mut out = String::with_capacity(n + 16);

@@ -11,23 +11,7 @@ use vouch_core::methods::dispatch;
 use vouch_core::model::Claim;
 use vouch_core::{Caller, Kb, Transport};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
-}
+use vouch_core::clock::SeededRng as Rng;
 
 const SUBJECTS: &[&str] = &[
     "The payments service",
@@ -75,7 +59,7 @@ const QUESTION_WORDS: &[&str] = &[
 ];
 
 fn claim_text(rng: &mut Rng) -> String {
-    format!("{} {}", rng.pick(SUBJECTS), rng.pick(PREDICATES))
+    format!("{} {}", *rng.pick(SUBJECTS), *rng.pick(PREDICATES))
 }
 
 #[test]
@@ -85,7 +69,7 @@ fn every_answer_is_traceable_current_and_within_budget() {
     let mut answers = 0;
     let mut nonempty = 0;
     for seed in 0..12u64 {
-        let mut rng = Rng(seed + 1);
+        let mut rng = Rng::new(seed + 1);
         let dir = tempfile::tempdir().unwrap();
         Kb::init(dir.path(), "t", None).unwrap();
         let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SeededClock::new(seed))).unwrap();
@@ -151,7 +135,7 @@ fn every_answer_is_traceable_current_and_within_budget() {
         }
         for _ in 0..12 {
             let words = 1 + rng.below(4);
-            let question: Vec<&str> = (0..words).map(|_| rng.pick(QUESTION_WORDS)).collect();
+            let question: Vec<&str> = (0..words).map(|_| *rng.pick(QUESTION_WORDS)).collect();
             let max_chars = [1, 40, 120, 300, 4000][rng.below(5)];
             let depth = 1 + rng.below(4);
             let v = dispatch(

@@ -26,26 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vouch_core::{Caller, Kb, Transport, methods};
 
-/// xorshift64*: small, seedable, the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+use vouch_core::clock::SeededRng as Rng;
 
 const TOKENS: &[&str] = &[
     "\0",
@@ -116,7 +97,7 @@ fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
             }
             2 => {
                 let n = 1 + rng.below(8);
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 out.splice(at..at, bytes);
             }
             3 | 4 => {
@@ -314,10 +295,12 @@ fn fuzz(
     let b = bed();
     let before = outside(&b.root);
     let seeds = corpus(target);
-    let mut rng = Rng(seed()
-        ^ target
-            .bytes()
-            .fold(0u64, |h, c| h.wrapping_mul(31) ^ c as u64));
+    let mut rng = Rng::new(
+        seed()
+            ^ target
+                .bytes()
+                .fold(0u64, |h, c| h.wrapping_mul(31) ^ c as u64),
+    );
     let mut run = Run {
         target,
         failures: Vec::new(),
@@ -620,8 +603,8 @@ fn the_harness_reports_panics_internal_errors_and_empty_messages() {
     assert_eq!(run.failures.len(), 3, "{:?}", run.failures);
     // Mutation is deterministic for a seed and changes its input.
     let seeds = vec![b"{\"id\": 1}".to_vec()];
-    let a = mutate(&mut Rng(7), &seeds[0], &seeds);
-    let b = mutate(&mut Rng(7), &seeds[0], &seeds);
+    let a = mutate(&mut Rng::new(7), &seeds[0], &seeds);
+    let b = mutate(&mut Rng::new(7), &seeds[0], &seeds);
     assert_eq!(a, b);
-    assert!((1..20).any(|s| mutate(&mut Rng(s), &seeds[0], &seeds) != seeds[0]));
+    assert!((1..20).any(|s| mutate(&mut Rng::new(s), &seeds[0], &seeds) != seeds[0]));
 }

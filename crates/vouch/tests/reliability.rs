@@ -90,23 +90,12 @@ fn two_processes_proposing_and_approving_lose_nothing() {
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
 }
 
-/// Tiny deterministic PRNG so a failure reproduces.
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
 #[test]
 fn sigkill_during_approve_never_leaves_half_an_approval() {
     let p = Project::new();
     let src = p.source("evidence for crash tests");
-    let mut rng = Lcg(42);
+    // Seeded, so a failure reproduces.
+    let mut rng = vouch_core::clock::SeededRng::new(42);
     let mut all: Vec<(String, String)> = Vec::new();
     let (mut killed_mid, mut finished, mut caught_mid_approve, mut caught_so_far) = (0, 0, 0, 0);
     for round in 0..40 {
@@ -127,7 +116,7 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_micros(
-            rng.next(6_000 + 300 * round as u64),
+            rng.below(6_000 + 300 * round) as u64,
         ));
         let _ = child.kill(); // SIGKILL
         let status = child.wait().unwrap();
@@ -267,7 +256,7 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
     t.ok("alice", &["import-apply", "big.tar.gz"]);
     let full = started.elapsed().as_micros() as u64;
 
-    let mut rng = Lcg(9);
+    let mut rng = vouch_core::clock::SeededRng::new(9);
     let (mut all, mut none) = (0, 0);
     for _ in 0..12 {
         let b = Project::new();
@@ -279,7 +268,9 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(rng.next(full + 1)));
+        std::thread::sleep(std::time::Duration::from_micros(
+            rng.below(full as usize + 1) as u64,
+        ));
         let _ = child.kill();
         child.wait().unwrap();
         // The next command, whatever it is, finishes or undoes the import.

@@ -54,15 +54,7 @@ struct Tally {
 }
 
 /// A small deterministic generator per client.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
+use vouch_core::clock::SeededRng as Rng;
 
 const WORDS: &[&str] = &[
     "deploy",
@@ -113,12 +105,12 @@ fn call(port: u16, token: &str, tally: &Mutex<Tally>, method: &str, params: Valu
 }
 
 fn agent(port: u16, name: &str, token: &str, seed: u64, stop: &AtomicBool, tally: &Mutex<Tally>) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut sources: Vec<String> = Vec::new();
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        let w = |rng: &mut Rng| WORDS[rng.below(WORDS.len() as u64) as usize];
+        let w = |rng: &mut Rng| *rng.pick(WORDS);
         let (a, b) = (w(&mut rng), w(&mut rng));
         match rng.below(10) {
             0 | 1 => {
@@ -136,7 +128,7 @@ fn agent(port: u16, name: &str, token: &str, seed: u64, stop: &AtomicBool, tally
                 }
             }
             2..=4 if !sources.is_empty() => {
-                let s = &sources[rng.below(sources.len() as u64) as usize];
+                let s = rng.pick(&sources);
                 let v = call(
                     port,
                     token,
@@ -196,7 +188,7 @@ fn reviewer(
     stop: &AtomicBool,
     tally: &Mutex<Tally>,
 ) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     while !stop.load(Ordering::Relaxed) {
         if rng.below(3) == 0 {
             call(
@@ -204,7 +196,7 @@ fn reviewer(
                 token,
                 tally,
                 "kb.search",
-                json!({"query": WORDS[rng.below(16) as usize]}),
+                json!({"query": WORDS[rng.below(16)]}),
             );
             continue;
         }
@@ -220,7 +212,7 @@ fn reviewer(
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
-        let id = &ids[rng.below(ids.len() as u64) as usize];
+        let id = rng.pick(&ids);
         let v = call(port, token, tally, "kb.approve", json!({"proposal_id": id}));
         if let Some(o) = v["result"]["object_id"].as_str() {
             tally.lock().unwrap().approved.push(o.to_string());

@@ -610,21 +610,14 @@ mod tests {
         "42",
     ];
 
-    /// A small deterministic generator (xorshift).
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-        fn text(&mut self, len: usize) -> String {
-            (0..len)
-                .map(|_| WORDS[self.below(WORDS.len())])
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
+    use crate::clock::SeededRng as Rng;
+
+    /// `len` words of the test vocabulary.
+    fn text(rng: &mut Rng, len: usize) -> String {
+        (0..len)
+            .map(|_| *rng.pick(WORDS))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     fn write_claim(kb: &Kb, id: &str, text: &str) {
@@ -696,7 +689,7 @@ mod tests {
             .map(|round| {
                 let n = 1 + rng.below(4);
                 let words: Vec<String> = (0..n)
-                    .map(|_| WORDS[rng.below(WORDS.len())].to_lowercase())
+                    .map(|_| rng.pick(WORDS).to_lowercase())
                     .collect::<HashSet<_>>()
                     .into_iter()
                     .collect();
@@ -748,13 +741,13 @@ mod tests {
     #[test]
     fn postings_rank_exactly_as_fts5_bm25_and_follow_writes() {
         let (_dir, kb) = crate::kb::test_kb();
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
         for i in 0..300 {
             let len = 3 + rng.below(12);
-            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+            write_claim(&kb, &format!("c-{i}"), &text(&mut rng, len));
         }
         for i in 0..20 {
-            let (title, body) = (rng.text(3), rng.text(40));
+            let (title, body) = (text(&mut rng, 3), text(&mut rng, 40));
             write_page(&kb, &format!("p-{i}"), &title, &body);
         }
         crate::retrieval::refresh(&kb).unwrap();
@@ -769,11 +762,11 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2100));
         for i in 0..40 {
             let len = 3 + rng.below(12);
-            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+            write_claim(&kb, &format!("c-{i}"), &text(&mut rng, len));
         }
         for i in 300..320 {
             let len = 3 + rng.below(12);
-            write_claim(&kb, &format!("c-{i}"), &rng.text(len));
+            write_claim(&kb, &format!("c-{i}"), &text(&mut rng, len));
         }
         for i in 280..300 {
             std::fs::remove_file(kb.layout().file(Dir::Claims, &format!("c-{i}")).unwrap())
