@@ -435,7 +435,11 @@ pub fn generate(n: usize, seed: u64) -> Generated {
     let tasks = (0..100)
         .map(|_| {
             let i = rng.below(n);
-            format!("{} for {}", fill(rng.pick::<&str>(TASKS), &mut rng), codenames[i])
+            format!(
+                "{} for {}",
+                fill(rng.pick::<&str>(TASKS), &mut rng),
+                codenames[i]
+            )
         })
         .collect();
     let counts = json!({

@@ -265,7 +265,7 @@ fn candidates(
             text: query,
             terms: &terms,
             limit: POOL,
-            kinds: &["claim"],
+            kinds: &[crate::model::DocKind::Claim],
             currency: Currency::Current,
             snippets: Snippets::No,
             backend,

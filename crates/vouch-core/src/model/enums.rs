@@ -36,7 +36,8 @@ macro_rules! vocabulary_common {
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
+                // `pad`, so a width (`{:<7}`) lines values up.
+                f.pad(self.as_str())
             }
         }
 
@@ -207,6 +208,13 @@ string_enum!(ProposalKind: "proposal kind" {
     // vouch 1.x's request to delete an object: listed for review, decided
     // with vouch 1.x (or rejected here).
     Delete = "delete",
+});
+
+string_enum!(
+    /// The kinds of object retrieval indexes and finds: what a search hit
+    /// or a context item is.
+    DocKind: "kind" {
+    Claim = "claim", Page = "page", Entity = "entity", Source = "source",
 });
 
 string_enum!(ProposalStatus: "proposal status" {

@@ -198,7 +198,7 @@ mod tests {
         }
         fn search(&self, _kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             Ok(vec![SearchHit {
-                kind: "claim".into(),
+                kind: crate::model::DocKind::Claim,
                 id: format!("answer-to-{}", q.terms.join("-")),
                 snippet: String::new(),
                 score: 1.0,

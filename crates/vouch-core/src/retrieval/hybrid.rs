@@ -26,6 +26,7 @@ use super::semantic::{self, CANDIDATES};
 use super::{Query, SearchHit, Snippets};
 use crate::error::Result;
 use crate::kb::Kb;
+use crate::model::DocKind;
 use std::collections::HashMap;
 
 /// The bonus for a lexical hit that contains every word of the question,
@@ -100,13 +101,13 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         super::fts5::fts_search(kb, &wide)?
     };
     let (vector, semantic) = semantic::nearest(kb, q, wide.limit)?;
-    let mut by_key: HashMap<(String, String), usize> = HashMap::new();
+    let mut by_key: HashMap<(DocKind, String), usize> = HashMap::new();
     let mut cands: Vec<Candidate> = Vec::new();
     for hit in lexical {
-        let text =
-            super::fts5::with_index(kb, |idx| idx.text_of(&hit.kind, &hit.id))?.unwrap_or_default();
+        let text = super::fts5::with_index(kb, |idx| idx.text_of(hit.kind.as_str(), &hit.id))?
+            .unwrap_or_default();
         let cov = coverage(q.terms, &text);
-        by_key.insert((hit.kind.clone(), hit.id.clone()), cands.len());
+        by_key.insert((hit.kind, hit.id.clone()), cands.len());
         cands.push(Candidate {
             hit,
             lexical: Some(cov),
@@ -115,24 +116,24 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         });
     }
     for (kind, id, status, _) in &semantic {
-        if let Some(&i) = by_key.get(&(kind.clone(), id.clone())) {
+        if let Some(&i) = by_key.get(&(*kind, id.clone())) {
             cands[i].semantic = true;
             continue;
         }
-        by_key.insert((kind.clone(), id.clone()), cands.len());
+        by_key.insert((*kind, id.clone()), cands.len());
         cands.push(Candidate {
             hit: SearchHit {
-                kind: kind.clone(),
+                kind: *kind,
                 id: id.clone(),
                 snippet: if q.snippets == Snippets::Yes {
-                    semantic::excerpt(kb, kind, id)
+                    semantic::excerpt(kb, kind.as_str(), id)
                 } else {
                     String::new()
                 },
                 score: 0.0,
                 backend: String::new(),
                 status: status.clone(),
-                confidence: semantic::confidence(kb, kind, id),
+                confidence: semantic::confidence(kb, kind.as_str(), id),
                 meta: Default::default(),
             },
             lexical: None,
@@ -149,7 +150,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         for c in cands.iter_mut() {
             let cosine = guard
                 .as_ref()
-                .and_then(|v| v.similarity(&c.hit.kind, &c.hit.id, &vector))
+                .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector))
                 .unwrap_or(0.0);
             let bonus = c.lexical.map_or(0.0, |cov| LEXICAL_WEIGHT * cov * cov);
             c.score = cosine + bonus;
@@ -163,27 +164,27 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         }
     }
     // Each side's best, before ranking reorders them.
-    let top_semantic = semantic.first().map(|(k, i, _, _)| (k.clone(), i.clone()));
+    let top_semantic = semantic.first().map(|(k, i, _, _)| (*k, i.clone()));
     let top_lexical = cands
         .first()
         .filter(|c| c.lexical == Some(1.0))
-        .map(|c| (c.hit.kind.clone(), c.hit.id.clone()));
+        .map(|c| (c.hit.kind, c.hit.id.clone()));
     cands.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| a.hit.kind.cmp(&b.hit.kind))
+            .then_with(|| a.hit.kind.as_str().cmp(b.hit.kind.as_str()))
             .then_with(|| a.hit.id.cmp(&b.hit.id))
     });
     let mut out: Vec<SearchHit> = cands.into_iter().map(|c| c.hit).collect();
     // Each side's best stays in: any that ranked below the cut takes one of
     // the last places, in order, displacing the weakest hits.
-    let mut keep: Vec<(String, String)> = Vec::new();
+    let mut keep: Vec<(DocKind, String)> = Vec::new();
     for k in [top_lexical, top_semantic].into_iter().flatten() {
         if !keep.contains(&k) {
             keep.push(k);
         }
     }
-    let below: Vec<(String, String)> = keep
+    let below: Vec<(DocKind, String)> = keep
         .into_iter()
         .filter(|k| {
             out.iter()

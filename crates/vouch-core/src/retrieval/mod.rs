@@ -19,7 +19,7 @@ pub use fts5::*;
 
 use crate::error::{Error, Result};
 use crate::kb::Kb;
-use crate::model::{Claim, Entity, Page, Relation, Source};
+use crate::model::{Claim, DocKind, Entity, Page, Relation, Source};
 use crate::params::ReadMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ pub struct SearchParams {
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct SearchHit {
-    pub kind: String,
+    pub kind: DocKind,
     pub id: String,
     /// Matched words are wrapped in [brackets].
     pub snippet: String,
@@ -85,7 +85,8 @@ pub struct SearchHit {
     pub meta: ReadMeta,
 }
 
-pub const SEARCH_KINDS: &[&str] = &["claim", "page", "entity", "source"];
+/// Every kind a search looks at unless told otherwise.
+pub const SEARCH_KINDS: &[DocKind] = DocKind::ALL;
 
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
@@ -118,7 +119,7 @@ fn words(text: &str, max: usize) -> Vec<String> {
     out
 }
 
-fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
+fn checked_search(p: &SearchParams) -> Result<(usize, Vec<DocKind>)> {
     if p.query.trim().is_empty() {
         return Err(Error::invalid("query: must not be empty"));
     }
@@ -134,22 +135,12 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<&'static str>)> {
     let kinds = match &p.kinds {
         None => SEARCH_KINDS.to_vec(),
         Some(list) if list.is_empty() => SEARCH_KINDS.to_vec(),
-        Some(list) => {
-            let mut out = Vec::new();
-            for k in list {
-                match SEARCH_KINDS.iter().find(|s| *s == k) {
-                    Some(s) => out.push(*s),
-                    None => {
-                        return Err(Error::invalid(format!(
-                            "kinds: unknown kind {:?}; expected any of: {}",
-                            crate::ids::truncate_for_message(k),
-                            SEARCH_KINDS.join(", ")
-                        )));
-                    }
-                }
-            }
-            out
-        }
+        Some(list) => list
+            .iter()
+            .map(|k| {
+                DocKind::parse_or_explain(k).map_err(|e| Error::invalid(format!("kinds: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?,
     };
     Ok((limit, kinds))
 }
@@ -182,7 +173,7 @@ pub struct Query<'a> {
     pub terms: &'a [String],
     pub limit: usize,
     /// Any of claim, page, entity, source.
-    pub kinds: &'a [&'a str],
+    pub kinds: &'a [DocKind],
     pub currency: Currency,
     pub snippets: Snippets,
     /// The backend asked for; `None`: the KB's own (`Kb::retriever`).

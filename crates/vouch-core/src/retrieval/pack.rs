@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::kb::Kb;
+use crate::model::DocKind;
 use crate::model::{Claim, Evidence, Page};
 use crate::retrieval::{self, Currency, SearchHit};
 use schemars::JsonSchema;
@@ -66,7 +67,7 @@ pub struct ContextPack {
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct ContextItem {
     /// `claim` or `page`.
-    pub kind: String,
+    pub kind: DocKind,
     pub id: String,
     /// Claim text, or page title and body excerpt.
     pub text: String,
@@ -107,7 +108,7 @@ pub struct Citation {
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Omitted {
-    pub kind: String,
+    pub kind: DocKind,
     pub id: String,
     pub score: f64,
     /// `budget` (did not fit in max_chars) or `uncited` (require_citations).
@@ -165,8 +166,8 @@ fn rank(hits: Vec<SearchHit>) -> Vec<(SearchHit, f64)> {
         band(*rb)
             .cmp(&band(*ra))
             .then_with(|| {
-                trust_rank(&a.kind, a.status.as_deref())
-                    .cmp(&trust_rank(&b.kind, b.status.as_deref()))
+                trust_rank(a.kind.as_str(), a.status.as_deref())
+                    .cmp(&trust_rank(b.kind.as_str(), b.status.as_deref()))
             })
             .then_with(|| {
                 b.confidence
@@ -222,15 +223,15 @@ fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
 /// Stage 2: a candidate read from its file, with its text and every
 /// citation resolved (`None` if the file is gone or no longer current).
 pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
-    match hit.kind.as_str() {
-        "claim" => {
+    match hit.kind {
+        DocKind::Claim => {
             let c = kb.load::<Claim>(&hit.id).ok().flatten()?;
             if !c.status.is_current() {
                 return None;
             }
             let citations = c.evidence.iter().filter_map(|r| citation(kb, r)).collect();
             Some(ContextItem {
-                kind: "claim".into(),
+                kind: DocKind::Claim,
                 id: c.id,
                 text: c.text,
                 status: c.status.to_string(),
@@ -243,7 +244,7 @@ pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 meta: hit.meta.clone(),
             })
         }
-        "page" => {
+        DocKind::Page => {
             let p = kb.load::<Page>(&hit.id).ok().flatten()?;
             if !Currency::Current.admits(Some(p.status.as_str())) {
                 return None;
@@ -256,7 +257,7 @@ pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 format!("{}\n{}", p.title, cut(body, PAGE_EXCERPT_CHARS))
             };
             Some(ContextItem {
-                kind: "page".into(),
+                kind: DocKind::Page,
                 id: p.id,
                 text,
                 status: p.status.to_string(),
@@ -353,7 +354,7 @@ pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
             explicit: false,
             terms: &terms,
             limit: pool,
-            kinds: &["claim", "page"],
+            kinds: &[DocKind::Claim, DocKind::Page],
             currency: Currency::Current,
             snippets: retrieval::Snippets::No,
         },
@@ -399,7 +400,7 @@ fn pack(
         }
         if omitted.len() < OMITTED_LISTED {
             omitted.push(Omitted {
-                kind: hit.kind.clone(),
+                kind: hit.kind,
                 id: hit.id.clone(),
                 score,
                 reason: reason.into(),
@@ -483,7 +484,7 @@ mod tests {
 
     fn hit(kind: &str, id: &str, score: f64, status: &str, confidence: f64) -> SearchHit {
         SearchHit {
-            kind: kind.into(),
+            kind: DocKind::parse(kind).expect("a kind"),
             id: id.into(),
             snippet: String::new(),
             score,

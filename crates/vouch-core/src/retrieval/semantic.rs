@@ -7,6 +7,7 @@ use super::embed::{Budget, ensure};
 use super::{Query, SearchHit, Snippets};
 use crate::error::{Error, Result};
 use crate::kb::Kb;
+use crate::model::DocKind;
 use std::time::Instant;
 
 /// Documents the semantic side offers a fusion (and the most it ranks).
@@ -23,7 +24,7 @@ pub fn no_model(backend: &str) -> Error {
 }
 
 /// A document the semantic side found: kind, id, status, cosine.
-pub(crate) type Near = (String, String, Option<String>, f32);
+pub(crate) type Near = (DocKind, String, Option<String>, f32);
 
 /// Embed what is new (within the search budget), then the query; the
 /// query's vector and the best `want` documents by cosine.
@@ -52,13 +53,13 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     let found = vectors
         .nearest(&vector, q.kinds, q.currency, want)
         .into_iter()
-        .map(|(k, s)| {
-            (
-                k.kind.to_string(),
+        .filter_map(|(k, s)| {
+            Some((
+                DocKind::parse(k.kind)?,
                 k.id.to_string(),
                 k.status.map(str::to_string),
                 s,
-            )
+            ))
         })
         .collect();
     Ok((vector, found))
@@ -87,9 +88,9 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     Ok(found
         .into_iter()
         .map(|(kind, id, status, score)| SearchHit {
-            confidence: confidence(kb, &kind, &id),
+            confidence: confidence(kb, kind.as_str(), &id),
             snippet: if q.snippets == Snippets::Yes {
-                excerpt(kb, &kind, &id)
+                excerpt(kb, kind.as_str(), &id)
             } else {
                 String::new()
             },
@@ -125,7 +126,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::params::NearDup
         Ok(guard
             .as_ref()
             .map(|v| {
-                v.nearest(&vector, &["claim"], super::Currency::Current, 5)
+                v.nearest(&vector, &[DocKind::Claim], super::Currency::Current, 5)
                     .into_iter()
                     .filter(|(_, s)| *s >= DUPLICATE_COSINE)
                     .map(|(k, s)| (k.id.to_string(), s))

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::kb::Kb;
-use crate::model::{Claim, Entity, Page};
+use crate::model::{Claim, DocKind, Entity, Page};
 use crate::retrieval::{Query, Retriever, SearchHit};
 
 pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
@@ -14,20 +14,26 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         currency,
         ..
     } = *q;
-    type Row = (&'static str, String, String, Option<String>, Option<f64>);
+    type Row = (DocKind, String, String, Option<String>, Option<f64>);
     let mut docs: Vec<Row> = Vec::new();
     for kind in kinds {
         match *kind {
-            "claim" => {
+            DocKind::Claim => {
                 for c in kb.load_all::<Claim>()? {
                     let status = c.status.to_string();
-                    docs.push(("claim", c.id, c.text, Some(status), Some(c.confidence)));
+                    docs.push((
+                        DocKind::Claim,
+                        c.id,
+                        c.text,
+                        Some(status),
+                        Some(c.confidence),
+                    ));
                 }
             }
-            "page" => {
+            DocKind::Page => {
                 for p in kb.load_all::<Page>()? {
                     docs.push((
-                        "page",
+                        DocKind::Page,
                         p.id,
                         format!("{}\n{}", p.title, p.body),
                         Some(p.status.to_string()),
@@ -35,7 +41,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                     ));
                 }
             }
-            "entity" => {
+            DocKind::Entity => {
                 for e in kb.load_all::<Entity>()? {
                     let text = format!(
                         "{} {} {}",
@@ -43,14 +49,14 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                         e.aliases.join(" "),
                         e.description.unwrap_or_default()
                     );
-                    docs.push(("entity", e.id, text, None, None));
+                    docs.push((DocKind::Entity, e.id, text, None, None));
                 }
             }
-            _ => {
+            DocKind::Source => {
                 for id in kb.source_ids()? {
                     if let Ok(Some(s)) = kb.load_source(&id) {
                         docs.push((
-                            "source",
+                            DocKind::Source,
                             id,
                             format!("{} {}", s.title.unwrap_or_default(), s.locator),
                             None,
@@ -74,7 +80,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 return None;
             }
             Some(SearchHit {
-                kind: kind.to_string(),
+                kind,
                 id,
                 snippet: mark(&text, terms),
                 score: counts.iter().sum::<usize>() as f64,
@@ -88,7 +94,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.kind.as_str().cmp(b.kind.as_str()))
             .then_with(|| a.id.cmp(&b.id))
     });
     hits.truncate(limit);

@@ -88,7 +88,7 @@ pub struct EmbedStats {
 }
 
 fn kind_static(kind: &str) -> Option<&'static str> {
-    SEARCH_KINDS.iter().copied().find(|k| *k == kind)
+    SEARCH_KINDS.iter().map(|k| k.as_str()).find(|k| *k == kind)
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -185,7 +185,7 @@ impl Vectors {
     pub fn nearest(
         &self,
         query: &[f32],
-        kinds: &[&str],
+        kinds: &[crate::model::DocKind],
         currency: Currency,
         want: usize,
     ) -> Vec<(DocKeyRef<'_>, f32)> {
@@ -195,7 +195,7 @@ impl Vectors {
         // Score every row of the kinds asked for, then sort only the top:
         // a document's best chunk comes first, later chunks are skipped.
         let mut scored: Vec<(f32, usize)> = (0..self.owners.len())
-            .filter(|row| kinds.contains(&self.owners[*row].0))
+            .filter(|row| kinds.iter().any(|k| k.as_str() == self.owners[*row].0))
             .map(|row| (self.dot(row, query), row))
             .collect();
         let by_score = |a: &(f32, usize), b: &(f32, usize)| {
@@ -292,7 +292,7 @@ pub fn time_scan(rows: usize, dim: usize, want: usize, runs: usize) -> Vec<Durat
         .map(|_| {
             let q: Vec<f32> = (0..dim).map(|_| next()).collect();
             let t = Instant::now();
-            let hits = v.nearest(&q, &["claim"], Currency::Current, want);
+            let hits = v.nearest(&q, &[crate::model::DocKind::Claim], Currency::Current, want);
             let took = t.elapsed();
             assert_eq!(hits.len(), want.min(rows));
             took
@@ -767,7 +767,7 @@ mod tests {
         v.insert(doc("c"), (1, 1), None, &[unit(&[0.0, 0.0, 1.0])]);
         let q = unit(&[1.0, 0.05, 0.0]);
         let ids = |v: &Vectors, c: Currency| -> Vec<String> {
-            v.nearest(&q, &["claim"], c, 10)
+            v.nearest(&q, &[crate::model::DocKind::Claim], c, 10)
                 .into_iter()
                 .map(|(k, _)| k.id.to_string())
                 .collect()
@@ -775,7 +775,10 @@ mod tests {
         // b's second chunk is close to the query; it answers for b, once.
         assert_eq!(ids(&v, Currency::Any), ["a", "b", "c"]);
         assert_eq!(ids(&v, Currency::Current), ["a", "c"]);
-        assert!(v.nearest(&q, &["page"], Currency::Any, 10).is_empty());
+        assert!(
+            v.nearest(&q, &[crate::model::DocKind::Page], Currency::Any, 10)
+                .is_empty()
+        );
         // Removing a moves the last row (c) into its place.
         v.remove(&doc("a"));
         assert_eq!(ids(&v, Currency::Any), ["b", "c"]);

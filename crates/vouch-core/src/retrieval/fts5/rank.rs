@@ -1,6 +1,7 @@
 //! FTS5 ranking: BM25 over the `fts` table, narrowed by kind and status.
 
 use super::*;
+use crate::model::DocKind;
 use crate::retrieval::Retriever;
 
 /// The best `want` matches of the FTS query `q` that pass the kind and
@@ -19,7 +20,7 @@ pub(crate) fn ranked(
     words: &[&String],
     all: bool,
     want: usize,
-    kinds: &[&str],
+    kinds: &[DocKind],
     currency: Currency,
 ) -> Result<Vec<(i64, SearchHit)>> {
     let mut in_memory = postings::ranked_rows(kb, idx, words, all)?;
@@ -49,24 +50,32 @@ pub(crate) fn ranked(
         let exhausted = rows.len() < page;
         let mut hits: Vec<(i64, SearchHit)> = Vec::new();
         for (rowid, r) in &rows {
-            let Some(hit) = doc
+            let Some((kind, hit)) = doc
                 .query_row([rowid], |d| {
-                    Ok(SearchHit {
-                        kind: d.get(0)?,
-                        id: d.get(1)?,
-                        snippet: String::new(),
-                        score: -r,
-                        backend: crate::retrieval::backend::Fts5.name().into(),
-                        status: d.get(2)?,
-                        confidence: d.get(3)?,
-                        meta: Default::default(),
-                    })
+                    Ok((
+                        d.get::<_, String>(0)?,
+                        SearchHit {
+                            kind: DocKind::Claim,
+                            id: d.get(1)?,
+                            snippet: String::new(),
+                            score: -r,
+                            backend: crate::retrieval::backend::Fts5.name().into(),
+                            status: d.get(2)?,
+                            confidence: d.get(3)?,
+                            meta: Default::default(),
+                        },
+                    ))
                 })
                 .optional()?
             else {
                 continue;
             };
-            if kinds.contains(&hit.kind.as_str()) && currency.admits(hit.status.as_deref()) {
+            // The index writes only these kinds; a row of another is skipped.
+            let Some(kind) = DocKind::parse(&kind) else {
+                continue;
+            };
+            let hit = SearchHit { kind, ..hit };
+            if kinds.contains(&hit.kind) && currency.admits(hit.status.as_deref()) {
                 hits.push((*rowid, hit));
                 if hits.len() == want {
                     return Ok(hits);
