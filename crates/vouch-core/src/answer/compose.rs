@@ -255,11 +255,7 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
     let Some(embedder) = kb.embedder() else {
         return lexically_open.into_iter().cloned().collect();
     };
-    let vectors = kb
-        .index_state
-        .vectors
-        .read()
-        .unwrap_or_else(|e| e.into_inner());
+    let vectors = kb.index_state.read_vectors();
     lexically_open
         .into_iter()
         .filter(|t| {

@@ -282,11 +282,7 @@ fn candidates(
         (Some(b), Some(e)) if retrieval::backend::needs_model(b) => e.embed_query(query).ok(),
         _ => None,
     };
-    let vectors = kb
-        .index_state
-        .vectors
-        .read()
-        .unwrap_or_else(|e| e.into_inner());
+    let vectors = kb.index_state.read_vectors();
     let mut out = Vec::new();
     for hit in hits {
         let Ok(Some(claim)) = kb.load::<Claim>(&hit.id) else {

@@ -142,11 +142,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         });
     }
     {
-        let guard = kb
-            .index_state
-            .vectors
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let guard = kb.index_state.read_vectors();
         for c in cands.iter_mut() {
             let cosine = guard
                 .as_ref()

@@ -35,11 +35,7 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     let vector = embedder.embed_query(q.text)?;
     let budget = Budget::Until(Instant::now() + super::embed::vectors::SEARCH_BUDGET);
     ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
-    let guard = kb
-        .index_state
-        .vectors
-        .read()
-        .unwrap_or_else(|e| e.into_inner());
+    let guard = kb.index_state.read_vectors();
     let Some(vectors) = guard.as_ref() else {
         return Ok((vector, Vec::new()));
     };
@@ -118,11 +114,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::params::NearDup
         let vector = embedder.embed_query(text)?;
         let budget = Budget::Until(Instant::now() + std::time::Duration::from_millis(500));
         ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
-        let guard = kb
-            .index_state
-            .vectors
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let guard = kb.index_state.read_vectors();
         Ok(guard
             .as_ref()
             .map(|v| {

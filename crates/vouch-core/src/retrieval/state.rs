@@ -50,6 +50,11 @@ impl Default for IndexState {
 }
 
 impl IndexState {
+    /// The vectors in memory, for reading (`None` until a model's load).
+    pub(crate) fn read_vectors(&self) -> std::sync::RwLockReadGuard<'_, Option<Vectors>> {
+        self.vectors.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }

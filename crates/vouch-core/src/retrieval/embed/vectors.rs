@@ -392,11 +392,7 @@ fn ensure_inner(
     // Sync the FTS index first: it says which documents exist now.
     let (generation, listed, loaded) = with_main(kb, true, |idx| {
         let generation = kb.index_state.generation();
-        let have = kb
-            .index_state
-            .vectors
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let have = kb.index_state.read_vectors();
         let fresh = have
             .as_ref()
             .is_some_and(|v| v.model == model && v.synced == generation && v.pending == 0);
@@ -423,9 +419,7 @@ fn ensure_inner(
                 .unwrap_or_else(|e| e.into_inner());
             let pending = kb
                 .index_state
-                .vectors
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
+                .read_vectors()
                 .as_ref()
                 .is_some_and(|v| v.pending > 0);
             let known = if first || pending { None } else { c.take() };
@@ -474,11 +468,7 @@ fn ensure_inner(
         Ok((generation, Some((listed, scope)), loaded))
     })?;
     let Some((listed, scope)) = listed else {
-        let v = kb
-            .index_state
-            .vectors
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let v = kb.index_state.read_vectors();
         let documents = v.as_ref().map_or(0, Vectors::documents);
         return Ok(Some(EmbedStats {
             documents,
