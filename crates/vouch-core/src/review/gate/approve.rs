@@ -606,17 +606,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
                 ev.get("id").and_then(Value::as_str).unwrap_or("?")
             )));
         }
-        Some(ev) => (
-            ev.get("actor")
-                .and_then(Value::as_str)
-                .unwrap_or(&caller.actor)
-                .to_string(),
-            ev.get("created_at")
-                .and_then(Value::as_str)
-                .and_then(Timestamp::parse)
-                .unwrap_or_else(|| kb.now()),
-            ev.get("hash").and_then(Value::as_str).map(str::to_string),
-        ),
+        Some(ev) => logged_decision(kb, &ev, &caller.actor),
         None => {
             let mut ev = kb.event(
                 "proposal.reject",

@@ -188,6 +188,27 @@ pub(super) fn object_key(kind: ProposalKind) -> &'static str {
     }
 }
 
+/// Who decided, when, and the event's hash, as a logged decision event
+/// records them (an interrupted decision is finished with its own
+/// event's facts); `actor` when the event names none.
+pub(super) fn logged_decision(
+    kb: &Kb,
+    ev: &Value,
+    actor: &str,
+) -> (String, Timestamp, Option<String>) {
+    (
+        ev.get("actor")
+            .and_then(Value::as_str)
+            .unwrap_or(actor)
+            .to_string(),
+        ev.get("created_at")
+            .and_then(Value::as_str)
+            .and_then(Timestamp::parse)
+            .unwrap_or_else(|| kb.now()),
+        ev.get("hash").and_then(Value::as_str).map(str::to_string),
+    )
+}
+
 /// The proposal as decided: its status, who decided, when, why, and the
 /// hash of the audit event that decided it.
 pub(super) fn decided(

@@ -367,18 +367,10 @@ pub(super) fn approve_lifecycle(
 ) -> Result<ApproveResult> {
     let applied = lifecycle_decision(kb, &proposal.id)?;
     let (actor, at, hash, recovered) = match applied {
-        Some(ev) => (
-            ev.get("actor")
-                .and_then(Value::as_str)
-                .unwrap_or(approver)
-                .to_string(),
-            ev.get("created_at")
-                .and_then(Value::as_str)
-                .and_then(Timestamp::parse)
-                .unwrap_or_else(|| kb.now()),
-            ev.get("hash").and_then(Value::as_str).map(str::to_string),
-            true,
-        ),
+        Some(ev) => {
+            let (actor, at, hash) = logged_decision(kb, &ev, approver);
+            (actor, at, hash, true)
+        }
         None => {
             let as_approver = Caller {
                 actor: approver.to_string(),
