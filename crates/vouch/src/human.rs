@@ -64,6 +64,13 @@ fields!(
     vouch_core::retrieval::RebuildResult,
 );
 
+/// The digest as a hook pastes it into an agent's context.
+impl Human for vouch_core::answer::recall::RecallResult {
+    fn human(&self) -> String {
+        self.text.clone()
+    }
+}
+
 impl Human for SourceVerifyResult {
     fn exit_code(&self) -> i32 {
         damaged(self.ok)

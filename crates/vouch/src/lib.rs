@@ -14,7 +14,6 @@ pub mod jsonl;
 pub mod llm;
 pub mod mcp;
 pub mod model;
-pub mod recall;
 pub mod render;
 pub mod review;
 pub mod serve;

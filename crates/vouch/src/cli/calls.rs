@@ -6,6 +6,7 @@ use crate::human::{AuditVerified, Human, Rebuilt};
 use crate::render;
 use serde_json::Value;
 use vouch_core::answer::SynthesizeParams;
+use vouch_core::answer::recall::RecallParams;
 use vouch_core::interop::knowledge;
 use vouch_core::methods::{self, Call};
 use vouch_core::model::Vocabulary;
@@ -429,6 +430,11 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 on_conflict,
             })?
         }
+        Command::Recall(a) => run.exec::<kb::Recall>(RecallParams {
+            max_chars: Some(a.max_chars),
+            task: a.task.clone(),
+            per_section: Some(a.per_section),
+        })?,
         Command::Lint(a) => run.exec::<kb::Lint>(LintParams {
             stale_days: a.stale_days,
             pending_days: a.pending_days,
@@ -446,7 +452,6 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         | Command::Ui(_)
         | Command::Watch
         | Command::InstallMcp(_)
-        | Command::Recall(_)
         | Command::Completions { .. }
         | Command::Man
         | Command::Review { .. }

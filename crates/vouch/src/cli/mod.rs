@@ -307,7 +307,7 @@ pub enum Command {
     /// A size-guarded digest for a session-start hook: what waits for
     /// review, what was approved and superseded lately, and the context pack
     /// for --task. Never longer than --max-chars.
-    Recall(crate::recall::RecallArgs),
+    Recall(RecallArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -547,4 +547,17 @@ pub struct ProposeRelationArgs {
     pub evidence: Vec<String>,
     #[command(flatten)]
     pub common: ProposeCommon,
+}
+
+#[derive(Args, Debug)]
+pub struct RecallArgs {
+    /// Upper bound on the digest's length in characters.
+    #[arg(long, default_value_t = 4000)]
+    pub max_chars: i64,
+    /// A task: its context pack fills what the budget leaves.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// How many items each list shows at most.
+    #[arg(long, default_value_t = 5)]
+    pub per_section: i64,
 }

@@ -187,17 +187,6 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             }
             Ok(0)
         }
-        Command::Recall(args) => {
-            let v = crate::recall::recall(&kb, &caller, args);
-            print_warnings(&kb);
-            let v = v?;
-            if cli.json {
-                render::emit_json(&v);
-            } else {
-                render::emit(v["text"].as_str().unwrap_or(""));
-            }
-            Ok(0)
-        }
         Command::Review { batch } => {
             let mut stdin = std::io::stdin().lock();
             if *batch {
