@@ -6,9 +6,12 @@
 //! or nothing. Decisions go through the registry like every other
 //! transport's, as the person at the command line.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::{BufRead, IsTerminal, Write};
-use vouch_core::{Caller, Error, Kb, methods};
+use vouch_core::methods::{self, kb};
+use vouch_core::model::{Proposal, ProposalKind};
+use vouch_core::params::{ApproveParams, IdParams, OneOrMany, Read, RejectParams};
+use vouch_core::{Caller, Error, Kb};
 
 /// Highlighting for the quoted span: reverse video on a terminal, `»«`
 /// marks otherwise.
@@ -82,14 +85,22 @@ fn in_its_line(bytes: &[u8], start: usize, end: usize) -> Option<(String, String
 }
 
 /// One proposal as text for the terminal.
-fn show(kb: &Kb, caller: &Caller, p: &Value, at: usize, of: usize, style: &Style) -> String {
-    let payload = &p["payload"];
+fn show(
+    kb: &Kb,
+    caller: &Caller,
+    read: &Read<Proposal>,
+    at: usize,
+    of: usize,
+    style: &Style,
+) -> String {
+    let p = &read.object;
+    let payload = &p.payload;
     let mut out = format!(
         "\n[{at}/{of}] {} {} · proposed by {} at {}\n",
-        str_of(p, "kind"),
-        str_of(p, "id"),
-        clean(str_of(p, "proposed_by")),
-        str_of(p, "created_at")
+        p.kind,
+        p.id,
+        clean(&p.proposed_by),
+        p.created_at
     );
     let what = ["text", "title", "name"]
         .iter()
@@ -111,55 +122,49 @@ fn show(kb: &Kb, caller: &Caller, p: &Value, at: usize, of: usize, style: &Style
     if let Some(c) = payload.get("confidence").and_then(Value::as_f64) {
         facts.push(format!("confidence {c:.2}"));
     }
-    if let Some(s) = p.get("session_id").and_then(Value::as_str) {
+    if let Some(s) = &p.session_id {
         facts.push(format!("session {s}"));
     }
     if !facts.is_empty() {
         out.push_str(&format!("  {}\n", facts.join(" · ")));
     }
-    if let Some(r) = p.get("rationale").and_then(Value::as_str) {
+    if let Some(r) = &p.rationale {
         out.push_str(&format!("  why: {}\n", clean(r)));
     }
     if let Some(old) = payload.get("supersedes").and_then(Value::as_array) {
         for id in old.iter().filter_map(Value::as_str) {
-            let c = methods::dispatch(kb, caller, "kb.read_claim", json!({"id": id}))
-                .unwrap_or(Value::Null);
-            out.push_str(&format!(
-                "  supersedes {id}: {}\n",
-                clean(str_of(&c, "text"))
-            ));
+            let text = methods::call::<kb::ReadClaim>(kb, caller, IdParams { id: id.into() })
+                .ok()
+                .flatten()
+                .map(|c| c.object.text)
+                .unwrap_or_default();
+            out.push_str(&format!("  supersedes {id}: {}\n", clean(&text)));
         }
     }
-    if str_of(p, "kind") == "page" {
+    if p.kind == ProposalKind::Page {
         out.push_str(&format!("\n{}\n", clean(str_of(payload, "body"))));
     }
-    let cites = p["_meta"]["citations"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let cites = read.meta.citations.as_deref().unwrap_or_default();
     out.push_str(&format!("\n  evidence ({}):\n", cites.len()));
-    for c in &cites {
-        let source_id = str_of(c, "source_id");
+    for c in cites {
+        let source_id = c.source_id.as_deref().unwrap_or("");
         out.push_str(&format!(
             "  - {} {} {}\n",
-            str_of(c, "id"),
-            clean(str_of(c, "source_locator")),
-            str_of(c, "locator")
+            c.id,
+            clean(c.source_locator.as_deref().unwrap_or("")),
+            c.locator.as_deref().unwrap_or("")
         ));
-        let Some(quote) = c.get("quote").and_then(Value::as_str) else {
+        let Some(quote) = c.quote.as_deref() else {
             continue;
         };
-        let ev = methods::dispatch(
-            kb,
-            caller,
-            "kb.read_evidence",
-            json!({"id": str_of(c, "id")}),
-        )
-        .unwrap_or(Value::Null);
-        let span = (
-            ev["span"]["start"].as_u64().map(|x| x as usize),
-            ev["span"]["end"].as_u64().map(|x| x as usize),
-        );
+        let ev = methods::call::<kb::ReadEvidence>(kb, caller, IdParams { id: c.id.clone() })
+            .ok()
+            .flatten();
+        let at = |end: &str| {
+            let span = ev.as_ref()?.object.extra.get("span")?;
+            span.get(end)?.as_u64().map(|x| x as usize)
+        };
+        let span = (at("start"), at("end"));
         let line = match (kb.source_content(source_id), span) {
             (Ok(Some(bytes)), (Some(s), Some(e))) if bytes.get(s..e) == Some(quote.as_bytes()) => {
                 in_its_line(&bytes, s, e)
@@ -187,12 +192,12 @@ fn show(kb: &Kb, caller: &Caller, p: &Value, at: usize, of: usize, style: &Style
 }
 
 /// Every source a proposal cites, in full (capped), for `o`.
-fn sources_of(kb: &Kb, p: &Value) -> String {
+fn sources_of(kb: &Kb, p: &Read<Proposal>) -> String {
     const MAX: usize = 20_000;
     let mut seen = Vec::new();
     let mut out = String::new();
-    for c in p["_meta"]["citations"].as_array().into_iter().flatten() {
-        let id = str_of(c, "source_id");
+    for c in p.meta.citations.iter().flatten() {
+        let id = c.source_id.as_deref().unwrap_or("");
         if id.is_empty() || seen.contains(&id) {
             continue;
         }
@@ -200,7 +205,7 @@ fn sources_of(kb: &Kb, p: &Value) -> String {
         out.push_str(&format!(
             "\n--- source {} ({})\n",
             id,
-            clean(str_of(c, "source_locator"))
+            clean(c.source_locator.as_deref().unwrap_or(""))
         ));
         match kb.source_content(id) {
             Ok(Some(b)) => {
@@ -244,8 +249,14 @@ pub fn interactive(
     out: &mut impl Write,
 ) -> Result<i32, Error> {
     let style = Style::for_stdout();
-    let queue = methods::dispatch(kb, caller, "kb.list_pending", json!({"limit": 100000}))?;
-    let queue = queue.as_array().cloned().unwrap_or_default();
+    let queue = methods::call::<kb::ListPending>(
+        kb,
+        caller,
+        vouch_core::params::ListParams {
+            limit: Some(100_000),
+            ..Default::default()
+        },
+    )?;
     if queue.is_empty() {
         let _ = writeln!(out, "Nothing is waiting for review.");
         return Ok(0);
@@ -258,7 +269,7 @@ pub fn interactive(
     );
     let (mut approved, mut rejected, mut skipped) = (0, 0, 0);
     'queue: for (i, p) in queue.iter().enumerate() {
-        let id = str_of(p, "id").to_string();
+        let id = p.object.id.clone();
         let _ = write!(out, "{}", show(kb, caller, p, i + 1, queue.len(), &style));
         loop {
             let Some(answer) = ask(
@@ -270,10 +281,15 @@ pub fn interactive(
             };
             match answer.as_str() {
                 "a" | "approve" => {
-                    match methods::dispatch(kb, caller, "kb.approve", json!({"proposal_id": id})) {
+                    let params = ApproveParams {
+                        proposal_id: OneOrMany::One(id.clone()),
+                        reason: None,
+                        approver: None,
+                    };
+                    match methods::call::<kb::Approve>(kb, caller, params) {
                         Ok(_) => {
                             approved += 1;
-                            let _ = writeln!(out, "approved {id} → {}", str_of(p, "object_id"));
+                            let _ = writeln!(out, "approved {id} → {}", p.object.object_id);
                             break;
                         }
                         Err(e) => {
@@ -291,12 +307,11 @@ pub fn interactive(
                             Some(r) => break r,
                         }
                     };
-                    match methods::dispatch(
-                        kb,
-                        caller,
-                        "kb.reject",
-                        json!({"proposal_id": id, "reason": reason}),
-                    ) {
+                    let params = RejectParams {
+                        proposal_id: id.clone(),
+                        reason,
+                    };
+                    match methods::call::<kb::Reject>(kb, caller, params) {
                         Ok(_) => {
                             rejected += 1;
                             let _ = writeln!(out, "rejected {id}");
