@@ -85,6 +85,16 @@ pub fn check_source_id(id: &str) -> Result<()> {
     }
 }
 
+/// Would this character, printed raw, let text steer a terminal or the
+/// order in which it is read? C0 controls other than newline and tab (an
+/// `ESC[8m` makes the rest of a line invisible, `\r` overwrites it), DEL,
+/// C1 controls, and the bidi overrides and isolates that reorder a line
+/// ("Trojan Source").
+pub fn steers_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Keep error messages readable when an id is enormous.
 pub fn truncate_for_message(s: &str) -> String {
     if s.chars().count() <= 80 {

@@ -3,6 +3,7 @@
 
 use crate::human::Human;
 use serde_json::Value;
+use vouch_core::ids::steers_terminal;
 
 /// Write to stdout. A reader that went away (`vouch search x | head -1`)
 /// is not an error: exit 0 quietly, as ripgrep does.
@@ -56,16 +57,6 @@ pub fn print_warnings(warnings: Vec<String>) {
 pub fn emit_json(v: &Value) {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     emit(&(terminal_safe(&text).into_owned() + "\n"));
-}
-
-/// Would this character, printed raw, let text steer the terminal or the
-/// order in which it is read? C0 controls other than newline and tab (an
-/// `ESC[8m` makes the rest of a line invisible, `\r` overwrites it), DEL,
-/// C1 controls, and the bidi overrides and isolates that reorder a line
-/// ("Trojan Source").
-fn steers_terminal(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `text` with every character that could hide or reorder what a person

@@ -160,11 +160,11 @@ fn show(
         let ev = methods::call::<kb::ReadEvidence>(kb, caller, IdParams { id: c.id.clone() })
             .ok()
             .flatten();
-        let at = |end: &str| {
+        let span_at = |end: &str| {
             let span = ev.as_ref()?.object.extra.get("span")?;
             span.get(end)?.as_u64().map(|x| x as usize)
         };
-        let span = (at("start"), at("end"));
+        let span = (span_at("start"), span_at("end"));
         let line = match (kb.source_content(source_id), span) {
             (Ok(Some(bytes)), (Some(s), Some(e))) if bytes.get(s..e) == Some(quote.as_bytes()) => {
                 in_its_line(&bytes, s, e)

@@ -63,14 +63,32 @@ struct Digest {
     left_out: usize,
 }
 
+/// A line as it may go into a prompt or onto a terminal unchanged: CRLF
+/// line ends become LF, and any other control character or bidi override
+/// (from a file another program wrote) becomes U+FFFD, one character for
+/// one, so what is counted against the budget is what is printed.
+fn plain(line: &str) -> String {
+    line.replace("\r\n", "\n")
+        .chars()
+        .map(|c| {
+            if crate::ids::steers_terminal(c) {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 impl Digest {
     fn push(&mut self, line: &str) -> bool {
+        let line = plain(line);
         let n = line.chars().count() + 1;
         if self.used() + n > self.max {
             self.left_out += 1;
             return false;
         }
-        self.text.push_str(line);
+        self.text.push_str(&line);
         self.text.push('\n');
         true
     }

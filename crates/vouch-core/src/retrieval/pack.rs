@@ -175,7 +175,7 @@ fn rank(hits: Vec<SearchHit>) -> Vec<(SearchHit, f64)> {
                     .total_cmp(&a.confidence.unwrap_or(0.0))
             })
             .then_with(|| rb.total_cmp(ra))
-            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.kind.as_str().cmp(b.kind.as_str()))
             .then_with(|| a.id.cmp(&b.id))
     });
     ranked

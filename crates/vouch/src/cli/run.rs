@@ -1,6 +1,6 @@
 //! Running a command: the knowledge base opened as the command needs it,
 //! the commands that are not one method (`call`, `show`, `review`,
-//! `recall`, checkpoints, models), errors printed and mapped to exit codes.
+//! checkpoints, models), errors printed and mapped to exit codes.
 
 use super::calls::{Run, print_warnings, run_method};
 use super::*;
