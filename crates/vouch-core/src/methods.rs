@@ -262,7 +262,7 @@ registry! {
         "One relation by id, or null.",
         "Read one approved relation (a typed edge between entities). Returns null when missing.",
         |kb, _, p| reads::read::<Relation>(kb, p);
-    ReadSource: "kb.read_source", Read, IdParams => Option<Source>,
+    ReadSource: "kb.read_source", Read, IdParams => Option<Read<Source>>,
         "One source's metadata by sha256 id, or null.",
         "Read a registered source's metadata (locator, title, size). Returns null when missing.",
         |kb, _, p| reads::read_source(kb, p);
@@ -294,7 +294,7 @@ registry! {
         "Approved relations, sorted by id.",
         "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<id>\"}, or {\"end\": \"<id>\"} for relations touching an object at either end.",
         |kb, _, p| reads::list::<Relation>(kb, p);
-    ListSources: "kb.list_sources", Read, ListParams => Vec<Source>,
+    ListSources: "kb.list_sources", Read, ListParams => Vec<Read<Source>>,
         "Registered sources, sorted by id.",
         "List registered sources' metadata. limit (default 100), offset, filter.",
         |kb, _, p| reads::list_sources(kb, p);

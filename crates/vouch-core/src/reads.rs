@@ -43,21 +43,27 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
 
 /// `kb.read_<kind>`: the object, or `null` when it does not exist.
 pub fn read<T: Stored + Serialize>(kb: &Kb, p: IdParams) -> Result<Option<Read<T>>> {
-    check_id(T::DIR.id_label(), &p.id)?;
-    let mut found: Vec<Read<T>> = kb.load::<T>(&p.id)?.into_iter().map(Read::plain).collect();
-    mark_unaudited(kb, T::DIR, &mut found, |o| o.id());
-    Ok(found.pop())
+    read_as(kb, p, |o: &T| o.id())
 }
 
 /// `kb.read_page`: a page with its body, or `null`.
 pub fn read_page(kb: &Kb, p: IdParams) -> Result<Option<Read<PageWithBody>>> {
-    check_id("page id", &p.id)?;
-    let mut found: Vec<Read<PageWithBody>> = kb
-        .load::<Page>(&p.id)?
+    read_as::<Page, _>(kb, p, |pg: &PageWithBody| &pg.page.id)
+}
+
+/// A stored object as the wire shows it (`W`), marked when unaudited.
+fn read_as<T: Stored, W: From<T>>(
+    kb: &Kb,
+    p: IdParams,
+    id: impl Fn(&W) -> &str,
+) -> Result<Option<Read<W>>> {
+    check_id(T::DIR.id_label(), &p.id)?;
+    let mut found: Vec<Read<W>> = kb
+        .load::<T>(&p.id)?
         .into_iter()
-        .map(|pg| Read::plain(pg.into()))
+        .map(|o| Read::plain(o.into()))
         .collect();
-    mark_unaudited(kb, Dir::Pages, &mut found, |pg: &PageWithBody| &pg.page.id);
+    mark_unaudited(kb, T::DIR, &mut found, id);
     Ok(found.pop())
 }
 
@@ -77,14 +83,14 @@ fn mark_unaudited<T>(kb: &Kb, dir: Dir, objects: &mut [Read<T>], id: impl Fn(&T)
     }
 }
 
-pub fn read_source(kb: &Kb, p: IdParams) -> Result<Option<Source>> {
+pub fn read_source(kb: &Kb, p: IdParams) -> Result<Option<Read<Source>>> {
     if !is_source_id(&p.id) {
         return Err(Error::invalid(format!(
             "source id {:?} is not a lowercase hex sha256",
             crate::ids::truncate_for_message(&p.id)
         )));
     }
-    kb.load_source(&p.id)
+    Ok(kb.load_source(&p.id)?.map(Read::plain))
 }
 
 /// Checked `limit` and `offset`.
@@ -145,34 +151,36 @@ fn list_by_ids<T: Serialize>(
 }
 
 pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Read<T>>> {
-    let mut out = list_by_ids(kb.ids(T::DIR)?, p, |ids| {
-        kb.load_many::<T>(ids)
-            .into_iter()
-            .map(Read::plain)
-            .collect()
-    })?;
-    mark_unaudited(kb, T::DIR, &mut out, |o| o.id());
-    Ok(out)
+    list_as(kb, p, |o: &T| o.id())
 }
 
 /// `kb.list_pages`: pages with their bodies (a filter sees the body too).
 pub fn list_pages(kb: &Kb, p: ListParams) -> Result<Vec<Read<PageWithBody>>> {
-    let mut out = list_by_ids(kb.ids(Dir::Pages)?, p, |ids| {
-        kb.load_many::<Page>(ids)
+    list_as::<Page, _>(kb, p, |pg: &PageWithBody| &pg.page.id)
+}
+
+/// Stored objects as the wire shows them (`W`), marked when unaudited.
+fn list_as<T: Stored, W: From<T> + Serialize>(
+    kb: &Kb,
+    p: ListParams,
+    id: impl Fn(&W) -> &str,
+) -> Result<Vec<Read<W>>> {
+    let mut out = list_by_ids(kb.ids(T::DIR)?, p, |ids| {
+        kb.load_many::<T>(ids)
             .into_iter()
-            .map(|pg| Read::plain(pg.into()))
+            .map(|o| Read::plain(o.into()))
             .collect()
     })?;
-    mark_unaudited(kb, Dir::Pages, &mut out, |pg: &PageWithBody| &pg.page.id);
+    mark_unaudited(kb, T::DIR, &mut out, id);
     Ok(out)
 }
 
-pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Source>> {
+pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Read<Source>>> {
     list_by_ids(kb.source_ids()?, p, |ids| {
         let mut out = Vec::new();
         for id in ids {
             match kb.load_source(id) {
-                Ok(Some(s)) => out.push(s),
+                Ok(Some(s)) => out.push(Read::plain(s)),
                 Ok(None) => kb.warn(format!("source {id} has no meta.yaml")),
                 Err(e) => kb.warn(format!("skipped unreadable file: {e}")),
             }
@@ -228,7 +236,7 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
 }
 
 /// A proposal with what it cites resolved.
-pub fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
+fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
     let meta = ReadMeta {
         citations: Some(citations(kb, &proposal)),
         ..ReadMeta::default()

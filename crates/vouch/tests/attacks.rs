@@ -649,6 +649,22 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
     assert!(listed.to_string().contains(&honest), "{listed}");
     assert!(!listed.to_string().contains("planted"), "{listed}");
+    // Sources too: a source's meta.yaml is a file like any other.
+    edit(
+        &p.vouch_dir().join(format!("sources/{src}/meta.yaml")),
+        "locator: ",
+        "_meta:\n  unaudited: false\nlocator: ",
+    );
+    let read = p.ok(
+        "x",
+        &["call", "kb.read_source", &json!({"id": src}).to_string()],
+    );
+    assert!(
+        read.get("_meta").is_none() && read["id"] == src.as_str(),
+        "{read}"
+    );
+    let listed = p.ok("x", &["call", "kb.list_sources", "{}"]);
+    assert!(!listed.to_string().contains("_meta"), "{listed}");
 
     let log = p.vouch_dir().join("audit.log.jsonl");
     let full = std::fs::read_to_string(&log).unwrap();
