@@ -37,7 +37,7 @@ pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     /// The lower-level failure this one reports (I/O, SQLite), kept for
-    /// [`std::error::Error::source`] and for callers that ask what it was.
+    /// [`std::error::Error::source`].
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
@@ -67,13 +67,6 @@ impl Error {
         self
     }
 
-    /// The I/O failure behind this error, if one is.
-    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
-        self.source
-            .as_deref()
-            .and_then(|e| e.downcast_ref::<std::io::Error>())
-            .map(std::io::Error::kind)
-    }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidParams, message)
     }
@@ -145,7 +138,11 @@ mod tests {
         let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "nope");
         let e = Error::io(Path::new("claims/a.yaml"), io);
         assert_eq!(e.message, "claims/a.yaml: nope");
-        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::PermissionDenied));
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(|e| e.kind()),
+            Some(std::io::ErrorKind::PermissionDenied)
+        );
         assert_eq!(e.source().map(|s| s.to_string()), Some("nope".into()));
         assert_eq!(e, Error::internal("claims/a.yaml: nope"));
         assert!(Error::internal("x").source().is_none());

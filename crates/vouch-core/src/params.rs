@@ -810,13 +810,6 @@ pub struct ResolvedCitation {
 #[serde(transparent)]
 pub struct AuditRecord(pub Value);
 
-impl AuditRecord {
-    /// A string field, if the event has it.
-    pub fn str(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(Value::as_str)
-    }
-}
-
 impl JsonSchema for AuditRecord {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "AuditRecord".into()

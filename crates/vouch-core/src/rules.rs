@@ -155,7 +155,7 @@ pub fn supersedes_reaches(from: &str, to: &str, mut next: impl FnMut(&str) -> Ve
 /// At most this many loops are reported, each naming at most
 /// [`RING_SHOWN`] ids on either side of an ellipsis: a hostile bundle's
 /// long or tangled chains cost a bounded report.
-pub const MAX_LOOPS: usize = 100;
+const MAX_LOOPS: usize = 100;
 const RING_SHOWN: usize = 10;
 
 /// Supersession must not loop (protocol §3). The loops reachable from

@@ -61,7 +61,6 @@ fields!(
     SessionEndResult,
     CrystallizeResult,
     knowledge::ExportResult,
-    vouch_core::retrieval::RebuildResult,
 );
 
 /// The digest as a hook pastes it into an agent's context.
