@@ -18,11 +18,17 @@
 #    as root or with sudo) and the pinned Selenium into target/ui-client-venv
 #    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
 #    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
-# 5. Checks that the build without the `embeddings` feature compiles.
-# 6. Checks that the workspace compiles for Windows (x86_64-pc-windows-gnu;
+# 5. Installs the official MCP TypeScript SDK, pinned in
+#    tests/mcp-ts-client/package.json and package-lock.json, with `npm ci`
+#    into tests/mcp-ts-client/node_modules (git-ignored; skipped when a
+#    stamp says it holds exactly this lockfile), for
+#    crates/vouch/tests/mcp_ts_sdk.rs (VOUCH_NODE). Node.js and npm come
+#    from Debian's packages when missing (apt-get, as root or with sudo).
+# 6. Checks that the build without the `embeddings` feature compiles.
+# 7. Checks that the workspace compiles for Windows (x86_64-pc-windows-gnu;
 #    the rustup target and MinGW are installed when missing, or the check
 #    is skipped with a warning where they cannot be).
-# 7. Runs `cargo test --workspace --locked --features vouch/failpoints`
+# 8. Runs `cargo test --workspace --locked --features vouch/failpoints`
 #    (the crash tests arm fail points only that feature compiles in) with
 #    VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
@@ -69,6 +75,22 @@ ensure_venv() {
     echo "scripts/test.sh: $what installed in $((SECONDS - start)) s" >&2
 }
 
+# apt_install PACKAGE...: Debian's packages, as root or with sudo; fails
+# saying what to install where this user cannot.
+apt_install() {
+    echo "scripts/test.sh: installing Debian's $*" >&2
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        if command -v sudo >/dev/null; then sudo="sudo"; else
+            echo "scripts/test.sh: $* missing and this user cannot install them" \
+                "(not root, no sudo): apt-get install $*" >&2
+            exit 1
+        fi
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
 ensure_venv "the MCP Python SDK" "$req" "$venv"
 VOUCH_MCP_CLIENT_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export VOUCH_MCP_CLIENT_PYTHON
@@ -96,17 +118,7 @@ export VOUCH_MODEL_WHEEL
 #    chromium-driver (installed with apt-get when missing; needs root or
 #    sudo), and the pinned Selenium in target/ui-client-venv.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-    echo "scripts/test.sh: installing Debian's chromium and chromium-driver" >&2
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then
-        if command -v sudo >/dev/null; then sudo="sudo"; else
-            echo "scripts/test.sh: chromium and chromium-driver are missing and this user cannot" \
-                "install them (not root, no sudo): apt-get install chromium chromium-driver" >&2
-            exit 1
-        fi
-    fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt_install chromium chromium-driver
 fi
 VOUCH_CHROMIUM=$(command -v chromium)
 VOUCH_CHROMEDRIVER=$(command -v chromedriver)
@@ -116,10 +128,26 @@ ensure_venv "Selenium (the browser test's WebDriver client)" tests/ui-client/req
 VOUCH_UI_CLIENT_PYTHON="$(cd "$uivenv" && pwd)/bin/python"
 export VOUCH_UI_CLIENT_PYTHON
 
-# 5. The build without semantic search still compiles.
+# 5. The official MCP TypeScript SDK and Node.js, for mcp_ts_sdk.rs.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt_install nodejs npm
+fi
+tsdir=tests/mcp-ts-client
+tswant=$("$py" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$tsdir/package-lock.json")
+if [ "$(cat "$tsdir/node_modules/.vouch-lock.sha256" 2>/dev/null)" != "$tswant" ]; then
+    echo "scripts/test.sh: installing the MCP TypeScript SDK ($tsdir/package-lock.json)" >&2
+    start=$SECONDS
+    (cd "$tsdir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    echo "$tswant" >"$tsdir/node_modules/.vouch-lock.sha256"
+    echo "scripts/test.sh: MCP TypeScript SDK installed in $((SECONDS - start)) s" >&2
+fi
+VOUCH_NODE=$(command -v node)
+export VOUCH_NODE
+
+# 6. The build without semantic search still compiles.
 cargo check --locked -p vouch --no-default-features --quiet
 
-# 6. A non-Linux target compiles (no Linux-only dependency or API slips
+# 7. A non-Linux target compiles (no Linux-only dependency or API slips
 #    in): Windows, through rustup's x86_64-pc-windows-gnu standard library
 #    and Debian's MinGW C compiler for the bundled SQLite, both installed
 #    here when missing. Where they cannot be installed (no rustup, no

@@ -34,6 +34,13 @@ pub enum Effect {
 
 pub struct Method {
     pub name: &'static str,
+    /// A few words for a host's tool list.
+    pub title: &'static str,
+    /// Calling it again with the same params has no further effect.
+    pub idempotent: bool,
+    /// It may replace something that exists (a file at a given path);
+    /// every other write only adds.
+    pub destructive: bool,
     /// One line, for catalogs.
     pub summary: &'static str,
     /// For agents: when to use it, and what review it needs.
@@ -53,7 +60,9 @@ impl Method {
 
 /// The schema of what a method accepts.
 fn schema<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    portable(&mut schema);
+    schema
 }
 
 /// The schema of what a method returns: as serialized, so a field left out
@@ -63,7 +72,94 @@ fn result_schema<T: JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .for_serialize()
         .into_generator();
-    serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null)
+    let mut schema =
+        serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null);
+    portable(&mut schema);
+    schema
+}
+
+/// The formats JSON Schema (draft 2020-12) defines; a client's validator
+/// knows these and warns about any other.
+pub const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Keywords whose value is one subschema.
+const SUBSCHEMA: &[&str] = &[
+    "additionalProperties",
+    "items",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contentSchema",
+];
+/// Keywords whose value is a list of subschemas.
+const SUBSCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+/// Keywords whose value maps names to subschemas.
+const SUBSCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
+/// Make a generated schema one every MCP client accepts: every subschema an
+/// object (the TypeScript SDK refuses a property schema of `true`; `{}`
+/// means the same), and only formats JSON Schema defines (schemars writes
+/// Rust's `uint64`, `double`, … which validators warn about: an unsigned
+/// integer keeps its `minimum: 0` instead). `additionalProperties: false`
+/// stays: it is the closed-object idiom every client reads.
+pub fn portable(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        if let Value::Bool(b) = schema {
+            *schema = if *b { json!({}) } else { json!({"not": {}}) };
+        }
+        return;
+    };
+    if let Some(format) = map.get("format").and_then(Value::as_str)
+        && !STANDARD_FORMATS.contains(&format)
+    {
+        if format.starts_with('u') && !map.contains_key("minimum") {
+            map.insert("minimum".into(), json!(0));
+        }
+        map.remove("format");
+    }
+    for (key, value) in map.iter_mut() {
+        let key = key.as_str();
+        if SUBSCHEMA.contains(&key) {
+            if !(key == "additionalProperties" && *value == Value::Bool(false)) {
+                portable(value);
+            }
+        } else if let (true, Value::Array(items)) = (SUBSCHEMA_LISTS.contains(&key), &mut *value) {
+            items.iter_mut().for_each(portable);
+        } else if let (true, Value::Object(named)) = (SUBSCHEMA_MAPS.contains(&key), value) {
+            named.values_mut().for_each(portable);
+        }
+    }
 }
 
 /// Decode params: `null` means `{}`; top-level `null` values count as absent
@@ -129,10 +225,30 @@ fn run<M: Call>(kb: &Kb, caller: &Caller, params: Value) -> Result<Value> {
     encode(M::call(kb, caller, decode(params)?)?)
 }
 
+/// Whether a registry entry carries `+ mark` (`const`: the registry is a
+/// static).
+const fn marked(marks: &[&str], mark: &str) -> bool {
+    let mut i = 0;
+    while i < marks.len() {
+        let (a, b) = (marks[i].as_bytes(), mark.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
 /// The registry: for each method, a type in [`kb`] implementing [`Call`]
 /// and one [`Method`] entry in [`REGISTRY`].
 macro_rules! registry {
-    ($($ty:ident: $name:literal, $effect:ident, $p:ty => $r:ty, $summary:literal, $desc:literal, $f:expr;)+) => {
+    ($($ty:ident: $name:literal, $effect:ident $(+ $mark:ident)*, $p:ty => $r:ty, $title:literal, $summary:literal, $desc:literal, $f:expr;)+) => {
         /// One type per `kb.*` method (`kb::Search` is `kb.search`), for
         /// typed calls through [`call`].
         pub mod kb {
@@ -157,6 +273,12 @@ macro_rules! registry {
         pub static REGISTRY: &[Method] = &[$(
             Method {
                 name: $name,
+                title: $title,
+                // Reads change nothing; a write marked `+ idempotent`
+                // changes nothing when repeated with the same params.
+                idempotent: matches!(Effect::$effect, Effect::Read)
+                    || marked(&[$(stringify!($mark)),*], "idempotent"),
+                destructive: marked(&[$(stringify!($mark)),*], "destructive"),
                 summary: $summary,
                 description: $desc,
                 effect: Effect::$effect,
@@ -188,7 +310,17 @@ pub struct Capabilities {
     pub retrieval_state: crate::retrieval::backend::RetrievalState,
     pub review_gated: bool,
     pub transports: Vec<String>,
-    pub knowledge_capability: Value,
+    pub knowledge_capability: KnowledgeCapability,
+}
+
+/// What kind of knowledge store this is, for hosts that compare memories.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct KnowledgeCapability {
+    pub kind: String,
+    /// Claims cite stored sources and spans.
+    pub stores_evidence: bool,
+    /// Every mutation is in a hash-chained log.
+    pub audit_log: bool,
 }
 
 pub fn capabilities(kb: &Kb) -> Capabilities {
@@ -205,11 +337,11 @@ pub fn capabilities(kb: &Kb) -> Capabilities {
             .get()
             .map(|t| t.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default(),
-        knowledge_capability: json!({
-            "kind": "local-cited-review-gated-kb",
-            "stores_evidence": true,
-            "audit_log": true
-        }),
+        knowledge_capability: KnowledgeCapability {
+            kind: "local-cited-review-gated-kb".into(),
+            stores_evidence: true,
+            audit_log: true,
+        },
     }
 }
 
@@ -239,222 +371,277 @@ fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<ApproveOutput> 
 
 registry! {
     Capabilities: "kb.capabilities", Read, NoParams => Capabilities,
+        "Server capabilities",
         "What this server implements: methods, retrieval backends, transports.",
         "Describe this vouch server: the kb.* methods it implements, its retrieval backends and transports. review_gated is always true: agents propose, people approve.",
         |kb, _, _| Ok(capabilities(kb));
     Status: "kb.status", Read, NoParams => StatusResult,
+        "Knowledge base status",
         "Counts of durable objects, pending proposals and the last audit time.",
         "Overview of the knowledge base: how many claims, pages, sources, entities and relations are approved, how many proposals await review, and when the last change happened. Cheap; call it first.",
         |kb, _, _| reads::status(kb);
     ReadClaim: "kb.read_claim", Read, IdParams => Option<Read<Claim>>,
+        "Read a claim",
         "One claim by id, or null.",
         "Read one approved claim (text, status, confidence, evidence ids). Returns null when no such claim exists.",
         |kb, _, p| reads::read::<Claim>(kb, p);
     ReadPage: "kb.read_page", Read, IdParams => Option<Read<PageWithBody>>,
+        "Read a page",
         "One page (frontmatter and markdown body) by id, or null.",
         "Read one approved page with its markdown body. Returns null when no such page exists.",
         |kb, _, p| reads::read_page(kb, p);
     ReadEntity: "kb.read_entity", Read, IdParams => Option<Read<Entity>>,
+        "Read an entity",
         "One entity by id, or null.",
         "Read one approved entity (a typed named thing). Returns null when missing.",
         |kb, _, p| reads::read::<Entity>(kb, p);
     ReadRelation: "kb.read_relation", Read, IdParams => Option<Read<Relation>>,
+        "Read a relation",
         "One relation by id, or null.",
         "Read one approved relation (a typed edge between entities). Returns null when missing.",
         |kb, _, p| reads::read::<Relation>(kb, p);
     ReadSource: "kb.read_source", Read, IdParams => Option<Read<Source>>,
+        "Read a source",
         "One source's metadata by sha256 id, or null.",
         "Read a registered source's metadata (locator, title, size). Returns null when missing.",
         |kb, _, p| reads::read_source(kb, p);
     ReadEvidence: "kb.read_evidence", Read, IdParams => Option<Read<Evidence>>,
+        "Read evidence",
         "One evidence span by id, or null.",
         "Read an evidence record: the source it points into, the line locator and the quoted text. Returns null when missing.",
         |kb, _, p| reads::read::<Evidence>(kb, p);
     ReadSession: "kb.read_session", Read, IdParams => Option<Read<Session>>,
+        "Read a session",
         "One session record by id, or null.",
         "Read a session: its task, status and the proposals made in it. Returns null when missing.",
         |kb, _, p| reads::read::<Session>(kb, p);
     ReadProposal: "kb.read_proposal", Read, IdParams => Option<Read<Proposal>>,
+        "Read a proposal",
         "One proposal (pending or decided) by id, or null.",
         "Read a proposal wherever it is (pending or decided), with its payload, status and resolved citations. Returns null when missing.",
         |kb, _, p| reads::read_proposal(kb, p);
     ListClaims: "kb.list_claims", Read, ListParams => Vec<Read<Claim>>,
+        "List claims",
         "Approved claims, sorted by id; limit, offset, filter by field equality.",
         "List approved claims. limit (default 100), offset, and filter by field equality such as {\"status\": \"stable\"}.",
         |kb, _, p| reads::list::<Claim>(kb, p);
     ListPages: "kb.list_pages", Read, ListParams => Vec<Read<PageWithBody>>,
+        "List pages",
         "Approved pages, sorted by id.",
         "List approved pages with their bodies. limit (default 100), offset, filter.",
         |kb, _, p| reads::list_pages(kb, p);
     ListEntities: "kb.list_entities", Read, ListParams => Vec<Read<Entity>>,
+        "List entities",
         "Approved entities, sorted by id.",
         "List approved entities. limit (default 100), offset, filter such as {\"type\": \"person\"}.",
         |kb, _, p| reads::list::<Entity>(kb, p);
     ListRelations: "kb.list_relations", Read, ListParams => Vec<Read<Relation>>,
+        "List relations",
         "Approved relations, sorted by id.",
         "List approved relations. limit (default 100), offset, filter such as {\"source\": \"<id>\"}, or {\"end\": \"<id>\"} for relations touching an object at either end.",
         |kb, _, p| reads::list::<Relation>(kb, p);
     ListSources: "kb.list_sources", Read, ListParams => Vec<Read<Source>>,
+        "List sources",
         "Registered sources, sorted by id.",
         "List registered sources' metadata. limit (default 100), offset, filter.",
         |kb, _, p| reads::list_sources(kb, p);
     ListEvidence: "kb.list_evidence", Read, ListParams => Vec<Read<Evidence>>,
+        "List evidence",
         "Evidence spans, sorted by id.",
         "List evidence records (quoted spans of sources). limit (default 100), offset, filter such as {\"source_id\": \"...\"}.",
         |kb, _, p| reads::list::<Evidence>(kb, p);
     ListSessions: "kb.list_sessions", Read, ListParams => Vec<Read<Session>>,
+        "List sessions",
         "Sessions, sorted by id (chronological).",
         "List agent sessions. limit (default 100), offset, filter such as {\"status\": \"open\"}.",
         |kb, _, p| reads::list::<Session>(kb, p);
     ListPending: "kb.list_pending", Read, ListParams => Vec<Read<Proposal>>,
+        "List pending proposals",
         "Proposals awaiting review, oldest first, with what each cites.",
         "List proposals awaiting human review, oldest first. Each item carries _meta.citations: the sources and quoted spans it cites, and, with a local embedding model, _meta.possible_duplicates: current approved claims almost the same in meaning (cosine >= 0.95). Pending proposals are not knowledge yet.",
         |kb, _, p| reads::list_pending(kb, p);
-    RegisterSource: "kb.register_source", Write, RegisterSourceParams => RegisterSourceResult,
+    RegisterSource: "kb.register_source", Write + idempotent, RegisterSourceParams => RegisterSourceResult,
+        "Register a source",
         "Capture text content as a source (id = sha256; idempotent).",
         "Capture source material (a document, message, transcript) so claims can cite it. The id is the sha256 of the content; registering the same content again returns the same id with deduplicated: true. Not gated (sources are evidence, not assertions) but audited.",
         sources::register_source;
-    RegisterSourceFromPath: "kb.register_source_from_path", Write, RegisterSourceFromPathParams => RegisterSourceResult,
+    RegisterSourceFromPath: "kb.register_source_from_path", Write + idempotent, RegisterSourceFromPathParams => RegisterSourceResult,
+        "Register a project file as a source",
         "Capture a file inside the project as a source.",
         "Capture a regular file inside the project (absolute or project-relative path). Paths leading outside the project (including through symlinks), directories, devices and files over the size limit are refused.",
         sources::register_source_from_path;
     SourceVerify: "kb.source_verify", Read, SourceVerifyParams => SourceVerifyResult,
+        "Verify sources",
         "Re-hash stored source content; report missing or drifted sources.",
         "Check that stored source content still hashes to its id. Omit id to check every source. Reports missing and drifted content.",
         |kb, _, p| sources::source_verify(kb, p);
-    RegisterEvidence: "kb.register_evidence", Write, RegisterEvidenceParams => RegisterEvidenceResult,
+    RegisterEvidence: "kb.register_evidence", Write + idempotent, RegisterEvidenceParams => RegisterEvidenceResult,
+        "Register quoted evidence",
         "Locate an exact quote in a source and mint citable Evidence for it.",
         "Cite a span rather than a whole source: give a source id and an exact quote; vouch finds the quote in the stored content, records its line range and sha256, and returns an evidence id a claim can cite. A quote not in the source is refused. Same quote twice gives the same id.",
         sources::register_evidence;
     ProposeClaim: "kb.propose_claim", Propose, ProposeClaimParams => ProposeResult,
+        "Propose a claim",
         "Propose a cited claim for human review.",
         "Propose a one-sentence claim. It must cite evidence: source ids, evidence ids, or {\"source_id\", \"quote\"} spans (located and minted on write). The claim is NOT knowledge until a person (or a configured trusted agent other than you) approves it. Returns valid: false with every problem listed when it cannot be accepted; dry_run: true validates without writing. With a local embedding model, _meta.possible_duplicates lists approved claims that say almost the same (cosine >= 0.95): prefer citing or superseding them over a near copy. supersedes: [claim ids] proposes a correction: approving it marks those claims superseded by the new one.",
         gate::propose_claim;
     ProposePage: "kb.propose_page", Propose, ProposePageParams => ProposeResult,
+        "Propose a page",
         "Propose a markdown page for human review.",
         "Propose a maintained markdown page (concept, decision, workflow, ...) that may reference approved claims, entities and sources. Pending until a reviewer approves it. dry_run: true validates only.",
         gate::propose_page;
     ProposeEntity: "kb.propose_entity", Propose, ProposeEntityParams => ProposeResult,
+        "Propose an entity",
         "Propose a typed named entity for human review.",
         "Propose an entity (person, project, repo, api, ...). Pending until a reviewer approves it. dry_run: true validates only.",
         gate::propose_entity;
     ProposeRelation: "kb.propose_relation", Propose, ProposeRelationParams => ProposeResult,
+        "Propose a relation",
         "Propose a typed edge between two approved objects.",
         "Propose a relation (uses, depends_on, supersedes, supports, references, mentions, relates_to, ...) between two existing objects — claims, entities, pages, relations, evidence or sources — optionally citing evidence. Pending until a reviewer approves it. dry_run: true validates only.",
         gate::propose_relation;
-    Approve: "kb.approve", Review, ApproveParams => ApproveOutput,
+    Approve: "kb.approve", Review + idempotent, ApproveParams => ApproveOutput,
+        "Approve proposals",
         "Approve one or many pending proposals, writing durable knowledge.",
         "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. On agent transports approver may only be the caller's own actor (naming someone else is refused). A proposal edited after it was proposed (it no longer matches its proposal.create fingerprint) is refused. Writes the durable artifact and an audit event.",
         approve;
-    Reject: "kb.reject", Review, RejectParams => OkResult,
+    Reject: "kb.reject", Review + idempotent, RejectParams => OkResult,
+        "Reject a proposal",
         "Reject a pending proposal with a reason.",
         "Reject a pending proposal; a reason is required and recorded. Nothing durable is written; the proposal moves to decided/.",
         gate::reject;
     Supersede: "kb.supersede", Write, SupersedeParams => LifecycleResult,
+        "Supersede a claim",
         "Mark an approved claim as superseded by a newer one.",
         "Record that approved claim new_id replaces old_id: old becomes superseded (and leaves context packs). Self-supersession and cycles are refused. Audited.",
         lifecycle::supersede;
     Contradict: "kb.contradict", Write, ContradictParams => LifecycleResult,
+        "Mark a contradiction",
         "Mark two approved claims as contradicting each other.",
         "Record that two approved claims contradict each other (symmetric); both become contested unless superseded or archived. Audited.",
         lifecycle::contradict;
     Archive: "kb.archive", Write, ArchiveParams => LifecycleResult,
+        "Archive an object",
         "Archive an approved claim or page.",
         "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited; kb.revert undoes it. Like every lifecycle change, under review.gate_lifecycle an agent's call becomes a pending proposal (result proposal_id) instead.",
         lifecycle::archive;
     Confirm: "kb.confirm", Write, IdParams => LifecycleResult,
+        "Confirm a claim",
         "Record that an approved claim was re-checked now.",
         "Set a claim's last_confirmed_at to now, after checking it still holds. Audited.",
         lifecycle::confirm;
     Cite: "kb.cite", Write, CiteParams => LifecycleResult,
+        "Add a citation",
         "Add a citation to an approved claim.",
         "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). Audited.",
         lifecycle::cite;
     Revert: "kb.revert", Write, RevertParams => LifecycleResult,
+        "Revert a lifecycle change",
         "Undo a lifecycle change (supersede, contradict, archive, confirm, cite, revert).",
         "Put back the lifecycle state that event event_id changed, as that event recorded it. Refused if an object changed again since (revert the later change first). Audited as lifecycle.revert, itself revertible. kb.lifecycle_changes lists the event ids.",
         lifecycle::revert;
     LifecycleChanges: "kb.lifecycle_changes", Read, LifecycleChangesParams => Vec<LifecycleChange>,
+        "Recent lifecycle changes",
         "Recent lifecycle changes made by agents, not yet reverted.",
         "Lifecycle changes (supersede, contradict, archive, confirm, cite, revert) made over agent transports in the last days (default 7) and not reverted, newest first, with their event ids for kb.revert. all: true includes command-line changes.",
         |kb, _, p| lifecycle::recent_changes(kb, p);
     SessionStart: "kb.session_start", Write, SessionStartParams => SessionStartResult,
+        "Start a session",
         "Open a work session to group proposals.",
         "Start a session for a task; pass its session_id to propose_* calls so kb.crystallize can summarise what the session produced.",
         sessions::start;
-    SessionEnd: "kb.session_end", Write, SessionIdParams => SessionEndResult,
+    SessionEnd: "kb.session_end", Write + idempotent, SessionIdParams => SessionEndResult,
+        "End a session",
         "Close a session.",
         "End a session; returns how many proposals it produced.",
         sessions::end;
     Crystallize: "kb.crystallize", Propose, CrystallizeParams => CrystallizeResult,
+        "Crystallize a session",
         "Propose a session-summary page and flag promotable claims.",
         "Summarise a session into a session page proposal (pending review) listing what was approved, what awaits review and what was rejected, and flag the session's pending claim proposals for a reviewer.",
         sessions::crystallize;
     Audit: "kb.audit", Read, AuditParams => Vec<AuditRecord>,
+        "Read the audit log",
         "Audit events, oldest first; tail and filter by event, actor or object.",
         "Read the hash-chained audit log: every mutation with actor and time. tail: only the last N; filter: {event, actor, object} (object: events naming that id — a claim's history).",
         |kb, _, p| reads::audit(kb, p);
     AuditVerify: "kb.audit_verify", Read, NoParams => crate::audit::VerifyReport,
+        "Verify the audit log",
         "Verify the audit log's hash chain; name the first bad line.",
         "Check the audit log's hash chain. Reports the first edited, reordered, deleted or truncated line.",
         |kb, _, _| kb.audit_log().verify();
     Search: "kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
+        "Search knowledge",
         "Full-text search over approved claims, pages, entities and sources.",
         "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet with matched words in [brackets], score and backend.",
         |kb, _, p| crate::retrieval::search(kb, p);
     Context: "kb.context", Read, crate::retrieval::pack::ContextParams => crate::retrieval::pack::ContextPack,
+        "Context pack for a task",
         "A context pack for a task: current approved knowledge with citations, within a character budget.",
         "Use at the start of a task to load what the knowledge base already knows about it. Returns only current approved claims and pages (never pending, superseded, archived or redacted), ranked by relevance then trust (stable over working; contested ones are marked with what they contradict), each with its citations (source ids and quoted spans). `text` is ready to paste into a prompt and never exceeds max_chars (default 4000); `omitted` and `gaps` say what was left out and why. require_citations drops uncited items; min_items reports whether enough was found.",
         |kb, _, p| crate::retrieval::pack::context(kb, p);
     Recall: "kb.recall", Read, crate::answer::recall::RecallParams => crate::answer::recall::RecallResult,
+        "Recall what is known",
         "A session-start digest: pending review (counts, ids), recently approved and superseded, the task's context.",
         "Call at the start of a session to catch up: how many proposals wait for review (ids only; their text is unreviewed and not knowledge), claims approved and superseded lately, and — with task — the context pack for it. `text` is ready to paste into a prompt and never exceeds max_chars (default 4000).",
         |kb, _, p| crate::answer::recall::recall(kb, p);
     Synthesize: "kb.synthesize", Propose, crate::answer::SynthesizeParams => crate::answer::Synthesis,
+        "Answer from approved claims",
         "Answer a question only from current approved claims: every sentence cited, gaps named.",
         "Answer a question from the knowledge base without guessing. `answer` is markdown built only from current approved claims (never pending, superseded, archived or redacted), one paragraph per topic, every sentence ending in its [claim-id] citations; `sentences` and `citations` (each claim with its status, confidence and quoted evidence) let you check it; `gaps` lists what the question asks that no approved claim covers — say so rather than fill it in. When approved claims disagree the answer says `Sources disagree:` and cites both. `_meta.synthesis_confidence` is high (all stable), medium (some working) or low (contested, disagreement, or no answer). An uncovered question returns an empty answer and populated gaps. mode llm (only if the person running vouch configured a command) rewords it, keeping only sentences that cite offered claims in their words. propose_page: true files the answer as a page proposal for review.",
         crate::answer::synthesize;
     KnowledgeValidate: "kb.knowledge_validate", Read, crate::interop::knowledge::ValidateParams => crate::interop::knowledge::ValidateReport,
+        "Validate knowledge files",
         "Check a knowledge folder (index.json + YAML fact files; docs/knowledge.md) against every rule of the format.",
         "Validate a knowledge folder in the project: index.json's shape, every fact's fields, ids {domain}:{category}:{sequence}, categories, confidence, dates, related ids, duplicates, each YAML file's frontmatter, and that the YAML files and index.json agree. Each problem names the file, line and fact id. ok is false when any error stands. Reads only.",
         |kb, _, p| crate::interop::knowledge::validate(kb, p);
     KnowledgeImport: "kb.knowledge_import", Propose, crate::interop::knowledge::ImportParams => crate::interop::knowledge::ImportResult,
+        "Import knowledge files",
         "Import a knowledge folder's facts as claim proposals citing the files they come from.",
         "Import a knowledge folder: its files are registered as sources and each fact becomes a claim PROPOSAL citing the span of its file that states it (category -> claim type, domain -> tag and scope, the knowledge id and fields kept under metadata). Nothing is knowledge until a reviewer approves it. Nothing is proposed while validation finds an error, unless skip_invalid. Re-importing proposes nothing new; a fact whose text changed is proposed again (outcome changed, replaces the approved claim's id). dry_run reports only.",
         crate::interop::knowledge::import;
     KnowledgeExport: "kb.knowledge_export", Admin, crate::interop::knowledge::ExportParams => crate::interop::knowledge::ExportResult,
+        "Export knowledge files",
         "Write current approved claims as a knowledge folder (index.json + YAML files).",
         "Export current approved claims (never pending, superseded, archived or redacted) to a knowledge folder in the project: index.json and the seed's YAML files, ids stable across exports (imported claims keep theirs). Same KB, same bytes. Audited as knowledge.export.",
         crate::interop::knowledge::export;
     Eval: "kb.eval", Read, crate::retrieval::eval::EvalParams => crate::retrieval::eval::EvalReport,
+        "Evaluate retrieval",
         "Score search against labelled queries: recall@k, MRR, nDCG@k.",
         "Measure retrieval quality: for each labelled query (query + expected claim ids) run kb.search over claims and report recall@k, mean reciprocal rank and nDCG@k, overall and per query. Reads only.",
         |kb, _, p| crate::retrieval::eval::eval(kb, p);
     IndexRebuild: "kb.index_rebuild", Admin, NoParams => crate::retrieval::RebuildResult,
+        "Rebuild the search index",
         "Rebuild state.db from the files.",
         "Drop and rebuild the derived search index from the files under .vouch/. Safe at any time.",
         |kb, c, _| crate::retrieval::rebuild_audited(kb, c);
     Lint: "kb.lint", Read, LintParams => HealthReport,
+        "Lint the knowledge base",
         "Find rotting knowledge: uncited, stale, contradicted, duplicated, orphaned.",
         "Check approved knowledge for rot: uncited or dangling citations, claims not confirmed within stale_days (default 90), unresolved contradictions, pages citing superseded or archived claims, orphan entities, relations to missing entities, duplicate claim texts, proposals pending longer than pending_days (default 14). Each issue has a stable id, kind, severity (warn|error) and a message saying what to do. Changes nothing.",
         |kb, _, p| health::lint(kb, p);
     Doctor: "kb.doctor", Admin, DoctorParams => HealthReport,
+        "Check knowledge base health",
         "lint plus file integrity: source hashes, references, audit chain, config, index.",
         "Everything kb.lint checks, plus: source content re-hashed against its id, every reference resolvable, the audit log's hash chain, config.yaml drift (unknown keys, unsupported version, unparseable), the index out of step with the files, proposals in both proposed/ and decided/, unparseable files. fix: true rebuilds the derived index; knowledge is never touched.",
         health::doctor;
-    Export: "kb.export", Admin, ExportParams => ExportResult,
+    Export: "kb.export", Admin + destructive, ExportParams => ExportResult,
+        "Export a bundle",
         "Write a deterministic .tar.gz bundle of the reviewed knowledge.",
         "Export claims, pages, sources, entities, relations, evidence, sessions, decided proposals and config.yaml as a .tar.gz with manifest.json (sha256 and size of every file). Never proposed/, state.db or audit.log.jsonl. The same KB always exports to the same bytes. out must be outside .vouch/ (and, for agents, inside the project). Audited as bundle.export.",
         crate::interop::bundle::export;
     ExportCheck: "kb.export_check", Read, BundlePathParams => ExportCheckResult,
+        "Check an exported bundle",
         "Check that a bundle is internally consistent; writes nothing.",
         "Verify a bundle on its own: safe member names and types, every member in the manifest with matching size and sha256 and vice versa, source content hashing to its id, claims citing, references resolving within the bundle, size limits. Lists every problem.",
         crate::interop::bundle::export_check;
     ImportCheck: "kb.import_check", Read, BundlePathParams => ImportCheckResult,
+        "Check a bundle before import",
         "Diff a bundle against this KB (new / conflict / identical) and list every problem; writes nothing.",
         "Dry run of an import: which files are new here, which conflict (same path, different content), which are identical, and every reason the bundle would be refused (references may resolve in the bundle or in this KB). Writes nothing.",
         crate::interop::bundle::import_check;
-    ImportApply: "kb.import_apply", Admin, ImportApplyParams => ImportApplyResult,
+    ImportApply: "kb.import_apply", Admin + destructive, ImportApplyParams => ImportApplyResult,
+        "Import a bundle",
         "Import a checked bundle, all or nothing; agents' gated objects arrive as proposals.",
         "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless review.approver_role is trusted-agent) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",
         crate::interop::bundle::import_apply;

@@ -12,7 +12,10 @@ pub fn json() -> Value {
                 json!({
                     "name": m.name,
                     "tool": m.tool_name(),
+                    "title": m.title,
                     "effect": m.effect,
+                    "idempotent": m.idempotent,
+                    "destructive": m.destructive,
                     "summary": m.summary,
                     "description": m.description,
                     "params": (m.params_schema)(),
@@ -42,10 +45,18 @@ pub fn markdown() -> String {
     }
     for m in REGISTRY {
         out.push_str(&format!(
-            "\n## `{}`\n\n{}\n\nEffect: {}.\n\n<details><summary>params schema</summary>\n\n```json\n{}\n```\n</details>\n\n<details><summary>result schema</summary>\n\n```json\n{}\n```\n</details>\n",
+            "\n## `{}`\n\n{}. {}\n\nEffect: {}{}.\n\n<details><summary>params schema</summary>\n\n```json\n{}\n```\n</details>\n\n<details><summary>result schema</summary>\n\n```json\n{}\n```\n</details>\n",
             m.name,
+            m.title,
             m.description,
             format!("{:?}", m.effect).to_lowercase(),
+            match (m.idempotent, m.destructive) {
+                (_, true) => "; may replace an existing file",
+                (true, false) if m.effect != vouch_core::methods::Effect::Read => {
+                    "; idempotent (a repeat changes nothing)"
+                }
+                _ => "",
+            },
             serde_json::to_string_pretty(&(m.params_schema)()).unwrap_or_default(),
             serde_json::to_string_pretty(&(m.result_schema)()).unwrap_or_default(),
         ));

@@ -72,16 +72,17 @@ fn tool(m: &Method) -> Tool {
     if let Some(note) = gate_note(m.effect) {
         description.push_str(note);
     }
-    let annotations = ToolAnnotations::new()
+    // Every hint is stated, so a host need not guess from defaults (a
+    // missing destructiveHint means "destructive"). Writes are audited and
+    // additive unless the registry marks them destructive.
+    let annotations = ToolAnnotations::with_title(m.title)
         .read_only(m.effect == Effect::Read)
+        .destructive(m.destructive)
+        .idempotent(m.idempotent)
         .open_world(false);
-    let annotations = match m.effect {
-        Effect::Read => annotations,
-        // Audited and additive: nothing is ever deleted.
-        _ => annotations.destructive(false),
-    };
-    let mut tool =
-        Tool::new(m.tool_name(), description, Arc::new(input_schema(m))).annotate(annotations);
+    let mut tool = Tool::new(m.tool_name(), description, Arc::new(input_schema(m)))
+        .with_title(m.title)
+        .annotate(annotations);
     tool.output_schema = output_schema(m).map(Arc::new);
     tool
 }
@@ -94,11 +95,35 @@ pub fn output_schema(m: &Method) -> Option<JsonObject> {
     let Value::Object(mut schema) = (m.result_schema)() else {
         return None;
     };
+    if schema.get("type").is_none() && every_branch_an_object(&schema) {
+        // One of several object shapes (`kb.approve`: one result or many)
+        // is still an object: say so at the root, as MCP requires.
+        schema.insert("type".into(), Value::String("object".into()));
+    }
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
     schema.remove("$schema");
     Some(schema)
+}
+
+/// Whether the root is an `anyOf`/`oneOf` whose every branch is an object
+/// schema (inline, or a `$ref` to one in `$defs`).
+fn every_branch_an_object(schema: &JsonObject) -> bool {
+    let branches = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array);
+    let is_object = |s: &Value| {
+        let s = match s.get("$ref").and_then(Value::as_str) {
+            Some(r) => r
+                .strip_prefix("#/$defs/")
+                .and_then(|name| schema.get("$defs")?.get(name)),
+            None => Some(s),
+        };
+        s.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("object")
+    };
+    branches.is_some_and(|b| !b.is_empty() && b.iter().all(is_object))
 }
 
 /// Every tool, built once from the registry.

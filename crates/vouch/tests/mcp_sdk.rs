@@ -20,10 +20,9 @@ mod common;
 use common::Project;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 use vouch_core::methods::REGISTRY;
 
 const CLIENT: &str = concat!(
@@ -80,59 +79,17 @@ fn python() -> String {
     }
 }
 
-struct ClientRun {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Run the Python client against the real binary and the KB in `kb`.
-fn run_client(python: &str, kb: &Path, query: &str) -> ClientRun {
-    let mut child = Command::new(python)
-        .arg(CLIENT)
+fn run_client(python: &str, kb: &Path, query: &str) -> common::ClientRun {
+    let mut cmd = Command::new(python);
+    cmd.arg(CLIENT)
         .arg("--vouch")
         .arg(env!("CARGO_BIN_EXE_vouch"))
         .arg("--kb")
         .arg(kb)
         .args(["--agent", AGENT, "--query", query])
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {python} {CLIENT}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().expect("stdout")));
-    let err = drain(Box::new(child.stderr.take().expect("stderr")));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the client") {
-            break Some(status);
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let run = ClientRun {
-        code: status.and_then(|s| s.code()),
-        stdout: out.join().expect("stdout reader"),
-        stderr: err.join().expect("stderr reader"),
-    };
-    assert!(
-        status.is_some(),
-        "the MCP client did not finish within {DEADLINE:?}\nstderr:\n{}",
-        run.stderr
-    );
-    run
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    common::run_client(cmd, DEADLINE)
 }
 
 fn ids(hits: &Value) -> Vec<(String, String)> {
@@ -353,7 +310,7 @@ fn official_python_sdk_drives_vouch_serve() {
     // results against theirs (it raises when one does not fit).
     let with_schema: BTreeSet<String> = vouch_core::methods::REGISTRY
         .iter()
-        .filter(|m| (m.result_schema)()["type"] == "object")
+        .filter(|m| vouch::mcp::output_schema(m).is_some())
         .map(|m| m.tool_name())
         .collect();
     let listed: BTreeSet<String> = out["output_schemas"]

@@ -217,3 +217,54 @@ pub fn issue_kinds(v: &Value) -> Vec<String> {
         .map(|f| f["kind"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// What an external client (an SDK driver script) printed and how it ended.
+pub struct ClientRun {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `cmd` to the end with its output captured, killing it (and failing
+/// the test) after `deadline`: a stuck client fails instead of hanging CI.
+pub fn run_client(mut cmd: Command, deadline: std::time::Duration) -> ClientRun {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break Some(status);
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let run = ClientRun {
+        code: status.and_then(|s| s.code()),
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    };
+    assert!(
+        status.is_some(),
+        "the client did not finish within {deadline:?}\nstderr:\n{}",
+        run.stderr
+    );
+    run
+}
