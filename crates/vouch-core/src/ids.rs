@@ -91,8 +91,68 @@ pub fn check_source_id(id: &str) -> Result<()> {
 /// C1 controls, and the bidi overrides and isolates that reorder a line
 /// ("Trojan Source").
 pub fn steers_terminal(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t') || is_format_char(c)
+}
+
+/// Unicode's format characters (general category Cf, Unicode 16): they
+/// draw nothing, yet an agent reads them — zero-width spaces and joiners,
+/// the bidi overrides and isolates that reorder a line ("expire after
+/// U+202E 42 U+202C hours" shows "24"), and the tag characters (U+E0000 block) that
+/// spell a hidden instruction after "Deploys are frozen on Fridays".
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061c}'
+            | '\u{06dd}'
+            | '\u{070f}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
+}
+
+/// Part of an emoji sequence a zero-width joiner may stand between
+/// (👩‍💻): pictographs, dingbats, and the emoji presentation selector.
+fn emoji_part(c: char) -> bool {
+    matches!(c, '\u{2600}'..='\u{27bf}' | '\u{fe0f}' | '\u{1f000}'..='\u{1faff}')
+        || matches!(c, '\u{1f3fb}'..='\u{1f3ff}')
+}
+
+/// The first character in `text` that a reviewer could not see or that
+/// would steer how it is shown: a control character (C0 but newline and
+/// tab, and a `\r` right before a newline; DEL; C1) or a format character,
+/// except a zero-width joiner inside an emoji sequence. With its byte
+/// offset.
+pub fn hidden_char(text: &str) -> Option<(usize, char)> {
+    let mut prev: Option<char> = None;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let next = chars.peek().map(|(_, n)| *n);
+        let crlf = c == '\r' && next == Some('\n');
+        let emoji_zwj =
+            c == '\u{200d}' && prev.is_some_and(emoji_part) && next.is_some_and(emoji_part);
+        if (c.is_control() && c != '\n' && c != '\t' && !crlf) || (is_format_char(c) && !emoji_zwj)
+        {
+            return Some((at, c));
+        }
+        prev = Some(c);
+    }
+    None
 }
 
 /// Keep error messages readable when an id is enormous.

@@ -164,6 +164,9 @@ pub struct Kb {
     trust_watcher: bool,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
+    /// What the person's own config allows (who reviews over agent
+    /// transports); empty unless the app sets it.
+    trust: crate::settings::PersonalTrust,
 }
 
 /// What `init` created and what it found already there.
@@ -302,6 +305,7 @@ impl Kb {
             unreadable: Mutex::default(),
             trust_watcher: false,
             config_error,
+            trust: Default::default(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -368,6 +372,53 @@ impl Kb {
         self.embedder.as_ref()
     }
     /// Give `kb.synthesize` a language model for `mode: llm`.
+    /// What the person's own config allows (see [`PersonalTrust`]).
+    ///
+    /// [`PersonalTrust`]: crate::settings::PersonalTrust
+    pub fn set_trust(&mut self, trust: crate::settings::PersonalTrust) {
+        self.trust = trust;
+    }
+    pub fn trust(&self) -> &crate::settings::PersonalTrust {
+        &self.trust
+    }
+    /// Whether the review gate holds `caller` as an agent: its imports
+    /// and (with `review.gate_lifecycle`) lifecycle changes become
+    /// proposals. Every agent transport's caller, unless the person's own
+    /// config trusts agents.
+    pub fn gated(&self, caller: &Caller) -> bool {
+        caller.is_agent() && !self.trust.trusted_agent
+    }
+    /// Whether `caller` may decide proposals (approve, reject, decide a
+    /// lifecycle proposal): a person (the command line, `vouch ui`'s
+    /// link), an actor the person's own config names in
+    /// `review.reviewers`, or any agent when it says `trusted-agent`.
+    pub fn may_decide(&self, caller: &Caller) -> Result<()> {
+        if !caller.is_agent()
+            || self.trust.trusted_agent
+            || self.trust.reviewers.contains(&caller.actor)
+        {
+            return Ok(());
+        }
+        Err(Error::denied(format!(
+            "review_gate: {:?} is not a reviewer, so it cannot decide proposals over {}. A person \
+             decides with `vouch review` (or `vouch ui`); to let this actor review, the person \
+             adds it to their own config ({}): `review: {{reviewers: [{}]}}`. A repository's \
+             .vouch/config.yaml and the environment cannot name reviewers",
+            caller.actor,
+            caller.transport.name(),
+            self.trust
+                .source
+                .as_deref()
+                .unwrap_or("~/.config/vouch/config.yaml"),
+            caller.actor
+        )))
+    }
+    /// Whether a claim must cite evidence: always, unless the person's own
+    /// config says `review.require_citations: false` (the repository's
+    /// value can only make this stricter, and true is the default).
+    pub fn require_citations(&self) -> bool {
+        !self.trust.citations_optional
+    }
     pub fn set_llm(&mut self, llm: Arc<dyn crate::answer::llm::Llm>) {
         self.llm = Some(llm);
     }

@@ -503,12 +503,12 @@ registry! {
     Approve: "kb.approve", Review + idempotent, ApproveParams => ApproveOutput,
         "Approve proposals",
         "Approve one or many pending proposals, writing durable knowledge.",
-        "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. The approver must differ from the proposer unless review.approver_role is trusted-agent; an agent must not approve its own proposals. On agent transports approver may only be the caller's own actor (naming someone else is refused). A proposal edited after it was proposed (it no longer matches its proposal.create fingerprint) is refused. Writes the durable artifact and an audit event.",
+        "Approve pending proposals (one id, or a list approved all-or-nothing). Validation runs again. On agent transports only a reviewer the person named in their own config (review.reviewers) may approve, and approver may only be the caller's own actor (naming someone else is refused); nobody approves their own proposal. A proposal edited after it was proposed (it no longer matches its proposal.create fingerprint) is refused. Writes the durable artifact and an audit event.",
         approve;
     Reject: "kb.reject", Review + idempotent, RejectParams => OkResult,
         "Reject a proposal",
         "Reject a pending proposal with a reason.",
-        "Reject a pending proposal; a reason is required and recorded. Nothing durable is written; the proposal moves to decided/.",
+        "Reject a pending proposal; a reason is required and recorded. On agent transports only a reviewer the person named in their own config (review.reviewers) may reject. Nothing durable is written; the proposal moves to decided/.",
         gate::reject;
     Supersede: "kb.supersede", Write, SupersedeParams => LifecycleResult,
         "Supersede a claim",
@@ -643,7 +643,7 @@ registry! {
     ImportApply: "kb.import_apply", Admin + destructive, ImportApplyParams => ImportApplyResult,
         "Import a bundle",
         "Import a checked bundle, all or nothing; agents' gated objects arrive as proposals.",
-        "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless review.approver_role is trusted-agent) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",
+        "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless the person's own config trusts agents) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",
         crate::interop::bundle::import_apply;
 }
 

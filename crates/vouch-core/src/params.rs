@@ -448,6 +448,21 @@ pub struct StatusResult {
     pub pending: usize,
     pub last_audit_at: Option<String>,
     pub retrieval: StatusRetrieval,
+    pub review: StatusReview,
+}
+
+/// Who may turn proposals into knowledge here.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusReview {
+    /// Actors the person's own config lets decide over agent transports.
+    pub reviewers: Vec<String>,
+    /// The person's own config says `approver_role: trusted-agent`.
+    pub trusted_agent: bool,
+    /// Claims must cite evidence.
+    pub require_citations: bool,
+    /// Settings in the repository's config.yaml that would widen the gate
+    /// or name the actor, ignored (`key: value`).
+    pub ignored_settings: Vec<String>,
 }
 
 /// Which backend answers searches, and why if it is not the configured one.

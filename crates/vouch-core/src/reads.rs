@@ -38,6 +38,17 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
             state: kb.retrieval_state(),
             watcher: crate::retrieval::watch::watcher(kb),
         },
+        review: StatusReview {
+            reviewers: kb.trust().reviewers.clone(),
+            trusted_agent: kb.trust().trusted_agent,
+            require_citations: kb.require_citations(),
+            ignored_settings: kb
+                .settings()
+                .ignored_widenings()
+                .into_iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect(),
+        },
     })
 }
 

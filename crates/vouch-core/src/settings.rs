@@ -450,9 +450,47 @@ impl Settings {
         }
     }
 
-    pub fn self_approval_allowed(&self) -> bool {
-        self.review.approver_role == ApproverRole::TrustedAgent
+    /// Keys of this (the repository's) config that would widen who may
+    /// approve, what may be approved or who acts, with what they hold. They
+    /// are honoured only from the person's own config ([`PersonalTrust`]):
+    /// here they are reported and ignored, since a cloned repository
+    /// writes this file.
+    pub fn ignored_widenings(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.review.approver_role == ApproverRole::TrustedAgent {
+            out.push(("review.approver_role", "trusted-agent".to_string()));
+        }
+        if !self.review.require_citations {
+            out.push(("review.require_citations", "false".to_string()));
+        }
+        if let Some(r) = self.review.extra.get("reviewers") {
+            out.push(("review.reviewers", r.to_string()));
+        }
+        if let Some(a) = self.agent.as_deref().filter(|a| !a.trim().is_empty()) {
+            out.push(("agent", a.to_string()));
+        }
+        out
     }
+}
+
+/// What the person running vouch allows, read by the app from their own
+/// config (`$XDG_CONFIG_HOME/vouch/config.yaml`), never from the
+/// repository's or from the environment: these settings decide who may
+/// turn a proposal into knowledge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PersonalTrust {
+    /// Actors that may approve, reject and decide lifecycle proposals over
+    /// agent transports (`review.reviewers`). A person at the command line
+    /// or signed in by `vouch ui`'s link needs no listing.
+    pub reviewers: Vec<String>,
+    /// `review.approver_role: trusted-agent`: every agent may decide other
+    /// actors' proposals, and agents' imports and lifecycle changes are not
+    /// gated. Self-approval stays refused.
+    pub trusted_agent: bool,
+    /// `review.require_citations: false`: working claims may be uncited.
+    pub citations_optional: bool,
+    /// The file these came from, for messages.
+    pub source: Option<String>,
 }
 
 /// A value in `config.yaml` that this vouch could not use.

@@ -272,7 +272,10 @@ fn seed_shaped_config_with_comments_loads() {
     .unwrap();
     assert_eq!(kb.settings().agent.as_deref(), Some("claude-code"));
     assert!(kb.settings().review.require_citations);
-    assert!(!kb.settings().self_approval_allowed());
+    assert_eq!(
+        kb.settings().review.approver_role,
+        vouch_core::settings::ApproverRole::Human
+    );
 }
 
 #[test]
@@ -286,7 +289,11 @@ fn an_unusable_config_value_opens_with_its_default_and_a_warning() {
         Arc::new(FixedClock::new(t("2026-06-01T00:00:00Z").0, 1)),
     )
     .unwrap();
-    assert!(!kb.settings().self_approval_allowed(), "the default holds");
+    assert_eq!(
+        kb.settings().review.approver_role,
+        vouch_core::settings::ApproverRole::Human,
+        "the default holds"
+    );
     let warnings = kb.take_warnings();
     assert!(
         warnings

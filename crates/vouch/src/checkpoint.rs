@@ -19,13 +19,10 @@ pub fn key_path(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = std::env::var_os("VOUCH_CHECKPOINT_KEY") {
         return Ok(PathBuf::from(p));
     }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .ok_or_else(|| {
-            Error::invalid("no HOME or XDG_CONFIG_HOME: name the key with --key-file")
-        })?;
-    Ok(config.join("vouch").join("checkpoint.key"))
+    let dir = crate::personal::config_dir().ok_or_else(|| {
+        Error::invalid("no HOME or XDG_CONFIG_HOME: name the key with --key-file")
+    })?;
+    Ok(dir.join("checkpoint.key"))
 }
 
 /// The key, creating one (32 random bytes, hex, mode 600) if `create` and

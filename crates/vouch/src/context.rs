@@ -162,6 +162,7 @@ pub fn clock() -> Arc<dyn Clock> {
 /// Open the knowledge base, with its embedding model when one is installed.
 pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open(&locate(kb_flag)?, clock())?;
+    crate::personal::attach(&mut kb);
     crate::model::attach(&mut kb);
     crate::llm::attach(&mut kb);
     Ok(kb)
@@ -170,27 +171,22 @@ pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
 /// Open even with an unparseable config.yaml (for `vouch doctor`).
 pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open_tolerant(&locate(kb_flag)?, clock())?;
+    crate::personal::attach(&mut kb);
     crate::model::attach(&mut kb);
     crate::llm::attach(&mut kb);
     Ok(kb)
 }
 
-/// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, $USER, then the
-/// config's `agent`. An agent transport: --agent, VOUCH_AGENT, the config's
-/// `agent`, then "agent".
-pub fn caller(kb: &Kb, agent_flag: Option<&str>, transport: Transport) -> Caller {
+/// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, then $USER.
+/// An agent transport: --agent, VOUCH_AGENT, then "agent". Never the
+/// repository's config (`agent:` there is reported by `doctor` and
+/// ignored): a cloned repository must not choose who you act as.
+pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Caller {
     let env = |k: &str| std::env::var(k).ok().filter(|s| !s.trim().is_empty());
-    let configured = kb.settings().agent.clone().filter(|s| !s.trim().is_empty());
     let actor = agent_flag
         .map(str::to_string)
         .or_else(|| env("VOUCH_AGENT"))
-        .or_else(|| {
-            if transport == Transport::Cli {
-                env("USER").or(configured.clone())
-            } else {
-                configured.clone()
-            }
-        })
+        .or_else(|| (transport == Transport::Cli).then(|| env("USER")).flatten())
         .unwrap_or_else(|| {
             if transport == Transport::Cli {
                 "cli".into()

@@ -45,7 +45,16 @@ const MAX_BODY: usize = 1024 * 1024;
 struct Token {
     subject: String,
     digest: [u8; 32],
+    /// Characters in the secret (never the secret itself), for the length
+    /// a network-reachable server demands.
+    chars: usize,
 }
+
+/// The shortest token a server bound beyond loopback accepts: 32
+/// characters, 128 bits as hex (`openssl rand -hex 16`). A guessable
+/// token there is the review gate's key handed to the network, and the
+/// sign-in form is the place to guess it.
+pub const MIN_REMOTE_TOKEN_CHARS: usize = 32;
 
 /// A `SUBJECT=TOKEN` value and where it came from (`--token #2`,
 /// `tokens.txt line 3`), for messages that must never contain the token.
@@ -92,6 +101,7 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
         out.push(Token {
             subject: subject.to_string(),
             digest: d,
+            chars: secret.chars().count(),
         });
     }
     Ok(out)
@@ -363,7 +373,10 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
 
 /// Where to bind: every address `bind` resolves to must be loopback unless
 /// tokens are configured.
-fn resolve_bind(bind: &str, have_tokens: bool) -> Result<Vec<SocketAddr>, Error> {
+fn resolve_bind(
+    bind: &str,
+    shortest_token: Option<&(String, usize)>,
+) -> Result<Vec<SocketAddr>, Error> {
     let addrs: Vec<SocketAddr> = bind
         .to_socket_addrs()
         .map_err(|e| {
@@ -377,11 +390,24 @@ fn resolve_bind(bind: &str, have_tokens: bool) -> Result<Vec<SocketAddr>, Error>
             "--bind {bind:?} resolves to no address"
         )));
     }
-    if !have_tokens && let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
-        return Err(Error::invalid(format!(
-            "refusing to serve HTTP on non-loopback address {a} without authentication; \
-             give at least one --token SUBJECT=TOKEN, or bind 127.0.0.1"
-        )));
+    if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        match shortest_token {
+            None => {
+                return Err(Error::invalid(format!(
+                    "refusing to serve HTTP on non-loopback address {a} without \
+                     authentication; give at least one --token SUBJECT=TOKEN, or bind 127.0.0.1"
+                )));
+            }
+            Some((subject, chars)) if *chars < MIN_REMOTE_TOKEN_CHARS => {
+                return Err(Error::invalid(format!(
+                    "refusing to serve HTTP on non-loopback address {a}: {subject}'s token has \
+                     {chars} characters; a token the network can reach must have at least \
+                     {MIN_REMOTE_TOKEN_CHARS} (128 bits as hex: `openssl rand -hex 16`), or \
+                     anyone who can connect may guess it"
+                )));
+            }
+            Some(_) => {}
+        }
     }
     Ok(addrs)
 }
@@ -456,6 +482,8 @@ pub struct Application {
     pub stop_mcp: Box<dyn FnOnce() + Send>,
     /// How many bearer tokens are configured (0: loopback only).
     pub tokens: usize,
+    /// The subject and length of the shortest token, if any.
+    pub shortest_token: Option<(String, usize)>,
     /// The review pages' one-time sign-in path (`/ui/login?secret=…`),
     /// when the server has no tokens.
     pub sign_in: Option<String>,
@@ -484,6 +512,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
         router,
         stop_mcp: Box::new(|| {}),
         tokens: 0,
+        shortest_token: None,
         sign_in: Some(link),
     }
 }
@@ -518,6 +547,10 @@ pub fn application(
         mcp_config,
     );
     let n_tokens = tokens.len();
+    let shortest_token = tokens
+        .iter()
+        .min_by_key(|t| t.chars)
+        .map(|t| (t.subject.clone(), t.chars));
     // Without tokens, the one-time link signs in the server's own actor.
     let (ui, sign_in) = if tokens.is_empty() {
         let (ui, link) = crate::ui::Ui::with_link(&anonymous.actor);
@@ -545,6 +578,7 @@ pub fn application(
         router,
         stop_mcp: Box::new(move || mcp_cancel.cancel()),
         tokens: n_tokens,
+        shortest_token,
         sign_in,
     })
 }
@@ -561,7 +595,7 @@ pub async fn serve(
     let root = kb.layout().root().display().to_string();
     let anonymous_actor = anonymous.actor.clone();
     let built = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
-    let (listener, local) = bind_listener(bind, built.tokens > 0).await?;
+    let (listener, local) = bind_listener(bind, built.shortest_token.as_ref()).await?;
     eprintln!("vouch: listening on http://{local}");
     eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
     match &built.sign_in {
@@ -583,13 +617,14 @@ pub async fn serve(
     Ok(())
 }
 
-/// Bind `bind` (loopback only unless `have_tokens`); returns the listener
+/// Bind `bind` (loopback only unless tokens are configured, the shortest
+/// at least [`MIN_REMOTE_TOKEN_CHARS`]); returns the listener
 /// and the address it got (the port, when `bind` asked for port 0).
 pub async fn bind_listener(
     bind: &str,
-    have_tokens: bool,
+    shortest_token: Option<&(String, usize)>,
 ) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
-    let addrs = resolve_bind(bind, have_tokens)?;
+    let addrs = resolve_bind(bind, shortest_token)?;
     let listener = tokio::net::TcpListener::bind(&addrs[..])
         .await
         .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
@@ -610,7 +645,7 @@ pub async fn serve_review(
     announce: impl FnOnce(&str),
 ) -> Result<(), Error> {
     let built = review_application(kb, person);
-    let (listener, local) = bind_listener(bind, false).await?;
+    let (listener, local) = bind_listener(bind, None).await?;
     let link = built.sign_in.clone().unwrap_or_default();
     announce(&format!("http://{local}{link}"));
     accept_loop(listener, built.router, limits, built.stop_mcp).await;
@@ -715,6 +750,18 @@ mod tests {
     use super::*;
     use axum::body::Body;
     use tower::ServiceExt;
+
+    #[test]
+    fn beyond_loopback_the_shortest_token_needs_128_bits() {
+        let short = ("alice".to_string(), MIN_REMOTE_TOKEN_CHARS - 1);
+        let long = ("alice".to_string(), MIN_REMOTE_TOKEN_CHARS);
+        assert!(resolve_bind("0.0.0.0:0", None).is_err());
+        assert!(resolve_bind("0.0.0.0:0", Some(&short)).is_err());
+        assert!(resolve_bind("0.0.0.0:0", Some(&long)).is_ok());
+        // Loopback takes any token, or none (the person's own machine).
+        assert!(resolve_bind("127.0.0.1:0", Some(&short)).is_ok());
+        assert!(resolve_bind("127.0.0.1:0", None).is_ok());
+    }
 
     fn app(tokens: &[&str]) -> (tempfile::TempDir, Router) {
         let dir = tempfile::tempdir().unwrap();

@@ -118,6 +118,23 @@ impl Human for StatusResult {
                 w.pid
             ));
         }
+        let review = &self.review;
+        out.push_str(&if review.trusted_agent {
+            "  review     any agent may approve others' proposals (trusted-agent, your config)\n"
+                .to_string()
+        } else if review.reviewers.is_empty() {
+            "  review     people only (vouch review, vouch ui)\n".to_string()
+        } else {
+            format!(
+                "  review     people, and reviewers {}\n",
+                review.reviewers.join(", ")
+            )
+        });
+        for ignored in &review.ignored_settings {
+            out.push_str(&format!(
+                "  ignored    {ignored} (the repository's config.yaml may not widen the gate)\n"
+            ));
+        }
         out
     }
 }

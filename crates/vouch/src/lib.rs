@@ -14,6 +14,7 @@ pub mod jsonl;
 pub mod llm;
 pub mod mcp;
 pub mod model;
+pub mod personal;
 pub mod render;
 pub mod review;
 pub mod serve;

@@ -9,10 +9,13 @@
 //! from the repository's `.vouch/config.yaml`: a cloned repository must
 //! not choose a program that runs on your machine (a key there is named in
 //! a warning and ignored).
+//!
+//! The command starts with a cleared environment: [`LLM_ENV_ALLOWED`] plus
+//! the names the person lists in `synthesize.llm_env`. An agent can
+//! trigger it, and must not hand it the server's tokens or keys.
 
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,12 +29,23 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct CommandLlm {
     pub argv: Vec<String>,
     pub timeout: Duration,
+    /// Variables passed beyond [`LLM_ENV_ALLOWED`] (`synthesize.llm_env`).
+    pub env: Vec<String>,
 }
 
 impl Llm for CommandLlm {
     fn complete(&self, request: &Value) -> Result<String, String> {
         let (program, args) = self.argv.split_first().ok_or("the command is empty")?;
-        let mut child = Command::new(program)
+        // A cleared environment plus the allow-list (see the module doc).
+        let mut cmd = Command::new(program);
+        cmd.env_clear();
+        for (key, value) in std::env::vars_os() {
+            let name = key.to_string_lossy();
+            if LLM_ENV_ALLOWED.contains(&name.as_ref()) || self.env.iter().any(|e| *e == name) {
+                cmd.env(key, value);
+            }
+        }
+        let mut child = cmd
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -101,13 +115,13 @@ impl Llm for CommandLlm {
     }
 }
 
-fn user_config() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("vouch").join("config.yaml"))
-}
+/// The variables the language model command always receives: what finds
+/// programs and files, and the locale. Others only when the person names
+/// them in their own config (`synthesize.llm_env: [OPENAI_API_KEY]`);
+/// everything else, every vouch token and key included, is withheld.
+pub const LLM_ENV_ALLOWED: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
+];
 
 fn argv_of(v: &Value) -> Option<Vec<String>> {
     match v {
@@ -130,9 +144,7 @@ pub fn attach(kb: &mut Kb) {
             "{}: synthesize.llm_command is ignored here: a repository may not choose a program \
              that runs on your machine; set it in your own config ({}) or VOUCH_LLM_COMMAND",
             kb.layout().config().display(),
-            user_config().map_or("~/.config/vouch/config.yaml".into(), |p| p
-                .display()
-                .to_string())
+            crate::personal::shown()
         ));
     }
     let mut timeout = DEFAULT_TIMEOUT;
@@ -143,20 +155,20 @@ pub fn attach(kb: &mut Kb) {
                 _ => argv_of(&Value::String(s)),
             }
         });
-    if let Some(path) = user_config()
-        && let Ok(text) = std::fs::read_to_string(&path)
-    {
-        match vouch_core::store::yaml::from_yaml::<Value>(&path, &text) {
-            Ok(cfg) => {
-                let section = &cfg["synthesize"];
-                if argv.is_none() {
-                    argv = argv_of(&section["llm_command"]);
-                }
-                if let Some(secs) = section["llm_timeout_secs"].as_u64() {
-                    timeout = Duration::from_secs(secs.clamp(1, 3600));
-                }
-            }
-            Err(e) => kb.warn(format!("{}: {}", path.display(), e.message)),
+    let mut env = Vec::new();
+    if let Some((_, cfg)) = crate::personal::read(kb) {
+        let section = &cfg["synthesize"];
+        env = section["llm_env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if argv.is_none() {
+            argv = argv_of(&section["llm_command"]);
+        }
+        if let Some(secs) = section["llm_timeout_secs"].as_u64() {
+            timeout = Duration::from_secs(secs.clamp(1, 3600));
         }
     }
     if let Ok(secs) = std::env::var("VOUCH_LLM_TIMEOUT_SECS")
@@ -165,6 +177,6 @@ pub fn attach(kb: &mut Kb) {
         timeout = Duration::from_secs(secs.clamp(1, 3600));
     }
     if let Some(argv) = argv {
-        kb.set_llm(Arc::new(CommandLlm { argv, timeout }));
+        kb.set_llm(Arc::new(CommandLlm { argv, timeout, env }));
     }
 }

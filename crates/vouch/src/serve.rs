@@ -169,22 +169,50 @@ pub fn run_watch(cli: &Cli) -> Result<i32, Error> {
     Ok(0)
 }
 
+/// Say at start who may decide proposals here, and which of the
+/// repository's settings were ignored for widening the gate.
+fn announce_gate(kb: &vouch_core::Kb) {
+    // What opening noticed (a personal config that may not be used, ...).
+    crate::render::print_warnings(kb.take_warnings());
+    for (key, held) in kb.settings().ignored_widenings() {
+        eprintln!(
+            "vouch: warning: {}: `{key}: {held}` is ignored; only your own config ({}) may \
+             widen the review gate or name the actor",
+            kb.layout().config().display(),
+            crate::personal::shown()
+        );
+    }
+    let trust = kb.trust();
+    if trust.trusted_agent {
+        eprintln!(
+            "vouch: warning: review.approver_role is trusted-agent in {}: every agent may \
+             approve other actors' proposals here",
+            crate::personal::shown()
+        );
+    } else if trust.reviewers.is_empty() {
+        eprintln!(
+            "vouch: review: only people decide proposals (vouch review, vouch ui); no agent \
+             is a reviewer"
+        );
+    } else {
+        eprintln!(
+            "vouch: review: reviewers over agent transports: {} (from {})",
+            trust.reviewers.join(", "),
+            crate::personal::shown()
+        );
+    }
+}
+
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     kb.set_index_sync_interval(REFRESH_EVERY * 5);
-    if kb.settings().self_approval_allowed() {
-        eprintln!(
-            "vouch: warning: review.approver_role is trusted-agent in {}: agents may approve \
-             their own proposals here",
-            kb.layout().config().display()
-        );
-    }
+    announce_gate(&kb);
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();
     match args.transport {
         TransportArg::Jsonl => {
-            let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Jsonl);
+            let caller = context::caller(cli.agent.as_deref(), Transport::Jsonl);
             eprintln!(
                 "vouch: serving JSONL on stdio for {root} as {}",
                 caller.actor
@@ -194,7 +222,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             Ok(0)
         }
         TransportArg::Mcp => {
-            let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Mcp);
+            let caller = context::caller(cli.agent.as_deref(), Transport::Mcp);
             eprintln!("vouch: serving MCP on stdio for {root} as {}", caller.actor);
             runtime()?
                 .block_on(crate::mcp::serve_stdio(kb, caller))
@@ -202,7 +230,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             Ok(0)
         }
         TransportArg::Http => {
-            let anonymous = context::caller(&kb, cli.agent.as_deref(), Transport::Http);
+            let anonymous = context::caller(cli.agent.as_deref(), Transport::Http);
             let tokens = token_specs(args)?;
             let limits = context::http_limits()?;
             runtime()?.block_on(crate::http::serve(
@@ -217,7 +245,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
 pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     kb.set_index_sync_interval(REFRESH_EVERY * 5);
-    let person = context::caller(&kb, cli.agent.as_deref(), Transport::Cli).actor;
+    let person = context::caller(cli.agent.as_deref(), Transport::Cli).actor;
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();

@@ -381,11 +381,8 @@ fn a_trusted_agent_imports_directly() {
     let f = fixture();
     let a = export(&f.p, "a.tar.gz");
     let q = Project::new();
-    let cfg = q.vouch_dir().join("config.yaml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("approver_role: human", "approver_role: trusted-agent");
-    std::fs::write(&cfg, text).unwrap();
+    // Trusted in the person's own config; the repository's cannot.
+    q.person_config("review:\n  approver_role: trusted-agent\n");
     std::fs::copy(&a, q.root().join("a.tar.gz")).unwrap();
     let r = jsonl(&q, "claude", "kb.import_apply", json!({"path": "a.tar.gz"}));
     assert_eq!(r["result"]["proposed"], 0, "{r}");

@@ -63,17 +63,18 @@ fn main_loop_propose_self_approve_refused_second_actor_approves() {
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
 }
 
+/// Self-approval is refused for everyone: a person's own `trusted-agent`
+/// lets agents review each other, never themselves.
 #[test]
-fn trusted_agent_may_self_approve() {
+fn self_approval_is_refused_even_for_a_trusted_agent() {
     let p = Project::new();
-    let cfg = p.vouch_dir().join("config.yaml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("approver_role: human", "approver_role: trusted-agent");
-    std::fs::write(&cfg, text).unwrap();
+    p.person_config("review:\n  approver_role: trusted-agent\n");
     let s = p.source("content");
     let (prop, _) = p.propose("A trusted agent claim", &s);
-    p.ok("agent", &["approve", &prop]);
+    let r = p.run("agent", &["approve", &prop]);
+    assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("cannot also approve"), "{}", r.stderr);
+    p.ok("other-agent", &["approve", &prop]);
 }
 
 #[test]

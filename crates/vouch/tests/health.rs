@@ -636,12 +636,21 @@ fn a_relaxed_gate_is_reported() {
         !issue_kinds(&v).contains(&"gate-relaxed".to_string()),
         "{v:#}"
     );
+    // In the repository's config: ignored, and said so.
     let cfg = std::fs::read_to_string(p.vouch_dir().join("config.yaml"))
         .unwrap()
         .replace("approver_role: human", "approver_role: trusted-agent");
     write(&p, "config.yaml", &cfg);
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        find(&v, "gate-setting-ignored:review.approver_role")["severity"],
+        "warn"
+    );
+    assert!(!issue_kinds(&v).contains(&"gate-relaxed".to_string()));
+    // In the person's own: in effect, and reported every time.
+    p.person_config("review:\n  approver_role: trusted-agent\n");
+    let (_, v) = json(&p, &["doctor"], &[]);
     assert_eq!(
         find(&v, "gate-relaxed:review.approver_role")["severity"],
         "warn"

@@ -120,7 +120,8 @@ fn parse(path: &Path) -> Value {
 
 fn install(p: &Project, args: &[&str]) -> common::Run {
     let mut c = p.command("tester");
-    c.env("PATH", "");
+    // Host configs are found under HOME here (~/.config/Claude, ...).
+    c.env("PATH", "").env_remove("XDG_CONFIG_HOME");
     c.arg("--json").arg("install-mcp").args(args);
     common::Run::from(c.output().unwrap())
 }

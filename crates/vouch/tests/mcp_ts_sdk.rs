@@ -196,9 +196,15 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     let node = node();
     let p = Project::new();
     let (_, fixture_path) = fixture(&p);
+    // The reviewer decides over HTTP because the person named it in their
+    // own config (outside the project).
+    p.reviewers(&[REVIEWER]);
     let server = HttpServer::spawn(
         p.root(),
-        &[("HOME", p.root().to_str().expect("utf-8 path"))],
+        &[(
+            "XDG_CONFIG_HOME",
+            p.person.path().to_str().expect("utf-8 path"),
+        )],
         &["--token", &format!("{REVIEWER}={TOKEN}")],
     );
     let http = format!("http://127.0.0.1:{}/mcp", server.port);
@@ -299,14 +305,14 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
         with_schema.difference(&checked).collect::<Vec<_>>()
     );
 
-    // propose (stdio, agent) → self-approval refused → approve (HTTP,
+    // propose (stdio, agent) → its own approval refused → approve (HTTP,
     // reviewer) → search finds it on both transports, not before.
     let claim_id = out["proposal"]["claim_id"].as_str().expect("claim_id");
     assert!(
         out["self_approve"]["text"]
             .as_str()
             .unwrap()
-            .contains("cannot also approve"),
+            .contains("review_gate"),
         "{ctx}"
     );
     assert!(

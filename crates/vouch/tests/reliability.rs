@@ -20,6 +20,7 @@ fn audit_events(p: &Project) -> Vec<Value> {
 #[test]
 fn two_processes_proposing_and_approving_lose_nothing() {
     let p = Project::new();
+    p.reviewers(&["reviewer-0", "reviewer-1"]);
     let src = p.source("shared evidence");
     const N: usize = 200;
     let handles: Vec<_> = (0..2)

@@ -274,8 +274,11 @@ fn a_team_server_under_load_keeps_every_accepted_write() {
     let secs = env_num("VOUCH_SOAK_SECS", 8);
     let clients = env_num("VOUCH_SOAK_CLIENTS", 16).clamp(2, 64);
     let p = common::Project::new();
+    // The reviewers' tokens decide: the person named them.
+    p.reviewers(&["reviewer-1", "reviewer-2"]);
     let kb = p.vouch_dir();
     let mut cmd = common::command();
+    cmd.env("XDG_CONFIG_HOME", p.person.path());
     cmd.args([
         "--kb",
         kb.to_str().unwrap(),

@@ -123,17 +123,31 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
             ),
         ));
     }
-    // The gate's strictest setting is off: say so every time, since a
-    // cloned repository's config.yaml can set it.
-    if s.self_approval_allowed() {
+    // Settings that would widen the gate count only from the person's own
+    // config; a cloned repository's are named and ignored.
+    for (key, held) in s.ignored_widenings() {
+        out.push(finding(
+            "gate-setting-ignored",
+            Severity::Warn,
+            key,
+            path.clone(),
+            format!(
+                "{key}: {held} in the repository's config.yaml is ignored: who may approve, \
+                 what may be approved and who acts are set only in your own config \
+                 (~/.config/vouch/config.yaml), never by a repository. Remove it here, or move \
+                 it to your config if you meant it"
+            ),
+        ));
+    }
+    let trust = kb.trust();
+    if trust.trusted_agent {
         out.push(finding(
             "gate-relaxed",
             Severity::Warn,
             "review.approver_role",
-            path.clone(),
-            "review.approver_role is trusted-agent: agents may approve proposals, their own \
-             included, and their imports and lifecycle changes are not gated. If you did not \
-             set this (a cloned repository can), set it back to human"
+            trust.source.clone(),
+            "review.approver_role is trusted-agent in your own config: every agent may approve \
+             other actors' proposals, and agents' imports and lifecycle changes are not gated"
                 .to_string(),
         ));
     }

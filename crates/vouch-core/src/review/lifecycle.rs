@@ -151,9 +151,7 @@ struct Ctx<'a> {
 /// Apply `change` now, or — when `review.gate_lifecycle` is set and an
 /// agent asks — turn it into a proposal that a person approves.
 fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
-    let gated = kb.settings().review.gate_lifecycle
-        && caller.is_agent()
-        && !kb.settings().self_approval_allowed();
+    let gated = kb.settings().review.gate_lifecycle && kb.gated(caller);
     if gated {
         let proposal_id = crate::review::gate::propose_lifecycle(kb, caller, &change)?;
         return Ok(LifecycleResult {
@@ -464,7 +462,7 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
     // Undoing someone else's decision is a decision of its own: an agent
     // reverts only its own changes (a person, or a proposal, the rest).
     let by = ev.get("actor").and_then(Value::as_str).unwrap_or("");
-    if ctx.caller.is_agent() && !kb.settings().self_approval_allowed() && by != ctx.caller.actor {
+    if by != ctx.caller.actor && kb.may_decide(ctx.caller).is_err() {
         return Err(Error::denied(format!(
             "event {} was made by {by:?}; an agent may revert only its own lifecycle \
              changes. Ask a person to run `vouch revert {}`",
@@ -519,7 +517,7 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
         // The state comes from the log, which a cloned repository can
         // write: what is put back must still hold as knowledge.
         if let Changed::Claim(c) = &current {
-            let require = kb.settings().review.require_citations;
+            let require = kb.require_citations();
             if c.evidence.is_empty() && c.status.needs_citation(require) {
                 return Err(Error::invalid(format!(
                     "reverting event {} would leave claim {id} citing nothing",

@@ -127,7 +127,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     };
     // One command, then exit: a live watcher's word spares the scan.
     kb.set_trust_watcher(true);
-    let caller = context::caller(&kb, cli.agent.as_deref(), Transport::Cli);
+    let caller = context::caller(cli.agent.as_deref(), Transport::Cli);
     let run = Run {
         kb: &kb,
         caller: &caller,

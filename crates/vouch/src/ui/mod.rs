@@ -54,6 +54,10 @@ pub fn secret() -> String {
 #[derive(Clone)]
 struct Session {
     subject: String,
+    /// Signed in by `vouch ui`'s one-time link: the person who ran it, a
+    /// person (`Role::Human`). By a bearer token: an agent transport's
+    /// actor, who decides only as a named reviewer.
+    person: bool,
     csrf: String,
     /// Order of creation, to drop the oldest.
     serial: u64,
@@ -97,7 +101,7 @@ impl Ui {
         }
     }
 
-    fn start_session(&self, subject: &str) -> String {
+    fn start_session(&self, subject: &str, person: bool) -> String {
         let cookie = secret();
         let mut serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
         *serial += 1;
@@ -125,6 +129,7 @@ impl Ui {
             digest(cookie.as_bytes()),
             Session {
                 subject: subject.to_string(),
+                person,
                 csrf: secret(),
                 serial: *serial,
                 started: now,
@@ -347,11 +352,17 @@ fn guard_post(
     Ok(session)
 }
 
-/// The caller a signed-in person acts as: held to the gate like any
-/// agent transport (it cannot name another approver).
+/// The caller a signed-in session acts as: authenticated (it cannot name
+/// another approver); a person when signed in by `vouch ui`'s link, else
+/// held to the gate like any agent transport.
 fn web_caller(s: &Session) -> Caller {
     Caller {
         authenticated: true,
+        role: if s.person {
+            vouch_core::Role::Human
+        } else {
+            vouch_core::Role::Agent
+        },
         ..Caller::new(s.subject.clone(), Transport::Web)
     }
 }
@@ -588,8 +599,8 @@ fn session_cookie(headers: &HeaderMap, value: &str, max_age: Option<u32>) -> Hea
     .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str) -> Response {
-    let cookie = app.ui.start_session(subject);
+fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str, person: bool) -> Response {
+    let cookie = app.ui.start_session(subject, person);
     let mut r = redirect("/");
     r.headers_mut().insert(
         header::SET_COOKIE,
@@ -605,7 +616,7 @@ pub(crate) async fn login_link(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     match q.get("secret").and_then(|s| app.ui.redeem(s)) {
-        Some(owner) => signed_in_as(&headers, &app, &owner),
+        Some(owner) => signed_in_as(&headers, &app, &owner, true),
         None if q.contains_key("secret") => sign_in_page(
             &app,
             StatusCode::FORBIDDEN,
@@ -631,7 +642,7 @@ pub(crate) async fn login_form(
     match app.subject_for(token.trim().as_bytes()) {
         Some(subject) => {
             let subject = subject.to_string();
-            signed_in_as(&headers, &app, &subject)
+            signed_in_as(&headers, &app, &subject, false)
         }
         None => sign_in_page(&app, StatusCode::UNAUTHORIZED, "Unknown token."),
     }
@@ -891,20 +902,20 @@ mod tests {
     #[test]
     fn sessions_are_found_by_cookie_and_capped() {
         let ui = Ui::tokens_only();
-        let first = ui.start_session("alice");
+        let first = ui.start_session("alice", true);
         assert_eq!(ui.session(&first).unwrap().subject, "alice");
         assert!(ui.session("nope").is_none());
         // One person's sessions are capped on their own: bob signing in
         // again and again never signs alice out.
         for _ in 0..3 * MAX_SESSIONS_EACH {
-            ui.start_session("bob");
+            ui.start_session("bob", true);
         }
         assert!(ui.session(&first).is_some(), "alice is still signed in");
         for i in 0..MAX_SESSIONS {
-            ui.start_session(&format!("user{i}"));
+            ui.start_session(&format!("user{i}"), true);
         }
         assert!(ui.session(&first).is_none(), "the oldest is dropped");
-        let c = ui.start_session("carol");
+        let c = ui.start_session("carol", true);
         ui.end_session(&c);
         assert!(ui.session(&c).is_none());
     }

@@ -18,6 +18,13 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // What a reviewer cannot see must not reach agents unseen: an
+            // invisible or reordering character (zero-width, bidi
+            // override, tag character) or a control is written as its
+            // code point, in text and attributes alike.
+            c if vouch_core::ids::steers_terminal(c) => {
+                out.push_str(&format!("\u{27e6}U+{:04X}\u{27e7}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -707,6 +714,16 @@ mod tests {
         assert_eq!(
             esc("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+        // A bidi override would show "24" for "42"; a tag character
+        // would hide an instruction: both are shown as code points.
+        assert_eq!(
+            esc("after \u{202e}42\u{202c} hours"),
+            "after \u{27e6}U+202E\u{27e7}42\u{27e6}U+202C\u{27e7} hours"
+        );
+        assert_eq!(
+            esc("a\u{e0041}b\u{200b}"),
+            "a\u{27e6}U+E0041\u{27e7}b\u{27e6}U+200B\u{27e7}"
         );
         assert_eq!(url_id("../x/y?z"), "..%2Fx%2Fy%3Fz");
         assert_eq!(url_id("claim-1_a.b"), "claim-1_a.b");

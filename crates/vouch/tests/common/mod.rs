@@ -16,6 +16,9 @@ use std::process::{Command, Output, Stdio};
 
 pub struct Project {
     pub dir: tempfile::TempDir,
+    /// The person's own config folder (`XDG_CONFIG_HOME`), outside the
+    /// project as a real one is; empty until a test writes a config.
+    pub person: tempfile::TempDir,
 }
 
 pub struct Run {
@@ -66,6 +69,7 @@ impl Project {
     pub fn new() -> Project {
         let p = Project {
             dir: tempfile::tempdir().expect("tempdir"),
+            person: tempfile::tempdir().expect("tempdir"),
         };
         let r = p.run("tester", &["init"]);
         assert_eq!(r.code, 0, "init failed: {}", r.stderr);
@@ -81,26 +85,27 @@ impl Project {
         let mut c = command();
         c.current_dir(self.root())
             .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.person.path())
             .env("VOUCH_AGENT", agent);
         c
+    }
+    /// Write the person's own `config.yaml` (`$XDG_CONFIG_HOME/vouch/`).
+    pub fn person_config(&self, yaml: &str) {
+        let dir = self.person.path().join("vouch");
+        std::fs::create_dir_all(&dir).expect("person config dir");
+        std::fs::write(dir.join("config.yaml"), yaml).expect("person config");
+    }
+    /// Name `names` as reviewers in the person's own config: they may
+    /// decide proposals over agent transports.
+    pub fn reviewers(&self, names: &[&str]) {
+        self.person_config(&format!("review:\n  reviewers: [{}]\n", names.join(", ")));
     }
     pub fn run(&self, agent: &str, args: &[&str]) -> Run {
         Run::from(self.command(agent).args(args).output().expect("run vouch"))
     }
     /// Run with `stdin` written to its standard input, then closed.
     pub fn run_with_stdin(&self, agent: &str, args: &[&str], stdin: &str) -> Run {
-        let mut child = self
-            .command(agent)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn vouch");
-        let mut input = child.stdin.take().expect("stdin");
-        input.write_all(stdin.as_bytes()).expect("write stdin");
-        drop(input);
-        Run::from(child.wait_with_output().expect("wait for vouch"))
+        run_with_stdin(self.command(agent), args, stdin)
     }
     /// Run with --json and expect success.
     pub fn ok(&self, agent: &str, args: &[&str]) -> Value {
@@ -216,6 +221,22 @@ pub fn issue_kinds(v: &Value) -> Vec<String> {
         .iter()
         .map(|f| f["kind"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// Run `cmd` with `args`, `stdin` written to its standard input, then
+/// closed.
+pub fn run_with_stdin(mut cmd: Command, args: &[&str], stdin: &str) -> Run {
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn vouch");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    Run::from(child.wait_with_output().expect("wait for vouch"))
 }
 
 /// What an external client (an SDK driver script) printed and how it ended.

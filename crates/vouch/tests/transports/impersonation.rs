@@ -67,12 +67,13 @@ fn an_agent_cannot_approve_by_naming_someone_else_on_any_transport() {
     let src = call("kb.register_source", source.clone()).unwrap();
     let proposed = call("kb.propose_claim", with_source(&src)).unwrap();
     check(kb.path(), call("kb.approve", approve(&proposed)));
-    // Naming itself is allowed, and is then plain self-approval: refused.
+    // Naming itself is allowed, and then the gate decides: claude is no
+    // reviewer in the person's config (and proposed it): refused.
     let (_, message) = call(
         "kb.approve",
         json!({"proposal_id": proposed["proposal_id"], "approver": "claude"}),
     )
     .unwrap_err();
-    assert!(message.contains("cannot also approve"), "{message}");
+    assert!(message.starts_with("review_gate:"), "{message}");
     server.terminate();
 }

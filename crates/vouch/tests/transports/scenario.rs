@@ -63,9 +63,10 @@ fn scenario(call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>) ->
         "kb.approve",
         json!({"proposal_id": proposal_id}),
     )
-    .expect_err("self-approval must be refused");
+    .expect_err("an agent's approval of its own proposal must be refused");
     assert_eq!(code, "invalid_request", "{message}");
-    assert!(message.contains("cannot also approve"), "{message}");
+    // No person named it a reviewer (and it proposed this one).
+    assert!(message.starts_with("review_gate:"), "{message}");
 
     let a = call(
         Who::Alice,
@@ -170,9 +171,18 @@ fn run_jsonl() -> Outcome {
 
 fn run_http() -> Outcome {
     let kb = init_kb();
+    // alice approves over HTTP with her token: a reviewer in the person's
+    // own config (the server's XDG_CONFIG_HOME, outside the project).
+    let person = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(person.path().join("vouch")).unwrap();
+    std::fs::write(
+        person.path().join("vouch/config.yaml"),
+        "review:\n  reviewers: [alice]\n",
+    )
+    .unwrap();
     let server = HttpServer::spawn(
         kb.path(),
-        &[],
+        &[("XDG_CONFIG_HOME", person.path().to_str().unwrap())],
         &["--token", "agent=tok1", "--token", "alice=tok2"],
     );
     let mut n = 0;

@@ -25,7 +25,7 @@ pub(crate) enum Status {
 /// gated kinds become proposals, nothing is overwritten, and review records
 /// (decided/) are not taken (protocol §10, imports over agent transports).
 pub(crate) fn gate_holds(kb: &Kb, caller: &Caller) -> bool {
-    caller.is_agent() && !kb.settings().self_approval_allowed()
+    kb.gated(caller)
 }
 
 pub(crate) fn status_of(kb: &Kb, m: &Member, gated: bool) -> Result<Status> {

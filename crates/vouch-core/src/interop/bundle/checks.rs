@@ -230,7 +230,7 @@ pub(crate) fn check_bundle(
     let fatal = s.problems.iter().any(|p| p.path.is_empty());
     if !fatal {
         let require = if importing {
-            kb.settings().review.require_citations
+            kb.require_citations()
         } else {
             s.bundle_requires_citations.unwrap_or(true)
         };

@@ -184,6 +184,7 @@ pub(super) fn load_pending(kb: &Kb, id: &str) -> Result<Proposal> {
 /// batched write commit them all.
 pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<ApproveResult>> {
     let approver = resolve_approver(caller, p.approver)?;
+    kb.may_decide(caller)?;
     let ids = p.proposal_id.into_vec();
     if ids.is_empty() {
         return Err(Error::missing("proposal_id"));
@@ -204,11 +205,10 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
     // Listed proposals already approved, with the error to give if the
     // list is not the re-run of an interrupted bulk approval.
     let mut done_before: Vec<(Proposal, Error)> = Vec::new();
-    let self_approval_allowed = kb.settings().self_approval_allowed();
     let self_approval = |who: &str, p: &Proposal| {
         Error::denied(format!(
-            "{who} proposed {} and cannot also approve it; another actor must review it \
-             (or set review.approver_role: trusted-agent in config.yaml)",
+            "{who} proposed {} and cannot also approve it; another person or reviewer must \
+             review it",
             p.id
         ))
     };
@@ -241,7 +241,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                     ev.get("id").and_then(Value::as_str).unwrap_or("?")
                 )));
             }
-            if approver == proposal.proposed_by && !self_approval_allowed {
+            if approver == proposal.proposed_by {
                 return Err(self_approval(&approver, &proposal));
             }
             if ids.len() > 1 {
@@ -264,7 +264,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         // event in the log is only a record that someone decided, never a
         // pass around the gate (a forged line would otherwise be one).
         check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
-        if approver == proposal.proposed_by && !self_approval_allowed {
+        if approver == proposal.proposed_by {
             return Err(self_approval(&approver, &proposal));
         }
         let errors = validate(kb, &draft, None, Some(&proposal.object_id));
@@ -293,7 +293,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 .and_then(Value::as_str)
                 .unwrap_or(&approver)
                 .to_string();
-            if actor == proposal.proposed_by && !self_approval_allowed {
+            if actor == proposal.proposed_by {
                 return Err(self_approval(&actor, &proposal));
             }
             check_actor(&actor)?;
@@ -580,6 +580,7 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
         return Err(Error::missing("reason"));
     }
     check_actor(&caller.actor)?;
+    kb.may_decide(caller)?;
     let _lock = kb.lock()?;
     let proposal = load_pending(kb, &p.proposal_id)?;
     // A lifecycle proposal's approval is the lifecycle event that names it.

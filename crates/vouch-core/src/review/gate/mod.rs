@@ -23,7 +23,7 @@ mod validate;
 
 pub use approve::*;
 pub use propose::*;
-pub use validate::*;
+use validate::*;
 
 // ----- drafts: the normalized payload a proposal carries ---------------------
 

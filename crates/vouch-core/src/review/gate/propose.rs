@@ -131,9 +131,7 @@ pub fn propose_relation(
 
 pub(super) fn check_actor(actor: &str) -> Result<()> {
     if actor.trim().is_empty() {
-        return Err(Error::invalid(
-            "no actor: set VOUCH_AGENT, pass --agent, or set `agent` in config.yaml",
-        ));
+        return Err(Error::invalid("no actor: set VOUCH_AGENT or pass --agent"));
     }
     Ok(())
 }
@@ -391,7 +389,7 @@ pub(super) fn approve_lifecycle(
             (approver.to_string(), kb.now(), last, false)
         }
     };
-    if recovered && actor == proposal.proposed_by && !kb.settings().self_approval_allowed() {
+    if recovered && actor == proposal.proposed_by {
         return Err(Error::denied(format!(
             "{actor} proposed {} and cannot also approve it",
             proposal.id

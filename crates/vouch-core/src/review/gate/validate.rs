@@ -63,29 +63,40 @@ pub(super) fn check_text(p: &mut Problems, field: &str, text: &str) {
     check_controls(p, field, text);
 }
 
-/// The first control character in `text` that a reviewer's terminal could
-/// act on (C0 other than newline and tab, DEL, C1): `ESC[8m` hides the
-/// rest of a line, `\r` overwrites it. None belongs in prose.
-/// A `\r` before a newline (a file saved on Windows) moves nothing.
-pub fn control_char(text: &str) -> Option<(usize, char)> {
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        let crlf = c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n');
-        if c.is_control() && c != '\n' && c != '\t' && !crlf {
-            return Some((at, c));
-        }
-    }
-    None
-}
-
 pub(super) fn check_controls(p: &mut Problems, field: &str, text: &str) {
-    if let Some((at, c)) = control_char(text) {
+    if let Some((at, c)) = crate::ids::hidden_char(text) {
+        let what = if c.is_control() {
+            "control character"
+        } else {
+            "invisible format character"
+        };
         p.push(format!(
-            "{field}: contains the control character U+{:04X} at byte {at}; control \
-             characters other than newline and tab could hide text from the reviewer, so \
+            "{field}: contains the {what} U+{:04X} at byte {at}; it could hide or reorder \
+             text the reviewer sees (what agents read must be what the person approved), so \
              remove it",
             c as u32
         ));
+    }
+}
+
+/// Every string in a JSON value (keys too), checked as text: claim
+/// metadata becomes durable and is served, so it is held to the same rule.
+pub(super) fn check_value_controls(p: &mut Problems, field: &str, v: &serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => check_controls(p, field, s),
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                check_value_controls(p, &format!("{field}[{i}]"), x);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                check_controls(p, &format!("{field} key"), k);
+                check_value_controls(p, &format!("{field}.{k}"), x);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -136,12 +147,23 @@ pub(super) fn validate(
         Draft::Claim(d) => {
             check_supersedes(kb, &mut p, &d.supersedes, object_id);
             check_text(&mut p, "text", &d.text);
+            if let Some(at) = d.text.find(['\n', '\r']) {
+                // Sixty line breaks scroll the first line and the id off a
+                // reviewer's screen; a claim is one sentence.
+                p.push(format!(
+                    "text: contains a line break at byte {at}; a claim is one sentence on one \
+                     line (put longer material in a page, or split it into claims)"
+                ));
+            }
             check_all_controls(&mut p, "tags", &d.tags);
+            if let Some(m) = &d.metadata {
+                check_value_controls(&mut p, "metadata", &serde_json::Value::Object(m.clone()));
+            }
             let cites: Vec<Citation> = match citations {
                 Some(c) => c.to_vec(),
                 None => d.evidence.iter().cloned().map(Citation::Id).collect(),
             };
-            if cites.is_empty() && kb.settings().review.require_citations {
+            if cites.is_empty() && kb.require_citations() {
                 p.push(
                     "evidence: a claim must cite at least one source or evidence id \
                      (register a source first with kb.register_source)",

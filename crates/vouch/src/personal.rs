@@ -1,0 +1,125 @@
+//! The person's own config: `$XDG_CONFIG_HOME/vouch/config.yaml` (default
+//! `~/.config/vouch/config.yaml`), beside `checkpoint.key`. The one place
+//! that knows where it is and what in it widens the review gate.
+//!
+//! ```yaml
+//! review:
+//!   reviewers: [alice, bob]        # may decide proposals over MCP, JSONL, HTTP
+//!   approver_role: trusted-agent   # optional: every agent may (not its own)
+//!   require_citations: false       # optional: working claims may be uncited
+//! synthesize:
+//!   llm_command: [my-llm, --json]  # see llm.rs
+//! ```
+//!
+//! These decide who turns proposals into knowledge, so they are read only
+//! here: never from a repository's `.vouch/config.yaml` (a clone writes
+//! that) nor from variables (a project's `.mcp.json` sets a stdio server's
+//! environment). A config file inside the knowledge base's project (a
+//! `HOME` or `XDG_CONFIG_HOME` pointed into the repository) is refused for
+//! the same reason, with a warning.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use vouch_core::Kb;
+use vouch_core::settings::PersonalTrust;
+
+/// The folder of the person's vouch files (`…/.config/vouch`).
+pub fn config_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("vouch"))
+}
+
+/// The person's `config.yaml`.
+pub fn config_path() -> Option<PathBuf> {
+    config_dir().map(|d| d.join("config.yaml"))
+}
+
+/// How the path is named in messages.
+pub fn shown() -> String {
+    config_path().map_or("~/.config/vouch/config.yaml".into(), |p| {
+        p.display().to_string()
+    })
+}
+
+/// The person's config as a tree, when there is one that may be used for
+/// `kb` (warned about on `kb` otherwise). `None` when absent.
+pub fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
+    let path = config_path()?;
+    let text = std::fs::read_to_string(&path).ok()?;
+    if let Some(project) = kb.layout().root().parent()
+        && inside(&path, project)
+    {
+        kb.warn(format!(
+            "{} is inside this knowledge base's project ({}), so it is not used: your own \
+             config must live outside any repository (check HOME and XDG_CONFIG_HOME)",
+            path.display(),
+            project.display()
+        ));
+        return None;
+    }
+    match vouch_core::store::yaml::from_yaml::<Value>(&path, &text) {
+        Ok(v) => Some((path, v)),
+        Err(e) => {
+            kb.warn(format!("{}: {}; it is not used", path.display(), e.message));
+            None
+        }
+    }
+}
+
+fn inside(path: &Path, dir: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canon(path).starts_with(canon(dir))
+}
+
+/// What the tree allows; a value of the wrong shape is warned about and
+/// ignored (the strict default holds).
+pub fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
+    let review = &cfg["review"];
+    let mut trust = PersonalTrust {
+        source: Some(path.display().to_string()),
+        ..PersonalTrust::default()
+    };
+    let bad = |key: &str, held: &Value, want: &str| {
+        kb.warn(format!(
+            "{}: review.{key}: {held} is not {want}; it is ignored",
+            path.display()
+        ))
+    };
+    match &review["reviewers"] {
+        Value::Null => {}
+        Value::Array(names) => {
+            for n in names {
+                match n.as_str().map(str::trim) {
+                    Some(name) if !name.is_empty() && !name.chars().any(char::is_control) => {
+                        trust.reviewers.push(name.to_string())
+                    }
+                    _ => bad("reviewers", n, "an actor name"),
+                }
+            }
+        }
+        other => bad("reviewers", other, "a list of actor names"),
+    }
+    match &review["approver_role"] {
+        Value::Null => {}
+        Value::String(s) if s == "trusted-agent" => trust.trusted_agent = true,
+        Value::String(s) if s == "human" => {}
+        other => bad("approver_role", other, "human or trusted-agent"),
+    }
+    match &review["require_citations"] {
+        Value::Null | Value::Bool(true) => {}
+        Value::Bool(false) => trust.citations_optional = true,
+        other => bad("require_citations", other, "true or false"),
+    }
+    trust
+}
+
+/// Give `kb` what the person's own config allows.
+pub fn attach(kb: &mut Kb) {
+    if let Some((path, cfg)) = read(kb) {
+        let trust = trust_of(kb, &path, &cfg);
+        kb.set_trust(trust);
+    }
+}
