@@ -128,6 +128,11 @@ ensure_venv "Selenium (the browser test's WebDriver client)" tests/ui-client/req
 VOUCH_UI_CLIENT_PYTHON="$(cd "$uivenv" && pwd)/bin/python"
 export VOUCH_UI_CLIENT_PYTHON
 
+# The real git, for the team tests (clones, merges, rebases: teams.rs).
+if ! command -v git >/dev/null; then
+    apt_install git
+fi
+
 # 5. The official MCP TypeScript SDK and Node.js, for mcp_ts_sdk.rs.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     apt_install nodejs npm

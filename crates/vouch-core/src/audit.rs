@@ -145,8 +145,14 @@ impl AuditLog {
     /// Append events, filling `prev_hash` and `hash`. The caller holds the
     /// KB lock; all lines go out in one write followed by one fsync.
     pub fn append(&self, events: &mut [AuditEvent]) -> Result<()> {
+        self.append_at(events).map(|_| ())
+    }
+
+    /// [`AuditLog::append`], answering the log's length before the new
+    /// events (for [`AuditLog::take_back`]).
+    pub(crate) fn append_at(&self, events: &mut [AuditEvent]) -> Result<u64> {
         if events.is_empty() {
-            return Ok(());
+            return self.byte_len();
         }
         let mut opts = OpenOptions::new();
         opts.create(true).read(true).append(true);
@@ -171,6 +177,9 @@ impl AuditLog {
             }
         })?;
         let mut prev = self.last_hash(&mut file)?;
+        let start = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(&self.path, e))?;
         let mut buf = String::new();
         for ev in events.iter_mut() {
             ev.prev_hash = prev.clone();
@@ -193,7 +202,34 @@ impl AuditLog {
         crate::fail::point("audit.append.written");
         file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         crate::fail::point("audit.append.synced");
-        Ok(())
+        Ok(start)
+    }
+
+    fn byte_len(&self) -> Result<u64> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(Error::io(&self.path, e)),
+        }
+    }
+
+    /// Take back the events appended from byte `start` on: the write they
+    /// announced failed, so they never happened. Only under the KB lock,
+    /// right after the append, when they are still the log's last lines.
+    pub(crate) fn take_back(&self, start: u64) -> Result<()> {
+        let mut opts = OpenOptions::new();
+        opts.write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut opts,
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32,
+        );
+        let file = opts
+            .open(&self.path)
+            .map_err(|e| Error::io(&self.path, e))?;
+        file.set_len(start)
+            .and_then(|_| file.sync_data())
+            .map_err(|e| Error::io(&self.path, e))
     }
 
     /// Hash of the last event, read from the end of the file. A torn final

@@ -6,7 +6,9 @@
 //! Armed by the app from `VOUCH_FAILPOINT=NAME[@N]=ACTION` (the core never
 //! reads the environment): at the `N`-th time (default 1) the process
 //! reaches `NAME`, it dies — `abort` (SIGABRT, no destructors run) or
-//! `kill` (SIGKILL, as the OOM killer or a power cut would).
+//! `kill` (SIGKILL, as the OOM killer or a power cut would). `enospc`
+//! arms an [`io_point`] instead: from the `N`-th time on, the write there
+//! fails as a full disk would, and the process goes on.
 
 /// Every fail point, in the order a reader meets them in the code.
 pub const POINTS: &[&str] = &[
@@ -23,6 +25,7 @@ pub const POINTS: &[&str] = &[
     "bundle.logged",
     "knowledge.proposed",
     "index.rebuild.cleared",
+    "store.write",
 ];
 
 #[cfg(feature = "failpoints")]
@@ -34,6 +37,7 @@ mod armed {
         pub name: String,
         pub at: usize,
         pub kill: bool,
+        pub enospc: bool,
     }
     pub static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
     pub static HITS: AtomicUsize = AtomicUsize::new(0);
@@ -41,7 +45,7 @@ mod armed {
     pub fn hit(name: &str) {
         let guard = ARMED.lock().unwrap_or_else(|e| e.into_inner());
         let Some(a) = guard.as_ref() else { return };
-        if a.name != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != a.at {
+        if a.enospc || a.name != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != a.at {
             return;
         }
         if a.kill {
@@ -55,6 +59,15 @@ mod armed {
         }
         std::process::abort();
     }
+
+    /// Whether the `enospc` action armed for `name` fires now.
+    pub fn full(name: &str) -> bool {
+        let guard = ARMED.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(a) = guard.as_ref() else {
+            return false;
+        };
+        a.enospc && a.name == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 >= a.at
+    }
 }
 
 /// Arm one fail point from `NAME[@N]=abort|kill`. Refused in a build
@@ -63,7 +76,7 @@ mod armed {
 pub fn arm(spec: &str) -> Result<(), String> {
     let (target, action) = spec
         .split_once('=')
-        .ok_or_else(|| format!("VOUCH_FAILPOINT {spec:?}: expected NAME[@N]=abort|kill"))?;
+        .ok_or_else(|| format!("VOUCH_FAILPOINT {spec:?}: expected NAME[@N]=abort|kill|enospc"))?;
     let (name, at) = match target.split_once('@') {
         Some((n, at)) => (
             n,
@@ -78,12 +91,13 @@ pub fn arm(spec: &str) -> Result<(), String> {
             POINTS.join(", ")
         ));
     }
-    let kill = match action {
-        "abort" => false,
-        "kill" => true,
+    let (kill, enospc) = match action {
+        "abort" => (false, false),
+        "kill" => (true, false),
+        "enospc" => (false, true),
         other => {
             return Err(format!(
-                "VOUCH_FAILPOINT {spec:?}: action {other:?} is not abort or kill"
+                "VOUCH_FAILPOINT {spec:?}: action {other:?} is not abort, kill or enospc"
             ));
         }
     };
@@ -93,17 +107,31 @@ pub fn arm(spec: &str) -> Result<(), String> {
             name: name.to_string(),
             at: at.max(1),
             kill,
+            enospc,
         });
         Ok(())
     }
     #[cfg(not(feature = "failpoints"))]
     {
-        let _ = (at, kill);
+        let _ = (at, kill, enospc);
         Err(format!(
             "VOUCH_FAILPOINT {spec:?}: this build has no fail points (build with --features \
              vouch/failpoints, as scripts/test.sh does)"
         ))
     }
+}
+
+/// A write that can fail: `Err(ENOSPC)` here when `enospc` is armed for
+/// it (a full disk, without filling one).
+#[inline(always)]
+pub fn io_point(name: &'static str) -> std::io::Result<()> {
+    #[cfg(feature = "failpoints")]
+    if armed::full(name) {
+        return Err(std::io::Error::from_raw_os_error(28));
+    }
+    #[cfg(not(feature = "failpoints"))]
+    let _ = name;
+    Ok(())
 }
 
 /// A step of a multi-file mutation; dies here when armed for it.

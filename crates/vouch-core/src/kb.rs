@@ -568,6 +568,33 @@ impl Kb {
         self.audit.append(events)
     }
 
+    /// Append `events`, then make the change they record with `write`. If
+    /// the write fails (a folder that is a file, a full disk), the events
+    /// are taken back out of the log: no event for a change that did not
+    /// happen, and a retry logs once. The caller holds the KB lock, so the
+    /// events are still the log's last lines. (A crash between the two
+    /// leaves the event; `doctor` reports one naming no object.)
+    pub(crate) fn audited<T>(
+        &self,
+        events: &mut [AuditEvent],
+        write: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let start = self.audit.append_at(events)?;
+        match write() {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                if let Err(undo) = self.audit.take_back(start) {
+                    self.warn(format!(
+                        "the audit log keeps an event for a write that failed ({}), and \
+                         could not be cut back ({}); `vouch doctor` reports it",
+                        e.message, undo.message
+                    ));
+                }
+                Err(e)
+            }
+        }
+    }
+
     // ----- reading objects -------------------------------------------------
 
     /// Read one object; `Ok(None)` when its file does not exist.

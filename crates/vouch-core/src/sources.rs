@@ -41,6 +41,10 @@ struct Meta {
     tags: Vec<String>,
 }
 
+fn parent_of(path: &std::path::Path) -> &std::path::Path {
+    path.parent().unwrap_or(path)
+}
+
 fn register_bytes(
     kb: &Kb,
     caller: &Caller,
@@ -82,20 +86,22 @@ fn register_bytes(
         vec![id.clone()],
         json!({"locator": source.locator, "bytes": bytes.len()}),
     );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
-    let dir = kb.layout().source_dir(&id)?;
-    crate::store::nofollow::check_dirs(kb.layout().root(), &kb.layout().sources_dir())
-        .map_err(|e| Error::io(&dir, e))?;
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    // Content first: a meta.yaml always has its content beside it.
+    let meta_yaml = crate::store::yaml::to_yaml(&source)?;
     let root = kb.layout().root();
-    atomic::write(root, &kb.layout().source_content(&id)?, bytes)?;
-    atomic::write(
-        root,
-        &kb.layout().source_meta(&id)?,
-        crate::store::yaml::to_yaml(&source)?.as_bytes(),
-    )?;
-    atomic::sync_dir(&kb.layout().sources_dir())?;
+    let content = kb.layout().source_content(&id)?;
+    kb.audited(std::slice::from_mut(&mut ev), || {
+        // Content first: a meta.yaml always has its content beside it. The
+        // folders are made as needed (none without a link check).
+        let written = atomic::write(root, &content, bytes)
+            .and_then(|_| atomic::write(root, &kb.layout().source_meta(&id)?, meta_yaml.as_bytes()))
+            .and_then(|_| atomic::sync_dir(&kb.layout().sources_dir()));
+        if written.is_err() {
+            // No meta.yaml, so not a source: leave no half of one behind.
+            let _ = atomic::remove(root, &content);
+            let _ = std::fs::remove_dir(parent_of(&content));
+        }
+        written
+    })?;
     kb.announce(&[crate::retrieval::Written::Source(source)]);
     Ok(RegisterSourceResult {
         id,
@@ -473,8 +479,7 @@ pub(crate) fn mint_evidence_locked(
         vec![id.clone(), source_id.to_string()],
         json!({"locator": locator}),
     );
-    kb.append_audit(std::slice::from_mut(&mut event))?;
-    kb.store(&ev)?;
+    kb.audited(std::slice::from_mut(&mut event), || kb.store(&ev))?;
     Ok(RegisterEvidenceResult {
         evidence_id: id,
         locator,

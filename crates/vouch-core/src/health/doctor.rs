@@ -2,6 +2,7 @@
 //! audit log, and how they vouch for each other.
 
 use super::*;
+use serde_json::Value;
 
 /// Every reference lint does not already check.
 pub(crate) fn reference_findings(kb: &Kb, l: &Loaded, known: &Known) -> Vec<Finding> {
@@ -385,6 +386,47 @@ pub(crate) fn stray_findings(kb: &Kb) -> Vec<Finding> {
 /// `decided/` record carries the hash of its decision event, each durable
 /// object must be named by the event that let it in, and each pending
 /// proposal must still match its `proposal.create` event.
+/// Events that say something was written which is not there: a
+/// `source.register` with no source, an `evidence.register` with no
+/// evidence, a `session.start` with no session. A write that fails takes
+/// its event back; one left behind is a crash between the two, or files
+/// removed by hand. (Pending proposals are git-ignored, so a
+/// `proposal.create` from another clone names nothing here: not checked.)
+pub(crate) fn event_object_findings(kb: &Kb) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    for ev in kb.audit_log().read_all()? {
+        let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
+        let Some(id) = ev
+            .get("object_ids")
+            .and_then(|o| o.get(0))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let (what, there) = match name {
+            "source.register" => ("source", kb.source_exists(id)),
+            "evidence.register" => ("evidence", kb.exists(Dir::Evidence, id)),
+            "session.start" => ("session", kb.exists(Dir::Sessions, id)),
+            _ => continue,
+        };
+        if !there {
+            out.push(finding(
+                "event-without-object",
+                Severity::Warn,
+                id,
+                None,
+                format!(
+                    "audit event {} ({name}) records {what} {id}, which does not exist: the \
+                     write it announced did not finish (a crash), or the files were removed; \
+                     register it again to restore it",
+                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
     let trail = crate::audit::Trail::read(kb.audit_log())?;
@@ -569,6 +611,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     }
     let audit = kb.audit_log().verify()?;
     issues.extend(cross_link_findings(kb, &l, audit.ok)?);
+    issues.extend(event_object_findings(kb)?);
     if !audit.ok {
         issues.push(finding(
             "audit-chain-broken",

@@ -40,8 +40,7 @@ pub fn start(kb: &Kb, caller: &Caller, p: SessionStartParams) -> Result<SessionS
         extra: Default::default(),
     };
     let mut ev = kb.event("session.start", &caller.actor, vec![id.clone()], json!({}));
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
-    kb.store(&session)?;
+    kb.audited(std::slice::from_mut(&mut ev), || kb.store(&session))?;
     Ok(SessionStartResult { session_id: id })
 }
 
@@ -63,8 +62,7 @@ pub fn end(kb: &Kb, caller: &Caller, p: SessionIdParams) -> Result<SessionEndRes
         vec![s.id.clone()],
         json!({"proposals": s.proposals.len()}),
     );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
-    kb.store(&s)?;
+    kb.audited(std::slice::from_mut(&mut ev), || kb.store(&s))?;
     Ok(SessionEndResult {
         ok: true,
         proposals: s.proposals.len(),

@@ -28,9 +28,10 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-/// The folders from `root` to `target`'s folder are real folders.
+/// The folders from `root` to `target`'s folder are real folders, made
+/// where missing (a fresh clone lacks every folder that was empty).
 fn check_parent(root: &Path, target: &Path) -> Result<()> {
-    nofollow::check_dirs(root, parent(target)).map_err(|e| Error::io(parent(target), e))
+    nofollow::ensure_dirs(root, parent(target)).map_err(|e| Error::io(parent(target), e))
 }
 
 /// A new, exclusive temp file beside `target`.
@@ -83,6 +84,7 @@ pub fn write(root: &Path, target: &Path, bytes: &[u8]) -> Result<()> {
 /// Used directly for bundles, which are written outside `.vouch/` but with
 /// the same care.
 pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> Result<()> {
+    crate::fail::io_point("store.write").map_err(|e| Error::io(target, e))?;
     let tmp = temp_with(target, fill)?;
     if let Err(e) = fs::rename(&tmp, target) {
         let _ = fs::remove_file(&tmp);
@@ -95,6 +97,7 @@ pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> 
 /// already exists (the hard link is the atomic "create if absent").
 pub fn create_new(root: &Path, target: &Path, bytes: &[u8]) -> Result<bool> {
     check_parent(root, target)?;
+    crate::fail::io_point("store.write").map_err(|e| Error::io(target, e))?;
     let tmp = write_temp(target, bytes)?;
     let linked = fs::hard_link(&tmp, target);
     let _ = fs::remove_file(&tmp);
@@ -110,7 +113,12 @@ pub fn create_new(root: &Path, target: &Path, bytes: &[u8]) -> Result<bool> {
 
 /// Remove a file durably; a file already gone is not an error.
 pub fn remove(root: &Path, target: &Path) -> Result<()> {
-    check_parent(root, target)?;
+    match nofollow::check_dirs(root, parent(target)) {
+        // No folder, no file: already gone.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(parent(target), e)),
+        Ok(()) => {}
+    }
     match fs::remove_file(target) {
         Ok(()) => sync_dir(parent(target)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

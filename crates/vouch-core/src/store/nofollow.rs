@@ -121,10 +121,33 @@ pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
 /// Every folder from `root` down to `dir` (inclusive) is a real folder, not
 /// a link. A missing folder is `NotFound`.
 pub fn check_dirs(root: &Path, dir: &Path) -> io::Result<()> {
+    walk_dirs(root, dir, false)
+}
+
+/// Like [`check_dirs`], but a missing folder is created (one component at
+/// a time, each checked): a fresh `git clone` has none of the folders that
+/// were empty when committed, and a write must not fail for that. A link
+/// or a file where a folder belongs is still refused, never followed.
+pub fn ensure_dirs(root: &Path, dir: &Path) -> io::Result<()> {
+    walk_dirs(root, dir, true)
+}
+
+fn walk_dirs(root: &Path, dir: &Path, create: bool) -> io::Result<()> {
     let mut at = root.to_path_buf();
     for name in beneath(root, dir)? {
         at.push(name);
-        let m = std::fs::symlink_metadata(&at)?;
+        let m = match std::fs::symlink_metadata(&at) {
+            Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
+                match std::fs::create_dir(&at) {
+                    Ok(()) => continue,
+                    // Made by a concurrent writer: checked like any.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                std::fs::symlink_metadata(&at)?
+            }
+            other => other?,
+        };
         if m.file_type().is_symlink() {
             return Err(link_error(&at));
         }

@@ -212,17 +212,17 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
         vec![proposal_id.clone(), object_id.clone()],
         json!({"kind": kind.as_str(), FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
     );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
     let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
-    if !atomic::create_new(
-        kb.layout().root(),
-        &path,
-        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
-    )? {
-        return Err(Error::internal(format!(
-            "proposal id {proposal_id} collided; retry"
-        )));
-    }
+    let yaml = crate::store::yaml::to_yaml(&proposal)?;
+    kb.audited(std::slice::from_mut(&mut ev), || {
+        if atomic::create_new(kb.layout().root(), &path, yaml.as_bytes())? {
+            Ok(())
+        } else {
+            Err(Error::internal(format!(
+                "proposal id {proposal_id} collided; retry"
+            )))
+        }
+    })?;
     if let Some(sid) = &input.session_id
         && let Some(mut s) = kb.load::<Session>(sid)?
     {
@@ -329,15 +329,15 @@ pub(crate) fn propose_lifecycle(
         json!({"kind": ProposalKind::Lifecycle.as_str(),
                FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
     );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
     let path = kb.layout().file(Dir::Proposed, &id)?;
-    if !atomic::create_new(
-        kb.layout().root(),
-        &path,
-        crate::store::yaml::to_yaml(&proposal)?.as_bytes(),
-    )? {
-        return Err(Error::internal(format!("proposal id {id} collided; retry")));
-    }
+    let yaml = crate::store::yaml::to_yaml(&proposal)?;
+    kb.audited(std::slice::from_mut(&mut ev), || {
+        if atomic::create_new(kb.layout().root(), &path, yaml.as_bytes())? {
+            Ok(())
+        } else {
+            Err(Error::internal(format!("proposal id {id} collided; retry")))
+        }
+    })?;
     Ok(id)
 }
 
