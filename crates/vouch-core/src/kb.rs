@@ -207,6 +207,7 @@ impl Kb {
         for (path, text) in [
             (layout.config(), config.as_str()),
             (layout.gitignore(), GITIGNORE),
+            (layout.gitattributes(), crate::store::layout::GITATTRIBUTES),
         ] {
             if atomic::create_new(layout.root(), &path, text.as_bytes())? {
                 created.push(path.display().to_string());
@@ -293,7 +294,7 @@ impl Kb {
         };
         let kb = Kb {
             retriever: None,
-            audit: AuditLog::new(layout.audit_log()),
+            audit: AuditLog::new(layout.audit_log()).with_tip(layout.audit_tip()),
             layout,
             settings,
             clock,
@@ -565,7 +566,50 @@ impl Kb {
     }
 
     pub(crate) fn append_audit(&self, events: &mut [AuditEvent]) -> Result<()> {
-        self.audit.append(events)
+        self.append_joined(events).map(|_| ())
+    }
+
+    /// Append `events`, first joining any branches a git merge left with an
+    /// `audit.merge` event by the same actor (see `audit::graph`): every
+    /// write seals a merge. Answers the log's length before the append.
+    fn append_joined(&self, events: &mut [AuditEvent]) -> Result<u64> {
+        let heads = self.audit.heads_to_join()?;
+        if heads.is_empty() || events.is_empty() {
+            return self.audit.append_at(events);
+        }
+        let actor = events[0].actor.clone();
+        let mut all = Vec::with_capacity(events.len() + 1);
+        all.push(self.event(
+            crate::audit::graph::MERGE_EVENT,
+            &actor,
+            Vec::new(),
+            serde_json::json!({ "parents": heads }),
+        ));
+        all.extend(events.iter().cloned());
+        let start = self.audit.append_at(&mut all)?;
+        for (ev, written) in events.iter_mut().zip(all.into_iter().skip(1)) {
+            *ev = written;
+        }
+        Ok(start)
+    }
+
+    /// Join the branches a git merge left, now (`doctor --fix`); `None`
+    /// when there were none.
+    pub fn join_branches(&self, actor: &str) -> Result<Option<usize>> {
+        let _lock = self.lock()?;
+        let heads = self.audit.heads_to_join()?;
+        if heads.is_empty() {
+            return Ok(None);
+        }
+        let n = heads.len();
+        let mut ev = self.event(
+            crate::audit::graph::MERGE_EVENT,
+            actor,
+            Vec::new(),
+            serde_json::json!({ "parents": heads }),
+        );
+        self.audit.append_at(std::slice::from_mut(&mut ev))?;
+        Ok(Some(n))
     }
 
     /// Append `events`, then make the change they record with `write`. If
@@ -579,7 +623,7 @@ impl Kb {
         events: &mut [AuditEvent],
         write: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
-        let start = self.audit.append_at(events)?;
+        let start = self.append_joined(events)?;
         match write() {
             Ok(v) => Ok(v),
             Err(e) => {

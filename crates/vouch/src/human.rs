@@ -507,7 +507,33 @@ impl Human for AuditVerified {
     fn human(&self) -> String {
         let c = &self.chain;
         let mut out = match &c.problem {
-            None => format!("audit log chain OK: {} events\n", c.events),
+            None => {
+                let mut s = format!("audit log chain OK: {} events", c.events);
+                if c.merges > 0 {
+                    s.push_str(&format!(", {} merge(s) joined", c.merges));
+                }
+                s.push('\n');
+                if !c.unjoined.is_empty() {
+                    s.push_str(&format!(
+                        "  {} branch(es) from a git merge not joined yet (ending at line(s) {}); \
+                         the next write joins them, or `vouch doctor --fix`\n",
+                        c.unjoined.len(),
+                        c.unjoined
+                            .iter()
+                            .map(|l| l.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                if !c.duplicates.is_empty() {
+                    s.push_str(&format!(
+                        "  {} event(s) appear twice (a cherry-pick merged back); `vouch doctor \
+                         --fix` keeps one\n",
+                        c.duplicates.len()
+                    ));
+                }
+                s
+            }
             Some(problem) => format!(
                 "audit log BROKEN at line {}: {problem}\n({} events verified before it)\n",
                 c.first_bad_line.map_or("null".into(), |l| l.to_string()),

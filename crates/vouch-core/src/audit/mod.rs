@@ -4,7 +4,10 @@
 //! Python's `json.dumps(sort_keys=True, separators=(",", ":"))` does) with
 //! `prev_hash` (64 zeros for the first event) and
 //! `hash = sha256_hex(prev_hash + canonical_json(event without "hash"))`.
-//! The chain verifies with that rule alone.
+//! The chain verifies with that rule alone. After a git merge the log is
+//! a graph whose branches an `audit.merge` event joins ([`graph`]).
+
+pub mod graph;
 
 use crate::error::{Error, Result};
 use crate::ids::sha256_hex;
@@ -112,15 +115,81 @@ pub struct VerifyReport {
     pub first_bad_line: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// `audit.merge` events: joins of branches a git merge brought in.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub merges: usize,
+    /// 1-based lines ending a branch that no event joins yet (a git merge
+    /// just happened; the next write, or `doctor --fix`, joins them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unjoined: Vec<usize>,
+    /// 1-based lines repeating an earlier event exactly (a cherry-pick
+    /// merged back); `doctor --fix` keeps one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<usize>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 pub struct AuditLog {
     path: PathBuf,
+    /// The append hint ([`crate::store::layout::AUDIT_TIP_FILE`]).
+    tip: Option<PathBuf>,
 }
 
 impl AuditLog {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        AuditLog { path: path.into() }
+        AuditLog {
+            path: path.into(),
+            tip: None,
+        }
+    }
+
+    /// Keep the append hint at `tip`.
+    pub fn with_tip(mut self, tip: PathBuf) -> Self {
+        self.tip = Some(tip);
+        self
+    }
+
+    /// `len last-hash`, as the hint records the log.
+    fn tip_of(len: u64, last: &str) -> String {
+        format!("{len} {last}\n")
+    }
+
+    /// The branches a git merge left that the next event must join (see
+    /// [`graph`]): none when the log is as vouch last left it (the hint),
+    /// else found by one scan of the log.
+    pub(crate) fn heads_to_join(&self) -> Result<Vec<String>> {
+        let mut file = match self.open_read() {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&self.path, e)),
+        };
+        let len = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let last = last_line(&mut file)
+            .map_err(|e| Error::io(&self.path, e))?
+            .and_then(|l| serde_json::from_str::<Value>(&l).ok())
+            .and_then(|v| v.get("hash").and_then(Value::as_str).map(str::to_string));
+        let Some(last) = last else {
+            return Ok(Vec::new());
+        };
+        if let Some(tip) = &self.tip
+            && std::fs::read_to_string(tip).ok().as_deref() == Some(&Self::tip_of(len, &last))
+        {
+            return Ok(Vec::new());
+        }
+        Ok(graph::unjoined(&self.read_bytes()?))
+    }
+
+    /// Record the log's length and last hash as the hint (best effort: a
+    /// missing hint only costs the next append a scan).
+    fn note_tip(&self, file: &mut File, last: &str) {
+        if let (Some(tip), Ok(len)) = (&self.tip, file.seek(SeekFrom::End(0))) {
+            let _ = crate::store::atomic::write_hint(tip, Self::tip_of(len, last).as_bytes());
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -202,6 +271,7 @@ impl AuditLog {
         crate::fail::point("audit.append.written");
         file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         crate::fail::point("audit.append.synced");
+        self.note_tip(&mut file, &prev);
         Ok(start)
     }
 
@@ -227,6 +297,9 @@ impl AuditLog {
         let file = opts
             .open(&self.path)
             .map_err(|e| Error::io(&self.path, e))?;
+        if let Some(tip) = &self.tip {
+            let _ = std::fs::remove_file(tip);
+        }
         file.set_len(start)
             .and_then(|_| file.sync_data())
             .map_err(|e| Error::io(&self.path, e))
@@ -283,6 +356,17 @@ impl AuditLog {
             .collect()
     }
 
+    /// Every event that parses, oldest first: for reports on a log that a
+    /// merge left with conflict markers (verification names those lines).
+    pub fn read_parsed(&self) -> Result<Vec<Value>> {
+        let bytes = self.read_bytes()?;
+        Ok(bytes
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+            .filter(Value::is_object)
+            .collect())
+    }
+
     /// The event with this `id`, if it is in the log. Unparseable lines
     /// are skipped.
     pub fn find_id(&self, id: &str) -> Result<Option<Value>> {
@@ -303,60 +387,69 @@ impl AuditLog {
         v.get("created_at")?.as_str().map(str::to_string)
     }
 
-    /// Verify the chain; name the first bad line.
+    /// Verify the chain — a graph after git merges ([`graph`]); name the
+    /// first bad line.
     pub fn verify(&self) -> Result<VerifyReport> {
         let bytes = self.read_bytes()?;
-        let bad = |line: usize, events: usize, problem: String| VerifyReport {
-            ok: false,
-            events,
-            first_bad_line: Some(line),
-            problem: Some(problem),
+        let mut report = VerifyReport {
+            ok: true,
+            events: 0,
+            first_bad_line: None,
+            problem: None,
+            merges: 0,
+            unjoined: Vec::new(),
+            duplicates: Vec::new(),
         };
-        let mut prev = GENESIS_HASH.to_string();
-        let mut count = 0;
         let text = String::from_utf8_lossy(&bytes);
         let ends_clean = bytes.is_empty() || bytes.ends_with(b"\n");
         let lines: Vec<&str> = text.split_terminator('\n').collect();
+        let mut g = graph::Graph::default();
+        // Graph position -> 1-based line.
+        let mut line_of: Vec<usize> = Vec::with_capacity(lines.len());
         for (i, line) in lines.iter().enumerate() {
             let n = i + 1;
+            let mut bad = |problem: String| {
+                report.ok = false;
+                report.first_bad_line = Some(n);
+                report.problem = Some(problem);
+            };
             if !ends_clean && n == lines.len() {
-                return Ok(bad(
-                    n,
-                    count,
-                    "truncated: the last line is incomplete".into(),
-                ));
+                bad("truncated: the last line is incomplete".into());
+                break;
             }
             let v: Value = match serde_json::from_str(line) {
                 Ok(v @ Value::Object(_)) => v,
-                _ => return Ok(bad(n, count, "not a JSON object".into())),
+                _ => {
+                    bad("not a JSON object".into());
+                    break;
+                }
             };
-            let prev_hash = v.get("prev_hash").and_then(Value::as_str).unwrap_or("");
-            if prev_hash != prev {
-                return Ok(bad(
-                    n,
-                    count,
-                    "prev_hash does not match the previous event's hash \
-                     (a line was deleted, reordered or inserted)"
-                        .into(),
-                ));
-            }
             let stored = v.get("hash").and_then(Value::as_str).unwrap_or("");
             if event_hash(&v) != stored {
-                return Ok(bad(
-                    n,
-                    count,
-                    "hash does not match the event's content (the line was edited)".into(),
-                ));
+                bad("hash does not match the event's content (the line was edited)".into());
+                break;
             }
-            prev = stored.to_string();
-            count += 1;
+            match g.push(&v) {
+                Ok(true) => {
+                    line_of.push(n);
+                    report.events += 1;
+                    if !graph::joined(&v).is_empty() {
+                        report.merges += 1;
+                    }
+                }
+                Ok(false) => report.duplicates.push(n),
+                Err(why) => {
+                    bad(why);
+                    break;
+                }
+            }
         }
-        Ok(VerifyReport {
-            ok: true,
-            events: count,
-            first_bad_line: None,
-            problem: None,
-        })
+        if report.ok {
+            let mut heads = g.heads();
+            heads.pop(); // the last event is the log's head
+            report.unjoined = heads.into_iter().map(|i| line_of[i]).collect();
+        }
+        Ok(report)
     }
 
     /// Walk events newest first until `stop` returns true; yields each
@@ -506,8 +599,13 @@ impl ProposalStep {
 
 impl Trail {
     pub fn read(log: &AuditLog) -> Result<Trail> {
+        Ok(Self::of(log.read_all()?))
+    }
+
+    /// The trail of these events (e.g. [`AuditLog::read_parsed`]'s).
+    pub fn of(events: Vec<Value>) -> Trail {
         let mut t = Trail::default();
-        for ev in log.read_all()? {
+        for ev in events {
             if let Some(h) = ev.get("hash").and_then(Value::as_str) {
                 t.hashes.insert(h.to_string());
             }
@@ -533,7 +631,7 @@ impl Trail {
                 t.begun_by_1x = true;
             }
         }
-        Ok(t)
+        t
     }
 
     /// Did an approval or an import let this durable object in?
@@ -764,8 +862,10 @@ pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
         .into()
 }
 
-/// A checkpoint: the first `events` events end in `head`, vouched for by
-/// `mac` under the key `key_id` names.
+/// A checkpoint: the history ending in `head` holds `events` events (in a
+/// straight log, the first `events` lines), vouched for by `mac` under the
+/// key `key_id` names. After a git merge the same history still ends in
+/// `head`, whatever lines the other branch's events took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Checkpoint {
     pub events: u64,
@@ -811,7 +911,9 @@ pub fn checkpoint(kb: &crate::kb::Kb, actor: &str, key: &[u8]) -> Result<Checkpo
         .and_then(Value::as_str)
         .unwrap_or(GENESIS_HASH)
         .to_string();
-    let cp = Checkpoint::new(key, events.len() as u64, &head);
+    // The events in the head's history, wherever merges put their lines.
+    let counted = graph_of(&events).history_len(&head).unwrap_or(0);
+    let cp = Checkpoint::new(key, counted, &head);
     let mut ev = kb.event(
         CHECKPOINT_EVENT,
         actor,
@@ -820,6 +922,15 @@ pub fn checkpoint(kb: &crate::kb::Kb, actor: &str, key: &[u8]) -> Result<Checkpo
     );
     kb.append_audit(std::slice::from_mut(&mut ev))?;
     Ok(cp)
+}
+
+/// The graph of parsed events (lines that do not fit are left out).
+fn graph_of(events: &[Value]) -> graph::Graph {
+    let mut g = graph::Graph::default();
+    for ev in events {
+        let _ = g.push(ev);
+    }
+    g
 }
 
 /// Check every checkpoint under `key` in the log, and `kept` (the last
@@ -834,15 +945,7 @@ pub fn verify_checkpoints(
 ) -> Result<CheckpointReport> {
     let events = log.read_all()?;
     let id = key_id(key);
-    let hash_at = |n: u64| -> Option<&str> {
-        if n == 0 {
-            return Some(GENESIS_HASH);
-        }
-        events
-            .get(n as usize - 1)
-            .and_then(|e| e.get("hash"))
-            .and_then(Value::as_str)
-    };
+    let g = graph_of(&events);
     let mut report = CheckpointReport {
         ok: true,
         key_id: id.clone(),
@@ -854,10 +957,10 @@ pub fn verify_checkpoints(
             report.problems.push(format!(
                 "{what}: its MAC does not verify under key {id}: it was forged or edited"
             ));
-        } else if hash_at(cp.events) != Some(cp.head.as_str()) {
+        } else if g.history_len(&cp.head) != Some(cp.events) {
             report.problems.push(format!(
-                "{what}: the log no longer has event {} ending in {}: it was cut or rewritten \
-                 below this checkpoint",
+                "{what}: the log no longer has the {} events ending in {}: it was cut or \
+                 rewritten below this checkpoint",
                 cp.events, cp.head
             ));
         } else {

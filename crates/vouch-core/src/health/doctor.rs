@@ -199,6 +199,78 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
     out
 }
 
+/// What teams need from git: `.vouch/.gitattributes` so branches that
+/// each appended events merge on their own, and a log a merge left
+/// repairable (conflict markers from a merge without it, an event present
+/// twice, lines out of order) and its branches joined. With `fix`, each is
+/// repaired — every event kept, none deleted.
+pub(crate) fn merge_findings(
+    kb: &Kb,
+    caller: &Caller,
+    fix: bool,
+    issues: &mut Vec<Finding>,
+    fixed: &mut Vec<String>,
+) -> Result<()> {
+    use crate::store::layout::{AUDIT_FILE, GITATTRIBUTES, GITATTRIBUTES_FILE};
+    let path = kb.layout().gitattributes();
+    let text = kb.read_text(&path).ok().flatten();
+    let has_union = text.as_deref().is_some_and(|t| {
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["audit.log.jsonl", "merge=union"])
+    });
+    if !has_union {
+        if fix {
+            let _lock = kb.lock()?;
+            let mut body = text.clone().unwrap_or_default();
+            if !body.is_empty() && !body.ends_with('\n') {
+                body.push('\n');
+            }
+            body.push_str(GITATTRIBUTES);
+            crate::store::atomic::write(kb.layout().root(), &path, body.as_bytes())?;
+            fixed.push(format!(
+                "{GITATTRIBUTES_FILE}: added `audit.log.jsonl merge=union`, so branches merge \
+                 without a conflict in the audit log (commit it)"
+            ));
+        } else {
+            issues.push(finding(
+                "gitattributes-missing",
+                Severity::Warn,
+                GITATTRIBUTES_FILE,
+                Some(GITATTRIBUTES_FILE.to_string()),
+                "`.vouch/.gitattributes` does not say `audit.log.jsonl merge=union`, so two \
+                 branches that each recorded a decision conflict in the audit log when merged; \
+                 `vouch doctor --fix` adds it"
+                    .to_string(),
+            ));
+        }
+    }
+    if !fix {
+        return Ok(());
+    }
+    {
+        let _lock = kb.lock()?;
+        let log = kb.layout().audit_log();
+        if let Some(bytes) = kb.read_file(&log)? {
+            let (repaired, what) = crate::audit::graph::repair(&bytes);
+            if what.reordered {
+                crate::store::atomic::write(kb.layout().root(), &log, &repaired)?;
+                fixed.push(format!(
+                    "{AUDIT_FILE}: repaired a merge by hand: {} conflict marker line(s) dropped, \
+                     {} repeated event(s) kept once, every event after its parent; no event \
+                     removed",
+                    what.markers, what.duplicates
+                ));
+            }
+        }
+    }
+    if let Some(n) = kb.join_branches(&caller.actor)? {
+        fixed.push(format!(
+            "{AUDIT_FILE}: joined {n} branch(es) a git merge left with an audit.merge event"
+        ));
+    }
+    Ok(())
+}
+
 /// protocol §4: drafts and the derived index stay out of git.
 pub(crate) fn gitignore_findings(kb: &Kb) -> Vec<Finding> {
     let path = kb.layout().gitignore();
@@ -394,7 +466,7 @@ pub(crate) fn stray_findings(kb: &Kb) -> Vec<Finding> {
 /// `proposal.create` from another clone names nothing here: not checked.)
 pub(crate) fn event_object_findings(kb: &Kb) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    for ev in kb.audit_log().read_all()? {
+    for ev in kb.audit_log().read_parsed()? {
         let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
         let Some(id) = ev
             .get("object_ids")
@@ -429,7 +501,7 @@ pub(crate) fn event_object_findings(kb: &Kb) -> Result<Vec<Finding>> {
 
 pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let trail = crate::audit::Trail::read(kb.audit_log())?;
+    let trail = crate::audit::Trail::of(kb.audit_log().read_parsed()?);
     for pr in &l.pending {
         if l.decided_ids.contains(&pr.id) {
             continue; // reported as proposal-in-both
@@ -509,6 +581,10 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
 }
 
 pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport> {
+    // Merges first: what follows reads the repaired log.
+    let mut fixed = Vec::new();
+    let mut merge_issues = Vec::new();
+    merge_findings(kb, caller, p.fix, &mut merge_issues, &mut fixed)?;
     let l = load(kb)?;
     let known = Known::of(kb, &l)?;
     let lint_params = LintParams {
@@ -534,6 +610,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     issues.extend(stray_findings(kb));
     issues.extend(link_findings(kb));
     issues.extend(gitignore_findings(kb));
+    issues.extend(merge_issues);
     let verify = crate::sources::source_verify(kb, Default::default())?;
     for i in verify.issues {
         let path = Some(format!("sources/{}", i.id));
@@ -619,10 +696,41 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             "audit.log.jsonl",
             Some(crate::store::layout::AUDIT_FILE.to_string()),
             format!(
-                "audit.log.jsonl line {}: {}; the log is append-only: restore it from git \
-                 (`vouch audit verify` names the line)",
+                "audit.log.jsonl line {}: {}; if a merge left it so (conflict markers, lines \
+                 out of order), `vouch doctor --fix` repairs it keeping every event; otherwise \
+                 the log is append-only: restore it from git (`vouch audit verify` names the \
+                 line)",
                 audit.first_bad_line.unwrap_or(0),
                 audit.problem.unwrap_or_default()
+            ),
+        ));
+    }
+    if !audit.unjoined.is_empty() {
+        issues.push(finding(
+            "audit-unjoined",
+            Severity::Warn,
+            "audit.log.jsonl",
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "{} branch(es) a git merge brought into audit.log.jsonl are not joined yet \
+                 (ending at line(s) {:?}); the next write joins them with an audit.merge event, \
+                 or `vouch doctor --fix` now",
+                audit.unjoined.len(),
+                audit.unjoined
+            ),
+        ));
+    }
+    if !audit.duplicates.is_empty() {
+        issues.push(finding(
+            "audit-duplicate-event",
+            Severity::Warn,
+            "audit.log.jsonl",
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "audit.log.jsonl repeats {} event(s) exactly (line(s) {:?}; a cherry-pick merged \
+                 back); `vouch doctor --fix` keeps one of each",
+                audit.duplicates.len(),
+                audit.duplicates
             ),
         ));
     }
@@ -640,7 +748,6 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ));
         }
     }
-    let mut fixed = Vec::new();
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
     if let Some(f) = crate::retrieval::freshness(kb)?
         && !f.in_step()

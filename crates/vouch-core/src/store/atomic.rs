@@ -93,6 +93,20 @@ pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> 
     sync_dir(parent(target))
 }
 
+/// Replace a derived hint file (e.g. the audit tip) with `bytes`: renamed
+/// into place (a reader sees old or new, and a link there is replaced, not
+/// followed), but not fsynced — losing it in a crash costs only a rescan.
+pub fn write_hint(target: &Path, bytes: &[u8]) -> Result<()> {
+    let (tmp, mut f) = open_temp(target)?;
+    let res = f.write_all(bytes).map_err(|e| Error::io(&tmp, e));
+    drop(f);
+    if let Err(e) = res.and_then(|_| fs::rename(&tmp, target).map_err(|e| Error::io(target, e))) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// Create `target` with `bytes`, durably, failing with `Ok(false)` if it
 /// already exists (the hard link is the atomic "create if absent").
 pub fn create_new(root: &Path, target: &Path, bytes: &[u8]) -> Result<bool> {

@@ -8,6 +8,16 @@ pub const CONFIG_FILE: &str = "config.yaml";
 pub const GITIGNORE_FILE: &str = ".gitignore";
 pub const AUDIT_FILE: &str = "audit.log.jsonl";
 pub const INDEX_FILE: &str = "state.db";
+/// Where the audit log's length and last hash were when vouch last
+/// appended: a hint that spares the next append a scan for branches a git
+/// merge left (derived; git-ignored by `state.db-*`).
+pub const AUDIT_TIP_FILE: &str = "state.db-audit-tip";
+/// Tells git to merge the audit log by keeping both sides' lines.
+pub const GITATTRIBUTES_FILE: &str = ".gitattributes";
+/// What `.gitattributes` must say for branches to merge on their own.
+pub const GITATTRIBUTES: &str = "# Written by vouch: branches that each appended events merge by keeping\n\
+# both sides' lines; the next vouch write joins them (docs/teams.md).\n\
+audit.log.jsonl merge=union\n";
 pub const LOCK_FILE: &str = ".lock";
 /// Held by the process watching the files (retrieval::watch).
 pub const WATCH_LOCK_FILE: &str = "watch.lock";
@@ -97,6 +107,12 @@ impl Layout {
     }
     pub fn audit_log(&self) -> PathBuf {
         self.root.join(AUDIT_FILE)
+    }
+    pub fn audit_tip(&self) -> PathBuf {
+        self.root.join(AUDIT_TIP_FILE)
+    }
+    pub fn gitattributes(&self) -> PathBuf {
+        self.root.join(GITATTRIBUTES_FILE)
     }
     pub fn index_db(&self) -> PathBuf {
         self.root.join(INDEX_FILE)
