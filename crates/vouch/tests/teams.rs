@@ -544,3 +544,97 @@ fn tampering_after_a_merge_is_caught() {
     write_log(&p, &good);
     assert_eq!(verify(&p)["ok"], json!(true));
 }
+
+/// The same claim approved on two branches with different content: the
+/// audit log merges on its own, the claim file conflicts; `doctor` names
+/// the file, the approvals behind each side and how to settle it, and the
+/// claim is served by neither side until a person does.
+#[test]
+fn knowledge_decided_differently_on_two_branches_is_reported_not_served() {
+    let p = repo();
+    let src = p.source("Deploys are frozen on Fridays.\n");
+    commit(&p, "source");
+    git(p.root(), &["checkout", "-q", "-b", "bob"]);
+    let v = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Deploys are frozen on Fridays.",
+            "-e",
+            &src,
+            "--confidence",
+            "0.4",
+        ],
+    );
+    let claim = id(&v, "claim_id");
+    p.ok("bob", &["approve", &id(&v, "proposal_id")]);
+    commit(&p, "bob");
+    git(p.root(), &["checkout", "-q", "main"]);
+    let v = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Deploys are frozen on Fridays.",
+            "-e",
+            &src,
+            "--confidence",
+            "0.9",
+        ],
+    );
+    assert_eq!(
+        id(&v, "claim_id"),
+        claim,
+        "the same claim id on both branches"
+    );
+    p.ok("alice", &["approve", &id(&v, "proposal_id")]);
+    commit(&p, "alice");
+    let merged = Command::new("git")
+        .current_dir(p.root())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "merge",
+            "bob",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        said.contains(&format!(
+            "CONFLICT (add/add): Merge conflict in .vouch/claims/{claim}.yaml"
+        )),
+        "{said}"
+    );
+    assert!(
+        !said.contains("Merge conflict in .vouch/audit.log.jsonl"),
+        "the log merged on its own: {said}"
+    );
+    commit(&p, "merge, claim unsettled");
+
+    let doctor = p.run("x", &["--json", "doctor"]).json();
+    let found = doctor["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "merge-conflict")
+        .unwrap_or_else(|| panic!("{doctor:#}"))
+        .clone();
+    let msg = found["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("claims/{claim}.yaml")), "{msg}");
+    assert!(
+        msg.contains("proposal.approve by bob") && msg.contains("proposal.approve by alice"),
+        "{msg}"
+    );
+    assert!(msg.contains("git checkout --ours"), "{msg}");
+    let hits = p.ok("x", &["search", "frozen Fridays"]);
+    assert!(
+        !hits.to_string().contains(&claim),
+        "a conflicted claim was served: {hits}"
+    );
+    let ctx = p.ok("x", &["context", "deploy freeze"]);
+    assert!(!ctx.to_string().contains(&claim), "{ctx}");
+}

@@ -199,6 +199,73 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
     out
 }
 
+/// A knowledge file git left with conflict markers: the same object
+/// decided differently on two branches (approved with other content, two
+/// successors of one claim, archived on one side and superseded on the
+/// other). It is served by neither side until a person settles it; say
+/// which events stand behind each side, and how to settle.
+fn merge_conflict_finding(
+    kb: &Kb,
+    path: &str,
+    events: &mut Option<Vec<Value>>,
+) -> Result<Option<Finding>> {
+    // `path` is one of our own listing's (relative to the KB root).
+    let full = kb.layout().root().join(path);
+    let Some(bytes) = kb.read_file(&full).ok().flatten() else {
+        return Ok(None);
+    };
+    let marked = bytes
+        .split(|b| *b == b'\n')
+        .any(|l| l.starts_with(b"<<<<<<< ") || l == b"<<<<<<<");
+    if !marked {
+        return Ok(None);
+    }
+    let id = std::path::Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if events.is_none() {
+        *events = Some(kb.audit_log().read_parsed()?);
+    }
+    let behind: Vec<String> = events
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| {
+            e.get("object_ids")
+                .and_then(Value::as_array)
+                .is_some_and(|ids| ids.iter().any(|x| x.as_str() == Some(id.as_str())))
+        })
+        .map(|e| {
+            format!(
+                "{} {} by {} at {}",
+                e.get("id").and_then(Value::as_str).unwrap_or("?"),
+                e.get("event").and_then(Value::as_str).unwrap_or("?"),
+                e.get("actor").and_then(Value::as_str).unwrap_or("?"),
+                e.get("created_at").and_then(Value::as_str).unwrap_or("?"),
+            )
+        })
+        .collect();
+    Ok(Some(finding(
+        "merge-conflict",
+        Severity::Error,
+        path,
+        Some(path.to_string()),
+        format!(
+            "{path} holds git conflict markers: two branches decided {id} differently, so \
+             neither side is served. The events behind it: {}. Settle it as a person: keep \
+             one side (`git checkout --ours {path}` or `--theirs`, run from .vouch/) or edit \
+             the file to what was decided, then `git add` it; if the other side's decision \
+             should not stand, `vouch revert` its lifecycle event or propose a correction",
+            if behind.is_empty() {
+                "none in the log".to_string()
+            } else {
+                behind.join("; ")
+            }
+        ),
+    )))
+}
+
 /// What teams need from git: `.vouch/.gitattributes` so branches that
 /// each appended events merge on their own, and a log a merge left
 /// repairable (conflict markers from a merge without it, an event present
@@ -592,7 +659,12 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         pending_days: p.pending_days,
     };
     let mut issues = lint_findings(kb, &l, &known, &lint_params)?;
+    let mut events_naming: Option<Vec<Value>> = None;
     for (path, why) in &l.unreadable {
+        if let Some(f) = merge_conflict_finding(kb, path, &mut events_naming)? {
+            issues.push(f);
+            continue;
+        }
         issues.push(finding(
             "unparseable-file",
             Severity::Error,
