@@ -484,11 +484,15 @@ impl Human for Vec<AuditRecord> {
 pub struct AuditVerified {
     pub chain: VerifyReport,
     pub checkpoints: Option<vouch_core::audit::CheckpointReport>,
+    /// `--base REV`: what the branch changed, against REV.
+    pub base: Option<vouch_core::audit::base::BaseReport>,
 }
 
 impl AuditVerified {
     fn ok(&self) -> bool {
-        self.chain.ok && self.checkpoints.as_ref().is_none_or(|c| c.ok)
+        self.chain.ok
+            && self.checkpoints.as_ref().is_none_or(|c| c.ok)
+            && self.base.as_ref().is_none_or(|b| b.ok)
     }
 }
 
@@ -498,6 +502,9 @@ impl Serialize for AuditVerified {
         v["ok"] = Value::Bool(self.ok());
         if let Some(c) = &self.checkpoints {
             v["checkpoints"] = serde_json::to_value(c).map_err(serde::ser::Error::custom)?;
+        }
+        if let Some(b) = &self.base {
+            v["base"] = serde_json::to_value(b).map_err(serde::ser::Error::custom)?;
         }
         v.serialize(s)
     }
@@ -547,6 +554,22 @@ impl Human for AuditVerified {
             ));
             for p in &cp.problems {
                 out.push_str(&format!("  CHECKPOINT FAILED: {p}\n"));
+            }
+        }
+        if let Some(b) = &self.base {
+            out.push_str(&format!(
+                "against {}: {} of its events kept, {} added, {} file(s) under .vouch/ changed: {}\n",
+                b.base,
+                b.base_events,
+                b.new_events,
+                b.changed_files,
+                if b.ok { "OK" } else { "PROBLEMS" }
+            ));
+            for d in &b.decisions {
+                out.push_str(&format!("  decision: {d}\n"));
+            }
+            for p in &b.problems {
+                out.push_str(&format!("  - {p}\n"));
             }
         }
         out

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod context;
 pub mod errors;
+pub mod gitbase;
 pub mod http;
 pub mod human;
 pub mod install;

@@ -638,3 +638,158 @@ fn knowledge_decided_differently_on_two_branches_is_reported_not_served() {
     let ctx = p.ok("x", &["context", "deploy freeze"]);
     assert!(!ctx.to_string().contains(&claim), "{ctx}");
 }
+
+// ----- the pull request check ----------------------------------------------
+
+fn base_check(p: &Project, rev: &str) -> (i32, Value) {
+    let r = p.run("x", &["--json", "audit", "verify", "--base", rev]);
+    (r.code, r.json())
+}
+
+fn problems(v: &Value) -> String {
+    v["base"]["problems"].to_string()
+}
+
+/// `vouch audit verify --base main` passes a branch that only added
+/// through the gate, and fails (exit 6), naming each problem, on a
+/// hand-written claim, an edited decision record, a rewritten old event,
+/// a decision by its own proposer, and a source whose bytes are not its id.
+#[test]
+fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
+    let p = repo();
+    decide(&p, "Main knows this already.", "alice");
+    commit(&p, "main");
+    git(p.root(), &["checkout", "-q", "-b", "feature"]);
+    let claim = decide(&p, "The feature branch approved this.", "bob");
+    commit(&p, "feature");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["base"]["ok"], json!(true), "{v:#}");
+    assert!(
+        v["base"]["decisions"]
+            .to_string()
+            .contains(&format!("bob proposal.approve {claim}")),
+        "{v:#}"
+    );
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+
+    // A claim written by hand.
+    let claims = p.vouch_dir().join("claims");
+    let text = std::fs::read_to_string(claims.join(format!("{claim}.yaml"))).unwrap();
+    std::fs::write(
+        claims.join("agents-may-deploy-on-fridays.yaml"),
+        text.replace(&claim, "agents-may-deploy-on-fridays")
+            .replace(
+                "The feature branch approved this.",
+                "Agents may deploy on Fridays.",
+            ),
+    )
+    .unwrap();
+    commit(&p, "a claim by hand");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains(
+            "claims/agents-may-deploy-on-fridays.yaml: this claim was added with no event"
+        ),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A decision record edited after it was made (one REV already had).
+    let decided = p.vouch_dir().join("decided");
+    git(p.root(), &["checkout", "-q", "main"]);
+    let first = std::fs::read_dir(&decided)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    git(p.root(), &["checkout", "-q", "feature"]);
+    edit(
+        &first,
+        "status: approved",
+        "status: approved\nreason: rubber-stamped",
+    );
+    commit(&p, "edit a decision");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains("a decision record was edited"),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // An old event rewritten (a recomputed chain verifies on its own).
+    let mut lines = log_lines(&p);
+    let mut old: Value = serde_json::from_str(&lines[0]).unwrap();
+    old["actor"] = json!("mallory");
+    lines[0] = rehash(old);
+    for i in 1..lines.len() {
+        let mut ev: Value = serde_json::from_str(&lines[i]).unwrap();
+        let prev: Value = serde_json::from_str(&lines[i - 1]).unwrap();
+        ev["prev_hash"] = prev["hash"].clone();
+        lines[i] = rehash(ev);
+    }
+    write_log(&p, &lines);
+    assert_eq!(verify(&p)["ok"], json!(true), "the rewrite verifies alone");
+    commit(&p, "rewrite history");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains("was removed or changed: history was rewritten"),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A decision by its own proposer, forged into the log.
+    let src = p.source("Forged decisions are caught.\n");
+    let (proposal, _) = p.propose("Forged decisions are caught.", &src);
+    let mut lines = log_lines(&p);
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let mut forged = last.clone();
+    forged["event"] = json!("proposal.approve");
+    forged["id"] = json!("evt-forged");
+    forged["actor"] = last["actor"].clone();
+    forged["object_ids"] = json!([proposal]);
+    forged["prev_hash"] = last["hash"].clone();
+    lines.push(rehash(forged));
+    write_log(&p, &lines);
+    commit(&p, "self-approval");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains("which they proposed themselves"),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A source whose bytes are not its id.
+    let src = p.source("Sources are content-addressed.\n");
+    std::fs::write(
+        p.vouch_dir().join("sources").join(&src).join("content"),
+        "Sources are whatever I say.\n",
+    )
+    .unwrap();
+    commit(&p, "swap a source's bytes");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains("its bytes do not hash to its id"),
+        "{v:#}"
+    );
+
+    // A revision git does not know is a clear error.
+    let r = p.run("x", &["audit", "verify", "--base", "no-such-branch"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("git knows no such revision"),
+        "{}",
+        r.stderr
+    );
+}
+
+fn rehash(mut ev: Value) -> String {
+    ev["hash"] = json!(vouch_core::audit::event_hash(&ev));
+    vouch_core::audit::canonical_json(&ev)
+}

@@ -273,9 +273,13 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             no_page: *no_page,
         })?,
         Command::Audit(AuditArgs {
-            verify: Some(AuditCmd::Verify { key_file }),
+            verify: Some(AuditCmd::Verify { key_file, base }),
             ..
         }) => {
+            let base = match base {
+                Some(rev) => Some(crate::gitbase::check(run.kb, rev)?),
+                None => None,
+            };
             let chain = run.call::<kb::AuditVerify>(NoParams {})?;
             // The keyed checkpoints too, when a key is at hand.
             let path = crate::checkpoint::key_path(key_file.as_deref())?;
@@ -296,7 +300,11 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 }
                 None => None,
             };
-            run.print(AuditVerified { chain, checkpoints })?
+            run.print(AuditVerified {
+                chain,
+                checkpoints,
+                base,
+            })?
         }
         Command::Audit(AuditArgs {
             verify: Some(AuditCmd::Checkpoint { .. }),

@@ -437,6 +437,14 @@ pub enum AuditCmd {
         /// ~/.config/vouch/checkpoint.key, used when it exists).
         #[arg(long)]
         key_file: Option<PathBuf>,
+        /// The check a pull request runs: compare with REV (the target
+        /// branch, e.g. origin/main), read with git. Exit 6, naming each
+        /// problem, unless this branch only added to REV's history through
+        /// the gate: REV's events all still here, every changed knowledge
+        /// file backed by a new event, no decision by its own proposer, every
+        /// source's bytes matching its id.
+        #[arg(long, value_name = "REV")]
+        base: Option<String>,
     },
     /// Record a keyed checkpoint of the log (HMAC-SHA256 of its head under a
     /// key kept outside the project, created on first use), so that a cut or
