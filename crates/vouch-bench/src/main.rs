@@ -111,6 +111,14 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
         rows: Vec<usize>,
     },
+    /// `vouch audit verify` on a log with N events and M merges joined, as
+    /// teams' branches leave it.
+    Audit {
+        #[arg(long, value_delimiter = ',', default_value = "100000")]
+        events: Vec<usize>,
+        #[arg(long, default_value_t = 50)]
+        merges: usize,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -130,6 +138,7 @@ fn main() {
             }
         }
         Bench::Retrieval { claims } => vouch_bench::retrieval(&claims),
+        Bench::Audit { events, merges } => vouch_bench::audit(&events, merges),
         Bench::Generate { claims } => {
             let g = vouch_bench::generate(claims, 42);
             eprintln!("generated {}", g.counts);

@@ -567,3 +567,132 @@ pub fn knowledge(sizes: &[usize]) {
         println!("| {n} | {} | {} | {} |", f(validate), f(import), f(export));
     }
 }
+
+/// A log of `n` events in the shape teams leave: straight runs, and
+/// `merges` times two branches that each appended from the same event,
+/// laid out as git's union merge lays them (one branch's events, then the
+/// other's), each joined by an `audit.merge` event.
+pub fn merged_log(n: usize, merges: usize) -> Vec<u8> {
+    use vouch_core::audit::{GENESIS_HASH, canonical_json, event_hash};
+    let mut out = Vec::with_capacity(n * 330);
+    let mut last = GENESIS_HASH.to_string();
+    let mut written = 0usize;
+    let emit = |out: &mut Vec<u8>, prev: &str, event: &str, data: serde_json::Value, i: usize| {
+        let mut ev = json!({
+            "id": format!("{i:032x}"),
+            "event": event,
+            "actor": if i.is_multiple_of(3) { "alice" } else { "claude" },
+            "created_at": "2026-11-25T12:00:00Z",
+            "object_ids": [format!("claim-{i}"), format!("2026{i:010}")],
+            "dry_run": false,
+            "reversible": false,
+            "data": data,
+            "prev_hash": prev,
+        });
+        ev["hash"] = json!(event_hash(&ev));
+        out.extend_from_slice(canonical_json(&ev).as_bytes());
+        out.push(b'\n');
+        ev["hash"].as_str().unwrap_or_default().to_string()
+    };
+    let per_block = n / (merges + 1);
+    for m in 0..=merges {
+        let straight = if m == 0 { per_block } else { per_block / 2 };
+        for _ in 0..straight {
+            last = emit(
+                &mut out,
+                &last,
+                "proposal.approve",
+                json!({"kind": "claim"}),
+                written,
+            );
+            written += 1;
+        }
+        if m == merges {
+            break;
+        }
+        // Two branches from `last`, each a quarter block, then the join.
+        let fork = last.clone();
+        let mut a = fork.clone();
+        for _ in 0..per_block / 4 {
+            a = emit(
+                &mut out,
+                &a,
+                "proposal.create",
+                json!({"kind": "claim"}),
+                written,
+            );
+            written += 1;
+        }
+        let mut b = fork;
+        for _ in 0..per_block / 4 {
+            b = emit(
+                &mut out,
+                &b,
+                "proposal.approve",
+                json!({"kind": "claim"}),
+                written,
+            );
+            written += 1;
+        }
+        last = emit(
+            &mut out,
+            &b,
+            "audit.merge",
+            json!({"parents": [a]}),
+            written,
+        );
+        written += 1;
+    }
+    out
+}
+
+/// `vouch audit verify` on a log of `n` events with `merges` joins: the
+/// real binary's wall time, and the verification alone in process.
+pub fn audit(sizes: &[usize], merges: usize) {
+    println!("| events | merges | log size | `vouch audit verify` (wall) | verify in process |");
+    println!("|---:|---:|---:|---:|---:|");
+    for &n in sizes {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Kb::init(dir.path(), "bench", None).expect("init");
+        let log = dir.path().join(".vouch/audit.log.jsonl");
+        let bytes = merged_log(n, merges);
+        std::fs::write(&log, &bytes).expect("write log");
+        let wall: Vec<Duration> = (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                let out = Command::new(vouch_bin())
+                    .args(["--json", "audit", "verify", "--kb"])
+                    .arg(dir.path())
+                    .env_clear()
+                    .env("HOME", dir.path())
+                    .output()
+                    .expect("run vouch");
+                let took = start.elapsed();
+                let v: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).expect("verify prints JSON");
+                assert_eq!(v["ok"], json!(true), "{v}");
+                took
+            })
+            .collect();
+        let audit = vouch_core::audit::AuditLog::new(&log);
+        let inproc: Vec<Duration> = (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                let r = audit.verify().expect("verify");
+                assert!(r.ok && r.merges == merges, "{r:?}");
+                start.elapsed()
+            })
+            .collect();
+        let median = |mut v: Vec<Duration>| {
+            v.sort();
+            v[v.len() / 2].as_secs_f64() * 1000.0
+        };
+        println!(
+            "| {} | {merges} | {:.1} MiB | {} | {} |",
+            bytes.iter().filter(|b| **b == b'\n').count(),
+            bytes.len() as f64 / (1024.0 * 1024.0),
+            fmt_ms(median(wall)),
+            fmt_ms(median(inproc))
+        );
+    }
+}

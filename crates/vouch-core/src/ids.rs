@@ -126,6 +126,21 @@ pub fn is_format_char(c: char) -> bool {
     )
 }
 
+/// `field: …` naming the hidden character in `text`, for refusals.
+pub fn hidden_char_problem(field: &str, text: &str) -> Option<String> {
+    let (at, c) = hidden_char(text)?;
+    Some(format!(
+        "{field}: contains the {} U+{:04X} at byte {at}; it could hide or reorder what a \
+         reviewer sees, so it is refused",
+        if c.is_control() {
+            "control character"
+        } else {
+            "invisible format character"
+        },
+        c as u32
+    ))
+}
+
 /// Part of an emoji sequence a zero-width joiner may stand between
 /// (👩‍💻): pictographs, dingbats, and the emoji presentation selector.
 fn emoji_part(c: char) -> bool {

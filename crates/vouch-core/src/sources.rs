@@ -19,6 +19,13 @@ pub fn register_source(
     if p.locator.trim().is_empty() {
         return Err(Error::invalid("locator: must not be empty"));
     }
+    // A locator and a title are shown beside every quote: no text there
+    // may steer or hide what the reviewer reads.
+    for (field, text) in [("locator", Some(&p.locator)), ("title", p.title.as_ref())] {
+        if let Some(why) = text.and_then(|t| crate::ids::hidden_char_problem(field, t)) {
+            return Err(Error::invalid(why));
+        }
+    }
     register_bytes(
         kb,
         caller,

@@ -46,10 +46,23 @@ pub fn locate(kb_flag: Option<&Path>) -> Result<PathBuf> {
 #[cfg(unix)]
 fn check_owner(found: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(found)
-        .map_err(|e| Error::internal(format!("{}: {e}", found.display())))?;
+    let meta = |follow: bool| {
+        if follow {
+            std::fs::metadata(found)
+        } else {
+            std::fs::symlink_metadata(found)
+        }
+        .map_err(|e| Error::internal(format!("{}: {e}", found.display())))
+    };
     let me = rustix::process::geteuid().as_raw();
-    let owner = meta.uid();
+    // A `.vouch` that is a link counts as its own owner's (whoever made
+    // the link chose where it points), and its target must be yours too.
+    let link = meta(false)?;
+    let owner = if link.file_type().is_symlink() && link.uid() != me {
+        link.uid()
+    } else {
+        meta(true)?.uid()
+    };
     if owner == me || is_safe_directory(found) {
         return Ok(());
     }

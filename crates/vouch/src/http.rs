@@ -356,16 +356,50 @@ async fn ui_not_found() -> Response {
     )
 }
 
+/// The review pages' forms are a few fields: at most this many bytes...
+const FORM_MAX_BYTES: usize = 16 * 1024;
+/// ...sent within this long. A body that trickles in (or never comes: a
+/// `Content-Length` of 100,000 and one byte) would hold a connection slot
+/// past the header deadline, and a few hundred of them starve every
+/// route, `/health` included. The sign-in form is reachable by anyone.
+const FORM_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Read a form's whole body, bounded in size and time, before anything
+/// else looks at the request.
+async fn bounded_form(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(FORM_DEADLINE, axum::body::to_bytes(body, FORM_MAX_BYTES)).await {
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the form was not sent within {} s", FORM_DEADLINE.as_secs()),
+        )
+            .into_response(),
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a form is at most {FORM_MAX_BYTES} bytes"),
+        )
+            .into_response(),
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+    }
+}
+
 /// The review pages' routes (`crate::ui`).
 fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
     use crate::ui;
+    let form = || middleware::from_fn(bounded_form);
     router
         .route("/", get(ui::queue))
-        .route("/ui/login", get(ui::login_link).post(ui::login_form))
-        .route("/ui/logout", post(ui::logout))
+        .route(
+            "/ui/login",
+            get(ui::login_link).post(ui::login_form).layer(form()),
+        )
+        .route("/ui/logout", post(ui::logout).layer(form()))
         .route("/ui/proposal/{id}", get(ui::proposal))
-        .route("/ui/proposal/{id}/approve", post(ui::approve))
-        .route("/ui/proposal/{id}/reject", post(ui::reject))
+        .route("/ui/proposal/{id}/approve", post(ui::approve).layer(form()))
+        .route("/ui/proposal/{id}/reject", post(ui::reject).layer(form()))
         .route("/ui/claim/{id}", get(ui::claim))
         .route("/ui/search", get(ui::search))
         .route("/ui/audit", get(ui::audit))

@@ -218,6 +218,12 @@ impl Human for Vec<Read<Proposal>> {
             if let Some(why) = &p.rationale {
                 out.push_str(&format!("    rationale: {why}\n"));
             }
+            // Everything else that becomes durable if approved.
+            if p.payload.get("method").is_none() {
+                for (name, value) in vouch_core::review::payload_fields(&p.payload) {
+                    out.push_str(&format!("    {name}: {value}\n"));
+                }
+            }
             for c in r.meta.citations.iter().flatten() {
                 out.push_str(&citation_line(c));
             }

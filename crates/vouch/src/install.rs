@@ -365,10 +365,56 @@ fn edit_toml(
 }
 
 /// A line diff of two texts (for `--dry-run`): `-`, `+` and ` ` lines.
+/// The lines both share at the start and the end are matched first (an
+/// entry added to a 40,000-line file touches a few lines in its middle);
+/// only a middle small enough is aligned line by line, a larger one is
+/// shown as removed then added. Linear in the file's size either way.
 fn diff(path: &Path, before: &str, after: &str) -> String {
-    let a: Vec<&str> = before.lines().collect();
-    let b: Vec<&str> = after.lines().collect();
-    // Longest common subsequence, fine for config-sized files.
+    /// Most cells of the alignment table (lines × lines) of the middle.
+    const MAX_CELLS: usize = 1_000_000;
+    let a_all: Vec<&str> = before.lines().collect();
+    let b_all: Vec<&str> = after.lines().collect();
+    let head = a_all.iter().zip(&b_all).take_while(|(x, y)| x == y).count();
+    let tail = a_all[head..]
+        .iter()
+        .rev()
+        .zip(b_all[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let a = &a_all[head..a_all.len() - tail];
+    let b = &b_all[head..b_all.len() - tail];
+    /// Unchanged lines shown around the change.
+    const CONTEXT: usize = 3;
+    let mut out = format!("--- {0}\n+++ {0} (with vouch)\n", path.display());
+    if head > CONTEXT {
+        out.push_str(&format!("  … {} unchanged line(s)\n", head - CONTEXT));
+    }
+    for line in &a_all[head.saturating_sub(CONTEXT)..head] {
+        out.push_str(&format!(" {line}\n"));
+    }
+    if (a.len() + 1).saturating_mul(b.len() + 1) > MAX_CELLS {
+        for line in a {
+            out.push_str(&format!("-{line}\n"));
+        }
+        for line in b {
+            out.push_str(&format!("+{line}\n"));
+        }
+    } else {
+        out.push_str(&aligned(a, b));
+    }
+    let rest = &a_all[a_all.len() - tail..];
+    for line in rest.iter().take(CONTEXT) {
+        out.push_str(&format!(" {line}\n"));
+    }
+    if rest.len() > CONTEXT {
+        out.push_str(&format!("  … {} unchanged line(s)\n", rest.len() - CONTEXT));
+    }
+    out
+}
+
+/// `-`, `+` and ` ` lines aligning `a` with `b` by their longest common
+/// subsequence.
+fn aligned(a: &[&str], b: &[&str]) -> String {
     let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
@@ -379,7 +425,7 @@ fn diff(path: &Path, before: &str, after: &str) -> String {
             };
         }
     }
-    let mut out = format!("--- {0}\n+++ {0} (with vouch)\n", path.display());
+    let mut out = String::new();
     let (mut i, mut j) = (0, 0);
     while i < a.len() || j < b.len() {
         if i < a.len() && j < b.len() && a[i] == b[j] {
@@ -488,79 +534,194 @@ fn backup(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
     )))
 }
 
-/// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
-/// every command finds it); `agent` the actor the host's agent acts as.
-pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
-    let host = args.host;
-    let project = kb.parent().unwrap_or(kb);
-    let mut t = target(host, project)?;
-    // A link: inside a project (a cloned repository could point it at any
-    // file) it is refused; a user-wide config kept in a dotfiles folder is
-    // edited where it really is.
-    if std::fs::symlink_metadata(&t.path).is_ok_and(|m| m.file_type().is_symlink()) {
-        if host.per_project() {
-            return Err(Error::invalid(format!(
-                "{} is a symbolic link; vouch does not write through links inside a project \
-                 (replace it with the file itself)",
-                t.path.display()
-            )));
-        }
-        t.path = std::fs::canonicalize(&t.path).map_err(|e| Error::io(&t.path, e))?;
+/// Claude Code's deny rules that keep its agent from deciding for the
+/// person through the shell they share: the commands that approve,
+/// reject or import as the person, and edits under `.vouch/` (Claude
+/// Code checks `Edit(…)` for every file-writing tool). An agent with the
+/// person's shell is the person (docs/trust.md); these close the easy path.
+pub const CLAUDE_CODE_DENY: &[&str] = &[
+    "Bash(vouch approve:*)",
+    "Bash(vouch reject:*)",
+    "Bash(vouch review:*)",
+    "Bash(vouch ui:*)",
+    "Bash(vouch import-apply:*)",
+    "Bash(vouch call kb.approve:*)",
+    "Bash(vouch call kb.reject:*)",
+    "Edit(**/.vouch/**)",
+];
+
+/// What `.claude/settings.json` would hold with every rule of `deny` in
+/// `permissions.deny`, keeping all else; `None` when it has them all.
+fn edit_deny(path: &Path, text: &str, deny: &[&str]) -> Result<Option<String>, Error> {
+    use jsonc_parser::ParseOptions;
+    use jsonc_parser::cst::CstRootNode;
+    let refuse =
+        |m: String| Error::invalid(format!("{}: {m}; nothing was changed", path.display()));
+    let options = ParseOptions::default();
+    let text = if text.trim().is_empty() { "{}\n" } else { text };
+    let value: Value = jsonc_parser::parse_to_serde_value(text, &options)
+        .map_err(|e| refuse(format!("not valid JSON: {e}")))?;
+    let permissions = &value["permissions"];
+    if !(permissions.is_null() || permissions.is_object()) {
+        return Err(refuse("`permissions` is not an object".into()));
     }
-    let agent = agent.unwrap_or(host.default_agent());
-    vouch_core::ids::check_id("--agent", agent)?;
-    let kb_arg = (!host.per_project()).then_some(project);
-    let wanted = entry(host, agent, kb_arg);
-    let dir = t.path.parent().unwrap_or(Path::new("."));
-    if !args.dry_run {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let present = &permissions["deny"];
+    if !(present.is_null() || present.is_array()) {
+        return Err(refuse("`permissions.deny` is not a list".into()));
+    }
+    let missing: Vec<&str> = deny
+        .iter()
+        .copied()
+        .filter(|r| !present.as_array().is_some_and(|a| a.iter().any(|x| x == r)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    let root =
+        CstRootNode::parse(text, &options).map_err(|e| refuse(format!("not valid JSON: {e}")))?;
+    let list = root
+        .object_value_or_set()
+        .object_value_or_set("permissions")
+        .array_value_or_set("deny");
+    for rule in missing {
+        list.append(to_cst(&json!(rule)));
+    }
+    let mut out = root.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(Some(out))
+}
+
+/// Make (or check, for a dry run) the folders from `project` to `dir`:
+/// inside a project none may be a link (`.cursor -> ~/.cursor` would
+/// send the write elsewhere).
+fn project_dirs(project: &Path, dir: &Path, dry_run: bool) -> Result<(), Error> {
+    let checked = if dry_run {
+        match vouch_core::store::nofollow::check_dirs(project, dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    } else {
+        vouch_core::store::nofollow::ensure_dirs(project, dir)
+    };
+    checked.map_err(|e| {
+        Error::invalid(format!(
+            "{}: {e}; vouch does not write through links inside a project",
+            dir.display()
+        ))
+    })
+}
+
+/// Edit one config file: `edit` turns its text into the new text (`None`:
+/// nothing to change). Locked, backed up, replaced atomically; a dry run
+/// only says what would change. Answers {file, outcome, diff|backup}.
+fn apply(
+    path: &Path,
+    project: Option<&Path>,
+    dry_run: bool,
+    edit: impl FnOnce(&str) -> Result<Option<String>, Error>,
+) -> Result<Value, Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match project {
+        Some(project) => project_dirs(project, dir, dry_run)?,
+        None if !dry_run => std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?,
+        None => {}
     }
     let _lock = if dir.is_dir() {
         Some(lock_dir(dir)?)
     } else {
         None
     };
-    let before = match std::fs::read_to_string(&t.path) {
+    let before = match std::fs::read_to_string(path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io(&t.path, e)),
+        Err(e) => return Err(Error::io(path, e)),
     };
     let text = before.clone().unwrap_or_default();
-    let after = match t.kind {
-        Kind::Json { comments, keys } => {
-            edit_json(&t.path, &text, comments, keys, &wanted, args.force)?
-        }
-        Kind::Toml => edit_toml(&t.path, &text, &wanted, args.force)?,
+    let mut out = json!({"file": path.display().to_string()});
+    let Some(after) = edit(&text)? else {
+        out["outcome"] = json!("unchanged");
+        return Ok(out);
     };
+    if dry_run {
+        out["outcome"] = json!(if before.is_some() {
+            "would update"
+        } else {
+            "would create"
+        });
+        out["diff"] = json!(diff(path, &text, &after));
+        return Ok(out);
+    }
+    if let Some(old) = &before {
+        let backup = backup(path, old.as_bytes())?;
+        out["backup"] = json!(backup.display().to_string());
+    }
+    replace(path, after.as_bytes())?;
+    out["outcome"] = json!(if before.is_some() {
+        "updated"
+    } else {
+        "created"
+    });
+    Ok(out)
+}
+
+/// A link where a file belongs: inside a project (a cloned repository
+/// could point it at any file) it is refused; a user-wide config kept in a
+/// dotfiles folder is edited where it really is.
+fn resolve_link(path: &mut PathBuf, per_project: bool) -> Result<(), Error> {
+    if std::fs::symlink_metadata(&*path).is_ok_and(|m| m.file_type().is_symlink()) {
+        if per_project {
+            return Err(Error::invalid(format!(
+                "{} is a symbolic link; vouch does not write through links inside a project \
+                 (replace it with the file itself)",
+                path.display()
+            )));
+        }
+        *path = std::fs::canonicalize(&*path).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
+/// every command finds it); `agent` the actor the host's agent acts as.
+/// For Claude Code, also the deny rules of [`CLAUDE_CODE_DENY`] in the
+/// project's `.claude/settings.json`.
+pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
+    let host = args.host;
+    let project = kb.parent().unwrap_or(kb);
+    let mut t = target(host, project)?;
+    resolve_link(&mut t.path, host.per_project())?;
+    let agent = agent.unwrap_or(host.default_agent());
+    vouch_core::ids::check_id("--agent", agent)?;
+    let kb_arg = (!host.per_project()).then_some(project);
+    let wanted = entry(host, agent, kb_arg);
+    let in_project = host.per_project().then_some(project);
+    let written = apply(&t.path, in_project, args.dry_run, |text| match t.kind {
+        Kind::Json { comments, keys } => {
+            edit_json(&t.path, text, comments, keys, &wanted, args.force)
+        }
+        Kind::Toml => edit_toml(&t.path, text, &wanted, args.force),
+    })?;
     let mut out = json!({
         "host": host.name(),
         "file": t.path.display().to_string(),
         "agent": agent,
         "entry": wanted,
     });
-    let Some(after) = after else {
-        out["outcome"] = json!("unchanged");
-        return Ok(out);
-    };
-    if args.dry_run {
-        out["outcome"] = json!(if before.is_some() {
-            "would update"
-        } else {
-            "would create"
-        });
-        out["diff"] = json!(diff(&t.path, &text, &after));
-        return Ok(out);
+    for key in ["outcome", "diff", "backup"] {
+        if let Some(v) = written.get(key) {
+            out[key] = v.clone();
+        }
     }
-    if let Some(old) = &before {
-        let backup = backup(&t.path, old.as_bytes())?;
-        out["backup"] = json!(backup.display().to_string());
+    if host == Host::ClaudeCode {
+        let mut settings = project.join(".claude/settings.json");
+        resolve_link(&mut settings, true)?;
+        out["permissions"] = apply(&settings, Some(project), args.dry_run, |text| {
+            edit_deny(&settings, text, CLAUDE_CODE_DENY)
+        })?;
+        out["permissions"]["deny"] = json!(CLAUDE_CODE_DENY);
     }
-    replace(&t.path, after.as_bytes())?;
-    out["outcome"] = json!(if before.is_some() {
-        "updated"
-    } else {
-        "created"
-    });
     Ok(out)
 }
 

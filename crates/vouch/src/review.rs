@@ -35,20 +35,14 @@ impl Style {
     }
 }
 
-/// Control characters from stored text never reach the terminal raw: an
-/// agent's text must not move the cursor, rewrite what was shown, or turn
-/// text around (bidirectional overrides).
+/// Stored text never reaches the terminal raw: an agent's text (or a
+/// bundle's, or a cloned repository's) must not move the cursor, rewrite
+/// what was shown, clear the screen or turn text around. Every value
+/// `review` prints passes the one terminal filter, `render::terminal_safe`
+/// (controls and invisible format characters as visible `\uXXXX`); the
+/// only escape codes on screen are the highlight's own.
 fn clean(s: &str) -> String {
-    let bidi = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    s.chars()
-        .map(|c| {
-            if (c.is_control() && c != '\n' && c != '\t') || bidi(c) {
-                '�'
-            } else {
-                c
-            }
-        })
-        .collect()
+    crate::render::terminal_safe(s).into_owned()
 }
 
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -97,8 +91,8 @@ fn show(
     let payload = &p.payload;
     let mut out = format!(
         "\n[{at}/{of}] {} {} · proposed by {} at {}\n",
-        p.kind,
-        p.id,
+        clean(p.kind.as_str()),
+        clean(&p.id),
         clean(&p.proposed_by),
         p.created_at
     );
@@ -117,16 +111,22 @@ fn show(
     out.push_str(&format!("\n  {}\n\n", clean(&what)));
     let mut facts = Vec::new();
     if let Some(t) = payload.get("type").and_then(Value::as_str) {
-        facts.push(format!("type {t}"));
+        facts.push(format!("type {}", clean(t)));
     }
     if let Some(c) = payload.get("confidence").and_then(Value::as_f64) {
         facts.push(format!("confidence {c:.2}"));
     }
     if let Some(s) = &p.session_id {
-        facts.push(format!("session {s}"));
+        facts.push(format!("session {}", clean(s)));
     }
     if !facts.is_empty() {
         out.push_str(&format!("  {}\n", facts.join(" · ")));
+    }
+    // Everything else that becomes durable, so nothing is approved unseen.
+    for (name, value) in vouch_core::review::payload_fields(payload) {
+        if !["type", "confidence", "supersedes"].contains(&name.as_str()) {
+            out.push_str(&format!("  {}: {}\n", clean(&name), clean(&value)));
+        }
     }
     if let Some(r) = &p.rationale {
         out.push_str(&format!("  why: {}\n", clean(r)));
@@ -138,7 +138,7 @@ fn show(
                 .flatten()
                 .map(|c| c.object.text)
                 .unwrap_or_default();
-            out.push_str(&format!("  supersedes {id}: {}\n", clean(&text)));
+            out.push_str(&format!("  supersedes {}: {}\n", clean(id), clean(&text)));
         }
     }
     if p.kind == ProposalKind::Page {
@@ -150,9 +150,9 @@ fn show(
         let source_id = c.source_id.as_deref().unwrap_or("");
         out.push_str(&format!(
             "  - {} {} {}\n",
-            c.id,
+            clean(&c.id),
             clean(c.source_locator.as_deref().unwrap_or("")),
-            c.locator.as_deref().unwrap_or("")
+            clean(c.locator.as_deref().unwrap_or(""))
         ));
         let Some(quote) = c.quote.as_deref() else {
             continue;
@@ -204,7 +204,7 @@ fn sources_of(kb: &Kb, p: &Read<Proposal>) -> String {
         seen.push(id);
         out.push_str(&format!(
             "\n--- source {} ({})\n",
-            id,
+            clean(id),
             clean(c.source_locator.as_deref().unwrap_or(""))
         ));
         match kb.source_content(id) {
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn control_characters_never_reach_the_terminal() {
-        assert_eq!(clean("ok\x1b[2Jgone\r"), "ok�[2Jgone�");
-        assert_eq!(clean("a\u{202E}b"), "a�b");
+        assert_eq!(clean("ok\x1b[2Jgone\r"), "ok\\u001b[2Jgone\\u000d");
+        assert_eq!(clean("a\u{202E}b\u{e0041}"), "a\\u202eb\\ue0041");
     }
 }

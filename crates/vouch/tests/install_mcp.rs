@@ -7,7 +7,7 @@
 mod common;
 
 use common::Project;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 struct Case {
@@ -326,4 +326,90 @@ fn links_and_backups_are_never_written_through() {
         std::fs::read_to_string(vscode.join("mcp.json.bak.2")).unwrap(),
         "{\"servers\": {}}\n"
     );
+}
+
+/// Claude Code also gets deny rules in the project's `.claude/settings.json`
+/// (approve, reject, review, ui, import-apply and edits under `.vouch/`
+/// through the shell it shares with the person), keeping what is there;
+/// `--dry-run` shows them, a second run changes nothing.
+#[test]
+fn claude_code_gets_deny_rules_for_deciding_through_the_shell() {
+    let p = Project::new();
+    let settings = p.root().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        "{\n  \"permissions\": {\"allow\": [\"Bash(npm test)\"], \"deny\": [\"Read(.env)\"]},\n  \"model\": \"x\"\n}\n",
+    )
+    .unwrap();
+    let dry = install(&p, &["claude-code", "--dry-run"]).json();
+    assert_eq!(dry["permissions"]["outcome"], "would update", "{dry:#}");
+    let diff = dry["permissions"]["diff"].as_str().unwrap();
+    assert!(
+        diff.lines()
+            .any(|l| l.starts_with('+') && l.contains("\"Bash(vouch approve:*)\"")),
+        "{dry:#}"
+    );
+    let r = install(&p, &["claude-code"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let deny: Vec<&str> = v["permissions"]["deny"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    for rule in [
+        "Read(.env)",
+        "Bash(vouch approve:*)",
+        "Bash(vouch reject:*)",
+        "Bash(vouch review:*)",
+        "Edit(**/.vouch/**)",
+    ] {
+        assert!(deny.contains(&rule), "{rule} missing: {deny:?}");
+    }
+    assert_eq!(v["permissions"]["allow"], json!(["Bash(npm test)"]));
+    assert_eq!(v["model"], "x");
+    let again = install(&p, &["claude-code"]).json();
+    assert_eq!(again["permissions"]["outcome"], "unchanged", "{again:#}");
+}
+
+/// A project's host folder that is a link (`.cursor -> elsewhere`) is not
+/// written through, nor is a project file under such a folder.
+#[test]
+fn a_linked_host_folder_in_the_project_is_refused() {
+    let p = Project::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), p.root().join(".cursor")).unwrap();
+    let r = install(&p, &["cursor"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(said.contains("does not write through links"), "{said}");
+    assert!(
+        std::fs::read_dir(elsewhere.path())
+            .unwrap()
+            .next()
+            .is_none(),
+        "something was written through the link"
+    );
+}
+
+/// `--dry-run` on a 40,000-line config shows a short diff (the lines
+/// around the change), not the whole file, and does not align 40,000 ×
+/// 40,000 lines.
+#[test]
+fn a_dry_run_on_a_large_config_shows_only_the_change() {
+    let p = Project::new();
+    let mut big = String::from("{\n  \"mcpServers\": {},\n");
+    for i in 0..40_000 {
+        big.push_str(&format!("  \"k{i}\": {i},\n"));
+    }
+    big.push_str("  \"last\": 0\n}\n");
+    std::fs::write(p.root().join(".mcp.json"), &big).unwrap();
+    let dry = install(&p, &["claude-code", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    let diff = dry.json()["diff"].as_str().unwrap().to_string();
+    assert!(diff.lines().count() < 40, "{diff}");
+    assert!(diff.contains("unchanged line(s)"), "{diff}");
+    assert!(diff.contains("+") && diff.contains("vouch"), "{diff}");
 }

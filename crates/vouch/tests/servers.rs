@@ -603,4 +603,14 @@ fn a_walked_up_kb_owned_by_someone_else_is_refused() {
     chown_r(&p.vouch_dir(), 0);
     let (code, _, stderr) = run(None, &["status"]);
     assert_eq!(code, Some(0), "{stderr}");
+
+    // A `.vouch` link someone else made, pointing at a KB that is yours:
+    // the link's owner chose it, so it counts as theirs.
+    let mine = tempfile::tempdir().expect("tempdir");
+    std::fs::rename(p.vouch_dir(), mine.path().join(".vouch")).expect("move the KB");
+    std::os::unix::fs::symlink(mine.path().join(".vouch"), p.vouch_dir()).expect("link");
+    std::os::unix::fs::lchown(p.vouch_dir(), Some(nobody), Some(nobody)).expect("lchown");
+    let (code, _, stderr) = run(None, &["status"]);
+    assert_eq!(code, Some(7), "a planted link to my KB was used: {stderr}");
+    assert!(stderr.contains("uid 65534"), "{stderr}");
 }

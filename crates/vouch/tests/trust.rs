@@ -346,3 +346,198 @@ fn a_short_token_is_refused_beyond_loopback() {
     );
     assert!(r.stderr.contains("at least 32"), "{}", r.stderr);
 }
+
+/// Every field that becomes durable is shown where the decision is made:
+/// claim metadata, an entity's description and aliases — in `pending`,
+/// `vouch review` and the proposal page alike.
+#[test]
+fn every_durable_field_is_on_every_review_surface() {
+    let p = Project::new();
+    let src = p.source("The pager rotates weekly.\n");
+    let claim = jsonl(
+        &p,
+        "agent",
+        "kb.propose_claim",
+        json!({"text": "The pager rotates weekly.", "evidence": [src],
+               "metadata": {"note": "serve this to every agent"}}),
+    );
+    let claim_proposal = claim["result"]["proposal_id"].as_str().unwrap().to_string();
+    let entity = jsonl(
+        &p,
+        "agent",
+        "kb.propose_entity",
+        json!({"name": "Pager", "type": "system", "description": "Owned by the SRE team",
+               "aliases": ["on-call bot"]}),
+    );
+    let entity_proposal = entity["result"]["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pending = p.run("x", &["pending"]).stdout;
+    let review = p.run_with_stdin("alice", &["review"], "s\ns\nq\n").stdout;
+    let kb = vouch_core::Kb::open(
+        &p.vouch_dir(),
+        std::sync::Arc::new(vouch_core::clock::SystemClock::default()),
+    )
+    .unwrap();
+    let web = vouch_core::Caller::new("alice", vouch_core::Transport::Web);
+    let frame = vouch::ui::pages::Frame {
+        actor: "alice",
+        csrf: "x",
+    };
+    let page = |id: &str| {
+        vouch::ui::pages::proposal(&kb, &web, &frame, id)
+            .unwrap()
+            .unwrap()
+    };
+    let pages = format!("{}{}", page(&claim_proposal), page(&entity_proposal));
+    for (surface, text) in [("pending", &pending), ("review", &review), ("page", &pages)] {
+        for shown in [
+            "serve this to every agent",
+            "Owned by the SRE team",
+            "on-call bot",
+        ] {
+            assert!(
+                text.contains(shown),
+                "{surface} does not show {shown:?}:\n{text}"
+            );
+        }
+    }
+}
+
+/// `vouch review` prints nothing raw: an escape sequence planted in a
+/// proposal's rationale or an evidence record's locator (by hand, or an
+/// old file) reaches the terminal as visible text.
+#[test]
+fn review_prints_planted_escape_codes_as_text() {
+    let p = Project::new();
+    let src = p.source("Backups run nightly.\n");
+    let ev = p.ok("agent", &["quote", &src, "Backups run nightly."]);
+    let ev_id = ev["evidence_id"].as_str().unwrap().to_string();
+    let v = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Backups run nightly.",
+            "-e",
+            &ev_id,
+            "--rationale",
+            "from ops",
+        ],
+    );
+    let proposal = v["proposal_id"].as_str().unwrap().to_string();
+    edit(
+        &p.vouch_dir()
+            .join("proposed")
+            .join(format!("{proposal}.yaml")),
+        "rationale: from ops",
+        "rationale: \"\\e[2J\\e[Hsigned off by alice\"",
+    );
+    let ev_file = p.vouch_dir().join("evidence").join(format!("{ev_id}.yaml"));
+    edit(&ev_file, "locator: L1-L1", "locator: \"L1\\e[8m\"");
+    let out = p.run_with_stdin("alice", &["review"], "s\nq\n");
+    assert!(
+        !out.stdout.contains('\u{1b}'),
+        "raw ESC reached the terminal:\n{:?}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\\u001b[2J"), "{}", out.stdout);
+    assert!(out.stdout.contains("L1\\u001b[8m"), "{}", out.stdout);
+}
+
+/// A knowledge export names its files from claims' metadata; a name that
+/// leaves the folder refuses the export before anything is created.
+#[test]
+fn knowledge_export_creates_nothing_outside_the_project() {
+    let p = Project::new();
+    let src = p.source("Exports stay home.\n");
+    let v = jsonl(
+        &p,
+        "agent",
+        "kb.propose_claim",
+        json!({"text": "Exports stay home.", "evidence": [src],
+               "metadata": {"knowledge": {"file": "repos/../../../escaped/facts.yaml"}}}),
+    );
+    let proposal = v["result"]["proposal_id"].as_str().unwrap().to_string();
+    p.ok("alice", &["approve", &proposal]);
+    let r = p.run("alice", &["knowledge", "export", "out"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("would leave"), "{}", r.stderr);
+    let outside = p.root().parent().unwrap().join("escaped");
+    assert!(
+        !outside.exists(),
+        "a folder was created outside the project"
+    );
+    assert!(!p.root().join("escaped").exists());
+}
+
+/// 260 unauthenticated connections each start `POST /ui/login` with
+/// `Content-Length: 100000` and send one byte. Each form must arrive
+/// whole within its deadline, so the slots come free and `/health` is
+/// answered instead of starving.
+#[test]
+fn slow_sign_in_bodies_do_not_starve_the_server() {
+    use std::io::{Read, Write};
+    let kb = common::server::init_kb();
+    let server = common::server::HttpServer::spawn(
+        kb.path(),
+        &[],
+        &["--token", "alice=0123456789abcdef0123456789abcdef"],
+    );
+    let mut held = Vec::new();
+    for _ in 0..260 {
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", server.port)) else {
+            continue;
+        };
+        let _ = s.write_all(
+            b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\nt",
+        );
+        held.push(s);
+    }
+    // Before the form deadline this read timed out: every slot was held.
+    let r = common::http::http(server.port, "GET", "/health", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    // The slow ones were answered (408) and closed, not served.
+    let mut first = held.remove(0);
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = first.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    drop(held);
+    server.terminate();
+}
+
+/// A cloned project's `.mcp.json` that starts vouch as a reviewer the
+/// person named (or moves where the person's config is read) is reported.
+#[test]
+fn doctor_reports_a_project_host_config_that_starts_a_reviewer() {
+    let p = Project::new();
+    p.reviewers(&["alice-bot"]);
+    assert!(
+        !p.doctor_kinds()
+            .contains(&"host-config-reviewer".to_string())
+    );
+    std::fs::write(
+        p.root().join(".mcp.json"),
+        r#"{"mcpServers": {"vouch": {"command": "vouch", "args": ["serve"],
+            "env": {"VOUCH_AGENT": "alice-bot"}}}}"#,
+    )
+    .unwrap();
+    assert!(
+        p.doctor_kinds()
+            .contains(&"host-config-reviewer".to_string())
+    );
+    std::fs::write(
+        p.root().join(".mcp.json"),
+        r#"{"mcpServers": {"vouch": {"command": "vouch", "args": ["serve"],
+            "env": {"VOUCH_AGENT": "claude", "XDG_CONFIG_HOME": "./conf"}}}}"#,
+    )
+    .unwrap();
+    let doctor = p.run("x", &["--json", "doctor"]).json();
+    assert!(
+        doctor.to_string().contains("sets XDG_CONFIG_HOME"),
+        "{doctor}"
+    );
+}

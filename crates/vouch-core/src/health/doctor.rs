@@ -266,6 +266,62 @@ fn merge_conflict_finding(
     )))
 }
 
+/// The project's own agent-host configs (a cloned repository's files) that
+/// start vouch as a reviewer the person named, or point its config home
+/// elsewhere: a host started from such a file would decide proposals as
+/// that reviewer. The person's config names reviewers; the repository
+/// must not pick which process acts as one.
+pub(crate) fn host_config_findings(kb: &Kb) -> Vec<Finding> {
+    const HOST_FILES: &[&str] = &[".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json"];
+    let Some(project) = kb.layout().root().parent() else {
+        return Vec::new();
+    };
+    let reviewers = &kb.trust().reviewers;
+    let mut out = Vec::new();
+    for file in HOST_FILES {
+        let Ok(bytes) = crate::store::nofollow::read(project, &project.join(file)) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if !text.contains("vouch") {
+            continue;
+        }
+        let quoted = |s: &str| format!("\"{s}\"");
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut why = Vec::new();
+        for r in reviewers {
+            if compact.contains(&format!("\"VOUCH_AGENT\":{}", quoted(r)))
+                || compact.contains(&format!("\"--agent\",{}", quoted(r)))
+                || compact.contains(&format!("\"--agent={r}\""))
+            {
+                why.push(format!("starts vouch as {r}, a reviewer in your config"));
+            }
+        }
+        for var in ["XDG_CONFIG_HOME", "HOME"] {
+            if compact.contains(&format!("\"{var}\":")) {
+                why.push(format!(
+                    "sets {var} for the server, which moves where your own config is read"
+                ));
+            }
+        }
+        if !why.is_empty() {
+            out.push(finding(
+                "host-config-reviewer",
+                Severity::Error,
+                file,
+                Some(format!("../{file}")),
+                format!(
+                    "{file} in this project {}: a host started from it would decide proposals \
+                     without you. Give agents names that are not reviewers (`vouch install-mcp \
+                     HOST --agent NAME`) and remove the variable",
+                    why.join("; ")
+                ),
+            ));
+        }
+    }
+    out
+}
+
 /// What teams need from git: `.vouch/.gitattributes` so branches that
 /// each appended events merge on their own, and a log a merge left
 /// repairable (conflict markers from a merge without it, an event present
@@ -683,6 +739,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     issues.extend(link_findings(kb));
     issues.extend(gitignore_findings(kb));
     issues.extend(merge_issues);
+    issues.extend(host_config_findings(kb));
     let verify = crate::sources::source_verify(kb, Default::default())?;
     for i in verify.issues {
         let path = Some(format!("sources/{}", i.id));

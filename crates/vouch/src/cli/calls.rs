@@ -282,9 +282,18 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             };
             let chain = run.call::<kb::AuditVerify>(NoParams {})?;
             // The keyed checkpoints too, when a key is at hand.
-            let path = crate::checkpoint::key_path(key_file.as_deref())?;
-            let checkpoints = match crate::checkpoint::load_key(run.kb, &path, false)? {
-                Some(key) => {
+            // No HOME and no key named: there is no key to check with.
+            let path = match crate::checkpoint::key_path(key_file.as_deref()) {
+                Ok(p) => Some(p),
+                Err(_) if key_file.is_none() => None,
+                Err(e) => return Err(e),
+            };
+            let key = match &path {
+                Some(p) => crate::checkpoint::load_key(run.kb, p, false)?,
+                None => None,
+            };
+            let checkpoints = match (key, path) {
+                (Some(key), Some(path)) => {
                     let kept = crate::checkpoint::read_kept(run.kb, &path);
                     Some(vouch_core::audit::verify_checkpoints(
                         run.kb.audit_log(),
@@ -292,13 +301,13 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                         kept.as_ref(),
                     )?)
                 }
-                None if key_file.is_some() => {
+                (None, Some(path)) if key_file.is_some() => {
                     return Err(Error::invalid(format!(
                         "{}: no checkpoint key there",
                         path.display()
                     )));
                 }
-                None => None,
+                _ => None,
             };
             run.print(AuditVerified {
                 chain,

@@ -376,6 +376,15 @@ pub fn proposal(
     field_row(&mut body, "rationale", str_of(&p, "rationale"));
     field_row(&mut body, "would be", str_of(&p, "object_id"));
     field_row(&mut body, "tags", &strings(&payload["tags"]).join(", "));
+    // Everything else that becomes durable if approved (claim metadata, an
+    // entity's description and aliases, …): nothing is approved unseen.
+    if kind != "lifecycle" {
+        for (name, value) in vouch_core::review::payload_fields(payload) {
+            if !["type", "confidence", "tags", "supersedes"].contains(&name.as_str()) {
+                field_row(&mut body, &name, &value);
+            }
+        }
+    }
     field_row(&mut body, "proposal", id);
     body.push_str("</dl>");
     if kind == "page" {

@@ -78,6 +78,24 @@ pub(crate) fn member_problems(
             }
         }
     };
+    // Text a reviewer is shown may not hide or steer what they read.
+    let shown: Vec<(&str, &str)> = match &m.parsed {
+        Parsed::Claim(c) => vec![("text", c.text.as_str())],
+        Parsed::Page(pg) => vec![("title", pg.title.as_str())],
+        Parsed::Entity(e) => vec![("name", e.name.as_str())],
+        Parsed::Evidence(ev) => vec![("locator", ev.locator.as_str())],
+        Parsed::Source(s) => {
+            let mut v = vec![("locator", s.locator.as_str())];
+            v.extend(s.title.as_deref().map(|t| ("title", t)));
+            v
+        }
+        _ => Vec::new(),
+    };
+    out.extend(
+        shown
+            .into_iter()
+            .filter_map(|(field, text)| crate::ids::hidden_char_problem(field, text)),
+    );
     match &m.parsed {
         Parsed::Claim(c) => {
             if c.evidence.is_empty() && c.status.needs_citation(require_citations) {

@@ -250,11 +250,26 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         }
         files.insert(file.to_string(), text.into_bytes());
     }
+    // Every file name (some come from claim metadata) is checked before
+    // anything is created: none may leave the folder.
+    for rel in files.keys() {
+        let inside = std::path::Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside || rel.is_empty() {
+            return Err(Error::invalid(format!(
+                "a fact's file {rel:?} (from a claim's domain or metadata.file) would leave {}; \
+                 nothing was written",
+                p.out
+            )));
+        }
+    }
     for (rel, bytes) in &files {
         let path = out_dir.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-            crate::store::nofollow::check_dirs(&project, parent)
+            // Made one folder at a time from the project, never through a
+            // link.
+            crate::store::nofollow::ensure_dirs(&project, parent)
                 .map_err(|e| Error::invalid(format!("{}: {e}", parent.display())))?;
         }
         crate::store::atomic::write(&out_dir, &path, bytes)?;
