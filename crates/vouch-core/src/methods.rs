@@ -533,7 +533,7 @@ registry! {
     Cite: "kb.cite", Write, CiteParams => LifecycleResult,
         "Add a citation",
         "Add a citation to an approved claim.",
-        "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). Audited.",
+        "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). From an agent it is a lifecycle proposal (proposal_id in the result): the cited text reaches context packs only after a person approves it. Audited.",
         lifecycle::cite;
     Revert: "kb.revert", Write, RevertParams => LifecycleResult,
         "Revert a lifecycle change",

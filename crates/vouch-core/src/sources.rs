@@ -354,11 +354,39 @@ pub fn evidence_id(source_id: &str, quote: &str) -> String {
     )
 }
 
+/// vouch 1.x's id for a span (its `receipts.py`): `ev-` and the first 16
+/// hex digits of sha256(`{source_id}:{byte_start}:{byte_end}`). It binds
+/// the id to the span; [`evidence_mismatch`] binds the span to the quote
+/// (the quote must be the source's bytes there).
+pub fn evidence_id_1x(source_id: &str, start: u64, end: u64) -> String {
+    format!(
+        "ev-{}",
+        &sha256_hex(format!("{source_id}:{start}:{end}").as_bytes())[..16]
+    )
+}
+
+/// The byte span a record written by vouch 1.x carries.
+pub fn span_1x(ev: &Evidence) -> Option<(u64, u64)> {
+    let at = |k: &str| ev.extra.get(k).and_then(serde_json::Value::as_u64);
+    Some((at("byte_start")?, at("byte_end")?))
+}
+
+/// Whether the id is vouch 1.x's derivation from the record's own span.
+pub fn is_1x_span_id(ev: &Evidence) -> bool {
+    span_1x(ev).is_some_and(|(s, e)| evidence_id_1x(&ev.source_id, s, e) == ev.id)
+}
+
 /// Why an evidence record's id is not the one its content derives: a
 /// record that took the id of another span (squatting) would be handed out
-/// for that span. Ids not of the derived form (`ev-` and 16 hex digits),
-/// which other tools may write, are not judged.
+/// for that span. Two derivations are accepted: ours (from the source and
+/// the quote) and vouch 1.x's (from the source and the byte span, whose
+/// bytes must be the quote: [`evidence_mismatch`]). Ids not of the derived
+/// form (`ev-` and 16 hex digits), which other tools may write, are not
+/// judged.
 pub fn evidence_id_mismatch(ev: &Evidence) -> Option<String> {
+    if is_1x_span_id(ev) {
+        return None;
+    }
     let derived_form = ev.id.strip_prefix("ev-").is_some_and(|h| {
         h.len() == 16 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     });
@@ -383,6 +411,15 @@ pub fn evidence_id_mismatch(ev: &Evidence) -> Option<String> {
 
 pub fn evidence_mismatch(ev: &Evidence, content: &[u8]) -> Option<String> {
     let quote = ev.quote.as_deref()?;
+    // A 1.x record names its span: the quote must be exactly those bytes.
+    if let Some((s, e)) = span_1x(ev)
+        && content.get(s as usize..e as usize) != Some(quote.as_bytes())
+    {
+        return Some(format!(
+            "its quote is not the bytes {s}..{e} of source {} that its span names",
+            ev.source_id
+        ));
+    }
     let Some(at) = locate_in(content, quote) else {
         return Some(format!(
             "its quote {:?} does not occur in source {}",

@@ -202,6 +202,19 @@ pub(crate) fn citations(kb: &Kb, references: &[String]) -> Vec<Citation> {
 /// Resolve one evidence reference (an evidence id or a source id).
 fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
     if let Ok(Some(ev)) = kb.load::<Evidence>(reference) {
+        // A record edited after approval no longer derives its id: its
+        // quote is not what was reviewed, so it is not served. (A 1.x
+        // span id binds the span, so its quote is checked against the
+        // source's bytes there.)
+        if crate::sources::evidence_id_mismatch(&ev).is_some() {
+            return None;
+        }
+        if crate::sources::is_1x_span_id(&ev) {
+            let bytes = kb.source_content(&ev.source_id).ok().flatten()?;
+            if crate::sources::evidence_mismatch(&ev, &bytes).is_some() {
+                return None;
+            }
+        }
         return Some(Citation {
             source_id: ev.source_id,
             evidence_id: Some(ev.id),

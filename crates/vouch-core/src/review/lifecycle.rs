@@ -149,9 +149,13 @@ struct Ctx<'a> {
 }
 
 /// Apply `change` now, or — when `review.gate_lifecycle` is set and an
-/// agent asks — turn it into a proposal that a person approves.
+/// agent asks — turn it into a proposal that a person approves. An agent's
+/// `cite` is always a proposal: it attaches text (a quote from a source
+/// the agent may have written itself) to knowledge a person approved, and
+/// that text would reach every context pack unseen.
 fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
-    let gated = kb.settings().review.gate_lifecycle && kb.gated(caller);
+    let adds_text = matches!(change, Change::Cite(_));
+    let gated = (kb.settings().review.gate_lifecycle || adds_text) && kb.gated(caller);
     if gated {
         let proposal_id = crate::review::gate::propose_lifecycle(kb, caller, &change)?;
         return Ok(LifecycleResult {
