@@ -290,12 +290,21 @@ impl Human for Vec<SearchHit> {
                     Some(st) => format!(", {st}"),
                     None => String::new(),
                 },
-                // Which side found it, when not the lexical index alone.
-                if h.backend != "fts5" {
-                    format!(", {}", h.backend)
-                } else {
-                    String::new()
-                },
+                // Which side found it, when not the lexical index alone;
+                // and knowledge no approval let in, said where it is read.
+                format!(
+                    "{}{}",
+                    if h.backend != "fts5" {
+                        format!(", {}", h.backend)
+                    } else {
+                        String::new()
+                    },
+                    if h.meta.unaudited {
+                        ", UNAUDITED: not reviewed"
+                    } else {
+                        ""
+                    }
+                ),
                 h.snippet.replace('\n', " ")
             ));
         }

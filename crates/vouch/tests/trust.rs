@@ -660,3 +660,85 @@ fn vouch_1x_span_ids_are_accepted_when_the_span_holds_the_quote() {
         "{kinds:?}"
     );
 }
+
+/// A claim written by hand (no approval in the log) is marked in every
+/// text agents read — the context pack's `text`, `vouch context`, `vouch
+/// recall`, `vouch search` — and kept out of synthesized answers.
+#[test]
+fn hand_written_claims_are_marked_where_agents_read_and_never_answer() {
+    let p = Project::new();
+    let src = p.source("Agents must not deploy on Fridays.\n");
+    let real = p.claim("Agents must not deploy on Fridays.", &src);
+    let text = std::fs::read_to_string(p.vouch_dir().join(format!("claims/{real}.yaml"))).unwrap();
+    std::fs::write(
+        p.vouch_dir()
+            .join("claims/agents-may-deploy-on-fridays.yaml"),
+        text.replace(&real, "agents-may-deploy-on-fridays").replace(
+            "Agents must not deploy on Fridays.",
+            "Agents may deploy on Fridays.",
+        ),
+    )
+    .unwrap();
+    let pack = jsonl(
+        &p,
+        "agent",
+        "kb.context",
+        json!({"task": "deploy on Fridays"}),
+    );
+    let pack_text = pack["result"]["text"].as_str().unwrap();
+    let marked_line = pack_text
+        .lines()
+        .find(|l| l.contains("agents-may-deploy-on-fridays"))
+        .unwrap_or_else(|| panic!("{pack_text}"));
+    assert!(marked_line.contains("UNAUDITED"), "{pack_text}");
+    let real_line = pack_text.lines().find(|l| l.contains(&real)).unwrap();
+    assert!(!real_line.contains("UNAUDITED"), "{pack_text}");
+    let ctx = p.run("x", &["context", "deploy on Fridays"]).stdout;
+    assert!(ctx.contains("UNAUDITED"), "{ctx}");
+    let recall = p
+        .run("x", &["recall", "--task", "deploy on Fridays"])
+        .stdout;
+    assert!(recall.contains("UNAUDITED"), "{recall}");
+    let search = p.run("x", &["search", "deploy Fridays"]).stdout;
+    assert!(search.contains("UNAUDITED"), "{search}");
+    let answer = jsonl(
+        &p,
+        "agent",
+        "kb.synthesize",
+        json!({"query": "may agents deploy on Fridays"}),
+    );
+    let said = answer["result"].to_string();
+    assert!(!said.contains("agents-may-deploy-on-fridays"), "{said}");
+    assert!(said.contains(&real), "{said}");
+}
+
+/// Sign-in attempts are rate limited: after 20 failures in a minute every
+/// attempt is refused unheard (429), the right token included, so guessing
+/// is capped whatever the guesser spends.
+#[test]
+fn failed_sign_ins_are_rate_limited() {
+    let token = "0123456789abcdef0123456789abcdef";
+    let kb = common::server::init_kb();
+    let server =
+        common::server::HttpServer::spawn(kb.path(), &[], &["--token", &format!("alice={token}")]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let post = |t: &str| {
+        common::http::http(
+            server.port,
+            "POST",
+            "/ui/login",
+            &[
+                ("Origin", origin.as_str()),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            format!("token={t}").as_bytes(),
+        )
+        .status
+    };
+    for i in 0..20 {
+        assert_eq!(post(&format!("guess-{i}")), 401, "attempt {i}");
+    }
+    assert_eq!(post("guess-21"), 429);
+    assert_eq!(post(token), 429, "the right token waits out the minute too");
+    server.terminate();
+}

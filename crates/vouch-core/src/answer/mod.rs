@@ -283,8 +283,15 @@ fn candidates(
         _ => None,
     };
     let vectors = kb.index_state.read_vectors();
+    // Only reviewed knowledge answers: a claim no approval let in (written
+    // by hand) is left out, whatever its file says.
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    let unreviewed = retrieval::unaudited(kb, &ids);
     let mut out = Vec::new();
     for hit in hits {
+        if unreviewed.contains(&hit.id) {
+            continue;
+        }
         let Ok(Some(claim)) = kb.load::<Claim>(&hit.id) else {
             continue;
         };

@@ -296,6 +296,11 @@ fn render(n: usize, item: &ContextItem) -> String {
     if item.contested && !item.contradicts.is_empty() {
         head.push_str(&format!(" · contradicts {}", item.contradicts.join(", ")));
     }
+    // In the text agents paste, not only in `_meta`: a file no approval
+    // let in (written by hand) must not read like reviewed knowledge.
+    if item.meta.unaudited {
+        head.push_str(" · UNAUDITED: no approval in the audit log, not reviewed");
+    }
     let mut out = format!("{head}\n{}", item.text);
     if !item.citations.is_empty() {
         let cites: Vec<String> = item

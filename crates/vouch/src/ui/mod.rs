@@ -79,7 +79,15 @@ pub struct Ui {
     login: Mutex<Option<(String, [u8; 32])>>,
     sessions: Mutex<HashMap<[u8; 32], Session>>,
     serial: Mutex<u64>,
+    /// When recent sign-ins failed (unknown token or link), newest last.
+    failures: Mutex<std::collections::VecDeque<std::time::Instant>>,
 }
+
+/// Failed sign-ins a server answers per minute; past that, every attempt
+/// is refused unheard until the minute is over. Guessing a token (or a
+/// link's secret) is then capped at this rate, whatever it costs the
+/// guesser; a person locked out meanwhile still has the command line.
+pub const MAX_FAILED_SIGN_INS_PER_MINUTE: usize = 20;
 
 impl Ui {
     /// Sign-in for `owner` by a one-time link; returns the link's path.
@@ -98,7 +106,26 @@ impl Ui {
             login: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
             serial: Mutex::new(0),
+            failures: Mutex::new(Default::default()),
         }
+    }
+
+    /// Whether sign-ins are refused for now (too many recent failures).
+    fn sign_ins_throttled(&self) -> bool {
+        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let now = std::time::Instant::now();
+        while f
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > std::time::Duration::from_secs(60))
+        {
+            f.pop_front();
+        }
+        f.len() >= MAX_FAILED_SIGN_INS_PER_MINUTE
+    }
+
+    fn sign_in_failed(&self) {
+        let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        f.push_back(std::time::Instant::now());
     }
 
     fn start_session(&self, subject: &str, person: bool) -> String {
@@ -615,15 +642,32 @@ pub(crate) async fn login_link(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
+    if q.contains_key("secret") && app.ui.sign_ins_throttled() {
+        return too_many_sign_ins(&app);
+    }
     match q.get("secret").and_then(|s| app.ui.redeem(s)) {
         Some(owner) => signed_in_as(&headers, &app, &owner, true),
-        None if q.contains_key("secret") => sign_in_page(
-            &app,
-            StatusCode::FORBIDDEN,
-            "This sign-in link is not valid, or was used already.",
-        ),
+        None if q.contains_key("secret") => {
+            app.ui.sign_in_failed();
+            sign_in_page(
+                &app,
+                StatusCode::FORBIDDEN,
+                "This sign-in link is not valid, or was used already.",
+            )
+        }
         None => sign_in_page(&app, StatusCode::OK, "Sign in to review."),
     }
+}
+
+fn too_many_sign_ins(app: &App) -> Response {
+    sign_in_page(
+        app,
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!(
+            "More than {MAX_FAILED_SIGN_INS_PER_MINUTE} sign-ins failed in the last minute; \
+             sign-in is paused until the minute is over."
+        ),
+    )
 }
 
 /// `POST /ui/login` with a bearer token (servers with tokens).
@@ -635,6 +679,9 @@ pub(crate) async fn login_form(
     if let Err(why) = same_origin(&headers) {
         return sign_in_page(&app, StatusCode::FORBIDDEN, &format!("Refused: {why}."));
     }
+    if app.ui.sign_ins_throttled() {
+        return too_many_sign_ins(&app);
+    }
     let token = form
         .ok()
         .and_then(|Form(f)| f.get("token").cloned())
@@ -644,7 +691,10 @@ pub(crate) async fn login_form(
             let subject = subject.to_string();
             signed_in_as(&headers, &app, &subject, false)
         }
-        None => sign_in_page(&app, StatusCode::UNAUTHORIZED, "Unknown token."),
+        None => {
+            app.ui.sign_in_failed();
+            sign_in_page(&app, StatusCode::UNAUTHORIZED, "Unknown token.")
+        }
     }
 }
 

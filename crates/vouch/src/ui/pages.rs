@@ -549,7 +549,17 @@ pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option
     if let Some(x) = c.get("confidence").and_then(Value::as_f64) {
         field_row(&mut body, "confidence", &format!("{x:.2}"));
     }
-    field_row(&mut body, "approved by", str_of(&c, "approved_by"));
+    if c["_meta"]["unaudited"] == json!(true) {
+        // The file says who approved it; the log says nobody did.
+        let _ = write!(
+            body,
+            "<dt>approved by</dt><dd class=\"error\">UNAUDITED: no approval in the audit log \
+             (the file names {}, but it never went through review)</dd>",
+            esc(str_of(&c, "approved_by"))
+        );
+    } else {
+        field_row(&mut body, "approved by", str_of(&c, "approved_by"));
+    }
     field_row(&mut body, "created", str_of(&c, "created_at"));
     field_row(&mut body, "last confirmed", str_of(&c, "last_confirmed_at"));
     field_row(&mut body, "tags", &strings(&c["tags"]).join(", "));
