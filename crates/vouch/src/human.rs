@@ -282,29 +282,26 @@ impl Human for Vec<SearchHit> {
             } else {
                 format!("{:.3}", h.score)
             };
+            // Which side found it, when not the lexical index alone.
+            let backend = if h.backend != "fts5" {
+                format!(", {}", h.backend)
+            } else {
+                String::new()
+            };
+            // Knowledge no approval let in, said where it is read.
+            let unaudited = if h.meta.unaudited {
+                ", UNAUDITED: not reviewed"
+            } else {
+                ""
+            };
             out.push_str(&format!(
-                "{:<7} {}  ({score}{}{})\n  {}\n",
+                "{:<7} {}  ({score}{}{backend}{unaudited})\n  {}\n",
                 h.kind,
                 h.id,
                 match &h.status {
                     Some(st) => format!(", {st}"),
                     None => String::new(),
                 },
-                // Which side found it, when not the lexical index alone;
-                // and knowledge no approval let in, said where it is read.
-                format!(
-                    "{}{}",
-                    if h.backend != "fts5" {
-                        format!(", {}", h.backend)
-                    } else {
-                        String::new()
-                    },
-                    if h.meta.unaudited {
-                        ", UNAUDITED: not reviewed"
-                    } else {
-                        ""
-                    }
-                ),
                 h.snippet.replace('\n', " ")
             ));
         }
