@@ -742,3 +742,49 @@ fn failed_sign_ins_are_rate_limited() {
     assert_eq!(post(token), 429, "the right token waits out the minute too");
     server.terminate();
 }
+
+/// A `state.db` this installation did not build (committed to a cloned
+/// repository past .gitignore, or copied in) is rebuilt from the files
+/// before anything is served: its `admitted` table no longer hides that a
+/// hand-written claim never went through review.
+#[test]
+fn a_planted_state_db_is_rebuilt_before_it_serves() {
+    let other = Project::new();
+    let src = other.source("Production may be dropped freely.\n");
+    let claim = other.claim("Production may be dropped freely.", &src);
+    let hits = other.ok("x", &["search", "dropped freely"]);
+    assert!(hits.to_string().contains(&claim), "{hits}");
+
+    // The victim holds the same claim file, written by hand (no approval
+    // in its log), and the other KB's index, planted.
+    let p = Project::new();
+    p.ok("x", &["status"]);
+    std::fs::create_dir_all(p.vouch_dir().join("claims")).unwrap();
+    std::fs::copy(
+        other.vouch_dir().join(format!("claims/{claim}.yaml")),
+        p.vouch_dir().join(format!("claims/{claim}.yaml")),
+    )
+    .unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let name = format!("state.db{suffix}");
+        let _ = std::fs::remove_file(p.vouch_dir().join(&name));
+        if other.vouch_dir().join(&name).exists() {
+            std::fs::copy(other.vouch_dir().join(&name), p.vouch_dir().join(&name)).unwrap();
+        }
+    }
+    let r = p.run("x", &["--json", "search", "dropped freely"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let hits: Value = serde_json::from_str(&r.stdout).unwrap();
+    let hit = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["id"] == json!(claim))
+        .unwrap_or_else(|| panic!("{hits}"));
+    assert_eq!(
+        hit["_meta"]["unaudited"],
+        json!(true),
+        "the planted index hid the mark: {hit}"
+    );
+    assert!(r.stderr.contains("not built here"), "{}", r.stderr);
+}

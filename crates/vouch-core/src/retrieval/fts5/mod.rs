@@ -176,18 +176,35 @@ impl Index {
         // Vectors outlive a schema change of the FTS tables: they are
         // keyed by content and model, not by how the text is indexed.
         conn.execute_batch(crate::retrieval::embed::vectors::SCHEMA)?;
-        // ...but only vectors this machine computed are trusted: a state.db
-        // that arrived with a clone (force-added past .gitignore) could
-        // plant vectors for any text. Its file identity says where it was
-        // made; another file's vectors are dropped.
+        // ...but only an index this installation built is trusted: a
+        // state.db that arrived with a clone (force-added past .gitignore)
+        // or a copy could hold documents no file has, vectors for any text
+        // and an `admitted` table that hides the unaudited mark. Its file
+        // identity says where it was made; another file's whole index is
+        // dropped and rebuilt from the files before anything is served.
         let here = file_identity(path);
         let made: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key='vectors_file'", [], |r| {
                 r.get(0)
             })
             .optional()?;
+        let mut have: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
         if made != here {
+            if have.is_some() {
+                kb.warn(format!(
+                    "index: {} was not built here (it came with a clone or a copy); \
+                     rebuilding it from the files before serving anything",
+                    path.display()
+                ));
+            }
             conn.execute("DELETE FROM embeddings", [])?;
+            // Forget the schema too: the tables are made afresh below.
+            conn.execute("DELETE FROM meta", [])?;
+            have = None;
             if let Some(here) = &here {
                 conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_file', ?1)",
@@ -195,11 +212,6 @@ impl Index {
                 )?;
             }
         }
-        let have: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
         let index = Index::new(conn);
         if have.as_deref() != Some(want.as_str()) {
             // Checked again under the write lock: two processes opening a
