@@ -415,3 +415,103 @@ fn every_transport_gives_the_same_answer() {
     let http = server.rpc(None, body.to_string().as_bytes()).json();
     assert_eq!(http["result"], cli, "{http}");
 }
+
+/// A language model that keeps every word but flips the meaning — drops a
+/// "never", recombines two claims into what neither says — has those
+/// sentences dropped with the reason; and it runs with a cleared
+/// environment, so the server's tokens never reach it.
+#[test]
+fn a_language_model_cannot_flip_what_claims_say_nor_read_secrets() {
+    let p = Project::new();
+    let src = p.source(
+        "Agents must never force-push to main.\nThe staging database can be dropped freely.\n\
+         The production database must never be dropped.\n",
+    );
+    let ids: Vec<String> = [
+        "Agents must never force-push to main",
+        "The staging database can be dropped freely",
+        "The production database must never be dropped",
+    ]
+    .iter()
+    .map(|t| p.claim(t, &src))
+    .collect();
+    let env_out = p.root().join("env.txt");
+    let run = |n: usize, query: &str, sentences: Value| -> Value {
+        let file = p.root().join(format!("reply-{n}.json"));
+        std::fs::write(&file, json!({ "sentences": sentences }).to_string()).unwrap();
+        // The command also writes down the environment it was given.
+        let command = json!([
+            "sh",
+            "-c",
+            format!("env > {}; cat {}", env_out.display(), file.display())
+        ])
+        .to_string();
+        let out = p
+            .command("x")
+            .env("VOUCH_LLM_COMMAND", &command)
+            .env("VOUCH_HTTP_TOKENS", "alice=secret-token-value")
+            .env("VOUCH_CHECKPOINT_KEY", "/secret/key")
+            .args(["--json", "synthesize", "--llm", query])
+            .output()
+            .unwrap();
+        let r = common::Run::from(out);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+    };
+    let llm_reasons = |v: &Value| -> Vec<String> {
+        v["_meta"]["dropped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["what"] == "llm")
+            .map(|d| d["reason"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A "never" dropped: the opposite, refused; the honest one kept.
+    let v = run(
+        1,
+        "may agents force-push to main?",
+        json!([
+            {"text": "Agents must force-push to main", "citations": [ids[0]]},
+            {"text": "Agents must never force-push to main", "citations": [ids[0]]},
+        ]),
+    );
+    assert_eq!(v["_meta"]["mode"], "llm", "{v}");
+    assert_eq!(v["sentences"].as_array().unwrap().len(), 1, "{v}");
+    assert!(
+        v["answer"]
+            .as_str()
+            .unwrap()
+            .starts_with("Agents must never force-push"),
+        "{v}"
+    );
+    let reasons = llm_reasons(&v);
+    assert_eq!(reasons.len(), 1, "{v}");
+    assert!(reasons[0].contains("opposite"), "{reasons:?}");
+    // Two claims recombined into what neither says.
+    let v = run(
+        2,
+        "can the production database be dropped?",
+        json!([
+            {"text": "The production database can be dropped freely", "citations": [ids[1], ids[2]]},
+        ]),
+    );
+    let reasons = llm_reasons(&v);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("opposite") || r.contains("not offered")),
+        "{v}"
+    );
+    assert!(
+        !v["answer"]
+            .as_str()
+            .unwrap()
+            .contains("production database can be dropped"),
+        "{v}"
+    );
+    let env = std::fs::read_to_string(&env_out).unwrap();
+    assert!(!env.contains("secret-token-value"), "{env}");
+    assert!(!env.contains("VOUCH_CHECKPOINT_KEY"), "{env}");
+    assert!(env.contains("PATH="), "{env}");
+}

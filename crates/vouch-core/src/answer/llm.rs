@@ -86,6 +86,182 @@ fn supported(text: &str, cited: &[&str]) -> Result<(), Vec<String>> {
     }
 }
 
+/// The words of `text`, lowercased, split on anything but letters, digits
+/// and the apostrophe (so `can't` stays one word).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().replace('\u{2019}', "'"))
+        .collect()
+}
+
+/// Words that turn a statement around.
+fn is_negation(w: &str) -> bool {
+    matches!(
+        w,
+        "not"
+            | "no"
+            | "never"
+            | "none"
+            | "nobody"
+            | "nothing"
+            | "neither"
+            | "nor"
+            | "nowhere"
+            | "without"
+            | "cannot"
+            | "forbidden"
+            | "prohibited"
+    ) || w.ends_with("n't")
+}
+
+/// Number words, as the digits they stand for.
+fn number_word(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "zero" => "0",
+        "one" | "once" | "single" => "1",
+        "two" | "twice" | "double" => "2",
+        "three" | "thrice" => "3",
+        "four" => "4",
+        "five" => "5",
+        "six" => "6",
+        "seven" => "7",
+        "eight" => "8",
+        "nine" => "9",
+        "ten" => "10",
+        "eleven" => "11",
+        "twelve" => "12",
+        "twenty" => "20",
+        "thirty" => "30",
+        "hundred" => "100",
+        "thousand" => "1000",
+        _ => return None,
+    })
+}
+
+/// How much or how often a statement says, in classes whose members say
+/// the same (`all` and `every`).
+fn quantifier(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "all" | "every" | "each" | "everyone" | "everything" | "any" | "anyone" => "all",
+        "some" | "several" | "few" | "a few" | "certain" => "some",
+        "most" | "majority" => "most",
+        "many" | "much" => "many",
+        "always" | "forever" => "always",
+        "sometimes" | "occasionally" | "often" | "usually" | "rarely" | "seldom" => "sometimes",
+        "only" | "solely" | "exclusively" => "only",
+        "must" | "required" | "mandatory" | "shall" => "must",
+        "may" | "can" | "allowed" | "optional" | "might" => "may",
+        "should" => "should",
+        _ => return None,
+    })
+}
+
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// What a sentence must say exactly as its claims do: how many negations,
+/// which numbers and dates, which quantifiers and modals, which named
+/// things (capitalized words past the first, and identifiers with digits,
+/// dots, dashes or underscores).
+#[derive(Debug, Default, PartialEq)]
+struct Meaning {
+    negations: usize,
+    numbers: std::collections::BTreeSet<String>,
+    quantifiers: std::collections::BTreeSet<&'static str>,
+    names: std::collections::BTreeSet<String>,
+}
+
+fn meaning_of(text: &str) -> Meaning {
+    let mut m = Meaning::default();
+    for w in words(text) {
+        if is_negation(&w) {
+            m.negations += 1;
+        }
+        if w.chars().all(|c| c.is_ascii_digit()) {
+            m.numbers.insert(w.trim_start_matches('0').to_string());
+        } else if let Some(n) = number_word(&w) {
+            m.numbers.insert(n.to_string());
+        } else if MONTHS.contains(&w.as_str()) {
+            m.numbers.insert(w.clone());
+        }
+        if let Some(q) = quantifier(&w) {
+            m.quantifiers.insert(q);
+        }
+    }
+    // Named things: a capitalized word that does not start its sentence,
+    // or a token with a digit or an inner `.`, `-`, `_` (a service, a
+    // table, a version).
+    let mut sentence_start = true;
+    for raw in text.split_whitespace() {
+        let token = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        if token.is_empty() {
+            continue;
+        }
+        let capitalized = token.chars().next().is_some_and(char::is_uppercase);
+        let code = token.chars().any(|c| c.is_ascii_digit())
+            && token.chars().any(|c| c.is_alphabetic())
+            || token.contains(['_', '.'])
+            || (token.contains('-') && token.chars().any(|c| c.is_ascii_digit()));
+        if (capitalized && !sentence_start) || code {
+            m.names.insert(token.to_lowercase());
+        }
+        sentence_start = raw.ends_with(['.', '!', '?', ':']);
+    }
+    m
+}
+
+/// Whether `text` keeps what its cited claims say: the same number of
+/// negations (a dropped "never" turns "Agents must never force-push" into
+/// its opposite), the same numbers and dates, the same quantifiers and
+/// modals, and every named thing. Bag-of-words support cannot see these;
+/// a sentence that changes one is dropped with the reason.
+fn meaning_kept(text: &str, cited: &[&str]) -> Result<(), String> {
+    let got = meaning_of(text);
+    let mut want = Meaning::default();
+    for c in cited {
+        let m = meaning_of(c);
+        want.negations += m.negations;
+        want.numbers.extend(m.numbers);
+        want.quantifiers.extend(m.quantifiers);
+        want.names.extend(m.names);
+    }
+    if got.negations != want.negations {
+        return Err(format!(
+            "it has {} negation(s) where its claims have {}: it would say the opposite",
+            got.negations, want.negations
+        ));
+    }
+    if got.numbers != want.numbers {
+        return Err(format!(
+            "its numbers and dates {:?} are not its claims' {:?}",
+            got.numbers, want.numbers
+        ));
+    }
+    if got.quantifiers != want.quantifiers {
+        return Err(format!(
+            "its quantifiers {:?} are not its claims' {:?}",
+            got.quantifiers, want.quantifiers
+        ));
+    }
+    let dropped: Vec<&String> = want.names.difference(&got.names).collect();
+    if !dropped.is_empty() {
+        return Err(format!("it leaves out what its claims name: {dropped:?}"));
+    }
+    Ok(())
+}
+
 /// Strip `[...]` citation marks a model wrote itself; vouch writes its own.
 fn without_marks(text: &str) -> String {
     let mut out = String::new();
@@ -183,6 +359,10 @@ pub(crate) fn reword(
             ));
             continue;
         }
+        if let Err(why) = meaning_kept(&body, &texts) {
+            drop(why);
+            continue;
+        }
         let marks: Vec<String> = ids.iter().map(|id| format!("[{id}]")).collect();
         let sentence = format!("{body} {}.", marks.join(" "));
         let sep = usize::from(!answer.is_empty());
@@ -238,5 +418,98 @@ mod tests {
             ["encrypted", "aes"]
         );
         assert_eq!(without_marks("Tokens expire [a] [b]"), "Tokens expire  ");
+    }
+
+    #[test]
+    fn the_meaning_of_its_claims_is_kept_or_the_sentence_goes() {
+        let never = ["Agents must never force-push to main"];
+        assert!(meaning_kept("Agents must never force-push to main", &never).is_ok());
+        assert!(meaning_kept("Agents must not force-push to main", &never).is_ok());
+        assert!(
+            meaning_kept("Agents must force-push to main", &never)
+                .unwrap_err()
+                .contains("opposite")
+        );
+        // Two claims recombined into what neither says.
+        let two = [
+            "The staging database can be dropped freely",
+            "The production database must never be dropped",
+        ];
+        assert!(meaning_kept("The production database can be dropped freely", &two).is_err());
+        assert!(
+            meaning_kept(
+                "Tokens expire after 48 hours",
+                &["Tokens expire after 24 hours"]
+            )
+            .is_err()
+        );
+        assert!(
+            meaning_kept(
+                "Tokens expire after twenty-four hours",
+                &["Tokens expire after 24 hours"]
+            )
+            .is_err(),
+            "a number it cannot read is a different number"
+        );
+        assert!(
+            meaning_kept(
+                "Every deploy needs a review",
+                &["Some deploys need a review"]
+            )
+            .is_err()
+        );
+        assert!(
+            meaning_kept(
+                "Deploys need a review",
+                &["Deploys to Kubernetes need a review"]
+            )
+            .is_err(),
+            "a named thing dropped"
+        );
+        assert!(meaning_kept("All deploys need review", &["Every deploy needs review"]).is_ok());
+    }
+
+    use proptest::prelude::*;
+
+    /// Claims built from parts, and one mutation each of what must not
+    /// change: the claim itself is kept; every mutation is dropped.
+    fn claim_and_mutation() -> impl Strategy<Value = (String, String)> {
+        let subject =
+            prop::sample::select(vec!["Agents", "The billing service", "Deploys to api-v2"]);
+        let verb = prop::sample::select(vec!["retry", "run", "page the on-call engineer"]);
+        let n = 2u32..500;
+        let negated = any::<bool>();
+        let quant = prop::sample::select(vec!["always", "only", "sometimes"]);
+        let mutation = 0u8..4;
+        (subject, verb, n, negated, quant, mutation).prop_map(|(s, v, n, neg, q, m)| {
+            let not = if neg { " never" } else { "" };
+            let claim = format!("{s}{not} {q} {v} {n} times");
+            let mutated = match m {
+                // Drop or add a negation.
+                0 if neg => format!("{s} {q} {v} {n} times"),
+                0 => format!("{s} never {q} {v} {n} times"),
+                // Change the number.
+                1 => format!("{s}{not} {q} {v} {} times", n + 1),
+                // Change the quantifier.
+                2 => {
+                    let other = if q == "always" { "sometimes" } else { "always" };
+                    format!("{s}{not} {other} {v} {n} times")
+                }
+                // Drop the number altogether.
+                _ => format!("{s}{not} {q} {v} many times"),
+            };
+            (claim, mutated)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_mutated_claim_is_never_kept((claim, mutated) in claim_and_mutation()) {
+            prop_assert!(meaning_kept(&claim, &[claim.as_str()]).is_ok(), "{claim}");
+            prop_assert!(
+                meaning_kept(&mutated, &[claim.as_str()]).is_err(),
+                "kept {mutated:?} for {claim:?}"
+            );
+        }
     }
 }
