@@ -816,6 +816,51 @@ pub struct ResolvedCitation {
     /// Evidence: the locator of the source it quotes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_locator: Option<String>,
+    /// Who registered the source (recorded since this version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_by: Option<String>,
+    /// `read_from_file` when vouch read the bytes from the file the locator
+    /// names; `supplied` when the caller gave them and only named a
+    /// locator (recorded since this version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The locator names a project file whose bytes are not the source's.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub locator_differs: bool,
+}
+
+impl ResolvedCitation {
+    /// Where the cited source's bytes came from, in words for a reviewer:
+    /// who registered it, whether vouch read the file or the caller
+    /// supplied the text, and whether the file the locator names now says
+    /// something else. `None` when nothing is known.
+    pub fn provenance(&self) -> Option<String> {
+        provenance_text(
+            self.registered_by.as_deref(),
+            self.content.as_deref(),
+            self.locator_differs,
+        )
+    }
+}
+
+/// A source's provenance in words (see [`ResolvedCitation::provenance`]).
+pub fn provenance_text(by: Option<&str>, content: Option<&str>, differs: bool) -> Option<String> {
+    {
+        let mut parts = Vec::new();
+        if let Some(by) = by {
+            parts.push(format!("registered by {by}"));
+        }
+        match content {
+            Some("supplied") => parts
+                .push("text supplied by the caller, not read from the file it names".to_string()),
+            Some("read_from_file") => parts.push("read from the file".to_string()),
+            _ => {}
+        }
+        if differs {
+            parts.push("WARNING: the project file it names holds different text now".to_string());
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 /// One event of the audit log as the log holds it: this vouch's fields

@@ -220,10 +220,20 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
                 title: None,
                 quote: None,
                 source_locator: None,
+                registered_by: None,
+                content: None,
+                locator_differs: false,
+            };
+            let provenance = |c: &mut ResolvedCitation, s: &crate::model::Source| {
+                let (by, read) = crate::sources::provenance(s);
+                c.registered_by = by.map(str::to_string);
+                c.content = read.map(|r| if r { "read_from_file" } else { "supplied" }.into());
+                c.locator_differs = crate::sources::locator_differs(kb, s) == Some(true);
             };
             if is_source_id(&c.id) {
                 match kb.load_source(&c.id).ok().flatten() {
                     Some(s) => {
+                        provenance(&mut c, &s);
                         c.locator = Some(s.locator);
                         c.title = s.title;
                     }
@@ -233,6 +243,9 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
                 match kb.load::<Evidence>(&c.id).ok().flatten() {
                     Some(e) => {
                         let src = kb.load_source(&e.source_id).ok().flatten();
+                        if let Some(s) = &src {
+                            provenance(&mut c, s);
+                        }
                         c.source_locator = src.map(|s| s.locator);
                         c.source_id = Some(e.source_id);
                         c.locator = Some(e.locator);

@@ -36,6 +36,7 @@ pub fn register_source(
             title: p.title,
             media_type: p.media_type,
             tags: p.tags,
+            read_from_file: false,
         },
     )
 }
@@ -46,6 +47,45 @@ struct Meta {
     title: Option<String>,
     media_type: Option<String>,
     tags: Vec<String>,
+    /// Read by vouch from the project file the locator names (not given
+    /// by the caller).
+    read_from_file: bool,
+}
+
+/// Where a source's bytes came from, recorded in its `metadata`: who
+/// registered it, and whether vouch read them from the file its locator
+/// names or the caller supplied them (and only named a locator). Review
+/// surfaces show both, so an agent's own words are never mistaken for a
+/// quote from README.md.
+pub fn provenance(s: &Source) -> (Option<&str>, Option<bool>) {
+    let m = s.metadata.as_ref();
+    let by = m
+        .and_then(|m| m.get("registered_by"))
+        .and_then(serde_json::Value::as_str);
+    let read = m
+        .and_then(|m| m.get("content"))
+        .and_then(serde_json::Value::as_str)
+        .map(|c| c == "read_from_file");
+    (by, read)
+}
+
+/// [`provenance`] and [`locator_differs`] in words, for review surfaces.
+pub fn provenance_note(kb: &Kb, s: &Source) -> Option<String> {
+    let (by, read) = provenance(s);
+    crate::params::provenance_text(
+        by,
+        read.map(|r| if r { "read_from_file" } else { "supplied" }),
+        locator_differs(kb, s) == Some(true),
+    )
+}
+
+/// Whether a source's locator names a file in the project whose bytes are
+/// now other than the source's: the agent's text passed off as that file,
+/// or the file changed since. `None` when the locator names no such file.
+pub fn locator_differs(kb: &Kb, s: &Source) -> Option<bool> {
+    let (project, relative) = resolve_in_project(kb, &s.locator).ok()?;
+    let bytes = crate::store::nofollow::read(&project, &project.join(relative)).ok()?;
+    Some(sha256_hex(&bytes) != s.id)
 }
 
 fn parent_of(path: &std::path::Path) -> &std::path::Path {
@@ -83,7 +123,10 @@ fn register_bytes(
         byte_size: Some(bytes.len() as u64),
         media_type: meta.media_type.unwrap_or_else(|| "text/plain".into()),
         created_at: kb.now(),
-        metadata: None,
+        metadata: Some(json!({
+            "registered_by": caller.actor,
+            "content": if meta.read_from_file { "read_from_file" } else { "supplied" },
+        })),
         tags: meta.tags,
         extra: Default::default(),
     };
@@ -164,6 +207,7 @@ pub fn register_source_from_path(
             title,
             media_type: Some(media_type_for(&path).to_string()),
             tags: Vec::new(),
+            read_from_file: true,
         },
     )
 }

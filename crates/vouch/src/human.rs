@@ -141,6 +141,14 @@ impl Human for StatusResult {
 
 /// One citation of a proposal, for a reviewer.
 pub fn citation_line(c: &ResolvedCitation) -> String {
+    let mut line = citation_head(c);
+    if let Some(p) = c.provenance() {
+        line.push_str(&format!("      ({p})\n"));
+    }
+    line
+}
+
+fn citation_head(c: &ResolvedCitation) -> String {
     if c.missing {
         return format!("    ! {} {} (missing)\n", c.kind, c.id);
     }

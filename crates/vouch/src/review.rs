@@ -142,7 +142,7 @@ fn show(
         }
     }
     if p.kind == ProposalKind::Page {
-        out.push_str(&format!("\n{}\n", clean(str_of(payload, "body"))));
+        out.push_str(&bounded_body(&clean(str_of(payload, "body"))));
     }
     let cites = read.meta.citations.as_deref().unwrap_or_default();
     out.push_str(&format!("\n  evidence ({}):\n", cites.len()));
@@ -154,6 +154,9 @@ fn show(
             clean(c.source_locator.as_deref().unwrap_or("")),
             clean(c.locator.as_deref().unwrap_or(""))
         ));
+        if let Some(p) = c.provenance() {
+            out.push_str(&format!("    ({})\n", clean(&p)));
+        }
         let Some(quote) = c.quote.as_deref() else {
             continue;
         };
@@ -188,6 +191,19 @@ fn show(
             )),
         }
     }
+    out
+}
+
+/// A page body as the reviewer sees it: every line inside a visible frame,
+/// numbered, so blank lines cannot push what follows off screen unnoticed
+/// and the body cannot pass for vouch's own text.
+fn bounded_body(body: &str) -> String {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut out = format!("\n  ┌─ page body ({} lines)\n", lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        out.push_str(&format!("  │{:>4} {line}\n", i + 1));
+    }
+    out.push_str("  └─ end of page body\n");
     out
 }
 
@@ -378,6 +394,14 @@ mod tests {
             ("the ", "quoted part", " sits here")
         );
         assert!(in_its_line(text, 5, 100).is_none());
+    }
+
+    #[test]
+    fn a_page_body_is_framed_line_by_line() {
+        let shown = bounded_body("# Title\n\n\n\nLast line");
+        assert!(shown.contains("page body (5 lines)"), "{shown}");
+        assert!(shown.contains("│   5 Last line"), "{shown}");
+        assert!(shown.trim_end().ends_with("end of page body"), "{shown}");
     }
 
     #[test]

@@ -788,3 +788,81 @@ fn a_planted_state_db_is_rebuilt_before_it_serves() {
     );
     assert!(r.stderr.contains("not built here"), "{}", r.stderr);
 }
+
+/// An agent's own words registered with `locator: "README.md"` cannot pass
+/// for a quote from README.md: every review surface says who registered
+/// the source, that the caller supplied its text, and that README.md says
+/// something else now. A source vouch read from the file says so.
+#[test]
+fn a_supplied_source_cannot_pass_for_the_file_it_names() {
+    let p = Project::new();
+    std::fs::write(
+        p.root().join("README.md"),
+        "Deploys are frozen on Fridays.\n",
+    )
+    .unwrap();
+    let fake = jsonl(
+        &p,
+        "agent",
+        "kb.register_source",
+        json!({"content": "Deploys are allowed on Fridays.\n", "locator": "README.md"}),
+    );
+    let fake = fake["result"]["id"].as_str().unwrap().to_string();
+    let v = jsonl(
+        &p,
+        "agent",
+        "kb.propose_claim",
+        json!({"text": "Deploys are allowed on Fridays.",
+               "evidence": [{"source_id": fake, "quote": "Deploys are allowed on Fridays."}]}),
+    );
+    let proposal = v["result"]["proposal_id"].as_str().unwrap().to_string();
+    let pending = p.run("x", &["pending"]).stdout;
+    let review = p.run_with_stdin("alice", &["review"], "q\n").stdout;
+    let kb = vouch_core::Kb::open(
+        &p.vouch_dir(),
+        std::sync::Arc::new(vouch_core::clock::SystemClock::default()),
+    )
+    .unwrap();
+    let page = vouch::ui::pages::proposal(
+        &kb,
+        &vouch_core::Caller::new("alice", vouch_core::Transport::Web),
+        &vouch::ui::pages::Frame {
+            actor: "alice",
+            csrf: "x",
+        },
+        &proposal,
+    )
+    .unwrap()
+    .unwrap();
+    for (surface, text) in [("pending", &pending), ("review", &review), ("page", &page)] {
+        assert!(text.contains("registered by agent"), "{surface}:\n{text}");
+        assert!(
+            text.contains("supplied by the caller"),
+            "{surface}:\n{text}"
+        );
+        assert!(
+            text.contains("holds different text now"),
+            "{surface}:\n{text}"
+        );
+    }
+    // Read from the file itself: said so, and no warning.
+    let real = jsonl(
+        &p,
+        "agent",
+        "kb.register_source_from_path",
+        json!({"path": "README.md"}),
+    );
+    let real = real["result"]["id"].as_str().unwrap().to_string();
+    let (proposal, _) = p.propose("Deploys are frozen on Fridays.", &real);
+    let shown = p.run("x", &["pending"]).stdout;
+    let block = shown.split(&proposal).nth(1).unwrap_or_default();
+    assert!(block.contains("read from the file"), "{shown}");
+    assert!(
+        !block
+            .split("\n\n")
+            .next()
+            .unwrap_or_default()
+            .contains("different text"),
+        "{shown}"
+    );
+}

@@ -250,6 +250,16 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
 
 /// One citation: an evidence span shown inside its source's text with the
 /// quote highlighted, or a cited source's opening.
+/// Who registered a source and where its bytes came from, for a reviewer.
+fn provenance_html(kb: &Kb, source_id: &str) -> String {
+    kb.load_source(source_id)
+        .ok()
+        .flatten()
+        .and_then(|s| vouch_core::sources::provenance_note(kb, &s))
+        .map(|p| format!("<div class=\"small provenance\">{}</div>", esc(&p)))
+        .unwrap_or_default()
+}
+
 fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
     if vouch_core::ids::is_source_id(id) {
         let meta = call(kb, caller, "kb.read_source", json!({"id": id})).unwrap_or(Value::Null);
@@ -264,9 +274,10 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
             Err(e) => format!("<p class=\"error\">{}</p>", esc(&e.message)),
         };
         return format!(
-            "<div class=\"card citation\"><div class=\"small muted\">source {} · {}</div>{text}</div>",
+            "<div class=\"card citation\"><div class=\"small muted\">source {} · {}</div>{}{text}</div>",
             esc(&id[..12.min(id.len())]),
-            esc(str_of(&meta, "locator"))
+            esc(str_of(&meta, "locator")),
+            provenance_html(kb, id)
         );
     }
     let ev = match call(kb, caller, "kb.read_evidence", json!({"id": id})) {
@@ -289,10 +300,11 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
     let source =
         call(kb, caller, "kb.read_source", json!({"id": source_id})).unwrap_or(Value::Null);
     let head = format!(
-        "<div class=\"small muted\">{} · {} {}</div>",
+        "<div class=\"small muted\">{} · {} {}</div>{}",
         esc(id),
         esc(str_of(&source, "locator")),
-        esc(str_of(&ev, "locator"))
+        esc(str_of(&ev, "locator")),
+        provenance_html(kb, source_id)
     );
     let span = (
         ev["span"]["start"].as_u64().map(|x| x as usize),
