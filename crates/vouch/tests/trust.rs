@@ -375,21 +375,7 @@ fn every_durable_field_is_on_every_review_surface() {
         .to_string();
     let pending = p.run("x", &["pending"]).stdout;
     let review = p.run_with_stdin("alice", &["review"], "s\ns\nq\n").stdout;
-    let kb = vouch_core::Kb::open(
-        &p.vouch_dir(),
-        std::sync::Arc::new(vouch_core::clock::SystemClock::default()),
-    )
-    .unwrap();
-    let web = vouch_core::Caller::new("alice", vouch_core::Transport::Web);
-    let frame = vouch::ui::pages::Frame {
-        actor: "alice",
-        csrf: "x",
-    };
-    let page = |id: &str| {
-        vouch::ui::pages::proposal(&kb, &web, &frame, id)
-            .unwrap()
-            .unwrap()
-    };
+    let page = |id: &str| proposal_page(&p, id);
     let pages = format!("{}{}", page(&claim_proposal), page(&entity_proposal));
     for (surface, text) in [("pending", &pending), ("review", &review), ("page", &pages)] {
         for shown in [
@@ -818,22 +804,7 @@ fn a_supplied_source_cannot_pass_for_the_file_it_names() {
     let proposal = v["result"]["proposal_id"].as_str().unwrap().to_string();
     let pending = p.run("x", &["pending"]).stdout;
     let review = p.run_with_stdin("alice", &["review"], "q\n").stdout;
-    let kb = vouch_core::Kb::open(
-        &p.vouch_dir(),
-        std::sync::Arc::new(vouch_core::clock::SystemClock::default()),
-    )
-    .unwrap();
-    let page = vouch::ui::pages::proposal(
-        &kb,
-        &vouch_core::Caller::new("alice", vouch_core::Transport::Web),
-        &vouch::ui::pages::Frame {
-            actor: "alice",
-            csrf: "x",
-        },
-        &proposal,
-    )
-    .unwrap()
-    .unwrap();
+    let page = proposal_page(&p, &proposal);
     for (surface, text) in [("pending", &pending), ("review", &review), ("page", &page)] {
         assert!(text.contains("registered by agent"), "{surface}:\n{text}");
         assert!(
@@ -865,4 +836,21 @@ fn a_supplied_source_cannot_pass_for_the_file_it_names() {
             .contains("different text"),
         "{shown}"
     );
+}
+
+/// The review page of one proposal, as a signed-in person sees it.
+fn proposal_page(p: &Project, id: &str) -> String {
+    let kb = vouch_core::Kb::open(
+        &p.vouch_dir(),
+        std::sync::Arc::new(vouch_core::clock::SystemClock::default()),
+    )
+    .unwrap();
+    let web = vouch_core::Caller::new("alice", vouch_core::Transport::Web);
+    let frame = vouch::ui::pages::Frame {
+        actor: "alice",
+        csrf: "x",
+    };
+    vouch::ui::pages::proposal(&kb, &web, &frame, id)
+        .unwrap()
+        .unwrap()
 }
