@@ -825,3 +825,90 @@ fn spec_and_1x_manifests_are_read() {
         }
     }
 }
+
+/// vouch 1.x writes bundles with Python's `tarfile`, which puts names over
+/// 100 bytes (a relation between two claims) in POSIX pax extended
+/// headers. Such a bundle — ours, repacked by Python's `tarfile` in pax
+/// format — checks clean and imports whole.
+#[test]
+fn a_bundle_with_pax_long_names_imports() {
+    let p = Project::new();
+    let src = p.source(
+        "Long claim text one about the deployment pipeline and its many stages.\n\
+         Long claim text two about the deployment pipeline and its many stages too.\n",
+    );
+    let a = p.claim(
+        "Long claim text one about the deployment pipeline and its many stages.",
+        &src,
+    );
+    let b = p.claim(
+        "Long claim text two about the deployment pipeline and its many stages too.",
+        &src,
+    );
+    let rel = p.ok(
+        "agent",
+        &["propose-relation", &a, "contradicts", &b, "-e", &src],
+    );
+    p.ok("alice", &["approve", rel["proposal_id"].as_str().unwrap()]);
+    let exported = export(&p, "exported.tar.gz");
+    // Named as 1.x names relations: `<claim>--<type>--<claim>`.
+    let long_id = format!("{a}--contradicts--{b}");
+    let mut members = without_manifest(unpack(&exported));
+    for m in members.iter_mut() {
+        if m.name.starts_with(b"relations/") {
+            let old = String::from_utf8_lossy(&m.name)
+                .trim_start_matches("relations/")
+                .trim_end_matches(".yaml")
+                .to_string();
+            m.name = format!("relations/{long_id}.yaml").into_bytes();
+            m.data = String::from_utf8_lossy(&m.data)
+                .replace(&format!("id: {old}"), &format!("id: {long_id}"))
+                .into_bytes();
+        }
+    }
+    assert!(members.iter().any(|m| m.name.len() > 100), "no long name");
+    let ours = p.root().join("ours.tar.gz");
+    std::fs::write(&ours, bundle(members)).unwrap();
+    let pax = p.root().join("pax.tar.gz");
+    let out = std::process::Command::new(std::env::var("PYTHON").unwrap_or("python3".into()))
+        .args([
+            "-c",
+            "import sys, tarfile\n\
+             with tarfile.open(sys.argv[1], 'r:gz') as a, \
+                  tarfile.open(sys.argv[2], 'w:gz', format=tarfile.PAX_FORMAT) as b:\n\
+             \x20   for m in a.getmembers():\n\
+             \x20       b.addfile(m, a.extractfile(m) if m.isfile() else None)\n",
+        ])
+        .arg(&ours)
+        .arg(&pax)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = {
+        use std::io::Read;
+        let mut s = Vec::new();
+        flate2::read::GzDecoder::new(&std::fs::read(&pax).unwrap()[..])
+            .read_to_end(&mut s)
+            .unwrap();
+        s
+    };
+    assert!(
+        raw.windows(5).any(|w| w == b"path="),
+        "Python wrote no pax path record"
+    );
+    let q = Project::new();
+    std::fs::copy(&pax, q.root().join("pax.tar.gz")).unwrap();
+    let check = q.ok("alice", &["import-check", "pax.tar.gz"]);
+    assert_eq!(
+        problems(&check),
+        Vec::<(String, String)>::new(),
+        "{check:#}"
+    );
+    q.ok("alice", &["import-apply", "pax.tar.gz"]);
+    let relations = q.ok("x", &["call", "kb.list_relations", "{}"]);
+    assert_eq!(relations.as_array().unwrap().len(), 1, "{relations}");
+}

@@ -239,6 +239,32 @@ pub(crate) fn read_member(r: &mut impl Read, keep: bool) -> io::Result<(String, 
     Ok((sha, out))
 }
 
+/// The records of a pax extended header: `LEN key=value\n`, each `LEN`
+/// bytes long including itself.
+fn pax_records(body: &[u8]) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
+    let bad = || "a pax header that is not `LEN key=value` records".to_string();
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() && rest.iter().any(|b| *b != 0) {
+        let sp = rest.iter().position(|b| *b == b' ').ok_or_else(bad)?;
+        let len: usize = std::str::from_utf8(&rest[..sp])
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(bad)?;
+        if len <= sp + 1 || len > rest.len() {
+            return Err(bad());
+        }
+        let record = rest[sp + 1..len].strip_suffix(b"\n").ok_or_else(bad)?;
+        let eq = record.iter().position(|b| *b == b'=').ok_or_else(bad)?;
+        out.push((
+            String::from_utf8_lossy(&record[..eq]).into_owned(),
+            record[eq + 1..].to_vec(),
+        ));
+        rest = &rest[len..];
+    }
+    Ok(out)
+}
+
 pub(crate) fn member_kind(t: tar::EntryType) -> &'static str {
     if t.is_symlink() {
         "a symbolic link"
@@ -248,8 +274,6 @@ pub(crate) fn member_kind(t: tar::EntryType) -> &'static str {
         "a device file"
     } else if t.is_fifo() {
         "a FIFO"
-    } else if t.is_pax_local_extensions() || t.is_pax_global_extensions() {
-        "a PAX extended header (vouch bundles use GNU tar headers)"
     } else if t.is_gnu_longlink() {
         "a GNU long link name"
     } else if t.is_gnu_sparse() {
@@ -397,6 +421,7 @@ pub(crate) fn scan_entries<R: Read>(
     }
     let mut seen: HashSet<String> = HashSet::new();
     let mut long_name: Option<Vec<u8>> = None;
+    let mut pax_size: Option<u64> = None;
     let mut members = 0u64;
     let mut total = 0u64;
     let mut objects_total = 0u64;
@@ -429,6 +454,45 @@ pub(crate) fn scan_entries<R: Read>(
             ));
         }
         let etype = entry.header().entry_type();
+        // POSIX pax extended headers, as Python's `tarfile` (vouch 1.x)
+        // writes for names over 100 bytes: read `path` (and check `size`)
+        // for the next member, as tar readers do. A global header changes
+        // nothing a bundle relies on and is skipped.
+        if etype.is_pax_local_extensions() || etype.is_pax_global_extensions() {
+            if size > LONG_NAME_LIMIT {
+                return Err(format!("a pax header of {size} bytes is not a path record"));
+            }
+            let mut body = Vec::new();
+            entry
+                .read_to_end(&mut body)
+                .map_err(|e| archive_error(&e))?;
+            if etype.is_pax_global_extensions() {
+                continue;
+            }
+            for (key, value) in pax_records(&body)? {
+                match key.as_str() {
+                    "path" => long_name = Some(value),
+                    "size" => {
+                        pax_size = Some(
+                            std::str::from_utf8(&value)
+                                .ok()
+                                .and_then(|v| v.parse::<u64>().ok())
+                                .ok_or("a pax `size` record is not a number")?,
+                        )
+                    }
+                    // Times, owners, `linkpath` (links are refused anyway).
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        if let Some(said) = pax_size.take()
+            && said != size
+        {
+            return Err(format!(
+                "a pax header gives {said} bytes for a member whose header says {size}"
+            ));
+        }
         if etype.is_gnu_longname() {
             if size > LONG_NAME_LIMIT {
                 return Err(format!("a long-name record of {size} bytes is not a path"));
