@@ -532,3 +532,47 @@ fn an_expired_imported_claim_is_flagged_by_lint() {
         .any(|f| f["kind"] == "expired-claim" && f["id"] == format!("expired-claim:{claim}"));
     assert!(found, "{lint:#}");
 }
+
+/// Validating a folder of knowledge files is a check of files: it works
+/// where there is no knowledge base (exit 0 clean, 6 with errors, 2 for a
+/// folder that is not one), as it does inside one.
+#[test]
+fn knowledge_validate_works_outside_a_knowledge_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("knowledge");
+    std::fs::create_dir_all(folder.join("repos")).unwrap();
+    std::fs::write(
+        folder.join("repos/api.yaml"),
+        "---\ndomain: api\ncategory: fact\nversion: 1\nlast_updated: \"2026-01-01\"\n---\n\n\
+         - id: api:fact:1\n  fact: The API rate limit is 100 requests per minute.\n  \
+         category: fact\n  domain: api\n  confidence: 0.9\n",
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("index.json"),
+        r#"{"version": 1, "last_updated": "2026-01-01", "total_facts": 1, "facts": [
+            {"id": "api:fact:1", "fact": "The API rate limit is 100 requests per minute.",
+             "category": "fact", "domain": "api", "confidence": 0.9}]}"#,
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        common::Run::from(
+            common::command()
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let r = run(&["--json", "knowledge", "validate", "knowledge"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["facts"], json!(1), "{}", r.stdout);
+    std::fs::write(folder.join("index.json"), "{\"version\": 2}").unwrap();
+    let r = run(&["knowledge", "validate", "knowledge"]);
+    assert_eq!(r.code, 6, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("`version` must be 1"), "{}", r.stdout);
+    let r = run(&["knowledge", "validate", "elsewhere"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("not a knowledge folder"), "{}", r.stderr);
+}

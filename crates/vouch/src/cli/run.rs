@@ -32,6 +32,17 @@ pub fn run(cli: Cli) -> i32 {
 fn run_inner(cli: &Cli) -> Result<i32, Error> {
     methods::set_transports(crate::TRANSPORTS);
     match &cli.command {
+        // A check of files: it needs no knowledge base (outside one, the
+        // folder is read where it is).
+        Command::Knowledge(KnowledgeCmd::Validate { dir })
+            if context::locate(cli.kb.as_deref()).is_err() =>
+        {
+            let today = context::clock().now().format("%Y-%m-%d").to_string();
+            let report =
+                vouch_core::interop::knowledge::validate_folder(std::path::Path::new(dir), &today)?;
+            render::print(cli.json, &report);
+            return Ok(crate::human::Human::exit_code(&report));
+        }
         Command::Init { dir, name } => {
             let dir = match dir {
                 Some(d) => d.clone(),

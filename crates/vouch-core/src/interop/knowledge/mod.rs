@@ -80,6 +80,15 @@ pub fn validate(kb: &Kb, p: ValidateParams) -> Result<ValidateReport> {
     Ok(report(&dir, &kb.now().0.format("%Y-%m-%d").to_string()))
 }
 
+/// Validate a knowledge folder anywhere, no knowledge base needed: a check
+/// of files (`vouch knowledge validate DIR` outside a project). `today`
+/// (`YYYY-MM-DD`) dates the expiry checks.
+pub fn validate_folder(dir: &std::path::Path, today: &str) -> Result<ValidateReport> {
+    let shown = dir.display().to_string();
+    let folder = parse::read_at(dir, dir, &shown)?;
+    Ok(report(&folder, today))
+}
+
 pub(crate) fn report(dir: &KnowledgeDir, today: &str) -> ValidateReport {
     let problems = parse::check(dir, today);
     let errors = problems.iter().filter(|p| p.severity == "error").count();

@@ -90,8 +90,14 @@ impl KnowledgeDir {
 /// followed; a file over 16 MiB is not read.
 pub fn read(kb: &Kb, path: &str) -> Result<KnowledgeDir> {
     let (project, relative) = crate::sources::resolve_in_project(kb, path)?;
-    let root = project.join(&relative);
-    crate::store::nofollow::check_dirs(&project, &root).map_err(|e| {
+    read_at(&project, &project.join(&relative), path)
+}
+
+/// Read the knowledge folder `root` beneath `project` (no folder on the
+/// way a link); `path` is how the person named it, for messages.
+pub(crate) fn read_at(project: &Path, root: &Path, path: &str) -> Result<KnowledgeDir> {
+    let root = root.to_path_buf();
+    crate::store::nofollow::check_dirs(project, &root).map_err(|e| {
         Error::invalid(format!(
             "{path}: {e}; give the knowledge folder (the one holding index.json)"
         ))
