@@ -572,6 +572,19 @@ pub struct ImportCheckResult {
     /// Every reason the bundle would be refused; import_apply writes nothing
     /// while any remain.
     pub problems: Vec<BundleProblem>,
+    /// The objects the new files hold, by kind and id (a source once, for
+    /// its content and its meta.yaml).
+    pub new_objects: Vec<ObjectRef>,
+    /// The objects this KB holds differently.
+    pub conflict_objects: Vec<ObjectRef>,
+}
+
+/// An object by kind (`claim`, `page`, `entity`, `relation`, `evidence`,
+/// `session`, `decided`, `source`) and id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema, Default)]

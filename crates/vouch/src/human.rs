@@ -739,8 +739,18 @@ impl Human for ImportCheckResult {
             self.conflict.len(),
             self.identical.len()
         ));
-        for c in &self.conflict {
-            out.push_str(&format!("    conflict: {c}\n"));
+        // What, not only how many: the first 50 of each, then a count.
+        const SHOWN: usize = 50;
+        for (what, list) in [
+            ("new", &self.new_objects),
+            ("conflict", &self.conflict_objects),
+        ] {
+            for o in list.iter().take(SHOWN) {
+                out.push_str(&format!("    {what}: {} {}\n", o.kind, o.id));
+            }
+            if list.len() > SHOWN {
+                out.push_str(&format!("    … and {} more {what}\n", list.len() - SHOWN));
+            }
         }
         for c in &self.ignored {
             out.push_str(&format!("    ignored: {c} (this KB keeps its own)\n"));

@@ -912,3 +912,25 @@ fn a_bundle_with_pax_long_names_imports() {
     let relations = q.ok("x", &["call", "kb.list_relations", "{}"]);
     assert_eq!(relations.as_array().unwrap().len(), 1, "{relations}");
 }
+
+/// `import-check` says what would come in, not only how many: each new and
+/// conflicting object by kind and id, in the text as in `--json`.
+#[test]
+fn import_check_lists_what_would_come_in() {
+    let f = fixture();
+    let a = export(&f.p, "a.tar.gz");
+    let q = Project::new();
+    std::fs::copy(&a, q.root().join("a.tar.gz")).unwrap();
+    let v = q.ok("alice", &["import-check", "a.tar.gz"]);
+    let new = v["new_objects"].as_array().unwrap();
+    assert!(
+        new.contains(&json!({"kind": "claim", "id": f.claim})),
+        "{v:#}"
+    );
+    assert!(
+        new.contains(&json!({"kind": "source", "id": f.source})),
+        "{v:#}"
+    );
+    let text = q.run("alice", &["import-check", "a.tar.gz"]).stdout;
+    assert!(text.contains(&format!("new: claim {}", f.claim)), "{text}");
+}

@@ -62,14 +62,48 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         identical: Vec::new(),
         ignored: Vec::new(),
         problems: Vec::new(),
+        new_objects: Vec::new(),
+        conflict_objects: Vec::new(),
+    };
+    let object = |f: &KbFile| -> Option<ObjectRef> {
+        let (kind, id) = match f {
+            KbFile::Config => return None,
+            KbFile::Object(dir, id) => (
+                match dir {
+                    Dir::Claims => "claim",
+                    Dir::Pages => "page",
+                    Dir::Entities => "entity",
+                    Dir::Relations => "relation",
+                    Dir::Evidence => "evidence",
+                    Dir::Sessions => "session",
+                    Dir::Proposed | Dir::Decided => "decided",
+                },
+                id,
+            ),
+            KbFile::SourceMeta(id) | KbFile::SourceContent(id) => ("source", id),
+        };
+        Some(ObjectRef {
+            kind: kind.to_string(),
+            id: id.clone(),
+        })
     };
     for (name, m) in &s.members {
         match status_of(kb, m, gated)? {
-            Status::New => r.new.push(name.clone()),
-            Status::Conflict => r.conflict.push(name.clone()),
+            Status::New => {
+                r.new.push(name.clone());
+                r.new_objects.extend(object(&m.file));
+            }
+            Status::Conflict => {
+                r.conflict.push(name.clone());
+                r.conflict_objects.extend(object(&m.file));
+            }
             Status::Identical => r.identical.push(name.clone()),
             Status::Ignored => r.ignored.push(name.clone()),
         }
+    }
+    for list in [&mut r.new_objects, &mut r.conflict_objects] {
+        list.sort();
+        list.dedup();
     }
     r.problems = s.problems;
     Ok(r)
