@@ -576,3 +576,61 @@ fn knowledge_validate_works_outside_a_knowledge_base() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("not a knowledge folder"), "{}", r.stderr);
 }
+
+/// A repository's file naturally holds facts of several categories: with
+/// frontmatter `category: mixed` (or none), each fact's category comes
+/// from its id — a warning, not a refusal.
+#[test]
+fn a_file_of_several_categories_takes_each_category_from_the_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("knowledge");
+    std::fs::create_dir_all(folder.join("repos")).unwrap();
+    let facts = [
+        (
+            "api:fact:1",
+            "fact",
+            "The API rate limit is 100 requests per minute.",
+        ),
+        (
+            "api:pitfall:1",
+            "pitfall",
+            "Retries without jitter overload the API.",
+        ),
+    ];
+    for (name, frontmatter) in [("mixed", "category: mixed\n"), ("none", "")] {
+        let mut text = format!(
+            "---\ndomain: api\n{frontmatter}version: 1\nlast_updated: \"2026-01-01\"\n---\n\n"
+        );
+        for (id, _, fact) in facts {
+            text.push_str(&format!("- id: {id}\n  fact: {fact}\n  confidence: 0.9\n"));
+        }
+        std::fs::write(folder.join("repos/api.yaml"), text).unwrap();
+        let index: Vec<Value> = facts
+            .iter()
+            .map(|(id, cat, fact)| {
+                json!({"id": id, "fact": fact, "category": cat, "domain": "api", "confidence": 0.9})
+            })
+            .collect();
+        std::fs::write(
+            folder.join("index.json"),
+            json!({"version": 1, "last_updated": "2026-01-01", "total_facts": 2, "facts": index})
+                .to_string(),
+        )
+        .unwrap();
+        let out = common::Run::from(
+            common::command()
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .args(["--json", "knowledge", "validate", "knowledge"])
+                .output()
+                .unwrap(),
+        );
+        let v = out.json();
+        assert_eq!(out.code, 0, "{name}: {v:#}");
+        assert_eq!(v["errors"], json!(0), "{name}: {v:#}");
+        assert!(
+            v["problems"].to_string().contains("taken from its id"),
+            "{name}: {v:#}"
+        );
+    }
+}

@@ -260,12 +260,29 @@ fn parse_file(rel: &str, bytes: Vec<u8>, problems: &mut Vec<Problem>) -> FactFil
                 let mut fields = items[0].as_object().cloned().unwrap_or_default();
                 if let Some(fm) = &out.frontmatter {
                     for k in ["domain", "category"] {
+                        // A file of several categories (`category: mixed`,
+                        // or none) gives none: each fact's id says its own.
+                        let usable = k == "domain"
+                            || fm
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .is_some_and(|c| CATEGORIES.contains(&c));
                         if !fields.contains_key(k)
+                            && usable
                             && let Some(v) = fm.get(k)
                         {
                             fields.insert(k.into(), v.clone());
                         }
                     }
+                }
+                if !fields.contains_key("category")
+                    && let Some(from_id) = fields
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .and_then(|id| id.rsplit(':').nth(1))
+                        .filter(|c| CATEGORIES.contains(c))
+                {
+                    fields.insert("category".into(), Value::String(from_id.to_string()));
                 }
                 out.facts.push(Fact {
                     file: rel.into(),
@@ -348,7 +365,7 @@ pub(crate) fn check(dir: &KnowledgeDir, today: &str) -> Vec<Problem> {
     // Frontmatter of each YAML file.
     for f in &dir.files {
         let Some(fm) = &f.frontmatter else { continue };
-        for k in ["domain", "category", "version", "last_updated"] {
+        for k in ["domain", "version", "last_updated"] {
             if !fm.contains_key(k) {
                 out.push(Problem::error(
                     &f.path,
@@ -358,18 +375,24 @@ pub(crate) fn check(dir: &KnowledgeDir, today: &str) -> Vec<Problem> {
                 ));
             }
         }
-        if let Some(c) = fm.get("category").and_then(Value::as_str)
-            && !CATEGORIES.contains(&c)
-        {
-            out.push(Problem::error(
+        // A file that holds facts of several categories (a repository's)
+        // names none, or `mixed`: each fact's category comes from its id.
+        match fm.get("category").and_then(Value::as_str) {
+            Some(c) if CATEGORIES.contains(&c) => {}
+            named => out.push(Problem::warn(
                 &f.path,
                 Some(1),
                 None,
                 format!(
-                    "frontmatter category {c:?} is not one of {}",
+                    "frontmatter {} no single category of {}: each fact's category is taken \
+                     from its id",
+                    match named {
+                        Some(c) => format!("category {c:?} names"),
+                        None => "names".to_string(),
+                    },
                     CATEGORIES.join(", ")
                 ),
-            ));
+            )),
         }
         if let Some(d) = fm.get("last_updated").and_then(Value::as_str)
             && !is_date(d)
