@@ -217,6 +217,16 @@ pub fn register_source_from_path(
 /// anything inside `.vouch/` are refused. Links are refused when the file is
 /// opened ([`crate::store::nofollow`]), not resolved here.
 pub(crate) fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, PathBuf)> {
+    resolve_for(
+        kb,
+        user_path,
+        "only project files can be registered by path",
+    )
+}
+
+/// [`resolve_in_project`], with `rule` saying which operation refuses a
+/// path outside the project and why (every refusal names its operation).
+pub(crate) fn resolve_for(kb: &Kb, user_path: &str, rule: &str) -> Result<(PathBuf, PathBuf)> {
     if user_path.contains('\0') {
         return Err(Error::invalid("path: contains a NUL byte"));
     }
@@ -227,8 +237,7 @@ pub(crate) fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, P
     let given = Path::new(user_path);
     let outside = || {
         Error::invalid(format!(
-            "path {user_path:?} is outside the project root {}; only project files can be \
-             registered by path",
+            "path {user_path:?} is outside the project root {}; {rule}",
             root.display()
         ))
     };
@@ -250,12 +259,12 @@ pub(crate) fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, P
     }
     if clean.as_os_str().is_empty() {
         return Err(Error::invalid(format!(
-            "{user_path}: not a regular file (directories, devices and sockets cannot be sources)"
+            "{user_path}: the project folder itself; {rule}"
         )));
     }
     if clean.starts_with(".vouch") {
         return Err(Error::invalid(format!(
-            "path {user_path:?} is inside .vouch/; register project files, not KB internals"
+            "path {user_path:?} is inside .vouch/, which holds the knowledge base itself; {rule}"
         )));
     }
     Ok((root, clean))

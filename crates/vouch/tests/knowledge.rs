@@ -634,3 +634,37 @@ fn a_file_of_several_categories_takes_each_category_from_the_id() {
         );
     }
 }
+
+/// A person exports knowledge files where they say, outside the project
+/// too; an agent only inside it, and the refusal names the operation; a
+/// folder holding other things is never written into.
+#[test]
+fn a_person_exports_anywhere_an_agent_only_inside_the_project() {
+    let p = Project::new();
+    let src = p.source("Exports go where the person says.\n");
+    p.claim("Exports go where the person says.", &src);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = elsewhere.path().join("facts");
+    let r = p.run("alice", &["knowledge", "export", out.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(out.join("index.json").is_file());
+    let agent = common::jsonl(
+        &p,
+        "agent",
+        "kb.knowledge_export",
+        json!({"out": elsewhere.path().join("agents").to_str().unwrap()}),
+    );
+    let msg = agent["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("an agent exports knowledge files only inside the project"),
+        "{agent}"
+    );
+    assert!(!elsewhere.path().join("agents").exists());
+    let other = elsewhere.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let r = p.run("alice", &["knowledge", "export", other.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("not a knowledge export"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+}

@@ -50,16 +50,64 @@ fn file_for(domain: &str, category: &str, came_from: Option<&str>) -> String {
     }
 }
 
+/// Where a person's export goes: inside the project as for agents, or any
+/// folder they name (relative to the project) — `(parent, name)`, the
+/// parent an existing folder; nothing beneath it is written through a link
+/// (`ensure_dirs` from it).
+fn outside_target(kb: &Kb, out: &str) -> Result<(PathBuf, PathBuf)> {
+    if let Ok(inside) = crate::sources::resolve_for(kb, out, "") {
+        return Ok(inside);
+    }
+    let given = std::path::Path::new(out);
+    // Relative to the project, as every path of the kb.* methods is.
+    let absolute = kb.layout().project_root().join(given);
+    let name = absolute
+        .file_name()
+        .ok_or_else(|| Error::invalid(format!("out {out:?}: name the folder to write")))?;
+    let parent = absolute
+        .parent()
+        .ok_or_else(|| Error::invalid(format!("out {out:?}: name the folder to write")))?;
+    let parent = parent.canonicalize().map_err(|e| {
+        Error::invalid(format!(
+            "out {out:?}: its parent folder {} cannot be used ({e})",
+            parent.display()
+        ))
+    })?;
+    Ok((parent, PathBuf::from(name)))
+}
+
 fn yaml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
 pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult> {
-    let (project, relative) = crate::sources::resolve_in_project(kb, &p.out)?;
+    // A person exports where they say; an agent only inside the project.
+    let (project, relative) = if caller.is_agent() {
+        crate::sources::resolve_for(
+            kb,
+            &p.out,
+            "an agent exports knowledge files only inside the project (a person may export \
+             anywhere with `vouch knowledge export DIR`)",
+        )?
+    } else {
+        outside_target(kb, &p.out)?
+    };
     let out_dir: PathBuf = project.join(&relative);
     if out_dir.starts_with(kb.layout().root()) {
         return Err(Error::invalid(format!(
             "out {:?}: inside .vouch/; export to a folder of its own",
+            p.out
+        )));
+    }
+    // An existing folder is written into only when it is empty or an
+    // earlier export (it holds index.json): nothing else is overwritten.
+    if let Ok(mut entries) = std::fs::read_dir(&out_dir)
+        && entries.next().is_some()
+        && !crate::store::nofollow::is_file(&out_dir.join("index.json"))
+    {
+        return Err(Error::invalid(format!(
+            "out {:?}: an existing folder that is not a knowledge export (no index.json); \
+             knowledge export writes into an empty folder or an earlier export",
             p.out
         )));
     }

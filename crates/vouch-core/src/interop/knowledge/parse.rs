@@ -89,7 +89,12 @@ impl KnowledgeDir {
 /// `.yaml` file in `global/`, `repos/` and `agents/`. Links are never
 /// followed; a file over 16 MiB is not read.
 pub fn read(kb: &Kb, path: &str) -> Result<KnowledgeDir> {
-    let (project, relative) = crate::sources::resolve_in_project(kb, path)?;
+    let (project, relative) = crate::sources::resolve_for(
+        kb,
+        path,
+        "knowledge files are read from inside the project (outside a knowledge base, \
+         `vouch knowledge validate DIR` checks any folder)",
+    )?;
     read_at(&project, &project.join(&relative), path)
 }
 
