@@ -381,10 +381,24 @@ fn ensure_inner(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
     } else {
-        match kb.index_state.embedding.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        // Another thread (a server's background refresh) is embedding:
+        // a search waits for it within its budget rather than answer from
+        // vectors that lack what was approved a moment ago — under load
+        // that refresh is exactly the one embedding it. A search must see
+        // every approval finished before it started, by meaning as by
+        // words.
+        loop {
+            match kb.index_state.embedding.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if !budget.spent() => {
+                    if matches!(budget, Budget::Unlimited) {
+                        return Ok(None);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            }
         }
     };
     let model = embedder.model_id().to_string();
@@ -924,5 +938,55 @@ mod kept_in_step {
         assert!(!semantic(&kb, "golf hotel india").contains(&a));
         let v = kb.index_state.vectors.read().unwrap();
         assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
+    }
+
+    /// A search while another thread (a server's background refresh) is
+    /// embedding waits for it within its budget, and finds the claim that
+    /// was approved before it started — by meaning, as words would.
+    #[test]
+    fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
+        let (_dir, mut kb) = crate::kb::test_kb();
+        kb.set_embedder(Arc::new(Words));
+        kb.set_index_sync_interval(Duration::ZERO);
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let person = Caller::new("alice", Transport::Cli);
+        let src = dispatch(
+            &kb,
+            &agent,
+            "kb.register_source",
+            json!({"content": "notes", "locator": "n"}),
+        )
+        .unwrap()["id"]
+            .clone();
+        let r = dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": "kilo lima mike", "evidence": [src]}),
+        )
+        .unwrap();
+        dispatch(
+            &kb,
+            &person,
+            "kb.approve",
+            json!({"proposal_id": r["proposal_id"]}),
+        )
+        .unwrap();
+        let claim = r["claim_id"].as_str().unwrap().to_string();
+        let kb = Arc::new(kb);
+        // The "refresh" holds the embedding lock for a while, as a slow
+        // refresh on a busy machine does, then lets go without embedding.
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let holder = kb.clone();
+        let releaser = std::thread::spawn(move || {
+            let held = holder.index_state.embedding.lock().unwrap();
+            locked.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        });
+        is_locked.recv().unwrap();
+        let found = semantic(&kb, "kilo lima mike");
+        releaser.join().unwrap();
+        assert_eq!(found.first(), Some(&claim), "{found:?}");
     }
 }
