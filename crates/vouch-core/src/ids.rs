@@ -123,6 +123,21 @@ pub fn is_format_char(c: char) -> bool {
             | '\u{1d173}'..='\u{1d17a}'
             | '\u{e0001}'
             | '\u{e0020}'..='\u{e007f}'
+    ) || matches!(
+        c,
+        // Not Cf, but as invisible: the combining grapheme joiner, the
+        // Hangul fillers, the line and paragraph separators, and the
+        // variation selectors but the emoji pair (U+FE0E, U+FE0F, judged
+        // by `hidden_char` by what precedes them).
+        '\u{034f}'
+            | '\u{115f}'
+            | '\u{1160}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{3164}'
+            | '\u{ffa0}'
+            | '\u{fe00}'..='\u{fe0d}'
+            | '\u{e0100}'..='\u{e01ef}'
     )
 }
 
@@ -161,7 +176,11 @@ pub fn hidden_char(text: &str) -> Option<(usize, char)> {
         let crlf = c == '\r' && next == Some('\n');
         let emoji_zwj =
             c == '\u{200d}' && prev.is_some_and(emoji_part) && next.is_some_and(emoji_part);
-        if (c.is_control() && c != '\n' && c != '\t' && !crlf) || (is_format_char(c) && !emoji_zwj)
+        // Text or emoji presentation, right after what it presents.
+        let stray_selector = matches!(c, '\u{fe0e}' | '\u{fe0f}') && !prev.is_some_and(emoji_part);
+        if (c.is_control() && c != '\n' && c != '\t' && !crlf)
+            || (is_format_char(c) && !emoji_zwj)
+            || stray_selector
         {
             return Some((at, c));
         }

@@ -597,7 +597,7 @@ impl Kb {
     /// when there were none.
     pub fn join_branches(&self, actor: &str) -> Result<Option<usize>> {
         let _lock = self.lock()?;
-        let heads = self.audit.heads_to_join()?;
+        let heads = self.audit.heads_scanned()?;
         if heads.is_empty() {
             return Ok(None);
         }

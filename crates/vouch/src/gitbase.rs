@@ -10,6 +10,8 @@ use vouch_core::{Error, Kb};
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, Error> {
     let out = Command::new("git")
         .current_dir(dir)
+        // Paths are paths, never pathspec magic.
+        .arg("--literal-pathspecs")
         .args(args)
         .output()
         .map_err(|e| Error::invalid(format!("--base needs git on PATH: {e}")))?;
@@ -56,11 +58,13 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         ],
     )
     .map_err(|_| Error::invalid(format!("--base {rev:?}: git knows no such revision")))?;
-    // REV may predate the knowledge base: then its log is empty.
+    // REV may predate the knowledge base: then its log is empty. Any other
+    // failure to read it is an error, never an empty history.
     let log_at = format!("{rev}:{rel}/audit.log.jsonl");
-    let base_log = git(&top, &["cat-file", "-e", &log_at])
-        .and_then(|_| git(&top, &["show", &log_at]))
-        .unwrap_or_default();
+    let base_log = match git(&top, &["cat-file", "-e", &log_at]) {
+        Err(_) => Vec::new(),
+        Ok(_) => git(&top, &["cat-file", "blob", &log_at])?,
+    };
     let diff = git(
         &top,
         &[

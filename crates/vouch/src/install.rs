@@ -544,10 +544,23 @@ pub const CLAUDE_CODE_DENY: &[&str] = &[
     "Bash(vouch reject:*)",
     "Bash(vouch review:*)",
     "Bash(vouch ui:*)",
+    // A token-less HTTP server prints a sign-in link for the person.
+    "Bash(vouch serve:*)",
     "Bash(vouch import-apply:*)",
+    // Lifecycle changes made as the person.
+    "Bash(vouch supersede:*)",
+    "Bash(vouch contradict:*)",
+    "Bash(vouch archive:*)",
+    "Bash(vouch confirm:*)",
+    "Bash(vouch cite:*)",
+    "Bash(vouch revert:*)",
     "Bash(vouch call kb.approve:*)",
     "Bash(vouch call kb.reject:*)",
     "Edit(**/.vouch/**)",
+    // The host's own configuration: its permissions and which actor the
+    // server runs as.
+    "Edit(**/.claude/**)",
+    "Edit(**/.mcp.json)",
 ];
 
 /// What `.claude/settings.json` would hold with every rule of `deny` in

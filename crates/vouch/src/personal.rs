@@ -49,15 +49,22 @@ pub fn shown() -> String {
 pub fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
     let path = config_path()?;
     let text = std::fs::read_to_string(&path).ok()?;
-    if let Some(project) = kb.layout().root().parent()
-        && inside(&path, project)
-    {
+    // Inside the project, or the git work tree holding it (a nested KB),
+    // it is a file the repository supplied.
+    let project = kb.layout().root().parent()?;
+    let tree = work_tree(project).unwrap_or_else(|| project.to_path_buf());
+    if inside(&path, project) || inside(&path, &tree) {
         kb.warn(format!(
-            "{} is inside this knowledge base's project ({}), so it is not used: your own \
-             config must live outside any repository (check HOME and XDG_CONFIG_HOME)",
+            "{} is inside this knowledge base's project or git work tree ({}), so it is not \
+             used: your own config must live outside any repository (check HOME and \
+             XDG_CONFIG_HOME)",
             path.display(),
-            project.display()
+            tree.display()
         ));
+        return None;
+    }
+    if let Err(why) = private_to_you(&path) {
+        kb.warn(format!("{} is not used: {why}", path.display()));
         return None;
     }
     match vouch_core::store::yaml::from_yaml::<Value>(&path, &text) {
@@ -67,6 +74,38 @@ pub fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
             None
         }
     }
+}
+
+/// The git work tree `dir` is in (the folder holding `.git`), if any.
+fn work_tree(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The person's config decides who may approve: it must be theirs and
+/// writable by no one else (as a token file must).
+#[cfg(unix)]
+fn private_to_you(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let me = rustix::process::geteuid().as_raw();
+    if m.uid() != me {
+        return Err(format!("it belongs to uid {}, not to you", m.uid()));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "others may write it (mode {:o}); `chmod go-w` it",
+            m.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn private_to_you(_: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 fn inside(path: &Path, dir: &Path) -> bool {

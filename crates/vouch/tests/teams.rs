@@ -696,6 +696,29 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     );
     git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
+    // Proposed through the gate, then written by hand: a proposal's
+    // creation names the claim but does not write it.
+    let src = p.source("Proposed, never approved.\n");
+    let (_, proposed) = p.propose("Proposed, never approved.", &src);
+    std::fs::write(
+        claims.join(format!("{proposed}.yaml")),
+        text.replace(&claim, &proposed).replace(
+            "The feature branch approved this.",
+            "Proposed, never approved.",
+        ),
+    )
+    .unwrap();
+    commit(&p, "a proposed claim written by hand");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    assert!(
+        problems(&v).contains(&format!(
+            "claims/{proposed}.yaml: this claim was added with no event"
+        )),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
     // A decision record edited after it was made (one REV already had).
     let decided = p.vouch_dir().join("decided");
     git(p.root(), &["checkout", "-q", "main"]);

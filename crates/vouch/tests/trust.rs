@@ -85,6 +85,19 @@ fn a_personal_config_inside_the_project_is_not_used() {
         "{}\n",
         json!({"id": "1", "method": "kb.approve", "params": {"proposal_id": proposal}})
     );
+    // Writable by others: not the person's alone, so not used.
+    use std::os::unix::fs::PermissionsExt;
+    p.reviewers(&["cursor"]);
+    let own = p.person.path().join("vouch/config.yaml");
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run_with_stdin(
+        p.command("cursor"),
+        &["serve", "--transport", "jsonl"],
+        &input,
+    );
+    assert!(out.stdout.contains("review_gate:"), "{}", out.stdout);
+    assert!(out.stderr.contains("others may write it"), "{}", out.stderr);
+    std::fs::remove_file(&own).unwrap();
     for var in ["HOME", "XDG_CONFIG_HOME"] {
         let value = if var == "HOME" {
             p.root().to_path_buf()
@@ -263,6 +276,21 @@ fn invisible_and_reordering_characters_and_line_breaks_are_refused() {
             "kb.propose_entity",
             json!({"name": "Deploy bot", "type": "system", "description": "safe\u{2067}"}),
             "U+2067",
+        ),
+        (
+            "kb.propose_claim",
+            json!({"text": "Deploys are frozen\u{e0101}.", "evidence": [src]}),
+            "U+E0101",
+        ),
+        (
+            "kb.propose_claim",
+            json!({"text": "Deploys are frozen\u{2028}on Fridays.", "evidence": [src]}),
+            "U+2028",
+        ),
+        (
+            "kb.propose_claim",
+            json!({"text": "Deploys are frozen\u{fe0f}.", "evidence": [src]}),
+            "U+FE0F",
         ),
     ];
     for (method, params, code) in cases {

@@ -98,11 +98,24 @@ pub fn check(kb: &Kb, base: &str, base_log: &[u8], changed: &[ChangedFile]) -> R
         .filter(|e| ProposalStep::of(str_of(e, "event")) == Some(ProposalStep::Create))
         .filter_map(|e| Some((*ids(e).first()?, str_of(e, "actor"))))
         .collect();
+    // Ids a new event wrote: not a proposal's creation or rejection, which
+    // name an object without writing it (a branch that proposes claim X and
+    // writes claims/X.yaml by hand must not pass).
     let mut named_by_new: HashSet<&str> = HashSet::new();
+    // Proposals a new approval or rejection decided.
+    let mut decided_by_new: HashSet<&str> = HashSet::new();
     let mut decisions = Vec::new();
     for ev in &added {
-        named_by_new.extend(ids(ev));
         let name = str_of(ev, "event");
+        match ProposalStep::of(name) {
+            Some(ProposalStep::Create) => {}
+            Some(ProposalStep::Reject) => decided_by_new.extend(ids(ev).first().copied()),
+            Some(ProposalStep::Approve) => {
+                decided_by_new.extend(ids(ev).first().copied());
+                named_by_new.extend(ids(ev));
+            }
+            _ => named_by_new.extend(ids(ev)),
+        }
         let decided = match ProposalStep::of(name) {
             Some(ProposalStep::Approve) | Some(ProposalStep::Reject) => ids(ev).first().copied(),
             _ => ev
@@ -166,6 +179,13 @@ pub fn check(kb: &Kb, base: &str, base_log: &[u8], changed: &[ChangedFile]) -> R
             Change::Modified if dir == "decided" => problems.push(format!(
                 "{path}: a decision record was edited after it was made"
             )),
+            Change::Added if dir == "decided" && !decided_by_new.contains(id) => {
+                problems.push(format!(
+                    "{path}: a decision record with no approval or rejection of proposal {id} \
+                     in this branch's audit log: written by hand, not through the gate"
+                ))
+            }
+            _ if dir == "decided" => {}
             _ if !named_by_new.contains(id) => problems.push(format!(
                 "{path}: this {kind} was {} with no event behind it in this branch's audit \
                  log: written by hand, not through the gate",

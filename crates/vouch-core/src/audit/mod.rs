@@ -162,6 +162,16 @@ impl AuditLog {
     /// [`graph`]): none when the log is as vouch last left it (the hint),
     /// else found by one scan of the log.
     pub(crate) fn heads_to_join(&self) -> Result<Vec<String>> {
+        self.heads(false)
+    }
+
+    /// [`AuditLog::heads_to_join`] found by a scan, the hint not consulted
+    /// (`doctor --fix`).
+    pub(crate) fn heads_scanned(&self) -> Result<Vec<String>> {
+        self.heads(true)
+    }
+
+    fn heads(&self, scan: bool) -> Result<Vec<String>> {
         let mut file = match self.open_read() {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -177,8 +187,18 @@ impl AuditLog {
         let Some(last) = last else {
             return Ok(Vec::new());
         };
-        if let Some(tip) = &self.tip
-            && std::fs::read_to_string(tip).ok().as_deref() == Some(&Self::tip_of(len, &last))
+        // The hint is read without following a link and only if small: a
+        // clone could plant one pointing anywhere.
+        let hint = |tip: &PathBuf| {
+            let dir = tip.parent()?;
+            let f = crate::store::nofollow::open(dir, tip).ok()?;
+            let mut text = String::new();
+            f.take(256).read_to_string(&mut text).ok()?;
+            Some(text)
+        };
+        if !scan
+            && let Some(tip) = &self.tip
+            && hint(tip).as_deref() == Some(Self::tip_of(len, &last).as_str())
         {
             return Ok(Vec::new());
         }

@@ -183,6 +183,10 @@ impl Index {
         // identity says where it was made; another file's whole index is
         // dropped and rebuilt from the files before anything is served.
         let here = file_identity(path);
+        // Under the write lock: two processes opening the same foreign file
+        // must not both reset it (the second would wipe what the first
+        // rebuilt).
+        conn.execute_batch("BEGIN IMMEDIATE")?;
         let made: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key='vectors_file'", [], |r| {
                 r.get(0)
@@ -212,6 +216,7 @@ impl Index {
                 )?;
             }
         }
+        conn.execute_batch("COMMIT")?;
         let index = Index::new(conn);
         if have.as_deref() != Some(want.as_str()) {
             // Checked again under the write lock: two processes opening a
