@@ -627,7 +627,8 @@ impl Kb {
         match write() {
             Ok(v) => Ok(v),
             Err(e) => {
-                if let Err(undo) = self.audit.take_back(start) {
+                let last = events.last().map(|ev| ev.hash.clone()).unwrap_or_default();
+                if let Err(undo) = self.audit.take_back(start, &last) {
                     self.warn(format!(
                         "the audit log keeps an event for a write that failed ({}), and \
                          could not be cut back ({}); `vouch doctor` reports it",

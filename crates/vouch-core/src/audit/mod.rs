@@ -304,20 +304,37 @@ impl AuditLog {
         }
     }
 
-    /// Take back the events appended from byte `start` on: the write they
-    /// announced failed, so they never happened. Only under the KB lock,
-    /// right after the append, when they are still the log's last lines.
-    pub(crate) fn take_back(&self, start: u64) -> Result<()> {
+    /// Take back the events appended from byte `start` on, the last of
+    /// which hashes to `last`: the write they announced failed, so they
+    /// never happened. Only when the log still ends in exactly them (a
+    /// `git pull` may have replaced the file meanwhile: then nothing is
+    /// cut, and `doctor` reports the event).
+    pub(crate) fn take_back(&self, start: u64, last: &str) -> Result<()> {
         let mut opts = OpenOptions::new();
-        opts.write(true);
+        opts.read(true).write(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::custom_flags(
             &mut opts,
             rustix::fs::OFlags::NOFOLLOW.bits() as i32,
         );
-        let file = opts
+        let mut file = opts
             .open(&self.path)
             .map_err(|e| Error::io(&self.path, e))?;
+        let mut tail = Vec::new();
+        file.seek(SeekFrom::Start(start))
+            .and_then(|_| file.read_to_end(&mut tail))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let ends_in_ours = tail.ends_with(b"\n")
+            && tail
+                .rsplit(|b| *b == b'\n')
+                .nth(1)
+                .and_then(|l| serde_json::from_slice::<Value>(l).ok())
+                .is_some_and(|v| v.get("hash").and_then(Value::as_str) == Some(last));
+        if !ends_in_ours {
+            return Err(Error::conflict(
+                "the log changed since the append (replaced by git?); nothing was cut",
+            ));
+        }
         if let Some(tip) = &self.tip {
             let _ = std::fs::remove_file(tip);
         }
@@ -837,6 +854,28 @@ mod torn_tail {
         let report = log.verify().unwrap();
         assert!(report.ok, "{report:?}");
         assert_eq!(report.events, 2);
+    }
+
+    /// An append whose write failed is taken back; but not when the log no
+    /// longer ends in it (git replaced the file meanwhile): nothing is cut.
+    #[test]
+    fn take_back_cuts_only_its_own_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
+        log.append(&mut [event("e1")]).unwrap();
+        let mut mine = [event("e2")];
+        let start = log.append_at(&mut mine).unwrap();
+        log.take_back(start, &mine[0].hash).unwrap();
+        assert_eq!(log.read_all().unwrap().len(), 1);
+        let mut again = [event("e3")];
+        let start = log.append_at(&mut again).unwrap();
+        // Another history arrives in place of the file.
+        let theirs = std::fs::read(log.path()).unwrap();
+        let mut other = theirs.clone();
+        other.extend_from_slice(b"{\"id\":\"theirs\",\"hash\":\"x\"}\n");
+        std::fs::write(log.path(), &other).unwrap();
+        assert!(log.take_back(start, &again[0].hash).is_err());
+        assert_eq!(std::fs::read(log.path()).unwrap(), other, "nothing was cut");
     }
 
     /// Found by the round-trip property test: without serde_json's exact
