@@ -8,7 +8,8 @@ pub mod lifecycle;
 pub mod sessions;
 
 /// Every field of a proposal's payload besides its headline (text, title
-/// or name, a page's body, a relation's ends) and its citations, as
+/// or name, a page's body, a relation's ends, the object id every surface
+/// already shows) and its citations, as
 /// (name, value shown): what else becomes durable if it is approved.
 /// Every review surface prints these, so no field (claim metadata, an
 /// entity's description or aliases, one a later version adds) reaches
@@ -16,7 +17,8 @@ pub mod sessions;
 pub fn payload_fields(payload: &serde_json::Value) -> Vec<(String, String)> {
     use serde_json::Value;
     const HEADLINE: &[&str] = &[
-        "text", "title", "name", "body", "evidence", "sources", "source", "relation", "target",
+        "id", "text", "title", "name", "body", "evidence", "sources", "source", "relation",
+        "target",
     ];
     let Some(map) = payload.as_object() else {
         return Vec::new();
