@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 
-/// `git` with a fixed identity and no user or system config.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
+/// `git` with a fixed identity and no user or system config; it may fail
+/// (a merge that conflicts).
+fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("git")
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -21,7 +22,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "t@example.com")
         .args(args)
         .output()
-        .expect("git runs (scripts/test.sh installs it)");
+        .expect("git runs (scripts/test.sh installs it)")
+}
+
+/// `git` that must succeed; its stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
     assert!(
         out.status.success(),
         "git {args:?}: {}{}",
@@ -445,21 +451,7 @@ fn cherry_picks_and_hand_merges_are_repaired_keeping_every_event() {
     git(p.root(), &["checkout", "-q", "main"]);
     decide(&p, "Main approved that.", "alice");
     commit(&p, "main 2");
-    let merged = Command::new("git")
-        .current_dir(p.root())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "merge",
-            "-q",
-            "other",
-        ])
-        .output()
-        .unwrap();
+    let merged = git_output(p.root(), &["merge", "-q", "other"]);
     assert!(!merged.status.success(), "the merge conflicted");
     let text = std::fs::read_to_string(p.vouch_dir().join("audit.log.jsonl")).unwrap();
     assert!(text.contains("<<<<<<<"), "{text}");
@@ -588,20 +580,7 @@ fn knowledge_decided_differently_on_two_branches_is_reported_not_served() {
     );
     p.ok("alice", &["approve", &id(&v, "proposal_id")]);
     commit(&p, "alice");
-    let merged = Command::new("git")
-        .current_dir(p.root())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "merge",
-            "bob",
-        ])
-        .output()
-        .unwrap();
+    let merged = git_output(p.root(), &["merge", "bob"]);
     let said = String::from_utf8_lossy(&merged.stdout);
     assert!(
         said.contains(&format!(

@@ -869,6 +869,36 @@ mod kept_in_step {
         .collect()
     }
 
+    /// A claim proposed by an agent citing the one source "notes", approved by a
+    /// person; its id.
+    fn approved_claim(kb: &Kb, text: &str) -> String {
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let person = Caller::new("alice", Transport::Cli);
+        let src = dispatch(
+            kb,
+            &agent,
+            "kb.register_source",
+            json!({"content": "notes", "locator": "n"}),
+        )
+        .unwrap()["id"]
+            .clone();
+        let r = dispatch(
+            kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        )
+        .unwrap();
+        dispatch(
+            kb,
+            &person,
+            "kb.approve",
+            json!({"proposal_id": r["proposal_id"]}),
+        )
+        .unwrap();
+        r["claim_id"].as_str().unwrap().to_string()
+    }
+
     /// A long-running process: the vectors follow its own writes (by the
     /// keys the write hook names) and edits made outside it (by the keys
     /// the index sync names), without looking at every document again.
@@ -877,33 +907,7 @@ mod kept_in_step {
         let (_dir, mut kb) = crate::kb::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::ZERO);
-        let agent = Caller::new("agent", Transport::Jsonl);
-        let person = Caller::new("alice", Transport::Cli);
-        let src = dispatch(
-            &kb,
-            &agent,
-            "kb.register_source",
-            json!({"content": "notes", "locator": "n"}),
-        )
-        .unwrap()["id"]
-            .clone();
-        let claim = |text: &str| -> String {
-            let r = dispatch(
-                &kb,
-                &agent,
-                "kb.propose_claim",
-                json!({"text": text, "evidence": [src]}),
-            )
-            .unwrap();
-            dispatch(
-                &kb,
-                &person,
-                "kb.approve",
-                json!({"proposal_id": r["proposal_id"]}),
-            )
-            .unwrap();
-            r["claim_id"].as_str().unwrap().to_string()
-        };
+        let claim = |text: &str| approved_claim(&kb, text);
         let a = claim("alpha bravo charlie");
         assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
         // Looked once at everything; from now on only at what changed.
@@ -948,31 +952,7 @@ mod kept_in_step {
         let (_dir, mut kb) = crate::kb::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::ZERO);
-        let agent = Caller::new("agent", Transport::Jsonl);
-        let person = Caller::new("alice", Transport::Cli);
-        let src = dispatch(
-            &kb,
-            &agent,
-            "kb.register_source",
-            json!({"content": "notes", "locator": "n"}),
-        )
-        .unwrap()["id"]
-            .clone();
-        let r = dispatch(
-            &kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": "kilo lima mike", "evidence": [src]}),
-        )
-        .unwrap();
-        dispatch(
-            &kb,
-            &person,
-            "kb.approve",
-            json!({"proposal_id": r["proposal_id"]}),
-        )
-        .unwrap();
-        let claim = r["claim_id"].as_str().unwrap().to_string();
+        let claim = approved_claim(&kb, "kilo lima mike");
         let kb = Arc::new(kb);
         // The "refresh" holds the embedding lock for a while, as a slow
         // refresh on a busy machine does, then lets go without embedding.
