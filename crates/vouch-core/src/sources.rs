@@ -84,7 +84,14 @@ pub fn provenance_note(kb: &Kb, s: &Source) -> Option<String> {
 /// or the file changed since. `None` when the locator names no such file.
 pub fn locator_differs(kb: &Kb, s: &Source) -> Option<bool> {
     let (project, relative) = resolve_in_project(kb, &s.locator).ok()?;
-    let bytes = crate::store::nofollow::read(&project, &project.join(relative)).ok()?;
+    let path = project.join(relative);
+    // Listing pending proposals does this per citation: a file of another
+    // size differs without being read (a locator may name a huge file).
+    let size = std::fs::symlink_metadata(&path).ok()?.len();
+    if s.byte_size.is_some_and(|b| b != size) {
+        return Some(true);
+    }
+    let bytes = crate::store::nofollow::read(&project, &path).ok()?;
     Some(sha256_hex(&bytes) != s.id)
 }
 

@@ -664,16 +664,12 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
             ),
     )
     .unwrap();
-    commit(&p, "a claim by hand");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(
-            "claims/agents-may-deploy-on-fridays.yaml: this claim was added with no event"
-        ),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "a claim by hand",
+        "claims/agents-may-deploy-on-fridays.yaml: this claim was added with no event",
+        Some(clean.trim()),
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // Proposed through the gate, then written by hand: a proposal's
     // creation names the claim but does not write it.
@@ -687,16 +683,12 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
         ),
     )
     .unwrap();
-    commit(&p, "a proposed claim written by hand");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!(
-            "claims/{proposed}.yaml: this claim was added with no event"
-        )),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "a proposed claim written by hand",
+        &format!("claims/{proposed}.yaml: this claim was added with no event"),
+        Some(clean.trim()),
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // A decision record edited after it was made (one REV already had).
     let decided = p.vouch_dir().join("decided");
@@ -713,14 +705,12 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
         "status: approved",
         "status: approved\nreason: rubber-stamped",
     );
-    commit(&p, "edit a decision");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains("a decision record was edited"),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "edit a decision",
+        "a decision record was edited",
+        Some(clean.trim()),
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // An old event rewritten (a recomputed chain verifies on its own).
     let mut lines = log_lines(&p);
@@ -735,14 +725,12 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     }
     write_log(&p, &lines);
     assert_eq!(verify(&p)["ok"], json!(true), "the rewrite verifies alone");
-    commit(&p, "rewrite history");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains("was removed or changed: history was rewritten"),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "rewrite history",
+        "was removed or changed: history was rewritten",
+        Some(clean.trim()),
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // A decision by its own proposer, forged into the log.
     let src = p.source("Forged decisions are caught.\n");
@@ -757,14 +745,12 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     forged["prev_hash"] = last["hash"].clone();
     lines.push(rehash(forged));
     write_log(&p, &lines);
-    commit(&p, "self-approval");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains("which they proposed themselves"),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "self-approval",
+        "which they proposed themselves",
+        Some(clean.trim()),
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // A source whose bytes are not its id.
     let src = p.source("Sources are content-addressed.\n");
@@ -773,12 +759,11 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
         "Sources are whatever I say.\n",
     )
     .unwrap();
-    commit(&p, "swap a source's bytes");
-    let (code, v) = base_check(&p, "main");
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains("its bytes do not hash to its id"),
-        "{v:#}"
+    refused_against_main(
+        &p,
+        "swap a source's bytes",
+        "its bytes do not hash to its id",
+        None,
     );
 
     // A revision git does not know is a clear error.
@@ -789,6 +774,18 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
         "{}",
         r.stderr
     );
+}
+
+/// Commit what the test did as `message`, check it against `main`: exit
+/// 6 with a problem saying `says`; then back to `reset` if given.
+fn refused_against_main(p: &Project, message: &str, says: &str, reset: Option<&str>) {
+    commit(p, message);
+    let (code, v) = base_check(p, "main");
+    assert_eq!(code, 6, "{message}: {v:#}");
+    assert!(problems(&v).contains(says), "{message}: {v:#}");
+    if let Some(rev) = reset {
+        git(p.root(), &["reset", "-q", "--hard", rev]);
+    }
 }
 
 fn rehash(mut ev: Value) -> String {
