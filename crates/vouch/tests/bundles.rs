@@ -934,3 +934,91 @@ fn import_check_lists_what_would_come_in() {
     let text = q.run("alice", &["import-check", "a.tar.gz"]).stdout;
     assert!(text.contains(&format!("new: claim {}", f.claim)), "{text}");
 }
+
+/// vouch 1.x exports sources/ before evidence/, so a span's source content
+/// has passed by when its evidence is read: the quote is still checked
+/// against it (a second look at just those sources) — a true quote imports,
+/// a quote the source does not hold at that span is refused by name.
+#[test]
+fn span_evidence_after_its_source_in_the_archive_is_still_checked() {
+    let p = Project::new();
+    let s = p.source("Runbook.\nThe cache directory is safe to delete between builds.\n");
+    let c = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "The cache can be deleted",
+            "--quote",
+            &format!("{s}=The cache directory is safe to delete"),
+        ],
+    );
+    p.ok("alice", &["approve", c["proposal_id"].as_str().unwrap()]);
+    let exported = export(&p, "exported.tar.gz");
+    // 1.x's member order: sources before evidence.
+    let reorder = |mut members: Vec<M>| -> Vec<M> {
+        members.sort_by_key(|m| !m.name.starts_with(b"sources/"));
+        members
+    };
+    let members = reorder(without_manifest(unpack(&exported)));
+    let first_evidence = members
+        .iter()
+        .position(|m| m.name.starts_with(b"evidence/"));
+    let last_source = members
+        .iter()
+        .rposition(|m| m.name.starts_with(b"sources/"));
+    assert!(last_source < first_evidence, "sources come first");
+    // A forged span, named as 1.x names spans (sha256 of source and
+    // offsets, which does not cover the quote): the id is consistent, only
+    // the source's bytes at that span can show the quote is not there.
+    let ev = members
+        .iter()
+        .find(|m| m.name.starts_with(b"evidence/"))
+        .unwrap();
+    let text = String::from_utf8_lossy(&ev.data).into_owned();
+    let field = |k: &str| -> String {
+        text.lines()
+            .find_map(|l| l.trim_start().strip_prefix(&format!("{k}: ")))
+            .unwrap()
+            .to_string()
+    };
+    let (old_id, start, end) = (field("id"), field("start"), field("end"));
+    let span_id = format!(
+        "ev-{}",
+        &sha256_hex(format!("{s}:{start}:{end}").as_bytes())[..16]
+    );
+    let forged: Vec<M> = members
+        .iter()
+        .map(|m| {
+            let name = String::from_utf8_lossy(&m.name).replace(&old_id, &span_id);
+            let data = String::from_utf8_lossy(&m.data)
+                .replace(&old_id, &span_id)
+                .replace(
+                    "The cache directory is safe",
+                    "The cache directory is never",
+                );
+            file(&name, data.as_bytes())
+        })
+        .collect();
+
+    let q = Project::new();
+    std::fs::write(q.root().join("late.tar.gz"), bundle(members)).unwrap();
+    let check = q.ok("alice", &["import-check", "late.tar.gz"]);
+    assert_eq!(check["ok"], true, "{check:#}");
+    q.ok("alice", &["import-apply", "late.tar.gz"]);
+    assert!(q.run("x", &["show", c["claim_id"].as_str().unwrap()]).code == 0);
+
+    let q = Project::new();
+    std::fs::write(q.root().join("forged.tar.gz"), bundle(forged)).unwrap();
+    let r = q.run("alice", &["--json", "import-check", "forged.tar.gz"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    let refused = problems(&r.json());
+    assert!(
+        refused
+            .iter()
+            .any(|(path, why)| path.starts_with("evidence/") && why.contains("quote")),
+        "{refused:?}"
+    );
+    let before = q.snapshot();
+    assert_ne!(q.run("alice", &["import-apply", "forged.tar.gz"]).code, 0);
+    assert_eq!(before, q.snapshot(), "nothing imported");
+}

@@ -540,6 +540,12 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
         "warn"
     );
     assert_eq!(find(&v, "config-unknown-key:kb")["severity"], "warn");
+    // Named as 1.x's, not as a typo to remove.
+    let said = find(&v, "config-unknown-key:kb")["message"].to_string();
+    assert!(
+        said.contains("vouch 1.x's") && !said.contains("typo"),
+        "{said}"
+    );
     // 1.x's gate switches are not ours: the gate stays on.
     assert_eq!(
         find(&v, "config-unknown-key:review.auto_approve_on_receipt")["severity"],

@@ -82,6 +82,28 @@ fn propose_here(dir: &Path, src: &str, text: &str) -> String {
     r.json()["proposal_id"].as_str().unwrap().to_string()
 }
 
+/// Our `status` of the KB in `d`, after checking that its counts (durable
+/// objects and pending proposals) are the ones 1.x's own `status` prints.
+fn same_status_as_1x(d: &Path) -> serde_json::Value {
+    let theirs = v1(d, "x", &["status"]).stdout;
+    let status = ours(d, "x", &["--json", "status"]).json();
+    let c = &status["counts"];
+    let expect = format!(
+        "{} claims  •  {} pages  •  {} sources  •  {} entities  •  {} relations",
+        c["claims"], c["pages"], c["sources"], c["entities"], c["relations"]
+    );
+    assert!(
+        theirs.contains(&expect),
+        "1.x says {theirs}, we count {expect}"
+    );
+    let pending = format!("pending: {} proposals", status["pending"]);
+    assert!(
+        theirs.contains(&pending),
+        "1.x says {theirs}, we count {pending}"
+    );
+    status
+}
+
 /// Our binary in a project, hermetic.
 fn ours(dir: &Path, agent: &str, args: &[&str]) -> Run {
     Run::from(
@@ -358,17 +380,7 @@ fn every_kind_of_object_1x_makes_opens_here_with_the_same_counts() {
     );
 
     // The same counts as 1.x's own status.
-    let theirs = v1(d, "x", &["status"]).stdout;
-    let status = ours(d, "x", &["--json", "status"]).json();
-    let c = &status["counts"];
-    let expect = format!(
-        "{} claims  •  {} pages  •  {} sources  •  {} entities  •  {} relations",
-        c["claims"], c["pages"], c["sources"], c["entities"], c["relations"]
-    );
-    assert!(
-        theirs.contains(&expect),
-        "1.x says {theirs}, we count {expect}"
-    );
+    let status = same_status_as_1x(d);
     assert_eq!(status["pending"], 0, "{status}");
 
     // Every object lists and reads.
@@ -409,4 +421,134 @@ fn every_kind_of_object_1x_makes_opens_here_with_the_same_counts() {
     );
     let listed = v1(d, "x", &["list-claims"]).stdout;
     assert!(listed.contains("backups-are-kept-for-30-days"), "{listed}");
+}
+
+/// The findings a knowledge base 1.x wrote may carry here without anything
+/// being wrong with the interop: its own config keys and derived index,
+/// no model installed, no merge rule yet, and what its content says
+/// (pages citing claims it superseded, contradictions left open).
+const EXPECTED_1X_FINDINGS: &[&str] = &[
+    "config-unknown-key",
+    "backend-unavailable",
+    "gitattributes-missing",
+    "index-stale",
+    "page-cites-retired-claim",
+    "unresolved-contradiction",
+];
+
+/// Doctor's findings by kind; asserts it exits 0 (no errors).
+fn doctor_kinds(run: Run) -> std::collections::BTreeMap<String, usize> {
+    assert_eq!(run.code, 0, "doctor found errors: {}", run.stdout);
+    let mut kinds = std::collections::BTreeMap::new();
+    for f in run.json()["issues"].as_array().unwrap() {
+        assert_ne!(f["severity"], "error", "{f}");
+        *kinds
+            .entry(f["kind"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    kinds
+}
+
+/// A knowledge base the real 1.x wrote at realistic size — 1,030 claims
+/// proposed with byte-span receipts (1.x's span-derived evidence ids) and
+/// approved by a second person, relations between claims whose file names
+/// pass tar's 100 bytes, pages, supersession chains, contradictions,
+/// archived claims, rejected and pending proposals (tests/vouch1/make_kb.py,
+/// 1.x's own library calls) — opens here with doctor clean and the same
+/// counts; 1.x's export of it passes `import-check` here and imports; and
+/// our export of it imports into a fresh 1.x that finds it `fsck` clean.
+#[test]
+fn a_thousand_claim_kb_1x_wrote_opens_clean_and_crosses_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let python = Path::new(&v1_bin()).with_file_name("python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vouch1/make_kb.py");
+    let made = Command::new(&python)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", d)
+        .arg(&script)
+        .arg(d)
+        .arg("1030")
+        .output()
+        .expect("run make_kb.py with 1.x's python");
+    let made = Run::from(made);
+    assert_eq!(made.code, 0, "{}{}", made.stdout, made.stderr);
+    let made = made.json();
+    assert_eq!(made["claims"], 1000, "{made}");
+    assert!(
+        made["longest_relation_file"].as_u64().unwrap() > 100,
+        "{made}"
+    );
+
+    // Opens here: 1.x's own status counts, doctor without errors (no
+    // forged span evidence, no relation outside the gate), a verified chain.
+    let status = same_status_as_1x(d);
+    let c = &status["counts"];
+    let kinds = doctor_kinds(ours(d, "x", &["--json", "doctor"]));
+    for k in kinds.keys() {
+        assert!(EXPECTED_1X_FINDINGS.contains(&k.as_str()), "{k}: {kinds:?}");
+    }
+    assert_eq!(kinds.get("unresolved-contradiction"), Some(&8), "{kinds:?}");
+    assert_eq!(
+        ours(d, "x", &["--json", "audit", "verify"]).json()["ok"],
+        true
+    );
+    let hits = ours(d, "x", &["--json", "search", "SQS retries"]).json();
+    let first = &hits.as_array().unwrap()[0];
+    assert!(
+        first.get("_meta").is_none(),
+        "admitted by 1.x's log: {first}"
+    );
+
+    // 1.x's export imports here, every span quote checked.
+    v1(d, "alice", &["export", "--out", "v1.tar.gz"]);
+    let here = Project::new();
+    std::fs::copy(d.join("v1.tar.gz"), here.root().join("v1.tar.gz")).unwrap();
+    let check = here.ok("alice", &["import-check", "v1.tar.gz"]);
+    assert_eq!(check["ok"], true, "{:#}", check["problems"]);
+    assert_eq!(check["problems"].as_array().unwrap().len(), 0);
+    here.ok("alice", &["import-apply", "v1.tar.gz"]);
+    let kinds = doctor_kinds(here.run("x", &["--json", "doctor"]));
+    for k in kinds.keys() {
+        assert!(EXPECTED_1X_FINDINGS.contains(&k.as_str()), "{k}: {kinds:?}");
+    }
+    let imported = here.ok("x", &["status"]);
+    for kind in [
+        "claims",
+        "pages",
+        "sources",
+        "entities",
+        "relations",
+        "evidence",
+    ] {
+        assert_eq!(imported["counts"][kind], c[kind], "{kind}: {imported}");
+    }
+
+    // Ours exports it back to a fresh 1.x (whose `init` seeds one claim):
+    // import-check ok, fsck clean.
+    let back = tempfile::tempdir().unwrap();
+    let b = back.path();
+    v1(b, "alice", &["init"]);
+    let r = ours(
+        d,
+        "alice",
+        &[
+            "export",
+            "--without-decided",
+            &b.join("out.tar.gz").to_string_lossy(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let check = v1(b, "alice", &["import-check", "out.tar.gz"]).stdout;
+    assert!(check.contains("\"ok\": true"), "{check}");
+    v1(b, "alice", &["import-apply", "out.tar.gz"]);
+    v1(b, "x", &["reindex"]);
+    let fsck = v1(b, "x", &["fsck"]).stdout;
+    assert!(fsck.trim_end().ends_with("clean"), "{fsck}");
+    let there = v1(b, "x", &["status"]).stdout;
+    assert!(
+        there.contains(&format!("{} claims", c["claims"].as_u64().unwrap() + 1)),
+        "{there}"
+    );
 }

@@ -567,7 +567,8 @@ pub enum Admits {
 impl Admits {
     /// `proposal.approve` (and 1.x's `proposal.<kind>.approve`) admits its
     /// object, `object_ids[1]`; `bundle.import` the objects in
-    /// `data.objects`.
+    /// `data.objects`; 1.x's `claim.supersede`/`claim.contradict` the
+    /// relation its link derives.
     pub fn of(ev: &Value) -> Admits {
         let name = ev.get("event").and_then(Value::as_str).unwrap_or("");
         let approve = name == "proposal.approve"
@@ -581,6 +582,33 @@ impl Admits {
             return match object {
                 Some(o) => Admits::Objects(vec![o.to_string()]),
                 None => Admits::Nothing,
+            };
+        }
+        // vouch 1.x's supersede and contradict (person commands there, no
+        // proposal) write the relation that mirrors the link and name it
+        // third. Only the id that link derives is admitted.
+        if let Some(rel) = match name {
+            "claim.supersede" => Some("supersedes"),
+            "claim.contradict" => Some("contradicts"),
+            _ => None,
+        } {
+            let ids: Vec<&str> = ev
+                .get("object_ids")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            return match ids[..] {
+                [old, new, written]
+                    if rel == "supersedes" && written == format!("{new}--{rel}--{old}") =>
+                {
+                    Admits::Objects(vec![written.to_string()])
+                }
+                [a, b, written]
+                    if rel == "contradicts" && written == format!("{a}--{rel}--{b}") =>
+                {
+                    Admits::Objects(vec![written.to_string()])
+                }
+                _ => Admits::Nothing,
             };
         }
         if name == "bundle.import" {
@@ -604,7 +632,10 @@ impl Admits {
     /// Could this log line admit anything? (Skips parsing the rest.)
     pub fn may_admit(line: &[u8]) -> bool {
         let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
-        has(b".approve\"") || has(b"\"bundle.import\"")
+        has(b".approve\"")
+            || has(b"\"bundle.import\"")
+            || has(b"\"claim.supersede\"")
+            || has(b"\"claim.contradict\"")
     }
 }
 
@@ -809,6 +840,39 @@ mod tests {
         let mut with = ev.clone();
         with["hash"] = json!(expected.clone());
         assert_eq!(event_hash(&with), expected);
+    }
+
+    /// vouch 1.x's supersede and contradict admit the relation they write,
+    /// and only the id that link derives; its log line is not skipped.
+    #[test]
+    fn a_1x_lifecycle_event_admits_only_its_derived_relation() {
+        let admitted = |event: &str, ids: &[&str]| -> Vec<String> {
+            let ev = json!({"event": event, "object_ids": ids});
+            assert!(Admits::may_admit(ev.to_string().as_bytes()));
+            match Admits::of(&ev) {
+                Admits::Objects(o) => o,
+                _ => vec![],
+            }
+        };
+        assert_eq!(
+            admitted("claim.supersede", &["old", "new", "new--supersedes--old"]),
+            ["new--supersedes--old"]
+        );
+        assert_eq!(
+            admitted("claim.contradict", &["a", "b", "a--contradicts--b"]),
+            ["a--contradicts--b"]
+        );
+        for (event, ids) in [
+            (
+                "claim.supersede",
+                &["old", "new", "old--supersedes--new"][..],
+            ),
+            ("claim.supersede", &["old", "new", "some-claim"]),
+            ("claim.contradict", &["a", "b", "b--contradicts--a", "x"]),
+            ("claim.contradict", &["a", "b"]),
+        ] {
+            assert!(admitted(event, ids).is_empty(), "{event} {ids:?}");
+        }
     }
 }
 

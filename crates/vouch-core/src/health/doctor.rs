@@ -189,10 +189,18 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
                 Severity::Warn,
                 &format!("{prefix}{key}"),
                 path.clone(),
-                format!(
-                    "config.yaml key `{prefix}{key}` is not used by this version of vouch (it is \
-                     kept as is); remove it if it is a typo"
-                ),
+                if V1_STARTER_KEYS.contains(&format!("{prefix}{key}").as_str()) {
+                    format!(
+                        "config.yaml key `{prefix}{key}` is vouch 1.x's and not used by this \
+                         vouch (it is kept as is, so 1.x still reads it; this vouch's gate and \
+                         search do not follow it)"
+                    )
+                } else {
+                    format!(
+                        "config.yaml key `{prefix}{key}` is not used by this version of vouch (it \
+                         is kept as is); remove it if it is a typo"
+                    )
+                },
             ));
         }
     }
@@ -996,3 +1004,19 @@ fn non_standard_findings(l: &Loaded) -> Vec<Finding> {
     }
     out
 }
+
+/// The keys vouch 1.5's `init` writes into config.yaml that this vouch does
+/// not use: named as 1.x's, not as typos.
+const V1_STARTER_KEYS: &[&str] = &[
+    "kb",
+    "agents",
+    "capture",
+    "mcp",
+    "page_kinds",
+    "recall",
+    "retrieval.default_limit",
+    "retrieval.recency",
+    "review.auto_approve_on_receipt",
+    "review.expire_pending_after_days",
+    "review.require_human_approval",
+];

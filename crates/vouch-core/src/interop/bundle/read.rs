@@ -345,12 +345,87 @@ pub(crate) fn scan(
                 Ok(n) if n > TRAILER_LIMIT => {
                     scan.problem("", "unexpected data after the end of the tar archive")
                 }
-                Ok(_) => {}
+                Ok(_) => check_quotes_before(path, limits, &mut scan)?,
                 Err(e) => scan.problem("", archive_error(&e)),
             }
         }
     }
     Ok(scan)
+}
+
+/// Check the quotes of evidence that came *after* its source's content in
+/// the archive (vouch 1.x exports sources/ before evidence/): one more pass
+/// that reads only those sources' content, one at a time, so the memory
+/// bound of the streaming scan holds.
+fn check_quotes_before(path: &Path, limits: &BundleSettings, scan: &mut Scan) -> Result<()> {
+    let mut waiting: HashMap<String, Vec<String>> = HashMap::new();
+    for (name, m) in &scan.members {
+        if let Parsed::Evidence(ev) = &m.parsed
+            && ev.quote.is_some()
+            && !scan.quotes_checked.contains(name)
+            && !scan.problems.iter().any(|p| &p.path == name)
+            && scan
+                .members
+                .contains_key(&format!("sources/{}/content", ev.source_id))
+        {
+            waiting
+                .entry(ev.source_id.clone())
+                .or_default()
+                .push(name.clone());
+        }
+    }
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    let mut archive = open_archive(path, limits)?;
+    let entries = archive
+        .entries()
+        .map_err(|e| Error::invalid(archive_error(&e)))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Error::invalid(archive_error(&e)))?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let Some(id) = name
+            .strip_prefix("sources/")
+            .and_then(|r| r.strip_suffix("/content"))
+        else {
+            continue;
+        };
+        let Some(quoters) = waiting.remove(id) else {
+            continue;
+        };
+        let (sha, content) =
+            read_member(&mut entry, true).map_err(|e| Error::invalid(archive_error(&e)))?;
+        let content = content.unwrap_or_default();
+        for quoter in quoters {
+            let Some(Member {
+                parsed: Parsed::Evidence(ev),
+                ..
+            }) = scan.members.get(&quoter)
+            else {
+                continue;
+            };
+            // The first pass checked this member against the manifest and
+            // its folder name; an archive that changed since is refused.
+            let why = if sha != id {
+                Some(format!(
+                    "the archive changed while it was read: source {id}'s content now hashes \
+                     to {sha}"
+                ))
+            } else {
+                crate::sources::evidence_mismatch(ev, &content)
+            };
+            match why {
+                Some(why) => scan.problem(&quoter, why),
+                None => {
+                    scan.quotes_checked.insert(quoter);
+                }
+            }
+        }
+        if waiting.is_empty() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The start of the error for an archive whose first member is not the
