@@ -44,8 +44,13 @@ pub fn peak_rss_mib(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// The `vouch` binary next to this one (`cargo build --release` builds both).
+/// The `vouch` binary next to this one (`cargo build --release` builds both);
+/// `VOUCH_BENCH_BIN` names another build to measure (an older one, to
+/// compare in the same run).
 pub fn vouch_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("VOUCH_BENCH_BIN") {
+        return PathBuf::from(bin);
+    }
     let exe = std::env::current_exe().expect("current exe");
     let bin = exe.with_file_name("vouch");
     assert!(

@@ -5,8 +5,10 @@
 
 mod drive;
 mod generate;
+mod scale1x;
 mod suites;
 
 pub use drive::*;
 pub use generate::*;
+pub use scale1x::*;
 pub use suites::*;

@@ -119,6 +119,29 @@ enum Bench {
         #[arg(long, default_value_t = 50)]
         merges: usize,
     },
+    /// Write a KB in vouch 1.x's on-disk form at scale: `copies` renamed
+    /// copies of a seed the real 1.x wrote (`python tests/vouch1/make_kb.py
+    /// SEED 1030` with vouch-kb installed), one re-chained audit log.
+    Scale1x {
+        /// The seed project (holding `.vouch/`).
+        #[arg(long)]
+        seed: PathBuf,
+        /// The project to write (its `.vouch/` must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 100)]
+        copies: usize,
+        /// Copies that keep their pending proposals (33 each in the seed).
+        #[arg(long, default_value_t = 30)]
+        pending_copies: usize,
+    },
+    /// Rebuild, search, context and one-shot CLI figures on an existing KB
+    /// (the project folder); `VOUCH_BENCH_BIN` measures another build.
+    OnKb {
+        project: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -144,6 +167,16 @@ fn main() {
             eprintln!("generated {}", g.counts);
             println!("{}", g.dir.keep().display());
         }
+        Bench::Scale1x {
+            seed,
+            out,
+            copies,
+            pending_copies,
+        } => {
+            let files = vouch_bench::scale_1x(&seed, &out, copies, pending_copies);
+            println!("wrote {files} files to {}", out.display());
+        }
+        Bench::OnKb { project, runs } => vouch_bench::on_kb(&project, runs),
         Bench::Transports { claims } => vouch_bench::transports(&claims),
         Bench::Bundle { claims } => {
             println!("| claims | export | bundle size | export_check | import_apply (empty KB) |");

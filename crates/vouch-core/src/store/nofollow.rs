@@ -53,8 +53,14 @@ fn beneath<'a>(root: &Path, path: &'a Path) -> io::Result<Vec<&'a std::ffi::OsSt
 /// Open `path`, which lies beneath `root`, for reading without following a
 /// link at any component beneath `root`. Anything but a regular file is
 /// refused (a FIFO, a device, a folder).
-#[cfg(unix)]
 pub fn open(root: &Path, path: &Path) -> io::Result<File> {
+    open_sized(root, path).map(|(f, _)| f)
+}
+
+/// [`open`], with the file's length from the same `fstat` that checked it
+/// is a regular file.
+#[cfg(unix)]
+fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
     use rustix::fs::{Mode, OFlags};
     let names = beneath(root, path)?;
     let Some((last, dirs)) = names.split_last() else {
@@ -71,50 +77,104 @@ pub fn open(root: &Path, path: &Path) -> io::Result<File> {
             e.into()
         }
     };
-    let mut fd = rustix::fs::open(root, dir_flags, Mode::empty())?;
-    for name in dirs {
-        fd = rustix::fs::openat(&fd, *name, dir_flags | OFlags::NOFOLLOW, Mode::empty())
-            .map_err(nofollow)?;
-    }
     // NONBLOCK: opening a FIFO must not hang; it is refused just below.
-    let file = rustix::fs::openat(
-        &fd,
-        *last,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .map_err(nofollow)?;
+    let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let mut fd = rustix::fs::open(root, dir_flags, Mode::empty())?;
+    let file = match beneath_in_one_call(&fd, &names, file_flags) {
+        Some(opened) => opened.map_err(nofollow)?,
+        None => {
+            for name in dirs {
+                fd = rustix::fs::openat(&fd, *name, dir_flags | OFlags::NOFOLLOW, Mode::empty())
+                    .map_err(nofollow)?;
+            }
+            rustix::fs::openat(&fd, *last, file_flags, Mode::empty()).map_err(nofollow)?
+        }
+    };
     let file = File::from(file);
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", path.display()),
         ));
     }
-    Ok(file)
+    Ok((file, meta.len()))
+}
+
+/// Linux 5.6+: the whole walk in one `openat2` that refuses any link on
+/// the way (`RESOLVE_NO_SYMLINKS`) and anything outside the root
+/// (`RESOLVE_BENEATH`) — the same rule as the walk, in one system call
+/// instead of one per folder (a rebuild opens every file). `None` where
+/// the kernel (or a sandbox) does not offer it: walk instead.
+#[cfg(target_os = "linux")]
+fn beneath_in_one_call(
+    root: &rustix::fd::OwnedFd,
+    names: &[&std::ffi::OsStr],
+    flags: rustix::fs::OFlags,
+) -> Option<rustix::io::Result<rustix::fd::OwnedFd>> {
+    use rustix::fs::{Mode, ResolveFlags};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
+    if UNSUPPORTED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let rel: std::path::PathBuf = names.iter().collect();
+    match rustix::fs::openat2(
+        root,
+        &rel,
+        flags,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Err(e)
+            if e == rustix::io::Errno::NOSYS
+                || e == rustix::io::Errno::PERM
+                || e == rustix::io::Errno::INVAL
+                || e == rustix::io::Errno::AGAIN =>
+        {
+            // EAGAIN only comes with RESOLVE_CACHED (not asked); EINVAL or
+            // EPERM from a kernel or seccomp policy without openat2.
+            UNSUPPORTED.store(true, Ordering::Relaxed);
+            None
+        }
+        other => Some(other),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn beneath_in_one_call(
+    _root: &rustix::fd::OwnedFd,
+    _names: &[&std::ffi::OsStr],
+    _flags: rustix::fs::OFlags,
+) -> Option<rustix::io::Result<rustix::fd::OwnedFd>> {
+    None
 }
 
 #[cfg(not(unix))]
-pub fn open(root: &Path, path: &Path) -> io::Result<File> {
+fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
     check_dirs(root, path.parent().unwrap_or(root))?;
     if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
         return Err(link_error(path));
     }
     let file = File::open(path)?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("{} is not a regular file", path.display()),
         ));
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
 /// Read a whole file beneath `root` without following links.
 pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
-    let mut f = open(root, path)?;
-    let mut out = Vec::with_capacity(f.metadata().map(|m| m.len() as usize).unwrap_or(0));
-    f.read_to_end(&mut out)?;
+    let (f, len) = open_sized(root, path)?;
+    // Read through `Take`: `File::read_to_end` would stat the file and
+    // seek again to size its buffer (two more system calls per file, on
+    // every file of a rebuild), and `len` is known.
+    let mut out = Vec::with_capacity(len as usize + 1);
+    f.take(u64::MAX).read_to_end(&mut out)?;
     Ok(out)
 }
 

@@ -20,7 +20,6 @@ use crate::store::Dir;
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -439,10 +438,7 @@ impl Index {
                 if !crate::audit::Admits::may_admit(line) {
                     continue;
                 }
-                let Ok(ev) = serde_json::from_slice::<Value>(line) else {
-                    continue;
-                };
-                match crate::audit::Admits::of(&ev) {
+                match crate::audit::Admits::of_line(line) {
                     crate::audit::Admits::Nothing => {}
                     crate::audit::Admits::Objects(ids) => {
                         for id in ids {

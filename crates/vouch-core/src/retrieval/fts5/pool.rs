@@ -375,7 +375,14 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
         Ok(())
     })?;
     crate::fail::point("index.rebuild.cleared");
-    let stats = index.sync(kb)?;
+    // A rebuild writes every page of the index: with SQLite's default 2 MB
+    // page cache, b-tree pages are evicted and written again many times
+    // over. 64 MB for the rebuild only; the connection then goes back to
+    // the default (servers keep it open).
+    index.conn.pragma_update(None, "cache_size", -65536)?;
+    let synced = index.sync(kb);
+    index.conn.pragma_update(None, "cache_size", -2000)?;
+    let stats = synced?;
     *slot = Some(OpenIndex {
         index,
         synced_at: std::time::Instant::now(),
