@@ -85,6 +85,12 @@ impl Human for vouch_core::kb::InitReport {
         for e in &self.existing {
             out.push_str(&format!("  kept existing {e}\n"));
         }
+        out.push_str(
+            "\nNext:\n  \
+             vouch install-mcp claude-code   connect an agent (or cursor, codex, …; --dry-run shows the change)\n  \
+             vouch review                    review what agents propose (or `vouch ui` in the browser)\n  \
+             git add .vouch && git commit    share it: teammates get it with `git clone`\n",
+        );
         out
     }
 }

@@ -802,6 +802,11 @@ fn init_never_overwrites_and_discovery_walks_up() {
     std::fs::write(&cfg, "version: \"0.1\"\nkb_name: mine\n").unwrap();
     let r = p.run("x", &["init"]);
     assert_eq!(r.code, 0);
+    // It ends by saying what to do next: connect an agent, review, share.
+    let next = r.stdout.split("Next:").nth(1).unwrap_or_default();
+    for step in ["vouch install-mcp", "vouch review", "git add .vouch"] {
+        assert!(next.contains(step), "{}", r.stdout);
+    }
     assert_eq!(
         std::fs::read_to_string(&cfg).unwrap(),
         "version: \"0.1\"\nkb_name: mine\n"
