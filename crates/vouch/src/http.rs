@@ -125,15 +125,39 @@ pub(crate) struct App {
     anonymous: Caller,
     /// Sign-in to the review pages.
     pub(crate) ui: crate::ui::Ui,
-    /// Requests at work at once on the blocking pool. A read answered with
-    /// a timeout keeps its permit until it really ends, so a client cannot
+    /// Requests at work at once on the blocking pool, reads and writes
+    /// apart: writes take turns on the knowledge base's lock anyway, and a
+    /// write waiting its turn must not hold the permit a read needs (under
+    /// ten writers a search waited 10 ms for one). A read answered with a
+    /// timeout keeps its permit until it really ends, so a client cannot
     /// pile up work by timing reads out.
-    work: Arc<Semaphore>,
+    work: Work,
 }
 
-/// Permits of [`App::work`]: a few per core.
-fn work_permits() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
+/// The two permit pools of [`App::work`].
+pub(crate) struct Work {
+    reads: Arc<Semaphore>,
+    writes: Arc<Semaphore>,
+}
+
+impl Work {
+    /// A few of each per core: a write does much of its work (checks,
+    /// reading what it cites) before it takes the lock.
+    fn new() -> Work {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Work {
+            reads: Arc::new(Semaphore::new(cores * 4)),
+            writes: Arc::new(Semaphore::new(cores * 4)),
+        }
+    }
+
+    fn pool(&self, read: bool) -> Arc<Semaphore> {
+        if read {
+            self.reads.clone()
+        } else {
+            self.writes.clone()
+        }
+    }
 }
 
 impl App {
@@ -284,7 +308,7 @@ async fn rpc(
         .unwrap_or(Value::Null);
     let timeout_ms = app.kb.settings().limits.request_timeout_ms;
     let kb = app.kb.clone();
-    let Ok(permit) = app.work.clone().acquire_owned().await else {
+    let Ok(permit) = app.work.pool(read).acquire_owned().await else {
         return envelope_error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the server is shutting down",
@@ -534,7 +558,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
         tokens: Vec::new(),
         anonymous: Caller::new(person, Transport::Web),
         ui,
-        work: Arc::new(Semaphore::new(work_permits())),
+        work: Work::new(),
     });
     let router = ui_routes(Router::new())
         .route("/health", get(health))
@@ -597,7 +621,7 @@ pub fn application(
         tokens,
         anonymous,
         ui,
-        work: Arc::new(Semaphore::new(work_permits())),
+        work: Work::new(),
     });
     let router = ui_routes(Router::new())
         .route("/rpc", post(rpc))

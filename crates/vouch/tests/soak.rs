@@ -29,6 +29,23 @@ const TOKENS: &[(&str, &str)] = &[
     ("reviewer-2", "token-reviewer-2"),
 ];
 
+/// The binary under load: this build's, or `VOUCH_SOAK_BIN` (a release
+/// build, or an older one to compare in the same run). Hermetic as
+/// [`common::command`].
+fn soak_command() -> std::process::Command {
+    match std::env::var_os("VOUCH_SOAK_BIN") {
+        Some(bin) => {
+            let mut c = std::process::Command::new(bin);
+            c.env_clear();
+            if let Some(path) = std::env::var_os("PATH") {
+                c.env("PATH", path);
+            }
+            c
+        }
+        None => common::command(),
+    }
+}
+
 fn env_num(k: &str, default: u64) -> u64 {
     std::env::var(k)
         .ok()
@@ -239,7 +256,7 @@ fn editor(kb: &Path, stop: &AtomicBool) -> usize {
             std::fs::rename(&tmp, f).unwrap();
         }
         if i.is_multiple_of(6) {
-            let out = common::command()
+            let out = soak_command()
                 .args([
                     "--kb",
                     kb.to_str().unwrap(),
@@ -277,7 +294,7 @@ fn a_team_server_under_load_keeps_every_accepted_write() {
     // The reviewers' tokens decide: the person named them.
     p.reviewers(&["reviewer-1", "reviewer-2"]);
     let kb = p.vouch_dir();
-    let mut cmd = common::command();
+    let mut cmd = soak_command();
     cmd.env("XDG_CONFIG_HOME", p.person.path());
     cmd.args([
         "--kb",

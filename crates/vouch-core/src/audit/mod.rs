@@ -154,8 +154,11 @@ impl AuditLog {
     }
 
     /// `len last-hash`, as the hint records the log.
+    /// The hint's record: one fixed length (zero-padded length, a sha256
+    /// hex hash), as [`crate::store::atomic::write_hint`] overwrites it in
+    /// place.
     fn tip_of(len: u64, last: &str) -> String {
-        format!("{len} {last}\n")
+        format!("{len:020} {last}\n")
     }
 
     /// The branches a git merge left that the next event must join (see

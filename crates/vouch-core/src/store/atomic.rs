@@ -93,9 +93,43 @@ pub fn write_with(target: &Path, fill: impl FnOnce(&mut File) -> Result<()>) -> 
     sync_dir(parent(target))
 }
 
-/// Replace a derived hint file (e.g. the audit tip) with `bytes`: renamed
-/// into place (a reader sees old or new, and a link there is replaced, not
-/// followed), but not fsynced — losing it in a crash costs only a rescan.
+/// Overwrite a derived hint file (e.g. the audit tip) with `bytes`, in
+/// place: written at offset 0 of the one file, never fsynced — losing it
+/// in a crash, or a reader catching it half written, costs only a rescan.
+/// Not a temp file and a rename, as knowledge files are: that made two
+/// directory entries per audit append, each waking every watcher of
+/// `.vouch/`. Callers write records of one fixed length, so no stale tail
+/// is left. A link in its place is removed, never written through (a
+/// clone can plant one).
+#[cfg(unix)]
+pub fn write_hint(target: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(target)
+    };
+    let f = match open() {
+        Ok(f) => f,
+        Err(_) if nofollow::is_link(target) => {
+            fs::remove_file(target).map_err(|e| Error::io(target, e))?;
+            open().map_err(|e| Error::io(target, e))?
+        }
+        Err(e) => return Err(Error::io(target, e)),
+    };
+    if !f.metadata().map_err(|e| Error::io(target, e))?.is_file() {
+        return Err(Error::io(
+            target,
+            std::io::Error::other("a hint file must be a regular file"),
+        ));
+    }
+    f.write_all_at(bytes, 0).map_err(|e| Error::io(target, e))
+}
+
+/// Elsewhere: a temp file renamed into place (a link there is replaced).
+#[cfg(not(unix))]
 pub fn write_hint(target: &Path, bytes: &[u8]) -> Result<()> {
     let (tmp, mut f) = open_temp(target)?;
     let res = f.write_all(bytes).map_err(|e| Error::io(&tmp, e));
@@ -765,5 +799,32 @@ mod tests {
             assert!(matches!(r, Recovery::Refused { .. }), "{swap}: {r:?}");
             assert!(!targets[0].exists(), "{swap}: the planted file landed");
         }
+    }
+
+    /// The audit tip hint is overwritten in place, one fixed-length record
+    /// over another; a link planted in its place is replaced, and what it
+    /// pointed at is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_hint_is_overwritten_in_place_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let hint = dir.path().join("state.db-audit-tip");
+        write_hint(&hint, b"00000000000000000100 aaaa\n").unwrap();
+        write_hint(&hint, b"00000000000000000200 bbbb\n").unwrap();
+        assert_eq!(
+            std::fs::read(&hint).unwrap(),
+            b"00000000000000000200 bbbb\n"
+        );
+        std::fs::remove_file(&hint).unwrap();
+        let outside = dir.path().join("bashrc");
+        std::fs::write(&outside, "mine\n").unwrap();
+        std::os::unix::fs::symlink(&outside, &hint).unwrap();
+        write_hint(&hint, b"00000000000000000300 cccc\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "mine\n");
+        assert!(!nofollow::is_link(&hint));
+        assert_eq!(
+            std::fs::read(&hint).unwrap(),
+            b"00000000000000000300 cccc\n"
+        );
     }
 }

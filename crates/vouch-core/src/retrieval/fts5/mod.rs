@@ -36,6 +36,10 @@ pub(crate) use scan::*;
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
 pub const SCHEMA_VERSION: &str = "6";
+/// How much of the audit log past the `admitted` table a read parses
+/// itself ([`Index::unaudited`]): a few thousand events.
+const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
+
 /// How long to wait for another process's lock on state.db before answering
 /// from the files instead (search falls back to the substring backend).
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
@@ -469,24 +473,47 @@ impl Index {
         Ok(())
     }
 
-    /// Which of `ids` no approval or import in the audit log let in. Empty
-    /// when an import of an older vouch left its objects unnamed.
-    /// Only an `admitted` table in step with the log answers (the main
-    /// connection brings it in step on each sync); until then nothing is
-    /// marked, so a claim approved a moment ago is never flagged.
+    /// Which of `ids` no approval or import in the audit log let in. The
+    /// `admitted` table answers for the log up to where it was brought in
+    /// step; what was appended since (a write in flight, here or in another
+    /// process) is read here, without writing, so marks hold under write
+    /// load. Nothing is marked when the log was cut or rewritten below that
+    /// point, when more than [`UNSYNCED_TAIL_LIMIT`] bytes wait, or when an
+    /// import there did not name its objects: a claim approved a moment ago
+    /// is never flagged.
     pub(crate) fn unaudited(&self, kb: &Kb, ids: &[&str]) -> Result<HashSet<String>> {
-        let offset: Option<u64> = self
+        let log = kb.audit_log();
+        let offset: u64 = self
             .meta_value("audit:offset")?
-            .and_then(|v| v.parse().ok());
-        if offset.unwrap_or(0) != kb.audit_log().len()? {
-            return Ok(HashSet::new());
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let len = log.len()?;
+        let mut tail: HashSet<String> = HashSet::new();
+        if offset != len {
+            let cut = offset > len
+                || len - offset > UNSYNCED_TAIL_LIMIT
+                || (offset > 0 && log.hash_before(offset)? != self.meta_value("audit:anchor")?);
+            if cut {
+                return Ok(HashSet::new());
+            }
+            let (bytes, _) = log.read_from(offset)?;
+            for line in bytes.split(|b| *b == b'\n') {
+                if !crate::audit::Admits::may_admit(line) {
+                    continue;
+                }
+                match crate::audit::Admits::of_line(line) {
+                    crate::audit::Admits::Nothing => {}
+                    crate::audit::Admits::Objects(o) => tail.extend(o),
+                    crate::audit::Admits::Unnamed => return Ok(HashSet::new()),
+                }
+            }
         }
         let mut known = self
             .conn
             .prepare_cached("SELECT 1 FROM admitted WHERE id=?1")?;
         let mut out = HashSet::new();
         for id in ids {
-            if !known.exists([id])? {
+            if !tail.contains(*id) && !known.exists([id])? {
                 out.insert(id.to_string());
             }
         }

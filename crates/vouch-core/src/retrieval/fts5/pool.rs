@@ -46,6 +46,8 @@ pub(crate) struct Readers {
     pub(crate) leased: usize,
     /// Signalled whenever `leased` goes down.
     pub(crate) returned: std::sync::Arc<std::sync::Condvar>,
+    /// When the main connection last brought the index in step.
+    pub(crate) synced_at: Option<std::time::Instant>,
 }
 
 /// Idle read connections kept per process (2 cores; HTTP's worker pool).
@@ -100,6 +102,15 @@ impl<'a> Lease<'a> {
         })
     }
 
+    /// [`Lease::reader`], only while the main connection's last sync is
+    /// recent enough that it would not sync again before answering.
+    pub(crate) fn fresh_reader(kb: &'a Kb) -> Option<Lease<'a>> {
+        let fresh = readers(kb)
+            .synced_at
+            .is_some_and(|t| t.elapsed() < kb.index_sync_interval());
+        if fresh { Self::reader(kb) } else { None }
+    }
+
     /// A lease for a connection of one's own (the doctor's freshness check),
     /// whether or not the main connection has the file open. Taken under
     /// `kb.index_state.index`, which every replacement of the file holds throughout.
@@ -148,13 +159,23 @@ impl Drop for Lease<'_> {
 }
 
 pub(crate) fn mark_ready(kb: &Kb) {
-    readers(kb).ready = true;
+    let mut r = readers(kb);
+    r.ready = true;
+    r.synced_at = Some(std::time::Instant::now());
 }
 
-/// Run `f` with an index that is in step with the files. The first caller
-/// uses (and syncs) the main connection; a caller that finds it busy with
-/// another request reads through a connection of its own rather than wait.
+/// Run `f` with an index that is in step with the files. While the main
+/// connection's last sync is recent, a read connection answers: reads never
+/// queue behind the main connection, which writers (updating the index
+/// after each write, under the knowledge base's lock) and the watcher hold.
+/// Otherwise the caller uses (and syncs) the main connection; one that
+/// finds it busy reads through a connection of its own rather than wait.
 pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
+    if let Some(lease) = Lease::fresh_reader(kb)
+        && let Some(answer) = with_reader(lease, &f)
+    {
+        return answer;
+    }
     let mut slot = match kb.index_state.index.try_lock() {
         Ok(slot) => slot,
         Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
@@ -560,5 +581,59 @@ mod readers_tests {
         claim(&kb, &src, "Failover drills need two people");
         assert_eq!(search_beside(&kb, "failover").len(), 2);
         assert_eq!(search_beside(&kb, "failover").len(), 2);
+    }
+
+    /// Reads do not wait for the main connection while its last sync is
+    /// recent: a writer holding it (updating the index under the KB lock)
+    /// does not hold up a search, which still sees the approval the writer
+    /// committed before.
+    #[test]
+    fn a_fresh_index_answers_reads_while_a_writer_holds_the_main_connection() {
+        let (_dir, kb, src) = kb_with_source();
+        claim(&kb, &src, "Failover drills run monthly");
+        // The main connection opens and syncs the file: readers may follow.
+        with_index(&kb, |_| Ok(())).unwrap();
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+        claim(&kb, &src, "Failover drills need two people");
+        assert_eq!(
+            search_beside(&kb, "failover").len(),
+            2,
+            "the approval committed before the read is seen"
+        );
+        // Stale: the reader waits for the main connection to sync.
+        readers(&kb).synced_at = None;
+        assert!(Lease::fresh_reader(&kb).is_none());
+        mark_ready(&kb);
+        assert!(Lease::fresh_reader(&kb).is_some());
+    }
+
+    /// An approval appended to the log after the `admitted` table was
+    /// brought in step (a write in flight) still admits its object for a
+    /// reader, which reads the tail itself; an object nothing admitted is
+    /// marked. Nothing is written by the read.
+    #[test]
+    fn unaudited_marks_hold_while_the_admitted_table_lags_the_log() {
+        let (_dir, kb, src) = kb_with_source();
+        claim(&kb, &src, "Failover drills run monthly");
+        let offset_before = |kb: &Kb| with_index(kb, |idx| idx.meta_value("audit:offset")).unwrap();
+        let synced = offset_before(&kb);
+        assert!(synced.is_some());
+        let mut ev = kb.event(
+            "proposal.approve",
+            "alice",
+            vec!["p-1".into(), "admitted-in-the-tail".into()],
+            json!({}),
+        );
+        kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+        let marks = with_index(&kb, |idx| {
+            idx.unaudited(&kb, &["admitted-in-the-tail", "written-by-hand"])
+        })
+        .unwrap();
+        assert_eq!(
+            marks,
+            HashSet::from(["written-by-hand".to_string()]),
+            "the tail admits one, the other is marked"
+        );
+        assert_eq!(offset_before(&kb), synced, "the read wrote nothing");
     }
 }
