@@ -23,7 +23,7 @@ pub const POINTS: &[&str] = &[
     "reject.logged",
     "lifecycle.logged",
     "bundle.logged",
-    "knowledge.proposed",
+    "propose.batch.logged",
     "index.rebuild.cleared",
     "store.write",
 ];

@@ -525,15 +525,17 @@ pub fn register_evidence(
     mint_evidence_locked(kb, caller, &p.source_id, &p.quote)
 }
 
-/// Mint (or find) the Evidence for a quote. Its id is content-derived, so the
-/// same quote of the same source always yields the same evidence. Caller
-/// holds the lock.
-pub(crate) fn mint_evidence_locked(
-    kb: &Kb,
-    caller: &Caller,
-    source_id: &str,
-    quote: &str,
-) -> Result<RegisterEvidenceResult> {
+/// The Evidence for a quote: one already held (its id is content-derived,
+/// so the same quote of the same source always yields the same evidence),
+/// or a new record to write with its `evidence.register` event.
+pub(crate) enum EvidenceFor {
+    Held(RegisterEvidenceResult),
+    New(Box<Evidence>, RegisterEvidenceResult),
+}
+
+/// What [`mint_evidence_locked`] would write, written by no one yet (a
+/// batch of proposals writes many together). Caller holds the lock.
+pub(crate) fn evidence_for(kb: &Kb, source_id: &str, quote: &str) -> Result<EvidenceFor> {
     let at = locate_quote(kb, source_id, quote)?;
     let hash = sha256_hex(quote.as_bytes());
     let id = evidence_id(source_id, quote);
@@ -554,12 +556,12 @@ pub(crate) fn mint_evidence_locked(
                  `vouch doctor` reports it"
             )));
         }
-        return Ok(RegisterEvidenceResult {
+        return Ok(EvidenceFor::Held(RegisterEvidenceResult {
             evidence_id: id,
             locator,
             hash,
             deduplicated: true,
-        });
+        }));
     }
     let source_type = kb.load_source(source_id)?.map(|s| s.source_type);
     let ev = Evidence {
@@ -577,17 +579,40 @@ pub(crate) fn mint_evidence_locked(
         .into_iter()
         .collect(),
     };
-    let mut event = kb.event(
+    Ok(EvidenceFor::New(
+        Box::new(ev),
+        RegisterEvidenceResult {
+            evidence_id: id,
+            locator,
+            hash,
+            deduplicated: false,
+        },
+    ))
+}
+
+/// The `evidence.register` event of a new evidence record.
+pub(crate) fn evidence_event(kb: &Kb, caller: &Caller, ev: &Evidence) -> crate::model::AuditEvent {
+    kb.event(
         "evidence.register",
         &caller.actor,
-        vec![id.clone(), source_id.to_string()],
-        json!({"locator": locator}),
-    );
-    kb.audited(std::slice::from_mut(&mut event), || kb.store(&ev))?;
-    Ok(RegisterEvidenceResult {
-        evidence_id: id,
-        locator,
-        hash,
-        deduplicated: false,
-    })
+        vec![ev.id.clone(), ev.source_id.clone()],
+        json!({"locator": ev.locator}),
+    )
+}
+
+/// Mint (or find) the Evidence for a quote ([`evidence_for`]), writing a
+/// new record with its event. Caller holds the lock.
+pub(crate) fn mint_evidence_locked(
+    kb: &Kb,
+    caller: &Caller,
+    source_id: &str,
+    quote: &str,
+) -> Result<RegisterEvidenceResult> {
+    let (ev, result) = match evidence_for(kb, source_id, quote)? {
+        EvidenceFor::Held(r) => return Ok(r),
+        EvidenceFor::New(ev, r) => (ev, r),
+    };
+    let mut event = evidence_event(kb, caller, &ev);
+    kb.audited(std::slice::from_mut(&mut event), || kb.store(&*ev))?;
+    Ok(result)
 }

@@ -198,7 +198,15 @@ const SCENARIOS: &[Scenario] = &[
             strings(&["knowledge", "import", "knowledge"])
         },
         actor: "agent",
-        points: &["knowledge.proposed@2", "audit.append.synced@4"],
+        // Sources are registered one by one, then every fact is proposed
+        // in one journaled batch: a kill at each step of it.
+        points: &[
+            "journal.written",
+            "propose.batch.logged",
+            "batch.renamed@2",
+            "batch.moved",
+            "audit.append.synced@2",
+        ],
     },
     Scenario {
         name: "index rebuild",

@@ -668,3 +668,56 @@ fn a_person_exports_anywhere_an_agent_only_inside_the_project() {
     assert!(r.stderr.contains("not a knowledge export"), "{}", r.stderr);
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
 }
+
+/// An import proposes every fact in one pass: its `evidence.register` and
+/// `proposal.create` events are one run in the log, the first naming the
+/// journaled batch that wrote all their files; every proposal and evidence
+/// record is on disk and the chain verifies.
+#[test]
+fn an_import_proposes_every_fact_in_one_journaled_batch() {
+    let p = with_knowledge();
+    let v = p.ok("agent", &["knowledge", "import", "knowledge"]);
+    let proposed: Vec<&str> = v["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["proposal_id"].as_str())
+        .collect();
+    assert_eq!(proposed.len(), 7, "{v:#}");
+    let log = std::fs::read_to_string(p.vouch_dir().join("audit.log.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let batch: Vec<&Value> = events
+        .iter()
+        .skip_while(|e| e["event"] != "evidence.register" && e["event"] != "proposal.create")
+        .take_while(|e| e["event"] == "evidence.register" || e["event"] == "proposal.create")
+        .collect();
+    let created = batch
+        .iter()
+        .filter(|e| e["event"] == "proposal.create")
+        .count();
+    assert_eq!(created, 7, "all seven in one run of events: {batch:#?}");
+    assert!(
+        batch[0]["data"]["batch_sha256"].is_string(),
+        "the first names the batch: {:#}",
+        batch[0]
+    );
+    assert_eq!(
+        batch
+            .iter()
+            .filter(|e| e["data"].get("batch_sha256").is_some())
+            .count(),
+        1
+    );
+    for id in &proposed {
+        assert!(p.vouch_dir().join(format!("proposed/{id}.yaml")).is_file());
+    }
+    for e in batch.iter().filter(|e| e["event"] == "evidence.register") {
+        let ev = e["object_ids"][0].as_str().unwrap();
+        assert!(p.vouch_dir().join(format!("evidence/{ev}.yaml")).is_file());
+    }
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+    assert_eq!(p.ok("x", &["status"])["pending"], 7);
+}

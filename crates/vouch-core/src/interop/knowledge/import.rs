@@ -210,6 +210,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             pending.insert(id, text.to_string());
         }
     }
+    let mut to_propose: Vec<(usize, ProposeClaimParams)> = Vec::new();
     for f in &facts {
         let (Some(kid), Some(text)) = (f.id(), f.text()) else {
             continue;
@@ -288,9 +289,8 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             out.facts.push(fact);
             continue;
         }
-        let r = crate::review::gate::propose_claim(
-            kb,
-            caller,
+        to_propose.push((
+            out.facts.len(),
             ProposeClaimParams {
                 text: text.to_string(),
                 evidence: vec![Citation::Span {
@@ -313,8 +313,17 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 rationale: Some(format!("imported from knowledge file {} ({kid})", f.file)),
                 dry_run: p.dry_run,
             },
-        )?;
-        crate::fail::point("knowledge.proposed");
+        ));
+        out.facts.push(fact);
+    }
+    // Every fact to propose in one pass: one lock, one journaled batch,
+    // one audit append (10,000 facts took minutes one by one).
+    let (at, params): (Vec<usize>, Vec<ProposeClaimParams>) = to_propose.into_iter().unzip();
+    for (i, r) in at
+        .into_iter()
+        .zip(crate::review::gate::propose_claims(kb, caller, params)?)
+    {
+        let fact = &mut out.facts[i];
         if !r.valid {
             fact.outcome = "refused".into();
             fact.reason = Some(r.errors.join("; "));
@@ -328,7 +337,6 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             fact.proposal_id = (!r.proposal_id.is_empty()).then(|| r.proposal_id.clone());
             fact.claim_id = r.object.get("claim_id").cloned();
         }
-        out.facts.push(fact);
     }
     // Facts an approved claim states as written, with that claim.
     let unchanged: HashMap<String, String> = out

@@ -36,6 +36,11 @@ pub(super) fn propose_claim_draft(
     caller: &Caller,
     p: ProposeClaimParams,
 ) -> Result<ProposeResult> {
+    propose(kb, caller, claim_input(p))
+}
+
+/// What a claim's params propose.
+fn claim_input(p: ProposeClaimParams) -> ProposeInput {
     let draft = Draft::Claim(ClaimDraft {
         text: p.text.trim().to_string(),
         claim_type: p.claim_type.unwrap_or(ClaimType::Observation),
@@ -47,17 +52,170 @@ pub(super) fn propose_claim_draft(
         metadata: p.metadata,
         supersedes: p.supersedes,
     });
-    propose(
-        kb,
-        caller,
-        ProposeInput {
-            draft,
-            citations: p.evidence,
-            session_id: p.session_id,
-            rationale: p.rationale,
-            dry_run: p.dry_run,
-        },
-    )
+    ProposeInput {
+        draft,
+        citations: p.evidence,
+        session_id: p.session_id,
+        rationale: p.rationale,
+        dry_run: p.dry_run,
+    }
+}
+
+/// Propose many claims in one pass (a knowledge import): each is checked as
+/// [`propose_claim`] checks it, then every valid one is written together —
+/// one lock, the files staged and fsynced together under a journal, one
+/// audit append — so a crash leaves all of them or none (the next command
+/// completes a batch whose events were logged, and discards one whose were
+/// not). One result per claim, in order. Claims naming a session are
+/// proposed one by one (their session file is updated with each).
+pub fn propose_claims(
+    kb: &Kb,
+    caller: &Caller,
+    claims: Vec<ProposeClaimParams>,
+) -> Result<Vec<ProposeResult>> {
+    check_actor(&caller.actor)?;
+    let texts: Vec<String> = claims.iter().map(|p| p.text.trim().to_string()).collect();
+    let mut results = propose_many(kb, caller, claims.into_iter().map(claim_input).collect())?;
+    for (r, text) in results.iter_mut().zip(texts) {
+        if r.valid && !r.dry_run {
+            r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, &text);
+        }
+    }
+    Ok(results)
+}
+
+fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<Vec<ProposeResult>> {
+    let mut results: Vec<Option<ProposeResult>> = Vec::with_capacity(inputs.len());
+    let mut batched: Vec<(usize, ProposeInput)> = Vec::new();
+    for (i, input) in inputs.into_iter().enumerate() {
+        if input.session_id.is_some() {
+            results.push(Some(propose(kb, caller, input)?));
+            continue;
+        }
+        let errors = validate(kb, &input.draft, Some(&input.citations), None);
+        let errors = {
+            let mut p = Problems(errors);
+            if let Some(r) = &input.rationale {
+                check_controls(&mut p, "rationale", r);
+            }
+            p.0
+        };
+        if errors.is_empty() {
+            batched.push((i, input));
+            results.push(None);
+        } else {
+            let key = object_key(input.draft.kind()).to_string();
+            results.push(Some(ProposeResult {
+                proposal_id: String::new(),
+                object: BTreeMap::from([(key, String::new())]),
+                valid: false,
+                errors,
+                dry_run: input.dry_run,
+                meta: ReadMeta::default(),
+            }));
+        }
+    }
+    if !batched.is_empty() {
+        let _lock = kb.lock()?;
+        let queue = queue_objects(kb)?;
+        let mut objects_taken: HashSet<(ProposalKind, String)> = HashSet::new();
+        let mut ids_taken: HashSet<String> = HashSet::new();
+        let mut minted: HashSet<String> = HashSet::new();
+        let mut batch = atomic::Batch::new(kb.layout().root());
+        let mut events = Vec::new();
+        let now = kb.now();
+        for (i, mut input) in batched {
+            let kind = input.draft.kind();
+            let key = object_key(kind).to_string();
+            let object_id = free_object_id(kb, kind, &input.draft.slug_seed(), |oid| {
+                queue.contains(&(kind, oid.to_string()))
+                    || objects_taken.contains(&(kind, oid.to_string()))
+            });
+            objects_taken.insert((kind, object_id.clone()));
+            let done = |proposal_id: String| ProposeResult {
+                proposal_id,
+                object: BTreeMap::from([(key.clone(), object_id.clone())]),
+                valid: true,
+                errors: Vec::new(),
+                dry_run: input.dry_run,
+                meta: ReadMeta::default(),
+            };
+            if input.dry_run {
+                results[i] = Some(done(String::new()));
+                continue;
+            }
+            let mut ids = Vec::new();
+            for c in &input.citations {
+                ids.push(match c {
+                    Citation::Id(id) => id.clone(),
+                    Citation::Span { source_id, quote } => {
+                        match crate::sources::evidence_for(kb, source_id, quote)? {
+                            crate::sources::EvidenceFor::Held(r) => r.evidence_id,
+                            crate::sources::EvidenceFor::New(ev, r) => {
+                                if minted.insert(ev.id.clone()) {
+                                    events.push(crate::sources::evidence_event(kb, caller, &ev));
+                                    batch.write(
+                                        kb.layout().file(Dir::Evidence, &ev.id)?,
+                                        crate::kb::Stored::encode(&*ev)?.into_bytes(),
+                                    );
+                                }
+                                r.evidence_id
+                            }
+                        }
+                    }
+                });
+            }
+            match &mut input.draft {
+                Draft::Claim(d) => d.evidence = ids,
+                Draft::Relation(d) => d.evidence = ids,
+                _ => {}
+            }
+            let proposal_id = new_proposal_id_except(kb, &now, &ids_taken)?;
+            ids_taken.insert(proposal_id.clone());
+            let proposal = pending_proposal(
+                caller,
+                &proposal_id,
+                &object_id,
+                now,
+                &input.draft,
+                None,
+                input.rationale.clone(),
+            )?;
+            events.push(create_event(kb, caller, &proposal, json!({}))?);
+            batch.write(
+                kb.layout().file(Dir::Proposed, &proposal_id)?,
+                crate::store::yaml::to_yaml(&proposal)?.into_bytes(),
+            );
+            results[i] = Some(done(proposal_id));
+        }
+        if !batch.is_empty() {
+            for dir in [Dir::Proposed, Dir::Evidence] {
+                let path = kb.layout().dir(dir);
+                crate::store::nofollow::ensure_dirs(kb.layout().root(), &path)
+                    .map_err(|e| Error::io(&path, e))?;
+            }
+            // Staged and journaled before the events are logged: a crash
+            // from here on is finished by the next command if they made it
+            // to the log, and discarded if not.
+            let (staged, batch_sha) = batch.stage_journaled(&events[0].id)?;
+            events[0].data["batch_sha256"] = json!(batch_sha);
+            if let Err(e) = kb.append_audit(&mut events) {
+                staged.abandon();
+                return Err(e);
+            }
+            crate::fail::point("propose.batch.logged");
+            staged.finish().map_err(|e| {
+                Error::internal(format!(
+                    "proposing failed while writing ({e}); it is logged, and the next command \
+                     completes it"
+                ))
+            })?;
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.expect("every input answered"))
+        .collect())
 }
 
 pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<ProposeResult> {
@@ -190,28 +348,16 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
     }
     let now = kb.now();
     let proposal_id = new_proposal_id(kb, &now)?;
-    let proposal = Proposal {
-        id: proposal_id.clone(),
-        kind,
-        status: ProposalStatus::Pending,
-        object_id: object_id.clone(),
-        proposed_by: caller.actor.clone(),
-        created_at: now,
-        session_id: input.session_id.clone(),
-        rationale: input.rationale.clone(),
-        payload: input.draft.stored_payload(&object_id)?,
-        decided_by: None,
-        decided_at: None,
-        reason: None,
-        decision_hash: None,
-        extra: Default::default(),
-    };
-    let mut ev = kb.event(
-        "proposal.create",
-        &caller.actor,
-        vec![proposal_id.clone(), object_id.clone()],
-        json!({"kind": kind.as_str(), FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
-    );
+    let proposal = pending_proposal(
+        caller,
+        &proposal_id,
+        &object_id,
+        now,
+        &input.draft,
+        input.session_id.clone(),
+        input.rationale.clone(),
+    )?;
+    let mut ev = create_event(kb, caller, &proposal, json!({}))?;
     let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
     let yaml = crate::store::yaml::to_yaml(&proposal)?;
     kb.audited(std::slice::from_mut(&mut ev), || {
@@ -422,34 +568,55 @@ pub(crate) fn imported_proposal(
     let now = kb.now();
     let id = new_proposal_id_except(kb, &now, taken)?;
     taken.insert(id.clone());
-    let kind = draft.kind();
-    let proposal = Proposal {
-        id: id.clone(),
-        kind,
+    let proposal = pending_proposal(caller, &id, object_id, now, &draft, None, Some(rationale))?;
+    let ev = create_event(kb, caller, &proposal, json!({"via": "bundle.import"}))?;
+    Ok((proposal, ev))
+}
+
+/// A pending proposal of `draft`, as the gate files it.
+fn pending_proposal(
+    caller: &Caller,
+    id: &str,
+    object_id: &str,
+    now: Timestamp,
+    draft: &Draft,
+    session_id: Option<String>,
+    rationale: Option<String>,
+) -> Result<Proposal> {
+    Ok(Proposal {
+        id: id.to_string(),
+        kind: draft.kind(),
         status: ProposalStatus::Pending,
         object_id: object_id.to_string(),
         proposed_by: caller.actor.clone(),
         created_at: now,
-        session_id: None,
-        rationale: Some(rationale),
+        session_id,
+        rationale,
         payload: draft.stored_payload(object_id)?,
         decided_by: None,
         decided_at: None,
         reason: None,
         decision_hash: None,
         extra: Default::default(),
-    };
-    let ev = kb.event(
+    })
+}
+
+/// The `proposal.create` event of `proposal`: its kind and fingerprint
+/// added to `data`.
+fn create_event(
+    kb: &Kb,
+    caller: &Caller,
+    proposal: &Proposal,
+    mut data: Value,
+) -> Result<AuditEvent> {
+    data["kind"] = json!(proposal.kind.as_str());
+    data[FINGERPRINT_KEY] = json!(proposal_fingerprint(proposal)?);
+    Ok(kb.event(
         "proposal.create",
         &caller.actor,
-        vec![id, object_id.to_string()],
-        json!({
-            "kind": kind.as_str(),
-            "via": "bundle.import",
-            FINGERPRINT_KEY: proposal_fingerprint(&proposal)?,
-        }),
-    );
-    Ok((proposal, ev))
+        vec![proposal.id.clone(), proposal.object_id.clone()],
+        data,
+    ))
 }
 
 impl Draft {
@@ -503,14 +670,43 @@ impl Draft {
 /// A slug not taken by a durable artifact or a pending proposal of the same
 /// kind: `slug`, `slug-2`, `slug-3`, ... Caller holds the lock.
 pub(super) fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Result<String> {
+    let queue = queue_objects(kb)?;
+    Ok(free_object_id(kb, kind, seed, |oid| {
+        queue.contains(&(kind, oid.to_string()))
+    }))
+}
+
+/// The first of `slug`, `slug-2`, … that no durable object of the kind
+/// holds and `pending` does not name.
+fn free_object_id(
+    kb: &Kb,
+    kind: ProposalKind,
+    seed: &str,
+    pending: impl Fn(&str) -> bool,
+) -> String {
     let base = slugify(seed);
     let dir = object_dir(kind);
-    // Which object ids the queue holds. Each file is read once per process
-    // and remembered by its signature: a bulk import of 10,000 facts read
-    // the whole queue for every proposal (O(n²)). A file is read by its
-    // `kind:` and `object_id:` lines; only one without them (vouch 1.x
-    // derives the id from the payload) is parsed whole.
-    let mut pending: HashSet<String> = HashSet::new();
+    let mut n = 1;
+    loop {
+        let candidate = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        if !kb.exists(dir, &candidate) && !pending(&candidate) {
+            return candidate;
+        }
+        n += 1;
+    }
+}
+
+/// The (kind, object id) of every pending proposal. Each file is read once
+/// per process and remembered by its signature: a bulk import of 10,000
+/// facts read the whole queue for every proposal (O(n²)). A file is read by
+/// its `kind:` and `object_id:` lines; only one without them (vouch 1.x
+/// derives the id from the payload) is parsed whole. Caller holds the lock.
+fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
+    let mut pending: HashSet<(ProposalKind, String)> = HashSet::new();
     let ids = kb.ids(Dir::Proposed)?;
     let mut cache = kb
         .proposal_objects
@@ -527,31 +723,13 @@ pub(super) fn unique_object_id(kb: &Kb, kind: ProposalKind, seed: &str) -> Resul
             Some((s, v)) if s == sig => v,
             _ => read_object(kb, &path),
         };
-        if let Some((k, oid)) = &entry
-            && *k == kind
-            && (*oid == base
-                || oid
-                    .strip_prefix(base.as_str())
-                    .is_some_and(|r| r.starts_with('-')))
-        {
-            pending.insert(oid.clone());
+        if let Some(o) = &entry {
+            pending.insert(o.clone());
         }
         seen.insert(id, (sig, entry));
     }
     *cache = seen;
-    drop(cache);
-    let mut n = 1;
-    loop {
-        let candidate = if n == 1 {
-            base.clone()
-        } else {
-            format!("{base}-{n}")
-        };
-        if !kb.exists(dir, &candidate) && !pending.contains(&candidate) {
-            return Ok(candidate);
-        }
-        n += 1;
-    }
+    Ok(pending)
 }
 
 /// A pending proposal's (kind, object id): from its top-level lines, or by
