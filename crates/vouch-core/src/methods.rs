@@ -573,7 +573,7 @@ registry! {
     Search: "kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
         "Search knowledge",
         "Full-text search over approved claims, pages, entities and sources.",
-        "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet with matched words in [brackets], score and backend.",
+        "Search approved knowledge (never pending proposals). query is plain words: any text is accepted, operators are treated as words. limit (default 10, max 1000); kinds narrows to claim, page, entity, source. Each hit has kind, id, snippet (plain text), highlights (the matched words in snippet as [start, end) character offsets), score and backend.",
         |kb, _, p| crate::retrieval::search(kb, p);
     Context: "kb.context", Read, crate::retrieval::pack::ContextParams => crate::retrieval::pack::ContextPack,
         "Context pack for a task",

@@ -316,7 +316,7 @@ impl Human for Vec<SearchHit> {
                     Some(st) => format!(", {st}"),
                     None => String::new(),
                 },
-                h.snippet.replace('\n', " ")
+                crate::render::highlighted(&h.snippet, &h.highlights).replace('\n', " ")
             ));
         }
         out

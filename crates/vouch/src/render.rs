@@ -78,8 +78,80 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Around highlighted words (a search's matches) in human text; painted,
+/// or dropped, only after [`terminal_safe`] has escaped everything else.
+pub const HIGHLIGHT_START: char = '\u{E000}';
+pub const HIGHLIGHT_END: char = '\u{E001}';
+
+/// `--color`: when the terminal shows highlights in colour.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColorChoice {
+    /// When stdout is a terminal and NO_COLOR is not set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+static COLOR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Decide once, at start, whether highlights are painted.
+pub fn set_color(choice: ColorChoice) {
+    use std::io::IsTerminal;
+    let on = match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let _ = COLOR.set(on);
+}
+
+/// `text` with its highlight marks as bold yellow, or removed.
+pub fn paint(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains([HIGHLIGHT_START, HIGHLIGHT_END]) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let on = *COLOR.get().unwrap_or(&false);
+    let (start, end) = if on {
+        ("\x1b[1;33m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
+    std::borrow::Cow::Owned(
+        text.replace(HIGHLIGHT_START, start)
+            .replace(HIGHLIGHT_END, end),
+    )
+}
+
+/// `snippet` with its `highlights` (character ranges) marked for [`paint`].
+pub fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
+    let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
+    let mut spans = highlights.iter().peekable();
+    let mut open = false;
+    for (i, c) in snippet.chars().enumerate() {
+        if !open && spans.peek().is_some_and(|[s, _]| *s == i) {
+            out.push(HIGHLIGHT_START);
+            open = true;
+        }
+        if c != HIGHLIGHT_START && c != HIGHLIGHT_END {
+            out.push(c);
+        }
+        if open && spans.peek().is_some_and(|[_, e]| *e == i + 1) {
+            out.push(HIGHLIGHT_END);
+            open = false;
+            spans.next();
+        }
+    }
+    if open {
+        out.push(HIGHLIGHT_END);
+    }
+    out
+}
+
 /// Print a result: as the wire carries it with `--json`, else as a person
-/// reads it (escaped, ending in a newline).
+/// reads it (escaped, highlights painted, ending in a newline).
 pub fn print<T: Human>(json: bool, result: &T) {
     if json {
         emit_json(&serde_json::to_value(result).unwrap_or_default());
@@ -87,6 +159,7 @@ pub fn print<T: Human>(json: bool, result: &T) {
     }
     let text = result.human();
     let text = terminal_safe(&text);
+    let text = paint(&text);
     if text.ends_with('\n') {
         emit(&text);
     } else {

@@ -35,10 +35,37 @@ fn search_follows_hand_edits_and_rebuilds_identically() {
     let full = p
         .call("x", "kb.search", json!({"query": "deploys tuesdays"}))
         .json();
+    // Plain text and where the matched words are: no brackets.
+    let snippet = full[0]["snippet"].as_str().unwrap();
+    assert!(snippet.starts_with("Deploys happen"), "{full}");
+    assert!(!snippet.contains('['), "{full}");
+    let marked: Vec<String> = full[0]["highlights"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (a, b) = (
+                r[0].as_u64().unwrap() as usize,
+                r[1].as_u64().unwrap() as usize,
+            );
+            snippet.chars().skip(a).take(b - a).collect()
+        })
+        .collect();
+    assert_eq!(marked, ["Deploys", "Tuesdays"], "{full}");
+    // The terminal paints them when asked, and shows them plain otherwise.
+    let painted = p.run("x", &["--color", "always", "search", "deploys tuesdays"]);
     assert!(
-        full[0]["snippet"].as_str().unwrap().contains("[Deploys]"),
-        "{full}"
+        painted.stdout.contains("\x1b[1;33mDeploys\x1b[0m"),
+        "{}",
+        painted.stdout
     );
+    let plain = p.run("x", &["--color", "never", "search", "deploys tuesdays"]);
+    assert!(
+        plain.stdout.contains("Deploys happen on Tuesdays"),
+        "{}",
+        plain.stdout
+    );
+    assert!(!plain.stdout.contains('\x1b') && !plain.stdout.contains('['));
 
     let file = p.vouch_dir().join(format!("claims/{c}.yaml"));
     let text = std::fs::read_to_string(&file)

@@ -201,6 +201,7 @@ mod tests {
                 kind: crate::model::DocKind::Claim,
                 id: format!("answer-to-{}", q.terms.join("-")),
                 snippet: String::new(),
+                highlights: Vec::new(),
                 score: 1.0,
                 backend: self.name().into(),
                 status: Some("working".into()),

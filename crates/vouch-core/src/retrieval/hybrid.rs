@@ -130,6 +130,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 } else {
                     String::new()
                 },
+                highlights: Vec::new(),
                 score: 0.0,
                 backend: String::new(),
                 status: status.clone(),

@@ -69,8 +69,13 @@ pub struct SearchParams {
 pub struct SearchHit {
     pub kind: DocKind,
     pub id: String,
-    /// Matched words are wrapped in [brackets].
+    /// Plain text around the match (no markup).
     pub snippet: String,
+    /// The matched words in `snippet`: `[start, end)` offsets in
+    /// characters, in order. Pages show them as `<mark>`, the terminal in
+    /// colour; absent when nothing is marked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub highlights: Vec<[usize; 2]>,
     pub score: f64,
     pub backend: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,6 +88,37 @@ pub struct SearchHit {
     /// log let in (written by hand, or the log was cut).
     #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
     pub meta: ReadMeta,
+}
+
+/// Marks around matched words while a snippet is built (control
+/// characters no stored text holds: proposals refuse them).
+pub(crate) const MARK_OPEN: char = '\u{2}';
+pub(crate) const MARK_CLOSE: char = '\u{3}';
+
+/// A snippet marked with [`MARK_OPEN`]/[`MARK_CLOSE`] as plain text and
+/// the character ranges that were marked.
+pub(crate) fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
+    let mut text = String::with_capacity(marked.len());
+    let mut spans = Vec::new();
+    let mut at = 0usize;
+    let mut open: Option<usize> = None;
+    for c in marked.chars() {
+        match c {
+            MARK_OPEN => open = Some(at),
+            MARK_CLOSE => {
+                if let Some(start) = open.take()
+                    && start < at
+                {
+                    spans.push([start, at]);
+                }
+            }
+            _ => {
+                text.push(c);
+                at += 1;
+            }
+        }
+    }
+    (text, spans)
 }
 
 /// Every kind a search looks at unless told otherwise.
@@ -331,6 +367,13 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
 #[cfg(test)]
 mod tests {
     use super::Currency;
+
+    #[test]
+    fn unmark_gives_plain_text_and_character_ranges() {
+        let (text, spans) = super::unmark("\u{2}Déploys\u{3} on \u{2}\u{3}[Tue]\u{2}days\u{3}");
+        assert_eq!(text, "Déploys on [Tue]days");
+        assert_eq!(spans, vec![[0, 7], [16, 20]]);
+    }
 
     #[test]
     fn currency_follows_the_models_rule_and_never_admits_redacted() {

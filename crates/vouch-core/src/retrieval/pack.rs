@@ -505,6 +505,7 @@ mod tests {
             kind: DocKind::parse(kind).expect("a kind"),
             id: id.into(),
             snippet: String::new(),
+            highlights: Vec::new(),
             score,
             backend: "fts5".into(),
             status: Some(status.into()),

@@ -68,7 +68,7 @@ pub(crate) fn confidence(kb: &Kb, kind: &str, id: &str) -> Option<f64> {
         .flatten()
 }
 
-/// A plain excerpt for a hit no word matched (no [brackets] to show).
+/// A plain excerpt for a hit no word matched (nothing to highlight).
 pub(crate) fn excerpt(kb: &Kb, kind: &str, id: &str) -> String {
     let text = super::fts5::with_index(kb, |idx| idx.text_of(kind, id)).unwrap_or_default();
     let text = text.unwrap_or_default();
@@ -90,6 +90,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             } else {
                 String::new()
             },
+            highlights: Vec::new(),
             kind,
             id,
             score: (score as f64 * 10_000.0).round() / 10_000.0,

@@ -79,10 +79,12 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             if counts.contains(&0) {
                 return None;
             }
+            let (snippet, highlights) = mark(&text, terms);
             Some(SearchHit {
                 kind,
                 id,
-                snippet: mark(&text, terms),
+                snippet,
+                highlights,
                 score: counts.iter().sum::<usize>() as f64,
                 backend: crate::retrieval::backend::Substring.name().into(),
                 status,
@@ -101,12 +103,13 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     Ok(hits)
 }
 
-/// Up to 200 characters around the first match, matched words in brackets.
-fn mark(text: &str, terms: &[String]) -> String {
+/// Up to 200 characters around the first match, and where the matched
+/// words are in it.
+fn mark(text: &str, terms: &[String]) -> (String, Vec<[usize; 2]>) {
     let chars: Vec<char> = text.chars().collect();
     let lower: Vec<char> = text.to_lowercase().chars().collect();
     if lower.len() != chars.len() {
-        return text.chars().take(200).collect();
+        return (text.chars().take(200).collect(), Vec::new());
     }
     let mut out = String::new();
     let mut i = 0;
@@ -119,9 +122,9 @@ fn mark(text: &str, terms: &[String]) -> String {
         match hit {
             Some(t) => {
                 let n = t.chars().count();
-                out.push('[');
+                out.push(super::MARK_OPEN);
                 out.extend(&chars[i..i + n]);
-                out.push(']');
+                out.push(super::MARK_CLOSE);
                 i += n;
                 taken += n;
             }
@@ -132,5 +135,5 @@ fn mark(text: &str, terms: &[String]) -> String {
             }
         }
     }
-    out
+    super::unmark(&out)
 }

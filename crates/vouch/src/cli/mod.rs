@@ -31,6 +31,10 @@ pub struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Highlight matched words in colour: auto (a terminal without
+    /// NO_COLOR), always, never.
+    #[arg(long, global = true, value_enum, default_value_t)]
+    pub color: crate::render::ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }

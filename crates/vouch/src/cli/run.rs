@@ -15,6 +15,7 @@ use vouch_core::{Error, Kb, Transport};
 
 /// Run the CLI; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
+    render::set_color(cli.color);
     match run_inner(&cli) {
         Ok(code) => code,
         Err(e) => {

@@ -31,6 +31,35 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// A snippet, escaped, with its highlights (`[start, end)` character
+/// ranges, as `kb.search` returns them) in `<mark>`. Ranges that are not
+/// well formed are ignored; the text is shown whole either way.
+pub fn marked(snippet: &str, highlights: Option<&Value>) -> String {
+    let spans: Vec<(usize, usize)> = highlights
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| Some((r.get(0)?.as_u64()? as usize, r.get(1)?.as_u64()? as usize)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let chars: Vec<char> = snippet.chars().collect();
+    let mut out = String::with_capacity(snippet.len() + 16 * spans.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        if start < at || start >= end || end > chars.len() {
+            continue;
+        }
+        out.push_str(&esc(&chars[at..start].iter().collect::<String>()));
+        out.push_str("<mark>");
+        out.push_str(&esc(&chars[start..end].iter().collect::<String>()));
+        out.push_str("</mark>");
+        at = end;
+    }
+    out.push_str(&esc(&chars[at..].iter().collect::<String>()));
+    out
+}
+
 /// An id as one URL path segment: anything but `[A-Za-z0-9._-]` is
 /// percent-encoded, so an id can never add a segment or a query.
 pub fn url_id(id: &str) -> String {
@@ -704,7 +733,7 @@ pub fn search(
                 .and_then(Value::as_str)
                 .map(badge)
                 .unwrap_or_default(),
-            esc(str_of(h, "snippet"))
+            marked(str_of(h, "snippet"), h.get("highlights"))
         );
     }
     body.push_str("</tbody></table>");
@@ -759,5 +788,19 @@ mod tests {
         assert_eq!(url_id("../x/y?z"), "..%2Fx%2Fy%3Fz");
         assert_eq!(url_id("claim-1_a.b"), "claim-1_a.b");
         assert_eq!(url_id("a b&c"), "a%20b%26c");
+    }
+
+    /// Matched words are `<mark>`ed, everything escaped, never brackets;
+    /// ranges that overlap or run past the text are ignored.
+    #[test]
+    fn highlights_are_marks_around_escaped_text() {
+        let spans = json!([[0, 7], [22, 27]]);
+        assert_eq!(
+            marked("Deploys <b>happen</b> daily", Some(&spans)),
+            "<mark>Deploys</mark> &lt;b&gt;happen&lt;/b&gt; <mark>daily</mark>"
+        );
+        let bad = json!([[3, 2], [0, 99], "x", [1, 2], [0, 1]]);
+        assert_eq!(marked("a<b", Some(&bad)), "a<mark>&lt;</mark>b");
+        assert_eq!(marked("[x]", None), "[x]");
     }
 }

@@ -58,6 +58,7 @@ pub(crate) fn ranked(
                             kind: DocKind::Claim,
                             id: d.get(1)?,
                             snippet: String::new(),
+                            highlights: Vec::new(),
                             score: -r,
                             backend: crate::retrieval::backend::Fts5.name().into(),
                             status: d.get(2)?,
@@ -176,14 +177,16 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
             return Ok(hits.into_iter().map(|(_, h)| h).collect());
         }
         let mut snip = idx.conn.prepare_cached(
-            "SELECT snippet(fts, -1, '[', ']', '…', 24) FROM fts WHERE fts MATCH ?1 AND rowid = ?2",
+            "SELECT snippet(fts, -1, char(2), char(3), '…', 24) FROM fts WHERE fts MATCH ?1 \
+             AND rowid = ?2",
         )?;
         hits.into_iter()
             .map(|(rowid, mut hit)| {
-                hit.snippet = snip
+                let marked: String = snip
                     .query_row(params![highlight, rowid], |r| r.get(0))
                     .optional()?
                     .unwrap_or_default();
+                (hit.snippet, hit.highlights) = crate::retrieval::unmark(&marked);
                 Ok(hit)
             })
             .collect()
