@@ -15,6 +15,8 @@
 //! guard against DNS rebinding), and `/rpc` only takes `application/json`
 //! (so a web page cannot post to it without a CORS preflight).
 
+pub use crate::auth::ct_eq;
+use crate::auth::digest;
 use crate::errors::mapping;
 use crate::mcp;
 use axum::body::Bytes;
@@ -29,7 +31,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,10 +63,6 @@ pub const MIN_REMOTE_TOKEN_CHARS: usize = 32;
 pub struct TokenSpec {
     pub origin: String,
     pub raw: String,
-}
-
-pub(crate) fn digest(secret: &[u8]) -> [u8; 32] {
-    Sha256::digest(secret).into()
 }
 
 /// Parse `SUBJECT=TOKEN` values. Messages never contain a token.
@@ -105,17 +102,6 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
         });
     }
     Ok(out)
-}
-
-/// Constant-time equality of two digests: always 32 byte comparisons, so
-/// the time reveals neither where they differ nor anything about the
-/// secret's length (both sides are hashes).
-pub fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let mut diff = 0u8;
-    for i in 0..32 {
-        diff |= a[i] ^ b[i];
-    }
-    std::hint::black_box(diff) == 0
 }
 
 pub(crate) struct App {
@@ -176,6 +162,21 @@ impl App {
             }
         }
         found
+    }
+}
+
+impl crate::ui::Host for App {
+    fn kb(&self) -> &Arc<Kb> {
+        &self.kb
+    }
+    fn ui(&self) -> &crate::ui::Ui {
+        &self.ui
+    }
+    fn has_tokens(&self) -> bool {
+        App::has_tokens(self)
+    }
+    fn subject_for(&self, presented: &[u8]) -> Option<String> {
+        App::subject_for(self, presented).map(str::to_string)
     }
 }
 
@@ -415,18 +416,26 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
     use crate::ui;
     let form = || middleware::from_fn(bounded_form);
     router
-        .route("/", get(ui::queue))
+        .route("/", get(ui::queue::<App>))
         .route(
             "/ui/login",
-            get(ui::login_link).post(ui::login_form).layer(form()),
+            get(ui::login_link::<App>)
+                .post(ui::login_form::<App>)
+                .layer(form()),
         )
-        .route("/ui/logout", post(ui::logout).layer(form()))
-        .route("/ui/proposal/{id}", get(ui::proposal))
-        .route("/ui/proposal/{id}/approve", post(ui::approve).layer(form()))
-        .route("/ui/proposal/{id}/reject", post(ui::reject).layer(form()))
-        .route("/ui/claim/{id}", get(ui::claim))
-        .route("/ui/search", get(ui::search))
-        .route("/ui/audit", get(ui::audit))
+        .route("/ui/logout", post(ui::logout::<App>).layer(form()))
+        .route("/ui/proposal/{id}", get(ui::proposal::<App>))
+        .route(
+            "/ui/proposal/{id}/approve",
+            post(ui::approve::<App>).layer(form()),
+        )
+        .route(
+            "/ui/proposal/{id}/reject",
+            post(ui::reject::<App>).layer(form()),
+        )
+        .route("/ui/claim/{id}", get(ui::claim::<App>))
+        .route("/ui/search", get(ui::search::<App>))
+        .route("/ui/audit", get(ui::audit::<App>))
 }
 
 /// Where to bind: every address `bind` resolves to must be loopback unless

@@ -4,7 +4,6 @@
 //! wire carries it instead.
 
 use crate::errors::{EXIT_INVALID_PROPOSAL, mapping};
-use crate::render::generic;
 use serde::Serialize;
 use serde_json::Value;
 use vouch_core::ErrorKind;
@@ -316,7 +315,7 @@ impl Human for Vec<SearchHit> {
                     Some(st) => format!(", {st}"),
                     None => String::new(),
                 },
-                crate::render::highlighted(&h.snippet, &h.highlights).replace('\n', " ")
+                highlighted(&h.snippet, &h.highlights).replace('\n', " ")
             ));
         }
         out
@@ -848,3 +847,78 @@ impl Human for Shown {
         out
     }
 }
+
+/// Indented `key: value` lines for any JSON.
+pub fn generic(v: &Value, depth: usize) -> String {
+    let pad = "  ".repeat(depth);
+    match v {
+        Value::Object(m) => {
+            let mut out = String::new();
+            for (k, val) in m {
+                match val {
+                    Value::Object(_) => {
+                        out.push_str(&format!("{pad}{k}:\n{}", generic(val, depth + 1)))
+                    }
+                    Value::Array(items) if items.iter().any(|i| i.is_object()) => {
+                        out.push_str(&format!("{pad}{k}:\n"));
+                        for i in items {
+                            out.push_str(&format!("{pad}  -\n{}", generic(i, depth + 2)));
+                        }
+                    }
+                    Value::Array(items) => out.push_str(&format!(
+                        "{pad}{k}: {}\n",
+                        items
+                            .iter()
+                            .map(|i| i
+                                .as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| i.to_string()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    Value::String(x) => out.push_str(&format!("{pad}{k}: {x}\n")),
+                    other => out.push_str(&format!("{pad}{k}: {other}\n")),
+                }
+            }
+            out
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|i| format!("{pad}-\n{}", generic(i, depth + 1)))
+            .collect(),
+        Value::String(x) => format!("{pad}{x}\n"),
+        other => format!("{pad}{other}\n"),
+    }
+}
+
+/// `snippet` with its `highlights` (character ranges) marked for
+/// [`crate::render::paint`].
+pub fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
+    let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
+    let mut spans = highlights.iter().peekable();
+    let mut open = false;
+    for (i, c) in snippet.chars().enumerate() {
+        if !open && spans.peek().is_some_and(|[s, _]| *s == i) {
+            out.push(HIGHLIGHT_START);
+            open = true;
+        }
+        if c != HIGHLIGHT_START && c != HIGHLIGHT_END {
+            out.push(c);
+        }
+        if open && spans.peek().is_some_and(|[_, e]| *e == i + 1) {
+            out.push(HIGHLIGHT_END);
+            open = false;
+            spans.next();
+        }
+    }
+    if open {
+        out.push(HIGHLIGHT_END);
+    }
+    out
+}
+
+/// Around highlighted words (a search's matches) in human text; painted,
+/// or dropped, by [`crate::render::paint`] only after
+/// [`crate::render::terminal_safe`] has escaped everything else.
+pub const HIGHLIGHT_START: char = '\u{E000}';
+pub const HIGHLIGHT_END: char = '\u{E001}';

@@ -2,6 +2,7 @@
 //! knowledge-base logic lives in `vouch-core`; this crate parses input,
 //! picks the actor, dispatches through the registry and renders output.
 
+pub mod auth;
 pub mod catalog;
 pub mod checkpoint;
 pub mod cli;

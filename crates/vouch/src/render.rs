@@ -78,10 +78,7 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Around highlighted words (a search's matches) in human text; painted,
-/// or dropped, only after [`terminal_safe`] has escaped everything else.
-pub const HIGHLIGHT_START: char = '\u{E000}';
-pub const HIGHLIGHT_END: char = '\u{E001}';
+use crate::human::{HIGHLIGHT_END, HIGHLIGHT_START};
 
 /// `--color`: when the terminal shows highlights in colour.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,31 +122,6 @@ pub fn paint(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
-/// `snippet` with its `highlights` (character ranges) marked for [`paint`].
-pub fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
-    let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
-    let mut spans = highlights.iter().peekable();
-    let mut open = false;
-    for (i, c) in snippet.chars().enumerate() {
-        if !open && spans.peek().is_some_and(|[s, _]| *s == i) {
-            out.push(HIGHLIGHT_START);
-            open = true;
-        }
-        if c != HIGHLIGHT_START && c != HIGHLIGHT_END {
-            out.push(c);
-        }
-        if open && spans.peek().is_some_and(|[_, e]| *e == i + 1) {
-            out.push(HIGHLIGHT_END);
-            open = false;
-            spans.next();
-        }
-    }
-    if open {
-        out.push(HIGHLIGHT_END);
-    }
-    out
-}
-
 /// Print a result: as the wire carries it with `--json`, else as a person
 /// reads it (escaped, highlights painted, ending in a newline).
 pub fn print<T: Human>(json: bool, result: &T) {
@@ -164,49 +136,6 @@ pub fn print<T: Human>(json: bool, result: &T) {
         emit(&text);
     } else {
         emit(&(text.into_owned() + "\n"));
-    }
-}
-
-/// Indented `key: value` lines for any JSON.
-pub fn generic(v: &Value, depth: usize) -> String {
-    let pad = "  ".repeat(depth);
-    match v {
-        Value::Object(m) => {
-            let mut out = String::new();
-            for (k, val) in m {
-                match val {
-                    Value::Object(_) => {
-                        out.push_str(&format!("{pad}{k}:\n{}", generic(val, depth + 1)))
-                    }
-                    Value::Array(items) if items.iter().any(|i| i.is_object()) => {
-                        out.push_str(&format!("{pad}{k}:\n"));
-                        for i in items {
-                            out.push_str(&format!("{pad}  -\n{}", generic(i, depth + 2)));
-                        }
-                    }
-                    Value::Array(items) => out.push_str(&format!(
-                        "{pad}{k}: {}\n",
-                        items
-                            .iter()
-                            .map(|i| i
-                                .as_str()
-                                .map(str::to_string)
-                                .unwrap_or_else(|| i.to_string()))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                    Value::String(x) => out.push_str(&format!("{pad}{k}: {x}\n")),
-                    other => out.push_str(&format!("{pad}{k}: {other}\n")),
-                }
-            }
-            out
-        }
-        Value::Array(items) => items
-            .iter()
-            .map(|i| format!("{pad}-\n{}", generic(i, depth + 1)))
-            .collect(),
-        Value::String(x) => format!("{pad}{x}\n"),
-        other => format!("{pad}{other}\n"),
     }
 }
 

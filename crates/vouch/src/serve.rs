@@ -1,49 +1,11 @@
 //! `vouch serve`: the same registry over MCP (stdio), JSONL (stdio) or HTTP.
 
-use crate::cli::Cli;
+use crate::cli::{Cli, ServeArgs, TransportArg, UiArgs};
 use crate::context;
 use crate::http::TokenSpec;
-use clap::{Args, ValueEnum};
 use std::path::Path;
 use std::sync::Arc;
 use vouch_core::{Error, Kb, Transport};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TransportArg {
-    Mcp,
-    Jsonl,
-    Http,
-}
-
-#[derive(Args, Debug)]
-pub struct ServeArgs {
-    /// mcp (stdio, default), jsonl (stdio) or http.
-    #[arg(long, value_enum, default_value = "mcp")]
-    pub transport: TransportArg,
-    /// HTTP: address to bind (loopback by default; any other address needs --token).
-    #[arg(long, default_value = "127.0.0.1:8765")]
-    pub bind: String,
-    /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the
-    /// actor. A token on the command line shows in `ps`: prefer --token-file
-    /// or the VOUCH_HTTP_TOKENS env var (SUBJECT=TOKEN,SUBJECT=TOKEN).
-    #[arg(long = "token", env = "VOUCH_HTTP_TOKENS", value_delimiter = ',')]
-    pub tokens: Vec<String>,
-    /// HTTP: read bearer tokens from a file, one SUBJECT=TOKEN per line
-    /// (blank lines and `#` comments ignored). It must not be readable by
-    /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
-    #[arg(long = "token-file", value_name = "PATH")]
-    pub token_file: Option<std::path::PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct UiArgs {
-    /// Address to bind: loopback only; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub bind: String,
-    /// Open the sign-in link in the default browser as well.
-    #[arg(long)]
-    pub open: bool,
-}
 
 /// Every configured token with where it came from: `--token` values (or
 /// VOUCH_HTTP_TOKENS), then the lines of `--token-file`.

@@ -10,7 +10,7 @@ mod run;
 pub use run::run;
 
 use crate::errors::EXIT_CODES_HELP;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// vouch: a local-first, git-native, review-gated knowledge base for LLM agents.
@@ -293,11 +293,11 @@ pub enum Command {
         markdown: bool,
     },
     /// Serve the kb.* methods over MCP (stdio, default), JSONL (stdio) or HTTP.
-    Serve(crate::serve::ServeArgs),
+    Serve(ServeArgs),
     /// Review in the browser: serve the review pages on a free loopback port
     /// and print a one-time sign-in link (--open opens it). You are the
     /// approver; Ctrl-C stops.
-    Ui(crate::serve::UiArgs),
+    Ui(UiArgs),
     /// Keep state.db in step with the files as they change (inotify, Linux),
     /// so one-shot commands skip their scan of every file while it runs
     /// (docs/format.md, Watching). `vouch serve` and `vouch ui` watch too.
@@ -572,4 +572,42 @@ pub struct RecallArgs {
     /// How many items each list shows at most.
     #[arg(long, default_value_t = 5)]
     pub per_section: i64,
+}
+
+/// `vouch serve`'s transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Mcp,
+    Jsonl,
+    Http,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// mcp (stdio, default), jsonl (stdio) or http.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub transport: TransportArg,
+    /// HTTP: address to bind (loopback by default; any other address needs --token).
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub bind: String,
+    /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the
+    /// actor. A token on the command line shows in `ps`: prefer --token-file
+    /// or the VOUCH_HTTP_TOKENS env var (SUBJECT=TOKEN,SUBJECT=TOKEN).
+    #[arg(long = "token", env = "VOUCH_HTTP_TOKENS", value_delimiter = ',')]
+    pub tokens: Vec<String>,
+    /// HTTP: read bearer tokens from a file, one SUBJECT=TOKEN per line
+    /// (blank lines and `#` comments ignored). It must not be readable by
+    /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
+    #[arg(long = "token-file", value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct UiArgs {
+    /// Address to bind: loopback only; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub bind: String,
+    /// Open the sign-in link in the default browser as well.
+    #[arg(long)]
+    pub open: bool,
 }

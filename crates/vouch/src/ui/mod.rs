@@ -20,8 +20,19 @@
 
 pub mod pages;
 
+use crate::auth::{ct_eq, digest};
 use crate::errors::mapping;
-use crate::http::{App, ct_eq, digest};
+
+/// What the review pages need from the server that hosts them (the HTTP
+/// application, which stands above this module): the knowledge base, the
+/// sign-in state, and its bearer tokens.
+pub(crate) trait Host: Send + Sync + 'static {
+    fn kb(&self) -> &Arc<Kb>;
+    fn ui(&self) -> &Ui;
+    fn has_tokens(&self) -> bool;
+    /// The subject of a presented bearer token, if it is one.
+    fn subject_for(&self, presented: &[u8]) -> Option<String>;
+}
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -269,7 +280,7 @@ fn redirect(to: &str) -> Response {
 
 /// The page for someone not signed in: how to sign in, and the token form
 /// on a server with tokens.
-fn sign_in_page(app: &App, status: StatusCode, why: &str) -> Response {
+fn sign_in_page<H: Host>(app: &H, status: StatusCode, why: &str) -> Response {
     let mut body = format!("<p class=\"error\" id=\"error\">{}</p>", pages::esc(why));
     body.push_str(
         "<p>Open the sign-in link that <code>vouch ui</code> printed; it works once. Run \
@@ -286,10 +297,10 @@ fn sign_in_page(app: &App, status: StatusCode, why: &str) -> Response {
 }
 
 /// The signed-in session, or the sign-in page.
-fn signed_in(app: &App, headers: &HeaderMap) -> Result<Session, Box<Response>> {
+fn signed_in<H: Host>(app: &H, headers: &HeaderMap) -> Result<Session, Box<Response>> {
     let name = cookie_name(headers);
     cookie(headers, &name)
-        .and_then(|c| app.ui.session(c))
+        .and_then(|c| app.ui().session(c))
         .ok_or_else(|| {
             Box::new(sign_in_page(
                 app,
@@ -325,7 +336,7 @@ fn same_origin(headers: &HeaderMap) -> Result<(), String> {
     Ok(())
 }
 
-fn refused(app: &App, headers: &HeaderMap, status: StatusCode, why: &str) -> Response {
+fn refused<H: Host>(app: &H, headers: &HeaderMap, status: StatusCode, why: &str) -> Response {
     match signed_in(app, headers) {
         Ok(s) => html(
             status,
@@ -350,8 +361,8 @@ fn refused(app: &App, headers: &HeaderMap, status: StatusCode, why: &str) -> Res
 
 /// Every check of a state-changing request: same origin, signed in, the
 /// session's CSRF token. Returns the session.
-fn guard_post(
-    app: &App,
+fn guard_post<H: Host>(
+    app: &H,
     headers: &HeaderMap,
     form: &HashMap<String, String>,
 ) -> Result<Session, Box<Response>> {
@@ -395,9 +406,9 @@ fn web_caller(s: &Session) -> Caller {
 }
 
 /// Run a page renderer on the blocking pool, mapping errors to pages.
-async fn render<F>(app: Arc<App>, session: Session, f: F) -> Response
+async fn render<H: Host, F>(app: Arc<H>, session: Session, f: F) -> Response
 where
-    F: FnOnce(&App, &Caller, &Frame) -> Result<Option<String>, Error> + Send + 'static,
+    F: FnOnce(&H, &Caller, &Frame) -> Result<Option<String>, Error> + Send + 'static,
 {
     let out = tokio::task::spawn_blocking(move || {
         let caller = web_caller(&session);
@@ -405,7 +416,7 @@ where
             actor: &session.subject,
             csrf: &session.csrf,
         };
-        match f(&app, &caller, &frame) {
+        match f(&*app, &caller, &frame) {
             Ok(Some(page)) => html(StatusCode::OK, page),
             Ok(None) => html(
                 StatusCode::NOT_FOUND,
@@ -435,12 +446,12 @@ fn checked_id(id: &str) -> Result<(), String> {
     vouch_core::ids::check_id("id", id).map_err(|e| e.to_string())
 }
 
-pub(crate) async fn queue(
-    State(app): State<Arc<App>>,
+pub(crate) async fn queue<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&app, &headers) {
+    let session = match signed_in(&*app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -459,7 +470,7 @@ pub(crate) async fn queue(
     };
     let a = app.clone();
     render(a, session, move |app, caller, frame| {
-        pages::queue(&app.kb, caller, frame, notice.as_deref()).map(Some)
+        pages::queue(app.kb(), caller, frame, notice.as_deref()).map(Some)
     })
     .await
 }
@@ -469,67 +480,72 @@ type ObjectPage = fn(&Kb, &Caller, &Frame, &str) -> Result<Option<String>, Error
 
 /// A page about one object named in the URL: signed in, the id checked
 /// before it reaches the store, then rendered.
-async fn object_page(app: Arc<App>, headers: HeaderMap, id: String, page: ObjectPage) -> Response {
-    let session = match signed_in(&app, &headers) {
+async fn object_page<H: Host>(
+    app: Arc<H>,
+    headers: HeaderMap,
+    id: String,
+    page: ObjectPage,
+) -> Response {
+    let session = match signed_in(&*app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,
     };
     if let Err(why) = checked_id(&id) {
-        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
+        return refused(&*app, &headers, StatusCode::BAD_REQUEST, &why);
     }
     render(app.clone(), session, move |app, caller, frame| {
-        page(&app.kb, caller, frame, &id)
+        page(app.kb(), caller, frame, &id)
     })
     .await
 }
 
-pub(crate) async fn proposal(
-    State(app): State<Arc<App>>,
+pub(crate) async fn proposal<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
     object_page(app, headers, id, pages::proposal).await
 }
 
-pub(crate) async fn claim(
-    State(app): State<Arc<App>>,
+pub(crate) async fn claim<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
     object_page(app, headers, id, pages::claim).await
 }
 
-pub(crate) async fn search(
-    State(app): State<Arc<App>>,
+pub(crate) async fn search<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&app, &headers) {
+    let session = match signed_in(&*app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,
     };
     let text = q.get("q").cloned().unwrap_or_default();
     let backend = q.get("backend").cloned().unwrap_or_default();
     render(app.clone(), session, move |app, caller, frame| {
-        pages::search(&app.kb, caller, frame, &text, &backend).map(Some)
+        pages::search(app.kb(), caller, frame, &text, &backend).map(Some)
     })
     .await
 }
 
-pub(crate) async fn audit(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&app, &headers) {
+pub(crate) async fn audit<H: Host>(State(app): State<Arc<H>>, headers: HeaderMap) -> Response {
+    let session = match signed_in(&*app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,
     };
     render(app.clone(), session, move |app, caller, frame| {
-        pages::audit(&app.kb, caller, frame, 200).map(Some)
+        pages::audit(app.kb(), caller, frame, 200).map(Some)
     })
     .await
 }
 
 /// Approve or reject: the decision as the signed-in person.
-async fn decide(
-    app: Arc<App>,
+async fn decide<H: Host>(
+    app: Arc<H>,
     headers: HeaderMap,
     id: String,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
@@ -537,14 +553,14 @@ async fn decide(
 ) -> Response {
     let form = match form {
         Ok(Form(f)) => f,
-        Err(e) => return refused(&app, &headers, StatusCode::BAD_REQUEST, &e.body_text()),
+        Err(e) => return refused(&*app, &headers, StatusCode::BAD_REQUEST, &e.body_text()),
     };
-    let session = match guard_post(&app, &headers, &form) {
+    let session = match guard_post(&*app, &headers, &form) {
         Ok(s) => s,
         Err(r) => return *r,
     };
     if let Err(why) = checked_id(&id) {
-        return refused(&app, &headers, StatusCode::BAD_REQUEST, &why);
+        return refused(&*app, &headers, StatusCode::BAD_REQUEST, &why);
     }
     let reason = form
         .get("reason")
@@ -562,7 +578,7 @@ async fn decide(
     let s = session.clone();
     let pid = id.clone();
     let outcome = tokio::task::spawn_blocking(move || {
-        methods::dispatch(&a.kb, &web_caller(&s), method, params)
+        methods::dispatch(a.kb(), &web_caller(&s), method, params)
     })
     .await;
     match outcome {
@@ -597,8 +613,8 @@ async fn decide(
     }
 }
 
-pub(crate) async fn approve(
-    State(app): State<Arc<App>>,
+pub(crate) async fn approve<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Path(id): Path<String>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
@@ -606,8 +622,8 @@ pub(crate) async fn approve(
     decide(app, headers, id, form, true).await
 }
 
-pub(crate) async fn reject(
-    State(app): State<Arc<App>>,
+pub(crate) async fn reject<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Path(id): Path<String>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
@@ -626,8 +642,8 @@ fn session_cookie(headers: &HeaderMap, value: &str, max_age: Option<u32>) -> Hea
     .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str, person: bool) -> Response {
-    let cookie = app.ui.start_session(subject, person);
+fn signed_in_as<H: Host>(headers: &HeaderMap, app: &H, subject: &str, person: bool) -> Response {
+    let cookie = app.ui().start_session(subject, person);
     let mut r = redirect("/");
     r.headers_mut().insert(
         header::SET_COOKIE,
@@ -637,29 +653,29 @@ fn signed_in_as(headers: &HeaderMap, app: &App, subject: &str, person: bool) -> 
 }
 
 /// `GET /ui/login?secret=…`: the one-time link.
-pub(crate) async fn login_link(
-    State(app): State<Arc<App>>,
+pub(crate) async fn login_link<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if q.contains_key("secret") && app.ui.sign_ins_throttled() {
-        return too_many_sign_ins(&app);
+    if q.contains_key("secret") && app.ui().sign_ins_throttled() {
+        return too_many_sign_ins(&*app);
     }
-    match q.get("secret").and_then(|s| app.ui.redeem(s)) {
-        Some(owner) => signed_in_as(&headers, &app, &owner, true),
+    match q.get("secret").and_then(|s| app.ui().redeem(s)) {
+        Some(owner) => signed_in_as(&headers, &*app, &owner, true),
         None if q.contains_key("secret") => {
-            app.ui.sign_in_failed();
+            app.ui().sign_in_failed();
             sign_in_page(
-                &app,
+                &*app,
                 StatusCode::FORBIDDEN,
                 "This sign-in link is not valid, or was used already.",
             )
         }
-        None => sign_in_page(&app, StatusCode::OK, "Sign in to review."),
+        None => sign_in_page(&*app, StatusCode::OK, "Sign in to review."),
     }
 }
 
-fn too_many_sign_ins(app: &App) -> Response {
+fn too_many_sign_ins<H: Host>(app: &H) -> Response {
     sign_in_page(
         app,
         StatusCode::TOO_MANY_REQUESTS,
@@ -671,16 +687,16 @@ fn too_many_sign_ins(app: &App) -> Response {
 }
 
 /// `POST /ui/login` with a bearer token (servers with tokens).
-pub(crate) async fn login_form(
-    State(app): State<Arc<App>>,
+pub(crate) async fn login_form<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     if let Err(why) = same_origin(&headers) {
-        return sign_in_page(&app, StatusCode::FORBIDDEN, &format!("Refused: {why}."));
+        return sign_in_page(&*app, StatusCode::FORBIDDEN, &format!("Refused: {why}."));
     }
-    if app.ui.sign_ins_throttled() {
-        return too_many_sign_ins(&app);
+    if app.ui().sign_ins_throttled() {
+        return too_many_sign_ins(&*app);
     }
     let token = form
         .ok()
@@ -689,28 +705,28 @@ pub(crate) async fn login_form(
     match app.subject_for(token.trim().as_bytes()) {
         Some(subject) => {
             let subject = subject.to_string();
-            signed_in_as(&headers, &app, &subject, false)
+            signed_in_as(&headers, &*app, &subject, false)
         }
         None => {
-            app.ui.sign_in_failed();
-            sign_in_page(&app, StatusCode::UNAUTHORIZED, "Unknown token.")
+            app.ui().sign_in_failed();
+            sign_in_page(&*app, StatusCode::UNAUTHORIZED, "Unknown token.")
         }
     }
 }
 
-pub(crate) async fn logout(
-    State(app): State<Arc<App>>,
+pub(crate) async fn logout<H: Host>(
+    State(app): State<Arc<H>>,
     headers: HeaderMap,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Response {
     let form = form.map(|Form(f)| f).unwrap_or_default();
-    if let Err(r) = guard_post(&app, &headers, &form) {
+    if let Err(r) = guard_post(&*app, &headers, &form) {
         return *r;
     }
     if let Some(c) = cookie(&headers, &cookie_name(&headers)) {
-        app.ui.end_session(c);
+        app.ui().end_session(c);
     }
-    let mut r = sign_in_page(&app, StatusCode::OK, "Signed out.");
+    let mut r = sign_in_page(&*app, StatusCode::OK, "Signed out.");
     r.headers_mut()
         .insert(header::SET_COOKIE, session_cookie(&headers, "", Some(0)));
     r
