@@ -435,6 +435,12 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
         )
         .route("/ui/claim/{id}", get(ui::claim::<App>))
         .route("/ui/search", get(ui::search::<App>))
+        .route("/ui/group", get(ui::group::<App>))
+        .route("/ui/keys.js", get(ui::keys_js))
+        .route(
+            "/ui/approve-selected",
+            post(ui::approve_selected::<App>).layer(form()),
+        )
         .route("/ui/audit", get(ui::audit::<App>))
 }
 

@@ -201,3 +201,100 @@ fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
         assert!(shots.join(shot).is_file(), "{shot} was not written");
     }
 }
+
+/// One agent session's 30 proposals reviewed with the keyboard alone, in
+/// real Chromium: the queue groups them under the session's task; the
+/// group page shows each whole; `j` visits each, `x` deselects one, `a`
+/// approves the other 29 together; the one left is opened and rejected
+/// with a reason, by keys. Keys and page loads are counted.
+#[test]
+fn a_session_of_30_is_reviewed_with_the_keyboard_alone() {
+    let python = python();
+    let chromium = tool("VOUCH_CHROMIUM", "/usr/bin/chromium");
+    let driver = tool("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver");
+    let p = Project::new();
+    let lines: Vec<String> = (1..=30)
+        .map(|i| format!("Service {i} is owned by team {i}."))
+        .collect();
+    let s = p.source(&(lines.join("\n") + "\n"));
+    let session = p.ok(
+        "agent",
+        &["session", "start", "--task", "map service ownership"],
+    )["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut proposed = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let quote = line.trim_end_matches('.');
+        let v = p.ok(
+            "agent",
+            &[
+                "propose-claim",
+                &format!("Team {} owns service {}", i + 1, i + 1),
+                "--quote",
+                &format!("{s}={quote}"),
+                "--session",
+                &session,
+            ],
+        );
+        proposed.push(v["proposal_id"].as_str().unwrap().to_string());
+    }
+
+    let ui = start_ui(&p, "alice");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui-client/session.py"))
+        .arg(&ui.url)
+        .arg(&shots)
+        .env("VOUCH_CHROMIUM", &chromium)
+        .env("VOUCH_CHROMEDRIVER", &driver)
+        .output()
+        .expect("run the WebDriver client");
+    assert!(
+        out.status.success(),
+        "session.py failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("session.py prints JSON");
+    eprintln!("{seen:#}");
+    assert!(seen.get("error").is_none(), "{seen:#}");
+    assert_eq!(seen["queue_count"], 30);
+    assert_eq!(seen["focused"], "together", "j goes to the session first");
+    assert_eq!(seen["group_count"], 30);
+    assert!(
+        seen["group_task"]
+            .as_str()
+            .unwrap()
+            .contains("map service ownership"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["visited"], 30, "j visits every proposal");
+    let left = seen["deselected"].as_str().unwrap().to_string();
+    assert!(proposed.contains(&left));
+    assert_eq!(seen["notice"], "Approved 29 proposal(s) together.");
+    assert_eq!(seen["count_after"], 1);
+    assert_eq!(seen["opened"], left.as_str());
+    assert_eq!(seen["final"], format!("Rejected {left}."));
+    drop(ui);
+
+    // On disk: 29 approved by alice, the one deselected rejected with the
+    // reason typed; one chain.
+    let shown = |id: &str| p.ok("x", &["show", id])["object"].clone();
+    for id in &proposed {
+        let o = shown(id);
+        if *id == left {
+            assert_eq!(o["status"], "rejected");
+            assert_eq!(o["reason"], "it says the opposite of its source");
+        } else {
+            assert_eq!(o["status"], "approved", "{id}");
+            assert_eq!(o["decided_by"], "alice");
+        }
+    }
+    assert_eq!(p.ok("x", &["status"])["pending"], 0);
+    assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
+    // Three page loads for 29 approvals (before: a page and a click each).
+    assert!(seen["loads"].as_u64().unwrap() <= 6, "{seen:#}");
+    assert!(shots.join("group.png").is_file());
+}

@@ -253,8 +253,8 @@ fn html(status: StatusCode, body: String) -> Response {
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; \
-             frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self'; \
+             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
@@ -466,6 +466,10 @@ pub(crate) async fn queue<H: Host>(
                 "Rejected"
             }
         )),
+        (Some("approved"), None) => q
+            .get("n")
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(|n| format!("Approved {n} proposal(s) together.")),
         _ => None,
     };
     let a = app.clone();
@@ -600,6 +604,133 @@ async fn decide<H: Host>(
                     &frame,
                     &e.message,
                     Some(&format!("/ui/proposal/{}", url_id(&id))),
+                ),
+            )
+        }
+        Err(_) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            pages::bare(
+                "Error",
+                "<p class=\"error\">internal error; see the server's stderr</p>",
+            ),
+        ),
+    }
+}
+
+/// `/ui/keys.js`: the pages' keyboard paths (static; no session needed).
+pub(crate) async fn keys_js() -> Response {
+    let mut r = pages::KEYS_JS.into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+/// `/ui/group?session=ID` or `?by=ACTOR`: a group's proposals together.
+pub(crate) async fn group<H: Host>(
+    State(app): State<Arc<H>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let session = match signed_in(&*app, &headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let g = match (q.get("session"), q.get("by")) {
+        (Some(s), None) => pages::Group::Session(s.clone()),
+        (None, Some(a)) => pages::Group::By(a.clone()),
+        _ => {
+            return refused(
+                &*app,
+                &headers,
+                StatusCode::BAD_REQUEST,
+                "name one group: ?session=ID or ?by=ACTOR",
+            );
+        }
+    };
+    render(app.clone(), session, move |app, caller, frame| {
+        pages::group(app.kb(), caller, frame, &g).map(Some)
+    })
+    .await
+}
+
+/// Approve the selected proposals of a group, all or nothing: the same
+/// typed gate call as `vouch review` and `vouch approve A B C`. If one
+/// cannot be approved (decided meanwhile, changed, refused by the gate),
+/// none is, and the page says which and why.
+pub(crate) async fn approve_selected<H: Host>(
+    State(app): State<Arc<H>>,
+    headers: HeaderMap,
+    form: Result<Form<Vec<(String, String)>>, FormRejection>,
+) -> Response {
+    let pairs = match form {
+        Ok(Form(f)) => f,
+        Err(e) => return refused(&*app, &headers, StatusCode::BAD_REQUEST, &e.body_text()),
+    };
+    let fields: HashMap<String, String> =
+        pairs.iter().filter(|(k, _)| k != "id").cloned().collect();
+    let session = match guard_post(&*app, &headers, &fields) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let ids: Vec<String> = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "id")
+        .map(|(_, v)| v)
+        .collect();
+    if ids.is_empty() {
+        return refused(
+            &*app,
+            &headers,
+            StatusCode::BAD_REQUEST,
+            "Nothing was selected; nothing was approved.",
+        );
+    }
+    for id in &ids {
+        if let Err(why) = checked_id(id) {
+            return refused(&*app, &headers, StatusCode::BAD_REQUEST, &why);
+        }
+    }
+    let reason = fields
+        .get("reason")
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty());
+    let a = app.clone();
+    let s = session.clone();
+    let n = ids.len();
+    let outcome = tokio::task::spawn_blocking(move || {
+        vouch_core::review::gate::approve(
+            a.kb(),
+            &web_caller(&s),
+            vouch_core::params::ApproveParams {
+                proposal_id: vouch_core::params::OneOrMany::Many(ids),
+                reason,
+                approver: None,
+            },
+        )
+    })
+    .await;
+    match outcome {
+        Ok(Ok(_)) => redirect(&format!("/?done=approved&n={n}")),
+        Ok(Err(e)) => {
+            let status = StatusCode::from_u16(mapping(e.kind).http_status)
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let frame = Frame {
+                actor: &session.subject,
+                csrf: &session.csrf,
+            };
+            html(
+                status,
+                pages::error(
+                    &frame,
+                    &format!("Nothing was approved: {}", e.message),
+                    Some("/"),
                 ),
             )
         }
@@ -953,7 +1084,91 @@ mod tests {
             page.contains("Fridays &lt;script&gt;alert(1)&lt;/script&gt;"),
             "{page}"
         );
-        assert!(!page.contains("<script>"), "{page}");
+        assert!(!page.contains("<script>alert"), "{page}");
+    }
+
+    /// A group's proposals are shown whole on one page and approved
+    /// together, all or nothing: one rejected between the page and the
+    /// approval makes the whole approval refused, with the reason, and
+    /// the rest stays pending; approving what remains then succeeds.
+    #[tokio::test]
+    async fn a_group_is_approved_all_or_nothing() {
+        let (dir, router, link, first) = review("alice");
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(vouch_core::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let agent = Caller::new("agent", Transport::Jsonl);
+        let src = methods::dispatch(
+            &kb,
+            &agent,
+            "kb.register_source",
+            json!({"content": "Deploys are frozen on Fridays.", "locator": "notes"}),
+        )
+        .unwrap();
+        let second = methods::dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            json!({"text": "Fridays are deploy-free", "evidence": [src["id"]]}),
+        )
+        .unwrap()["proposal_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (cookie, csrf) = sign_in(&router, &link).await;
+        let (_, _, queue) = send(&router, get("/", &cookie)).await;
+        assert!(queue.contains("/ui/group?by=agent"), "{queue}");
+        let (status, _, page) = send(&router, get("/ui/group?by=agent", &cookie)).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        for id in [&first, &second] {
+            assert!(
+                page.contains(&format!("name=\"id\" value=\"{id}\" checked")),
+                "{page}"
+            );
+        }
+        // Shown whole: the escaped text, and the cited quote.
+        assert!(page.contains("Fridays &lt;script&gt;"), "{page}");
+        assert!(page.contains("Deploys are frozen on Fridays."), "{page}");
+        // Someone rejects one in between.
+        methods::dispatch(
+            &kb,
+            &Caller::new("bob", Transport::Cli),
+            "kb.reject",
+            json!({"proposal_id": first, "reason": "duplicate"}),
+        )
+        .unwrap();
+        let both = format!("csrf={csrf}&id={first}&id={second}");
+        let (status, _, page) = send(&router, post("/ui/approve-selected", &cookie, both)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{page}");
+        assert!(page.contains("Nothing was approved"), "{page}");
+        assert!(page.contains(&first), "{page}");
+        let pending = vouch_core::review::gate::list_pending(&kb).unwrap();
+        assert_eq!(pending.len(), 1, "the other is still pending");
+        // A forged post (no CSRF token) is refused.
+        let (status, _, _) = send(
+            &router,
+            post("/ui/approve-selected", &cookie, format!("id={second}")),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let (status, headers, _) = send(
+            &router,
+            post(
+                "/ui/approve-selected",
+                &cookie,
+                format!("csrf={csrf}&id={second}"),
+            ),
+        )
+        .await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        assert_eq!(headers[header::LOCATION], "/?done=approved&n=1");
+        assert!(
+            vouch_core::review::gate::list_pending(&kb)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

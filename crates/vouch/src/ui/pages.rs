@@ -233,25 +233,32 @@ pub fn queue(
         "<table id=\"queue\"><thead><tr><th>Proposed</th><th>Kind</th><th>What</th>\
          <th>By</th><th>Cites</th></tr></thead><tbody>",
     );
-    for p in items.iter().take(QUEUE_ROWS) {
-        let id = str_of(p, "id");
-        let cites =
-            strings(&p["payload"]["evidence"]).len() + strings(&p["payload"]["sources"]).len();
+    // A session's proposals together (its task shown), then each agent's
+    // proposals outside any session: reviewed a group at a time.
+    let shown: Vec<&Value> = items.iter().take(QUEUE_ROWS).collect();
+    let mut groups: Vec<(Group, Vec<&Value>)> = Vec::new();
+    for p in shown {
+        let g = Group::of(p);
+        match groups.iter_mut().find(|(k, _)| *k == g) {
+            Some((_, v)) => v.push(p),
+            None => groups.push((g, vec![p])),
+        }
+    }
+    for (g, members) in &groups {
         let _ = write!(
             body,
-            "<tr><td class=\"small\">{}</td><td>{}</td><td><a class=\"proposal\" href=\"/ui/proposal/{}\">{}</a></td>\
-             <td>{}</td><td>{}</td></tr>",
-            esc(&str_of(p, "created_at")
-                .chars()
-                .take(16)
-                .collect::<String>()
-                .replace('T', " ")),
-            esc(str_of(p, "kind")),
-            url_id(id),
-            esc(&summary(p)),
-            esc(str_of(p, "proposed_by")),
-            cites
+            "<tr class=\"group\"><th colspan=\"5\">{} · {} proposal(s){} \
+             <a class=\"together\" href=\"{}\">review them together</a></th></tr>",
+            g.title(),
+            members.len(),
+            g.task(kb)
+                .map(|t| format!(" · task: “{}”", esc(&t)))
+                .unwrap_or_default(),
+            g.href()
         );
+        for p in members {
+            queue_row(&mut body, p);
+        }
     }
     body.push_str("</tbody></table>");
     if items.len() > QUEUE_ROWS {
@@ -262,7 +269,145 @@ pub fn queue(
             items.len()
         );
     }
+    body.push_str(KEYS_SCRIPT);
     Ok(layout("Review queue", frame, &body))
+}
+
+/// Proposals reviewed together: one agent session's, or one agent's made
+/// outside any session.
+#[derive(PartialEq, Eq, Clone, Debug)]
+pub enum Group {
+    Session(String),
+    By(String),
+}
+
+impl Group {
+    fn of(p: &Value) -> Group {
+        match p.get("session_id").and_then(Value::as_str) {
+            Some(s) if !s.is_empty() => Group::Session(s.to_string()),
+            _ => Group::By(str_of(p, "proposed_by").to_string()),
+        }
+    }
+    fn title(&self) -> String {
+        match self {
+            Group::Session(s) => format!("session <b>{}</b>", esc(s)),
+            Group::By(a) => format!("by <b>{}</b>, outside a session", esc(a)),
+        }
+    }
+    fn href(&self) -> String {
+        match self {
+            Group::Session(s) => format!("/ui/group?session={}", url_id(s)),
+            Group::By(a) => format!("/ui/group?by={}", url_id(a)),
+        }
+    }
+    /// The session's task, as the agent gave it.
+    fn task(&self, kb: &Kb) -> Option<String> {
+        let Group::Session(s) = self else { return None };
+        let session = kb.load::<vouch_core::model::Session>(s).ok()??;
+        session.task.or(session.note)
+    }
+}
+
+/// Keyboard paths, as a progressive enhancement (every action is a link or
+/// a form without it): `j`/`k` move between proposals, `o` opens one, `x`
+/// selects or deselects it, `a` approves (the selection, on a group), `r`
+/// goes to the reason to reject.
+pub const KEYS_JS: &str = "(function(){\
+var items=Array.prototype.slice.call(document.querySelectorAll('.item,a.together,a.proposal'));var at=-1;\
+function go(i){if(!items.length)return;at=Math.max(0,Math.min(items.length-1,i));items[at].focus();}\
+document.addEventListener('keydown',function(e){\
+if(e.ctrlKey||e.metaKey||e.altKey)return;var t=e.target.tagName;if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT')return;\
+var k=e.key;var cur=items[at];\
+if(k==='j'){go(at+1);e.preventDefault();}\
+else if(k==='k'){go(at-1);e.preventDefault();}\
+else if(k==='o'&&cur){var l=cur.tagName==='A'?cur:cur.querySelector('a.open');if(l){l.click();}}\
+else if(k==='x'&&cur){var c=cur.querySelector('input[type=checkbox]');if(c){c.checked=!c.checked;}}\
+else if(k==='a'){var b=document.getElementById('approve-selected')||document.getElementById('approve');if(b){e.preventDefault();b.click();}}\
+else if(k==='r'){var r=document.getElementById('reason');if(r){e.preventDefault();r.focus();}}\
+});})();\n";
+
+/// The page's reference to [`KEYS_JS`]: served from this origin
+/// (`/ui/keys.js`), as the pages' content security policy allows no
+/// inline script.
+const KEYS_SCRIPT: &str = "<script src=\"/ui/keys.js\"></script>";
+
+/// One row of the queue table.
+fn queue_row(body: &mut String, p: &Value) {
+    let id = str_of(p, "id");
+    let cites = strings(&p["payload"]["evidence"]).len() + strings(&p["payload"]["sources"]).len();
+    let _ = write!(
+        body,
+        "<tr><td class=\"small\">{}</td><td>{}</td><td><a class=\"proposal\" href=\"/ui/proposal/{}\">{}</a></td>\
+         <td>{}</td><td>{}</td></tr>",
+        esc(&str_of(p, "created_at")
+            .chars()
+            .take(16)
+            .collect::<String>()
+            .replace('T', " ")),
+        esc(str_of(p, "kind")),
+        url_id(id),
+        esc(&summary(p)),
+        esc(str_of(p, "proposed_by")),
+        cites
+    );
+}
+
+/// A group's pending proposals, each shown whole (everything approving it
+/// makes durable, its evidence with the quotes), each with a box to select
+/// it; one button approves the selected ones, all or nothing.
+pub fn group(kb: &Kb, caller: &Caller, frame: &Frame, g: &Group) -> Result<String, Error> {
+    let members: Vec<Value> = vouch_core::review::gate::list_pending(kb)?
+        .iter()
+        .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
+        .filter(|p| Group::of(p) == *g)
+        .collect();
+    let mut body = format!(
+        "<h1>Review together <span class=\"muted\" id=\"count\">{}</span></h1><p>{}{}</p>",
+        members.len(),
+        g.title(),
+        g.task(kb)
+            .map(|t| format!(" · task: “{}”", esc(&t)))
+            .unwrap_or_default()
+    );
+    if members.is_empty() {
+        body.push_str("<p>Nothing of this group is waiting for review.</p>");
+        return Ok(layout("Review together", frame, &body));
+    }
+    body.push_str(
+        "<p class=\"muted\">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous, <kbd>x</kbd> \
+         select, <kbd>o</kbd> open (to reject), <kbd>a</kbd> approve the selected.</p>",
+    );
+    let _ = write!(
+        body,
+        "<form id=\"decide-many\" method=\"post\" action=\"/ui/approve-selected\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(frame.csrf)
+    );
+    for (i, p) in members.iter().enumerate() {
+        let id = str_of(p, "id");
+        let _ = write!(
+            body,
+            "<section class=\"item\" tabindex=\"0\" id=\"item-{i}\"><h2>{} {} \
+             <label><input type=\"checkbox\" name=\"id\" value=\"{}\" checked> approve</label> \
+             <a class=\"open\" href=\"/ui/proposal/{}\">open</a></h2>",
+            i + 1,
+            esc(str_of(p, "kind")),
+            esc(id),
+            url_id(id)
+        );
+        body.push_str(&proposal_view(kb, caller, p, &format!("text-{i}"))?);
+        body.push_str("</section>");
+    }
+    let _ = write!(
+        body,
+        "<p>Approve as <b>{}</b>: the selected become reviewed knowledge together, or none \
+         does if one cannot be approved.</p>\
+         <p><input name=\"reason\" placeholder=\"note (optional)\" style=\"width:100%\"></p>\
+         <button class=\"approve\" id=\"approve-selected\">Approve the selected</button></form>",
+        esc(frame.actor)
+    );
+    body.push_str(KEYS_SCRIPT);
+    Ok(layout("Review together", frame, &body))
 }
 
 /// Characters of source text shown on each side of a quoted span.
@@ -397,25 +542,41 @@ pub fn proposal(
     if p.is_null() {
         return Ok(None);
     }
-    let payload = &p["payload"];
-    let kind = str_of(&p, "kind");
     let status = str_of(&p, "status");
-    let text = summary(&p);
     let mut body = format!(
-        "<h1>Proposed {} {}</h1><div class=\"card\"><p class=\"text\" id=\"text\">{}</p><dl>",
-        esc(kind),
-        badge(status),
+        "<h1>Proposed {} {}</h1>",
+        esc(str_of(&p, "kind")),
+        badge(status)
+    );
+    body.push_str(&proposal_view(kb, caller, &p, "text")?);
+    decide_forms(&mut body, frame, &p, id, status);
+    body.push_str(KEYS_SCRIPT);
+    Ok(Some(layout(&format!("Proposal {id}"), frame, &body)))
+}
+
+/// Everything a proposal would make durable, and what it cites, replaces
+/// and resembles: the whole of what is decided, on its page and in a
+/// group alike. `text_id` is the element id of its text.
+fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<String, Error> {
+    let id = str_of(p, "id");
+    let payload = &p["payload"];
+    let kind = str_of(p, "kind");
+    let status = str_of(p, "status");
+    let text = summary(p);
+    let mut body = format!(
+        "<div class=\"card\"><p class=\"text\" id=\"{}\">{}</p><dl>",
+        esc(text_id),
         esc(&text)
     );
     field_row(&mut body, "type", str_of(payload, "type"));
     if let Some(c) = payload.get("confidence").and_then(Value::as_f64) {
         field_row(&mut body, "confidence", &format!("{c:.2}"));
     }
-    field_row(&mut body, "proposed by", str_of(&p, "proposed_by"));
-    field_row(&mut body, "proposed at", str_of(&p, "created_at"));
-    field_row(&mut body, "session", str_of(&p, "session_id"));
-    field_row(&mut body, "rationale", str_of(&p, "rationale"));
-    field_row(&mut body, "would be", str_of(&p, "object_id"));
+    field_row(&mut body, "proposed by", str_of(p, "proposed_by"));
+    field_row(&mut body, "proposed at", str_of(p, "created_at"));
+    field_row(&mut body, "session", str_of(p, "session_id"));
+    field_row(&mut body, "rationale", str_of(p, "rationale"));
+    field_row(&mut body, "would be", str_of(p, "object_id"));
     field_row(&mut body, "tags", &strings(&payload["tags"]).join(", "));
     // Everything else that becomes durable if approved (claim metadata, an
     // entity's description and aliases, …): nothing is approved unseen.
@@ -510,6 +671,11 @@ pub fn proposal(
         }
     }
 
+    Ok(body)
+}
+
+/// The approve and reject forms of a pending proposal, or its decision.
+fn decide_forms(body: &mut String, frame: &Frame, p: &Value, id: &str, status: &str) {
     if status == "pending" {
         let u = url_id(id);
         let csrf = esc(frame.csrf);
@@ -531,15 +697,14 @@ pub fn proposal(
             body,
             "<p class=\"card\">Decided: {} by {} at {}{}</p>",
             badge(status),
-            esc(str_of(&p, "decided_by")),
-            esc(str_of(&p, "decided_at")),
+            esc(str_of(p, "decided_by")),
+            esc(str_of(p, "decided_at")),
             match p.get("reason").and_then(Value::as_str) {
                 Some(r) => format!(" — “{}”", esc(r)),
                 None => String::new(),
             }
         );
     }
-    Ok(Some(layout(&format!("Proposal {id}"), frame, &body)))
 }
 
 /// Audit events as a table (newest last).
