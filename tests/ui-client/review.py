@@ -14,27 +14,18 @@ import http.server
 import json
 import os
 import sys
+
+import browser
 import threading
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 sign_in, approve_id, reject_id, forged_id, shots = sys.argv[1:6]
 base = sign_in.split("/ui/login")[0]
 os.makedirs(shots, exist_ok=True)
 
-options = Options()
-options.binary_location = os.environ.get("VOUCH_CHROMIUM", "/usr/bin/chromium")
-for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-            "--disable-gpu", "--window-size=1280,1000"):
-    options.add_argument(arg)
-service = Service(os.environ.get("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver"))
-driver = webdriver.Chrome(service=service, options=options)
-wait = WebDriverWait(driver, 20)
+driver, wait = browser.start()
 seen = {}
 
 

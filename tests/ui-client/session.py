@@ -14,26 +14,17 @@ import json
 import os
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+import browser
+
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 sign_in, shots = sys.argv[1:3]
 os.makedirs(shots, exist_ok=True)
 
-options = Options()
-options.binary_location = os.environ.get("VOUCH_CHROMIUM", "/usr/bin/chromium")
-for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-            "--disable-gpu", "--window-size=1280,1000"):
-    options.add_argument(arg)
-service = Service(os.environ.get("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver"))
-driver = webdriver.Chrome(service=service, options=options)
-wait = WebDriverWait(driver, 20)
+driver, wait = browser.start()
 seen = {"keys": 0, "typed": 0, "loads": 1}
 
 

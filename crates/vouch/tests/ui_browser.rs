@@ -66,6 +66,36 @@ impl Drop for Ui {
     }
 }
 
+/// Run the WebDriver client `script` (tests/ui-client/) with `args` and
+/// the screenshot folder; what it saw (its JSON) and that folder.
+fn drive(script: &str, args: &[&str]) -> (Value, std::path::PathBuf) {
+    let python = python();
+    let chromium = tool("VOUCH_CHROMIUM", "/usr/bin/chromium");
+    let driver = tool("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    let out = Command::new(&python)
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/ui-client")
+                .join(script),
+        )
+        .args(args)
+        .arg(&shots)
+        .env("VOUCH_CHROMIUM", &chromium)
+        .env("VOUCH_CHROMEDRIVER", &driver)
+        .output()
+        .expect("run the WebDriver client");
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{script} prints JSON ({e})"));
+    (seen, shots)
+}
+
 fn start_ui(p: &Project, person: &str) -> Ui {
     let mut child = p
         .command(person)
@@ -88,10 +118,6 @@ fn start_ui(p: &Project, person: &str) -> Ui {
 
 #[test]
 fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
-    let python = python();
-    let chromium = tool("VOUCH_CHROMIUM", "/usr/bin/chromium");
-    let driver = tool("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver");
-
     let p = Project::new();
     let s = p.source(
         "Ops notes.\nThe staging database is reset every Monday at 06:00 UTC.\n\
@@ -118,22 +144,7 @@ fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
     );
 
     let ui = start_ui(&p, "alice");
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
-    let out = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui-client/review.py"))
-        .args([&ui.url, &approve_id, &reject_id, &forged_id])
-        .arg(&shots)
-        .env("VOUCH_CHROMIUM", &chromium)
-        .env("VOUCH_CHROMEDRIVER", &driver)
-        .output()
-        .expect("run the WebDriver client");
-    assert!(
-        out.status.success(),
-        "review.py failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("review.py prints JSON");
+    let (seen, shots) = drive("review.py", &[&ui.url, &approve_id, &reject_id, &forged_id]);
 
     // What the browser saw.
     assert_eq!(seen["queue_count"], 3, "{seen:#}");
@@ -209,9 +220,6 @@ fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
 /// with a reason, by keys. Keys and page loads are counted.
 #[test]
 fn a_session_of_30_is_reviewed_with_the_keyboard_alone() {
-    let python = python();
-    let chromium = tool("VOUCH_CHROMIUM", "/usr/bin/chromium");
-    let driver = tool("VOUCH_CHROMEDRIVER", "/usr/bin/chromedriver");
     let p = Project::new();
     let lines: Vec<String> = (1..=30)
         .map(|i| format!("Service {i} is owned by team {i}."))
@@ -242,22 +250,7 @@ fn a_session_of_30_is_reviewed_with_the_keyboard_alone() {
     }
 
     let ui = start_ui(&p, "alice");
-    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
-    let out = Command::new(&python)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui-client/session.py"))
-        .arg(&ui.url)
-        .arg(&shots)
-        .env("VOUCH_CHROMIUM", &chromium)
-        .env("VOUCH_CHROMEDRIVER", &driver)
-        .output()
-        .expect("run the WebDriver client");
-    assert!(
-        out.status.success(),
-        "session.py failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("session.py prints JSON");
+    let (seen, shots) = drive("session.py", &[&ui.url]);
     eprintln!("{seen:#}");
     assert!(seen.get("error").is_none(), "{seen:#}");
     assert_eq!(seen["queue_count"], 30);

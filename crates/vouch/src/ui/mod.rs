@@ -591,30 +591,42 @@ async fn decide<H: Host>(
             if approve { "approved" } else { "rejected" },
             url_id(&pid)
         )),
-        Ok(Err(e)) => {
-            let status = StatusCode::from_u16(mapping(e.kind).http_status)
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let frame = Frame {
-                actor: &session.subject,
-                csrf: &session.csrf,
-            };
-            html(
-                status,
-                pages::error(
-                    &frame,
-                    &e.message,
-                    Some(&format!("/ui/proposal/{}", url_id(&id))),
-                ),
-            )
-        }
-        Err(_) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            pages::bare(
-                "Error",
-                "<p class=\"error\">internal error; see the server's stderr</p>",
-            ),
+        Ok(Err(e)) => refused_decision(
+            &session,
+            &e.message,
+            e.kind,
+            &format!("/ui/proposal/{}", url_id(&id)),
         ),
+        Err(_) => internal_error(),
     }
+}
+
+/// The page for a decision the gate refused, with the reason and the way
+/// back.
+fn refused_decision(
+    session: &Session,
+    message: &str,
+    kind: vouch_core::ErrorKind,
+    back: &str,
+) -> Response {
+    let status = StatusCode::from_u16(mapping(kind).http_status)
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let frame = Frame {
+        actor: &session.subject,
+        csrf: &session.csrf,
+    };
+    html(status, pages::error(&frame, message, Some(back)))
+}
+
+/// The page for a decision that panicked on the blocking pool.
+fn internal_error() -> Response {
+    html(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        pages::bare(
+            "Error",
+            "<p class=\"error\">internal error; see the server's stderr</p>",
+        ),
+    )
 }
 
 /// `/ui/keys.js`: the pages' keyboard paths (static; no session needed).
@@ -718,29 +730,13 @@ pub(crate) async fn approve_selected<H: Host>(
     .await;
     match outcome {
         Ok(Ok(_)) => redirect(&format!("/?done=approved&n={n}")),
-        Ok(Err(e)) => {
-            let status = StatusCode::from_u16(mapping(e.kind).http_status)
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let frame = Frame {
-                actor: &session.subject,
-                csrf: &session.csrf,
-            };
-            html(
-                status,
-                pages::error(
-                    &frame,
-                    &format!("Nothing was approved: {}", e.message),
-                    Some("/"),
-                ),
-            )
-        }
-        Err(_) => html(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            pages::bare(
-                "Error",
-                "<p class=\"error\">internal error; see the server's stderr</p>",
-            ),
+        Ok(Err(e)) => refused_decision(
+            &session,
+            &format!("Nothing was approved: {}", e.message),
+            e.kind,
+            "/",
         ),
+        Err(_) => internal_error(),
     }
 }
 
@@ -882,34 +878,43 @@ mod tests {
     fn review(person: &str) -> (tempfile::TempDir, axum::Router, String, String) {
         let dir = tempfile::tempdir().unwrap();
         Kb::init(dir.path(), "t", None).unwrap();
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
+        let kb = open(dir.path());
+        let id = propose(&kb, "Deploys freeze on Fridays <script>alert(1)</script>");
+        let built = crate::http::review_application(Arc::new(kb), person);
+        let link = built.sign_in.unwrap();
+        (dir, built.router, link, id)
+    }
+
+    /// The KB of the project `dir`.
+    fn open(dir: &std::path::Path) -> Kb {
+        Kb::open(
+            &dir.join(".vouch"),
             Arc::new(vouch_core::clock::SystemClock::default()),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// As `agent`, register the notes and propose `text` citing them; the
+    /// proposal id.
+    fn propose(kb: &Kb, text: &str) -> String {
         let agent = Caller::new("agent", Transport::Jsonl);
         let src = methods::dispatch(
-            &kb,
+            kb,
             &agent,
             "kb.register_source",
             json!({"content": "Deploys are frozen on Fridays.", "locator": "notes"}),
         )
         .unwrap();
-        let p = methods::dispatch(
-            &kb,
+        methods::dispatch(
+            kb,
             &agent,
             "kb.propose_claim",
-            json!({"text": "Deploys freeze on Fridays <script>alert(1)</script>", "evidence": [src["id"]]}),
+            json!({"text": text, "evidence": [src["id"]]}),
         )
-        .unwrap();
-        let built = crate::http::review_application(Arc::new(kb), person);
-        let link = built.sign_in.unwrap();
-        (
-            dir,
-            built.router,
-            link,
-            p["proposal_id"].as_str().unwrap().into(),
-        )
+        .unwrap()["proposal_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     async fn send(router: &axum::Router, req: Request) -> (StatusCode, HeaderMap, String) {
@@ -1094,29 +1099,8 @@ mod tests {
     #[tokio::test]
     async fn a_group_is_approved_all_or_nothing() {
         let (dir, router, link, first) = review("alice");
-        let kb = Kb::open(
-            &dir.path().join(".vouch"),
-            Arc::new(vouch_core::clock::SystemClock::default()),
-        )
-        .unwrap();
-        let agent = Caller::new("agent", Transport::Jsonl);
-        let src = methods::dispatch(
-            &kb,
-            &agent,
-            "kb.register_source",
-            json!({"content": "Deploys are frozen on Fridays.", "locator": "notes"}),
-        )
-        .unwrap();
-        let second = methods::dispatch(
-            &kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": "Fridays are deploy-free", "evidence": [src["id"]]}),
-        )
-        .unwrap()["proposal_id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let kb = open(dir.path());
+        let second = propose(&kb, "Fridays are deploy-free");
         let (cookie, csrf) = sign_in(&router, &link).await;
         let (_, _, queue) = send(&router, get("/", &cookie)).await;
         assert!(queue.contains("/ui/group?by=agent"), "{queue}");
