@@ -437,6 +437,8 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
         .route("/ui/search", get(ui::search::<App>))
         .route("/ui/group", get(ui::group::<App>))
         .route("/ui/keys.js", get(ui::keys_js))
+        .route("/ui/browse", get(ui::browse::<App>))
+        .route("/ui/health", get(ui::health::<App>))
         .route(
             "/ui/approve-selected",
             post(ui::approve_selected::<App>).layer(form()),

@@ -405,6 +405,18 @@ fn web_caller(s: &Session) -> Caller {
     }
 }
 
+/// A page for the signed-in person, rendered by `f` on the blocking pool.
+async fn signed_page<H: Host, F>(app: Arc<H>, headers: &HeaderMap, f: F) -> Response
+where
+    F: FnOnce(&H, &Caller, &Frame) -> Result<Option<String>, Error> + Send + 'static,
+{
+    let session = match signed_in(&*app, headers) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    render(app, session, f).await
+}
+
 /// Run a page renderer on the blocking pool, mapping errors to pages.
 async fn render<H: Host, F>(app: Arc<H>, session: Session, f: F) -> Response
 where
@@ -524,24 +536,16 @@ pub(crate) async fn search<H: Host>(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&*app, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
     let text = q.get("q").cloned().unwrap_or_default();
     let backend = q.get("backend").cloned().unwrap_or_default();
-    render(app.clone(), session, move |app, caller, frame| {
+    signed_page(app.clone(), &headers, move |app, caller, frame| {
         pages::search(app.kb(), caller, frame, &text, &backend).map(Some)
     })
     .await
 }
 
 pub(crate) async fn audit<H: Host>(State(app): State<Arc<H>>, headers: HeaderMap) -> Response {
-    let session = match signed_in(&*app, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    render(app.clone(), session, move |app, caller, frame| {
+    signed_page(app.clone(), &headers, move |app, caller, frame| {
         pages::audit(app.kb(), caller, frame, 200).map(Some)
     })
     .await
@@ -627,6 +631,34 @@ fn internal_error() -> Response {
             "<p class=\"error\">internal error; see the server's stderr</p>",
         ),
     )
+}
+
+/// `/ui/browse?kind=&status=&type=&tag=&entity=`: approved knowledge.
+pub(crate) async fn browse<H: Host>(
+    State(app): State<Arc<H>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let field = |k: &str| q.get(k).cloned().unwrap_or_default();
+    let b = pages::Browse {
+        kind: field("kind"),
+        status: field("status"),
+        claim_type: field("type"),
+        tag: field("tag"),
+        entity: field("entity"),
+    };
+    signed_page(app.clone(), &headers, move |app, caller, frame| {
+        pages::browse(app.kb(), caller, frame, &b).map(Some)
+    })
+    .await
+}
+
+/// `/ui/health`: what `vouch doctor` reports.
+pub(crate) async fn health<H: Host>(State(app): State<Arc<H>>, headers: HeaderMap) -> Response {
+    signed_page(app.clone(), &headers, move |app, caller, frame| {
+        pages::health(app.kb(), caller, frame).map(Some)
+    })
+    .await
 }
 
 /// `/ui/keys.js`: the pages' keyboard paths (static; no session needed).
@@ -1090,6 +1122,50 @@ mod tests {
             "{page}"
         );
         assert!(!page.contains("<script>alert"), "{page}");
+    }
+
+    /// Browse lists approved claims by status and tag, with what changed;
+    /// Health shows doctor's findings with what to do — a claim written by
+    /// hand (no approval in the log) is an error there.
+    #[tokio::test]
+    async fn browse_filters_claims_and_health_shows_findings() {
+        let (dir, router, link, id) = review("alice");
+        let kb = open(dir.path());
+        methods::dispatch(
+            &kb,
+            &Caller::new("bob", Transport::Cli),
+            "kb.approve",
+            json!({"proposal_id": id}),
+        )
+        .unwrap();
+        let (cookie, _) = sign_in(&router, &link).await;
+        let (status, _, page) = send(&router, get("/ui/browse", &cookie)).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert!(page.contains("1 claims"), "{page}");
+        assert!(page.contains("Fridays &lt;script&gt;"), "{page}");
+        assert!(page.contains("Recent changes (1)"), "{page}");
+        assert!(page.contains("proposal.approve"), "{page}");
+        let (_, _, none) = send(&router, get("/ui/browse?status=archived", &cookie)).await;
+        assert!(none.contains("0 claims"), "{none}");
+        let (_, _, tagged) = send(&router, get("/ui/browse?tag=nothing-has-it", &cookie)).await;
+        assert!(tagged.contains("0 claims"), "{tagged}");
+
+        let (_, _, healthy) = send(&router, get("/ui/health", &cookie)).await;
+        assert!(healthy.contains("0 error(s)"), "{healthy}");
+        std::fs::write(
+            dir.path().join(".vouch/claims/written-by-hand.yaml"),
+            "id: written-by-hand\ntext: Nobody reviewed this\ntype: fact\nstatus: stable\n\
+             confidence: 0.9\nevidence: []\ncreated_at: '2026-01-01T00:00:00Z'\n\
+             updated_at: '2026-01-01T00:00:00Z'\n",
+        )
+        .unwrap();
+        let (_, _, page) = send(&router, get("/ui/health", &cookie)).await;
+        assert!(!page.contains("0 error(s)"), "{page}");
+        assert!(page.contains("unaudited-object:written-by-hand"), "{page}");
+        assert!(
+            page.contains("remove it, or propose it for review"),
+            "{page}"
+        );
     }
 
     /// A group's proposals are shown whole on one page and approved
