@@ -138,7 +138,25 @@ fn show(
                 .flatten()
                 .map(|c| c.object.text)
                 .unwrap_or_default();
-            out.push_str(&format!("  supersedes {}: {}\n", clean(id), clean(&text)));
+            // The words that changed, marked on both sides.
+            let (was, now) = vouch_core::review::diff_words(&text, &what);
+            let marked = |runs: Vec<vouch_core::review::Words>| -> String {
+                runs.iter()
+                    .map(|w| {
+                        if w.changed {
+                            format!("{}{}{}", style.on, clean(&w.text), style.off)
+                        } else {
+                            clean(&w.text)
+                        }
+                    })
+                    .collect()
+            };
+            out.push_str(&format!(
+                "  supersedes {}:\n    was: {}\n    now: {}\n",
+                clean(id),
+                marked(was),
+                marked(now)
+            ));
         }
     }
     if p.kind == ProposalKind::Page {
@@ -243,8 +261,24 @@ fn sources_of(kb: &Kb, p: &Read<Proposal>) -> String {
     out
 }
 
-const HELP: &str =
-    "  a approve · r reject (asks for a reason) · s skip · o open its sources · q quit\n";
+const HELP: &str = "  a approve · r reject (asks for a reason) · s skip · o open its sources · g show \
+                    the rest of its session and approve them together · q quit\n";
+
+/// The group a proposal is reviewed in: its session, else its agent.
+fn group_of(p: &Proposal) -> String {
+    match &p.session_id {
+        Some(s) if !s.is_empty() => format!("session {s}"),
+        _ => format!("by {}, outside a session", p.proposed_by),
+    }
+}
+
+/// The task of a proposal's session, as the agent gave it.
+fn session_task(kb: &Kb, p: &Proposal) -> Option<String> {
+    let s = kb
+        .load::<vouch_core::model::Session>(p.session_id.as_deref()?)
+        .ok()??;
+    s.task.or(s.note)
+}
 
 /// Ask until one of the keys is typed; `None` at end of input.
 fn ask(input: &mut impl BufRead, out: &mut impl Write, prompt: &str) -> Option<String> {
@@ -283,19 +317,85 @@ pub fn interactive(
         queue.len(),
         caller.actor
     );
+    // A session's proposals together (then each agent's outside one), in
+    // the order their groups first appear.
+    let mut queue = queue;
+    let mut order: Vec<String> = Vec::new();
+    for p in &queue {
+        let g = group_of(&p.object);
+        if !order.contains(&g) {
+            order.push(g);
+        }
+    }
+    queue.sort_by_key(|p| order.iter().position(|g| *g == group_of(&p.object)));
     let (mut approved, mut rejected, mut skipped) = (0, 0, 0);
-    'queue: for (i, p) in queue.iter().enumerate() {
+    let mut i = 0;
+    'queue: while i < queue.len() {
+        let p = &queue[i];
         let id = p.object.id.clone();
+        let group = group_of(&p.object);
+        let rest: Vec<usize> = (i..queue.len())
+            .take_while(|&j| group_of(&queue[j].object) == group)
+            .collect();
+        if i == 0 || group_of(&queue[i - 1].object) != group {
+            let _ = writeln!(
+                out,
+                "\n══ {} · {} proposal(s){}; `g` shows them all and approves them together",
+                clean(&group),
+                rest.len(),
+                session_task(kb, &p.object)
+                    .map(|t| format!(" · task: {}", clean(&t)))
+                    .unwrap_or_default()
+            );
+        }
         let _ = write!(out, "{}", show(kb, caller, p, i + 1, queue.len(), &style));
+        i += 1;
         loop {
             let Some(answer) = ask(
                 input,
                 out,
-                "\nApprove, reject, skip, open, quit [a,r,s,o,q,?]? ",
+                "\nApprove, reject, skip, open, group, quit [a,r,s,o,g,q,?]? ",
             ) else {
                 break 'queue;
             };
             match answer.as_str() {
+                "g" | "group" => {
+                    // Every proposal approved here is shown in full first.
+                    for &j in rest.iter().skip(1) {
+                        let _ = write!(
+                            out,
+                            "{}",
+                            show(kb, caller, &queue[j], j + 1, queue.len(), &style)
+                        );
+                    }
+                    let prompt = format!(
+                        "\nApprove these {} together, all or nothing [y,N]? ",
+                        rest.len()
+                    );
+                    match ask(input, out, &prompt) {
+                        None => break 'queue,
+                        Some(a) if a == "y" || a == "yes" => {}
+                        Some(_) => continue,
+                    }
+                    let ids: Vec<String> =
+                        rest.iter().map(|&j| queue[j].object.id.clone()).collect();
+                    let params = ApproveParams {
+                        proposal_id: OneOrMany::Many(ids),
+                        reason: None,
+                        approver: None,
+                    };
+                    match methods::call::<kb::Approve>(kb, caller, params) {
+                        Ok(_) => {
+                            approved += rest.len();
+                            let _ = writeln!(out, "approved {} together", rest.len());
+                            i = rest.last().map_or(i, |&j| j + 1);
+                            break;
+                        }
+                        Err(e) => {
+                            let _ = writeln!(out, "nothing approved: {}", e.message);
+                        }
+                    }
+                }
                 "a" | "approve" => {
                     let params = ApproveParams {
                         proposal_id: OneOrMany::One(id.clone()),

@@ -36,7 +36,7 @@ fn in_pty(p: &Project, person: &str, steps: Value) -> (i64, String) {
     (v["status"].as_i64().unwrap_or(-1), transcript)
 }
 
-const PROMPT: &str = "[a,r,s,o,q,?]? ";
+const PROMPT: &str = "[a,r,s,o,g,q,?]? ";
 
 #[test]
 fn a_person_reviews_the_queue_in_a_terminal() {
@@ -115,6 +115,82 @@ fn a_person_reviews_the_queue_in_a_terminal() {
     assert_eq!(shown(&c)["status"], "pending");
     let events = p.audit_events("alice");
     assert_eq!(events, ["proposal.approve", "proposal.reject"]);
+}
+
+/// A session's proposals come together under its task; `g` shows every
+/// one of them in full and approves them together, all or nothing; the
+/// proposal outside the session is its own group.
+#[test]
+fn a_session_is_reviewed_together_in_the_terminal() {
+    let p = Project::new();
+    let s = p.source("Service 1 is owned by team 1.\nService 2 is owned by team 2.\nService 3 is owned by team 3.\n");
+    let session = p.start_session("agent", "map service ownership");
+    let outside = p.ok(
+        "other-agent",
+        &[
+            "propose-claim",
+            "Team 1 owns everything",
+            "--quote",
+            &format!("{s}=Service 1 is owned by team 1"),
+        ],
+    )["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let v = p.ok(
+            "agent",
+            &[
+                "propose-claim",
+                &format!("Team {n} owns service {n}"),
+                "--quote",
+                &format!("{s}=Service {n} is owned by team {n}"),
+                "--session",
+                &session,
+            ],
+        );
+        ids.push(v["proposal_id"].as_str().unwrap().to_string());
+    }
+    let (status, t) = in_pty(
+        &p,
+        "alice",
+        json!([
+            [PROMPT, "s\n"],
+            [PROMPT, "g\n"],
+            ["all or nothing [y,N]? ", "y\n"],
+        ]),
+    );
+    assert_eq!(status, 0, "{t}");
+    assert!(
+        t.contains("by other-agent, outside a session · 1 proposal(s)"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "session {session} · 3 proposal(s) · task: map service ownership"
+        )),
+        "{t}"
+    );
+    for n in 1..=3 {
+        assert!(t.contains(&format!("Team {n} owns service {n}")), "{t}");
+    }
+    assert!(
+        t.contains("Approve these 3 together, all or nothing"),
+        "{t}"
+    );
+    assert!(t.contains("approved 3 together"), "{t}");
+    assert!(
+        t.contains("approved 3, rejected 0, skipped 1; 1 still pending"),
+        "{t}"
+    );
+    for id in &ids {
+        assert_eq!(p.ok("x", &["show", id])["object"]["status"], "approved");
+    }
+    assert_eq!(
+        p.ok("x", &["show", &outside])["object"]["status"],
+        "pending"
+    );
 }
 
 fn batch(p: &Project, person: &str, stdin: &str) -> common::Run {

@@ -225,13 +225,7 @@ fn a_session_of_30_is_reviewed_with_the_keyboard_alone() {
         .map(|i| format!("Service {i} is owned by team {i}."))
         .collect();
     let s = p.source(&(lines.join("\n") + "\n"));
-    let session = p.ok(
-        "agent",
-        &["session", "start", "--task", "map service ownership"],
-    )["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let session = p.start_session("agent", "map service ownership");
     let mut proposed = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let quote = line.trim_end_matches('.');

@@ -678,46 +678,20 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
 
 /// Two texts side by side, escaped, with the words that changed marked:
 /// removed ones in the old (`<del>`), added ones in the new (`<mark>`).
-/// A word-level longest common subsequence; claims are a sentence or two.
 pub fn word_diff(old: &str, new: &str) -> (String, String) {
-    let a: Vec<&str> = old.split_inclusive(char::is_whitespace).collect();
-    let b: Vec<&str> = new.split_inclusive(char::is_whitespace).collect();
-    if a.len() * b.len() > 250_000 {
-        return (esc(old), esc(new));
-    }
-    let word = |t: &str| t.trim_end().to_string();
-    // lcs[i][j]: the longest common run of words of a[i..] and b[j..].
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if word(a[i]) == word(b[j]) {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut was, mut now) = (String::new(), String::new());
-    let (mut i, mut j) = (0, 0);
-    let marked = |out: &mut String, tag: &str, t: &str| {
-        let w = t.trim_end();
-        let _ = write!(out, "<{tag}>{}</{tag}>{}", esc(w), esc(&t[w.len()..]));
+    let html = |runs: Vec<vouch_core::review::Words>, tag: &str| -> String {
+        runs.iter()
+            .map(|w| {
+                if w.changed {
+                    format!("<{tag}>{}</{tag}>", esc(&w.text))
+                } else {
+                    esc(&w.text)
+                }
+            })
+            .collect()
     };
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && word(a[i]) == word(b[j]) {
-            was.push_str(&esc(a[i]));
-            now.push_str(&esc(b[j]));
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            marked(&mut now, "mark", b[j]);
-            j += 1;
-        } else {
-            marked(&mut was, "del", a[i]);
-            i += 1;
-        }
-    }
-    (was, now)
+    let (was, now) = vouch_core::review::diff_words(old, new);
+    (html(was, "del"), html(now, "mark"))
 }
 
 /// The approve and reject forms of a pending proposal, or its decision.

@@ -118,6 +118,13 @@ impl Project {
     pub fn call(&self, agent: &str, method: &str, params: Value) -> Run {
         self.run(agent, &["call", method, &params.to_string()])
     }
+    /// Start a work session as `agent` with this task; returns its id.
+    pub fn start_session(&self, agent: &str, task: &str) -> String {
+        self.ok(agent, &["session", "start", "--task", task])["session_id"]
+            .as_str()
+            .expect("session_id")
+            .to_string()
+    }
     /// Register text as a source; returns its id.
     pub fn source(&self, text: &str) -> String {
         let v = self.ok(
