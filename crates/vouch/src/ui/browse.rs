@@ -1,0 +1,214 @@
+//! The pages for looking around rather than deciding: approved knowledge
+//! by kind and field (`/ui/browse`, with what changed lately) and the
+//! knowledge base's health (`/ui/health`, what `vouch doctor` reports).
+
+use super::html::{Frame, badge, call, claim_link, esc, events_table, layout, str_of, strings};
+use serde_json::{Value, json};
+use std::fmt::Write;
+use vouch_core::{Caller, Error, Kb};
+
+/// What the browse page is asked: a kind and, for claims, field filters.
+#[derive(Default, Debug, Clone)]
+pub struct Browse {
+    /// claims (default), pages or entities.
+    pub kind: String,
+    pub status: String,
+    pub claim_type: String,
+    pub tag: String,
+    pub entity: String,
+}
+
+/// Events that change what is known, for "recent changes".
+const CHANGE_EVENTS: &[&str] = &[
+    "proposal.approve",
+    "claim.supersede",
+    "claim.contradict",
+    "claim.archive",
+    "claim.redact",
+    "claim.revert",
+    "bundle.import",
+];
+
+/// `/ui/browse`: approved knowledge by kind, claims filtered by status,
+/// type, tag and entity, and what changed lately.
+pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<String, Error> {
+    const SHOWN: i64 = 200;
+    let kind = match q.kind.as_str() {
+        "pages" | "entities" => q.kind.as_str(),
+        _ => "claims",
+    };
+    let mut body = String::from("<h1>Browse</h1><form method=\"get\" action=\"/ui/browse\">");
+    let _ = write!(body, "<select name=\"kind\">");
+    for k in ["claims", "pages", "entities"] {
+        let _ = write!(
+            body,
+            "<option{}>{k}</option>",
+            if k == kind { " selected" } else { "" }
+        );
+    }
+    body.push_str("</select> ");
+    let mut filter = serde_json::Map::new();
+    if kind == "claims" {
+        for (name, value, choices) in [
+            (
+                "status",
+                &q.status,
+                &[
+                    "",
+                    "working",
+                    "stable",
+                    "contested",
+                    "superseded",
+                    "archived",
+                    "redacted",
+                ][..],
+            ),
+            (
+                "type",
+                &q.claim_type,
+                &[
+                    "",
+                    "observation",
+                    "fact",
+                    "decision",
+                    "preference",
+                    "procedure",
+                    "warning",
+                ][..],
+            ),
+        ] {
+            let _ = write!(body, "{name} <select name=\"{name}\">");
+            for c in choices {
+                let _ = write!(
+                    body,
+                    "<option value=\"{c}\"{}>{}</option>",
+                    if c == value { " selected" } else { "" },
+                    if c.is_empty() { "any" } else { c }
+                );
+            }
+            body.push_str("</select> ");
+            if !value.is_empty() {
+                filter.insert(name.into(), json!(value));
+            }
+        }
+        for (name, value) in [("tag", &q.tag), ("entity", &q.entity)] {
+            let _ = write!(
+                body,
+                "{name} <input name=\"{name}\" value=\"{}\" size=\"14\"> ",
+                esc(value)
+            );
+            if !value.is_empty() {
+                let field = if name == "tag" { "tags" } else { "entities" };
+                filter.insert(field.into(), json!(value));
+            }
+        }
+    }
+    body.push_str("<button>Show</button></form>");
+    let listed = call(
+        kb,
+        caller,
+        &format!("kb.list_{kind}"),
+        json!({"limit": SHOWN, "filter": filter}),
+    )?;
+    let rows = listed.as_array().cloned().unwrap_or_default();
+    let _ = write!(
+        body,
+        "<p class=\"muted\" id=\"listed\">{} {kind}{}</p>",
+        rows.len(),
+        if rows.len() as i64 == SHOWN {
+            format!(" (the first {SHOWN}; narrow the filters)")
+        } else {
+            String::new()
+        }
+    );
+    body.push_str("<table id=\"browse\"><tbody>");
+    for r in &rows {
+        let id = str_of(r, "id");
+        let (what, extra) = match kind {
+            "pages" => (
+                str_of(r, "title").to_string(),
+                str_of(r, "type").to_string(),
+            ),
+            "entities" => (str_of(r, "name").to_string(), str_of(r, "type").to_string()),
+            _ => (
+                str_of(r, "text").chars().take(200).collect(),
+                format!("{} · {}", str_of(r, "type"), strings(&r["tags"]).join(", ")),
+            ),
+        };
+        let link = if kind == "claims" {
+            claim_link(id)
+        } else {
+            esc(id)
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{link} {}</td><td>{}</td><td class=\"small muted\">{}</td></tr>",
+            r.get("status")
+                .and_then(Value::as_str)
+                .map(badge)
+                .unwrap_or_default(),
+            esc(&what),
+            esc(&extra)
+        );
+    }
+    body.push_str("</tbody></table>");
+    // What changed lately.
+    let events = call(kb, caller, "kb.audit", json!({"tail": 2000}))?;
+    let changes: Vec<Value> = events
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .rev()
+                .filter(|e| CHANGE_EVENTS.contains(&str_of(e, "event")))
+                .take(50)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = write!(body, "<h2>Recent changes ({})</h2>", changes.len());
+    body.push_str(&events_table(&changes));
+    Ok(layout("Browse", frame, &body))
+}
+
+/// `/ui/health`: every `doctor` finding (lint's included), errors first,
+/// each with what to do; the command that repairs what is derivable.
+pub fn health(kb: &Kb, caller: &Caller, frame: &Frame) -> Result<String, Error> {
+    let report = vouch_core::health::doctor(kb, caller, Default::default())?;
+    let mut issues = report.issues.clone();
+    issues.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    let errors = issues
+        .iter()
+        .filter(|f| f.severity == vouch_core::params::Severity::Error)
+        .count();
+    let mut body = format!(
+        "<h1>Health</h1><p class=\"{}\" id=\"health\">{} error(s), {} warning(s).</p>",
+        if errors == 0 { "notice" } else { "error" },
+        errors,
+        issues.len() - errors
+    );
+    body.push_str(
+        "<p class=\"muted\">What <code>vouch doctor</code> reports. Each finding says what to \
+         do; <code>vouch doctor --fix</code> repairs what is derived (the index, the merge rule, \
+         joined branches) and never touches knowledge.</p>",
+    );
+    body.push_str(
+        "<table id=\"findings\"><thead><tr><th></th><th>Finding</th><th>What to do</th>\
+         <th>File</th></tr></thead><tbody>",
+    );
+    for f in &issues {
+        let sev = serde_json::to_value(f.severity)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr class=\"{sev}\"><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>",
+            badge(&sev),
+            esc(&f.id.chars().take(80).collect::<String>()),
+            esc(&f.message),
+            esc(f.path.as_deref().unwrap_or(""))
+        );
+    }
+    body.push_str("</tbody></table>");
+    Ok(layout("Health", frame, &body))
+}
