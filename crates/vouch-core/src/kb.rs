@@ -145,10 +145,10 @@ pub struct Kb {
     /// A retriever that replaces the configured one (a test double).
     retriever: Option<Box<dyn crate::retrieval::Retriever>>,
     /// The text-embedding model, when the app provides one.
-    embedder: Option<Arc<dyn crate::retrieval::Embedder>>,
+    embedder: Option<Arc<dyn crate::services::Embedder>>,
     /// The language model `kb.synthesize` may use in `llm` mode, when the
     /// person running vouch configured one.
-    llm: Option<Arc<dyn crate::answer::llm::Llm>>,
+    llm: Option<Arc<dyn crate::services::Llm>>,
     /// What retrieval keeps between calls (open index, readers, postings,
     /// vectors); only `retrieval` looks inside.
     pub(crate) index_state: crate::retrieval::state::IndexState,
@@ -366,10 +366,10 @@ impl Kb {
     }
     /// Give this knowledge base a text-embedding model (the app loads it;
     /// tests inject a small one).
-    pub fn set_embedder(&mut self, embedder: Arc<dyn crate::retrieval::Embedder>) {
+    pub fn set_embedder(&mut self, embedder: Arc<dyn crate::services::Embedder>) {
         self.embedder = Some(embedder);
     }
-    pub fn embedder(&self) -> Option<&Arc<dyn crate::retrieval::Embedder>> {
+    pub fn embedder(&self) -> Option<&Arc<dyn crate::services::Embedder>> {
         self.embedder.as_ref()
     }
     /// Give `kb.synthesize` a language model for `mode: llm`.
@@ -420,10 +420,10 @@ impl Kb {
     pub fn require_citations(&self) -> bool {
         !self.trust.citations_optional
     }
-    pub fn set_llm(&mut self, llm: Arc<dyn crate::answer::llm::Llm>) {
+    pub fn set_llm(&mut self, llm: Arc<dyn crate::services::Llm>) {
         self.llm = Some(llm);
     }
-    pub fn llm(&self) -> Option<&Arc<dyn crate::answer::llm::Llm>> {
+    pub fn llm(&self) -> Option<&Arc<dyn crate::services::Llm>> {
         self.llm.as_ref()
     }
     /// The one hook every writer calls after its files land: the open
@@ -748,7 +748,7 @@ impl Kb {
         // Only a file that fails costs a stat; the rest are just read.
         let sig = || {
             std::fs::symlink_metadata(path)
-                .map(|m| (crate::retrieval::fts5::mtime_ns(&m), m.len() as i64))
+                .map(|m| (crate::store::mtime_ns(&m), m.len() as i64))
                 .ok()
         };
         // The lock is held only to look up and note: never while reading,

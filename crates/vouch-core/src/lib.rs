@@ -20,6 +20,7 @@ pub mod reads;
 pub mod retrieval;
 pub mod review;
 pub mod rules;
+pub mod services;
 pub mod settings;
 pub mod sources;
 pub mod store;

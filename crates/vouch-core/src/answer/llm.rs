@@ -18,12 +18,7 @@ use crate::retrieval::fts5::STOP_WORDS;
 use crate::retrieval::hybrid::word_matches;
 use serde_json::Value;
 
-/// A language model the app provides.
-pub trait Llm: Send + Sync {
-    /// Send the request (see `answer::llm_request`) and return the reply's
-    /// text, or why there is none.
-    fn complete(&self, request: &Value) -> Result<String, String>;
-}
+pub use crate::services::Llm;
 
 /// Words a reworded sentence may add to its claims' own.
 pub const CONNECTIVES: &[&str] = &[

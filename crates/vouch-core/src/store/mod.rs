@@ -7,3 +7,14 @@ pub mod nofollow;
 pub mod yaml;
 
 pub use layout::{Dir, Layout};
+
+/// A file's modification time in nanoseconds since the epoch (0 when the
+/// file system does not say): half of the signature by which the index
+/// and the pending-queue cache tell a file changed.
+pub(crate) fn mtime_ns(m: &std::fs::Metadata) -> i64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}

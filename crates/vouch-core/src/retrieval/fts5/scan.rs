@@ -57,13 +57,7 @@ pub(crate) fn entry_hash(id: &str, sig: Sig) -> u64 {
     h.finish()
 }
 
-pub(crate) fn mtime_ns(m: &std::fs::Metadata) -> i64 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
+pub(crate) use crate::store::mtime_ns;
 
 /// The file system's side of a sync; taken without holding the index.
 pub(crate) struct Scan {

@@ -718,7 +718,7 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        let sig = (crate::retrieval::fts5::mtime_ns(&meta), meta.len() as i64);
+        let sig = (crate::store::mtime_ns(&meta), meta.len() as i64);
         let entry = match cache.remove(&id) {
             Some((s, v)) if s == sig => v,
             _ => read_object(kb, &path),

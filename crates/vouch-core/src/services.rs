@@ -1,0 +1,33 @@
+//! Services the app injects into a knowledge base, defined here below
+//! [`crate::kb::Kb`] (as the clock is, in [`crate::clock`]) so that `Kb`
+//! holds them without importing the layers that use them: an embedding
+//! model for retrieval by meaning, a language model for answers.
+
+use crate::error::Result;
+use serde_json::Value;
+
+/// Text embeddings: `Kb::set_embedder` gives a knowledge base a model,
+/// and retrievers that rank by meaning ask `Kb::embedder` for it. No model
+/// ships in the core (the app's `vouch-model` crate runs one).
+pub trait Embedder: Send + Sync {
+    /// Names the model, its revision, dimension and file hashes; stored
+    /// beside every vector, so vectors of another model are never compared
+    /// with these.
+    fn model_id(&self) -> &str;
+    /// Length of every vector.
+    fn dimensions(&self) -> usize;
+    /// One unit-length vector for a search query (cut to the model's input
+    /// limit; empty text is allowed).
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>>;
+    /// For each text, one unit-length vector per chunk (long texts are
+    /// split at the model's input limit; the best chunk answers for the
+    /// text).
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>>;
+}
+
+/// A language model the app provides.
+pub trait Llm: Send + Sync {
+    /// Send the request (see `answer::llm_request`) and return the reply's
+    /// text, or why there is none.
+    fn complete(&self, request: &Value) -> Result<String, String>;
+}
