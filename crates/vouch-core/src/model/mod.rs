@@ -3,6 +3,7 @@
 //! empty, unknown keys kept in `extra` and written back after known ones.
 
 mod enums;
+pub mod meta;
 mod time;
 
 pub use enums::*;

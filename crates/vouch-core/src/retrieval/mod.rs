@@ -19,8 +19,8 @@ pub use fts5::*;
 
 use crate::error::{Error, Result};
 use crate::kb::Kb;
+use crate::model::meta::ReadMeta;
 use crate::model::{Claim, DocKind, Entity, Page, Relation, Source};
-use crate::params::ReadMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;

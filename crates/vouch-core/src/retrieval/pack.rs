@@ -88,9 +88,9 @@ pub struct ContextItem {
     #[serde(
         rename = "_meta",
         default,
-        skip_serializing_if = "crate::params::ReadMeta::is_empty"
+        skip_serializing_if = "crate::model::meta::ReadMeta::is_empty"
     )]
-    pub meta: crate::params::ReadMeta,
+    pub meta: crate::model::meta::ReadMeta,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]

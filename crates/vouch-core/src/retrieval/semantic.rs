@@ -107,7 +107,7 @@ pub const DUPLICATE_COSINE: f32 = 0.95;
 /// Current approved claims almost the same in meaning as `text`, for a
 /// reviewer. Empty without a model; a model failure is a warning, never a
 /// failed proposal.
-pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::params::NearDuplicate> {
+pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::NearDuplicate> {
     let Some(embedder) = kb.embedder().cloned() else {
         return Vec::new();
     };
@@ -137,7 +137,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::params::NearDup
                     .flatten()
                     .map(|c| c.text)
                     .unwrap_or_default();
-                crate::params::NearDuplicate {
+                crate::model::meta::NearDuplicate {
                     id,
                     text,
                     similarity: (s as f64 * 1000.0).round() / 1000.0,
