@@ -141,7 +141,7 @@ fn beneath_in_one_call(
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn beneath_in_one_call(
     _root: &rustix::fd::OwnedFd,
     _names: &[&std::ffi::OsStr],
