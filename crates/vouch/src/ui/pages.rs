@@ -198,6 +198,9 @@ fn queue_row(body: &mut String, p: &Value) {
 /// A group's pending proposals, each shown whole (everything approving it
 /// makes durable, its evidence with the quotes), each with a box to select
 /// it; one button approves the selected ones, all or nothing.
+/// Proposals a group page shows whole at once.
+const GROUP_PAGE: usize = 50;
+
 pub fn group(kb: &Kb, caller: &Caller, frame: &Frame, g: &Group) -> Result<String, Error> {
     let members: Vec<Value> = vouch_core::review::gate::list_pending(kb)?
         .iter()
@@ -215,6 +218,17 @@ pub fn group(kb: &Kb, caller: &Caller, frame: &Frame, g: &Group) -> Result<Strin
     if members.is_empty() {
         body.push_str("<p>Nothing of this group is waiting for review.</p>");
         return Ok(layout("Review together", frame, &body));
+    }
+    // Each is shown whole (its sources, similar claims): a page of them at
+    // a time, the oldest first, so a session of thousands stays readable.
+    let total = members.len();
+    let members: Vec<Value> = members.into_iter().take(GROUP_PAGE).collect();
+    if total > GROUP_PAGE {
+        let _ = write!(
+            body,
+            "<p class=\"notice\" id=\"more\">The oldest {GROUP_PAGE} of {total} are shown; \
+             decide these and the next appear.</p>"
+        );
     }
     body.push_str(
         "<p class=\"muted\">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous, <kbd>x</kbd> \

@@ -378,3 +378,22 @@ fn a_post_from_another_origin_is_refused() {
     h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
     assert!(same_origin(&h).is_err());
 }
+
+/// A group of more than a page shows the oldest 50 whole, and says so.
+#[tokio::test]
+async fn a_large_group_is_shown_a_page_at_a_time() {
+    let (dir, router, link, _) = review("alice");
+    let kb = open(dir.path());
+    for n in 0..55 {
+        propose(&kb, &format!("Fridays are deploy-free, note {n}"));
+    }
+    let (cookie, _) = sign_in(&router, &link).await;
+    let (status, _, page) = send(&router, get("/ui/group?by=agent", &cookie)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("<span class=\"muted\" id=\"count\">56</span>"),
+        "{page}"
+    );
+    assert!(page.contains("The oldest 50 of 56 are shown"), "{page}");
+    assert_eq!(page.matches("name=\"id\"").count(), 50);
+}
