@@ -195,7 +195,9 @@ pub fn scale_1x(seed: &Path, out: &Path, copies: usize, pending_copies: usize) -
             if path == "audit.log.jsonl" || (path.starts_with("proposed/") && k >= pending_copies) {
                 continue;
             }
-            if k > 0 && (path == "config.yaml" || path == "schema_version") {
+            // Files of `.vouch/` itself (config, schema version, ignore
+            // rules) once: every copy would write the same path.
+            if k > 0 && !path.contains('/') {
                 continue;
             }
             let target = root.join(rename_path(path, &r));

@@ -874,6 +874,42 @@ pub(crate) fn test_kb() -> (tempfile::TempDir, Kb) {
     (dir, kb)
 }
 
+/// Register `content` as a source (as an agent); its id (tests in this crate).
+#[cfg(test)]
+pub(crate) fn test_source(kb: &Kb, content: &str) -> String {
+    crate::methods::dispatch(
+        kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.register_source",
+        serde_json::json!({"content": content, "locator": "notes"}),
+    )
+    .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A claim citing `src`, proposed by an agent and approved by a person;
+/// its id (tests in this crate).
+#[cfg(test)]
+pub(crate) fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
+    let proposed = crate::methods::dispatch(
+        kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.propose_claim",
+        serde_json::json!({"text": text, "evidence": [src]}),
+    )
+    .unwrap();
+    crate::methods::dispatch(
+        kb,
+        &Caller::new("alice", Transport::Cli),
+        "kb.approve",
+        serde_json::json!({"proposal_id": proposed["proposal_id"]}),
+    )
+    .unwrap();
+    proposed["claim_id"].as_str().unwrap().to_string()
+}
+
 /// Read a file as UTF-8; `None` when it does not exist.
 fn utf8(path: &Path, bytes: Option<Vec<u8>>) -> Result<Option<String>> {
     bytes

@@ -655,15 +655,19 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     // A claim written by hand.
     let claims = p.vouch_dir().join("claims");
     let text = std::fs::read_to_string(claims.join(format!("{claim}.yaml"))).unwrap();
-    std::fs::write(
-        claims.join("agents-may-deploy-on-fridays.yaml"),
-        text.replace(&claim, "agents-may-deploy-on-fridays")
-            .replace(
-                "The feature branch approved this.",
-                "Agents may deploy on Fridays.",
-            ),
-    )
-    .unwrap();
+    // A copy of the approved claim's file, as `id` saying `said`.
+    let by_hand = |id: &str, said: &str| {
+        std::fs::write(
+            claims.join(format!("{id}.yaml")),
+            text.replace(&claim, id)
+                .replace("The feature branch approved this.", said),
+        )
+        .unwrap();
+    };
+    by_hand(
+        "agents-may-deploy-on-fridays",
+        "Agents may deploy on Fridays.",
+    );
     refused_against_main(
         &p,
         "a claim by hand",
@@ -675,14 +679,7 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     // creation names the claim but does not write it.
     let src = p.source("Proposed, never approved.\n");
     let (_, proposed) = p.propose("Proposed, never approved.", &src);
-    std::fs::write(
-        claims.join(format!("{proposed}.yaml")),
-        text.replace(&claim, &proposed).replace(
-            "The feature branch approved this.",
-            "Proposed, never approved.",
-        ),
-    )
-    .unwrap();
+    by_hand(&proposed, "Proposed, never approved.");
     refused_against_main(
         &p,
         "a proposed claim written by hand",

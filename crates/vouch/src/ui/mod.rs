@@ -465,10 +465,6 @@ pub(crate) async fn queue<H: Host>(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&*app, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
     // A fixed sentence per outcome: nothing from the URL is shown as text
     // but a checked id.
     let notice = match (q.get("done").map(String::as_str), q.get("id")) {
@@ -486,8 +482,7 @@ pub(crate) async fn queue<H: Host>(
             .map(|n| format!("Approved {n} proposal(s) together.")),
         _ => None,
     };
-    let a = app.clone();
-    render(a, session, move |app, caller, frame| {
+    signed_page(app.clone(), &headers, move |app, caller, frame| {
         pages::queue(app.kb(), caller, frame, notice.as_deref()).map(Some)
     })
     .await
@@ -684,24 +679,14 @@ pub(crate) async fn group<H: Host>(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&*app, &headers) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
     let g = match (q.get("session"), q.get("by")) {
-        (Some(s), None) => pages::Group::Session(s.clone()),
-        (None, Some(a)) => pages::Group::By(a.clone()),
-        _ => {
-            return refused(
-                &*app,
-                &headers,
-                StatusCode::BAD_REQUEST,
-                "name one group: ?session=ID or ?by=ACTOR",
-            );
-        }
+        (Some(s), None) => Some(pages::Group::Session(s.clone())),
+        (None, Some(a)) => Some(pages::Group::By(a.clone())),
+        _ => None,
     };
-    render(app.clone(), session, move |app, caller, frame| {
-        pages::group(app.kb(), caller, frame, &g).map(Some)
+    signed_page(app.clone(), &headers, move |app, caller, frame| match g {
+        Some(g) => pages::group(app.kb(), caller, frame, &g).map(Some),
+        None => Err(Error::invalid("name one group: ?session=ID or ?by=ACTOR")),
     })
     .await
 }

@@ -872,31 +872,8 @@ mod kept_in_step {
     /// A claim proposed by an agent citing the one source "notes", approved by a
     /// person; its id.
     fn approved_claim(kb: &Kb, text: &str) -> String {
-        let agent = Caller::new("agent", Transport::Jsonl);
-        let person = Caller::new("alice", Transport::Cli);
-        let src = dispatch(
-            kb,
-            &agent,
-            "kb.register_source",
-            json!({"content": "notes", "locator": "n"}),
-        )
-        .unwrap()["id"]
-            .clone();
-        let r = dispatch(
-            kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": text, "evidence": [src]}),
-        )
-        .unwrap();
-        dispatch(
-            kb,
-            &person,
-            "kb.approve",
-            json!({"proposal_id": r["proposal_id"]}),
-        )
-        .unwrap();
-        r["claim_id"].as_str().unwrap().to_string()
+        let src = crate::kb::test_source(kb, "notes");
+        crate::kb::test_claim(kb, &src, text)
     }
 
     /// A long-running process: the vectors follow its own writes (by the

@@ -432,43 +432,17 @@ pub fn rebuild_audited(kb: &Kb, caller: &Caller) -> Result<RebuildResult> {
 #[cfg(test)]
 mod readers_tests {
     use super::*;
-    use crate::methods::dispatch;
     use crate::retrieval::{SearchParams, search};
-    use crate::{Caller, Transport};
     use serde_json::json;
 
     fn claim(kb: &Kb, src: &str, text: &str) {
-        let agent = Caller::new("agent", Transport::Jsonl);
-        let person = Caller::new("alice", Transport::Cli);
-        let p = dispatch(
-            kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": text, "evidence": [src]}),
-        )
-        .unwrap();
-        dispatch(
-            kb,
-            &person,
-            "kb.approve",
-            json!({"proposal_id": p["proposal_id"]}),
-        )
-        .unwrap();
+        crate::kb::test_claim(kb, src, text);
     }
 
     /// A fresh KB with one source registered.
     fn kb_with_source() -> (tempfile::TempDir, Kb, String) {
         let (dir, kb) = crate::kb::test_kb();
-        let src = dispatch(
-            &kb,
-            &Caller::new("agent", Transport::Jsonl),
-            "kb.register_source",
-            json!({"content": "drills", "locator": "x"}),
-        )
-        .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let src = crate::kb::test_source(&kb, "drills");
         (dir, kb, src)
     }
 

@@ -777,30 +777,8 @@ mod tests {
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
         // A write through vouch in this process (an approval) patches them.
-        let src = crate::methods::dispatch(
-            &kb,
-            &crate::Caller::new("agent", crate::Transport::Jsonl),
-            "kb.register_source",
-            serde_json::json!({"content": "billing queue retries", "locator": "x"}),
-        )
-        .unwrap()["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let proposed = crate::methods::dispatch(
-            &kb,
-            &crate::Caller::new("agent", crate::Transport::Jsonl),
-            "kb.propose_claim",
-            serde_json::json!({"text": "The billing queue retries twice", "evidence": [src]}),
-        )
-        .unwrap();
-        crate::methods::dispatch(
-            &kb,
-            &crate::Caller::new("alice", crate::Transport::Cli),
-            "kb.approve",
-            serde_json::json!({"proposal_id": proposed["proposal_id"]}),
-        )
-        .unwrap();
+        let src = crate::kb::test_source(&kb, "billing queue retries");
+        crate::kb::test_claim(&kb, &src, "The billing queue retries twice");
         assert_current(&kb, "the approval patched the postings");
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
