@@ -312,9 +312,9 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
         fmt_ms(q.p99)
     );
     println!(
-        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | hybrid kb.synthesize p50 / p99 (JSONL) | JSONL peak RSS (vectors loaded) |"
+        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | hybrid kb.synthesize p50 / p99 (JSONL) | hybrid kb.context p50 / p99 (JSONL, 4,000 chars) | JSONL peak RSS (vectors loaded) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
         let mut kb = open(&g);
@@ -390,10 +390,17 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
                 json!({"query": g.tasks[i % g.tasks.len()]}),
             );
         });
+        let context = time_calls(300, |i| {
+            server.call(
+                i,
+                "kb.context",
+                json!({"task": g.tasks[i % g.tasks.len()], "max_chars": 4000}),
+            );
+        });
         let rss = server.peak_rss_mib();
         drop(server);
         println!(
-            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
+            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
             stats.documents,
             full.as_secs_f64(),
             stats.embedded as f64 / full.as_secs_f64(),
@@ -411,6 +418,8 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
             fmt_ms(fts.p99),
             fmt_ms(synth.p50),
             fmt_ms(synth.p99),
+            fmt_ms(context.p50),
+            fmt_ms(context.p99),
             mib(rss),
         );
     }

@@ -23,6 +23,11 @@ pub trait Embedder: Send + Sync {
     /// split at the model's input limit; the best chunk answers for the
     /// text).
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>>;
+    /// Hybrid search's bonus for a lexical hit holding every word of the
+    /// question, on this model's cosine scale (see `retrieval::hybrid`).
+    fn lexical_weight(&self) -> f32 {
+        crate::retrieval::hybrid::LEXICAL_WEIGHT
+    }
 }
 
 /// A language model the app provides.

@@ -283,6 +283,9 @@ impl Embedder for ModelEmbedder {
         let seqs = self.windows(m, &ids, 1);
         Ok(self.forward(m, &seqs)?.remove(0))
     }
+    fn lexical_weight(&self) -> f32 {
+        self.spec.lexical_weight
+    }
     fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
         let m = self.loaded()?;
         let m = m.as_ref();

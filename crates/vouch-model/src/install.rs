@@ -444,6 +444,7 @@ mod tests {
         normalize: true,
         query_prefix: "",
         document_prefix: "",
+        lexical_weight: 0.3,
     };
 
     fn wheel(dir: &Path, files: &[(&str, &[u8])]) -> PathBuf {

@@ -59,7 +59,12 @@ pub struct ModelSpec {
     /// instructions, e.g. "query: "); empty for MiniLM.
     pub query_prefix: &'static str,
     pub document_prefix: &'static str,
+    /// Hybrid search's lexical bonus on this model's cosine scale, tuned
+    /// on the project's eval set (docs/search.md).
+    pub lexical_weight: f32,
 }
+
+use vouch_core::retrieval::LEXICAL_WEIGHT;
 
 pub const WEIGHTS: &str = "model.safetensors";
 pub const TOKENIZER: &str = "tokenizer.json";
@@ -99,6 +104,7 @@ pub const MINILM_L6_V2: ModelSpec = ModelSpec {
     normalize: true,
     query_prefix: "",
     document_prefix: "",
+    lexical_weight: LEXICAL_WEIGHT,
 };
 
 /// sentence-transformers/all-mpnet-base-v2: about 8× MiniLM's compute for
@@ -139,6 +145,8 @@ pub const MPNET_BASE_V2: ModelSpec = ModelSpec {
     normalize: true,
     query_prefix: "",
     document_prefix: "",
+    // Chosen on the project's eval set (docs/search.md).
+    lexical_weight: 0.1,
 };
 
 pub const DEFAULT_MODEL: &ModelSpec = &MINILM_L6_V2;

@@ -8,6 +8,7 @@ pub mod embed;
 pub mod eval;
 pub mod fts5;
 pub(crate) mod hybrid;
+pub use hybrid::LEXICAL_WEIGHT;
 pub mod pack;
 pub(crate) mod semantic;
 pub(crate) mod state;

@@ -61,17 +61,31 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     Ok((vector, found))
 }
 
-/// A hit's confidence (claims), for ranking context packs.
-pub(crate) fn confidence(kb: &Kb, kind: &str, id: &str) -> Option<f64> {
-    super::fts5::with_index(kb, |idx| idx.confidence_of(kind, id))
-        .ok()
-        .flatten()
+/// Each document's text and confidence (claims), in one trip to the
+/// index for all of them: a hit of the semantic side carries both (its
+/// excerpt, its rank in a context pack), and fusion measures each lexical
+/// hit's text. A document the index no longer has gets empty text.
+pub(crate) fn texts_and_confidence(
+    kb: &Kb,
+    keys: &[(DocKind, &str)],
+) -> Result<Vec<(String, Option<f64>)>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    super::fts5::with_index(kb, |idx| {
+        keys.iter()
+            .map(|(kind, id)| {
+                Ok(idx
+                    .text_and_confidence(kind.as_str(), id)?
+                    .unwrap_or_default())
+            })
+            .collect()
+    })
 }
 
-/// A plain excerpt for a hit no word matched (nothing to highlight).
-pub(crate) fn excerpt(kb: &Kb, kind: &str, id: &str) -> String {
-    let text = super::fts5::with_index(kb, |idx| idx.text_of(kind, id)).unwrap_or_default();
-    let text = text.unwrap_or_default();
+/// A plain excerpt of `text` for a hit no word matched (nothing to
+/// highlight).
+pub(crate) fn excerpt(text: &str) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match flat.char_indices().nth(160) {
         Some((cut, _)) => format!("{}…", &flat[..cut]),
@@ -81,23 +95,31 @@ pub(crate) fn excerpt(kb: &Kb, kind: &str, id: &str) -> String {
 
 pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let (_, found) = nearest(kb, q, q.limit)?;
+    let keys: Vec<(DocKind, &str)> = found
+        .iter()
+        .map(|(k, id, _, _)| (*k, id.as_str()))
+        .collect();
+    let facts = texts_and_confidence(kb, &keys)?;
     Ok(found
         .into_iter()
-        .map(|(kind, id, status, score)| SearchHit {
-            confidence: confidence(kb, kind.as_str(), &id),
-            snippet: if q.snippets == Snippets::Yes {
-                excerpt(kb, kind.as_str(), &id)
-            } else {
-                String::new()
+        .zip(facts)
+        .map(
+            |((kind, id, status, score), (text, confidence))| SearchHit {
+                confidence,
+                snippet: if q.snippets == Snippets::Yes {
+                    excerpt(&text)
+                } else {
+                    String::new()
+                },
+                highlights: Vec::new(),
+                kind,
+                id,
+                score: (score as f64 * 10_000.0).round() / 10_000.0,
+                backend: "embedding".into(),
+                status,
+                meta: Default::default(),
             },
-            highlights: Vec::new(),
-            kind,
-            id,
-            score: (score as f64 * 10_000.0).round() / 10_000.0,
-            backend: "embedding".into(),
-            status,
-            meta: Default::default(),
-        })
+        )
         .collect())
 }
 

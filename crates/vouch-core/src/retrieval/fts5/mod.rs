@@ -365,36 +365,42 @@ impl Index {
 
     /// The indexed text of a document (title, then body).
     pub(crate) fn text_of(&self, kind: &str, id: &str) -> Result<Option<String>> {
-        // Two lookups by key: joined, SQLite would scan the FTS table.
-        let Some(rowid) = self
+        Ok(self.text_and_confidence(kind, id)?.map(|(text, _)| text))
+    }
+
+    /// A document's text and confidence, in two lookups by key (joined,
+    /// SQLite would scan the FTS table); `None` when the index has no such
+    /// document.
+    pub(crate) fn text_and_confidence(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<(String, Option<f64>)>> {
+        let Some((rowid, confidence)) = self
             .conn
-            .prepare_cached("SELECT rowid FROM docs WHERE kind = ?1 AND id = ?2")?
-            .query_row(params![kind, id], |r| r.get::<_, i64>(0))
+            .prepare_cached("SELECT rowid, confidence FROM docs WHERE kind = ?1 AND id = ?2")?
+            .query_row(params![kind, id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<f64>>(1)?))
+            })
             .optional()?
         else {
             return Ok(None);
         };
-        let row: Option<(String, String)> = self
+        let text = self
             .conn
             .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
-            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        Ok(row.map(|(title, body)| {
-            if title.is_empty() {
-                body
-            } else {
-                format!("{title}\n{body}")
-            }
-        }))
-    }
-
-    pub(crate) fn confidence_of(&self, kind: &str, id: &str) -> Result<Option<f64>> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT confidence FROM docs WHERE kind = ?1 AND id = ?2")?
-            .query_row(params![kind, id], |r| r.get::<_, Option<f64>>(0))
+            .query_row([rowid], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
             .optional()?
-            .flatten())
+            .map(|(title, body)| {
+                if title.is_empty() {
+                    body
+                } else {
+                    format!("{title}\n{body}")
+                }
+            });
+        Ok(text.map(|t| (t, confidence)))
     }
 
     fn meta_value(&self, key: &str) -> Result<Option<String>> {
