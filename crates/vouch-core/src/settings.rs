@@ -79,7 +79,7 @@ pub struct Retrieval {
     pub embedding_threads: Option<u16>,
     /// Hybrid search: what a lexical hit holding every word of the
     /// question adds to its cosine (default: the model's own, tuned on the
-    /// project's eval set: 0.3 for all-MiniLM-L6-v2, 0.1 for
+    /// project's eval set: 0.3 for all-MiniLM-L6-v2, 0.05 for
     /// all-mpnet-base-v2). Values outside 0..=2 are ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lexical_weight: Option<f32>,

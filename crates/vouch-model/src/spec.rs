@@ -146,7 +146,7 @@ pub const MPNET_BASE_V2: ModelSpec = ModelSpec {
     query_prefix: "",
     document_prefix: "",
     // Chosen on the project's eval set (docs/search.md).
-    lexical_weight: 0.1,
+    lexical_weight: 0.05,
 };
 
 pub const DEFAULT_MODEL: &ModelSpec = &MINILM_L6_V2;
