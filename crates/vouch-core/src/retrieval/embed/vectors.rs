@@ -375,6 +375,26 @@ fn ensure_inner(
     wait: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
+    let model = embedder.model_id().to_string();
+    // A search's fast path: the index synced recently (a read would not
+    // sync again) and the vectors are in step with it — nothing to embed,
+    // and no lock a writer or the watcher holds is taken. The same
+    // freshness every read has: a write finished before this call bumped
+    // the generation, which sends the search the slow way.
+    if !wait && crate::retrieval::fts5::synced_recently(kb) {
+        let generation = kb.index_state.generation();
+        let v = kb.index_state.read_vectors();
+        if let Some(v) = v.as_ref()
+            && v.model == model
+            && v.synced == generation
+            && v.pending == 0
+        {
+            return Ok(Some(EmbedStats {
+                documents: v.documents(),
+                ..EmbedStats::default()
+            }));
+        }
+    }
     let _one_at_a_time = if wait {
         kb.index_state
             .embedding
@@ -401,7 +421,6 @@ fn ensure_inner(
             }
         }
     };
-    let model = embedder.model_id().to_string();
     let dim = embedder.dimensions();
     // Sync the FTS index first: it says which documents exist now.
     let (generation, listed, loaded) = with_main(kb, true, |idx| {
@@ -945,5 +964,34 @@ mod kept_in_step {
         let found = semantic(&kb, "kilo lima mike");
         releaser.join().unwrap();
         assert_eq!(found.first(), Some(&claim), "{found:?}");
+    }
+
+    /// A search whose vectors are in step with a recently synced index
+    /// takes no lock a writer holds: it answers while another thread holds
+    /// the main index connection (as a writer or the watcher does).
+    #[test]
+    fn a_search_in_step_does_not_wait_for_the_main_connection() {
+        let (_dir, mut kb) = crate::kb::test_kb();
+        kb.set_embedder(Arc::new(Words));
+        kb.set_index_sync_interval(Duration::from_secs(600));
+        let claim = approved_claim(&kb, "november oscar papa");
+        assert_eq!(semantic(&kb, "november oscar papa")[0], claim);
+        let kb = Arc::new(kb);
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let (holder, flag) = (kb.clone(), released.clone());
+        let writer = std::thread::spawn(move || {
+            let held = holder.index_state.index.lock().unwrap();
+            locked.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            drop(held);
+        });
+        is_locked.recv().unwrap();
+        let found = semantic(&kb, "november oscar papa");
+        let waited = released.load(std::sync::atomic::Ordering::SeqCst);
+        writer.join().unwrap();
+        assert_eq!(found.first(), Some(&claim), "{found:?}");
+        assert!(!waited, "the search waited for the main connection");
     }
 }

@@ -105,10 +105,11 @@ impl<'a> Lease<'a> {
     /// [`Lease::reader`], only while the main connection's last sync is
     /// recent enough that it would not sync again before answering.
     pub(crate) fn fresh_reader(kb: &'a Kb) -> Option<Lease<'a>> {
-        let fresh = readers(kb)
-            .synced_at
-            .is_some_and(|t| t.elapsed() < kb.index_sync_interval());
-        if fresh { Self::reader(kb) } else { None }
+        if synced_recently(kb) {
+            Self::reader(kb)
+        } else {
+            None
+        }
     }
 
     /// A lease for a connection of one's own (the doctor's freshness check),
@@ -156,6 +157,14 @@ impl Drop for Lease<'_> {
         r.leased -= 1;
         r.returned.notify_all();
     }
+}
+
+/// Whether the main connection's last sync is recent enough that a read
+/// would not sync again before answering.
+pub(crate) fn synced_recently(kb: &Kb) -> bool {
+    readers(kb)
+        .synced_at
+        .is_some_and(|t| t.elapsed() < kb.index_sync_interval())
 }
 
 pub(crate) fn mark_ready(kb: &Kb) {
