@@ -12,8 +12,11 @@
 //! words it contains:
 //!
 //! ```text
-//! score = cosine + LEXICAL_WEIGHT × coverage²
+//! score = cosine + weight × coverage²
 //! ```
+//!
+//! The weight is on the model's cosine scale, so each model has its own
+//! (`Embedder::lexical_weight`; `retrieval.lexical_weight` overrides it).
 //!
 //! A hit that matches every word gets the full bonus; one that matches one
 //! word of four gets a sixteenth of it, so it cannot outrank a document
@@ -29,8 +32,9 @@ use crate::kb::Kb;
 use crate::model::DocKind;
 
 /// The bonus for a lexical hit that contains every word of the question,
-/// on the cosine scale (MiniLM: related texts ~0.4–0.8). Chosen on the
-/// project's eval set (eval/queries.yaml; see docs/search.md).
+/// on MiniLM's cosine scale (related texts ~0.4–0.8), and the default for
+/// a model that names none. Chosen on the project's eval set
+/// (eval/queries.yaml; see docs/search.md).
 pub const LEXICAL_WEIGHT: f32 = 0.3;
 
 /// Whether `word` (lowercase) is matched by a document word: the same
