@@ -109,9 +109,89 @@ fn spawn_refresher(kb: Arc<Kb>) {
     });
 }
 
-/// `vouch watch`: keep the index in step with the files until stopped.
-pub fn run_watch(cli: &Cli) -> Result<i32, Error> {
+/// How long a watcher started in the background runs unless told: a
+/// working session, not forever.
+pub const DETACHED_FOR: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
+/// How long starting a background watcher may take to show itself (it
+/// takes its lock before its first scan).
+const DETACHED_SHOWS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The live watcher of `kb`, or one started now in the background: a
+/// `vouch watch --for` of its own, in its own process group (a Ctrl-C in
+/// the terminal that started it does not reach it), stopping by itself.
+/// Its pid, and whether it was started now.
+pub fn find_or_start_watcher(
+    kb: &vouch_core::Kb,
+    for_: std::time::Duration,
+) -> Result<(u32, bool), Error> {
+    use vouch_core::retrieval::watch::watcher;
+    if let Some(w) = watcher(kb) {
+        return Ok((w.pid, false));
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| Error::internal(format!("the vouch binary: {e}")))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--kb")
+        .arg(kb.layout().root())
+        .arg("watch")
+        .arg("--for")
+        .arg(format!("{}s", for_.as_secs()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::internal(format!("starting a watcher: {e}")))?;
+    let until = std::time::Instant::now() + DETACHED_SHOWS_WITHIN;
+    while std::time::Instant::now() < until {
+        if let Some(w) = watcher(kb) {
+            return Ok((w.pid, true));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(Error::internal(format!(
+                "the watcher stopped at once ({status}); run `vouch watch` to see why"
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok((child.id(), true))
+}
+
+/// `vouch recall --watch`: find or start a background watcher; a line on
+/// stderr says what happened (stdout is the digest a hook hands the agent),
+/// and a watcher that cannot start is a warning, never a failed recall.
+pub fn watch_for_session(kb: &vouch_core::Kb) {
+    match find_or_start_watcher(kb, DETACHED_FOR) {
+        Ok((pid, true)) => eprintln!(
+            "vouch: watching this knowledge base in the background (pid {pid}, for {} h); \
+             one-shot commands skip their scan of the files meanwhile",
+            DETACHED_FOR.as_secs() / 3600
+        ),
+        Ok((_, false)) => {}
+        Err(e) => eprintln!("vouch: warning: no background watcher: {}", e.message),
+    }
+}
+
+/// `vouch watch`: keep the index in step with the files until stopped (or
+/// for --for); with --detach, find or start one in the background.
+pub fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> {
     let kb = Arc::new(context::open(cli.kb.as_deref())?);
+    if args.detach {
+        let for_ = args.for_.unwrap_or(DETACHED_FOR);
+        let (pid, started) = find_or_start_watcher(&kb, for_)?;
+        let mut v = serde_json::json!({"watcher": {"pid": pid}, "started": started});
+        if started {
+            v["stops_after_seconds"] = serde_json::json!(for_.as_secs());
+        }
+        crate::render::print(cli.json, &v);
+        return Ok(0);
+    }
     let watching = vouch_core::retrieval::watch::start(kb.clone())?;
     crate::render::print_warnings(kb.take_warnings());
     eprintln!(
@@ -120,6 +200,14 @@ pub fn run_watch(cli: &Cli) -> Result<i32, Error> {
         kb.layout().root().display(),
         std::process::id()
     );
+    if let Some(for_) = args.for_ {
+        // The lock goes with the process: the next one-shot command finds
+        // no watcher and scans.
+        std::thread::spawn(move || {
+            std::thread::sleep(for_);
+            std::process::exit(0);
+        });
+    }
     let printer = kb.clone();
     std::thread::spawn(move || {
         loop {

@@ -306,3 +306,86 @@ fn a_watcher_that_loses_sight_of_the_knowledge_base_stops() {
     assert!(!status.success());
     assert!(w.said("cannot watch"), "no reason given");
 }
+
+/// Kills a background watcher by pid when the test ends, however it ends.
+struct Reap(u32);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.0.to_string())
+            .status();
+    }
+}
+
+fn is_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+/// `vouch watch --detach` starts a watcher in the background once and
+/// returns; later calls, and `vouch recall --watch` (a session-start
+/// hook), find it instead of starting another. It stops by itself after
+/// `--for`, and one-shot commands trust it only while it lives.
+#[test]
+fn a_background_watcher_is_started_once_found_after_and_stops_by_itself() {
+    let (p, id) = project_with_claim("The billing export runs at noon every weekday");
+    let started = p.ok("x", &["watch", "--detach", "--for", "4s"]);
+    assert_eq!(started["started"], true, "{started}");
+    assert_eq!(started["stops_after_seconds"], 4, "{started}");
+    let pid = started["watcher"]["pid"].as_u64().unwrap() as u32;
+    let _reap = Reap(pid);
+    assert_eq!(p.ok("x", &["status"])["retrieval"]["watcher"]["pid"], pid);
+
+    let again = p.ok("x", &["watch", "--detach"]);
+    assert_eq!(again["started"], false, "{again}");
+    assert_eq!(again["watcher"]["pid"], pid);
+    let recall = p.run("x", &["recall", "--watch"]);
+    assert_eq!(recall.code, 0, "{}", recall.stderr);
+    assert!(
+        !recall.stderr.contains("in the background"),
+        "found, not started: {}",
+        recall.stderr
+    );
+    // It keeps the index in step: an edit no scan can see is found.
+    edit_unseen(&claim_file(&p, &id), "at noon", "at 1 pm");
+    assert_eq!(watched_hits(&p, "1 pm"), vec![id.clone()]);
+
+    // After --for it is gone, and nobody is trusted.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while is_alive(pid) {
+        assert!(std::time::Instant::now() < deadline, "still running");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(p.ok("x", &["status"])["retrieval"]["watcher"].is_null());
+
+    // A session-start hook's recall starts one when none runs, and says so
+    // on stderr only (stdout is the digest the agent is given).
+    let recall = p.run("x", &["recall", "--watch"]);
+    assert_eq!(recall.code, 0, "{}", recall.stderr);
+    assert!(
+        recall
+            .stderr
+            .contains("watching this knowledge base in the background"),
+        "{}",
+        recall.stderr
+    );
+    assert!(!recall.stdout.contains("background"), "{}", recall.stdout);
+    let pid = p.ok("x", &["status"])["retrieval"]["watcher"]["pid"]
+        .as_u64()
+        .expect("a watcher after recall --watch") as u32;
+    let _reap_second = Reap(pid);
+    assert!(is_alive(pid));
+}
+
+#[test]
+fn durations_are_a_number_and_a_unit() {
+    let p = Project::new();
+    for bad in ["12", "h", "0s", "1.5h", "3w", "99999999999999999999d"] {
+        let r = p.run("x", &["watch", "--detach", "--for", bad]);
+        assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains("--for"), "{bad}: {}", r.stderr);
+    }
+}

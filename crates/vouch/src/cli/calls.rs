@@ -447,11 +447,17 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 on_conflict,
             })?
         }
-        Command::Recall(a) => run.exec::<kb::Recall>(RecallParams {
-            max_chars: Some(a.max_chars),
-            task: a.task.clone(),
-            per_section: Some(a.per_section),
-        })?,
+        Command::Recall(a) => {
+            let code = run.exec::<kb::Recall>(RecallParams {
+                max_chars: Some(a.max_chars),
+                task: a.task.clone(),
+                per_section: Some(a.per_section),
+            })?;
+            if a.watch {
+                crate::serve::watch_for_session(run.kb);
+            }
+            code
+        }
         Command::Lint(a) => run.exec::<kb::Lint>(LintParams {
             stale_days: a.stale_days,
             pending_days: a.pending_days,
@@ -467,7 +473,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         | Command::Methods { .. }
         | Command::Serve(_)
         | Command::Ui(_)
-        | Command::Watch
+        | Command::Watch(_)
         | Command::InstallMcp(_)
         | Command::Completions { .. }
         | Command::Man

@@ -301,8 +301,8 @@ pub enum Command {
     /// Keep state.db in step with the files as they change (inotify, Linux),
     /// so one-shot commands skip their scan of every file while it runs
     /// (docs/format.md, Watching). `vouch serve` and `vouch ui` watch too.
-    /// Ctrl-C stops.
-    Watch,
+    /// Ctrl-C stops; --detach starts it in the background instead.
+    Watch(WatchArgs),
     /// Add a `vouch` MCP server to an agent host's config file (claude-code,
     /// claude-desktop, cursor, codex, vscode, zed), keeping everything else
     /// in it; the agent acts as --agent (default: the host's name). Atomic,
@@ -575,6 +575,52 @@ pub struct RecallArgs {
     /// How many items each list shows at most.
     #[arg(long, default_value_t = 5)]
     pub per_section: i64,
+    /// Also find or start a background watcher (`vouch watch --detach`),
+    /// so the session's later one-shot commands skip their scan of the
+    /// files: worth it on a large knowledge base (docs/format.md,
+    /// Watching).
+    #[arg(long)]
+    pub watch: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Start the watcher in the background and return at once (nothing is
+    /// started when one already watches this knowledge base); it stops
+    /// after --for (default 12h).
+    #[arg(long)]
+    pub detach: bool,
+    /// Stop after this long: 90s, 30m, 12h, 2d (default: until stopped;
+    /// with --detach, 12h).
+    #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
+    pub for_: Option<std::time::Duration>,
+}
+
+/// `90s`, `30m`, `12h`, `2d`: a whole number and its unit.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a whole number and a unit, e.g. 30m or 12h"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: the unit is s, m, h or d (e.g. 90s, 30m, 12h, 2d)"
+            ));
+        }
+    };
+    n.checked_mul(seconds)
+        .filter(|&s| s > 0)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?}: give a duration above zero and below a few centuries"))
 }
 
 /// `vouch serve`'s transport.
