@@ -861,55 +861,6 @@ impl Kb {
     }
 }
 
-/// A fresh KB in a temp dir, on the system clock (tests in this crate).
-#[cfg(test)]
-pub(crate) fn test_kb() -> (tempfile::TempDir, Kb) {
-    let dir = tempfile::tempdir().unwrap();
-    Kb::init(dir.path(), "t", None).unwrap();
-    let kb = Kb::open(
-        &dir.path().join(".vouch"),
-        Arc::new(crate::clock::SystemClock::default()),
-    )
-    .unwrap();
-    (dir, kb)
-}
-
-/// Register `content` as a source (as an agent); its id (tests in this crate).
-#[cfg(test)]
-pub(crate) fn test_source(kb: &Kb, content: &str) -> String {
-    crate::methods::dispatch(
-        kb,
-        &Caller::new("agent", Transport::Jsonl),
-        "kb.register_source",
-        serde_json::json!({"content": content, "locator": "notes"}),
-    )
-    .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-/// A claim citing `src`, proposed by an agent and approved by a person;
-/// its id (tests in this crate).
-#[cfg(test)]
-pub(crate) fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
-    let proposed = crate::methods::dispatch(
-        kb,
-        &Caller::new("agent", Transport::Jsonl),
-        "kb.propose_claim",
-        serde_json::json!({"text": text, "evidence": [src]}),
-    )
-    .unwrap();
-    crate::methods::dispatch(
-        kb,
-        &Caller::new("alice", Transport::Cli),
-        "kb.approve",
-        serde_json::json!({"proposal_id": proposed["proposal_id"]}),
-    )
-    .unwrap();
-    proposed["claim_id"].as_str().unwrap().to_string()
-}
-
 /// Read a file as UTF-8; `None` when it does not exist.
 fn utf8(path: &Path, bytes: Option<Vec<u8>>) -> Result<Option<String>> {
     bytes
@@ -923,7 +874,7 @@ mod warning_tests {
 
     #[test]
     fn a_call_gets_its_own_warnings_and_no_one_elses() {
-        let (_dir, kb) = crate::kb::test_kb();
+        let (_dir, kb) = crate::testing::test_kb();
         kb.warn("outside any call".into());
         let barrier = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
@@ -956,7 +907,7 @@ mod unreadable_files {
 
     #[test]
     fn a_broken_file_is_read_and_reported_once_until_it_changes() {
-        let (_dir, kb) = crate::kb::test_kb();
+        let (_dir, kb) = crate::testing::test_kb();
         let path = kb.layout().root().join("claims/broken.yaml");
         std::fs::write(&path, "id: broken\ntext: [unclosed\n").unwrap();
         assert!(kb.load_all::<Claim>().unwrap().is_empty());

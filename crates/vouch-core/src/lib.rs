@@ -24,6 +24,8 @@ pub mod services;
 pub mod settings;
 pub mod sources;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use error::{Error, ErrorKind, Result};
 pub use kb::{Caller, Kb, Role, Transport};

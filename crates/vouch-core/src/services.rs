@@ -6,6 +6,12 @@
 use crate::error::Result;
 use serde_json::Value;
 
+/// Hybrid search's bonus for a lexical hit that contains every word of
+/// the question, on MiniLM's cosine scale (related texts ~0.4–0.8): the
+/// default for a model that names none. Chosen on the project's eval set
+/// (eval/queries.yaml; see docs/search.md).
+pub const LEXICAL_WEIGHT: f32 = 0.3;
+
 /// Text embeddings: `Kb::set_embedder` gives a knowledge base a model,
 /// and retrievers that rank by meaning ask `Kb::embedder` for it. No model
 /// ships in the core (the app's `vouch-model` crate runs one).
@@ -26,7 +32,7 @@ pub trait Embedder: Send + Sync {
     /// Hybrid search's bonus for a lexical hit holding every word of the
     /// question, on this model's cosine scale (see `retrieval::hybrid`).
     fn lexical_weight(&self) -> f32 {
-        crate::retrieval::hybrid::LEXICAL_WEIGHT
+        LEXICAL_WEIGHT
     }
 }
 

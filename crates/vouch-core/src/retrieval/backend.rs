@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn searches_and_writes_go_through_the_retriever_the_kb_holds() {
-        let (_dir, mut kb) = crate::kb::test_kb();
+        let (_dir, mut kb) = crate::testing::test_kb();
         assert_eq!(kb.retriever().name(), "fts5");
         let writes = Arc::new(Mutex::new(0));
         kb.set_retriever(Box::new(Fixed {

@@ -31,11 +31,7 @@ use crate::error::Result;
 use crate::kb::Kb;
 use crate::model::DocKind;
 
-/// The bonus for a lexical hit that contains every word of the question,
-/// on MiniLM's cosine scale (related texts ~0.4–0.8), and the default for
-/// a model that names none. Chosen on the project's eval set
-/// (eval/queries.yaml; see docs/search.md).
-pub const LEXICAL_WEIGHT: f32 = 0.3;
+pub use crate::services::LEXICAL_WEIGHT;
 
 /// Whether `word` (lowercase) is matched by a document word: the same
 /// word, or one sharing a stem — a common prefix of at least four letters

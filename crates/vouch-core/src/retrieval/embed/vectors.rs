@@ -891,8 +891,8 @@ mod kept_in_step {
     /// A claim proposed by an agent citing the one source "notes", approved by a
     /// person; its id.
     fn approved_claim(kb: &Kb, text: &str) -> String {
-        let src = crate::kb::test_source(kb, "notes");
-        crate::kb::test_claim(kb, &src, text)
+        let src = crate::testing::test_source(kb, "notes");
+        crate::testing::test_claim(kb, &src, text)
     }
 
     /// A long-running process: the vectors follow its own writes (by the
@@ -900,7 +900,7 @@ mod kept_in_step {
     /// the index sync names), without looking at every document again.
     #[test]
     fn vectors_follow_writes_and_outside_edits_by_key() {
-        let (_dir, mut kb) = crate::kb::test_kb();
+        let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::ZERO);
         let claim = |text: &str| approved_claim(&kb, text);
@@ -945,7 +945,7 @@ mod kept_in_step {
     /// was approved before it started — by meaning, as words would.
     #[test]
     fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
-        let (_dir, mut kb) = crate::kb::test_kb();
+        let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::ZERO);
         let claim = approved_claim(&kb, "kilo lima mike");
@@ -971,7 +971,7 @@ mod kept_in_step {
     /// the main index connection (as a writer or the watcher does).
     #[test]
     fn a_search_in_step_does_not_wait_for_the_main_connection() {
-        let (_dir, mut kb) = crate::kb::test_kb();
+        let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
         kb.set_index_sync_interval(Duration::from_secs(600));
         let claim = approved_claim(&kb, "november oscar papa");

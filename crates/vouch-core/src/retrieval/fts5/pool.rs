@@ -445,13 +445,13 @@ mod readers_tests {
     use serde_json::json;
 
     fn claim(kb: &Kb, src: &str, text: &str) {
-        crate::kb::test_claim(kb, src, text);
+        crate::testing::test_claim(kb, src, text);
     }
 
     /// A fresh KB with one source registered.
     fn kb_with_source() -> (tempfile::TempDir, Kb, String) {
-        let (dir, kb) = crate::kb::test_kb();
-        let src = crate::kb::test_source(&kb, "drills");
+        let (dir, kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "drills");
         (dir, kb, src)
     }
 

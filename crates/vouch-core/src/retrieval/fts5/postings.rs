@@ -740,7 +740,7 @@ mod tests {
 
     #[test]
     fn postings_rank_exactly_as_fts5_bm25_and_follow_writes() {
-        let (_dir, kb) = crate::kb::test_kb();
+        let (_dir, kb) = crate::testing::test_kb();
         let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
         for i in 0..300 {
             let len = 3 + rng.below(12);
@@ -777,8 +777,8 @@ mod tests {
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
         // A write through vouch in this process (an approval) patches them.
-        let src = crate::kb::test_source(&kb, "billing queue retries");
-        crate::kb::test_claim(&kb, &src, "The billing queue retries twice");
+        let src = crate::testing::test_source(&kb, "billing queue retries");
+        crate::testing::test_claim(&kb, &src, "The billing queue retries twice");
         assert_current(&kb, "the approval patched the postings");
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
@@ -802,7 +802,7 @@ mod setting_tests {
 
     #[test]
     fn postings_in_memory_false_keeps_servers_on_sql() {
-        let (dir, kb) = crate::kb::test_kb();
+        let (dir, kb) = crate::testing::test_kb();
         let config = kb.layout().config();
         let text = std::fs::read_to_string(&config).unwrap();
         assert!(text.contains("retrieval:\n"), "{text}");
@@ -820,7 +820,7 @@ mod setting_tests {
         refresh(&kb).unwrap();
         assert!(kb.index_state.memory.postings.read().unwrap().is_none());
         // And on by default.
-        let (_dir, kb) = crate::kb::test_kb();
+        let (_dir, kb) = crate::testing::test_kb();
         crate::retrieval::refresh(&kb).unwrap();
         refresh(&kb).unwrap();
         assert!(kb.index_state.memory.postings.read().unwrap().is_some());

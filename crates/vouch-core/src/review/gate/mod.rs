@@ -250,7 +250,7 @@ mod object_ids {
     /// import): the remembered queue still gives each its own object id.
     #[test]
     fn repeated_proposals_in_one_process_get_distinct_ids() {
-        let (_dir, kb) = crate::kb::test_kb();
+        let (_dir, kb) = crate::testing::test_kb();
         let agent = Caller::new("agent", Transport::Jsonl);
         let src = dispatch(
             &kb,

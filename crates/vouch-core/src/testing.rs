@@ -1,0 +1,54 @@
+//! The core's test harness: a knowledge base in a temp dir, and the steps
+//! most tests start from (a source registered, a claim proposed by an
+//! agent and approved by a person), through the same `kb.*` methods every
+//! transport calls. Compiled for tests only.
+
+use crate::kb::{Caller, Kb, Transport};
+use crate::methods::dispatch;
+use std::sync::Arc;
+
+/// A fresh KB in a temp dir, on the system clock.
+pub fn test_kb() -> (tempfile::TempDir, Kb) {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "t", None).unwrap();
+    let kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(crate::clock::SystemClock::default()),
+    )
+    .unwrap();
+    (dir, kb)
+}
+
+/// Register `content` as a source (as an agent); its id.
+pub fn test_source(kb: &Kb, content: &str) -> String {
+    dispatch(
+        kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.register_source",
+        serde_json::json!({"content": content, "locator": "notes"}),
+    )
+    .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A claim citing `src`, proposed by an agent and approved by a person;
+/// its id.
+pub fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
+    let proposed = dispatch(
+        kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.propose_claim",
+        serde_json::json!({"text": text, "evidence": [src]}),
+    )
+    .unwrap();
+    dispatch(
+        kb,
+        &Caller::new("alice", Transport::Cli),
+        "kb.approve",
+        serde_json::json!({"proposal_id": proposed["proposal_id"]}),
+    )
+    .unwrap();
+    proposed["claim_id"].as_str().unwrap().to_string()
+}
