@@ -575,15 +575,30 @@ fn eval_scores_the_labelled_query_set() {
 
     let queries = repo.join("eval/queries.yaml");
     let report = p.ok("x", &["eval", queries.to_str().unwrap()]);
-    assert_eq!(report["queries"], 51);
+    let labelled = std::fs::read_to_string(&queries)
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("- query:"))
+        .count();
+    assert!(labelled > 100, "the labelled set shrank to {labelled}");
+    assert_eq!(report["queries"], labelled);
     assert_eq!(report["k"], 10);
     for key in ["recall_at_k", "mrr", "ndcg_at_k"] {
         let v = report[key].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&v), "{key} = {v}");
     }
-    // A floor, not the figure: a ranking change that loses this much recall
-    // on the project's own set is a regression (the README has the figure).
-    assert!(report["recall_at_k"].as_f64().unwrap() >= 0.8, "{report}");
+    // A floor, not the figure: no model is installed here, so this is the
+    // full-text backend, which can only find queries that share words with
+    // their answer. A ranking change that loses this much recall on the
+    // keyword class of the project's own set is a regression (docs/search.md
+    // has the figures for every class and backend).
+    let keyword = report["by_note"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["note"] == "keyword")
+        .unwrap_or_else(|| panic!("no keyword class in {report}"));
+    assert!(keyword["recall_at_k"].as_f64().unwrap() >= 0.8, "{keyword}");
     for q in report["per_query"].as_array().unwrap() {
         assert_eq!(
             q["ranks"].as_array().unwrap().len(),
