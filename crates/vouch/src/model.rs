@@ -135,7 +135,7 @@ mod enabled {
             .map(|m| {
                 json!({
                     "name": m.name,
-                    "package": format!("{}=={}", m.package, m.version),
+                    "package": m.package_label(),
                     "dimensions": m.dimensions,
                     "installed": install::is_installed(&root, m),
                     "configured": Some(m.name) == configured,
