@@ -129,6 +129,12 @@ pub fn find_or_start_watcher(
     if let Some(w) = watcher(kb) {
         return Ok((w.pid, false));
     }
+    if !kb.settings().retrieval.watch {
+        return Err(Error::invalid(format!(
+            "watching is turned off (retrieval.watch: false in {}); nothing was started",
+            kb.layout().config().display()
+        )));
+    }
     let exe =
         std::env::current_exe().map_err(|e| Error::internal(format!("the vouch binary: {e}")))?;
     let mut cmd = std::process::Command::new(exe);
@@ -151,7 +157,9 @@ pub fn find_or_start_watcher(
     let until = std::time::Instant::now() + DETACHED_SHOWS_WITHIN;
     while std::time::Instant::now() < until {
         if let Some(w) = watcher(kb) {
-            return Ok((w.pid, true));
+            // Another process may have started one at the same moment: ours
+            // then finds the lock taken and stops by itself.
+            return Ok((w.pid, w.pid == child.id()));
         }
         if let Ok(Some(status)) = child.try_wait() {
             return Err(Error::internal(format!(
@@ -160,13 +168,59 @@ pub fn find_or_start_watcher(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    Ok((child.id(), true))
+    Err(Error::internal(format!(
+        "the watcher (pid {}) did not take the lock within {} s; it may still start — \
+         `vouch status` names the watching process",
+        child.id(),
+        DETACHED_SHOWS_WITHIN.as_secs()
+    )))
+}
+
+/// `vouch watch --stop`: end the watcher of this knowledge base, if one
+/// runs; one-shot commands scan the files again from then on.
+fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
+    use vouch_core::retrieval::watch::watcher;
+    let Some(w) = watcher(kb) else {
+        return Ok(serde_json::json!({"stopped": null}));
+    };
+    #[cfg(unix)]
+    {
+        let pid = rustix::process::Pid::from_raw(w.pid as i32)
+            .ok_or_else(|| Error::internal(format!("the watcher's pid {} is not valid", w.pid)))?;
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM)
+            .map_err(|e| Error::internal(format!("stopping the watcher (pid {}): {e}", w.pid)))?;
+        // The lock goes with the process: wait until it is free, so the
+        // next command already scans.
+        let until = std::time::Instant::now() + DETACHED_SHOWS_WITHIN;
+        while watcher(kb).is_some() {
+            if std::time::Instant::now() > until {
+                return Err(Error::internal(format!(
+                    "the watcher (pid {}) was asked to stop and still holds its lock after {} s",
+                    w.pid,
+                    DETACHED_SHOWS_WITHIN.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(serde_json::json!({"stopped": {"pid": w.pid}}))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(Error::invalid(format!(
+            "stopping a watcher is not supported here; end process {} instead",
+            w.pid
+        )))
+    }
 }
 
 /// `vouch recall --watch`: find or start a background watcher; a line on
 /// stderr says what happened (stdout is the digest a hook hands the agent),
 /// and a watcher that cannot start is a warning, never a failed recall.
 pub fn watch_for_session(kb: &vouch_core::Kb) {
+    if !kb.settings().retrieval.watch {
+        // The user turned watching off: nothing to start, nothing to say.
+        return;
+    }
     match find_or_start_watcher(kb, DETACHED_FOR) {
         Ok((pid, true)) => eprintln!(
             "vouch: watching this knowledge base in the background (pid {pid}, for {} h); \
@@ -182,6 +236,10 @@ pub fn watch_for_session(kb: &vouch_core::Kb) {
 /// for --for); with --detach, find or start one in the background.
 pub fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> {
     let kb = Arc::new(context::open(cli.kb.as_deref())?);
+    if args.stop {
+        crate::render::print(cli.json, &stop_watcher(&kb)?);
+        return Ok(0);
+    }
     if args.detach {
         let for_ = args.for_.unwrap_or(DETACHED_FOR);
         let (pid, started) = find_or_start_watcher(&kb, for_)?;

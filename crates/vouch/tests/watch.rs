@@ -312,9 +312,14 @@ struct Reap(u32);
 
 impl Drop for Reap {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.0.to_string())
-            .status();
+        // Only a vouch process: the watcher may be long gone and its pid
+        // reused by something else.
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("vouch") {
+            let _ = std::process::Command::new("kill")
+                .arg(self.0.to_string())
+                .status();
+        }
     }
 }
 
@@ -378,12 +383,60 @@ fn a_background_watcher_is_started_once_found_after_and_stops_by_itself() {
         .expect("a watcher after recall --watch") as u32;
     let _reap_second = Reap(pid);
     assert!(is_alive(pid));
+
+    // `--stop` ends it and returns once its lock is free: the next
+    // one-shot command scans again.
+    let stopped = p.ok("x", &["watch", "--stop"]);
+    assert_eq!(stopped["stopped"]["pid"], pid, "{stopped}");
+    assert!(p.ok("x", &["status"])["retrieval"]["watcher"].is_null());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while is_alive(pid) {
+        assert!(std::time::Instant::now() < deadline, "still running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let again = p.ok("x", &["watch", "--stop"]);
+    assert!(again["stopped"].is_null(), "{again}");
+}
+
+/// With `retrieval.watch: false` nothing starts a watcher: `--detach`
+/// says why, and a session hook's `recall --watch` stays quiet.
+#[test]
+fn a_knowledge_base_that_turned_watching_off_gets_no_background_watcher() {
+    let (p, _) = project_with_claim("The nightly backup copies the database to cold storage");
+    let config = p.vouch_dir().join("config.yaml");
+    let yaml = std::fs::read_to_string(&config).unwrap();
+    assert!(yaml.contains("retrieval:\n"), "{yaml}");
+    std::fs::write(
+        &config,
+        yaml.replace("retrieval:\n", "retrieval:\n  watch: false\n"),
+    )
+    .unwrap();
+    let r = p.run("x", &["watch", "--detach"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("retrieval.watch: false") && r.stderr.contains("nothing was started"),
+        "{}",
+        r.stderr
+    );
+    let recall = p.run("x", &["recall", "--watch"]);
+    assert_eq!(recall.code, 0, "{}", recall.stderr);
+    assert!(!recall.stderr.contains("watch"), "{}", recall.stderr);
+    assert!(p.ok("x", &["status"])["retrieval"]["watcher"].is_null());
 }
 
 #[test]
 fn durations_are_a_number_and_a_unit() {
     let p = Project::new();
-    for bad in ["12", "h", "0s", "1.5h", "3w", "99999999999999999999d"] {
+    for bad in [
+        "12",
+        "h",
+        "0s",
+        "1.5h",
+        "3w",
+        "99999999999999999999d",
+        "999999999999999999d",
+        "400d",
+    ] {
         let r = p.run("x", &["watch", "--detach", "--for", bad]);
         assert_eq!(r.code, 2, "{bad}: {}", r.stderr);
         assert!(r.stderr.contains("--for"), "{bad}: {}", r.stderr);

@@ -588,8 +588,12 @@ pub struct WatchArgs {
     /// Start the watcher in the background and return at once (nothing is
     /// started when one already watches this knowledge base); it stops
     /// after --for (default 12h).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stop")]
     pub detach: bool,
+    /// Stop the watcher of this knowledge base (started by --detach, `vouch
+    /// recall --watch` or by hand) and wait until its lock is free.
+    #[arg(long, conflicts_with = "for_")]
+    pub stop: bool,
     /// Stop after this long: 90s, 30m, 12h, 2d (default: until stopped;
     /// with --detach, 12h).
     #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
@@ -617,10 +621,16 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
             ));
         }
     };
+    // A year bounds it: longer is "until stopped", which is no --for.
+    const MAX_SECONDS: u64 = 366 * 86_400;
     n.checked_mul(seconds)
-        .filter(|&s| s > 0)
+        .filter(|&s| s > 0 && s <= MAX_SECONDS)
         .map(std::time::Duration::from_secs)
-        .ok_or_else(|| format!("{text:?}: give a duration above zero and below a few centuries"))
+        .ok_or_else(|| {
+            format!(
+                "{text:?}: give a duration from 1s to 366d (leave out --for to run until stopped)"
+            )
+        })
 }
 
 /// `vouch serve`'s transport.
