@@ -80,7 +80,8 @@ pub struct Retrieval {
     /// Hybrid search: what a lexical hit holding every word of the
     /// question adds to its cosine (default: the model's own, tuned on the
     /// project's eval set: 0.3 for all-MiniLM-L6-v2, 0.05 for
-    /// all-mpnet-base-v2). Values outside 0..=2 are ignored.
+    /// all-mpnet-base-v2). A value outside 0..=2 is a config problem (a
+    /// warning; the model's own weight is used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lexical_weight: Option<f32>,
     #[serde(flatten)]
@@ -410,6 +411,16 @@ impl Settings {
         for _ in 0..64 {
             match serde_path_to_error::deserialize::<_, Settings>(&tree) {
                 Ok(mut settings) => {
+                    if let Some(w) = settings.retrieval.lexical_weight
+                        && !(w.is_finite() && (0.0..=2.0).contains(&w))
+                    {
+                        settings.retrieval.lexical_weight = None;
+                        problems.push(ConfigProblem {
+                            key: "retrieval.lexical_weight".into(),
+                            held: serde_json::json!(w),
+                            why: "a weight from 0 to 2 is expected".into(),
+                        });
+                    }
                     settings.problems = problems;
                     return Ok(settings);
                 }
@@ -533,4 +544,30 @@ fn remove_at(tree: &mut Value, path: &str) -> Option<Value> {
     // A list element (`key[3]`): drop the whole list, whose default applies.
     let key = last.split('[').next().unwrap_or(last);
     at.as_object_mut()?.remove(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lexical_weight_out_of_range_is_named_and_not_used() {
+        let path = Path::new("config.yaml");
+        let ok = Settings::parse(path, "retrieval:\n  lexical_weight: 0.5\n").unwrap();
+        assert_eq!(ok.retrieval.lexical_weight, Some(0.5));
+        assert!(ok.problems().is_empty(), "{:?}", ok.problems());
+        for bad in ["7", "-0.1", "2.5"] {
+            let s =
+                Settings::parse(path, &format!("retrieval:\n  lexical_weight: {bad}\n")).unwrap();
+            assert_eq!(s.retrieval.lexical_weight, None, "{bad}");
+            let problems = s.problems();
+            assert_eq!(problems.len(), 1, "{bad}: {problems:?}");
+            assert_eq!(problems[0].key, "retrieval.lexical_weight");
+            assert!(
+                problems[0].describe().contains("from 0 to 2"),
+                "{}",
+                problems[0].describe()
+            );
+        }
+    }
 }

@@ -105,12 +105,22 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         limit: CANDIDATES.max(q.limit),
         ..*q
     };
-    let lexical = if q.terms.is_empty() {
-        Vec::new()
-    } else {
-        super::fts5::fts_search(kb, &wide)?
-    };
-    let (vector, semantic) = semantic::nearest(kb, q, wide.limit)?;
+    // The words are looked up on a thread of their own while the model
+    // embeds the question: the lexical side costs no time of its own.
+    let (lexical, nearest) = std::thread::scope(|s| {
+        let words = (!q.terms.is_empty()).then(|| s.spawn(|| super::fts5::fts_search(kb, &wide)));
+        let nearest = semantic::nearest(kb, q, wide.limit);
+        let lexical = match words {
+            // A lookup that panicked is a bug; say so rather than hang.
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(crate::error::Error::internal("the lexical search panicked"))
+            }),
+            None => Ok(Vec::new()),
+        };
+        (lexical, nearest)
+    });
+    let lexical = lexical?;
+    let (vector, semantic) = nearest?;
     let weight = lexical_weight(kb);
     // Which documents the semantic side adds; then every candidate's text
     // (and a new one's confidence) in one trip to the index.
@@ -120,10 +130,16 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         .iter()
         .filter(|(k, id, _, _)| !lexical_keys.contains(&(*k, id.as_str())))
         .collect();
-    let keys: Vec<(DocKind, &str)> = lexical
+    // A lexical hit's text is measured; an added one's is only an excerpt.
+    let snippets = q.snippets == Snippets::Yes;
+    let keys: Vec<(DocKind, &str, bool)> = lexical
         .iter()
-        .map(|h| (h.kind, h.id.as_str()))
-        .chain(added.iter().map(|(k, id, _, _)| (*k, id.as_str())))
+        .map(|h| (h.kind, h.id.as_str(), true))
+        .chain(
+            added
+                .iter()
+                .map(|(k, id, _, _)| (*k, id.as_str(), snippets)),
+        )
         .collect();
     let mut facts = semantic::texts_and_confidence(kb, &keys)?.into_iter();
     let semantic_keys: std::collections::HashSet<(DocKind, &str)> = semantic

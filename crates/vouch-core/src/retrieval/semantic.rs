@@ -16,7 +16,8 @@ pub const CANDIDATES: usize = 50;
 /// The message for a semantic search on a knowledge base without a model.
 pub fn no_model(kb: &Kb, backend: &str) -> Error {
     Error::invalid(format!(
-        "backend `{backend}` needs a local embedding model and none is installed. {}",
+        "backend `{backend}` needs a local embedding model and the one configured is not \
+         installed. {}",
         kb.model_hint()
     ))
 }
@@ -62,22 +63,23 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     Ok((vector, found))
 }
 
-/// Each document's text and confidence (claims), in one trip to the
-/// index for all of them: a hit of the semantic side carries both (its
-/// excerpt, its rank in a context pack), and fusion measures each lexical
-/// hit's text. A document the index no longer has gets empty text.
+/// Each document's confidence (claims) and, where its flag asks, its
+/// text, in one trip to the index for all of them: a hit of the semantic
+/// side carries its confidence (its rank in a context pack) and its text
+/// only for an excerpt; fusion measures each lexical hit's text. A
+/// document the index no longer has gets empty text.
 pub(crate) fn texts_and_confidence(
     kb: &Kb,
-    keys: &[(DocKind, &str)],
+    keys: &[(DocKind, &str, bool)],
 ) -> Result<Vec<(String, Option<f64>)>> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
     super::fts5::with_index(kb, |idx| {
         keys.iter()
-            .map(|(kind, id)| {
+            .map(|(kind, id, with_text)| {
                 Ok(idx
-                    .text_and_confidence(kind.as_str(), id)?
+                    .text_and_confidence(kind.as_str(), id, *with_text)?
                     .unwrap_or_default())
             })
             .collect()
@@ -96,9 +98,10 @@ pub(crate) fn excerpt(text: &str) -> String {
 
 pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let (_, found) = nearest(kb, q, q.limit)?;
-    let keys: Vec<(DocKind, &str)> = found
+    let snippets = q.snippets == Snippets::Yes;
+    let keys: Vec<(DocKind, &str, bool)> = found
         .iter()
-        .map(|(k, id, _, _)| (*k, id.as_str()))
+        .map(|(k, id, _, _)| (*k, id.as_str(), snippets))
         .collect();
     let facts = texts_and_confidence(kb, &keys)?;
     Ok(found

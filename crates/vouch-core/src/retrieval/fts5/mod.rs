@@ -365,16 +365,19 @@ impl Index {
 
     /// The indexed text of a document (title, then body).
     pub(crate) fn text_of(&self, kind: &str, id: &str) -> Result<Option<String>> {
-        Ok(self.text_and_confidence(kind, id)?.map(|(text, _)| text))
+        Ok(self
+            .text_and_confidence(kind, id, true)?
+            .map(|(text, _)| text))
     }
 
-    /// A document's text and confidence, in two lookups by key (joined,
-    /// SQLite would scan the FTS table); `None` when the index has no such
-    /// document.
+    /// A document's text (when `with_text`; else empty) and confidence, in
+    /// two lookups by key (joined, SQLite would scan the FTS table); `None`
+    /// when the index has no such document.
     pub(crate) fn text_and_confidence(
         &self,
         kind: &str,
         id: &str,
+        with_text: bool,
     ) -> Result<Option<(String, Option<f64>)>> {
         let Some((rowid, confidence)) = self
             .conn
@@ -386,6 +389,9 @@ impl Index {
         else {
             return Ok(None);
         };
+        if !with_text {
+            return Ok(Some((String::new(), confidence)));
+        }
         let text = self
             .conn
             .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
