@@ -156,6 +156,14 @@ enum Bench {
 }
 
 fn main() {
+    if let Some((key, value)) = vouch_model::embedder::matmul_threads_env() {
+        // SAFETY: the first statement of `main`, as in vouch's own: no
+        // other thread exists yet that could read the environment.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var(key, value)
+        };
+    }
     match Args::parse().bench {
         Bench::Gate { claims, ops } => {
             println!(

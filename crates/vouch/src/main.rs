@@ -1,6 +1,7 @@
 use clap::Parser;
 
 fn main() {
+    settle_matmul_threads();
     // Crash tests arm one fail point (crates/vouch-core/src/fail.rs); a
     // build without them refuses, so such a test cannot pass untested.
     if let Some(spec) = std::env::var_os("VOUCH_FAILPOINT") {
@@ -13,3 +14,19 @@ fn main() {
     let cli = vouch::cli::Cli::parse();
     std::process::exit(vouch::cli::run(cli));
 }
+
+/// Tell candle its thread count through the environment so that it stops
+/// reading `/proc/cpuinfo` on every matrix product
+/// (`vouch_model::embedder::matmul_threads_env`).
+#[cfg(feature = "embeddings")]
+#[allow(unsafe_code)]
+fn settle_matmul_threads() {
+    if let Some((key, value)) = vouch_model::embedder::matmul_threads_env() {
+        // SAFETY: the first statement of `main`: no other thread exists
+        // yet that could read the environment while it changes.
+        unsafe { std::env::set_var(key, value) };
+    }
+}
+
+#[cfg(not(feature = "embeddings"))]
+fn settle_matmul_threads() {}
