@@ -5,5 +5,7 @@
 
 pub use crate::services::Embedder;
 
+pub mod memory;
 pub mod vectors;
-pub use vectors::{Budget, EmbedStats, Vectors, ensure};
+pub use memory::Vectors;
+pub use vectors::{Budget, EmbedStats, ensure};
