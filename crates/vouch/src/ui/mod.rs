@@ -40,10 +40,11 @@ use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pages::{Frame, url_id};
-use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use vouch_core::{Caller, Error, Kb, Transport, methods};
+use vouch_core::methods::{self, kb};
+use vouch_core::params::{ApproveParams, OneOrMany, RejectParams};
+use vouch_core::{Caller, Error, Kb, Transport};
 
 /// Sessions kept at once; the oldest is dropped past this.
 const MAX_SESSIONS: usize = 64;
@@ -571,26 +572,33 @@ async fn decide<H: Host>(
         .get("reason")
         .map(|r| r.trim().to_string())
         .filter(|r| !r.is_empty());
-    let (method, params) = if approve {
-        ("kb.approve", json!({"proposal_id": id, "reason": reason}))
-    } else {
-        (
-            "kb.reject",
-            json!({"proposal_id": id, "reason": reason.unwrap_or_default()}),
-        )
-    };
     let a = app.clone();
     let s = session.clone();
     let pid = id.clone();
+    // The same typed calls `vouch review` makes.
     let outcome = tokio::task::spawn_blocking(move || {
-        methods::dispatch(a.kb(), &web_caller(&s), method, params)
+        let caller = web_caller(&s);
+        if approve {
+            let params = ApproveParams {
+                proposal_id: OneOrMany::One(pid),
+                reason,
+                approver: None,
+            };
+            methods::call::<kb::Approve>(a.kb(), &caller, params).map(|_| ())
+        } else {
+            let params = RejectParams {
+                proposal_id: pid,
+                reason: reason.unwrap_or_default(),
+            };
+            methods::call::<kb::Reject>(a.kb(), &caller, params).map(|_| ())
+        }
     })
     .await;
     match outcome {
-        Ok(Ok(_)) => redirect(&format!(
+        Ok(Ok(())) => redirect(&format!(
             "/?done={}&id={}",
             if approve { "approved" } else { "rejected" },
-            url_id(&pid)
+            url_id(&id)
         )),
         Ok(Err(e)) => refused_decision(
             &session,
