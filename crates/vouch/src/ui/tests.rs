@@ -3,6 +3,7 @@
 use super::*;
 use axum::body::Body;
 use axum::extract::Request;
+use serde_json::json;
 use tower::ServiceExt;
 use vouch_core::Kb;
 
