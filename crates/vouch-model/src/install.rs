@@ -121,9 +121,15 @@ pub fn import(srcs: &[PathBuf], root: &Path, spec: &ModelSpec) -> Result<Install
 pub fn detect(srcs: &[PathBuf], specs: &[&'static ModelSpec]) -> Option<&'static ModelSpec> {
     let first = srcs.first()?;
     if std::fs::metadata(first).ok()?.is_dir() {
-        let config = nofollow::read(first, &first.join(crate::spec::CONFIG))
+        // A model's config.json is a few hundred bytes: read no more than
+        // 64 KiB of whatever sits there.
+        let config = nofollow::open(first, &first.join(crate::spec::CONFIG))
             .ok()
-            .map(|b| vouch_core::ids::sha256_hex(&b));
+            .and_then(|f| {
+                let mut bytes = Vec::new();
+                f.take(64 * 1024).read_to_end(&mut bytes).ok()?;
+                Some(vouch_core::ids::sha256_hex(&bytes))
+            });
         return specs.iter().copied().find(|spec| {
             nofollow::is_file(&first.join(spec.wheel_dir).join(spec.files[0].name))
                 || config.as_deref().is_some_and(|c| {
