@@ -112,6 +112,18 @@ pub struct Claim {
     pub extra: Extra,
 }
 
+impl Claim {
+    /// The one supersede mutation, for `kb.supersede` and for approving a
+    /// claim proposed with `supersedes`: this claim is replaced by `new_id`
+    /// as of `at`. The replacing claim's own `supersedes` list is the
+    /// caller's to keep.
+    pub fn superseded(&mut self, new_id: &str, at: Timestamp) {
+        self.status = ClaimStatus::Superseded;
+        self.superseded_by = Some(new_id.to_string());
+        self.updated_at = at;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Entity {
     pub id: String,

@@ -293,9 +293,7 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
         )));
     }
     let now = kb.now();
-    old.status = ClaimStatus::Superseded;
-    old.superseded_by = Some(new.id.clone());
-    old.updated_at = now;
+    old.superseded(&new.id, now);
     if !new.supersedes.contains(&old.id) {
         new.supersedes.push(old.id.clone());
     }

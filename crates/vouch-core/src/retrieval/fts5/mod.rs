@@ -295,11 +295,13 @@ impl Index {
     /// The row id is derived from (kind, id), so an index kept up to date
     /// one write at a time and one rebuilt from scratch number every
     /// document alike — and break score ties alike.
-    fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
+    /// Remove a document's row and text, if indexed: its rowid and the
+    /// signature it was indexed at.
+    fn remove_row(&self, kind: &str, id: &str) -> Result<Option<(i64, Sig)>> {
         let old: Option<(i64, Sig)> = self
             .conn
             .prepare_cached("SELECT rowid, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2")?
-            .query_row(params![doc.kind, doc.id], |r| {
+            .query_row(params![kind, id], |r| {
                 Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
             })
             .optional()?;
@@ -311,6 +313,11 @@ impl Index {
                 .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
                 .execute([rowid])?;
         }
+        Ok(old)
+    }
+
+    fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
+        let old = self.remove_row(doc.kind, &doc.id)?;
         let mut rowid = stable_rowid(doc.kind, &doc.id);
         // Two documents hashing alike (odds ~1e-9 at a million documents):
         // the later one takes the next free id.
@@ -344,20 +351,8 @@ impl Index {
 
     /// Drop a document; returns the signature it had.
     fn delete(&self, kind: &str, id: &str) -> Result<Option<Sig>> {
-        let old: Option<(i64, Sig)> = self
-            .conn
-            .prepare_cached("SELECT rowid, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2")?
-            .query_row(params![kind, id], |r| {
-                Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
-            })
-            .optional()?;
+        let old = self.remove_row(kind, id)?;
         if let Some((rowid, _)) = old {
-            self.conn
-                .prepare_cached("DELETE FROM fts WHERE rowid=?1")?
-                .execute([rowid])?;
-            self.conn
-                .prepare_cached("DELETE FROM docs WHERE rowid=?1")?
-                .execute([rowid])?;
             self.touched.borrow_mut().push((rowid, None));
         }
         Ok(old.map(|(_, sig)| sig))

@@ -426,9 +426,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             let mut c = kb
                 .load::<Claim>(old)?
                 .ok_or_else(|| Error::not_found(format!("claim {old:?} does not exist")))?;
-            c.status = ClaimStatus::Superseded;
-            c.superseded_by = Some(pl.proposal.object_id.clone());
-            c.updated_at = pl.at;
+            c.superseded(&pl.proposal.object_id, pl.at);
             kb.stage(&mut batch, &c)?;
             written.push(crate::retrieval::Written::Claim(c));
         }
