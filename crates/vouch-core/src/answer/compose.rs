@@ -255,7 +255,6 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
     let Some(embedder) = kb.embedder() else {
         return lexically_open.into_iter().cloned().collect();
     };
-    let vectors = kb.index_state.read_vectors();
     lexically_open
         .into_iter()
         .filter(|t| {
@@ -263,9 +262,7 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
                 return true;
             };
             !cited.iter().any(|c| {
-                vectors
-                    .as_ref()
-                    .and_then(|vs| vs.similarity("claim", &c.claim.id, &v))
+                crate::retrieval::semantic::claim_cosine(kb, &c.claim.id, &v)
                     .is_some_and(|s| s >= TERM_COSINE)
             })
         })

@@ -282,7 +282,6 @@ fn candidates(
         (Some(b), Some(e)) if retrieval::backend::needs_model(b) => e.embed_query(query).ok(),
         _ => None,
     };
-    let vectors = kb.index_state.read_vectors();
     // Only reviewed knowledge answers: a claim no approval let in (written
     // by hand) is left out, whatever its file says.
     let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
@@ -302,7 +301,7 @@ fn candidates(
         }
         let cosine = query_vector
             .as_ref()
-            .and_then(|q| vectors.as_ref()?.similarity("claim", &claim.id, q));
+            .and_then(|q| retrieval::semantic::claim_cosine(kb, &claim.id, q));
         out.push(Candidate {
             coverage: retrieval::hybrid::share(content.iter(), &claim.text),
             cosine,

@@ -86,6 +86,17 @@ pub(crate) fn texts_and_confidence(
     })
 }
 
+/// How close in meaning claim `id` is to `query` (a vector of the
+/// knowledge base's model): its best chunk's cosine, `None` while it has
+/// no vector. For answers, which weigh what a search found; the vectors
+/// stay retrieval's.
+pub(crate) fn claim_cosine(kb: &Kb, id: &str, query: &[f32]) -> Option<f32> {
+    kb.index_state
+        .read_vectors()
+        .as_ref()?
+        .similarity("claim", id, query)
+}
+
 /// A plain excerpt of `text` for a hit no word matched (nothing to
 /// highlight).
 pub(crate) fn excerpt(text: &str) -> String {
