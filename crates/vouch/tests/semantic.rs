@@ -129,6 +129,34 @@ fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
         pack["text"].as_str().unwrap().contains("session cookies"),
         "{pack}"
     );
+
+    // An answer weighs meaning with the cosines its search measured (no
+    // second embedding of the question), the same whether the config or
+    // the call names hybrid: a question sharing one word of three with
+    // its answer is answered because it is close in meaning.
+    let question = "which mechanism lets customers authenticate against the API";
+    let r = p.call("x", "kb.synthesize", json!({"query": question}));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let configured = r.json();
+    let r = p.call(
+        "x",
+        "kb.synthesize",
+        json!({"query": question, "backend": "hybrid"}),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let named = r.json();
+    assert_eq!(
+        configured["answer"], named["answer"],
+        "{configured}\n{named}"
+    );
+    assert_eq!(configured["citations"], named["citations"], "{configured}");
+    assert!(
+        configured["answer"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("[{login}]")),
+        "{configured}"
+    );
 }
 
 /// Approve never waits for the model; the next search embeds what is new.

@@ -278,10 +278,6 @@ fn candidates(
             .first()
             .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone()),
     };
-    let query_vector = match (backend, kb.embedder()) {
-        (Some(b), Some(e)) if retrieval::backend::needs_model(b) => e.embed_query(query).ok(),
-        _ => None,
-    };
     // Only reviewed knowledge answers: a claim no approval let in (written
     // by hand) is left out, whatever its file says.
     let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
@@ -299,9 +295,8 @@ fn candidates(
         if !claim.status.is_current() {
             continue;
         }
-        let cosine = query_vector
-            .as_ref()
-            .and_then(|q| retrieval::semantic::claim_cosine(kb, &claim.id, q));
+        // A retriever that ranks by meaning measured it already.
+        let cosine = hit.cosine;
         out.push(Candidate {
             coverage: retrieval::hybrid::share(content.iter(), &claim.text),
             cosine,

@@ -205,6 +205,7 @@ mod tests {
                 backend: self.name().into(),
                 status: Some("working".into()),
                 confidence: Some(0.9),
+                cosine: None,
                 meta: Default::default(),
             }])
         }

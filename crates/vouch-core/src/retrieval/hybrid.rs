@@ -172,6 +172,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 backend: String::new(),
                 status: status.clone(),
                 confidence,
+                cosine: None,
                 meta: Default::default(),
             },
             lexical: None,
@@ -182,10 +183,10 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     {
         let guard = kb.index_state.read_vectors();
         for c in cands.iter_mut() {
-            let cosine = guard
+            c.hit.cosine = guard
                 .as_ref()
-                .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector))
-                .unwrap_or(0.0);
+                .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector));
+            let cosine = c.hit.cosine.unwrap_or(0.0);
             let bonus = c.lexical.map_or(0.0, |cov| weight * cov * cov);
             c.score = cosine + bonus;
             c.hit.backend = match (c.lexical.is_some(), c.semantic) {

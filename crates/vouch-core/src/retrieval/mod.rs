@@ -85,6 +85,12 @@ pub struct SearchHit {
     #[serde(skip)]
     #[schemars(skip)]
     pub confidence: Option<f64>,
+    /// The document's cosine with the question, from a retriever that
+    /// ranks by meaning: answers weigh it without embedding the question
+    /// again. Not part of the search result.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub cosine: Option<f32>,
     /// `unaudited` on knowledge that no approval or import in the audit
     /// log let in (written by hand, or the log was cut).
     #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]

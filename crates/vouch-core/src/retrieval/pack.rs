@@ -510,6 +510,7 @@ mod tests {
             backend: "fts5".into(),
             status: Some(status.into()),
             confidence: Some(confidence),
+            cosine: None,
             meta: Default::default(),
         }
     }

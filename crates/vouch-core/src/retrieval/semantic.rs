@@ -121,6 +121,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         .map(
             |((kind, id, status, score), (text, confidence))| SearchHit {
                 confidence,
+                cosine: Some(score),
                 snippet: if q.snippets == Snippets::Yes {
                     excerpt(&text)
                 } else {

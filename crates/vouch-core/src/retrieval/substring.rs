@@ -89,6 +89,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 backend: crate::retrieval::backend::Substring.name().into(),
                 status,
                 confidence,
+                cosine: None,
                 meta: Default::default(),
             })
         })

@@ -63,6 +63,7 @@ pub(crate) fn ranked(
                             backend: crate::retrieval::backend::Fts5.name().into(),
                             status: d.get(2)?,
                             confidence: d.get(3)?,
+                            cosine: None,
                             meta: Default::default(),
                         },
                     ))
