@@ -1032,27 +1032,18 @@ pub struct CheckpointReport {
     pub problems: Vec<String>,
 }
 
-/// Append a checkpoint of the log as it is now.
-pub fn checkpoint(kb: &crate::kb::Kb, actor: &str, key: &[u8]) -> Result<Checkpoint> {
-    let _lock = kb.lock()?;
-    let events = kb.audit_log().read_all()?;
+/// The head of `events` (the last line's hash, or genesis) and how many
+/// events its history holds, wherever merges put their lines: what a
+/// checkpoint records ([`crate::health::checkpoint`] appends one).
+pub fn head_and_history(events: &[Value]) -> (String, u64) {
     let head = events
         .last()
         .and_then(|e| e.get("hash"))
         .and_then(Value::as_str)
         .unwrap_or(GENESIS_HASH)
         .to_string();
-    // The events in the head's history, wherever merges put their lines.
-    let counted = graph_of(&events).history_len(&head).unwrap_or(0);
-    let cp = Checkpoint::new(key, counted, &head);
-    let mut ev = kb.event(
-        CHECKPOINT_EVENT,
-        actor,
-        Vec::new(),
-        serde_json::to_value(&cp).map_err(|e| Error::internal(e.to_string()))?,
-    );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
-    Ok(cp)
+    let counted = graph_of(events).history_len(&head).unwrap_or(0);
+    (head, counted)
 }
 
 /// The graph of parsed events (lines that do not fit are left out).

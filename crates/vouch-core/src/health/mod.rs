@@ -6,9 +6,11 @@
 //! Every finding has a stable id (`<kind>:<object id>[:<other id>]`), so a
 //! CI job can track or silence one finding across runs.
 
+mod checkpoint;
 mod doctor;
 mod lint;
 
+pub use checkpoint::checkpoint;
 pub use doctor::doctor;
 pub use lint::lint;
 use lint::*;

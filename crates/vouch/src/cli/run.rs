@@ -181,7 +181,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             let path = crate::checkpoint::key_path(key_file.as_deref())?;
             let key =
                 crate::checkpoint::load_key(&kb, &path, true)?.expect("load_key creates a key");
-            let cp = vouch_core::audit::checkpoint(&kb, &caller.actor, &key)?;
+            let cp = vouch_core::health::checkpoint(&kb, &caller.actor, &key)?;
             crate::checkpoint::write_kept(&kb, &path, &cp)?;
             print_warnings(&kb);
             if cli.json {
