@@ -17,6 +17,12 @@ pub trait Retriever: Send + Sync {
     /// Objects just written through vouch (after the index has them). A
     /// retriever with state of its own (vectors) updates it here.
     fn on_write(&self, _kb: &Kb, _written: &[Written]) {}
+    /// Whether it ranks by meaning, so needs the knowledge base's embedding
+    /// model (a search that did not name it falls back to fts5 when the
+    /// model fails; one without query words still runs).
+    fn needs_model(&self) -> bool {
+        false
+    }
 }
 
 /// BM25 over `state.db`; when another process holds the index locked, the
@@ -57,6 +63,9 @@ impl Retriever for Embedding {
     fn name(&self) -> &'static str {
         "embedding"
     }
+    fn needs_model(&self) -> bool {
+        true
+    }
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         super::semantic::search(kb, q)
     }
@@ -68,6 +77,9 @@ pub struct Hybrid;
 impl Retriever for Hybrid {
     fn name(&self) -> &'static str {
         "hybrid"
+    }
+    fn needs_model(&self) -> bool {
+        true
     }
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         super::hybrid::search(kb, q)
@@ -110,11 +122,9 @@ pub fn parse(name: &str) -> crate::error::Result<RetrievalBackend> {
         })
 }
 
+/// Whether `backend` needs the embedding model: its retriever says.
 pub fn needs_model(backend: RetrievalBackend) -> bool {
-    matches!(
-        backend,
-        RetrievalBackend::Embedding | RetrievalBackend::Hybrid
-    )
+    for_backend(backend).needs_model()
 }
 
 /// What retrieval was asked for (`retrieval.backend`) and what answers.

@@ -288,7 +288,7 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         // The model failed (damaged files, a load error): a search that
         // did not ask for meaning by name is answered by words, and says
         // so; one that did gets the error.
-        Err(e) if !q.explicit && backend::needs_model(backend_of(retriever)) => {
+        Err(e) if !q.explicit && retriever.needs_model() => {
             kb.warn(format!("{}; answered by fts5", e.message));
             current_first(
                 kb,
@@ -306,7 +306,7 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
 /// answer holds retired hits and is full, current hits may have been cut
 /// below them: ask again for current ones only and fill with the retired.
 fn current_first(kb: &Kb, retriever: &dyn Retriever, q: &Query) -> Result<Vec<SearchHit>> {
-    if q.terms.is_empty() && !backend::needs_model(backend_of(retriever)) {
+    if q.terms.is_empty() && !retriever.needs_model() {
         return Ok(Vec::new());
     }
     let hits = retriever.search(kb, q)?;
@@ -328,10 +328,6 @@ fn current_first(kb: &Kb, retriever: &dyn Retriever, q: &Query) -> Result<Vec<Se
     current.extend(old);
     current.truncate(q.limit);
     Ok(current)
-}
-
-fn backend_of(r: &dyn Retriever) -> crate::settings::RetrievalBackend {
-    backend::parse(r.name()).unwrap_or(crate::settings::RetrievalBackend::Fts5)
 }
 
 /// Mark hits that no approval or import in the audit log admitted: a
