@@ -258,7 +258,7 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
     lexically_open
         .into_iter()
         .filter(|t| {
-            let Ok(v) = embedder.embed_query(t) else {
+            let Ok(v) = crate::retrieval::semantic::query_vector(kb, embedder.as_ref(), t) else {
                 return true;
             };
             !cited.iter().any(|c| {

@@ -3,7 +3,7 @@
 //! document's vectors ([`super::embed::vectors`]); a document's best chunk
 //! answers for it.
 
-use super::embed::{Budget, ensure};
+use super::embed::{Budget, Embedder, ensure};
 use super::{Query, SearchHit, Snippets};
 use crate::error::{Error, Result};
 use crate::kb::Kb;
@@ -22,6 +22,33 @@ pub fn no_model(kb: &Kb, backend: &str) -> Error {
     ))
 }
 
+/// The vector of a question (or a term of one) for `embedder`: kept for
+/// the last few, since one search may ask twice (current knowledge first)
+/// and an answer weighs the same terms again. The key holds the model's
+/// identity, so another model never gets these vectors.
+pub(crate) fn query_vector(kb: &Kb, embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
+    let model = embedder.model_id();
+    let kept = |cache: &std::collections::VecDeque<(String, String, Vec<f32>)>| {
+        cache
+            .iter()
+            .find(|(m, t, _)| m == model && t == text)
+            .map(|(_, _, v)| v.clone())
+    };
+    let cache = &kb.index_state.query_vectors;
+    if let Some(v) = kept(&cache.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(v);
+    }
+    let vector = embedder.embed_query(text)?;
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if kept(&cache).is_none() {
+        if cache.len() == super::state::QUERY_VECTORS_KEPT {
+            cache.pop_front();
+        }
+        cache.push_back((model.to_string(), text.to_string(), vector.clone()));
+    }
+    Ok(vector)
+}
+
 /// A document the semantic side found: kind, id, status, cosine.
 pub(crate) type Near = (DocKind, String, Option<String>, f32);
 
@@ -34,7 +61,7 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
         .clone();
     // The query first: loading the model before the vectors keeps the
     // load's transient copy of the weights off the peak.
-    let vector = embedder.embed_query(q.text)?;
+    let vector = query_vector(kb, embedder.as_ref(), q.text)?;
     let budget = Budget::Until(Instant::now() + super::embed::vectors::SEARCH_BUDGET);
     ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
     let guard = kb.index_state.read_vectors();
@@ -186,5 +213,62 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
             kb.warn(format!("possible duplicates not checked: {e}"));
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// An embedder that counts how often it runs.
+    struct Counting {
+        id: &'static str,
+        runs: AtomicUsize,
+    }
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.id
+        }
+        fn dimensions(&self) -> usize {
+            2
+        }
+        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            Ok(vec![text.len() as f32, 1.0])
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+            Ok(texts
+                .iter()
+                .map(|t| vec![vec![t.len() as f32, 1.0]])
+                .collect())
+        }
+    }
+
+    #[test]
+    fn a_question_asked_again_is_not_embedded_again_by_the_same_model_only() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let a = Counting {
+            id: "a",
+            runs: AtomicUsize::new(0),
+        };
+        let b = Counting {
+            id: "b",
+            runs: AtomicUsize::new(0),
+        };
+        let first = query_vector(&kb, &a, "card retries").unwrap();
+        assert_eq!(query_vector(&kb, &a, "card retries").unwrap(), first);
+        assert_eq!(a.runs.load(Ordering::SeqCst), 1);
+        // Another model never gets the first one's vector.
+        query_vector(&kb, &b, "card retries").unwrap();
+        assert_eq!(b.runs.load(Ordering::SeqCst), 1);
+        // Only the last few are kept: the oldest is embedded again.
+        for i in 0..crate::retrieval::state::QUERY_VECTORS_KEPT {
+            query_vector(&kb, &a, &format!("question {i}")).unwrap();
+        }
+        let before = a.runs.load(Ordering::SeqCst);
+        query_vector(&kb, &a, "card retries").unwrap();
+        assert_eq!(a.runs.load(Ordering::SeqCst), before + 1);
     }
 }

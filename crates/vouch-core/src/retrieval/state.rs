@@ -32,7 +32,14 @@ pub(crate) struct IndexState {
     /// How long a long-running process trusts its last index sync before
     /// stat-ing the files again (zero: every search re-checks).
     pub(crate) sync_interval: Duration,
+    /// The last questions embedded, by (model, text), newest last: a
+    /// search that asks again for current knowledge only, or an answer
+    /// that weighs a term, does not run the model a second time.
+    pub(crate) query_vectors: Mutex<std::collections::VecDeque<(String, String, Vec<f32>)>>,
 }
+
+/// Questions whose vectors are kept ([`IndexState::query_vectors`]).
+pub(crate) const QUERY_VECTORS_KEPT: usize = 16;
 
 impl Default for IndexState {
     fn default() -> Self {
@@ -45,6 +52,7 @@ impl Default for IndexState {
             embedding: Mutex::new(()),
             memory: Memory::default(),
             sync_interval: super::SYNC_INTERVAL,
+            query_vectors: Mutex::default(),
         }
     }
 }
