@@ -233,6 +233,48 @@ pub fn scale_1x(seed: &Path, out: &Path, copies: usize, pending_copies: usize) -
     written + 1
 }
 
+/// Up to `want` different questions a person might type about the KB's
+/// claims: a claim's proper name (a capitalised word after its first) and
+/// its last long word, from claims spread over the folder in name order.
+fn claim_questions(project: &Path, want: usize) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(project.join(".vouch/claims"))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    let step = (files.len() / want.max(1)).max(1);
+    let mut out: Vec<String> = Vec::new();
+    for f in files.iter().step_by(step) {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let Some(line) = text.lines().find_map(|l| l.strip_prefix("text: ")) else {
+            continue;
+        };
+        let words: Vec<&str> = line
+            .trim_matches(|c| c == '"' || c == '\'')
+            .split_whitespace()
+            .collect();
+        let name = words
+            .iter()
+            .skip(1)
+            .find(|w| w.starts_with(|c: char| c.is_uppercase()));
+        let last = words.iter().rev().find(|w| w.len() > 3);
+        let q = match (name, last) {
+            (Some(n), Some(l)) if n != l => format!("{n} {l}"),
+            (_, Some(l)) => l.to_string(),
+            _ => continue,
+        };
+        if !out.contains(&q) {
+            out.push(q);
+        }
+        if out.len() == want {
+            break;
+        }
+    }
+    assert!(!out.is_empty(), "no claim to draw questions from");
+    out
+}
+
 /// The four short tasks people type that issue 27 measured context on.
 pub const SHORT_TASKS: &[&str] = &[
     "SQS retries",
@@ -297,6 +339,10 @@ pub fn on_kb(project: &Path, runs: usize) {
             );
         })
     };
+    // Questions never asked before, one per call: what the mixes above
+    // repeat is answered from the server's kept query vectors.
+    let distinct = claim_questions(project, 300);
+    let search_distinct = timed("kb.search", "query", &distinct, distinct.len());
     let search_typed = timed("kb.search", "query", &typed, 300);
     let search_short = timed("kb.search", "query", &short, 300);
     let context_typed = timed("kb.context", "task", &typed, 200);
@@ -352,6 +398,11 @@ pub fn on_kb(project: &Path, runs: usize) {
     println!(
         "| `kb.search`, four short tasks (JSONL) | {} |",
         search_short.pair()
+    );
+    println!(
+        "| `kb.search`, {} distinct questions from claims (JSONL) | {} |",
+        distinct.len(),
+        search_distinct.pair()
     );
     println!(
         "| `kb.context` 4,000 chars, typed queries (JSONL) | {} |",
