@@ -73,8 +73,8 @@ struct Loaded {
 /// starts, or `None` when the user set it. candle asks how many threads to
 /// split each matrix product into on every product, and unless
 /// `RAYON_NUM_THREADS` is set it finds out by reading `/proc/cpuinfo`:
-/// 48 reads per query, a quarter of a MiniLM query's time (8.3 → 6.4 ms
-/// on the bench machine). Set once, the answer comes from the
+/// 48 reads per query, a fifth of a MiniLM query's time (8.3 → 6.7 ms
+/// p50, `vouch-bench embeddings --claims 300`). Set once, the answer comes from the
 /// environment. The value is the count rayon itself defaults to.
 pub fn matmul_threads_env() -> Option<(&'static str, String)> {
     const KEY: &str = "RAYON_NUM_THREADS";
