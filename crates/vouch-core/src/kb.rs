@@ -130,6 +130,22 @@ impl Stored for Page {
     }
 }
 
+/// Who brings the derived index (its vectors) up to date with what was
+/// written outside this process — a `git pull`, a hand edit, another
+/// command's approval. A write through this process brings in what it
+/// wrote itself before it returns, either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexUpkeep {
+    /// Nothing runs in the background (a one-shot command, a library
+    /// caller): the first search by meaning embeds what is new, within a
+    /// time budget, before it reads.
+    #[default]
+    BeforeReads,
+    /// A background step does (a server's refresher): searches only read,
+    /// and what is not embedded yet is found by words until it is.
+    Background,
+}
+
 /// Per proposal id: the file's (mtime ns, size) and its (kind, object id)
 /// (`None`: unreadable).
 pub(crate) type ProposalObjects =
@@ -165,6 +181,8 @@ pub struct Kb {
     unreadable: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
     /// A one-shot command: a live watcher's word may replace the scan.
     trust_watcher: bool,
+    /// Who catches the index up with outside changes.
+    upkeep: IndexUpkeep,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
     /// What the person's own config allows (who reviews over agent
@@ -309,6 +327,7 @@ impl Kb {
             proposal_objects: Mutex::default(),
             unreadable: Mutex::default(),
             trust_watcher: false,
+            upkeep: IndexUpkeep::default(),
             config_error,
             trust: Default::default(),
         };
@@ -345,6 +364,14 @@ impl Kb {
     }
     pub fn trusts_watcher(&self) -> bool {
         self.trust_watcher
+    }
+    /// Say who catches the index up with outside changes (a server that
+    /// runs a background refresher says `Background`).
+    pub fn set_index_upkeep(&mut self, upkeep: IndexUpkeep) {
+        self.upkeep = upkeep;
+    }
+    pub fn index_upkeep(&self) -> IndexUpkeep {
+        self.upkeep
     }
 
     pub fn layout(&self) -> &Layout {

@@ -28,4 +28,4 @@ pub mod store;
 pub(crate) mod testing;
 
 pub use error::{Error, ErrorKind, Result};
-pub use kb::{Caller, Kb, Role, Transport};
+pub use kb::{Caller, IndexUpkeep, Kb, Role, Transport};

@@ -265,7 +265,13 @@ macro_rules! registry {
                 type Output = $r;
                 fn call(kb: &Kb, caller: &Caller, params: $p) -> Result<$r> {
                     let f: fn(&Kb, &Caller, $p) -> Result<$r> = $f;
-                    f(kb, caller, params)
+                    let result = f(kb, caller, params);
+                    if !matches!(Effect::$effect, Effect::Read) && result.is_ok() {
+                        // Its lock released: what it wrote gets its vectors
+                        // before it returns, so searches only read.
+                        crate::retrieval::embed::after_write(kb);
+                    }
+                    result
                 }
             }
         )+

@@ -86,7 +86,9 @@ fn spawn_refresher(kb: Arc<Kb>) {
     };
     std::thread::spawn(move || {
         loop {
-            std::thread::sleep(REFRESH_EVERY);
+            // A round a second, or at once when a search finds documents
+            // without vectors.
+            vouch_core::retrieval::embed::wait_for_upkeep(&kb, REFRESH_EVERY);
             if !watching.as_ref().is_some_and(|w| w.is_running())
                 && let Err(e) = vouch_core::retrieval::refresh(&kb)
             {
@@ -314,6 +316,8 @@ fn announce_gate(kb: &vouch_core::Kb) {
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     kb.set_index_sync_interval(REFRESH_EVERY * 5);
+    // Its refresher embeds what comes from outside; searches only read.
+    kb.set_index_upkeep(vouch_core::IndexUpkeep::Background);
     announce_gate(&kb);
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
@@ -353,6 +357,8 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
 pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     kb.set_index_sync_interval(REFRESH_EVERY * 5);
+    // Its refresher embeds what comes from outside; searches only read.
+    kb.set_index_upkeep(vouch_core::IndexUpkeep::Background);
     let person = context::caller(cli.agent.as_deref(), Transport::Cli).actor;
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());

@@ -3,12 +3,11 @@
 //! document's vectors ([`super::embed::vectors`]); a document's best chunk
 //! answers for it.
 
-use super::embed::{Budget, Embedder, ensure};
+use super::embed::Embedder;
 use super::{Query, SearchHit, Snippets};
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::DocKind;
-use std::time::Instant;
 
 /// Documents the semantic side offers a fusion (and the most it ranks).
 pub const CANDIDATES: usize = 50;
@@ -52,8 +51,10 @@ pub(crate) fn query_vector(kb: &Kb, embedder: &dyn Embedder, text: &str) -> Resu
 /// A document the semantic side found: kind, id, status, cosine.
 pub(crate) type Near = (DocKind, String, Option<String>, f32);
 
-/// Embed what is new (within the search budget), then the query; the
-/// query's vector and the best `want` documents by cosine.
+/// The query's vector and the best `want` documents by cosine. Reads
+/// only, unless no background step keeps the vectors up to date
+/// ([`crate::kb::IndexUpkeep`]): then what is new is embedded first,
+/// within the search budget.
 pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<Near>)> {
     let embedder = kb
         .embedder()
@@ -62,8 +63,7 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     // The query first: loading the model before the vectors keeps the
     // load's transient copy of the weights off the peak.
     let vector = query_vector(kb, embedder.as_ref(), q.text)?;
-    let budget = Budget::Until(Instant::now() + super::embed::vectors::SEARCH_BUDGET);
-    ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
+    super::embed::before_read(kb, &embedder, super::embed::vectors::SEARCH_BUDGET)?;
     let guard = kb.index_state.read_vectors();
     let Some(vectors) = guard.as_ref() else {
         return Ok((vector, Vec::new()));
@@ -178,8 +178,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
     };
     let found = (|| -> Result<Vec<(String, f32)>> {
         let vector = embedder.embed_query(text)?;
-        let budget = Budget::Until(Instant::now() + std::time::Duration::from_millis(500));
-        ensure(kb, &embedder, budget, false, &mut |_, _| {})?;
+        super::embed::before_read(kb, &embedder, std::time::Duration::from_millis(500))?;
         let guard = kb.index_state.read_vectors();
         Ok(guard
             .as_ref()

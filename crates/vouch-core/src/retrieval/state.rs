@@ -7,7 +7,7 @@ use super::embed::Vectors;
 use super::fts5::postings::Memory;
 use super::{OpenIndex, Readers};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Condvar, Mutex, RwLock};
 use std::time::Duration;
 
 /// Beyond this many documents changed at once, the vectors look at all.
@@ -36,6 +36,10 @@ pub(crate) struct IndexState {
     /// search that asks again for current knowledge only, or an answer
     /// that weighs a term, does not run the model a second time.
     pub(crate) query_vectors: Mutex<std::collections::VecDeque<(String, String, Vec<f32>)>>,
+    /// A search found documents without vectors and asks the background
+    /// step (a server's refresher) to embed them now.
+    pub(crate) upkeep_asked: Mutex<bool>,
+    pub(crate) upkeep_wake: Condvar,
 }
 
 /// Questions whose vectors are kept ([`IndexState::query_vectors`]).
@@ -53,6 +57,8 @@ impl Default for IndexState {
             memory: Memory::default(),
             sync_interval: super::SYNC_INTERVAL,
             query_vectors: Mutex::default(),
+            upkeep_asked: Mutex::new(false),
+            upkeep_wake: Condvar::new(),
         }
     }
 }

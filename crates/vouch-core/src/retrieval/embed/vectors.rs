@@ -10,9 +10,13 @@
 //! the index changed since the last one (a counter the FTS sync and the
 //! write hook move), so a search in a quiet server pays nothing for it.
 //!
-//! Approve never waits for the model: the write hook only moves the
-//! counter. The next semantic search embeds what is new (within a time
-//! budget; ~10 ms a claim), and servers do it in their background refresh.
+//! A search never embeds nor writes ([`for_read`]): it loads the vectors
+//! on first use and takes the index's statuses, and what has no vector yet
+//! is found by words only, named in a warning. The writing happens on the
+//! write path and in background steps ([`ensure`]): after a write method
+//! returns (its lock released) in a process that keeps vectors in memory,
+//! in a server's background refresh, and — in a one-shot process, which
+//! has no background — once before its first read by meaning.
 
 use super::Embedder;
 use super::memory::{DocEntry, DocKey, Vectors, kind_static};
@@ -116,6 +120,112 @@ pub fn ensure(
     wait: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
+    in_step(kb, embedder, Some(budget), wait, progress)
+}
+
+/// The vectors as a read may use them: loaded on first use and carrying
+/// the index's statuses (a claim superseded a moment ago is never returned
+/// as it was), with nothing embedded and nothing written — documents
+/// without a vector yet stay pending for the write path or a background
+/// step. Never waits for a thread that is embedding once the vectors are
+/// loaded: what that thread adds was not approved before this read began
+/// (a write's own embedding finishes before the write returns).
+pub(crate) fn for_read(kb: &Kb, embedder: &Arc<dyn Embedder>) -> Result<()> {
+    in_step(kb, embedder, None, false, &mut |_, _| {}).map(|_| ())
+}
+
+/// Before a read by meaning: a read only ([`for_read`]) where a background
+/// step keeps the vectors up to date, else a catch-up within `budget`.
+/// A read that finds documents without vectors (approved by another
+/// process, pulled by git) asks the background step to embed them now and
+/// waits for it within `budget`: a search sees every approval finished
+/// before it started, by meaning as by words, and still writes nothing.
+pub(crate) fn before_read(kb: &Kb, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
+    match kb.index_upkeep() {
+        crate::kb::IndexUpkeep::Background => {
+            let until = Instant::now() + budget;
+            loop {
+                for_read(kb, embedder)?;
+                let waiting = kb
+                    .index_state
+                    .read_vectors()
+                    .as_ref()
+                    .is_some_and(|v| v.pending > 0);
+                if !waiting || Instant::now() >= until {
+                    return Ok(());
+                }
+                ask_for_upkeep(kb);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        crate::kb::IndexUpkeep::BeforeReads => ensure(
+            kb,
+            embedder,
+            Budget::Until(Instant::now() + budget),
+            false,
+            &mut |_, _| {},
+        )
+        .map(|_| ()),
+    }
+}
+
+/// Wake the background step (see [`wait_for_upkeep`]).
+fn ask_for_upkeep(kb: &Kb) {
+    let mut asked = kb
+        .index_state
+        .upkeep_asked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if !*asked {
+        *asked = true;
+        kb.index_state.upkeep_wake.notify_all();
+    }
+}
+
+/// For the background step between rounds: returns after `at_most`, or as
+/// soon as a search asks for documents to be embedded.
+pub fn wait_for_upkeep(kb: &Kb, at_most: Duration) {
+    let asked = kb
+        .index_state
+        .upkeep_asked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let (mut asked, _) = kb
+        .index_state
+        .upkeep_wake
+        .wait_timeout_while(asked, at_most, |asked| !*asked)
+        .unwrap_or_else(|e| e.into_inner());
+    *asked = false;
+}
+
+/// After a write method returned (its lock released): what it wrote gets
+/// its vectors now, so the next search finds it by meaning without
+/// embedding anything. Only in a process that holds vectors in memory (a
+/// server, a review session); a one-shot writer leaves it to the next
+/// catch-up rather than load the model for one claim.
+pub(crate) fn after_write(kb: &Kb) {
+    let Some(embedder) = kb.embedder().cloned() else {
+        return;
+    };
+    if kb.index_state.read_vectors().is_none() {
+        return;
+    }
+    let budget = Budget::Until(Instant::now() + SEARCH_BUDGET);
+    if let Err(e) = ensure(kb, &embedder, budget, false, &mut |_, _| {}) {
+        kb.warn(format!(
+            "embeddings: not brought up to date after the write: {e}"
+        ));
+    }
+}
+
+/// `budget: None` is a read: see [`for_read`].
+fn in_step(
+    kb: &Kb,
+    embedder: &Arc<dyn Embedder>,
+    budget: Option<Budget>,
+    wait: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Option<EmbedStats>> {
     let res = ensure_inner(kb, embedder, budget, wait, progress);
     if res.is_err() {
         // What changed may not all have been handled: look at everything
@@ -131,11 +241,17 @@ pub fn ensure(
 fn ensure_inner(
     kb: &Kb,
     embedder: &Arc<dyn Embedder>,
-    budget: Budget,
+    budget: Option<Budget>,
     wait: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
     let model = embedder.model_id().to_string();
+    let read_only = budget.is_none();
+    // A read that already looked at this generation has nothing to take
+    // from the index: what is pending waits for a writer, not for it.
+    let in_step = |v: &Vectors, generation: u64| {
+        v.model == model && v.synced == generation && (read_only || v.pending == 0)
+    };
     // A search's fast path: the index synced recently (a read would not
     // sync again) and the vectors are in step with it — nothing to embed,
     // and no lock a writer or the watcher holds is taken. The same
@@ -145,9 +261,7 @@ fn ensure_inner(
         let generation = kb.index_state.generation();
         let v = kb.index_state.read_vectors();
         if let Some(v) = v.as_ref()
-            && v.model == model
-            && v.synced == generation
-            && v.pending == 0
+            && in_step(v, generation)
         {
             return Ok(Some(EmbedStats {
                 documents: v.documents(),
@@ -155,18 +269,32 @@ fn ensure_inner(
             }));
         }
     }
-    let _one_at_a_time = if wait {
+    let loaded = kb
+        .index_state
+        .read_vectors()
+        .as_ref()
+        .is_some_and(|v| v.model == model);
+    let _one_at_a_time = if wait || (read_only && !loaded) {
+        // (A read with nothing loaded waits for the first load.)
         kb.index_state
             .embedding
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    } else if read_only {
+        match kb.index_state.embedding.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            // Another thread is bringing them up to date: answer from
+            // the vectors as they are.
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        }
     } else {
+        let budget = budget.unwrap_or(Budget::Unlimited);
         // Another thread (a server's background refresh) is embedding:
-        // a search waits for it within its budget rather than answer from
-        // vectors that lack what was approved a moment ago — under load
-        // that refresh is exactly the one embedding it. A search must see
-        // every approval finished before it started, by meaning as by
-        // words.
+        // a write's catch-up waits for it within its budget rather than
+        // return before what it approved has vectors — under load that
+        // refresh is exactly the one embedding it. A search must see every
+        // approval finished before it started, by meaning as by words.
         loop {
             match kb.index_state.embedding.try_lock() {
                 Ok(g) => break g,
@@ -186,18 +314,19 @@ fn ensure_inner(
     let (generation, listed, loaded) = with_main(kb, true, |idx| {
         let generation = kb.index_state.generation();
         let have = kb.index_state.read_vectors();
-        let fresh = have
-            .as_ref()
-            .is_some_and(|v| v.model == model && v.synced == generation && v.pending == 0);
+        let fresh = have.as_ref().is_some_and(|v| in_step(v, generation));
         let first = have.as_ref().is_none_or(|v| v.model != model);
         drop(have);
         if fresh {
             return Ok((generation, None, None));
         }
         let loaded = if first {
-            // Vectors of any other model are never compared with these.
-            idx.conn
-                .execute("DELETE FROM embeddings WHERE model != ?1", [&model])?;
+            // Vectors of any other model are never compared with these
+            // (a read leaves them for a writer to delete).
+            if !read_only {
+                idx.conn
+                    .execute("DELETE FROM embeddings WHERE model != ?1", [&model])?;
+            }
             Some(load_all(idx, &model, dim)?)
         } else {
             None
@@ -316,7 +445,7 @@ fn ensure_inner(
             }
         }
     }
-    if stats.removed > 0 {
+    if stats.removed > 0 && !read_only {
         // Rows of documents that no longer exist.
         with_main(kb, false, |idx| {
             idx.conn.execute(
@@ -332,6 +461,7 @@ fn ensure_inner(
     let mut failed = 0;
     let mut model_failed = false;
     for batch in stale.chunks(BATCH) {
+        let Some(budget) = budget else { break };
         if budget.spent() || model_failed {
             break;
         }
@@ -596,15 +726,11 @@ mod kept_in_step {
             Some(Vec::new())
         );
         let b = claim("delta echo foxtrot");
+        // The write's own catch-up took the one key the write hook named
+        // (`None` would have sent it to every document).
         assert_eq!(
-            kb.index_state
-                .doc_changes
-                .lock()
-                .unwrap()
-                .as_ref()
-                .map(Vec::len),
-            Some(1),
-            "the write hook named the new claim"
+            *kb.index_state.doc_changes.lock().unwrap(),
+            Some(Vec::new())
         );
         assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
         // Edited by hand: the sync names it, and its vector follows.
@@ -624,9 +750,10 @@ mod kept_in_step {
         assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
     }
 
-    /// A search while another thread (a server's background refresh) is
-    /// embedding waits for it within its budget, and finds the claim that
-    /// was approved before it started — by meaning, as words would.
+    /// In a process with no background step, a search catches the vectors
+    /// up before it reads: while another thread is embedding, it waits
+    /// for it within its budget, and finds the claim that was approved
+    /// before it started — by meaning, as words would.
     #[test]
     fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
         let (_dir, mut kb) = crate::testing::test_kb();
@@ -648,6 +775,87 @@ mod kept_in_step {
         let found = semantic(&kb, "kilo lima mike");
         releaser.join().unwrap();
         assert_eq!(found.first(), Some(&claim), "{found:?}");
+    }
+
+    /// An embedder that counts the documents it embeds.
+    #[derive(Default)]
+    struct CountingWords {
+        documents: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Embedder for CountingWords {
+        fn model_id(&self) -> &str {
+            Words.model_id()
+        }
+        fn dimensions(&self) -> usize {
+            Words.dimensions()
+        }
+        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+            Words.embed_query(text)
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+            self.documents
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+            Words.embed_documents(texts)
+        }
+    }
+
+    /// Where a background step keeps the vectors (a server), a search only
+    /// reads: an approval is embedded by the write before it returns, so
+    /// the next search finds it by meaning without running the model on
+    /// any document; an edit made outside waits for the background step,
+    /// its document found by words meanwhile and named in a warning.
+    #[test]
+    fn with_a_background_step_searches_never_embed_and_writes_do() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (_dir, mut kb) = crate::testing::test_kb();
+        let words = Arc::new(CountingWords::default());
+        let embedder: Arc<dyn Embedder> = words.clone();
+        kb.set_embedder(embedder.clone());
+        kb.set_index_upkeep(crate::kb::IndexUpkeep::Background);
+        kb.set_index_sync_interval(Duration::ZERO);
+        let first = approved_claim(&kb, "alpha bravo charlie");
+        let background = || {
+            ensure(&kb, &embedder, Budget::Unlimited, true, &mut |_, _| {}).unwrap();
+        };
+        background();
+        assert_eq!(semantic(&kb, "alpha bravo charlie")[0], first);
+        let before = words.documents.load(SeqCst);
+        let second = approved_claim(&kb, "delta echo foxtrot");
+        let after_write = words.documents.load(SeqCst);
+        assert!(after_write > before, "the approval embedded its claim");
+        assert_eq!(semantic(&kb, "delta echo foxtrot")[0], second);
+        assert_eq!(
+            words.documents.load(SeqCst),
+            after_write,
+            "a search embedded"
+        );
+        kb.take_warnings();
+        // Edited by hand: the search reads what it has, embeds nothing,
+        // and says so.
+        let path = kb.layout().file(crate::store::Dir::Claims, &first).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(
+            &path,
+            text.replace("alpha bravo charlie", "golf hotel india"),
+        )
+        .unwrap();
+        semantic(&kb, "golf hotel india");
+        assert_eq!(
+            words.documents.load(SeqCst),
+            after_write,
+            "a search embedded"
+        );
+        let warned = kb.take_warnings();
+        assert!(
+            warned.iter().any(|w| w.contains("not embedded yet")),
+            "{warned:?}"
+        );
+        // The background step embeds it; searches find it by meaning.
+        background();
+        assert_eq!(words.documents.load(SeqCst), after_write + 1);
+        assert_eq!(semantic(&kb, "golf hotel india")[0], first);
     }
 
     /// A search whose vectors are in step with a recently synced index
