@@ -709,6 +709,16 @@ mod kept_in_step {
         crate::testing::test_claim(kb, &src, text)
     }
 
+    /// Replace `from` with `to` in claim `id`'s file, as an editor would
+    /// (a moment later, so the file's signature changes); its path.
+    fn edit_by_hand(kb: &Kb, id: &str, from: &str, to: &str) -> std::path::PathBuf {
+        let path = kb.layout().file(crate::store::Dir::Claims, id).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        path
+    }
+
     /// A long-running process: the vectors follow its own writes (by the
     /// keys the write hook names) and edits made outside it (by the keys
     /// the index sync names), without looking at every document again.
@@ -734,14 +744,7 @@ mod kept_in_step {
         );
         assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
         // Edited by hand: the sync names it, and its vector follows.
-        let path = kb.layout().file(crate::store::Dir::Claims, &a).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        std::fs::write(
-            &path,
-            text.replace("alpha bravo charlie", "golf hotel india"),
-        )
-        .unwrap();
+        let path = edit_by_hand(&kb, &a, "alpha bravo charlie", "golf hotel india");
         assert_eq!(semantic(&kb, "golf hotel india")[0], a);
         // Removed by hand: gone from the vectors.
         std::fs::remove_file(&path).unwrap();
@@ -833,14 +836,7 @@ mod kept_in_step {
         kb.take_warnings();
         // Edited by hand: the search reads what it has, embeds nothing,
         // and says so.
-        let path = kb.layout().file(crate::store::Dir::Claims, &first).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        std::fs::write(
-            &path,
-            text.replace("alpha bravo charlie", "golf hotel india"),
-        )
-        .unwrap();
+        edit_by_hand(&kb, &first, "alpha bravo charlie", "golf hotel india");
         semantic(&kb, "golf hotel india");
         assert_eq!(
             words.documents.load(SeqCst),
