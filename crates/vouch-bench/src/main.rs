@@ -117,6 +117,15 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
         rows: Vec<usize>,
     },
+    /// The two-step vector scan against the exact one on a real knowledge
+    /// base: how much of the exact top 10 and top 50 the shortlist keeps,
+    /// and each one's time, for questions one per line in QUESTIONS (its
+    /// installed model embeds them).
+    ScanRecall {
+        kb: std::path::PathBuf,
+        #[arg(long)]
+        questions: std::path::PathBuf,
+    },
     /// `vouch audit verify` on a log with N events and M merges joined, as
     /// teams' branches leave it.
     Audit {
@@ -212,6 +221,7 @@ fn main() {
                 println!("| {n} | {} / {} |", ms(p50), ms(p99));
             }
         }
+        Bench::ScanRecall { kb, questions } => vouch_bench::scan_recall(&kb, &questions),
         Bench::Embeddings {
             claims,
             wheel,

@@ -716,3 +716,71 @@ pub fn audit(sizes: &[usize], merges: usize) {
         );
     }
 }
+
+/// `vouch-bench scan-recall KB --questions FILE`: the vector scan as
+/// searches run it (sign bits first, then a shortlist scored exactly)
+/// against scoring every row, on the knowledge base's own vectors and its
+/// installed model: the share of the exact top 10 and top 50 the two-step
+/// scan returns, and each scan's time.
+pub fn scan_recall(kb_dir: &Path, questions: &Path) {
+    use vouch_core::retrieval::Currency;
+    let kb = vouch::context::open(Some(kb_dir)).expect("open the knowledge base");
+    let embedder = kb
+        .embedder()
+        .cloned()
+        .expect("no embedding model installed for this knowledge base");
+    let text = std::fs::read_to_string(questions).expect("read the questions");
+    let questions: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let vectors: Vec<Vec<f32>> = questions
+        .iter()
+        .map(|q| embedder.embed_query(q).expect("embed a question"))
+        .collect();
+    let kinds = vouch_core::retrieval::SEARCH_KINDS;
+    let report = vouch_core::retrieval::embed::read_with(&kb, &embedder, |v| {
+        let (mut exact_t, mut fast_t) = (Vec::new(), Vec::new());
+        let (mut kept10, mut kept50) = (0usize, 0usize);
+        for q in &vectors {
+            let t = Instant::now();
+            let exact = v.nearest_by(
+                q,
+                (kinds, Currency::Current, 50),
+                vouch_core::retrieval::embed::memory::Scan::Exact,
+            );
+            exact_t.push(t.elapsed());
+            let t = Instant::now();
+            let fast = v.nearest(q, kinds, Currency::Current, 50);
+            fast_t.push(t.elapsed());
+            let ids = |hits: &[(vouch_core::retrieval::embed::memory::DocKeyRef, f32)],
+                       n: usize| {
+                hits.iter()
+                    .take(n)
+                    .map(|(k, _)| (k.kind, k.id.to_string()))
+                    .collect::<std::collections::HashSet<_>>()
+            };
+            kept10 += ids(&exact, 10).intersection(&ids(&fast, 10)).count();
+            kept50 += ids(&exact, 50).intersection(&ids(&fast, 50)).count();
+        }
+        (
+            v.documents(),
+            summarize(exact_t),
+            summarize(fast_t),
+            kept10 as f64 / (10 * vectors.len()) as f64,
+            kept50 as f64 / (50 * vectors.len()) as f64,
+        )
+    })
+    .expect("read the vectors")
+    .expect("nothing is embedded: run `vouch index rebuild` with the model installed");
+    let (documents, exact, fast, r10, r50) = report;
+    println!(
+        "{} questions, {documents} documents with vectors, shortlist {} rows a hit",
+        vectors.len(),
+        vouch_core::retrieval::embed::memory::SHORTLIST_PER_HIT
+    );
+    println!("| scan | p50 / p99 | exact top 10 kept | exact top 50 kept |");
+    println!("|---|---:|---:|---:|");
+    println!("| every row, exactly | {} | 1.000 | 1.000 |", exact.pair());
+    println!(
+        "| sign bits, then the shortlist | {} | {r10:.3} | {r50:.3} |",
+        fast.pair()
+    );
+}

@@ -8,5 +8,5 @@ pub use crate::services::Embedder;
 pub mod memory;
 pub mod vectors;
 pub use memory::Vectors;
-pub use vectors::{Budget, EmbedStats, ensure, wait_for_upkeep};
+pub use vectors::{Budget, EmbedStats, ensure, read_with, wait_for_upkeep};
 pub(crate) use vectors::{after_write, before_read};

@@ -134,6 +134,17 @@ pub(crate) fn for_read(kb: &Kb, embedder: &Arc<dyn Embedder>) -> Result<()> {
     in_step(kb, embedder, None, false, &mut |_, _| {}).map(|_| ())
 }
 
+/// `f` on the vectors as a search reads them (loaded on first use): for
+/// benchmarks that look at the scan itself. `None` with nothing embedded.
+pub fn read_with<R>(
+    kb: &Kb,
+    embedder: &Arc<dyn Embedder>,
+    f: impl FnOnce(&Vectors) -> R,
+) -> Result<Option<R>> {
+    for_read(kb, embedder)?;
+    Ok(kb.index_state.read_vectors().as_ref().map(f))
+}
+
 /// Before a read by meaning: a read only ([`for_read`]) where a background
 /// step keeps the vectors up to date, else a catch-up within `budget`.
 /// A read that finds documents without vectors (approved by another
