@@ -473,7 +473,7 @@ impl Kb {
     }
     /// The one hook every writer calls after its files land: the open
     /// index takes the new objects, then the retriever.
-    pub(crate) fn announce(&self, written: &[crate::retrieval::Written]) {
+    pub(crate) fn announce(&self, written: &[crate::model::Written]) {
         crate::retrieval::after_write(self, written);
         self.index_state.changed(Some(
             written

@@ -159,7 +159,7 @@ fn register_bytes(
         }
         written
     })?;
-    kb.announce(&[crate::retrieval::Written::Source(source)]);
+    kb.announce(&[crate::model::Written::Source(source)]);
     Ok(RegisterSourceResult {
         id,
         deduplicated: false,

@@ -5,9 +5,11 @@
 mod enums;
 pub mod meta;
 mod time;
+mod written;
 
 pub use enums::*;
 pub use time::Timestamp;
+pub use written::Written;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -20,33 +20,12 @@ pub use fts5::*;
 
 use crate::error::{Error, Result};
 use crate::kb::Kb;
+use crate::model::DocKind;
+pub use crate::model::Written;
 use crate::model::meta::ReadMeta;
-use crate::model::{Claim, DocKind, Entity, Page, Relation, Source};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-
-/// An artifact just written through vouch, for incremental indexing.
-pub enum Written {
-    Claim(Claim),
-    Page(Page),
-    Entity(Entity),
-    Relation(Relation),
-    Source(Source),
-}
-
-impl Written {
-    /// (kind, id) as the index names it.
-    pub fn key(&self) -> (&'static str, &str) {
-        match self {
-            Written::Claim(c) => ("claim", &c.id),
-            Written::Page(p) => ("page", &p.id),
-            Written::Entity(e) => ("entity", &e.id),
-            Written::Relation(r) => ("relation", &r.id),
-            Written::Source(s) => ("source", &s.id),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

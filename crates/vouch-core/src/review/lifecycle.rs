@@ -236,11 +236,11 @@ fn commit(
     crate::fail::point("lifecycle.logged");
     staged.finish()?;
     let updated = changes.iter().map(|(_, c)| c.id().to_string()).collect();
-    let written: Vec<crate::retrieval::Written> = changes
+    let written: Vec<crate::model::Written> = changes
         .into_iter()
         .map(|(_, c)| match c {
-            Changed::Claim(c) => crate::retrieval::Written::Claim(c),
-            Changed::Page(p) => crate::retrieval::Written::Page(p),
+            Changed::Claim(c) => crate::model::Written::Claim(c),
+            Changed::Page(p) => crate::model::Written::Page(p),
         })
         .collect();
     kb.announce(&written);

@@ -191,7 +191,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     };
     let mut batch = atomic::Batch::new(kb.layout().root());
     let mut events: Vec<AuditEvent> = Vec::new();
-    let mut written: Vec<crate::retrieval::Written> = Vec::new();
+    let mut written: Vec<crate::model::Written> = Vec::new();
     let mut admitted: Vec<String> = Vec::new();
     let mut taken = HashSet::new();
     let bundle_name = Path::new(&p.path)
@@ -271,11 +271,11 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             result.imported += 1;
         }
         match &m.parsed {
-            Parsed::Claim(c) => written.push(crate::retrieval::Written::Claim((**c).clone())),
-            Parsed::Page(pg) => written.push(crate::retrieval::Written::Page((**pg).clone())),
-            Parsed::Entity(e) => written.push(crate::retrieval::Written::Entity(e.clone())),
-            Parsed::Relation(r) => written.push(crate::retrieval::Written::Relation(r.clone())),
-            Parsed::Source(src) => written.push(crate::retrieval::Written::Source((**src).clone())),
+            Parsed::Claim(c) => written.push(crate::model::Written::Claim((**c).clone())),
+            Parsed::Page(pg) => written.push(crate::model::Written::Page((**pg).clone())),
+            Parsed::Entity(e) => written.push(crate::model::Written::Entity(e.clone())),
+            Parsed::Relation(r) => written.push(crate::model::Written::Relation(r.clone())),
+            Parsed::Source(src) => written.push(crate::model::Written::Source((**src).clone())),
             _ => {}
         }
     }

@@ -428,7 +428,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 .ok_or_else(|| Error::not_found(format!("claim {old:?} does not exist")))?;
             c.superseded(&pl.proposal.object_id, pl.at);
             kb.stage(&mut batch, &c)?;
-            written.push(crate::retrieval::Written::Claim(c));
+            written.push(crate::model::Written::Claim(c));
         }
         let mut decided = decided(
             &pl.proposal,
@@ -490,7 +490,7 @@ pub(super) fn materialize(
     id: &str,
     at: Timestamp,
     approver: &str,
-) -> Result<crate::retrieval::Written> {
+) -> Result<crate::model::Written> {
     let approved_by = Some(approver.to_string());
     Ok(match draft {
         Draft::Claim(d) => {
@@ -517,7 +517,7 @@ pub(super) fn materialize(
                     .unwrap_or_default(),
             };
             kb.stage(batch, &c)?;
-            crate::retrieval::Written::Claim(c)
+            crate::model::Written::Claim(c)
         }
         Draft::Page(d) => {
             let pg = Page {
@@ -536,7 +536,7 @@ pub(super) fn materialize(
                 body: d.body,
             };
             kb.stage(batch, &pg)?;
-            crate::retrieval::Written::Page(pg)
+            crate::model::Written::Page(pg)
         }
         Draft::Entity(d) => {
             let e = Entity {
@@ -552,7 +552,7 @@ pub(super) fn materialize(
                 extra: Default::default(),
             };
             kb.stage(batch, &e)?;
-            crate::retrieval::Written::Entity(e)
+            crate::model::Written::Entity(e)
         }
         Draft::Relation(d) => {
             let r = Relation {
@@ -568,7 +568,7 @@ pub(super) fn materialize(
                 extra: Default::default(),
             };
             kb.stage(batch, &r)?;
-            crate::retrieval::Written::Relation(r)
+            crate::model::Written::Relation(r)
         }
     })
 }

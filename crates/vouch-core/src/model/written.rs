@@ -1,0 +1,25 @@
+//! What a writer hands the derived index after its files land.
+
+use super::{Claim, Entity, Page, Relation, Source};
+
+/// An artifact just written through vouch, for incremental indexing.
+pub enum Written {
+    Claim(Claim),
+    Page(Page),
+    Entity(Entity),
+    Relation(Relation),
+    Source(Source),
+}
+
+impl Written {
+    /// (kind, id) as the index names it.
+    pub fn key(&self) -> (&'static str, &str) {
+        match self {
+            Written::Claim(c) => ("claim", &c.id),
+            Written::Page(p) => ("page", &p.id),
+            Written::Entity(e) => ("entity", &e.id),
+            Written::Relation(r) => ("relation", &r.id),
+            Written::Source(s) => ("source", &s.id),
+        }
+    }
+}
