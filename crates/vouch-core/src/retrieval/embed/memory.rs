@@ -536,7 +536,7 @@ mod tests {
     /// the query still comes first after rows moved (removals), and when
     /// filtering empties the shortlist the exact scan answers.
     #[test]
-    fn the_two_step_scan_finds_what_the_exact_scan_finds() {
+    fn the_two_step_scan_finds_the_nearest_and_falls_back_to_every_row() {
         let dim = 16;
         let mut next = noise(3u64);
         let mut v = Vectors::empty("m", dim);

@@ -260,7 +260,7 @@ fn ensure_inner(
     let read_only = budget.is_none();
     // A read that already looked at this generation has nothing to take
     // from the index: what is pending waits for a writer, not for it.
-    let in_step = |v: &Vectors, generation: u64| {
+    let up_to_date = |v: &Vectors, generation: u64| {
         v.model == model && v.synced == generation && (read_only || v.pending == 0)
     };
     // A search's fast path: the index synced recently (a read would not
@@ -272,7 +272,7 @@ fn ensure_inner(
         let generation = kb.index_state.generation();
         let v = kb.index_state.read_vectors();
         if let Some(v) = v.as_ref()
-            && in_step(v, generation)
+            && up_to_date(v, generation)
         {
             return Ok(Some(EmbedStats {
                 documents: v.documents(),
@@ -325,7 +325,7 @@ fn ensure_inner(
     let (generation, listed, loaded) = with_main(kb, true, |idx| {
         let generation = kb.index_state.generation();
         let have = kb.index_state.read_vectors();
-        let fresh = have.as_ref().is_some_and(|v| in_step(v, generation));
+        let fresh = have.as_ref().is_some_and(|v| up_to_date(v, generation));
         let first = have.as_ref().is_none_or(|v| v.model != model);
         drop(have);
         if fresh {
@@ -834,26 +834,19 @@ mod kept_in_step {
         };
         background();
         assert_eq!(semantic(&kb, "alpha bravo charlie")[0], first);
-        let before = words.documents.load(SeqCst);
+        let embedded = || words.documents.load(SeqCst);
+        let before = embedded();
         let second = approved_claim(&kb, "delta echo foxtrot");
-        let after_write = words.documents.load(SeqCst);
+        let after_write = embedded();
         assert!(after_write > before, "the approval embedded its claim");
         assert_eq!(semantic(&kb, "delta echo foxtrot")[0], second);
-        assert_eq!(
-            words.documents.load(SeqCst),
-            after_write,
-            "a search embedded"
-        );
+        assert_eq!(embedded(), after_write, "a search embedded");
         kb.take_warnings();
         // Edited by hand: the search reads what it has, embeds nothing,
         // and says so.
         edit_by_hand(&kb, &first, "alpha bravo charlie", "golf hotel india");
         semantic(&kb, "golf hotel india");
-        assert_eq!(
-            words.documents.load(SeqCst),
-            after_write,
-            "a search embedded"
-        );
+        assert_eq!(embedded(), after_write, "a search embedded");
         let warned = kb.take_warnings();
         assert!(
             warned.iter().any(|w| w.contains("not embedded yet")),
@@ -861,7 +854,7 @@ mod kept_in_step {
         );
         // The background step embeds it; searches find it by meaning.
         background();
-        assert_eq!(words.documents.load(SeqCst), after_write + 1);
+        assert_eq!(embedded(), after_write + 1);
         assert_eq!(semantic(&kb, "golf hotel india")[0], first);
     }
 
