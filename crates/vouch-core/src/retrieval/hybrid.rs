@@ -106,15 +106,20 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         ..*q
     };
     // The words are looked up on a thread of their own while the model
-    // embeds the question: the lexical side costs no time of its own.
+    // embeds the question: the lexical side costs no time of its own. Its
+    // warnings (an index sync's) are the request's: collected there and
+    // given back here, on the thread the request's warnings are kept on.
     let (lexical, nearest) = std::thread::scope(|s| {
-        let words = (!q.terms.is_empty()).then(|| s.spawn(|| super::fts5::fts_search(kb, &wide)));
+        let words = (!q.terms.is_empty())
+            .then(|| s.spawn(|| Kb::collecting_warnings(|| super::fts5::fts_search(kb, &wide))));
         let nearest = semantic::nearest(kb, q, wide.limit);
-        let lexical = match words {
+        let lexical = match words.map(|h| h.join()) {
+            Some(Ok((found, warned))) => {
+                warned.into_iter().for_each(|w| kb.warn(w));
+                found
+            }
             // A lookup that panicked is a bug; say so rather than hang.
-            Some(h) => h.join().unwrap_or_else(|_| {
-                Err(crate::error::Error::internal("the lexical search panicked"))
-            }),
+            Some(Err(_)) => Err(crate::error::Error::internal("the lexical search panicked")),
             None => Ok(Vec::new()),
         };
         (lexical, nearest)
@@ -321,5 +326,69 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod warnings {
+    use crate::methods::dispatch;
+    use crate::retrieval::embed::Embedder;
+    use crate::{Caller, Kb, Transport};
+    use std::sync::Arc;
+
+    /// A model slow to embed a question, so the words are looked up (and
+    /// the index synced) on the lexical thread first.
+    struct Slow;
+
+    impl Embedder for Slow {
+        fn model_id(&self) -> &str {
+            "slow@test/2/0"
+        }
+        fn dimensions(&self) -> usize {
+            2
+        }
+        fn embed_query(&self, _: &str) -> crate::error::Result<Vec<f32>> {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            Ok(vec![1.0, 0.0])
+        }
+        fn embed_documents(&self, texts: &[&str]) -> crate::error::Result<Vec<Vec<Vec<f32>>>> {
+            Ok(texts.iter().map(|_| vec![vec![0.0, 1.0]]).collect())
+        }
+    }
+
+    /// What the lexical side's index sync warns about (a claim file that
+    /// does not parse) reaches the request that caused it, as it does for
+    /// an fts5 search: not some later caller.
+    #[test]
+    fn a_hybrid_search_reports_its_lexical_side_warnings() {
+        let (_dir, mut kb) = crate::testing::test_kb();
+        kb.set_embedder(Arc::new(Slow));
+        // The search finds the index due a sync once: on the lexical
+        // thread, while the question embeds.
+        kb.set_index_sync_interval(std::time::Duration::from_millis(250));
+        let src = crate::testing::test_source(&kb, "notes");
+        crate::testing::test_claim(&kb, &src, "rate limits apply per tenant");
+        let broken = kb
+            .layout()
+            .dir(crate::store::Dir::Claims)
+            .join("broken.yaml");
+        std::fs::write(&broken, "text: [unclosed\n").unwrap();
+        kb.take_warnings();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let caller = Caller::new("agent", Transport::Jsonl);
+        let (hits, warned) = Kb::collecting_warnings(|| {
+            dispatch(
+                &kb,
+                &caller,
+                "kb.search",
+                serde_json::json!({"query": "rate limits", "backend": "hybrid"}),
+            )
+        });
+        assert!(hits.is_ok(), "{hits:?}");
+        assert!(
+            warned.iter().any(|w| w.contains("broken")),
+            "the request's warnings: {warned:?}; left over: {:?}",
+            kb.take_warnings()
+        );
     }
 }
