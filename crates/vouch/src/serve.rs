@@ -178,6 +178,30 @@ pub fn find_or_start_watcher(
     )))
 }
 
+/// Whether process `pid` holds a lock on the file at `path`: Linux lists
+/// every lock's holder and file (by inode) in `/proc/locks`. Where there
+/// is no such list, the lock file's word is taken.
+#[cfg(unix)]
+fn holds_lock(pid: u32, path: &std::path::Path) -> bool {
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(meta), Ok(locks)) = (
+        std::fs::symlink_metadata(path),
+        std::fs::read_to_string("/proc/locks"),
+    ) else {
+        return false;
+    };
+    let (pid, inode) = (pid.to_string(), meta.ino().to_string());
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:02:5678 0 EOF": the holder's pid,
+    // then major:minor:inode (a waiter's line has "->" and shifts these).
+    locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.len() > 5 && fields[4] == pid && fields[5].rsplit(':').next() == Some(&*inode)
+    })
+}
+
 /// `vouch watch --stop`: end the watcher of this knowledge base, if one
 /// runs; one-shot commands scan the files again from then on.
 fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
@@ -187,6 +211,15 @@ fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
     };
     #[cfg(unix)]
     {
+        // The pid is what the lock file says; only the lock's holder is
+        // sent the signal (a watcher in another container sharing the
+        // folder names a pid that here is someone else's).
+        if !holds_lock(w.pid, &kb.layout().watch_lock()) {
+            return Err(Error::invalid(format!(
+                "the watcher's lock names pid {}, which does not hold it as this system sees                  it (a watcher in another container?); stop it where it runs",
+                w.pid
+            )));
+        }
         let pid = rustix::process::Pid::from_raw(w.pid as i32)
             .ok_or_else(|| Error::internal(format!("the watcher's pid {} is not valid", w.pid)))?;
         rustix::process::kill_process(pid, rustix::process::Signal::TERM)

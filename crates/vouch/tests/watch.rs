@@ -442,3 +442,26 @@ fn durations_are_a_number_and_a_unit() {
         assert!(r.stderr.contains("--for"), "{bad}: {}", r.stderr);
     }
 }
+
+/// `--stop` signals only the process that holds the watcher's lock: a
+/// lock file naming another pid (a watcher in another container, a pid
+/// reused) is refused, and that process lives on.
+#[test]
+fn stop_signals_only_the_process_holding_the_lock() {
+    let (p, _) = project_with_claim("The nightly backup runs at two");
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("start sleep");
+    let lock_path = p.vouch_dir().join("watch.lock");
+    let lock = std::fs::File::create(&lock_path).unwrap();
+    lock.lock().unwrap();
+    std::fs::write(&lock_path, format!("{} forged-token\n", bystander.id())).unwrap();
+    let r = p.run("x", &["watch", "--stop"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("does not hold it"), "{}", r.stderr);
+    assert!(is_alive(bystander.id()), "the bystander was signalled");
+    drop(lock);
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+}
