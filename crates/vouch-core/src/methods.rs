@@ -220,6 +220,25 @@ pub fn call<M: Call>(kb: &Kb, caller: &Caller, params: M::Params) -> Result<M::O
     M::call(kb, caller, params)
 }
 
+/// Call a method with typed params for a caller who reached it over a
+/// transport (the review pages): an agent's params meet the request
+/// limits [`dispatch`] applies on the wire, a person's do not.
+pub fn call_over_transport<M: Call>(
+    kb: &Kb,
+    caller: &Caller,
+    params: M::Params,
+) -> Result<M::Output>
+where
+    M::Params: Serialize,
+{
+    if caller.is_agent() {
+        let value = serde_json::to_value(&params)
+            .map_err(|e| Error::internal(format!("params encoding: {e}")))?;
+        check_limits(&kb.settings().limits, M::NAME, &value)?;
+    }
+    M::call(kb, caller, params)
+}
+
 /// Wire adapter: decode params, call, encode the result.
 fn run<M: Call>(kb: &Kb, caller: &Caller, params: Value) -> Result<Value> {
     encode(M::call(kb, caller, decode(params)?)?)

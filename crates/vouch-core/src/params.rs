@@ -221,7 +221,7 @@ pub struct ProposeResult {
     pub meta: ReadMeta,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveParams {
     /// One proposal id, or several for a bulk approval (all or nothing).
@@ -262,7 +262,7 @@ pub struct ApproveResult {
     pub recovered: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectParams {
     pub proposal_id: String,

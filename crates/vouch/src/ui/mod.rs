@@ -575,7 +575,8 @@ async fn decide<H: Host>(
     let a = app.clone();
     let s = session.clone();
     let pid = id.clone();
-    // The same typed calls `vouch review` makes.
+    // The same typed calls `vouch review` makes; an agent's session (a
+    // token's) meets the wire's request limits.
     let outcome = tokio::task::spawn_blocking(move || {
         let caller = web_caller(&s);
         if approve {
@@ -584,13 +585,13 @@ async fn decide<H: Host>(
                 reason,
                 approver: None,
             };
-            methods::call::<kb::Approve>(a.kb(), &caller, params).map(|_| ())
+            methods::call_over_transport::<kb::Approve>(a.kb(), &caller, params).map(|_| ())
         } else {
             let params = RejectParams {
                 proposal_id: pid,
                 reason: reason.unwrap_or_default(),
             };
-            methods::call::<kb::Reject>(a.kb(), &caller, params).map(|_| ())
+            methods::call_over_transport::<kb::Reject>(a.kb(), &caller, params).map(|_| ())
         }
     })
     .await;

@@ -83,7 +83,18 @@ fn post(path: &str, cookie: &str, body: String) -> Request {
 
 /// Sign in; returns the cookie and the page's CSRF token.
 async fn sign_in(router: &axum::Router, link: &str) -> (String, String) {
-    let (status, headers, _) = send(router, get(link, "")).await;
+    session_of(router, get(link, "")).await
+}
+
+/// Sign in with a server token (an agent's session); the cookie and the
+/// page's CSRF token.
+async fn sign_in_with_token(router: &axum::Router, token: &str) -> (String, String) {
+    session_of(router, post("/ui/login", "", format!("token={token}"))).await
+}
+
+/// The session a sign-in request starts: its cookie and CSRF token.
+async fn session_of(router: &axum::Router, sign_in: Request) -> (String, String) {
+    let (status, headers, _) = send(router, sign_in).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let cookie = headers[header::SET_COOKIE].to_str().unwrap();
     let cookie = cookie.split(';').next().unwrap().to_string();
@@ -397,4 +408,54 @@ async fn a_large_group_is_shown_a_page_at_a_time() {
     );
     assert!(page.contains("The oldest 50 of 56 are shown"), "{page}");
     assert_eq!(page.matches("name=\"id\"").count(), 50);
+}
+
+/// A token's session is an agent's: a decision it makes in the browser
+/// meets the request limits its params would meet on the wire (a reason
+/// over `limits.max_string_bytes` is refused, nothing is decided).
+#[tokio::test]
+async fn an_agent_session_meets_the_wire_request_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "t", None).unwrap();
+    let config = dir.path().join(".vouch/config.yaml");
+    let mut yaml = std::fs::read_to_string(&config).unwrap();
+    yaml.push_str("limits:\n  max_string_bytes: 64\n");
+    std::fs::write(&config, yaml).unwrap();
+    let mut kb = open(dir.path());
+    kb.set_trust(vouch_core::settings::PersonalTrust {
+        reviewers: vec!["alice".into()],
+        ..Default::default()
+    });
+    let id = propose(&kb, "Deploys freeze on Fridays");
+    let spec = crate::http::TokenSpec {
+        origin: "test".into(),
+        raw: "alice=alice-secret-token".into(),
+    };
+    let built = crate::http::application(
+        Arc::new(kb),
+        Caller::new("server", Transport::Http),
+        &[spec],
+        4,
+    )
+    .unwrap();
+    let router = built.router;
+    let (cookie, csrf) = sign_in_with_token(&router, "alice-secret-token").await;
+    let reason = "x".repeat(200);
+    let (status, _, page) = send(
+        &router,
+        post(
+            &format!("/ui/proposal/{id}/reject"),
+            &cookie,
+            format!("csrf={csrf}&reason={reason}"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(page.contains("limits.max_string_bytes"), "{page}");
+    assert!(
+        dir.path()
+            .join(format!(".vouch/proposed/{id}.yaml"))
+            .exists(),
+        "still pending"
+    );
 }
