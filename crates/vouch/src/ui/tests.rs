@@ -19,6 +19,21 @@ fn review(person: &str) -> (tempfile::TempDir, axum::Router, String, String) {
     (dir, built.router, link, id)
 }
 
+/// `kb` served over HTTP with one token, alice's (`alice-secret-token`).
+fn alices_token_server(kb: Kb) -> crate::http::Application {
+    let spec = crate::http::TokenSpec {
+        origin: "test".into(),
+        raw: "alice=alice-secret-token".into(),
+    };
+    crate::http::application(
+        Arc::new(kb),
+        Caller::new("server", Transport::Http),
+        &[spec],
+        4,
+    )
+    .unwrap()
+}
+
 /// The KB of the project `dir`.
 fn open(dir: &std::path::Path) -> Kb {
     Kb::open(
@@ -116,17 +131,7 @@ async fn on_a_server_with_tokens_a_person_signs_in_with_their_token() {
         Arc::new(vouch_core::clock::SystemClock::default()),
     )
     .unwrap();
-    let spec = crate::http::TokenSpec {
-        origin: "test".into(),
-        raw: "alice=alice-secret-token".into(),
-    };
-    let built = crate::http::application(
-        Arc::new(kb),
-        Caller::new("server", Transport::Http),
-        &[spec],
-        4,
-    )
-    .unwrap();
+    let built = alices_token_server(kb);
     assert!(built.sign_in.is_none(), "no one-time link with tokens");
     let router = built.router;
     // Without a session: the sign-in page, with its token form.
@@ -427,17 +432,7 @@ async fn an_agent_session_meets_the_wire_request_limits() {
         ..Default::default()
     });
     let id = propose(&kb, "Deploys freeze on Fridays");
-    let spec = crate::http::TokenSpec {
-        origin: "test".into(),
-        raw: "alice=alice-secret-token".into(),
-    };
-    let built = crate::http::application(
-        Arc::new(kb),
-        Caller::new("server", Transport::Http),
-        &[spec],
-        4,
-    )
-    .unwrap();
+    let built = alices_token_server(kb);
     let router = built.router;
     let (cookie, csrf) = sign_in_with_token(&router, "alice-secret-token").await;
     let reason = "x".repeat(200);
