@@ -165,14 +165,12 @@ enum Bench {
 }
 
 fn main() {
-    if let Some((key, value)) = vouch_model::embedder::matmul_threads_env() {
-        // SAFETY: the first statement of `main`, as in vouch's own: no
-        // other thread exists yet that could read the environment.
-        #[allow(unsafe_code)]
-        unsafe {
-            std::env::set_var(key, value)
-        };
-    }
+    // SAFETY: the first statement of `main`, as in vouch's own: no other
+    // thread exists yet that could read the environment.
+    #[allow(unsafe_code)]
+    unsafe {
+        vouch_model::embedder::settle_matmul_threads()
+    };
     match Args::parse().bench {
         Bench::Gate { claims, ops } => {
             println!(

@@ -76,13 +76,26 @@ struct Loaded {
 /// 48 reads per query, a fifth of a MiniLM query's time (8.3 → 6.7 ms
 /// p50, `vouch-bench embeddings --claims 300`). Set once, the answer comes from the
 /// environment. The value is the count rayon itself defaults to.
-pub fn matmul_threads_env() -> Option<(&'static str, String)> {
+fn matmul_threads_env() -> Option<(&'static str, String)> {
     const KEY: &str = "RAYON_NUM_THREADS";
     if std::env::var_os(KEY).is_some() {
         return None;
     }
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     Some((KEY, n.to_string()))
+}
+
+/// Set [`matmul_threads_env`] in this process's environment.
+///
+/// # Safety
+/// Changing the environment races with any other thread reading it: call
+/// this first thing in `main`, before a thread is started.
+#[allow(unsafe_code)]
+pub unsafe fn settle_matmul_threads() {
+    if let Some((key, value)) = matmul_threads_env() {
+        // SAFETY: the caller promises no other thread exists yet.
+        unsafe { std::env::set_var(key, value) };
+    }
 }
 
 /// One thread on machines with two cores or fewer (two measured slower

@@ -17,15 +17,13 @@ fn main() {
 
 /// Tell candle its thread count through the environment so that it stops
 /// reading `/proc/cpuinfo` on every matrix product
-/// (`vouch_model::embedder::matmul_threads_env`).
+/// (`vouch_model::embedder::settle_matmul_threads`).
 #[cfg(feature = "embeddings")]
 #[allow(unsafe_code)]
 fn settle_matmul_threads() {
-    if let Some((key, value)) = vouch_model::embedder::matmul_threads_env() {
-        // SAFETY: the first statement of `main`: no other thread exists
-        // yet that could read the environment while it changes.
-        unsafe { std::env::set_var(key, value) };
-    }
+    // SAFETY: the first statement of `main`: no other thread exists yet
+    // that could read the environment while it changes.
+    unsafe { vouch_model::embedder::settle_matmul_threads() };
 }
 
 #[cfg(not(feature = "embeddings"))]
