@@ -247,13 +247,10 @@ fn claim_questions(project: &Path, want: usize) -> Vec<String> {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
         };
-        let Some(line) = text.lines().find_map(|l| l.strip_prefix("text: ")) else {
+        let Some(line) = field(&text, "text") else {
             continue;
         };
-        let words: Vec<&str> = line
-            .trim_matches(|c| c == '"' || c == '\'')
-            .split_whitespace()
-            .collect();
+        let words: Vec<&str> = line.trim_matches('"').split_whitespace().collect();
         let name = words
             .iter()
             .skip(1)
