@@ -82,7 +82,11 @@ pub struct Retrieval {
     /// project's eval set: 0.3 for all-MiniLM-L6-v2, 0.05 for
     /// all-mpnet-base-v2). A value outside 0..=2 is a config problem (a
     /// warning; the model's own weight is used).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lexical_weight"
+    )]
     pub lexical_weight: Option<f32>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
@@ -411,16 +415,6 @@ impl Settings {
         for _ in 0..64 {
             match serde_path_to_error::deserialize::<_, Settings>(&tree) {
                 Ok(mut settings) => {
-                    if let Some(w) = settings.retrieval.lexical_weight
-                        && !(w.is_finite() && (0.0..=2.0).contains(&w))
-                    {
-                        settings.retrieval.lexical_weight = None;
-                        problems.push(ConfigProblem {
-                            key: "retrieval.lexical_weight".into(),
-                            held: serde_json::json!(w),
-                            why: "a weight from 0 to 2 is expected".into(),
-                        });
-                    }
                     settings.problems = problems;
                     return Ok(settings);
                 }
@@ -544,6 +538,19 @@ fn remove_at(tree: &mut Value, path: &str) -> Option<Value> {
     // A list element (`key[3]`): drop the whole list, whose default applies.
     let key = last.split('[').next().unwrap_or(last);
     at.as_object_mut()?.remove(key)
+}
+
+/// `retrieval.lexical_weight`: a number from 0 to 2 (anything else is a
+/// config problem, and the model's own weight is used).
+fn lexical_weight<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f32>, D::Error> {
+    match Option::<f32>::deserialize(d)? {
+        Some(w) if !(w.is_finite() && (0.0..=2.0).contains(&w)) => {
+            Err(serde::de::Error::custom("a weight from 0 to 2 is expected"))
+        }
+        w => Ok(w),
+    }
 }
 
 #[cfg(test)]

@@ -82,13 +82,12 @@ pub(crate) fn share<'a>(terms: impl ExactSizeIterator<Item = &'a String>, text: 
     hit as f32 / n as f32
 }
 
-/// The lexical bonus in use: `retrieval.lexical_weight` when set and
-/// within 0..=2, else the model's own.
+/// The lexical bonus in use: `retrieval.lexical_weight` when set (the
+/// settings hold only a value within 0..=2), else the model's own.
 fn lexical_weight(kb: &Kb) -> f32 {
     kb.settings()
         .retrieval
         .lexical_weight
-        .filter(|w| w.is_finite() && (0.0..=2.0).contains(w))
         .or_else(|| kb.embedder().map(|e| e.lexical_weight()))
         .unwrap_or(LEXICAL_WEIGHT)
 }
