@@ -94,8 +94,10 @@ fn lexical_weight(kb: &Kb) -> f32 {
 
 struct Candidate {
     hit: SearchHit,
+    /// The share of the question's words it holds, if the words found it.
     lexical: Option<f32>,
-    semantic: bool,
+    /// Its cosine, if the semantic side found it.
+    semantic: Option<f32>,
     score: f32,
 }
 
@@ -146,21 +148,21 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         )
         .collect();
     let mut facts = semantic::texts_and_confidence(kb, &keys)?.into_iter();
-    let semantic_keys: std::collections::HashSet<(DocKind, &str)> = semantic
+    let semantic_cosine: std::collections::HashMap<(DocKind, &str), f32> = semantic
         .iter()
-        .map(|(k, id, _, _)| (*k, id.as_str()))
+        .map(|(k, id, _, cosine)| ((*k, id.as_str()), *cosine))
         .collect();
     let mut cands: Vec<Candidate> = Vec::with_capacity(keys.len());
     for hit in &lexical {
         let (text, _) = facts.next().unwrap_or_default();
         cands.push(Candidate {
             lexical: Some(coverage(q.terms, &text)),
-            semantic: semantic_keys.contains(&(hit.kind, hit.id.as_str())),
+            semantic: semantic_cosine.get(&(hit.kind, hit.id.as_str())).copied(),
             hit: hit.clone(),
             score: 0.0,
         });
     }
-    for (kind, id, status, _) in added {
+    for (kind, id, status, cosine) in added {
         let (text, confidence) = facts.next().unwrap_or_default();
         cands.push(Candidate {
             hit: SearchHit {
@@ -180,20 +182,24 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 meta: Default::default(),
             },
             lexical: None,
-            semantic: true,
+            semantic: Some(*cosine),
             score: 0.0,
         });
     }
     {
+        // A lexical hit the semantic side did not offer is measured by
+        // meaning here (every document's vectors are in memory).
         let guard = kb.index_state.read_vectors();
         for c in cands.iter_mut() {
-            c.hit.cosine = guard
-                .as_ref()
-                .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector));
+            c.hit.cosine = c.semantic.or_else(|| {
+                guard
+                    .as_ref()
+                    .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector))
+            });
             let cosine = c.hit.cosine.unwrap_or(0.0);
             let bonus = c.lexical.map_or(0.0, |cov| weight * cov * cov);
             c.score = cosine + bonus;
-            c.hit.backend = match (c.lexical.is_some(), c.semantic) {
+            c.hit.backend = match (c.lexical.is_some(), c.semantic.is_some()) {
                 (true, true) => "hybrid",
                 (true, false) => "fts5",
                 _ => "embedding",
