@@ -587,13 +587,7 @@ mod tests {
     #[test]
     fn int8_rows_keep_the_cosine_within_a_few_thousandths() {
         let dim = 384;
-        let mut seed = 7u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((seed >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-        };
+        let mut next = noise(7u64);
         let a = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
         let b = unit(&(0..dim).map(|_| next() + a[0]).collect::<Vec<_>>());
         let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();

@@ -291,10 +291,6 @@ impl Index {
         Ok(r)
     }
 
-    /// Insert or replace a document; returns the signature it replaced.
-    /// The row id is derived from (kind, id), so an index kept up to date
-    /// one write at a time and one rebuilt from scratch number every
-    /// document alike — and break score ties alike.
     /// Remove a document's row and text, if indexed: its rowid and the
     /// signature it was indexed at.
     fn remove_row(&self, kind: &str, id: &str) -> Result<Option<(i64, Sig)>> {
@@ -316,6 +312,10 @@ impl Index {
         Ok(old)
     }
 
+    /// Insert or replace a document; returns the signature it replaced.
+    /// The row id is derived from (kind, id), so an index kept up to date
+    /// one write at a time and one rebuilt from scratch number every
+    /// document alike — and break score ties alike.
     fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
         let old = self.remove_row(doc.kind, &doc.id)?;
         let mut rowid = stable_rowid(doc.kind, &doc.id);
