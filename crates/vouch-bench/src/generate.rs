@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vouch_core::clock::SystemClock;
 use vouch_core::ids::{sha256_hex, slugify};
-use vouch_core::kb::Stored;
 use vouch_core::methods::dispatch;
 use vouch_core::model::*;
 use vouch_core::store::Dir;
+use vouch_core::stored::Stored;
 use vouch_core::{Caller, Kb, Transport};
 
 /// The seeded generator every run builds the same KB with.

@@ -24,6 +24,7 @@ pub mod services;
 pub mod settings;
 pub mod sources;
 pub mod store;
+pub mod stored;
 #[cfg(test)]
 pub(crate) mod testing;
 

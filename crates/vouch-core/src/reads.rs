@@ -2,10 +2,11 @@
 
 use crate::error::{Error, Result};
 use crate::ids::{check_id, is_source_id};
-use crate::kb::{Kb, Stored};
+use crate::kb::Kb;
 use crate::model::{Evidence, Page, Proposal, Source};
 use crate::params::*;
 use crate::store::Dir;
+use crate::stored::Stored;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use vouch_core::clock::FixedClock;
-use vouch_core::kb::Stored;
 use vouch_core::model::*;
 use vouch_core::store::yaml;
+use vouch_core::stored::Stored;
 use vouch_core::{Caller, Kb, Transport};
 
 fn t(s: &str) -> Timestamp {

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use vouch_core::Kb;
-use vouch_core::kb::Stored;
 use vouch_core::model::*;
+use vouch_core::stored::Stored;
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -66,7 +66,7 @@ pub fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value
 
 /// Dispatch and wrap in the envelope; a panic becomes `internal_error`.
 pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) -> Value {
-    let (res, warnings) = Kb::collecting_warnings(|| {
+    let (res, warnings) = vouch_core::stored::Store::collecting_warnings(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             methods::dispatch(kb, caller, method, params)
         }))

@@ -214,7 +214,7 @@ impl ServerHandler for Handler {
         let joined = tokio::task::spawn_blocking(move || {
             // Through the registry's one entry point, so MCP callers meet
             // the same limits as every other agent transport.
-            let (res, warnings) = Kb::collecting_warnings(|| {
+            let (res, warnings) = vouch_core::stored::Store::collecting_warnings(|| {
                 vouch_core::methods::dispatch(&kb, &caller, method.name, params)
             });
             crate::render::print_warnings(warnings);

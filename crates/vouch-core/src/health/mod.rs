@@ -17,11 +17,12 @@ use lint::*;
 
 use crate::error::Result;
 use crate::ids::is_source_id;
-use crate::kb::{Caller, Kb, Stored};
+use crate::kb::{Caller, Kb};
 use crate::model::*;
 use crate::params::{DoctorParams, Finding, HealthReport, LintParams, Severity};
 use crate::store::Dir;
 use crate::store::layout::{KbFile, id_from_file_name};
+use crate::stored::Stored;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub const DEFAULT_STALE_DAYS: i64 = 90;

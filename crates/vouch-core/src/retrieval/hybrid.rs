@@ -111,8 +111,11 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     // warnings (an index sync's) are the request's: collected there and
     // given back here, on the thread the request's warnings are kept on.
     let (lexical, nearest) = std::thread::scope(|s| {
-        let words = (!q.terms.is_empty())
-            .then(|| s.spawn(|| Kb::collecting_warnings(|| super::fts5::fts_search(kb, &wide))));
+        let words = (!q.terms.is_empty()).then(|| {
+            s.spawn(|| {
+                crate::stored::Store::collecting_warnings(|| super::fts5::fts_search(kb, &wide))
+            })
+        });
         let nearest = semantic::nearest(kb, q, wide.limit);
         let lexical = match words.map(|h| h.join()) {
             Some(Ok((found, warned))) => {
@@ -338,7 +341,7 @@ mod tests {
 mod warnings {
     use crate::methods::dispatch;
     use crate::retrieval::embed::Embedder;
-    use crate::{Caller, Kb, Transport};
+    use crate::{Caller, Transport};
     use std::sync::Arc;
 
     /// A model slow to embed a question, so the words are looked up (and
@@ -381,7 +384,7 @@ mod warnings {
         kb.take_warnings();
         std::thread::sleep(std::time::Duration::from_millis(300));
         let caller = Caller::new("agent", Transport::Jsonl);
-        let (hits, warned) = Kb::collecting_warnings(|| {
+        let (hits, warned) = crate::stored::Store::collecting_warnings(|| {
             dispatch(
                 &kb,
                 &caller,

@@ -31,13 +31,14 @@ use read::*;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{is_source_id, sha256_hex};
-use crate::kb::{Caller, Kb, Stored};
+use crate::kb::{Caller, Kb};
 use crate::model::*;
 use crate::params::*;
 use crate::review::gate::{Draft, imported_proposal};
 use crate::settings::{BundleSettings, Settings};
 use crate::store::layout::{BUNDLE_DIRS, KbFile};
 use crate::store::{Dir, atomic};
+use crate::stored::Stored;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -14,9 +14,10 @@
 use super::docs::*;
 use super::{Currency, Query, SearchHit, Snippets, Written};
 use crate::error::{Error, Result};
-use crate::kb::{Caller, Kb, Stored};
+use crate::kb::{Caller, Kb};
 use crate::model::{Claim, Entity, Page, Relation};
 use crate::store::Dir;
+use crate::stored::Stored;
 use rusqlite::{Connection, OptionalExtension, params};
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -156,7 +156,7 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
                                     events.push(crate::sources::evidence_event(kb, caller, &ev));
                                     batch.write(
                                         kb.layout().file(Dir::Evidence, &ev.id)?,
-                                        crate::kb::Stored::encode(&*ev)?.into_bytes(),
+                                        crate::stored::Stored::encode(&*ev)?.into_bytes(),
                                     );
                                 }
                                 r.evidence_id
@@ -712,7 +712,7 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         .proposal_objects
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let mut seen = crate::kb::ProposalObjects::new();
+    let mut seen = crate::stored::ProposalObjects::new();
     for id in ids {
         let path = kb.layout().file(Dir::Proposed, &id)?;
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
