@@ -214,7 +214,7 @@ fn main() {
             println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
             println!("|---:|---:|");
             for n in rows {
-                let mut t = vouch_core::retrieval::embed::memory::time_scan(n, 384, 50, 200);
+                let mut t = vouch_core::index::sqlite::embed::memory::time_scan(n, 384, 50, 200);
                 let (p50, p99) = (percentile(&mut t, 0.5), percentile(&mut t, 0.99));
                 println!("| {n} | {} / {} |", ms(p50), ms(p99));
             }

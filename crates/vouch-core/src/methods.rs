@@ -288,7 +288,7 @@ macro_rules! registry {
                     if !matches!(Effect::$effect, Effect::Read) && result.is_ok() {
                         // Its lock released: what it wrote gets its vectors
                         // before it returns, so searches only read.
-                        crate::retrieval::embed::after_write(kb);
+                        kb.embed_written();
                     }
                     result
                 }
@@ -349,7 +349,7 @@ pub struct KnowledgeCapability {
 }
 
 pub fn capabilities(kb: &Kb) -> Capabilities {
-    let state = kb.retrieval_state();
+    let state = crate::retrieval::backend::RetrievalState::of(kb);
     Capabilities {
         name: "vouch".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -478,7 +478,7 @@ pub struct StatusRetrieval {
     /// The process keeping the index in step with the files as they change
     /// (`vouch serve`, `vouch ui` or `vouch watch`), if one is running:
     /// one-shot commands then skip their scan of the files.
-    pub watcher: Option<crate::retrieval::watch::Watcher>,
+    pub watcher: Option<crate::index::Watcher>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -35,9 +35,9 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
         pending: crate::review::gate::list_pending(kb)?.len(),
         last_audit_at: kb.audit_log().last_created_at(),
         retrieval: StatusRetrieval {
-            backend: kb.retriever().name().to_string(),
-            state: kb.retrieval_state(),
-            watcher: crate::retrieval::watch::watcher(kb),
+            backend: crate::retrieval::retriever(kb).name().to_string(),
+            state: crate::retrieval::backend::RetrievalState::of(kb),
+            watcher: kb.index().watcher(kb),
         },
         review: StatusReview {
             reviewers: kb.trust().reviewers.clone(),

@@ -161,7 +161,7 @@ const RING_SHOWN: usize = 10;
 /// Supersession must not loop (protocol §3). The loops reachable from
 /// `roots` along `next` ("supersedes" links), each as the ids around it
 /// with the first repeated at the end (a long ring shortened with `…`),
-/// at most [`MAX_LOOPS`]. Depth-first with three colours and each claim's
+/// at most `MAX_LOOPS`. Depth-first with three colours and each claim's
 /// place on the path in a map: linear in claims and links, so a hostile
 /// bundle's long chain costs no more than a short one.
 pub fn supersession_loops(

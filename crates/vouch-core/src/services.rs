@@ -42,3 +42,40 @@ pub trait Llm: Send + Sync {
     /// text, or why there is none.
     fn complete(&self, request: &Value) -> Result<String, String>;
 }
+
+/// Questions whose vectors [`QueryVectors`] keeps.
+pub const QUERY_VECTORS_KEPT: usize = 16;
+
+/// The last questions embedded, by (model, text), newest last: a search
+/// that asks again for current knowledge only, or an answer that weighs a
+/// term, does not run the model a second time. The key holds the model's
+/// identity, so another model never gets these vectors.
+#[derive(Default)]
+pub struct QueryVectors {
+    kept: std::sync::Mutex<std::collections::VecDeque<(String, String, Vec<f32>)>>,
+}
+
+impl QueryVectors {
+    /// The vector of `text` by `embedder`, kept or made now.
+    pub fn get(&self, embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
+        let model = embedder.model_id();
+        let kept = |cache: &std::collections::VecDeque<(String, String, Vec<f32>)>| {
+            cache
+                .iter()
+                .find(|(m, t, _)| m == model && t == text)
+                .map(|(_, _, v)| v.clone())
+        };
+        if let Some(v) = kept(&self.kept.lock().unwrap_or_else(|e| e.into_inner())) {
+            return Ok(v);
+        }
+        let vector = embedder.embed_query(text)?;
+        let mut cache = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept(&cache).is_none() {
+            if cache.len() == QUERY_VECTORS_KEPT {
+                cache.pop_front();
+            }
+            cache.push_back((model.to_string(), text.to_string(), vector.clone()));
+        }
+        Ok(vector)
+    }
+}

@@ -52,3 +52,14 @@ pub fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
     .unwrap();
     proposed["claim_id"].as_str().unwrap().to_string()
 }
+
+/// A test knowledge base's SQLite index at work, for the tests of
+/// `index::sqlite` that look inside it.
+pub(crate) fn sqlite(kb: &Kb) -> crate::index::sqlite::Ix<'_> {
+    let index = kb
+        .index()
+        .as_any()
+        .downcast_ref::<crate::index::sqlite::SqliteIndex>()
+        .expect("the SQLite index");
+    crate::index::sqlite::Ix::new(kb, index.state())
+}

@@ -183,10 +183,10 @@ mod enabled {
                 eprint!("\rembedding {done}/{total}");
             }
         };
-        let stats = vouch_core::retrieval::embed::ensure(
+        let stats = kb.index().embed(
             kb,
             &embedder,
-            vouch_core::retrieval::embed::Budget::Unlimited,
+            vouch_core::index::Budget::Unlimited,
             true,
             &mut report,
         )?;
@@ -209,10 +209,10 @@ mod enabled {
     /// Servers: embed what is new in the background (approve never waits).
     pub fn refresh(kb: &Kb) -> Result<(), Error> {
         if let Some(embedder) = kb.embedder().cloned() {
-            vouch_core::retrieval::embed::ensure(
+            kb.index().embed(
                 kb,
                 &embedder,
-                vouch_core::retrieval::embed::Budget::Unlimited,
+                vouch_core::index::Budget::Unlimited,
                 false,
                 &mut |_, _| {},
             )?;

@@ -77,7 +77,7 @@ const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// where that cannot start, by re-scanning every second. Requests fall back
 /// to syncing themselves only if this falls 5 periods behind.
 fn spawn_refresher(kb: Arc<Kb>) {
-    let watching = match vouch_core::retrieval::watch::start(kb.clone()) {
+    let watching = match kb.start_watching() {
         Ok(w) => Some(w),
         Err(e) => {
             eprintln!("vouch: not watching the files ({e}); re-scanning them every second");
@@ -88,15 +88,15 @@ fn spawn_refresher(kb: Arc<Kb>) {
         loop {
             // A round a second, or at once when a search finds documents
             // without vectors.
-            vouch_core::retrieval::embed::wait_for_upkeep(&kb, REFRESH_EVERY);
+            kb.index().wait_for_upkeep(REFRESH_EVERY);
             if !watching.as_ref().is_some_and(|w| w.is_running())
-                && let Err(e) = vouch_core::retrieval::refresh(&kb)
+                && let Err(e) = kb.index().refresh(&kb)
             {
                 eprintln!("vouch: index refresh failed: {e}");
             }
             // The index's postings in memory, read again when another
             // process wrote (this one's own writes patch them).
-            if let Err(e) = vouch_core::retrieval::postings::refresh(&kb) {
+            if let Err(e) = kb.index().refresh_postings(&kb) {
                 eprintln!("vouch: reading the index's postings failed: {e}");
             }
             // New and changed documents get their vectors here, off every
@@ -127,8 +127,7 @@ pub fn find_or_start_watcher(
     kb: &vouch_core::Kb,
     for_: std::time::Duration,
 ) -> Result<(u32, bool), Error> {
-    use vouch_core::retrieval::watch::watcher;
-    if let Some(w) = watcher(kb) {
+    if let Some(w) = kb.index().watcher(kb) {
         return Ok((w.pid, false));
     }
     if !kb.settings().retrieval.watch {
@@ -158,7 +157,7 @@ pub fn find_or_start_watcher(
         .map_err(|e| Error::internal(format!("starting a watcher: {e}")))?;
     let until = std::time::Instant::now() + DETACHED_SHOWS_WITHIN;
     while std::time::Instant::now() < until {
-        if let Some(w) = watcher(kb) {
+        if let Some(w) = kb.index().watcher(kb) {
             // Another process may have started one at the same moment: ours
             // then finds the lock taken and stops by itself.
             return Ok((w.pid, w.pid == child.id()));
@@ -205,8 +204,7 @@ fn holds_lock(pid: u32, path: &std::path::Path) -> bool {
 /// `vouch watch --stop`: end the watcher of this knowledge base, if one
 /// runs; one-shot commands scan the files again from then on.
 fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
-    use vouch_core::retrieval::watch::watcher;
-    let Some(w) = watcher(kb) else {
+    let Some(w) = kb.index().watcher(kb) else {
         return Ok(serde_json::json!({"stopped": null}));
     };
     #[cfg(unix)]
@@ -227,7 +225,7 @@ fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
         // The lock goes with the process: wait until it is free, so the
         // next command already scans.
         let until = std::time::Instant::now() + DETACHED_SHOWS_WITHIN;
-        while watcher(kb).is_some() {
+        while kb.index().watcher(kb).is_some() {
             if std::time::Instant::now() > until {
                 return Err(Error::internal(format!(
                     "the watcher (pid {}) was asked to stop and still holds its lock after {} s",
@@ -285,7 +283,7 @@ pub fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> 
         crate::render::print(cli.json, &v);
         return Ok(0);
     }
-    let watching = vouch_core::retrieval::watch::start(kb.clone())?;
+    let watching = kb.start_watching()?;
     crate::render::print_warnings(kb.take_warnings());
     eprintln!(
         "vouch: watching {} (pid {}); one-shot commands skip their scan of the files while \
@@ -348,9 +346,12 @@ fn announce_gate(kb: &vouch_core::Kb) {
 
 pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
-    kb.set_index_sync_interval(REFRESH_EVERY * 5);
-    // Its refresher embeds what comes from outside; searches only read.
-    kb.set_index_upkeep(vouch_core::IndexUpkeep::Background);
+    // Its refresher keeps the index in step and embeds what comes from
+    // outside; searches only read.
+    kb.configure_index(|o| {
+        o.sync_interval = REFRESH_EVERY * 5;
+        o.upkeep = vouch_core::IndexUpkeep::Background;
+    });
     announce_gate(&kb);
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
@@ -389,9 +390,12 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
 /// `vouch ui`: the review pages for the person running it.
 pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
-    kb.set_index_sync_interval(REFRESH_EVERY * 5);
-    // Its refresher embeds what comes from outside; searches only read.
-    kb.set_index_upkeep(vouch_core::IndexUpkeep::Background);
+    // Its refresher keeps the index in step and embeds what comes from
+    // outside; searches only read.
+    kb.configure_index(|o| {
+        o.sync_interval = REFRESH_EVERY * 5;
+        o.upkeep = vouch_core::IndexUpkeep::Background;
+    });
     let person = context::caller(cli.agent.as_deref(), Transport::Cli).actor;
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());

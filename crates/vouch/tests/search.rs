@@ -476,7 +476,7 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
         })
         .unwrap();
     assert!(
-        schema.starts_with(vouch_core::retrieval::SCHEMA_VERSION),
+        schema.starts_with(vouch_core::index::sqlite::SCHEMA_VERSION),
         "{schema}"
     );
 

@@ -3,8 +3,8 @@
 //! claim texts and ending in its citations.
 
 use super::{Candidate, Dropped, Sentence};
+use crate::index::STOP_WORDS;
 use crate::kb::Kb;
-use crate::retrieval::fts5::STOP_WORDS;
 use std::collections::HashMap;
 
 /// The only words an answer adds to its claims' own.

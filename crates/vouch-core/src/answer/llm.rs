@@ -13,8 +13,8 @@
 
 use super::compose::{Composed, append, normalize};
 use super::{Candidate, Dropped, Sentence};
+use crate::index::STOP_WORDS;
 use crate::kb::Kb;
-use crate::retrieval::fts5::STOP_WORDS;
 use crate::retrieval::hybrid::word_matches;
 use serde_json::Value;
 

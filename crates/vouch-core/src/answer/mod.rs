@@ -274,9 +274,10 @@ fn candidates(
     )?;
     let backend_name = match backend {
         Some(b) => retrieval::backend::name_of(b).to_string(),
-        None => hits
-            .first()
-            .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone()),
+        None => hits.first().map_or_else(
+            || crate::retrieval::retriever(kb).name().to_string(),
+            |h| h.backend.clone(),
+        ),
     };
     // Only reviewed knowledge answers: a claim no approval let in (written
     // by hand) is left out, whatever its file says.

@@ -165,7 +165,7 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
             ),
         ));
     }
-    if let Some(why) = kb.retrieval_state().degraded_reason {
+    if let Some(why) = crate::retrieval::backend::RetrievalState::of(kb).degraded_reason {
         out.push(finding(
             "backend-unavailable",
             Severity::Warn,
@@ -886,7 +886,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
-    if let Some(f) = crate::retrieval::freshness(kb)?
+    if let Some(f) = kb.index().freshness(kb)?
         && !f.in_step()
     {
         let state = match &f.unusable {

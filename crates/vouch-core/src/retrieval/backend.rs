@@ -1,10 +1,11 @@
 //! The seam between "what to find" and "how": a [`Retriever`] is one
-//! backend (FTS5, substring; an embedding retriever or a fusion of several
-//! is another implementation), chosen once by [`for_backend`] and held by
-//! `Kb`. Writers announce what they wrote through `Kb::announce`, which
-//! keeps `state.db` in step and tells the retriever.
+//! backend (FTS5, substring, embedding, or the hybrid fusion of two),
+//! chosen by [`for_backend`]; a search that names none goes to
+//! [`retriever`], the one `retrieval.backend` names. Retrievers read
+//! through the knowledge base's derived index (`Kb::index`); none keeps
+//! state of its own, so writers tell only the index.
 
-use super::{Query, SearchHit, Written};
+use super::{Query, SearchHit};
 use crate::error::Result;
 use crate::kb::Kb;
 use crate::settings::RetrievalBackend;
@@ -14,9 +15,6 @@ pub trait Retriever: Send + Sync {
     fn name(&self) -> &'static str;
     /// Ranked hits for a query, best first.
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>>;
-    /// Objects just written through vouch (after the index has them). A
-    /// retriever with state of its own (vectors) updates it here.
-    fn on_write(&self, _kb: &Kb, _written: &[Written]) {}
     /// Whether it ranks by meaning, so needs the knowledge base's embedding
     /// model (a search that did not name it falls back to fts5 when the
     /// model fails; one without query words still runs).
@@ -34,7 +32,7 @@ impl Retriever for Fts5 {
         "fts5"
     }
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-        match super::fts_search(kb, q) {
+        match kb.index().lexical(kb, q) {
             Err(e) if e.kind == crate::error::ErrorKind::Busy => {
                 kb.warn(format!("{e}; answered by the substring backend"));
                 Substring.search(kb, q)
@@ -94,6 +92,13 @@ pub fn for_backend(backend: RetrievalBackend) -> &'static dyn Retriever {
         RetrievalBackend::Embedding => &Embedding,
         RetrievalBackend::Hybrid => &Hybrid,
     }
+}
+
+/// The retriever searches without a `backend` param go to: the one
+/// `retrieval.backend` names, or FTS5 when that needs a model this KB was
+/// not given (see [`RetrievalState`]).
+pub fn retriever(kb: &Kb) -> &'static dyn Retriever {
+    for_backend(used(kb))
 }
 
 /// Every backend, in the order they are documented.
@@ -191,61 +196,136 @@ impl RetrievalState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::{
+        Budget, Currency, DerivedIndex, EmbedStats, Freshness, IndexOptions, Near, RebuildResult,
+        SyncStats, Watcher, Watching,
+    };
     use crate::methods::dispatch;
+    use crate::model::{DocKind, Written};
+    use crate::services::Embedder;
+    use crate::stored::Store;
     use crate::{Caller, Transport};
     use serde_json::json;
+    use std::collections::HashSet;
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
-    /// Answers every query with one claim id, and records what it was told.
+    /// A derived index that answers every word search with one claim,
+    /// calls it unaudited, and records what writers told it: a second
+    /// index needs nothing but the trait.
+    #[derive(Default)]
     struct Fixed {
-        writes: Arc<Mutex<usize>>,
+        written: Arc<Mutex<Vec<String>>>,
+        options: Mutex<IndexOptions>,
     }
 
-    impl Retriever for Fixed {
-        fn name(&self) -> &'static str {
-            "fixed"
+    impl DerivedIndex for Fixed {
+        fn configure(&self, options: IndexOptions) {
+            *self.options.lock().unwrap() = options;
         }
-        fn search(&self, _kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        fn options(&self) -> IndexOptions {
+            *self.options.lock().unwrap()
+        }
+        fn written(&self, _: &Store, written: &[Written]) {
+            let mut list = self.written.lock().unwrap();
+            list.extend(written.iter().map(|w| w.key().1.to_string()));
+        }
+        fn embed_written(&self, _: &Store, _: &Arc<dyn Embedder>) {}
+        fn refresh(&self, _: &Store) -> Result<SyncStats> {
+            Ok(SyncStats::default())
+        }
+        fn refresh_postings(&self, _: &Store) -> Result<()> {
+            Ok(())
+        }
+        fn rebuild(&self, _: &Store) -> Result<RebuildResult> {
+            Ok(RebuildResult {
+                ok: true,
+                indexed: 0,
+            })
+        }
+        fn embed(
+            &self,
+            _: &Store,
+            _: &Arc<dyn Embedder>,
+            _: Budget,
+            _: bool,
+            _: &mut dyn FnMut(usize, usize),
+        ) -> Result<Option<EmbedStats>> {
+            Ok(None)
+        }
+        fn wait_for_upkeep(&self, _: Duration) {}
+        fn start_watching(&self, _: Arc<Store>) -> Result<Watching> {
+            Err(crate::Error::invalid("not watched"))
+        }
+        fn is_open(&self) -> bool {
+            true
+        }
+        fn freshness(&self, _: &Store) -> Result<Option<Freshness>> {
+            Ok(None)
+        }
+        fn watcher(&self, _: &Store) -> Option<Watcher> {
+            None
+        }
+        fn lexical(&self, _: &Store, q: &Query) -> Result<Vec<SearchHit>> {
             Ok(vec![SearchHit {
-                kind: crate::model::DocKind::Claim,
+                kind: DocKind::Claim,
                 id: format!("answer-to-{}", q.terms.join("-")),
                 snippet: String::new(),
                 highlights: Vec::new(),
                 score: 1.0,
-                backend: self.name().into(),
+                backend: "fts5".into(),
                 status: Some("working".into()),
                 confidence: Some(0.9),
                 cosine: None,
                 meta: Default::default(),
             }])
         }
-        fn on_write(&self, _kb: &Kb, written: &[Written]) {
-            *self.writes.lock().unwrap() += written.len();
+        fn texts_and_confidence(
+            &self,
+            _: &Store,
+            keys: &[(DocKind, &str, bool)],
+        ) -> Result<Vec<(String, Option<f64>)>> {
+            Ok(vec![Default::default(); keys.len()])
+        }
+        fn unaudited(&self, _: &Store, ids: &[&str]) -> Result<HashSet<String>> {
+            Ok(ids.iter().map(|id| id.to_string()).collect())
+        }
+        fn vectors_for_read(&self, _: &Store, _: &Arc<dyn Embedder>, _: Duration) -> Result<usize> {
+            Ok(0)
+        }
+        fn nearest(&self, _: &[f32], _: &[DocKind], _: Currency, _: usize) -> Vec<Near> {
+            Vec::new()
+        }
+        fn similarity(&self, _: DocKind, _: &str, _: &[f32]) -> Option<f32> {
+            None
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
         }
     }
 
     #[test]
-    fn searches_and_writes_go_through_the_retriever_the_kb_holds() {
+    fn searches_and_writes_go_through_the_index_the_kb_holds() {
         let (_dir, mut kb) = crate::testing::test_kb();
-        assert_eq!(kb.retriever().name(), "fts5");
-        let writes = Arc::new(Mutex::new(0));
-        kb.set_retriever(Box::new(Fixed {
-            writes: writes.clone(),
-        }));
+        let index = Fixed::default();
+        let written = index.written.clone();
+        kb.set_index(Box::new(index));
         let caller = Caller::new("agent", Transport::Jsonl);
         let hits = dispatch(&kb, &caller, "kb.search", json!({"query": "rate limits"})).unwrap();
         assert_eq!(hits[0]["id"], "answer-to-rate-limits");
-        assert_eq!(hits[0]["backend"], "fixed");
-        // Not admitted by any approval in the (empty) log: marked.
-        assert_eq!(hits[0]["_meta"]["unaudited"], true);
-        dispatch(
+        assert_eq!(hits[0]["_meta"]["unaudited"], true, "the index's marks");
+        let src = dispatch(
             &kb,
             &caller,
             "kb.register_source",
             json!({"content": "x", "locator": "l"}),
         )
         .unwrap();
-        assert_eq!(*writes.lock().unwrap(), 1, "the write hook reached it");
+        assert_eq!(
+            *written.lock().unwrap(),
+            [src["id"].as_str().unwrap().to_string()],
+            "the write hook reached it"
+        );
     }
 
     #[test]

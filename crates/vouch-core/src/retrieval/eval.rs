@@ -174,7 +174,7 @@ pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
         backend: match (&p_backend, backend.as_str()) {
             (Some(b), _) => b.clone(),
             (None, "fts5" | "substring") => backend,
-            (None, _) => kb.retriever().name().to_string(),
+            (None, _) => super::retriever(kb).name().to_string(),
         },
         by_note,
         per_query,

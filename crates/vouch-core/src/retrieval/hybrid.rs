@@ -62,7 +62,7 @@ pub(crate) fn word_matches(word: &str, doc_words: &[String]) -> bool {
 pub(crate) fn coverage(terms: &[String], text: &str) -> f32 {
     let content: Vec<&String> = terms
         .iter()
-        .filter(|t| !super::fts5::STOP_WORDS.contains(&t.as_str()))
+        .filter(|t| !crate::index::STOP_WORDS.contains(&t.as_str()))
         .collect();
     if content.is_empty() {
         share(terms.iter(), text)
@@ -112,9 +112,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     // given back here, on the thread the request's warnings are kept on.
     let (lexical, nearest) = std::thread::scope(|s| {
         let words = (!q.terms.is_empty()).then(|| {
-            s.spawn(|| {
-                crate::stored::Store::collecting_warnings(|| super::fts5::fts_search(kb, &wide))
-            })
+            s.spawn(|| crate::stored::Store::collecting_warnings(|| kb.index().lexical(kb, &wide)))
         });
         let nearest = semantic::nearest(kb, q, wide.limit);
         let lexical = match words.map(|h| h.join()) {
@@ -150,7 +148,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 .map(|(k, id, _, _)| (*k, id.as_str(), snippets)),
         )
         .collect();
-    let mut facts = semantic::texts_and_confidence(kb, &keys)?.into_iter();
+    let mut facts = kb.index().texts_and_confidence(kb, &keys)?.into_iter();
     let semantic_cosine: std::collections::HashMap<(DocKind, &str), f32> = semantic
         .iter()
         .map(|(k, id, _, cosine)| ((*k, id.as_str()), *cosine))
@@ -192,13 +190,11 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     {
         // A lexical hit the semantic side did not offer is measured by
         // meaning here (every document's vectors are in memory).
-        let guard = kb.index_state.read_vectors();
+        let index = kb.index();
         for c in cands.iter_mut() {
-            c.hit.cosine = c.semantic.or_else(|| {
-                guard
-                    .as_ref()
-                    .and_then(|v| v.similarity(c.hit.kind.as_str(), &c.hit.id, &vector))
-            });
+            c.hit.cosine = c
+                .semantic
+                .or_else(|| index.similarity(c.hit.kind, &c.hit.id, &vector));
             let cosine = c.hit.cosine.unwrap_or(0.0);
             let bonus = c.lexical.map_or(0.0, |cov| weight * cov * cov);
             c.score = cosine + bonus;
@@ -340,7 +336,7 @@ mod tests {
 #[cfg(test)]
 mod warnings {
     use crate::methods::dispatch;
-    use crate::retrieval::embed::Embedder;
+    use crate::services::Embedder;
     use crate::{Caller, Transport};
     use std::sync::Arc;
 
@@ -373,7 +369,7 @@ mod warnings {
         kb.set_embedder(Arc::new(Slow));
         // The search finds the index due a sync once: on the lexical
         // thread, while the question embeds.
-        kb.set_index_sync_interval(std::time::Duration::from_millis(250));
+        kb.configure_index(|o| o.sync_interval = std::time::Duration::from_millis(250));
         let src = crate::testing::test_source(&kb, "notes");
         crate::testing::test_claim(&kb, &src, "rate limits apply per tenant");
         let broken = kb

@@ -3,28 +3,23 @@
 //! retrieval-quality evaluation. Only `state.db` is ever written here.
 
 pub mod backend;
-pub(crate) mod docs;
-pub mod embed;
 pub mod eval;
-pub mod fts5;
 pub(crate) mod hybrid;
 pub use hybrid::LEXICAL_WEIGHT;
 pub mod pack;
 pub(crate) mod semantic;
-pub(crate) mod state;
 pub(crate) mod substring;
 
-pub use backend::Retriever;
-pub use embed::Embedder;
-pub use fts5::*;
+pub use crate::index::{Currency, Query, RebuildResult, SEARCH_KINDS, SearchHit, Snippets};
+pub use crate::services::Embedder;
+pub use backend::{Retriever, retriever};
 
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::DocKind;
 pub use crate::model::Written;
-use crate::model::meta::ReadMeta;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::HashSet;
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -44,71 +39,6 @@ pub struct SearchParams {
     #[serde(default)]
     pub backend: Option<String>,
 }
-
-#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
-pub struct SearchHit {
-    pub kind: DocKind,
-    pub id: String,
-    /// Plain text around the match (no markup).
-    pub snippet: String,
-    /// The matched words in `snippet`: `[start, end)` offsets in
-    /// characters, in order. Pages show them as `<mark>`, the terminal in
-    /// colour; absent when nothing is marked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub highlights: Vec<[usize; 2]>,
-    pub score: f64,
-    pub backend: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// For ranking context packs; not part of the search result.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub confidence: Option<f64>,
-    /// The document's cosine with the question, from a retriever that
-    /// ranks by meaning: answers weigh it without embedding the question
-    /// again. Not part of the search result.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub cosine: Option<f32>,
-    /// `unaudited` on knowledge that no approval or import in the audit
-    /// log let in (written by hand, or the log was cut).
-    #[serde(rename = "_meta", default, skip_serializing_if = "ReadMeta::is_empty")]
-    pub meta: ReadMeta,
-}
-
-/// Marks around matched words while a snippet is built (control
-/// characters no stored text holds: proposals refuse them).
-pub(crate) const MARK_OPEN: char = '\u{2}';
-pub(crate) const MARK_CLOSE: char = '\u{3}';
-
-/// A snippet marked with [`MARK_OPEN`]/[`MARK_CLOSE`] as plain text and
-/// the character ranges that were marked.
-pub(crate) fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
-    let mut text = String::with_capacity(marked.len());
-    let mut spans = Vec::new();
-    let mut at = 0usize;
-    let mut open: Option<usize> = None;
-    for c in marked.chars() {
-        match c {
-            MARK_OPEN => open = Some(at),
-            MARK_CLOSE => {
-                if let Some(start) = open.take()
-                    && start < at
-                {
-                    spans.push([start, at]);
-                }
-            }
-            _ => {
-                text.push(c);
-                at += 1;
-            }
-        }
-    }
-    (text, spans)
-}
-
-/// Every kind a search looks at unless told otherwise.
-pub const SEARCH_KINDS: &[DocKind] = DocKind::ALL;
 
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
@@ -186,63 +116,6 @@ pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     )
 }
 
-/// What to retrieve: the same for every backend.
-#[derive(Debug, Clone, Copy)]
-pub struct Query<'a> {
-    /// The query as given (what a model embeds).
-    pub text: &'a str,
-    /// Words, as [`query_terms`] makes them.
-    pub terms: &'a [String],
-    pub limit: usize,
-    /// Any of claim, page, entity, source.
-    pub kinds: &'a [DocKind],
-    pub currency: Currency,
-    pub snippets: Snippets,
-    /// The backend asked for; `None`: the KB's own (`Kb::retriever`).
-    pub backend: Option<crate::settings::RetrievalBackend>,
-    /// The caller named the backend: a model failure is its error, not a
-    /// quiet fallback to words.
-    pub explicit: bool,
-}
-
-/// Whether hits carry a marked-up snippet (search) or not (context packs,
-/// which read the items themselves).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Snippets {
-    Yes,
-    No,
-}
-
-/// Which statuses retrieval may return. Redacted claims are never returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Currency {
-    /// Everything approved except redacted claims (search).
-    Any,
-    /// Current knowledge only: no superseded, archived or redacted claims and
-    /// no archived pages (context packs, answers).
-    Current,
-}
-
-impl Currency {
-    /// Whether an item with this status may be returned. What is current
-    /// is the model's rule (`ClaimStatus::is_current`; an archived page
-    /// shares the name); redacted claims are never returned.
-    pub fn admits(self, status: Option<&str>) -> bool {
-        use crate::model::ClaimStatus;
-        let claim_status = status.and_then(ClaimStatus::parse);
-        match (self, claim_status) {
-            (_, Some(ClaimStatus::Redacted)) => false,
-            (Currency::Current, Some(s)) => s.is_current(),
-            // A status neither vocabulary knows (another writer's) is not
-            // served as current knowledge.
-            (Currency::Current, None) => {
-                status.is_none_or(|s| crate::model::PageStatus::parse(s).is_some())
-            }
-            _ => true,
-        }
-    }
-}
-
 /// Ranked hits from the backend asked for (or the configured one), each
 /// gated kind (claim, page, entity) that never went through the gate
 /// marked `_meta.unaudited`. Current knowledge comes first in every
@@ -256,11 +129,11 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         None => {
             // Only a degraded KB pays for the state's message.
             if backend::used(kb) != kb.settings().retrieval.backend
-                && let Some(why) = kb.retrieval_state().degraded_reason
+                && let Some(why) = backend::RetrievalState::of(kb).degraded_reason
             {
                 kb.warn(why);
             }
-            kb.retriever()
+            retriever(kb)
         }
     };
     let mut hits = match current_first(kb, retriever, q) {
@@ -333,7 +206,7 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
     if ids.is_empty() {
         return HashSet::new();
     }
-    match with_index(kb, |idx| idx.unaudited(kb, ids)) {
+    match kb.index().unaudited(kb, ids) {
         Ok(set) => set,
         Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
             Ok(t) => ids
@@ -346,37 +219,16 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Currency;
-
-    #[test]
-    fn unmark_gives_plain_text_and_character_ranges() {
-        let (text, spans) = super::unmark("\u{2}Déploys\u{3} on \u{2}\u{3}[Tue]\u{2}days\u{3}");
-        assert_eq!(text, "Déploys on [Tue]days");
-        assert_eq!(spans, vec![[0, 7], [16, 20]]);
-    }
-
-    #[test]
-    fn currency_follows_the_models_rule_and_never_admits_redacted() {
-        for s in [
-            "working",
-            "actionable",
-            "stable",
-            "contested",
-            "draft",
-            "active",
-            "stale",
-        ] {
-            assert!(Currency::Current.admits(Some(s)), "{s}");
-            assert!(Currency::Any.admits(Some(s)), "{s}");
-        }
-        for s in ["superseded", "archived"] {
-            assert!(!Currency::Current.admits(Some(s)), "{s}");
-            assert!(Currency::Any.admits(Some(s)), "{s}");
-        }
-        assert!(!Currency::Current.admits(Some("redacted")));
-        assert!(!Currency::Any.admits(Some("redacted")));
-        assert!(Currency::Current.admits(None));
-    }
+/// Build the derived index again from the files, and log who did.
+pub fn rebuild_audited(kb: &Kb, caller: &crate::Caller) -> Result<RebuildResult> {
+    let r = kb.index().rebuild(kb)?;
+    let _lock = kb.lock()?;
+    let mut ev = kb.event(
+        "index.rebuild",
+        &caller.actor,
+        Vec::new(),
+        serde_json::json!({"indexed": r.indexed}),
+    );
+    kb.append_audit(std::slice::from_mut(&mut ev))?;
+    Ok(r)
 }

@@ -379,9 +379,10 @@ pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
     )?;
     let backend = match hybrid {
         Some(_) => "hybrid".to_string(),
-        None => hits
-            .first()
-            .map_or_else(|| kb.retriever().name().to_string(), |h| h.backend.clone()),
+        None => hits.first().map_or_else(
+            || super::retriever(kb).name().to_string(),
+            |h| h.backend.clone(),
+        ),
     };
     Ok(Candidates {
         terms,

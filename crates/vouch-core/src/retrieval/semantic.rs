@@ -1,13 +1,13 @@
 //! The `embedding` backend: ranking by meaning. The query is embedded by
 //! the model `Kb::embedder` holds and compared (cosine) with every
-//! document's vectors ([`super::embed::vectors`]); a document's best chunk
-//! answers for it.
+//! document's vectors by the derived index (`DerivedIndex::nearest`); a
+//! document's best chunk answers for it.
 
-use super::embed::Embedder;
 use super::{Query, SearchHit, Snippets};
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::DocKind;
+use crate::services::Embedder;
 
 /// Documents the semantic side offers a fusion (and the most it ranks).
 pub const CANDIDATES: usize = 50;
@@ -21,35 +21,14 @@ pub fn no_model(kb: &Kb, backend: &str) -> Error {
     ))
 }
 
-/// The vector of a question (or a term of one) for `embedder`: kept for
-/// the last few, since one search may ask twice (current knowledge first)
-/// and an answer weighs the same terms again. The key holds the model's
-/// identity, so another model never gets these vectors.
+/// The vector of a question (or a term of one) for `embedder`, kept for
+/// the last few ([`crate::services::QueryVectors`]): one search may ask
+/// twice (current knowledge first) and an answer weighs the same terms.
 pub(crate) fn query_vector(kb: &Kb, embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
-    let model = embedder.model_id();
-    let kept = |cache: &std::collections::VecDeque<(String, String, Vec<f32>)>| {
-        cache
-            .iter()
-            .find(|(m, t, _)| m == model && t == text)
-            .map(|(_, _, v)| v.clone())
-    };
-    let cache = &kb.index_state.query_vectors;
-    if let Some(v) = kept(&cache.lock().unwrap_or_else(|e| e.into_inner())) {
-        return Ok(v);
-    }
-    let vector = embedder.embed_query(text)?;
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if kept(&cache).is_none() {
-        if cache.len() == super::state::QUERY_VECTORS_KEPT {
-            cache.pop_front();
-        }
-        cache.push_back((model.to_string(), text.to_string(), vector.clone()));
-    }
-    Ok(vector)
+    kb.query_vectors().get(embedder, text)
 }
 
-/// A document the semantic side found: kind, id, status, cosine.
-pub(crate) type Near = (DocKind, String, Option<String>, f32);
+pub(crate) use crate::index::Near;
 
 /// The query's vector and the best `want` documents by cosine. Reads
 /// only, unless no background step keeps the vectors up to date
@@ -63,65 +42,23 @@ pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<
     // The query first: loading the model before the vectors keeps the
     // load's transient copy of the weights off the peak.
     let vector = query_vector(kb, embedder.as_ref(), q.text)?;
-    super::embed::before_read(kb, &embedder, super::embed::vectors::SEARCH_BUDGET)?;
-    let guard = kb.index_state.read_vectors();
-    let Some(vectors) = guard.as_ref() else {
-        return Ok((vector, Vec::new()));
-    };
-    if vectors.pending() > 0 {
+    let index = kb.index();
+    let pending = index.vectors_for_read(kb, &embedder, crate::index::SEARCH_BUDGET)?;
+    if pending > 0 {
         kb.warn(format!(
-            "semantic search: {} objects are not embedded yet and are found by words only; \
-             `vouch index rebuild` embeds them all now",
-            vectors.pending()
+            "semantic search: {pending} objects are not embedded yet and are found by words \
+             only; `vouch index rebuild` embeds them all now"
         ));
     }
-    let found = vectors
-        .nearest(&vector, q.kinds, q.currency, want)
-        .into_iter()
-        .filter_map(|(k, s)| {
-            Some((
-                DocKind::parse(k.kind)?,
-                k.id.to_string(),
-                k.status.map(str::to_string),
-                s,
-            ))
-        })
-        .collect();
+    let found = index.nearest(&vector, q.kinds, q.currency, want);
     Ok((vector, found))
-}
-
-/// Each document's confidence (claims) and, where its flag asks, its
-/// text, in one trip to the index for all of them: a hit of the semantic
-/// side carries its confidence (its rank in a context pack) and its text
-/// only for an excerpt; fusion measures each lexical hit's text. A
-/// document the index no longer has gets empty text.
-pub(crate) fn texts_and_confidence(
-    kb: &Kb,
-    keys: &[(DocKind, &str, bool)],
-) -> Result<Vec<(String, Option<f64>)>> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    super::fts5::with_index(kb, |idx| {
-        keys.iter()
-            .map(|(kind, id, with_text)| {
-                Ok(idx
-                    .text_and_confidence(kind.as_str(), id, *with_text)?
-                    .unwrap_or_default())
-            })
-            .collect()
-    })
 }
 
 /// How close in meaning claim `id` is to `query` (a vector of the
 /// knowledge base's model): its best chunk's cosine, `None` while it has
-/// no vector. For answers, which weigh what a search found; the vectors
-/// stay retrieval's.
+/// no vector. For answers, which weigh what a search found.
 pub(crate) fn claim_cosine(kb: &Kb, id: &str, query: &[f32]) -> Option<f32> {
-    kb.index_state
-        .read_vectors()
-        .as_ref()?
-        .similarity("claim", id, query)
+    kb.index().similarity(DocKind::Claim, id, query)
 }
 
 /// A plain excerpt of `text` for a hit no word matched (nothing to
@@ -141,7 +78,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         .iter()
         .map(|(k, id, _, _)| (*k, id.as_str(), snippets))
         .collect();
-    let facts = texts_and_confidence(kb, &keys)?;
+    let facts = kb.index().texts_and_confidence(kb, &keys)?;
     Ok(found
         .into_iter()
         .zip(facts)
@@ -178,18 +115,14 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
     };
     let found = (|| -> Result<Vec<(String, f32)>> {
         let vector = embedder.embed_query(text)?;
-        super::embed::before_read(kb, &embedder, std::time::Duration::from_millis(500))?;
-        let guard = kb.index_state.read_vectors();
-        Ok(guard
-            .as_ref()
-            .map(|v| {
-                v.nearest(&vector, &[DocKind::Claim], super::Currency::Current, 5)
-                    .into_iter()
-                    .filter(|(_, s)| *s >= DUPLICATE_COSINE)
-                    .map(|(k, s)| (k.id.to_string(), s))
-                    .collect()
-            })
-            .unwrap_or_default())
+        let index = kb.index();
+        index.vectors_for_read(kb, &embedder, std::time::Duration::from_millis(500))?;
+        Ok(index
+            .nearest(&vector, &[DocKind::Claim], super::Currency::Current, 5)
+            .into_iter()
+            .filter(|(_, _, _, s)| *s >= DUPLICATE_COSINE)
+            .map(|(_, id, _, s)| (id, s))
+            .collect())
     })();
     match found {
         Ok(list) => list
@@ -263,7 +196,7 @@ mod tests {
         query_vector(&kb, &b, "card retries").unwrap();
         assert_eq!(b.runs.load(Ordering::SeqCst), 1);
         // Only the last few are kept: the oldest is embedded again.
-        for i in 0..crate::retrieval::state::QUERY_VECTORS_KEPT {
+        for i in 0..crate::services::QUERY_VECTORS_KEPT {
             query_vector(&kb, &a, &format!("question {i}")).unwrap();
         }
         let before = a.runs.load(Ordering::SeqCst);

@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::kb::Kb;
 use crate::model::{Claim, DocKind, Entity, Page};
-use crate::retrieval::{Query, Retriever, SearchHit};
+use crate::retrieval::{Query, SearchHit};
 
 pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let Query {
@@ -86,7 +86,7 @@ pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 snippet,
                 highlights,
                 score: counts.iter().sum::<usize>() as f64,
-                backend: crate::retrieval::backend::Substring.name().into(),
+                backend: "substring".into(),
                 status,
                 confidence,
                 cosine: None,
@@ -123,9 +123,9 @@ fn mark(text: &str, terms: &[String]) -> (String, Vec<[usize; 2]>) {
         match hit {
             Some(t) => {
                 let n = t.chars().count();
-                out.push(super::MARK_OPEN);
+                out.push(crate::index::MARK_OPEN);
                 out.extend(&chars[i..i + n]);
-                out.push(super::MARK_CLOSE);
+                out.push(crate::index::MARK_CLOSE);
                 i += n;
                 taken += n;
             }
@@ -136,5 +136,5 @@ fn mark(text: &str, terms: &[String]) -> (String, Vec<[usize; 2]>) {
             }
         }
     }
-    super::unmark(&out)
+    crate::index::unmark(&out)
 }

@@ -19,7 +19,7 @@ pub const GITATTRIBUTES: &str = "# Written by vouch: branches that each appended
 # both sides' lines; the next vouch write joins them (docs/teams.md).\n\
 audit.log.jsonl merge=union\n";
 pub const LOCK_FILE: &str = ".lock";
-/// Held by the process watching the files (retrieval::watch).
+/// Held by the process watching the files (index::sqlite::watch).
 pub const WATCH_LOCK_FILE: &str = "watch.lock";
 /// Where one-shot commands leave cookies for the watcher to answer.
 pub const WATCH_COOKIE_DIR: &str = ".watch";

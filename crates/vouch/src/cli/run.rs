@@ -138,7 +138,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         context::open(cli.kb.as_deref())?
     };
     // One command, then exit: a live watcher's word spares the scan.
-    kb.set_trust_watcher(true);
+    kb.configure_index(|o| o.trust_watcher = true);
     let caller = context::caller(cli.agent.as_deref(), Transport::Cli);
     let run = Run {
         kb: &kb,

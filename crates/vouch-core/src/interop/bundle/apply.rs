@@ -318,15 +318,14 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     // A process with the index open (a server) updates it here; a one-shot
     // command has none, so bring state.db in step now: the import is
     // searchable at once and `doctor` finds the index current.
-    if crate::retrieval::is_open(kb) {
+    if kb.index().is_open() {
         kb.announce(&written);
     } else {
-        if let Err(e) = crate::retrieval::refresh(kb) {
+        if let Err(e) = kb.index().refresh(kb) {
             kb.warn(format!(
                 "index: not refreshed after the import ({e}); the next search will"
             ));
         }
-        kb.retriever().on_write(kb, &written);
     }
     Ok(result)
 }

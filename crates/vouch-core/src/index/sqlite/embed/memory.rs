@@ -1,10 +1,10 @@
 //! The in-memory copy of the vectors that semantic search scans: every
 //! embedded document of one model in one flat int8 array, with the
-//! document each row belongs to. [`super::vectors`] keeps it in step with
+//! document each row belongs to. `vectors.rs` keeps it in step with
 //! the `embeddings` table of `state.db`.
 
-use crate::retrieval::fts5::Sig;
-use crate::retrieval::{Currency, SEARCH_KINDS};
+use crate::index::sqlite::Sig;
+use crate::index::{Currency, SEARCH_KINDS};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 

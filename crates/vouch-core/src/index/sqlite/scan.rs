@@ -68,7 +68,7 @@ pub(crate) struct Scan {
 
 impl Scan {
     pub(crate) fn take(
-        kb: &Kb,
+        kb: &Ix,
         stored: &HashMap<String, ScanMeta>,
         dirs_only: bool,
     ) -> Result<Scan> {
@@ -94,7 +94,7 @@ pub(crate) struct KindScan {
     pub(crate) files: Option<Vec<(String, Sig)>>,
 }
 
-pub(crate) fn kind_dir(kb: &Kb, dir: Option<Dir>) -> PathBuf {
+pub(crate) fn kind_dir(kb: &Store, dir: Option<Dir>) -> PathBuf {
     match dir {
         Some(d) => kb.layout().dir(d),
         None => kb.layout().sources_dir(),
@@ -104,7 +104,7 @@ pub(crate) fn kind_dir(kb: &Kb, dir: Option<Dir>) -> PathBuf {
 /// Every file of one kind with its signature, one `fstatat` each (relative
 /// to the open directory, so no path is resolved); large directories are
 /// stat-ed on two threads.
-pub(crate) fn scan_kind(kb: &Kb, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
+pub(crate) fn scan_kind(kb: &Ix, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
     let path = kind_dir(kb, dir);
     let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&path) {
         Ok(e) => e.filter_map(|e| e.ok()).collect(),
@@ -153,7 +153,7 @@ pub(crate) fn scan_kind(kb: &Kb, dir: Option<Dir>) -> Result<Vec<(String, Sig)>>
 
 /// Scan every kind.
 pub(crate) fn scan_all(
-    kb: &Kb,
+    kb: &Ix,
     stored: &HashMap<String, ScanMeta>,
     dirs_only: bool,
     racy_after: i64,
@@ -197,7 +197,7 @@ pub(crate) fn indexed_signatures(conn: &Connection) -> Result<Signatures> {
 
 /// Files that are new or changed since they were indexed; what is left in
 /// `known` afterwards has vanished from disk.
-pub(crate) fn changed_files(kb: &Kb, known: &mut Signatures) -> Result<Changed> {
+pub(crate) fn changed_files(kb: &Ix, known: &mut Signatures) -> Result<Changed> {
     let mut changed = Vec::new();
     for (kind, dir) in KINDS {
         for (id, sig) in scan_kind(kb, *dir)? {
@@ -210,26 +210,7 @@ pub(crate) fn changed_files(kb: &Kb, known: &mut Signatures) -> Result<Changed> 
     Ok(changed)
 }
 
-/// How far `state.db` is from the files, without changing it (for
-/// `kb.doctor`). `None` when there is no index yet (it is built on the
-/// first search).
-#[derive(Debug, Clone, Default)]
-pub struct Freshness {
-    /// Files new or changed since they were indexed.
-    pub changed: usize,
-    /// Indexed documents whose file is gone.
-    pub vanished: usize,
-    /// Why the index cannot be used at all (unreadable, other schema).
-    pub unusable: Option<String>,
-}
-
-impl Freshness {
-    pub fn in_step(&self) -> bool {
-        self.changed == 0 && self.vanished == 0 && self.unusable.is_none()
-    }
-}
-
-pub fn freshness(kb: &Kb) -> Result<Option<Freshness>> {
+pub(crate) fn freshness(kb: &Ix) -> Result<Option<Freshness>> {
     // Held until `conn` closes (declared first, dropped last): a rebuild
     // must not unlink the file under it.
     let _lease = Lease::own(kb);

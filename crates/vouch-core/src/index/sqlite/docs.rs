@@ -1,8 +1,8 @@
 //! What each object contributes to retrieval: the text a backend indexes
 //! (title, body) and the fields it filters on (kind, status, confidence).
 
-use crate::kb::Kb;
 use crate::model::{Claim, Entity, Page, Relation, Source};
+use crate::stored::Store;
 
 pub(crate) const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
 
@@ -57,7 +57,7 @@ pub(crate) fn entity_doc(e: &Entity) -> Doc {
     }
 }
 
-pub(crate) fn source_doc(kb: &Kb, s: &Source) -> Doc {
+pub(crate) fn source_doc(kb: &Store, s: &Source) -> Doc {
     let mut body = s.locator.clone();
     // Only content that hashes to its id is indexed (never a planted file).
     if let Ok(Some(bytes)) = kb.source_content(&s.id) {

@@ -66,7 +66,7 @@ pub(crate) struct Tokenizer {
 }
 
 impl Tokenizer {
-    fn new(kb: &Kb) -> Result<Tokenizer> {
+    fn new(kb: &Ix) -> Result<Tokenizer> {
         let conn = Connection::open_in_memory()?;
         conn.execute_batch(&format!(
             "CREATE VIRTUAL TABLE tok USING fts5(title, body, tokenize='{}');
@@ -136,7 +136,7 @@ fn version(conn: &Connection) -> Result<Version> {
 
 /// Postings read under `version` may rank for this process: a generation
 /// is known, and the schema (so the tokenizer) is this process's.
-fn usable(kb: &Kb, version: &Version) -> bool {
+fn usable(kb: &Ix, version: &Version) -> bool {
     version.1.is_some() && version.2.as_deref() == Some(schema_tag(kb).as_str())
 }
 
@@ -381,7 +381,7 @@ fn add(list: &mut Vec<Posting>, slot: u32, title: bool) -> bool {
 }
 
 impl Memory {
-    fn tokenizer<R>(&self, kb: &Kb, f: impl FnOnce(&Tokenizer) -> Result<R>) -> Result<R> {
+    fn tokenizer<R>(&self, kb: &Ix, f: impl FnOnce(&Tokenizer) -> Result<R>) -> Result<R> {
         let mut slot = self.tokenizer.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             *slot = Some(Tokenizer::new(kb)?);
@@ -391,7 +391,7 @@ impl Memory {
 
     /// The token each word makes, or `None` if some word makes none or
     /// several (a phrase the postings cannot answer alone).
-    fn tokens_of(&self, kb: &Kb, words: &[&String]) -> Result<Option<Vec<Box<str>>>> {
+    fn tokens_of(&self, kb: &Ix, words: &[&String]) -> Result<Option<Vec<Box<str>>>> {
         let mut known = self.words.lock().unwrap_or_else(|e| e.into_inner());
         let missing: Vec<&String> = words
             .iter()
@@ -421,7 +421,7 @@ impl Memory {
 /// when this process holds postings current for `idx`'s file. `None`: ask
 /// SQL.
 pub(crate) fn ranked_rows(
-    kb: &Kb,
+    kb: &Ix,
     idx: &Index,
     words: &[&String],
     all: bool,
@@ -462,7 +462,7 @@ pub(crate) fn first(rows: &mut [(f64, i64)], n: usize) -> &[(f64, i64)] {
 
 /// After this process committed a write to the FTS tables: patch its
 /// postings if they were current just before, or let them go.
-pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]) {
+pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]) {
     let memory = &kb.index_state.memory;
     let current = |p: &Option<Postings>| {
         p.as_ref()
@@ -516,7 +516,7 @@ pub(crate) fn after_commit(kb: &Kb, generations: (i64, i64), touched: &[Touched]
 /// server's background tick; never on a request's path), unless
 /// `retrieval.postings_in_memory: false`. Reads through a
 /// connection of its own, so searches go on meanwhile.
-pub fn refresh(kb: &Kb) -> Result<()> {
+pub(crate) fn refresh(kb: &Ix) -> Result<()> {
     if !kb.settings().retrieval.postings_in_memory {
         return Ok(());
     }
@@ -561,9 +561,8 @@ pub fn refresh(kb: &Kb) -> Result<()> {
 }
 
 /// Bytes the postings hold (approximately), for benchmarks.
-pub fn postings_bytes(kb: &Kb) -> usize {
-    let guard = kb
-        .index_state
+pub(crate) fn postings_bytes(state: &IndexState) -> usize {
+    let guard = state
         .memory
         .postings
         .read()
@@ -579,6 +578,7 @@ pub fn postings_bytes(kb: &Kb) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kb::Kb;
     use crate::model::*;
     use crate::store::Dir;
 
@@ -696,13 +696,13 @@ mod tests {
                 (words, round % 2 == 0)
             })
             .collect();
-        with_index(kb, |idx| {
+        with_index(&crate::testing::sqlite(kb), |idx| {
             let mut matched = 0;
             for (words, all) in &queries {
                 let words: Vec<&String> = words.iter().collect();
                 let all = *all;
                 let want = by_sql(idx, &words, all);
-                let mut got = ranked_rows(kb, idx, &words, all)?
+                let mut got = ranked_rows(&crate::testing::sqlite(kb), idx, &words, all)?
                     .unwrap_or_else(|| panic!("postings not used for {words:?}"));
                 let n = got.len();
                 let got = first(&mut got, n);
@@ -727,14 +727,21 @@ mod tests {
     /// No current postings: searches are ranked by SQL.
     fn assert_sql_answers(kb: &Kb) {
         let w = "queue".to_string();
-        let unused = with_index(kb, |idx| Ok(ranked_rows(kb, idx, &[&w], true)?.is_none()));
+        let unused = with_index(&crate::testing::sqlite(kb), |idx| {
+            Ok(ranked_rows(&crate::testing::sqlite(kb), idx, &[&w], true)?.is_none())
+        });
         assert!(unused.unwrap());
     }
 
     /// The postings mirror the file's current generation.
     fn assert_current(kb: &Kb, why: &str) {
-        let now = with_index(kb, |idx| version(&idx.conn)).unwrap();
-        let held = kb.index_state.memory.postings.read().unwrap();
+        let now = with_index(&crate::testing::sqlite(kb), |idx| version(&idx.conn)).unwrap();
+        let held = crate::testing::sqlite(kb)
+            .index_state
+            .memory
+            .postings
+            .read()
+            .unwrap();
         assert_eq!(held.as_ref().map(|p| p.version.clone()), Some(now), "{why}");
     }
 
@@ -750,10 +757,10 @@ mod tests {
             let (title, body) = (text(&mut rng, 3), text(&mut rng, 40));
             write_page(&kb, &format!("p-{i}"), &title, &body);
         }
-        crate::retrieval::refresh(&kb).unwrap();
+        kb.index().refresh(&kb).unwrap();
         // No postings yet: SQL answers.
         assert_sql_answers(&kb);
-        refresh(&kb).unwrap();
+        refresh(&crate::testing::sqlite(&kb)).unwrap();
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
         // Edits, additions and deletions seen by a sync patch the postings
@@ -772,7 +779,7 @@ mod tests {
             std::fs::remove_file(kb.layout().file(Dir::Claims, &format!("c-{i}")).unwrap())
                 .unwrap();
         }
-        crate::retrieval::refresh(&kb).unwrap();
+        kb.index().refresh(&kb).unwrap();
         assert_current(&kb, "the postings were patched, not dropped");
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
@@ -791,7 +798,7 @@ mod tests {
             )
             .unwrap();
         assert_sql_answers(&kb);
-        refresh(&kb).unwrap();
+        refresh(&crate::testing::sqlite(&kb)).unwrap();
         assert!(same_as_sql(&kb, &mut rng) > 60);
     }
 }
@@ -799,6 +806,7 @@ mod tests {
 #[cfg(test)]
 mod setting_tests {
     use super::*;
+    use crate::kb::Kb;
 
     #[test]
     fn postings_in_memory_false_keeps_servers_on_sql() {
@@ -816,13 +824,29 @@ mod setting_tests {
             std::sync::Arc::new(crate::clock::SystemClock::default()),
         )
         .unwrap();
-        crate::retrieval::refresh(&kb).unwrap();
-        refresh(&kb).unwrap();
-        assert!(kb.index_state.memory.postings.read().unwrap().is_none());
+        kb.index().refresh(&kb).unwrap();
+        refresh(&crate::testing::sqlite(&kb)).unwrap();
+        assert!(
+            crate::testing::sqlite(&kb)
+                .index_state
+                .memory
+                .postings
+                .read()
+                .unwrap()
+                .is_none()
+        );
         // And on by default.
         let (_dir, kb) = crate::testing::test_kb();
-        crate::retrieval::refresh(&kb).unwrap();
-        refresh(&kb).unwrap();
-        assert!(kb.index_state.memory.postings.read().unwrap().is_some());
+        kb.index().refresh(&kb).unwrap();
+        refresh(&crate::testing::sqlite(&kb)).unwrap();
+        assert!(
+            crate::testing::sqlite(&kb)
+                .index_state
+                .memory
+                .postings
+                .read()
+                .unwrap()
+                .is_some()
+        );
     }
 }

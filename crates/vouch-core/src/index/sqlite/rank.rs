@@ -1,8 +1,8 @@
 //! FTS5 ranking: BM25 over the `fts` table, narrowed by kind and status.
 
 use super::*;
+use crate::index::STOP_WORDS;
 use crate::model::DocKind;
-use crate::retrieval::Retriever;
 
 /// The best `want` matches of the FTS query `q` that pass the kind and
 /// status filters, ordered by score and then row id (stable per document,
@@ -15,7 +15,7 @@ use crate::retrieval::Retriever;
 /// postings in memory ([`postings`]) ranks them there — the same order and
 /// scores, without FTS5 scoring each row — and SQL does otherwise.
 pub(crate) fn ranked(
-    kb: &Kb,
+    kb: &Ix,
     idx: &Index,
     words: &[&String],
     all: bool,
@@ -60,7 +60,7 @@ pub(crate) fn ranked(
                             snippet: String::new(),
                             highlights: Vec::new(),
                             score: -r,
-                            backend: crate::retrieval::backend::Fts5.name().into(),
+                            backend: "fts5".into(),
                             status: d.get(2)?,
                             confidence: d.get(3)?,
                             cosine: None,
@@ -95,16 +95,7 @@ pub(crate) fn ranked(
 /// fill only when no rarer word is there to narrow it.
 pub(crate) const COMMON_DF: usize = 2000;
 
-/// Words too common to narrow an any-word (OR) query: scoring them means
-/// scoring most of the KB for almost no change in rank.
-pub(crate) const STOP_WORDS: &[&str] = &[
-    "a", "about", "after", "all", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does",
-    "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "of", "on",
-    "or", "so", "that", "the", "their", "then", "there", "this", "to", "was", "we", "what", "when",
-    "where", "which", "who", "why", "will", "with", "you",
-];
-
-pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
+pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
     let Query {
         terms,
         limit,
@@ -187,7 +178,7 @@ pub(crate) fn fts_search(kb: &Kb, query: &Query) -> Result<Vec<SearchHit>> {
                     .query_row(params![highlight, rowid], |r| r.get(0))
                     .optional()?
                     .unwrap_or_default();
-                (hit.snippet, hit.highlights) = crate::retrieval::unmark(&marked);
+                (hit.snippet, hit.highlights) = crate::index::unmark(&marked);
                 Ok(hit)
             })
             .collect()

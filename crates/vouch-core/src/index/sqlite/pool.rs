@@ -4,16 +4,6 @@
 
 use super::*;
 
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SyncStats {
-    pub updated: usize,
-    pub removed: usize,
-}
-
-/// How long an open index in a long-running process trusts its last sync
-/// before stat-ing the files again. One-shot commands always sync.
-pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
-
 pub(crate) struct OpenIndex {
     pub(crate) index: Index,
     pub(crate) synced_at: std::time::Instant,
@@ -53,7 +43,7 @@ pub(crate) struct Readers {
 /// Idle read connections kept per process (2 cores; HTTP's worker pool).
 pub(crate) const MAX_IDLE_READERS: usize = 4;
 
-pub(crate) fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
+pub(crate) fn readers<'a>(kb: &Ix<'a>) -> std::sync::MutexGuard<'a, Readers> {
     kb.index_state
         .readers
         .lock()
@@ -65,7 +55,7 @@ pub(crate) fn readers(kb: &Kb) -> std::sync::MutexGuard<'_, Readers> {
 /// lease starts until the new file is ready (see [`Lease`]); a reader still
 /// answering finds the generation moved, closes its connection and waits for
 /// the main one.
-pub(crate) fn retire_readers(kb: &Kb) {
+pub(crate) fn retire_readers(kb: &Ix) {
     let mut r = readers(kb);
     r.generation += 1;
     r.ready = false;
@@ -81,7 +71,7 @@ pub(crate) fn retire_readers(kb: &Kb) {
 /// back to the idle pool), so that [`retire_readers`] never lets a file be
 /// unlinked under it. Released on drop, panics included.
 pub(crate) struct Lease<'a> {
-    pub(crate) kb: &'a Kb,
+    pub(crate) kb: Ix<'a>,
     pub(crate) generation: u64,
     pub(crate) index: Option<Index>,
 }
@@ -89,14 +79,14 @@ pub(crate) struct Lease<'a> {
 impl<'a> Lease<'a> {
     /// A read lease on the current file, if the main connection has made it
     /// ready; with an idle connection if one is pooled.
-    pub(crate) fn reader(kb: &'a Kb) -> Option<Lease<'a>> {
+    pub(crate) fn reader(kb: &Ix<'a>) -> Option<Lease<'a>> {
         let mut r = readers(kb);
         if !r.ready {
             return None;
         }
         r.leased += 1;
         Some(Lease {
-            kb,
+            kb: *kb,
             generation: r.generation,
             index: r.idle.pop().map(Index::new),
         })
@@ -104,7 +94,7 @@ impl<'a> Lease<'a> {
 
     /// [`Lease::reader`], only while the main connection's last sync is
     /// recent enough that it would not sync again before answering.
-    pub(crate) fn fresh_reader(kb: &'a Kb) -> Option<Lease<'a>> {
+    pub(crate) fn fresh_reader(kb: &Ix<'a>) -> Option<Lease<'a>> {
         if synced_recently(kb) {
             Self::reader(kb)
         } else {
@@ -115,7 +105,7 @@ impl<'a> Lease<'a> {
     /// A lease for a connection of one's own (the doctor's freshness check),
     /// whether or not the main connection has the file open. Taken under
     /// `kb.index_state.index`, which every replacement of the file holds throughout.
-    pub(crate) fn own(kb: &'a Kb) -> Lease<'a> {
+    pub(crate) fn own(kb: &Ix<'a>) -> Lease<'a> {
         let _replacing = kb
             .index_state
             .index
@@ -124,7 +114,7 @@ impl<'a> Lease<'a> {
         let mut r = readers(kb);
         r.leased += 1;
         Lease {
-            kb,
+            kb: *kb,
             generation: r.generation,
             index: None,
         }
@@ -132,7 +122,7 @@ impl<'a> Lease<'a> {
 
     /// Whether the file this lease was taken on is still the current one.
     pub(crate) fn current(&self) -> bool {
-        readers(self.kb).generation == self.generation
+        readers(&self.kb).generation == self.generation
     }
 
     /// Close the connection rather than pool it (it failed).
@@ -143,7 +133,7 @@ impl<'a> Lease<'a> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        let mut r = readers(self.kb);
+        let mut r = readers(&self.kb);
         if let Some(index) = self.index.take() {
             if r.generation == self.generation && r.idle.len() < MAX_IDLE_READERS {
                 r.idle.push(index.conn);
@@ -151,7 +141,7 @@ impl Drop for Lease<'_> {
                 // Close it before the lease ends, outside the lock.
                 drop(r);
                 drop(index);
-                r = readers(self.kb);
+                r = readers(&self.kb);
             }
         }
         r.leased -= 1;
@@ -161,13 +151,13 @@ impl Drop for Lease<'_> {
 
 /// Whether the main connection's last sync is recent enough that a read
 /// would not sync again before answering.
-pub(crate) fn synced_recently(kb: &Kb) -> bool {
+pub(crate) fn synced_recently(kb: &Ix) -> bool {
     readers(kb)
         .synced_at
         .is_some_and(|t| t.elapsed() < kb.index_sync_interval())
 }
 
-pub(crate) fn mark_ready(kb: &Kb) {
+pub(crate) fn mark_ready(kb: &Ix) {
     let mut r = readers(kb);
     r.ready = true;
     r.synced_at = Some(std::time::Instant::now());
@@ -179,7 +169,7 @@ pub(crate) fn mark_ready(kb: &Kb) {
 /// after each write, under the knowledge base's lock) and the watcher hold.
 /// Otherwise the caller uses (and syncs) the main connection; one that
 /// finds it busy reads through a connection of its own rather than wait.
-pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
+pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
     if let Some(lease) = Lease::fresh_reader(kb)
         && let Some(answer) = with_reader(lease, &f)
     {
@@ -216,7 +206,7 @@ pub(crate) fn with_index<R>(kb: &Kb, f: impl Fn(&Index) -> Result<R>) -> Result<
 /// file another process put in its place is opened instead, and a one-shot
 /// command whose files a live watcher keeps in step skips the scan
 /// ([`super::watch`]).
-pub(crate) fn bring_in_step(kb: &Kb, slot: &mut Option<OpenIndex>) -> Result<()> {
+pub(crate) fn bring_in_step(kb: &Ix, slot: &mut Option<OpenIndex>) -> Result<()> {
     drop_if_replaced(kb, slot);
     let open = open_in(kb, slot)?;
     if kb.trusts_watcher() && super::watch::answered(kb, open) {
@@ -233,7 +223,7 @@ pub(crate) fn bring_in_step(kb: &Kb, slot: &mut Option<OpenIndex>) -> Result<()>
 /// made again by another process; vouch's own rebuilds keep the file); the
 /// next use opens the file that is there now. Readers of the old file are
 /// retired first.
-pub(crate) fn drop_if_replaced(kb: &Kb, slot: &mut Option<OpenIndex>) {
+pub(crate) fn drop_if_replaced(kb: &Ix, slot: &mut Option<OpenIndex>) {
     let Some(open) = slot.as_ref() else { return };
     // Only for a file that is there: while another program swaps files
     // the path may be empty for a moment, and a file made here then would
@@ -259,7 +249,7 @@ pub(crate) fn with_reader<R>(
         // all. The lease keeps it from being unlinked while we read it.
         let flags =
             rusqlite::OpenFlags::default().difference(rusqlite::OpenFlags::SQLITE_OPEN_CREATE);
-        let conn = open_db(lease.kb, &lease.kb.layout().index_db(), flags)
+        let conn = open_db(&lease.kb, &lease.kb.layout().index_db(), flags)
             .and_then(|conn| {
                 conn.busy_timeout(BUSY_TIMEOUT)?;
                 conn.pragma_update(None, "query_only", true)?;
@@ -278,7 +268,7 @@ pub(crate) fn with_reader<R>(
 
 /// The index open in `slot`, opening it if needed. A freshly opened index
 /// counts as never synced, so a search that gets it first syncs it.
-pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'a mut OpenIndex> {
+pub(crate) fn open_in<'a>(kb: &Ix, slot: &'a mut Option<OpenIndex>) -> Result<&'a mut OpenIndex> {
     if slot.is_none() {
         let index = Index::open_path(kb)?;
         *slot = Some(OpenIndex {
@@ -295,7 +285,7 @@ pub(crate) fn open_in<'a>(kb: &Kb, slot: &'a mut Option<OpenIndex>) -> Result<&'
 /// Bring this process's index in step with the files without blocking
 /// searches during the file scan: long-running servers call this on a timer
 /// so no request pays for the scan. Opens the index if needed.
-pub fn refresh(kb: &Kb) -> Result<SyncStats> {
+pub(crate) fn refresh(kb: &Ix) -> Result<SyncStats> {
     let stored = {
         let mut slot = kb
             .index_state
@@ -322,8 +312,8 @@ pub fn refresh(kb: &Kb) -> Result<SyncStats> {
 }
 
 /// Whether this process has the index open (and so keeps it in step itself).
-pub fn is_open(kb: &Kb) -> bool {
-    kb.index_state
+pub(crate) fn is_open(state: &IndexState) -> bool {
+    state
         .index
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -332,7 +322,7 @@ pub fn is_open(kb: &Kb) -> bool {
 
 /// After vouch wrote artifacts: update an index this process has open. An
 /// index not open here catches up by stat on its next open.
-pub fn after_write(kb: &Kb, written: &[Written]) {
+pub(crate) fn after_write(kb: &Ix, written: &[Written]) {
     let mut slot = kb
         .index_state
         .index
@@ -368,12 +358,6 @@ pub fn after_write(kb: &Kb, written: &[Written]) {
     }
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RebuildResult {
-    pub ok: bool,
-    pub indexed: usize,
-}
-
 /// Build the index again from the files, in place. The file itself stays:
 /// another process's connections (a server, a search running now) stay on
 /// the one file, where they see the new tables, rather than on a file
@@ -382,7 +366,7 @@ pub struct RebuildResult {
 /// content and model) with their file signatures zeroed, so the first
 /// check compares texts again and re-embeds only what changed. A file that
 /// cannot be opened at all is replaced ([`Index::open_path`]).
-pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
+pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
     let mut slot = kb
         .index_state
         .index
@@ -425,22 +409,10 @@ pub fn rebuild(kb: &Kb) -> Result<RebuildResult> {
     })
 }
 
-pub fn rebuild_audited(kb: &Kb, caller: &Caller) -> Result<RebuildResult> {
-    let r = rebuild(kb)?;
-    let _lock = kb.lock()?;
-    let mut ev = kb.event(
-        "index.rebuild",
-        &caller.actor,
-        Vec::new(),
-        serde_json::json!({"indexed": r.indexed}),
-    );
-    kb.append_audit(std::slice::from_mut(&mut ev))?;
-    Ok(r)
-}
-
 #[cfg(test)]
 mod readers_tests {
     use super::*;
+    use crate::kb::Kb;
     use crate::retrieval::{SearchParams, search};
     use serde_json::json;
 
@@ -457,7 +429,7 @@ mod readers_tests {
 
     /// Search while another request holds the main connection.
     fn search_beside(kb: &Kb, q: &str) -> Vec<String> {
-        let _busy = kb.index_state.index.lock().unwrap();
+        let _busy = crate::testing::sqlite(kb).index_state.index.lock().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
                 search(
@@ -496,12 +468,12 @@ mod readers_tests {
         assert_eq!(first.len(), 1);
         assert_eq!(search_beside(&kb, "failover").len(), 1);
         assert_eq!(
-            readers(&kb).idle.len(),
+            readers(&crate::testing::sqlite(&kb)).idle.len(),
             1,
             "the reader went back to the pool"
         );
 
-        rebuild(&kb).unwrap();
+        rebuild(&crate::testing::sqlite(&kb)).unwrap();
         claim(&kb, &src, "Failover drills need two people");
         assert_eq!(
             search_beside(&kb, "failover").len(),
@@ -527,7 +499,7 @@ mod readers_tests {
                 .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))?)
         };
         // The main connection opens and syncs the file: readers may follow.
-        let docs = with_index(&kb, count).unwrap();
+        let docs = with_index(&crate::testing::sqlite(&kb), count).unwrap();
         assert_eq!(search_beside(&kb, "failover").len(), 1);
 
         let (opened, reading) = std::sync::mpsc::channel();
@@ -535,11 +507,15 @@ mod readers_tests {
         let wait = std::sync::Mutex::new(wait);
         let first = AtomicBool::new(true);
         std::thread::scope(|s| {
-            let busy = kb.index_state.index.lock().unwrap();
+            let busy = crate::testing::sqlite(&kb)
+                .index_state
+                .index
+                .lock()
+                .unwrap();
             // A reader (the main connection is busy) holding a connection
             // it has not read through yet.
             let reader = s.spawn(|| {
-                with_index(&kb, |idx| {
+                with_index(&crate::testing::sqlite(&kb), |idx| {
                     if first.swap(false, Ordering::SeqCst) {
                         opened.send(()).unwrap();
                         let wait = wait.lock().unwrap();
@@ -550,7 +526,7 @@ mod readers_tests {
             });
             reading.recv_timeout(Duration::from_secs(10)).unwrap();
             drop(busy);
-            let rebuilt = s.spawn(|| rebuild(&kb));
+            let rebuilt = s.spawn(|| rebuild(&crate::testing::sqlite(&kb)));
             std::thread::sleep(Duration::from_millis(200));
             assert!(
                 !rebuilt.is_finished(),
@@ -560,7 +536,7 @@ mod readers_tests {
             assert_eq!(reader.join().unwrap().unwrap(), docs);
             rebuilt.join().unwrap().unwrap();
         });
-        assert_eq!(readers(&kb).leased, 0);
+        assert_eq!(readers(&crate::testing::sqlite(&kb)).leased, 0);
         claim(&kb, &src, "Failover drills need two people");
         assert_eq!(search_beside(&kb, "failover").len(), 2);
         assert_eq!(search_beside(&kb, "failover").len(), 2);
@@ -575,7 +551,7 @@ mod readers_tests {
         let (_dir, kb, src) = kb_with_source();
         claim(&kb, &src, "Failover drills run monthly");
         // The main connection opens and syncs the file: readers may follow.
-        with_index(&kb, |_| Ok(())).unwrap();
+        with_index(&crate::testing::sqlite(&kb), |_| Ok(())).unwrap();
         assert_eq!(search_beside(&kb, "failover").len(), 1);
         claim(&kb, &src, "Failover drills need two people");
         assert_eq!(
@@ -584,10 +560,10 @@ mod readers_tests {
             "the approval committed before the read is seen"
         );
         // Stale: the reader waits for the main connection to sync.
-        readers(&kb).synced_at = None;
-        assert!(Lease::fresh_reader(&kb).is_none());
-        mark_ready(&kb);
-        assert!(Lease::fresh_reader(&kb).is_some());
+        readers(&crate::testing::sqlite(&kb)).synced_at = None;
+        assert!(Lease::fresh_reader(&crate::testing::sqlite(&kb)).is_none());
+        mark_ready(&crate::testing::sqlite(&kb));
+        assert!(Lease::fresh_reader(&crate::testing::sqlite(&kb)).is_some());
     }
 
     /// An approval appended to the log after the `admitted` table was
@@ -598,7 +574,12 @@ mod readers_tests {
     fn unaudited_marks_hold_while_the_admitted_table_lags_the_log() {
         let (_dir, kb, src) = kb_with_source();
         claim(&kb, &src, "Failover drills run monthly");
-        let offset_before = |kb: &Kb| with_index(kb, |idx| idx.meta_value("audit:offset")).unwrap();
+        let offset_before = |kb: &Kb| {
+            with_index(&crate::testing::sqlite(kb), |idx| {
+                idx.meta_value("audit:offset")
+            })
+            .unwrap()
+        };
         let synced = offset_before(&kb);
         assert!(synced.is_some());
         let mut ev = kb.event(
@@ -608,8 +589,11 @@ mod readers_tests {
             json!({}),
         );
         kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
-        let marks = with_index(&kb, |idx| {
-            idx.unaudited(&kb, &["admitted-in-the-tail", "written-by-hand"])
+        let marks = with_index(&crate::testing::sqlite(&kb), |idx| {
+            idx.unaudited(
+                &crate::testing::sqlite(&kb),
+                &["admitted-in-the-tail", "written-by-hand"],
+            )
         })
         .unwrap();
         assert_eq!(

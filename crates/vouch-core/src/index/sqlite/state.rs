@@ -1,14 +1,14 @@
-//! What retrieval keeps for an opened knowledge base between calls: the
-//! open index and its readers, the postings and the vectors in memory, and
-//! which documents changed since the vectors last looked. [`crate::Kb`]
-//! holds one [`IndexState`] and never looks inside; only `retrieval` does.
+//! What the SQLite index keeps for an opened knowledge base between calls:
+//! the open index and its readers, the postings and the vectors in memory,
+//! and which documents changed since the vectors last looked. Private to
+//! this folder: everyone else asks the [`crate::index::DerivedIndex`].
 
 use super::embed::Vectors;
-use super::fts5::postings::Memory;
+use super::postings::Memory;
 use super::{OpenIndex, Readers};
+use crate::index::IndexOptions;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, RwLock};
-use std::time::Duration;
 
 /// Beyond this many documents changed at once, the vectors look at all.
 const MAX_TRACKED_CHANGES: usize = 5000;
@@ -27,23 +27,15 @@ pub(crate) struct IndexState {
     /// Held while the vectors are brought in step (one thread at a time).
     pub(crate) embedding: Mutex<()>,
     /// The index's postings in memory, when a long-running process reads
-    /// them (`retrieval::postings::refresh`).
+    /// them (`postings::refresh`).
     pub(crate) memory: Memory,
-    /// How long a long-running process trusts its last index sync before
-    /// stat-ing the files again (zero: every search re-checks).
-    pub(crate) sync_interval: Duration,
-    /// The last questions embedded, by (model, text), newest last: a
-    /// search that asks again for current knowledge only, or an answer
-    /// that weighs a term, does not run the model a second time.
-    pub(crate) query_vectors: Mutex<std::collections::VecDeque<(String, String, Vec<f32>)>>,
+    /// How this process keeps the index (set once, at start).
+    options: RwLock<IndexOptions>,
     /// A search found documents without vectors and asks the background
     /// step (a server's refresher) to embed them now.
     pub(crate) upkeep_asked: Mutex<bool>,
     pub(crate) upkeep_wake: Condvar,
 }
-
-/// Questions whose vectors are kept ([`IndexState::query_vectors`]).
-pub(crate) const QUERY_VECTORS_KEPT: usize = 16;
 
 impl Default for IndexState {
     fn default() -> Self {
@@ -55,8 +47,7 @@ impl Default for IndexState {
             vectors: RwLock::new(None),
             embedding: Mutex::new(()),
             memory: Memory::default(),
-            sync_interval: super::SYNC_INTERVAL,
-            query_vectors: Mutex::default(),
+            options: RwLock::default(),
             upkeep_asked: Mutex::new(false),
             upkeep_wake: Condvar::new(),
         }
@@ -64,6 +55,12 @@ impl Default for IndexState {
 }
 
 impl IndexState {
+    pub(crate) fn options(&self) -> IndexOptions {
+        *self.options.read().unwrap_or_else(|e| e.into_inner())
+    }
+    pub(crate) fn configure(&self, options: IndexOptions) {
+        *self.options.write().unwrap_or_else(|e| e.into_inner()) = options;
+    }
     /// The vectors in memory, for reading (`None` until a model's load).
     pub(crate) fn read_vectors(&self) -> std::sync::RwLockReadGuard<'_, Option<Vectors>> {
         self.vectors.read().unwrap_or_else(|e| e.into_inner())

@@ -11,29 +11,66 @@
 //! moved. Writes through vouch update the index and the fingerprint
 //! incrementally after the files land. Costs are in docs/format.md.
 
-use super::docs::*;
-use super::{Currency, Query, SearchHit, Snippets, Written};
+use super::{Currency, Freshness, Query, RebuildResult, SearchHit, Snippets, SyncStats, Written};
 use crate::error::{Error, Result};
-use crate::kb::{Caller, Kb};
 use crate::model::{Claim, Entity, Page, Relation};
 use crate::store::Dir;
-use crate::stored::Stored;
+use crate::stored::{Store, Stored};
 use rusqlite::{Connection, OptionalExtension, params};
-use schemars::JsonSchema;
-use serde::Serialize;
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+pub(crate) mod docs;
+pub mod embed;
+mod handle;
 mod pool;
-pub mod postings;
+pub(crate) mod postings;
 mod rank;
 mod scan;
-pub mod watch;
-pub use pool::*;
+mod state;
+pub(crate) mod watch;
+use docs::*;
+pub use handle::SqliteIndex;
+pub(crate) use pool::*;
 pub(crate) use rank::*;
 pub(crate) use scan::*;
+use state::IndexState;
+
+/// The SQLite index at work for one call: the files it indexes (it derefs
+/// to their [`Store`]) and its own state, which nothing outside this
+/// folder sees.
+#[derive(Clone, Copy)]
+pub(crate) struct Ix<'a> {
+    store: &'a Store,
+    pub(crate) index_state: &'a IndexState,
+}
+
+impl<'a> Ix<'a> {
+    pub(crate) fn new(store: &'a Store, index_state: &'a IndexState) -> Ix<'a> {
+        Ix { store, index_state }
+    }
+    /// How long a long-running process trusts its last sync.
+    pub(crate) fn index_sync_interval(&self) -> std::time::Duration {
+        self.index_state.options().sync_interval
+    }
+    /// Whether a live watcher's word may replace the file scan.
+    pub(crate) fn trusts_watcher(&self) -> bool {
+        self.index_state.options().trust_watcher
+    }
+    /// Who catches the vectors up with outside changes.
+    pub(crate) fn index_upkeep(&self) -> crate::index::IndexUpkeep {
+        self.index_state.options().upkeep
+    }
+}
+
+impl std::ops::Deref for Ix<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        self.store
+    }
+}
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
 pub const SCHEMA_VERSION: &str = "6";
@@ -69,7 +106,7 @@ const KINDS: &[(&str, Option<Dir>)] = &[
     ("source", None),
 ];
 
-fn file_of(kb: &Kb, kind: &str, id: &str) -> Result<PathBuf> {
+fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
     match kind {
         "claim" => kb.layout().file(Dir::Claims, id),
         "page" => kb.layout().file(Dir::Pages, id),
@@ -102,8 +139,8 @@ fn file_signature(path: &Path) -> Option<Sig> {
 }
 
 /// Read a document from its file; `None` if gone or unreadable (warned).
-fn load_doc(kb: &Kb, kind: &str, id: &str) -> Option<Doc> {
-    fn get<T: Stored>(kb: &Kb, id: &str) -> Option<T> {
+fn load_doc(kb: &Ix, kind: &str, id: &str) -> Option<Doc> {
+    fn get<T: Stored>(kb: &Ix, id: &str) -> Option<T> {
         match kb.load::<T>(id) {
             Ok(v) => v,
             Err(e) => {
@@ -131,7 +168,7 @@ fn load_doc(kb: &Kb, kind: &str, id: &str) -> Option<Doc> {
 /// Open `state.db` without following a link. A link there (a cloned
 /// repository's way to make vouch drop another program's tables) is removed
 /// — the file is derived — with a warning, and never opened through.
-fn open_db(kb: &Kb, path: &Path, flags: rusqlite::OpenFlags) -> rusqlite::Result<Connection> {
+fn open_db(kb: &Ix, path: &Path, flags: rusqlite::OpenFlags) -> rusqlite::Result<Connection> {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let p = PathBuf::from(format!("{}{suffix}", path.display()));
         if crate::store::nofollow::is_link(&p) {
@@ -147,7 +184,7 @@ fn open_db(kb: &Kb, path: &Path, flags: rusqlite::OpenFlags) -> rusqlite::Result
 }
 
 impl Index {
-    fn open_path(kb: &Kb) -> Result<Index> {
+    fn open_path(kb: &Ix) -> Result<Index> {
         let path = kb.layout().index_db();
         match Self::try_open(kb, &path) {
             Ok(idx) => Ok(idx),
@@ -168,7 +205,7 @@ impl Index {
         }
     }
 
-    fn try_open(kb: &Kb, path: &Path) -> Result<Index> {
+    fn try_open(kb: &Ix, path: &Path) -> Result<Index> {
         let conn = open_db(kb, path, rusqlite::OpenFlags::default())?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -179,7 +216,7 @@ impl Index {
         )?;
         // Vectors outlive a schema change of the FTS tables: they are
         // keyed by content and model, not by how the text is indexed.
-        conn.execute_batch(crate::retrieval::embed::vectors::SCHEMA)?;
+        conn.execute_batch(embed::vectors::SCHEMA)?;
         // ...but only an index this installation built is trusted: a
         // state.db that arrived with a clone (force-added past .gitignore)
         // or a copy could hold documents no file has, vectors for any text
@@ -238,7 +275,7 @@ impl Index {
     /// Empty the index: its tables made afresh for this version and these
     /// settings, every recorded scan and the audit offset forgotten (the
     /// vectors and the file's identity stay).
-    pub(crate) fn reset_schema(&self, kb: &Kb) -> Result<()> {
+    pub(crate) fn reset_schema(&self, kb: &Ix) -> Result<()> {
         let tokenizer = tokenizer(kb);
         self.conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
@@ -274,7 +311,7 @@ impl Index {
     /// [`Index::write`] for a change to the documents: counts a generation
     /// in the same transaction and, once committed, patches this process's
     /// postings ([`postings`]) with the rows it touched.
-    pub(crate) fn write_docs<R>(&self, kb: &Kb, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    pub(crate) fn write_docs<R>(&self, kb: &Ix, f: impl FnOnce() -> Result<R>) -> Result<R> {
         self.touched.borrow_mut().clear();
         let mut generations = (0, 0);
         let r = self.write(|| {
@@ -418,7 +455,7 @@ impl Index {
     /// only what was appended since the last call. A log that shrank or
     /// whose event at the last offset changed (cut or rewritten) is read
     /// again from the start.
-    fn sync_admitted(&self, kb: &Kb) -> Result<()> {
+    fn sync_admitted(&self, kb: &Ix) -> Result<()> {
         let log = kb.audit_log();
         let len = log.len()?;
         let offset: u64 = self
@@ -489,7 +526,7 @@ impl Index {
     /// point, when more than [`UNSYNCED_TAIL_LIMIT`] bytes wait, or when an
     /// import there did not name its objects: a claim approved a moment ago
     /// is never flagged.
-    pub(crate) fn unaudited(&self, kb: &Kb, ids: &[&str]) -> Result<HashSet<String>> {
+    pub(crate) fn unaudited(&self, kb: &Ix, ids: &[&str]) -> Result<HashSet<String>> {
         let log = kb.audit_log();
         let offset: u64 = self
             .meta_value("audit:offset")?
@@ -533,7 +570,7 @@ impl Index {
     /// kind whose fingerprint moved is compared row by row, and only changed
     /// files are re-read. With `retrieval.freshness: dirs` a kind whose
     /// directory mtime has not moved is not scanned at all.
-    pub(crate) fn sync(&mut self, kb: &Kb) -> Result<SyncStats> {
+    pub(crate) fn sync(&mut self, kb: &Ix) -> Result<SyncStats> {
         let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
         let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
         let stats = self.apply(kb, scan)?;
@@ -545,7 +582,7 @@ impl Index {
     /// says (a watcher that lost events cannot trust directory mtimes).
     /// Only the watcher (Linux) calls it.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    pub(crate) fn sync_every_file(&mut self, kb: &Kb) -> Result<SyncStats> {
+    pub(crate) fn sync_every_file(&mut self, kb: &Ix) -> Result<SyncStats> {
         let scan = Scan::take(kb, &self.scan_meta()?, false)?;
         let stats = self.apply(kb, scan)?;
         self.sync_admitted(kb)?;
@@ -569,7 +606,7 @@ impl Index {
     }
 
     /// Apply a scan: re-read what changed, drop what vanished.
-    fn apply(&mut self, kb: &Kb, scan: Scan) -> Result<SyncStats> {
+    fn apply(&mut self, kb: &Ix, scan: Scan) -> Result<SyncStats> {
         let mut stats = SyncStats::default();
         let stored = self.scan_meta()?;
         let Scan {
@@ -678,7 +715,7 @@ impl Index {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn apply_changed(
         &self,
-        kb: &Kb,
+        kb: &Ix,
         mut items: Vec<(&'static str, String)>,
     ) -> Result<SyncStats> {
         let mut stats = SyncStats::default();
@@ -754,7 +791,7 @@ impl Index {
 }
 
 /// Whether a document's file parses (without warning when it does not).
-fn parses(kb: &Kb, kind: &str, id: &str) -> bool {
+fn parses(kb: &Ix, kind: &str, id: &str) -> bool {
     match kind {
         "claim" => matches!(kb.load::<Claim>(id), Ok(Some(_))),
         "page" => matches!(kb.load::<Page>(id), Ok(Some(_))),
@@ -764,7 +801,7 @@ fn parses(kb: &Kb, kind: &str, id: &str) -> bool {
     }
 }
 
-fn tokenizer(kb: &Kb) -> &'static str {
+fn tokenizer(kb: &Ix) -> &'static str {
     if kb.settings().retrieval.fts5_porter {
         "porter unicode61 remove_diacritics 2"
     } else {
@@ -773,12 +810,12 @@ fn tokenizer(kb: &Kb) -> &'static str {
 }
 
 /// What `meta.schema` records: schema version and tokenizer.
-fn schema_tag(kb: &Kb) -> String {
+fn schema_tag(kb: &Ix) -> String {
     format!("{SCHEMA_VERSION};{}", tokenizer(kb))
 }
 
 /// Parse changed files on two threads (YAML parsing dominates a rebuild).
-fn load_docs(kb: &Kb, items: &[(&'static str, String, (i64, i64))]) -> Vec<Option<Doc>> {
+fn load_docs(kb: &Ix, items: &[(&'static str, String, (i64, i64))]) -> Vec<Option<Doc>> {
     if items.len() < 512 {
         return items.iter().map(|(k, id, _)| load_doc(kb, k, id)).collect();
     }

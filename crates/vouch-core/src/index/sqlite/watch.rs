@@ -28,8 +28,9 @@
 //! costs it one full scan before it answers again.
 
 use super::*;
+use crate::index::{Watcher, Watching};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// How long a one-shot command waits for the watcher's answer before it
@@ -39,35 +40,8 @@ pub const ANSWER_WITHIN: Duration = Duration::from_millis(500);
 /// The key in `state.db`'s meta table naming the watcher that keeps it.
 const STAMP_KEY: &str = "watch";
 
-/// A running watcher of one knowledge base.
-pub struct Watching {
-    /// Cleared when the watching thread stops (it stops only on an error).
-    running: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Result<()>>>,
-}
-
-impl Watching {
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::SeqCst)
-    }
-    /// Wait for the watcher to stop; it stops only on an error, returned.
-    pub fn join(mut self) -> Result<()> {
-        match self.thread.take().map(|t| t.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(Error::internal("watch: the watching thread panicked")),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Who watches a knowledge base, as its lock file says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Watcher {
-    pub pid: u32,
-}
-
 /// The live watcher of this knowledge base, if any, with its token.
-fn live_watcher(kb: &Kb) -> Option<(Watcher, String)> {
+fn live_watcher(kb: &Store) -> Option<(Watcher, String)> {
     let path = kb.layout().watch_lock();
     let mut file = open_nofollow(&path, false).ok()?;
     match file.try_lock_shared() {
@@ -88,7 +62,7 @@ fn live_watcher(kb: &Kb) -> Option<(Watcher, String)> {
 }
 
 /// The process watching this knowledge base, if one is alive.
-pub fn watcher(kb: &Kb) -> Option<Watcher> {
+pub(crate) fn watcher(kb: &Store) -> Option<Watcher> {
     live_watcher(kb).map(|(w, _)| w)
 }
 
@@ -119,7 +93,7 @@ fn open_nofollow(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
 /// For a one-shot command about to sync `open`: whether a live watcher
 /// has brought this very file in step with every change made so far, so
 /// that the scan may be skipped. Never an error: any doubt answers false.
-pub(crate) fn answered(kb: &Kb, open: &OpenIndex) -> bool {
+pub(crate) fn answered(kb: &Ix, open: &OpenIndex) -> bool {
     if !kb.settings().retrieval.watch {
         return false;
     }
@@ -175,14 +149,14 @@ pub(crate) fn answered(kb: &Kb, open: &OpenIndex) -> bool {
 /// process's index in step with every change. Refused when another process
 /// watches already (`Busy`), on a network file system, on a platform
 /// without inotify, or when the kernel will not add enough watches.
-pub fn start(kb: Arc<Kb>) -> Result<Watching> {
-    imp::start(kb)
+pub(crate) fn start(store: Arc<Store>, state: Arc<IndexState>) -> Result<Watching> {
+    imp::start(store, state)
 }
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
     use super::*;
-    pub(super) fn start(_: Arc<Kb>) -> Result<Watching> {
+    pub(super) fn start(_: Arc<Store>, _: Arc<IndexState>) -> Result<Watching> {
         Err(Error::internal(
             "watching files is built for Linux (inotify) only; one-shot commands scan the files",
         ))
@@ -215,7 +189,8 @@ mod imp {
     }
 
     struct Watcher {
-        kb: Arc<Kb>,
+        kb: Arc<Store>,
+        state: Arc<IndexState>,
         fd: OwnedFd,
         wds: HashMap<i32, Watched>,
         token: String,
@@ -263,7 +238,7 @@ mod imp {
         Error::internal(format!("watch: {what}: {e}"))
     }
 
-    pub(super) fn start(kb: Arc<Kb>) -> Result<Watching> {
+    pub(super) fn start(kb: Arc<Store>, state: Arc<IndexState>) -> Result<Watching> {
         let root = kb.layout().root().to_path_buf();
         if !kb.settings().retrieval.watch {
             return Err(Error::invalid(format!(
@@ -344,6 +319,7 @@ mod imp {
             .map_err(|e| fail("inotify_init", e))?;
         let mut w = Watcher {
             kb,
+            state,
             fd,
             wds: HashMap::new(),
             token,
@@ -356,13 +332,13 @@ mod imp {
             full: true,
             ..Batch::default()
         })?;
-        let running = Arc::new(AtomicBool::new(true));
+        let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let flag = running.clone();
         let thread = std::thread::Builder::new()
             .name("vouch-watch".into())
             .spawn(move || {
                 // Cleared however the thread ends, a panic included.
-                struct Stopped(Arc<AtomicBool>);
+                struct Stopped(Arc<std::sync::atomic::AtomicBool>);
                 impl Drop for Stopped {
                     fn drop(&mut self) {
                         self.0.store(false, Ordering::SeqCst);
@@ -627,15 +603,16 @@ mod imp {
             // one pointing at the user's files).
             let cookies_real = || crate::store::nofollow::is_dir(&cookie_dir);
             let mut cookies = batch.cookies;
-            let kb = self.kb.clone();
+            let (store, state) = (self.kb.clone(), self.state.clone());
+            let kb = &Ix::new(&store, &state);
             let mut slot = kb
                 .index_state
                 .index
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            drop_if_replaced(&kb, &mut slot);
+            drop_if_replaced(kb, &mut slot);
             let reopened = slot.is_none();
-            let open = open_in(&kb, &mut slot)?;
+            let open = open_in(kb, &mut slot)?;
             // Not carrying this watcher's token: reset in place by a rebuild
             // (which may have been cut short), or another file: in step
             // only after a full scan.
@@ -662,13 +639,13 @@ mod imp {
                 self.watch_all()?;
                 // Every file stat-ed, whatever `retrieval.freshness` says:
                 // in-place edits may be among the lost events.
-                open.index.sync_every_file(&kb)?;
+                open.index.sync_every_file(kb)?;
             }
             // The files the kernel named are re-read even after a full scan,
             // which trusts signatures (an in-place edit may keep its own).
             if !batch.changed.is_empty() {
                 open.index
-                    .apply_changed(&kb, batch.changed.into_iter().collect())?;
+                    .apply_changed(kb, batch.changed.into_iter().collect())?;
             }
             if full {
                 open.index.conn.execute(
@@ -677,9 +654,9 @@ mod imp {
                 )?;
             }
             // Another process's approvals admit objects too (`admitted`).
-            open.index.sync_admitted(&kb)?;
+            open.index.sync_admitted(kb)?;
             open.synced_at = std::time::Instant::now();
-            mark_ready(&kb);
+            mark_ready(kb);
             drop(slot);
             if cookies_real() {
                 for name in cookies {

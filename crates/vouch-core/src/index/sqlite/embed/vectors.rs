@@ -21,8 +21,8 @@
 use super::Embedder;
 use super::memory::{DocEntry, DocKey, Vectors, kind_static};
 use crate::error::Result;
-use crate::kb::Kb;
-use crate::retrieval::fts5::{Index, Sig};
+use crate::index::sqlite::{Index, IndexState, Ix, Sig};
+use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
 use rusqlite::{OptionalExtension, params};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -37,26 +37,9 @@ CREATE TABLE IF NOT EXISTS embeddings(
     PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
 
-/// How long a search may spend embedding what is new before it answers
-/// with what is embedded (the rest is named in a warning).
-pub const SEARCH_BUDGET: Duration = Duration::from_secs(2);
-
 /// Documents embedded per model call (the model sorts them by length into
 /// passes; a larger call pads less).
 const BATCH: usize = 128;
-
-#[derive(Debug, Default, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
-pub struct EmbedStats {
-    /// Documents with vectors now.
-    pub documents: usize,
-    /// Documents embedded by the model in this call.
-    pub embedded: usize,
-    /// Documents whose vectors were reused (same text).
-    pub reused: usize,
-    pub removed: usize,
-    /// Documents still without vectors.
-    pub pending: usize,
-}
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -72,7 +55,7 @@ fn from_blob(b: &[u8], dim: usize) -> Option<Vec<f32>> {
 
 /// Run `f` on the main index connection, synced with the files first when
 /// `sync` (once per check: later steps of the same check use what it saw).
-fn with_main<R>(kb: &Kb, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
+fn with_main<R>(kb: &Ix, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
     let mut slot = kb
         .index_state
         .index
@@ -83,9 +66,9 @@ fn with_main<R>(kb: &Kb, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Res
         Some(o) => sync && o.synced_at.elapsed() >= kb.index_sync_interval(),
     };
     if stale {
-        crate::retrieval::fts5::bring_in_step(kb, &mut slot)?;
+        crate::index::sqlite::bring_in_step(kb, &mut slot)?;
     }
-    f(&crate::retrieval::fts5::open_in(kb, &mut slot)?.index)
+    f(&crate::index::sqlite::open_in(kb, &mut slot)?.index)
 }
 
 /// A document that needs vectors, with what is known of it.
@@ -95,26 +78,13 @@ struct Stale {
     status: Option<String>,
 }
 
-/// When a check may stop embedding and leave the rest pending.
-#[derive(Debug, Clone, Copy)]
-pub enum Budget {
-    Until(Instant),
-    Unlimited,
-}
-
-impl Budget {
-    fn spent(self) -> bool {
-        matches!(self, Budget::Until(t) if Instant::now() >= t)
-    }
-}
-
 /// Bring the vectors in step with the index: load them on first use,
 /// drop what was deleted, reuse vectors of unchanged text, embed the rest
 /// until `budget` runs out. `progress(done, total)` hears of every batch.
 /// Returns `None` when another thread is already doing it and `wait` is
 /// false (a search then answers from the vectors as they are).
-pub fn ensure(
-    kb: &Kb,
+pub(crate) fn ensure(
+    kb: &Ix,
     embedder: &Arc<dyn Embedder>,
     budget: Budget,
     wait: bool,
@@ -130,14 +100,14 @@ pub fn ensure(
 /// step. Never waits for a thread that is embedding once the vectors are
 /// loaded: what that thread adds was not approved before this read began
 /// (a write's own embedding finishes before the write returns).
-pub(crate) fn for_read(kb: &Kb, embedder: &Arc<dyn Embedder>) -> Result<()> {
+pub(crate) fn for_read(kb: &Ix, embedder: &Arc<dyn Embedder>) -> Result<()> {
     in_step(kb, embedder, None, false, &mut |_, _| {}).map(|_| ())
 }
 
 /// `f` on the vectors as a search reads them (loaded on first use): for
 /// benchmarks that look at the scan itself. `None` with nothing embedded.
-pub fn read_with<R>(
-    kb: &Kb,
+pub(crate) fn read_with<R>(
+    kb: &Ix,
     embedder: &Arc<dyn Embedder>,
     f: impl FnOnce(&Vectors) -> R,
 ) -> Result<Option<R>> {
@@ -151,9 +121,9 @@ pub fn read_with<R>(
 /// process, pulled by git) asks the background step to embed them now and
 /// waits for it within `budget`: a search sees every approval finished
 /// before it started, by meaning as by words, and still writes nothing.
-pub(crate) fn before_read(kb: &Kb, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
+pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
     match kb.index_upkeep() {
-        crate::kb::IndexUpkeep::Background => {
+        IndexUpkeep::Background => {
             let until = Instant::now() + budget;
             loop {
                 for_read(kb, embedder)?;
@@ -169,7 +139,7 @@ pub(crate) fn before_read(kb: &Kb, embedder: &Arc<dyn Embedder>, budget: Duratio
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        crate::kb::IndexUpkeep::BeforeReads => ensure(
+        IndexUpkeep::BeforeReads => ensure(
             kb,
             embedder,
             Budget::Until(Instant::now() + budget),
@@ -181,7 +151,7 @@ pub(crate) fn before_read(kb: &Kb, embedder: &Arc<dyn Embedder>, budget: Duratio
 }
 
 /// Wake the background step (see [`wait_for_upkeep`]).
-fn ask_for_upkeep(kb: &Kb) {
+fn ask_for_upkeep(kb: &Ix) {
     let mut asked = kb
         .index_state
         .upkeep_asked
@@ -195,14 +165,9 @@ fn ask_for_upkeep(kb: &Kb) {
 
 /// For the background step between rounds: returns after `at_most`, or as
 /// soon as a search asks for documents to be embedded.
-pub fn wait_for_upkeep(kb: &Kb, at_most: Duration) {
-    let asked = kb
-        .index_state
-        .upkeep_asked
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let (mut asked, _) = kb
-        .index_state
+pub(crate) fn wait_for_upkeep(state: &IndexState, at_most: Duration) {
+    let asked = state.upkeep_asked.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut asked, _) = state
         .upkeep_wake
         .wait_timeout_while(asked, at_most, |asked| !*asked)
         .unwrap_or_else(|e| e.into_inner());
@@ -214,15 +179,12 @@ pub fn wait_for_upkeep(kb: &Kb, at_most: Duration) {
 /// embedding anything. Only in a process that holds vectors in memory (a
 /// server, a review session); a one-shot writer leaves it to the next
 /// catch-up rather than load the model for one claim.
-pub(crate) fn after_write(kb: &Kb) {
-    let Some(embedder) = kb.embedder().cloned() else {
-        return;
-    };
+pub(crate) fn after_write(kb: &Ix, embedder: &Arc<dyn Embedder>) {
     if kb.index_state.read_vectors().is_none() {
         return;
     }
     let budget = Budget::Until(Instant::now() + SEARCH_BUDGET);
-    if let Err(e) = ensure(kb, &embedder, budget, false, &mut |_, _| {}) {
+    if let Err(e) = ensure(kb, embedder, budget, false, &mut |_, _| {}) {
         kb.warn(format!(
             "embeddings: not brought up to date after the write: {e}"
         ));
@@ -231,7 +193,7 @@ pub(crate) fn after_write(kb: &Kb) {
 
 /// `budget: None` is a read: see [`for_read`].
 fn in_step(
-    kb: &Kb,
+    kb: &Ix,
     embedder: &Arc<dyn Embedder>,
     budget: Option<Budget>,
     wait: bool,
@@ -250,7 +212,7 @@ fn in_step(
 }
 
 fn ensure_inner(
-    kb: &Kb,
+    kb: &Ix,
     embedder: &Arc<dyn Embedder>,
     budget: Option<Budget>,
     wait: bool,
@@ -268,7 +230,7 @@ fn ensure_inner(
     // and no lock a writer or the watcher holds is taken. The same
     // freshness every read has: a write finished before this call bumped
     // the generation, which sends the search the slow way.
-    if !wait && crate::retrieval::fts5::synced_recently(kb) {
+    if !wait && crate::index::sqlite::synced_recently(kb) {
         let generation = kb.index_state.generation();
         let v = kb.index_state.read_vectors();
         if let Some(v) = v.as_ref()
@@ -666,6 +628,7 @@ fn load_all(idx: &Index, model: &str, dim: usize) -> Result<Vectors> {
 #[cfg(test)]
 mod kept_in_step {
     use super::*;
+    use crate::kb::Kb;
     use crate::methods::dispatch;
     use crate::{Caller, Transport};
     use serde_json::json;
@@ -737,20 +700,28 @@ mod kept_in_step {
     fn vectors_follow_writes_and_outside_edits_by_key() {
         let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
-        kb.set_index_sync_interval(Duration::ZERO);
+        kb.configure_index(|o| o.sync_interval = Duration::ZERO);
         let claim = |text: &str| approved_claim(&kb, text);
         let a = claim("alpha bravo charlie");
         assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
         // Looked once at everything; from now on only at what changed.
         assert_eq!(
-            *kb.index_state.doc_changes.lock().unwrap(),
+            *crate::testing::sqlite(&kb)
+                .index_state
+                .doc_changes
+                .lock()
+                .unwrap(),
             Some(Vec::new())
         );
         let b = claim("delta echo foxtrot");
         // The write's own catch-up took the one key the write hook named
         // (`None` would have sent it to every document).
         assert_eq!(
-            *kb.index_state.doc_changes.lock().unwrap(),
+            *crate::testing::sqlite(&kb)
+                .index_state
+                .doc_changes
+                .lock()
+                .unwrap(),
             Some(Vec::new())
         );
         assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
@@ -760,7 +731,11 @@ mod kept_in_step {
         // Removed by hand: gone from the vectors.
         std::fs::remove_file(&path).unwrap();
         assert!(!semantic(&kb, "golf hotel india").contains(&a));
-        let v = kb.index_state.vectors.read().unwrap();
+        let v = crate::testing::sqlite(&kb)
+            .index_state
+            .vectors
+            .read()
+            .unwrap();
         assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
     }
 
@@ -772,7 +747,7 @@ mod kept_in_step {
     fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
         let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
-        kb.set_index_sync_interval(Duration::ZERO);
+        kb.configure_index(|o| o.sync_interval = Duration::ZERO);
         let claim = approved_claim(&kb, "kilo lima mike");
         let kb = Arc::new(kb);
         // The "refresh" holds the embedding lock for a while, as a slow
@@ -780,7 +755,11 @@ mod kept_in_step {
         let (locked, is_locked) = std::sync::mpsc::channel();
         let holder = kb.clone();
         let releaser = std::thread::spawn(move || {
-            let held = holder.index_state.embedding.lock().unwrap();
+            let held = crate::testing::sqlite(&holder)
+                .index_state
+                .embedding
+                .lock()
+                .unwrap();
             locked.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(300));
             drop(held);
@@ -826,11 +805,18 @@ mod kept_in_step {
         let words = Arc::new(CountingWords::default());
         let embedder: Arc<dyn Embedder> = words.clone();
         kb.set_embedder(embedder.clone());
-        kb.set_index_upkeep(crate::kb::IndexUpkeep::Background);
-        kb.set_index_sync_interval(Duration::ZERO);
+        kb.configure_index(|o| o.upkeep = IndexUpkeep::Background);
+        kb.configure_index(|o| o.sync_interval = Duration::ZERO);
         let first = approved_claim(&kb, "alpha bravo charlie");
         let background = || {
-            ensure(&kb, &embedder, Budget::Unlimited, true, &mut |_, _| {}).unwrap();
+            ensure(
+                &crate::testing::sqlite(&kb),
+                &embedder,
+                Budget::Unlimited,
+                true,
+                &mut |_, _| {},
+            )
+            .unwrap();
         };
         background();
         assert_eq!(semantic(&kb, "alpha bravo charlie")[0], first);
@@ -865,7 +851,7 @@ mod kept_in_step {
     fn a_search_in_step_does_not_wait_for_the_main_connection() {
         let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
-        kb.set_index_sync_interval(Duration::from_secs(600));
+        kb.configure_index(|o| o.sync_interval = Duration::from_secs(600));
         let claim = approved_claim(&kb, "november oscar papa");
         assert_eq!(semantic(&kb, "november oscar papa")[0], claim);
         let kb = Arc::new(kb);
@@ -873,7 +859,11 @@ mod kept_in_step {
         let (locked, is_locked) = std::sync::mpsc::channel();
         let (holder, flag) = (kb.clone(), released.clone());
         let writer = std::thread::spawn(move || {
-            let held = holder.index_state.index.lock().unwrap();
+            let held = crate::testing::sqlite(&holder)
+                .index_state
+                .index
+                .lock()
+                .unwrap();
             locked.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(1500));
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -894,7 +884,7 @@ mod kept_in_step {
     fn the_fast_path_still_sees_an_approval_made_a_moment_ago() {
         let (_dir, mut kb) = crate::testing::test_kb();
         kb.set_embedder(Arc::new(Words));
-        kb.set_index_sync_interval(Duration::from_secs(600));
+        kb.configure_index(|o| o.sync_interval = Duration::from_secs(600));
         let first = approved_claim(&kb, "quebec romeo sierra");
         assert_eq!(semantic(&kb, "quebec romeo sierra")[0], first);
         // In step now: the next search takes the fast path unless the

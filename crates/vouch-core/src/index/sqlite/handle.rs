@@ -1,0 +1,183 @@
+//! [`SqliteIndex`]: the [`DerivedIndex`] kept in `state.db` — what `Kb`
+//! holds unless told otherwise. Each method opens an [`Ix`] on the state
+//! it keeps and calls the folder's functions.
+
+use super::embed::{self, Vectors};
+use super::{IndexState, Ix};
+use crate::error::Result;
+use crate::index::{
+    Budget, Currency, DerivedIndex, EmbedStats, Freshness, IndexOptions, Near, Query,
+    RebuildResult, SearchHit, SyncStats, Watcher, Watching,
+};
+use crate::model::{DocKind, Written};
+use crate::services::Embedder;
+use crate::stored::Store;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The SQLite index of one opened knowledge base.
+#[derive(Default)]
+pub struct SqliteIndex {
+    /// Shared with the watcher's thread, which keeps the same index.
+    state: Arc<IndexState>,
+}
+
+impl SqliteIndex {
+    fn at<'a>(&'a self, store: &'a Store) -> Ix<'a> {
+        Ix::new(store, &self.state)
+    }
+
+    /// Bytes the postings in memory hold (approximately), for benchmarks.
+    pub fn postings_bytes(&self) -> usize {
+        super::postings::postings_bytes(&self.state)
+    }
+
+    /// `f` on the vectors as a search reads them (loaded on first use): for
+    /// benchmarks that look at the scan itself. `None` with nothing embedded.
+    pub fn read_vectors_with<R>(
+        &self,
+        store: &Store,
+        embedder: &Arc<dyn Embedder>,
+        f: impl FnOnce(&Vectors) -> R,
+    ) -> Result<Option<R>> {
+        embed::read_with(&self.at(store), embedder, f)
+    }
+
+    /// This process's state, for tests that look inside.
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &IndexState {
+        &self.state
+    }
+}
+
+impl DerivedIndex for SqliteIndex {
+    fn configure(&self, options: IndexOptions) {
+        self.state.configure(options);
+    }
+    fn options(&self) -> IndexOptions {
+        self.state.options()
+    }
+
+    fn written(&self, store: &Store, written: &[Written]) {
+        super::after_write(&self.at(store), written);
+        self.state.changed(Some(
+            written
+                .iter()
+                .map(|w| {
+                    let (kind, id) = w.key();
+                    (kind.to_string(), id.to_string())
+                })
+                .collect(),
+        ));
+    }
+    fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>) {
+        embed::after_write(&self.at(store), embedder);
+    }
+    fn refresh(&self, store: &Store) -> Result<SyncStats> {
+        super::refresh(&self.at(store))
+    }
+    fn refresh_postings(&self, store: &Store) -> Result<()> {
+        super::postings::refresh(&self.at(store))
+    }
+    fn rebuild(&self, store: &Store) -> Result<RebuildResult> {
+        super::rebuild(&self.at(store))
+    }
+    fn embed(
+        &self,
+        store: &Store,
+        embedder: &Arc<dyn Embedder>,
+        budget: Budget,
+        wait: bool,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Option<EmbedStats>> {
+        embed::ensure(&self.at(store), embedder, budget, wait, progress)
+    }
+    fn wait_for_upkeep(&self, at_most: Duration) {
+        embed::wait_for_upkeep(&self.state, at_most);
+    }
+    fn start_watching(&self, store: Arc<Store>) -> Result<Watching> {
+        super::watch::start(store, self.state.clone())
+    }
+
+    fn is_open(&self) -> bool {
+        super::is_open(&self.state)
+    }
+    fn freshness(&self, store: &Store) -> Result<Option<Freshness>> {
+        super::freshness(&self.at(store))
+    }
+    fn watcher(&self, store: &Store) -> Option<Watcher> {
+        super::watch::watcher(store)
+    }
+    fn lexical(&self, store: &Store, q: &Query) -> Result<Vec<SearchHit>> {
+        super::fts_search(&self.at(store), q)
+    }
+    fn texts_and_confidence(
+        &self,
+        store: &Store,
+        keys: &[(DocKind, &str, bool)],
+    ) -> Result<Vec<(String, Option<f64>)>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        super::with_index(&self.at(store), |idx| {
+            keys.iter()
+                .map(|(kind, id, with_text)| {
+                    Ok(idx
+                        .text_and_confidence(kind.as_str(), id, *with_text)?
+                        .unwrap_or_default())
+                })
+                .collect()
+        })
+    }
+    fn unaudited(&self, store: &Store, ids: &[&str]) -> Result<HashSet<String>> {
+        let ix = self.at(store);
+        super::with_index(&ix, |idx| idx.unaudited(&ix, ids))
+    }
+    fn vectors_for_read(
+        &self,
+        store: &Store,
+        embedder: &Arc<dyn Embedder>,
+        budget: Duration,
+    ) -> Result<usize> {
+        embed::before_read(&self.at(store), embedder, budget)?;
+        Ok(self
+            .state
+            .read_vectors()
+            .as_ref()
+            .map_or(0, |v| v.pending()))
+    }
+    fn nearest(
+        &self,
+        query: &[f32],
+        kinds: &[DocKind],
+        currency: Currency,
+        want: usize,
+    ) -> Vec<Near> {
+        let guard = self.state.read_vectors();
+        let Some(vectors) = guard.as_ref() else {
+            return Vec::new();
+        };
+        vectors
+            .nearest(query, kinds, currency, want)
+            .into_iter()
+            .filter_map(|(k, s)| {
+                Some((
+                    DocKind::parse(k.kind)?,
+                    k.id.to_string(),
+                    k.status.map(str::to_string),
+                    s,
+                ))
+            })
+            .collect()
+    }
+    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Option<f32> {
+        self.state
+            .read_vectors()
+            .as_ref()?
+            .similarity(kind.as_str(), id, query)
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
