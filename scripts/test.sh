@@ -18,13 +18,13 @@
 #    file's sha256.
 # 4. Installs Debian's chromium and chromium-driver when missing (apt-get,
 #    as root or with sudo) and the pinned Selenium into target/ui-client-venv
-#    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/ui_browser.rs
+#    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/e2e/ui_browser.rs
 #    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
 # 5. Installs the official MCP TypeScript SDK, pinned in
 #    tests/mcp-ts-client/package.json and package-lock.json, with `npm ci`
 #    into tests/mcp-ts-client/node_modules (git-ignored; skipped when a
 #    stamp says it holds exactly this lockfile), for
-#    crates/vouch/tests/mcp_ts_sdk.rs (VOUCH_NODE). Node.js and npm come
+#    crates/vouch/tests/e2e/mcp_ts_sdk.rs (VOUCH_NODE). Node.js and npm come
 #    from Debian's packages when missing (apt-get, as root or with sudo).
 # 6. Checks that the build without the `embeddings` feature compiles.
 # 7. Checks that the workspace compiles for Windows (x86_64-pc-windows-gnu;
@@ -34,10 +34,10 @@
 #    (the crash tests arm fail points only that feature compiles in) with
 #    VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
-#    crates/vouch/tests/mcp_sdk.rs uses to drive `vouch serve`, and
+#    crates/vouch/tests/e2e/mcp_sdk.rs uses to drive `vouch serve`, and
 #    VOUCH_V1_BIN at vouch 1.x's `vouch`, which
-#    crates/vouch/tests/interop_real_1x.rs drives beside ours. Extra
-#    arguments go to cargo test, e.g. `scripts/test.sh -p vouch --test mcp_sdk`.
+#    crates/vouch/tests/e2e/interop_real_1x.rs drives beside ours. Extra
+#    arguments go to cargo test, e.g. `scripts/test.sh -p vouch --test e2e mcp_sdk::`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

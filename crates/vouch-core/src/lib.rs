@@ -14,6 +14,8 @@ pub mod ids;
 pub mod index;
 pub mod interop;
 pub mod kb;
+#[cfg(test)]
+mod layers;
 pub mod methods;
 pub mod model;
 pub mod params;

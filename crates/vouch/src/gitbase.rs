@@ -1,10 +1,10 @@
 //! `vouch audit verify --base REV`: asks the real `git` for REV's audit
 //! log and for the files under `.vouch/` that changed since, and hands
-//! them to the core's check (`vouch_core::audit::base`).
+//! them to the core's check (`vouch_core::health::base`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use vouch_core::audit::base::{BaseReport, Change, ChangedFile};
+use vouch_core::health::base::{BaseReport, Change, ChangedFile};
 use vouch_core::{Error, Kb};
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, Error> {
@@ -95,5 +95,5 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             path: inside,
         });
     }
-    vouch_core::audit::base::check(kb, rev, &base_log, &changed)
+    vouch_core::health::base::check(kb, rev, &base_log, &changed)
 }

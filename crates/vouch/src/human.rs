@@ -510,7 +510,7 @@ pub struct AuditVerified {
     pub chain: VerifyReport,
     pub checkpoints: Option<vouch_core::audit::CheckpointReport>,
     /// `--base REV`: what the branch changed, against REV.
-    pub base: Option<vouch_core::audit::base::BaseReport>,
+    pub base: Option<vouch_core::health::base::BaseReport>,
 }
 
 impl AuditVerified {

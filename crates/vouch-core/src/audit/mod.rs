@@ -7,7 +7,6 @@
 //! The chain verifies with that rule alone. After a git merge the log is
 //! a graph whose branches an `audit.merge` event joins ([`graph`]).
 
-pub mod base;
 pub mod graph;
 
 use crate::error::{Error, Result};

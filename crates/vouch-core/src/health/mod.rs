@@ -6,6 +6,7 @@
 //! Every finding has a stable id (`<kind>:<object id>[:<other id>]`), so a
 //! CI job can track or silence one finding across runs.
 
+pub mod base;
 mod checkpoint;
 mod doctor;
 mod lint;

@@ -1,0 +1,298 @@
+//! Shared helpers for the end-to-end tests: a temp project with a real
+//! `.vouch/` and a hermetic environment (`Project`: its own HOME and
+//! person's config folder, nothing from the shell running the tests), the
+//! real `vouch` binary, and the clients of every transport. Some helpers
+//! serve only tests that a platform leaves out, hence `dead_code` allowed.
+#![allow(dead_code)]
+
+pub mod http;
+pub mod server;
+pub mod stdio;
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub struct Project {
+    pub dir: tempfile::TempDir,
+    /// The person's own config folder (`XDG_CONFIG_HOME`), outside the
+    /// project as a real one is; empty until a test writes a config.
+    pub person: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_vouch")
+}
+
+/// The vouch binary with a hermetic environment: nothing from the shell
+/// running the tests (`VOUCH_*`, `USER`, `HOME`, `XDG_*`) reaches it; only
+/// `PATH` is kept, for the tools a test itself starts.
+pub fn command() -> Command {
+    let mut c = Command::new(bin());
+    c.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        c.env("PATH", path);
+    }
+    c
+}
+
+impl Project {
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Project {
+        let p = Project {
+            dir: tempfile::tempdir().expect("tempdir"),
+            person: tempfile::tempdir().expect("tempdir"),
+        };
+        let r = p.run("tester", &["init"]);
+        assert_eq!(r.code, 0, "init failed: {}", r.stderr);
+        p
+    }
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn vouch_dir(&self) -> PathBuf {
+        self.root().join(".vouch")
+    }
+    pub fn command(&self, agent: &str) -> Command {
+        let mut c = command();
+        c.current_dir(self.root())
+            .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.person.path())
+            .env("VOUCH_AGENT", agent);
+        c
+    }
+    /// Write the person's own `config.yaml` (`$XDG_CONFIG_HOME/vouch/`).
+    pub fn person_config(&self, yaml: &str) {
+        let dir = self.person.path().join("vouch");
+        std::fs::create_dir_all(&dir).expect("person config dir");
+        std::fs::write(dir.join("config.yaml"), yaml).expect("person config");
+    }
+    /// Name `names` as reviewers in the person's own config: they may
+    /// decide proposals over agent transports.
+    pub fn reviewers(&self, names: &[&str]) {
+        self.person_config(&format!("review:\n  reviewers: [{}]\n", names.join(", ")));
+    }
+    pub fn run(&self, agent: &str, args: &[&str]) -> Run {
+        Run::from(self.command(agent).args(args).output().expect("run vouch"))
+    }
+    /// Run with `stdin` written to its standard input, then closed.
+    pub fn run_with_stdin(&self, agent: &str, args: &[&str], stdin: &str) -> Run {
+        run_with_stdin(self.command(agent), args, stdin)
+    }
+    /// Run with --json and expect success.
+    pub fn ok(&self, agent: &str, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let r = self.run(agent, &a);
+        assert_eq!(r.code, 0, "vouch {args:?} failed: {}{}", r.stdout, r.stderr);
+        r.json()
+    }
+    pub fn call(&self, agent: &str, method: &str, params: Value) -> Run {
+        self.run(agent, &["call", method, &params.to_string()])
+    }
+    /// Start a work session as `agent` with this task; returns its id.
+    pub fn start_session(&self, agent: &str, task: &str) -> String {
+        self.ok(agent, &["session", "start", "--task", task])["session_id"]
+            .as_str()
+            .expect("session_id")
+            .to_string()
+    }
+    /// Register text as a source; returns its id.
+    pub fn source(&self, text: &str) -> String {
+        let v = self.ok(
+            "agent",
+            &["source", "add", "--text", text, "--locator", "test"],
+        );
+        v["id"].as_str().expect("id").to_string()
+    }
+    /// Propose a claim citing `source`; returns (proposal_id, claim_id).
+    pub fn propose(&self, text: &str, source: &str) -> (String, String) {
+        let v = self.ok("agent", &["propose-claim", text, "--evidence", source]);
+        assert_eq!(v["valid"], true, "{v}");
+        (
+            v["proposal_id"].as_str().unwrap().to_string(),
+            v["claim_id"].as_str().unwrap().to_string(),
+        )
+    }
+    /// The names of the audit events `actor` wrote, oldest first.
+    pub fn audit_events(&self, actor: &str) -> Vec<String> {
+        self.ok("x", &["audit", "--actor", actor])
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["event"].as_str().expect("event name").to_string())
+            .collect()
+    }
+    /// Propose and approve as "alice"; returns the claim id.
+    pub fn claim(&self, text: &str, source: &str) -> String {
+        let (p, c) = self.propose(text, source);
+        self.ok("alice", &["approve", &p]);
+        c
+    }
+    /// The kinds of the issues `vouch doctor` reports, in its order.
+    pub fn doctor_kinds(&self) -> Vec<String> {
+        issue_kinds(&self.run("x", &["--json", "doctor"]).json())
+    }
+    /// Every file under .vouch/ except the derived index and the locks,
+    /// with contents.
+    pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        walk(&self.vouch_dir(), &self.vouch_dir(), &mut out);
+        out.retain(|(p, _)| {
+            !p.starts_with("state.db")
+                && p != ".lock"
+                && p != "watch.lock"
+                && !p.starts_with(".watch/")
+        });
+        out.sort();
+        out
+    }
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            walk(base, &p, out);
+        } else {
+            let rel = p.strip_prefix(base).unwrap().display().to_string();
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+}
+
+/// One request to a fresh `vouch serve --transport jsonl` as `agent`.
+pub fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
+    let request = serde_json::json!({"id": "1", "method": method, "params": params});
+    stdio::jsonl_session(p, agent, &[request])
+        .into_iter()
+        .next()
+        .expect("a response line")
+}
+
+/// Copy a folder tree (fixtures into a test project).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Replace every `from` in the file with `to`; `from` must be there.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{from:?} not in {text}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+/// The kinds of the issues in a `lint` or `doctor` answer, in its order.
+pub fn issue_kinds(v: &Value) -> Vec<String> {
+    v["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Run `cmd` with `args`, `stdin` written to its standard input, then
+/// closed.
+pub fn run_with_stdin(mut cmd: Command, args: &[&str], stdin: &str) -> Run {
+    let mut child = cmd
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn vouch");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    Run::from(child.wait_with_output().expect("wait for vouch"))
+}
+
+/// What an external client (an SDK driver script) printed and how it ended.
+pub struct ClientRun {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `cmd` to the end with its output captured, killing it (and failing
+/// the test) after `deadline`: a stuck client fails instead of hanging CI.
+pub fn run_client(mut cmd: Command, deadline: std::time::Duration) -> ClientRun {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break Some(status);
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let run = ClientRun {
+        code: status.and_then(|s| s.code()),
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    };
+    assert!(
+        status.is_some(),
+        "the client did not finish within {deadline:?}\nstderr:\n{}",
+        run.stderr
+    );
+    run
+}

@@ -1,0 +1,615 @@
+//! Attacks on `vouch serve --transport http` and on KB discovery, through
+//! the real binary: half-sent requests, connection floods, MCP session
+//! floods and session theft, token files others can read, and a `.vouch/`
+//! planted above the working directory by another user.
+
+use crate::common::http::{
+    HttpResponse, head_end, http, mcp_message, mcp_post, parse_response, request_bytes,
+};
+use crate::common::server::{HttpServer, init_kb, vouch};
+
+use serde_json::{Value, json};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Read one response with a Content-Length body from a keep-alive
+/// connection, leaving the connection open.
+fn read_keep_alive_response(s: &mut TcpStream) -> HttpResponse {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = head_end(&raw) {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("a Content-Length on a keep-alive response");
+            if raw.len() >= end + len {
+                return parse_response(&raw);
+            }
+        }
+        let n = s.read(&mut buf).expect("read response");
+        assert!(n > 0, "connection closed mid-response");
+        raw.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// Read until the server closes `s` (EOF or reset); fail if it is still
+/// open at `deadline`. Returns whatever the server sent first.
+fn wait_closed(s: &mut TcpStream, deadline: Instant, what: &str) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "{what}: the server kept the connection open"
+        );
+        s.set_read_timeout(Some(left)).expect("read timeout");
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {
+                panic!("{what}: the server kept the connection open")
+            }
+            Err(_) => return got, // reset: closed too
+        }
+    }
+}
+
+// ----- header read timeout ---------------------------------------------------
+
+/// Slowloris: a client that opens a connection and never finishes its
+/// request head would hold a connection (and a file descriptor) forever.
+#[test]
+fn a_half_sent_request_is_dropped_after_the_header_timeout() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(kb.path(), &[("VOUCH_HTTP_HEADER_TIMEOUT_MS", "300")], &[]);
+    let start = Instant::now();
+    // Half a request head: the blank line that ends it never comes.
+    let mut half = server.connect();
+    half.write_all(b"GET /capabilities HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .expect("send half a request");
+    // And a connection that sends nothing at all.
+    let mut silent = server.connect();
+    let deadline = start + Duration::from_secs(5);
+    let got = wait_closed(&mut half, deadline, "half-sent request");
+    assert!(
+        !String::from_utf8_lossy(&got).contains(" 200 "),
+        "a half-sent request was answered: {}",
+        String::from_utf8_lossy(&got)
+    );
+    wait_closed(&mut silent, deadline, "silent connection");
+    // It is the timeout that closed them, not an eager reject.
+    assert!(
+        start.elapsed() >= Duration::from_millis(250),
+        "closed after {:?}, before the 300 ms header timeout",
+        start.elapsed()
+    );
+
+    // The server still answers, and a complete request is not cut off.
+    assert!(server.healthy(), "the server stopped answering");
+    let r = http(server.port, "GET", "/capabilities", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.json()["transports"].is_array(), "{}", r.text());
+    server.terminate();
+}
+
+// ----- connection cap --------------------------------------------------------
+
+/// A flood of connections must not exhaust the server's file descriptors:
+/// beyond the cap, new connections wait in the listen backlog until one
+/// closes; they are then served.
+#[test]
+fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(
+        kb.path(),
+        &[
+            ("VOUCH_HTTP_MAX_CONNECTIONS", "2"),
+            ("VOUCH_HTTP_HEADER_TIMEOUT_MS", "60000"),
+        ],
+        &[],
+    );
+    // Two keep-alive connections, each answered once (so the server has
+    // certainly accepted both), then left idle.
+    let mut idle: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = server.connect();
+            s.write_all(&request_bytes(
+                server.port,
+                "GET",
+                "/health",
+                &[],
+                b"",
+                false,
+            ))
+            .expect("send");
+            let r = read_keep_alive_response(&mut s);
+            assert_eq!(r.status, 200, "{}", r.text());
+            s
+        })
+        .collect();
+
+    // A third: the kernel completes the handshake, the server does not serve it.
+    let mut third = server.connect();
+    third
+        .write_all(&request_bytes(
+            server.port,
+            "GET",
+            "/health",
+            &[],
+            b"",
+            true,
+        ))
+        .expect("send");
+    third
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("read timeout");
+    let mut buf = [0u8; 1024];
+    match third.read(&mut buf) {
+        Err(e) if is_timeout(&e) => {}
+        Ok(n) => panic!(
+            "a connection beyond the cap was served at once: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+        Err(e) => panic!("a connection beyond the cap was dropped: {e}"),
+    }
+
+    // One idle connection closes: the waiting one is served.
+    drop(idle.remove(0));
+    third.set_read_timeout(Some(TIMEOUT)).expect("read timeout");
+    let mut raw = Vec::new();
+    third
+        .read_to_end(&mut raw)
+        .expect("the waiting connection is answered");
+    let r = parse_response(&raw);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["ok"], json!(true));
+
+    // The other idle connection is still served too.
+    let s = &mut idle[0];
+    s.write_all(&request_bytes(
+        server.port,
+        "GET",
+        "/health",
+        &[],
+        b"",
+        false,
+    ))
+    .expect("send");
+    assert_eq!(read_keep_alive_response(s).status, 200);
+    drop(idle);
+    server.terminate();
+}
+
+// ----- MCP sessions ----------------------------------------------------------
+
+/// `initialize` as the holder of `token`: the new session's id.
+fn mcp_initialize(port: u16, token: &str) -> String {
+    let r = mcp_post(
+        port,
+        token,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    assert_eq!(r.status, 200, "initialize: {}", r.text());
+    let init = mcp_message(&r, 1);
+    assert_eq!(
+        init["result"]["serverInfo"]["name"],
+        json!("vouch"),
+        "{init}"
+    );
+    r.header("mcp-session-id")
+        .expect("a stateful server names the session")
+        .to_string()
+}
+
+/// Finish the handshake on `session` (if `handshake`) and list the tools:
+/// the HTTP status of the first refused step, or 200 with the tool count.
+fn mcp_use(port: u16, token: &str, session: &str, handshake: bool) -> (u16, usize) {
+    if handshake {
+        let r = mcp_post(
+            port,
+            token,
+            Some(session),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        if r.status >= 300 {
+            return (r.status, 0);
+        }
+    }
+    let r = mcp_post(
+        port,
+        token,
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    if r.status != 200 {
+        return (r.status, 0);
+    }
+    let v = mcp_message(&r, 2);
+    let n = v["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools/list answered {v}"))
+        .len();
+    (200, n)
+}
+
+/// rmcp keeps every session an `initialize` creates; without a cap a client
+/// initializing in a loop grows the server without bound. And a session id
+/// is not a credential: another token holder who learns it gets nothing.
+#[test]
+fn mcp_sessions_are_capped_per_actor() {
+    let kb = init_kb();
+    let server = HttpServer::spawn(
+        kb.path(),
+        &[("VOUCH_MCP_MAX_SESSIONS", "2")],
+        &["--token", "anna=tok-anna", "--token", "bert=tok-bert"],
+    );
+    let port = server.port;
+    let a = "tok-anna";
+    let b = "tok-bert";
+
+    // Three sessions for anna under a cap of two: the oldest is closed.
+    let s1 = mcp_initialize(port, a);
+    let s2 = mcp_initialize(port, a);
+    let s3 = mcp_initialize(port, a);
+    assert!(s1 != s2 && s2 != s3 && s1 != s3, "session ids are distinct");
+    assert_eq!(
+        mcp_use(port, a, &s1, true).0,
+        404,
+        "the oldest session outlived the cap"
+    );
+    assert_eq!(mcp_use(port, a, &s1, false).0, 404);
+    let (status, tools) = mcp_use(port, a, &s3, true);
+    assert_eq!(status, 200, "the newest session was closed");
+    assert!(tools > 0);
+    assert_eq!(mcp_use(port, a, &s2, true).0, 200, "the second session");
+
+    // Least recently used, not oldest: touch s2, open s4, and s3 goes.
+    assert_eq!(mcp_use(port, a, &s2, false).0, 200);
+    let s4 = mcp_initialize(port, a);
+    assert_eq!(
+        mcp_use(port, a, &s3, false).0,
+        404,
+        "s3 was least recently used"
+    );
+    assert_eq!(
+        mcp_use(port, a, &s2, false).0,
+        200,
+        "s2 was used most recently"
+    );
+    assert_eq!(mcp_use(port, a, &s4, true).0, 200);
+
+    // Another actor's session id gets bert nothing: 404, as if unknown...
+    assert_eq!(
+        mcp_use(port, b, &s2, false).0,
+        404,
+        "bert used anna's session"
+    );
+    assert_eq!(
+        mcp_use(port, b, &s4, true).0,
+        404,
+        "bert sent a notification on anna's session"
+    );
+    // ...cannot close it...
+    let auth = format!("Bearer {b}");
+    let r = http(
+        port,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Authorization", auth.as_str()),
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Mcp-Session-Id", s2.as_str()),
+        ],
+        b"",
+    );
+    assert!(r.status != 500, "DELETE: {} {}", r.status, r.text());
+    assert_eq!(
+        mcp_use(port, a, &s2, false).0,
+        200,
+        "bert closed anna's session"
+    );
+    // ...and bert's own sessions count against bert's cap, not anna's.
+    let t1 = mcp_initialize(port, b);
+    let t2 = mcp_initialize(port, b);
+    let t3 = mcp_initialize(port, b);
+    assert_eq!(mcp_use(port, b, &t1, true).0, 404);
+    assert_eq!(mcp_use(port, b, &t2, true).0, 200);
+    assert_eq!(mcp_use(port, b, &t3, true).0, 200);
+    assert_eq!(
+        mcp_use(port, a, &t3, false).0,
+        404,
+        "anna used bert's session"
+    );
+    assert_eq!(
+        mcp_use(port, a, &s2, false).0,
+        200,
+        "bert evicted anna's session"
+    );
+    assert_eq!(
+        mcp_use(port, a, &s4, false).0,
+        200,
+        "bert evicted anna's session"
+    );
+    server.terminate();
+}
+
+// ----- token files -----------------------------------------------------------
+
+/// Run `cmd` to completion (killing it after `limit`): exit code and stderr.
+fn run_briefly(mut cmd: Command, limit: Duration) -> (Option<i32>, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn vouch");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let code = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s.code();
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (code, reader.join().expect("stderr reader"))
+}
+
+fn write_mode(path: &Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("write token file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// A token file others can read leaks every token in it: refused, with a
+/// message that says how to fix it and never repeats a token.
+#[test]
+fn token_file_is_read_and_must_be_private() {
+    let kb = init_kb();
+    let secret = "tok-5e4f7a2b-very-secret";
+    let other = "tok-0c9d1e88-also-secret";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tokens.txt");
+    let text = format!("# who may call this server\n\ncarol = {secret}\n  dave={other}\n");
+    let serve = |file: &Path| {
+        let mut c = vouch(kb.path());
+        c.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+            .arg("--token-file")
+            .arg(file);
+        c
+    };
+    let no_secret = |stderr: &str| {
+        for s in [secret, other, "5e4f7a2b", "0c9d1e88"] {
+            assert!(!stderr.contains(s), "a token leaked: {stderr}");
+        }
+    };
+
+    // Readable (or writable) by group or others: refused before serving.
+    for mode in [0o644, 0o640, 0o604, 0o620, 0o602] {
+        write_mode(&file, &text, mode);
+        let (code, stderr) = run_briefly(serve(&file), TIMEOUT);
+        assert_eq!(code, Some(2), "mode {mode:o} must be refused: {stderr}");
+        assert!(stderr.contains("chmod 600"), "mode {mode:o}: {stderr}");
+        assert!(
+            !stderr.contains("listening on"),
+            "mode {mode:o} served: {stderr}"
+        );
+        no_secret(&stderr);
+    }
+
+    // Empty, or only comments: refused (a server with no tokens would
+    // otherwise fall back to anonymous access).
+    for empty in ["", "\n\n", "# no tokens yet\n   \n"] {
+        write_mode(&file, empty, 0o600);
+        let (code, stderr) = run_briefly(serve(&file), TIMEOUT);
+        assert_eq!(code, Some(2), "{empty:?} must be refused: {stderr}");
+        assert!(stderr.contains("no tokens"), "{stderr}");
+        assert!(!stderr.contains("listening on"), "{stderr}");
+    }
+
+    // A bad line is named by its line number, never by its token.
+    write_mode(&file, &format!("carol={secret}\ndave={secret}\n"), 0o600);
+    let (code, stderr) = run_briefly(serve(&file), TIMEOUT);
+    assert_eq!(code, Some(2), "a token given twice: {stderr}");
+    assert!(stderr.contains("line 2"), "{stderr}");
+    no_secret(&stderr);
+
+    // Private: it serves, and each token authenticates as its subject.
+    write_mode(&file, &text, 0o600);
+    let server = HttpServer::spawn(
+        kb.path(),
+        &[],
+        &["--token-file", file.to_str().expect("utf-8 path")],
+    );
+    let rpc = |token: Option<&str>, body: Value| {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a.as_str()));
+        }
+        http(
+            server.port,
+            "POST",
+            "/rpc",
+            &headers,
+            body.to_string().as_bytes(),
+        )
+    };
+    let r = rpc(
+        Some(secret),
+        json!({"id": 1, "method": "kb.register_source",
+               "params": {"content": "from carol\n", "locator": "c"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
+    let r = rpc(
+        Some(other),
+        json!({"id": 2, "method": "kb.register_source",
+               "params": {"content": "from dave\n", "locator": "d"}}),
+    );
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
+    let r = rpc(Some(secret), json!({"id": 3, "method": "kb.audit"}));
+    let actors: Vec<String> = r.json()["result"]
+        .as_array()
+        .expect("audit events")
+        .iter()
+        .map(|e| e["actor"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(actors, ["carol", "dave"], "{}", r.text());
+    // The comment line is not a token, nor is anything else.
+    for wrong in [
+        None,
+        Some("# who may call this server"),
+        Some("carol"),
+        Some("tok-5e4f7a2b"),
+        Some("tok-5e4f7a2b-very-secreT"),
+    ] {
+        let r = rpc(wrong, json!({"id": 4, "method": "kb.status"}));
+        assert_eq!(r.status, 401, "token {wrong:?}: {}", r.text());
+    }
+    let stderr = server.terminate();
+    assert!(
+        stderr.contains("bearer tokens required for 2 subject(s)"),
+        "{stderr}"
+    );
+    no_secret(&stderr);
+}
+
+// ----- someone else's .vouch/ ------------------------------------------------
+
+/// The effective uid, from /proc (no libc in the tests).
+fn euid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// `chown -R uid:gid path`, not following links.
+fn chown_r(path: &Path, id: u32) {
+    std::os::unix::fs::lchown(path, Some(id), Some(id)).expect("chown");
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).expect("read_dir") {
+            chown_r(&e.expect("entry").path(), id);
+        }
+    }
+}
+
+/// Anyone who can create a directory above the working directory (a shared
+/// /tmp, a colleague's checkout) could plant a `.vouch/` there and choose
+/// what an agent reads and where its writes go. Like git's safe.directory,
+/// a walked-up `.vouch/` must be one's own unless trusted explicitly.
+#[test]
+fn a_walked_up_kb_owned_by_someone_else_is_refused() {
+    if euid() != Some(0) {
+        eprintln!(
+            "skipped: needs root to give a .vouch/ to another user (euid {:?})",
+            euid()
+        );
+        return;
+    }
+    let p = crate::common::Project::new();
+    let sub = p.root().join("docs").join("deep");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let nobody = 65534;
+    chown_r(&p.vouch_dir(), nobody);
+    let project = p.root().display().to_string();
+    let vouch_dir = p.vouch_dir().display().to_string();
+
+    let run = |safe: Option<&str>, args: &[&str]| {
+        let mut c = p.command("tester");
+        c.current_dir(&sub).env_remove("VOUCH_SAFE_DIRECTORIES");
+        if let Some(s) = safe {
+            c.env("VOUCH_SAFE_DIRECTORIES", s);
+        }
+        let out = c.args(args).output().expect("run vouch");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // Found by walking up, owned by uid 65534: refused, reads and writes.
+    let before = p.snapshot();
+    for safe in [None, Some(""), Some("/nonexistent:/tmp"), Some("docs")] {
+        let (code, _, stderr) = run(safe, &["status"]);
+        assert_eq!(code, Some(7), "safe {safe:?}: {stderr}");
+        assert!(stderr.contains("VOUCH_SAFE_DIRECTORIES"), "{stderr}");
+        assert!(stderr.contains("uid 65534"), "{stderr}");
+        let (code, _, stderr) = run(
+            safe,
+            &["source", "add", "--text", "planted?", "--locator", "x"],
+        );
+        assert_eq!(code, Some(7), "a write went to someone else's KB: {stderr}");
+    }
+    assert!(p.snapshot() == before, "the refused KB was changed");
+
+    // Trusted by listing the project, the .vouch/ itself, or `*`.
+    for safe in [
+        project.clone(),
+        vouch_dir.clone(),
+        format!("/nonexistent:{project}"),
+        "*".to_string(),
+    ] {
+        let (code, stdout, stderr) = run(Some(&safe), &["status"]);
+        assert_eq!(code, Some(0), "VOUCH_SAFE_DIRECTORIES={safe}: {stderr}");
+        assert!(!stdout.is_empty());
+    }
+
+    // Or by naming it: --kb, VOUCH_KB_PATH.
+    let (code, _, stderr) = run(None, &["--kb", &project, "status"]);
+    assert_eq!(code, Some(0), "--kb: {stderr}");
+    let out = p
+        .command("tester")
+        .current_dir(&sub)
+        .env_remove("VOUCH_SAFE_DIRECTORIES")
+        .env("VOUCH_KB_PATH", &project)
+        .arg("status")
+        .output()
+        .expect("run vouch");
+    assert!(
+        out.status.success(),
+        "VOUCH_KB_PATH: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // One's own .vouch/ needs nothing.
+    chown_r(&p.vouch_dir(), 0);
+    let (code, _, stderr) = run(None, &["status"]);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // A `.vouch` link someone else made, pointing at a KB that is yours:
+    // the link's owner chose it, so it counts as theirs.
+    let mine = tempfile::tempdir().expect("tempdir");
+    std::fs::rename(p.vouch_dir(), mine.path().join(".vouch")).expect("move the KB");
+    std::os::unix::fs::symlink(mine.path().join(".vouch"), p.vouch_dir()).expect("link");
+    std::os::unix::fs::lchown(p.vouch_dir(), Some(nobody), Some(nobody)).expect("lchown");
+    let (code, _, stderr) = run(None, &["status"]);
+    assert_eq!(code, Some(7), "a planted link to my KB was used: {stderr}");
+    assert!(stderr.contains("uid 65534"), "{stderr}");
+}

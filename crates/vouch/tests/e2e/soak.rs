@@ -1,0 +1,475 @@
+//! A team server under load (issue 14): `vouch serve --transport http`
+//! with four bearer tokens, 16 concurrent clients on loopback (agents
+//! registering sources, proposing, searching, asking for context and
+//! answers; reviewers approving what the agents proposed), while another
+//! process edits files by hand and runs `index rebuild`. Bounded: it stops
+//! by itself after `VOUCH_SOAK_SECS` (default 8) with `VOUCH_SOAK_CLIENTS`
+//! clients (default 16).
+//!
+//! Afterwards: no 5xx and no `internal_error`, every accepted write on
+//! disk with its audit event, the chain valid, no id handed out twice. It
+//! prints (and writes to target/soak.md) throughput, p50 / p99 per method
+//! and the server's RSS at start, peak and end.
+
+use crate::common::http::http;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const TOKENS: &[(&str, &str)] = &[
+    ("agent-a", "token-agent-a"),
+    ("agent-b", "token-agent-b"),
+    ("reviewer-1", "token-reviewer-1"),
+    ("reviewer-2", "token-reviewer-2"),
+];
+
+/// The binary under load: this build's, or `VOUCH_SOAK_BIN` (a release
+/// build, or an older one to compare in the same run). Hermetic as
+/// [`crate::common::command`].
+fn soak_command() -> std::process::Command {
+    match std::env::var_os("VOUCH_SOAK_BIN") {
+        Some(bin) => {
+            let mut c = std::process::Command::new(bin);
+            c.env_clear();
+            if let Some(path) = std::env::var_os("PATH") {
+                c.env("PATH", path);
+            }
+            c
+        }
+        None => crate::common::command(),
+    }
+}
+
+fn env_num(k: &str, default: u64) -> u64 {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Per method: latencies, ok, refused (a clear error), broken (5xx or
+    /// internal_error).
+    calls: BTreeMap<String, (Vec<Duration>, usize, usize, Vec<String>)>,
+    proposals: Vec<(String, String)>,
+    approved: Vec<String>,
+    sources: Vec<String>,
+}
+
+/// A small deterministic generator per client.
+use vouch_core::clock::SeededRng as Rng;
+
+const WORDS: &[&str] = &[
+    "deploy",
+    "cache",
+    "billing",
+    "retry",
+    "queue",
+    "schema",
+    "migration",
+    "tracing",
+    "owner",
+    "timeout",
+    "index",
+    "backup",
+    "token",
+    "rotation",
+    "staging",
+    "alert",
+];
+
+fn call(port: u16, token: &str, tally: &Mutex<Tally>, method: &str, params: Value) -> Value {
+    let body = json!({"id": 1, "method": method, "params": params}).to_string();
+    let auth = format!("Bearer {token}");
+    let start = Instant::now();
+    let r = http(
+        port,
+        "POST",
+        "/rpc",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth),
+        ],
+        body.as_bytes(),
+    );
+    let took = start.elapsed();
+    let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+    let mut t = tally.lock().unwrap();
+    let e = t.calls.entry(method.to_string()).or_default();
+    e.0.push(took);
+    if r.status >= 500 || v["error"]["code"] == "internal_error" {
+        e.3.push(format!("{} {}", r.status, r.text()));
+    } else if v["ok"] == true {
+        e.1 += 1;
+    } else {
+        e.2 += 1;
+    }
+    v
+}
+
+fn agent(port: u16, name: &str, token: &str, seed: u64, stop: &AtomicBool, tally: &Mutex<Tally>) {
+    let mut rng = Rng::new(seed);
+    let mut sources: Vec<String> = Vec::new();
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let w = |rng: &mut Rng| *rng.pick(WORDS);
+        let (a, b) = (w(&mut rng), w(&mut rng));
+        match rng.below(10) {
+            0 | 1 => {
+                let text = format!("Notes by {name} #{n}: the {a} service owns the {b} queue.");
+                let v = call(
+                    port,
+                    token,
+                    tally,
+                    "kb.register_source",
+                    json!({"content": text, "locator": format!("{name}-{n}.md")}),
+                );
+                if let Some(id) = v["result"]["id"].as_str() {
+                    sources.push(id.to_string());
+                    tally.lock().unwrap().sources.push(id.to_string());
+                }
+            }
+            2..=4 if !sources.is_empty() => {
+                let s = rng.pick(&sources);
+                let v = call(
+                    port,
+                    token,
+                    tally,
+                    "kb.propose_claim",
+                    json!({
+                    "text": format!("The {a} service owns the {b} queue ({name} {n})"),
+                    "evidence": [s]}),
+                );
+                if let (Some(p), Some(c)) = (
+                    v["result"]["proposal_id"].as_str(),
+                    v["result"]["claim_id"].as_str(),
+                ) {
+                    tally
+                        .lock()
+                        .unwrap()
+                        .proposals
+                        .push((p.to_string(), c.to_string()));
+                }
+            }
+            5 | 6 => {
+                call(
+                    port,
+                    token,
+                    tally,
+                    "kb.search",
+                    json!({"query": format!("{a} {b}"), "limit": 10}),
+                );
+            }
+            7 | 8 => {
+                call(
+                    port,
+                    token,
+                    tally,
+                    "kb.context",
+                    json!({"task": format!("who owns the {a} queue"), "max_chars": 1500}),
+                );
+            }
+            _ => {
+                call(
+                    port,
+                    token,
+                    tally,
+                    "kb.synthesize",
+                    json!({"query": format!("which service owns the {b} queue?")}),
+                );
+            }
+        }
+    }
+}
+
+fn reviewer(
+    port: u16,
+    name: &str,
+    token: &str,
+    seed: u64,
+    stop: &AtomicBool,
+    tally: &Mutex<Tally>,
+) {
+    let mut rng = Rng::new(seed);
+    while !stop.load(Ordering::Relaxed) {
+        if rng.below(3) == 0 {
+            call(
+                port,
+                token,
+                tally,
+                "kb.search",
+                json!({"query": WORDS[rng.below(16)]}),
+            );
+            continue;
+        }
+        let pending = call(port, token, tally, "kb.list_pending", json!({"limit": 20}));
+        let ids: Vec<String> = pending["result"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["proposed_by"] != name)
+            .filter_map(|p| p["id"].as_str().map(str::to_string))
+            .collect();
+        if ids.is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let id = rng.pick(&ids);
+        let v = call(port, token, tally, "kb.approve", json!({"proposal_id": id}));
+        if let Some(o) = v["result"]["object_id"].as_str() {
+            tally.lock().unwrap().approved.push(o.to_string());
+        }
+    }
+}
+
+/// Edits by hand while the server runs: a comment appended to an approved
+/// claim's file, and now and then a full `index rebuild` by another process.
+fn editor(kb: &Path, stop: &AtomicBool) -> usize {
+    let mut rebuilds = 0;
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let claims: Vec<PathBuf> = std::fs::read_dir(kb.join("claims"))
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        if let Some(f) = claims.get(i as usize % claims.len().max(1))
+            && let Ok(mut text) = std::fs::read_to_string(f)
+        {
+            text.push_str(&format!("# looked at by hand ({i})\n"));
+            let tmp = f.with_extension("edit");
+            std::fs::write(&tmp, text).unwrap();
+            std::fs::rename(&tmp, f).unwrap();
+        }
+        if i.is_multiple_of(6) {
+            let out = soak_command()
+                .args([
+                    "--kb",
+                    kb.to_str().unwrap(),
+                    "--agent",
+                    "editor",
+                    "index",
+                    "rebuild",
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "index rebuild: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            rebuilds += 1;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    rebuilds
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v.get(((v.len().max(1) - 1) as f64 * p).round() as usize)
+        .copied()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_team_server_under_load_keeps_every_accepted_write() {
+    let secs = env_num("VOUCH_SOAK_SECS", 8);
+    let clients = env_num("VOUCH_SOAK_CLIENTS", 16).clamp(2, 64);
+    let p = crate::common::Project::new();
+    // The reviewers' tokens decide: the person named them.
+    p.reviewers(&["reviewer-1", "reviewer-2"]);
+    let kb = p.vouch_dir();
+    let mut cmd = soak_command();
+    cmd.env("XDG_CONFIG_HOME", p.person.path());
+    cmd.args([
+        "--kb",
+        kb.to_str().unwrap(),
+        "serve",
+        "--transport",
+        "http",
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    for (who, tok) in TOKENS {
+        cmd.arg("--token").arg(format!("{who}={tok}"));
+    }
+    let mut server = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = server.id();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().expect("server output").unwrap();
+        if let Some(addr) = line.strip_prefix("vouch: listening on http://") {
+            break addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let rss_start = rss_kib(pid).unwrap_or(0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let peak = Arc::new(Mutex::new(rss_start));
+
+    let mut handles = Vec::new();
+    for i in 0..clients {
+        let (stop, tally) = (stop.clone(), tally.clone());
+        handles.push(std::thread::spawn(move || {
+            let (name, token) = TOKENS[if i % 2 == 0 {
+                (i / 2 % 2) as usize
+            } else {
+                2 + (i / 2 % 2) as usize
+            }];
+            if i % 2 == 0 {
+                agent(port, name, token, 0x9E37_79B9 + i, &stop, &tally);
+            } else {
+                reviewer(port, name, token, 0x7F4A_7C15 + i, &stop, &tally);
+            }
+        }));
+    }
+    let sampler = {
+        let (stop, peak) = (stop.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(r) = rss_kib(pid) {
+                    let mut p = peak.lock().unwrap();
+                    *p = (*p).max(r);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let editor_kb = kb.clone();
+    let editor_stop = stop.clone();
+    let editor = std::thread::spawn(move || editor(&editor_kb, &editor_stop));
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let rebuilds = editor.join().unwrap();
+    sampler.join().unwrap();
+    let elapsed = started.elapsed();
+    let rss_end = rss_kib(pid).unwrap_or(0);
+    let healthy = http(port, "GET", "/health", &[], b"").status == 200;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let _ = server.wait();
+
+    let t = tally.lock().unwrap();
+    let mut report = format!(
+        "{clients} clients, {:.1} s, {rebuilds} index rebuilds by another process\n\n\
+         | method | calls | ok | refused | 5xx / internal | p50 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        elapsed.as_secs_f64()
+    );
+    let mut total = 0;
+    let mut broken = Vec::new();
+    let mut calls = t
+        .calls
+        .iter()
+        .map(|(m, c)| (m.clone(), c.clone()))
+        .collect::<Vec<_>>();
+    for (m, (lat, ok, refused, bad)) in calls.iter_mut() {
+        total += lat.len();
+        broken.extend(bad.iter().map(|b| format!("{m}: {b}")));
+        report.push_str(&format!(
+            "| {m} | {} | {ok} | {refused} | {} | {:.1} ms | {:.1} ms |\n",
+            lat.len(),
+            bad.len(),
+            pct(lat, 0.5).as_secs_f64() * 1000.0,
+            pct(lat, 0.99).as_secs_f64() * 1000.0
+        ));
+    }
+    report.push_str(&format!(
+        "\nthroughput {:.0} requests/s; server RSS start {} MiB, peak {} MiB, end {} MiB\n",
+        total as f64 / elapsed.as_secs_f64(),
+        rss_start / 1024,
+        *peak.lock().unwrap() / 1024,
+        rss_end / 1024
+    ));
+    println!("{report}");
+    let _ = std::fs::write(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/soak.md"),
+        &report,
+    );
+
+    assert!(healthy, "the server stopped answering");
+    assert!(broken.is_empty(), "{}\n{report}", broken.join("\n"));
+    assert!(
+        !t.proposals.is_empty() && !t.approved.is_empty(),
+        "{report}"
+    );
+
+    // Every accepted write is on disk with its audit event; no id twice.
+    let log = std::fs::read_to_string(kb.join("audit.log.jsonl")).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let named = |event: &str, id: &str| {
+        events.iter().any(|e| {
+            e["event"] == event
+                && e["object_ids"]
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|x| x == id))
+        })
+    };
+    let mut seen = HashSet::new();
+    for (proposal, claim) in &t.proposals {
+        assert!(
+            seen.insert(proposal.clone()),
+            "proposal id {proposal} handed out twice"
+        );
+        assert!(
+            seen.insert(claim.clone()),
+            "claim id {claim} reserved twice"
+        );
+        let on_disk = kb
+            .join("proposed")
+            .join(format!("{proposal}.yaml"))
+            .is_file()
+            || kb
+                .join("decided")
+                .join(format!("{proposal}.yaml"))
+                .is_file();
+        assert!(on_disk, "accepted proposal {proposal} is not on disk");
+        assert!(
+            named("proposal.create", proposal),
+            "{proposal} has no proposal.create"
+        );
+    }
+    for claim in &t.approved {
+        assert!(
+            kb.join("claims").join(format!("{claim}.yaml")).is_file(),
+            "approved {claim} missing"
+        );
+        assert!(
+            named("proposal.approve", claim),
+            "{claim} has no proposal.approve"
+        );
+    }
+    for s in &t.sources {
+        assert!(
+            kb.join("sources").join(s).join("meta.yaml").is_file(),
+            "source {s} missing"
+        );
+    }
+    let verify = p.run("x", &["--json", "audit", "verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.stdout);
+}
