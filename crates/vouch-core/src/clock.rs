@@ -8,7 +8,9 @@ use std::sync::Mutex;
 
 /// A source of "now" and of random bits for ids.
 pub trait Clock: Send + Sync {
+    /// The time now.
     fn now(&self) -> DateTime<Utc>;
+    /// 64 random bits, for ids.
     fn random_u64(&self) -> u64;
 }
 
@@ -47,6 +49,7 @@ pub struct FixedClock {
 }
 
 impl FixedClock {
+    /// Start at `start`, drawing ids from `seed`.
     pub fn new(start: DateTime<Utc>, seed: u64) -> Self {
         FixedClock {
             state: Mutex::new((start, seed)),
@@ -72,6 +75,7 @@ pub struct SeededClock {
 }
 
 impl SeededClock {
+    /// Real time, drawing ids from `seed`.
     pub fn new(seed: u64) -> Self {
         SeededClock {
             state: Mutex::new(seed),
@@ -104,9 +108,11 @@ pub fn splitmix_next(state: &mut u64) -> u64 {
 pub struct SeededRng(u64);
 
 impl SeededRng {
+    /// A generator seeded with `seed`: the same seed, the same sequence.
     pub fn new(seed: u64) -> Self {
         SeededRng(seed)
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         splitmix_next(&mut self.0)
     }

@@ -32,9 +32,12 @@ pub enum ErrorKind {
     Internal,
 }
 
+/// A failure the core reports: its kind and a message a person can act on.
 #[derive(Debug, Clone)]
 pub struct Error {
+    /// What went wrong, which the app maps to an exit code and a wire code.
     pub kind: ErrorKind,
+    /// What happened and what to do about it, for a person.
     pub message: String,
     /// The lower-level failure this one reports (I/O, SQLite), kept for
     /// [`std::error::Error::source`].
@@ -50,9 +53,11 @@ impl PartialEq for Error {
 
 impl Eq for Error {}
 
+/// The core's result type, failing with [`Error`] unless told otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error of `kind` saying `message`, with no cause.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
@@ -67,27 +72,35 @@ impl Error {
         self
     }
 
+    /// [`ErrorKind::InvalidParams`]: a param is present but wrong.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidParams, message)
     }
+    /// [`ErrorKind::MissingParam`], naming the param.
     pub fn missing(param: &str) -> Self {
         Self::new(
             ErrorKind::MissingParam,
             format!("missing required param `{param}`"),
         )
     }
+    /// [`ErrorKind::NotFound`]: the named object does not exist.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)
     }
+    /// [`ErrorKind::Conflict`]: the request clashes with the current state.
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, message)
     }
+    /// [`ErrorKind::GateDenied`]: the review gate refused.
     pub fn denied(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::GateDenied, message)
     }
+    /// [`ErrorKind::Corrupt`]: a file under `.vouch/` that cannot be used,
+    /// named by its path.
     pub fn corrupt(path: &Path, detail: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Corrupt, format!("{}: {detail}", path.display()))
     }
+    /// [`ErrorKind::Internal`]: something unexpected.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
     }

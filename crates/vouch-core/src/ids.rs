@@ -74,6 +74,7 @@ pub fn is_source_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+/// Refuse an id that is not a source id ([`is_source_id`]) as invalid params.
 pub fn check_source_id(id: &str) -> Result<()> {
     if is_source_id(id) {
         Ok(())

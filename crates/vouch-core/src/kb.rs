@@ -21,6 +21,7 @@ pub struct Caller {
     /// True when the transport authenticated the actor (HTTP bearer token):
     /// then no param can act as someone else.
     pub authenticated: bool,
+    /// The transport the call came through.
     pub transport: Transport,
     /// A person or an agent: what the gate asks. The command line is a
     /// person; every agent transport is an agent (a review page serving a
@@ -31,16 +32,23 @@ pub struct Caller {
 /// Who is behind a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
+    /// A person: at the command line, or signed in by `vouch ui`'s link.
     Human,
+    /// An agent: held to the review gate unless the person's own config
+    /// trusts agents.
     Agent,
 }
 
+/// The channel a call came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
     /// A person at the command line.
     Cli,
+    /// JSONL requests over stdio.
     Jsonl,
+    /// MCP over stdio.
     Mcp,
+    /// The HTTP server: JSON requests and MCP over streamable HTTP.
     Http,
     /// The review pages in a browser (`vouch ui`, `/` of the HTTP server):
     /// a signed-in person, held to the same gate as any caller.
@@ -48,6 +56,7 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// How messages name it (`command-line`, `MCP`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Transport::Cli => "command-line",
@@ -77,6 +86,7 @@ impl Caller {
             },
         }
     }
+    /// Whether an agent is calling: its role, not its transport, decides.
     pub fn is_agent(&self) -> bool {
         self.role == Role::Agent
     }
@@ -107,8 +117,11 @@ pub struct Kb {
 /// What `init` created and what it found already there.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct InitReport {
+    /// The `.vouch/` folder.
     pub root: String,
+    /// Paths `init` created.
     pub created: Vec<String>,
+    /// Paths that were already there, left as they were.
     pub existing: Vec<String>,
 }
 
@@ -233,6 +246,7 @@ impl Kb {
     pub fn set_embedder(&mut self, embedder: Arc<dyn crate::services::Embedder>) {
         self.embedder = Some(embedder);
     }
+    /// The text-embedding model, if the app gave one.
     pub fn embedder(&self) -> Option<&Arc<dyn crate::services::Embedder>> {
         self.embedder.as_ref()
     }
@@ -256,6 +270,7 @@ impl Kb {
     pub fn set_trust(&mut self, trust: crate::settings::PersonalTrust) {
         self.trust = trust;
     }
+    /// What the person's own config allows.
     pub fn trust(&self) -> &crate::settings::PersonalTrust {
         &self.trust
     }
@@ -301,6 +316,7 @@ impl Kb {
     pub fn set_llm(&mut self, llm: Arc<dyn crate::services::Llm>) {
         self.llm = Some(llm);
     }
+    /// The language model `kb.synthesize` may use, if one is configured.
     pub fn llm(&self) -> Option<&Arc<dyn crate::services::Llm>> {
         self.llm.as_ref()
     }

@@ -4,6 +4,8 @@
 //! never reads the environment; the `vouch` app crate owns all I/O with people
 //! and transports.
 
+#![warn(missing_docs)]
+
 pub mod answer;
 pub mod audit;
 pub mod clock;

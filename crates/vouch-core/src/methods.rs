@@ -32,7 +32,10 @@ pub enum Effect {
     Admin,
 }
 
+/// One registry entry: a `kb.*` method as the wire sees it, JSON in and
+/// JSON out.
 pub struct Method {
+    /// The wire name (`kb.search`).
     pub name: &'static str,
     /// A few words for a host's tool list.
     pub title: &'static str,
@@ -45,9 +48,13 @@ pub struct Method {
     pub summary: &'static str,
     /// For agents: when to use it, and what review it needs.
     pub description: &'static str,
+    /// What it does to the knowledge base.
     pub effect: Effect,
+    /// The JSON Schema of its params.
     pub params_schema: fn() -> Value,
+    /// The JSON Schema of its result, as serialized.
     pub result_schema: fn() -> Value,
+    /// Decode the params, call the method, encode the result.
     pub call: fn(&Kb, &Caller, Value) -> Result<Value>,
 }
 
@@ -188,6 +195,7 @@ pub fn decode<P: DeserializeOwned>(params: Value) -> Result<P> {
     })
 }
 
+/// What kind of JSON value `v` is, for messages (`a string`, `an object`).
 pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -208,9 +216,13 @@ fn encode<R: Serialize>(r: R) -> Result<Value> {
 /// get the result back as its type (`methods::call::<kb::Search>(…)`);
 /// the wire reaches the same function through [`dispatch`].
 pub trait Call {
+    /// The wire name (`kb.search`).
     const NAME: &'static str;
+    /// What the method accepts.
     type Params: DeserializeOwned + JsonSchema;
+    /// What it returns.
     type Output: Serialize + JsonSchema;
+    /// Run the method as `caller`.
     fn call(kb: &Kb, caller: &Caller, params: Self::Params) -> Result<Self::Output>;
 }
 
@@ -295,6 +307,7 @@ macro_rules! registry {
             }
         )+
 
+        /// Every `kb.*` method, one entry each, in the order catalogs list them.
         pub static REGISTRY: &[Method] = &[$(
             Method {
                 name: $name,
@@ -322,25 +335,35 @@ pub fn set_transports(list: &[&'static str]) {
     let _ = TRANSPORTS.set(list.to_vec());
 }
 
+/// What `kb.capabilities` answers.
 #[derive(Serialize, JsonSchema)]
 pub struct Capabilities {
+    /// Always `vouch`.
     pub name: String,
+    /// The version of vouch serving.
     pub version: String,
+    /// The protocol implemented: `vouch-0.1`.
     pub spec: String,
+    /// Every method's name, in registry order.
     pub methods: Vec<String>,
     /// Backends that work right now (`embedding` and `hybrid` only with a
     /// model installed).
     pub retrieval: Vec<String>,
     /// What `retrieval.backend` asks for and what answers.
     pub retrieval_state: crate::retrieval::backend::RetrievalState,
+    /// Always true: agents propose, people approve.
     pub review_gated: bool,
+    /// The transports this build serves, as the app declared them (none
+    /// when it declared none).
     pub transports: Vec<String>,
+    /// What kind of knowledge store this is.
     pub knowledge_capability: KnowledgeCapability,
 }
 
 /// What kind of knowledge store this is, for hosts that compare memories.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct KnowledgeCapability {
+    /// Always `local-cited-review-gated-kb`.
     pub kind: String,
     /// Claims cite stored sources and spans.
     pub stores_evidence: bool,
@@ -348,6 +371,7 @@ pub struct KnowledgeCapability {
     pub audit_log: bool,
 }
 
+/// `kb.capabilities`: what this server implements.
 pub fn capabilities(kb: &Kb) -> Capabilities {
     let state = crate::retrieval::backend::RetrievalState::of(kb);
     Capabilities {
@@ -374,9 +398,14 @@ pub fn capabilities(kb: &Kb) -> Capabilities {
 #[derive(Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ApproveOutput {
+    /// The result for one proposal id.
     One(ApproveResult),
+    /// The results for a list of ids.
     Many {
+        /// Always true: bulk approval is all or nothing, so a refusal is an
+        /// error, not a result.
         ok: bool,
+        /// One result per proposal listed.
         approved: Vec<ApproveResult>,
     },
 }
@@ -672,6 +701,7 @@ registry! {
         crate::interop::bundle::import_apply;
 }
 
+/// The registry entry named `name` (`kb.search`).
 pub fn find(name: &str) -> Option<&'static Method> {
     REGISTRY.iter().find(|m| m.name == name)
 }

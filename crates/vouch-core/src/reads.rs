@@ -10,13 +10,17 @@ use crate::stored::Stored;
 use serde::Serialize;
 use serde_json::Value;
 
+/// Items a list returns when the caller gives no `limit`.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
+/// The largest `limit` a list honours; a larger one is cut to it.
 pub const MAX_LIST_LIMIT: usize = 100_000;
 
 fn to_value<T: Serialize>(v: &T) -> Result<Value> {
     serde_json::to_value(v).map_err(|e| Error::internal(format!("encoding: {e}")))
 }
 
+/// `kb.status`: counts of stored objects, pending proposals, the last
+/// audit time, and how retrieval and review are set up.
 pub fn status(kb: &Kb) -> Result<StatusResult> {
     let count = |d: Dir| kb.ids(d).map(|v| v.len());
     Ok(StatusResult {
@@ -95,6 +99,8 @@ fn mark_unaudited<T>(kb: &Kb, dir: Dir, objects: &mut [Read<T>], id: impl Fn(&T)
     }
 }
 
+/// `kb.read_source`: a source's metadata, or `null`; an id that is not a
+/// sha256 is refused.
 pub fn read_source(kb: &Kb, p: IdParams) -> Result<Option<Read<Source>>> {
     if !is_source_id(&p.id) {
         return Err(Error::invalid(format!(
@@ -162,6 +168,8 @@ fn list_by_ids<T: Serialize>(
     }
 }
 
+/// `kb.list_<kind>`: stored objects of one kind, sorted by id, windowed
+/// and filtered by `p`, marked when unaudited.
 pub fn list<T: Stored + Serialize>(kb: &Kb, p: ListParams) -> Result<Vec<Read<T>>> {
     list_as(kb, p, |o: &T| o.id())
 }
@@ -187,6 +195,8 @@ fn list_as<T: Stored, W: From<T> + Serialize>(
     Ok(out)
 }
 
+/// `kb.list_sources`: registered sources' metadata, sorted by id; a source
+/// whose `meta.yaml` is missing or unreadable is skipped with a warning.
 pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Read<Source>>> {
     list_by_ids(kb.source_ids()?, p, |ids| {
         let mut out = Vec::new();

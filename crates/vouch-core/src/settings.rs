@@ -10,17 +10,24 @@ use std::path::Path;
 /// Default ceiling for `kb.register_source_from_path` (16 MiB).
 pub const DEFAULT_MAX_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Who may approve (`review.approver_role`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApproverRole {
+    /// People only.
     Human,
+    /// Agents too, never their own proposals; honoured only from the
+    /// person's own config ([`PersonalTrust`]).
     TrustedAgent,
 }
 
+/// What answers searches (`retrieval.backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RetrievalBackend {
+    /// SQLite full-text search with BM25 ranking (the default).
     Fts5,
+    /// Substring match over the files: the fallback.
     Substring,
     /// Ranking by meaning with a local embedding model (protocol §10, retrieval).
     Embedding,
@@ -49,12 +56,18 @@ impl Freshness {
     }
 }
 
+/// `retrieval:` in config.yaml: how searches are answered and the index
+/// kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Retrieval {
+    /// What answers searches (default `fts5`).
     #[serde(default = "default_backend")]
     pub backend: RetrievalBackend,
+    /// Whether the full-text index stems words with the Porter tokenizer
+    /// (default true).
     #[serde(default = "yes")]
     pub fts5_porter: bool,
+    /// How an opened index notices changed files (default `files`).
     #[serde(default, skip_serializing_if = "Freshness::is_default")]
     pub freshness: Freshness,
     /// Whether long-running processes watch the files (inotify) and
@@ -88,6 +101,7 @@ pub struct Retrieval {
         deserialize_with = "lexical_weight"
     )]
     pub lexical_weight: Option<f32>,
+    /// Keys this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -95,31 +109,42 @@ pub struct Retrieval {
 /// Where embedding models are installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ModelDir {
+    /// The user's cache folder (`~/.cache/vouch/models`).
     #[serde(rename = "cache")]
     Cache,
+    /// `.vouch/models`, travelling with the repository.
     #[serde(rename = ".vouch/models", alias = "repo")]
     Repo,
 }
 
+/// `review:` in config.yaml. The gate takes `approver_role: trusted-agent`
+/// and `require_citations: false` only from the person's own config
+/// ([`PersonalTrust`]); from here they are reported
+/// ([`Settings::ignored_widenings`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Review {
+    /// Whether claims must cite evidence (default true).
     #[serde(default = "yes")]
     pub require_citations: bool,
+    /// Who may approve (default `human`).
     #[serde(default = "default_role")]
     pub approver_role: ApproverRole,
     /// Refuse lifecycle changes (supersede, contradict, archive, confirm,
     /// cite, revert) from agent transports: only people make them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gate_lifecycle: bool,
+    /// Keys this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
 
+/// `sources:` in config.yaml.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SourcesSettings {
     /// Largest file `kb.register_source_from_path` accepts, in bytes.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
+    /// Keys this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -142,13 +167,18 @@ pub struct BundleSettings {
     /// checked (default 256 MiB).
     #[serde(default = "default_bundle_objects")]
     pub max_objects_bytes: u64,
+    /// Keys this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
 
+/// Default `bundles.max_total_bytes`: 1 GiB.
 pub const DEFAULT_BUNDLE_MAX_TOTAL_BYTES: u64 = 1024 * 1024 * 1024;
+/// Default `bundles.max_file_bytes`: 64 MiB.
 pub const DEFAULT_BUNDLE_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Default `bundles.max_members`: 500,000.
 pub const DEFAULT_BUNDLE_MAX_MEMBERS: u64 = 500_000;
+/// Default `bundles.max_objects_bytes`: 256 MiB.
 pub const DEFAULT_BUNDLE_MAX_OBJECTS_BYTES: u64 = 256 * 1024 * 1024;
 
 fn default_bundle_objects() -> u64 {
@@ -212,6 +242,7 @@ pub struct LimitsSettings {
     /// 30,000 ms); writes are never cut off.
     #[serde(default = "default_timeout")]
     pub request_timeout_ms: u64,
+    /// Keys this version does not know, kept as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
@@ -272,26 +303,35 @@ pub const KNOWN_KEYS: &[&str] = &[
     "limits",
 ];
 
+/// `config.yaml`, typed. Keys this version does not know are kept.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     /// `"0.1"` (seed) or `1` (vouch 1.x); kept as written.
     #[serde(default = "default_version")]
     pub version: Value,
+    /// The knowledge base's name, as `init` was given it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kb_name: Option<String>,
     /// Default actor when the transport names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// `retrieval:`: how searches are answered.
     #[serde(default = "Retrieval::default_value")]
     pub retrieval: Retrieval,
+    /// `review:`: what the gate asks.
     #[serde(default = "Review::default_value")]
     pub review: Review,
+    /// `sources:`: what may be registered.
     #[serde(default = "SourcesSettings::default_value")]
     pub sources: SourcesSettings,
+    /// `bundles:`: limits on what a bundle may expand to.
     #[serde(default, skip_serializing_if = "BundleSettings::is_default")]
     pub bundles: BundleSettings,
+    /// `limits:`: what agent transports may send and ask for.
     #[serde(default, skip_serializing_if = "LimitsSettings::is_default")]
     pub limits: LimitsSettings,
+    /// Top-level keys this version does not know, kept as written (`kb.doctor`
+    /// reports them).
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
     /// Values that could not be used (see [`Settings::parse`]).
@@ -355,6 +395,7 @@ impl SourcesSettings {
 }
 
 impl Settings {
+    /// Defaults, with this name and default actor: what `init` writes.
     pub fn new(kb_name: &str, agent: Option<&str>) -> Self {
         Settings {
             version: default_version(),

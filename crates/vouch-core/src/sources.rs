@@ -11,6 +11,9 @@ use crate::store::{Dir, atomic};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+/// `kb.register_source`: capture content the caller supplies as a source
+/// named by its sha256; the same content again answers the same id
+/// (`deduplicated`).
 pub fn register_source(
     kb: &Kb,
     caller: &Caller,
@@ -166,6 +169,9 @@ fn register_bytes(
     })
 }
 
+/// `kb.register_source_from_path`: capture a regular file inside the
+/// project as a source, read without following a link and refused over
+/// `sources.max_bytes`.
 pub fn register_source_from_path(
     kb: &Kb,
     caller: &Caller,
@@ -296,6 +302,8 @@ fn media_type_for(path: &Path) -> &'static str {
     }
 }
 
+/// `kb.source_verify`: re-hash one source's stored content, or every
+/// source's, against its id; lists what is missing, drifted or unreadable.
 pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResult> {
     let ids = match p.id {
         Some(id) => {
@@ -347,9 +355,13 @@ pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResul
 
 /// Where a quote sits in a source: byte range and 1-based line range.
 pub struct Located {
+    /// Byte offset where the quote starts.
     pub start: usize,
+    /// Byte offset just past its end.
     pub end: usize,
+    /// Line it starts on.
     pub first_line: usize,
+    /// Line it ends on.
     pub last_line: usize,
 }
 
@@ -401,10 +413,6 @@ pub fn locate_in(bytes: &[u8], quote: &str) -> Option<Located> {
     })
 }
 
-/// Does an evidence record say what its source says? Its quote must occur
-/// in the source's bytes, its hash must be the quote's sha256, and a line
-/// locator in vouch's form (`L3-L5`) must name where the quote is. `None`
-/// when it holds (or there is no quote to check).
 /// The id of a quoted span: derived from the source and the quote, so the
 /// same span always gets the same id, and an id names one span only.
 pub fn evidence_id(source_id: &str, quote: &str) -> String {
@@ -469,6 +477,9 @@ pub fn evidence_id_mismatch(ev: &Evidence) -> Option<String> {
     })
 }
 
+/// Why evidence `ev` does not say what its source's `content` says, if it
+/// does not: its quote absent (or not at the span a 1.x record names), its
+/// hash or its line locator wrong. `None` when it holds or has no quote.
 pub fn evidence_mismatch(ev: &Evidence, content: &[u8]) -> Option<String> {
     let quote = ev.quote.as_deref()?;
     // A 1.x record names its span: the quote must be exactly those bytes.
@@ -515,6 +526,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     (0..=hay.len() - needle.len()).find(|&i| hay[i] == first && &hay[i..i + needle.len()] == needle)
 }
 
+/// `kb.register_evidence`: mint citable evidence for an exact quote of a
+/// registered source; the same quote always gets the same id.
 pub fn register_evidence(
     kb: &Kb,
     caller: &Caller,

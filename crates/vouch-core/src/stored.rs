@@ -21,9 +21,13 @@ use std::sync::{Arc, Mutex};
 
 /// An object stored one file per id in its own folder.
 pub trait Stored: Sized {
+    /// The folder its files live in.
     const DIR: Dir;
+    /// Parse a file's text (`path` names it in errors).
     fn decode(path: &Path, text: &str) -> Result<Self>;
+    /// The file's text.
     fn encode(&self) -> Result<String>;
+    /// Its id, which names its file.
     fn id(&self) -> &str;
 }
 
@@ -153,18 +157,23 @@ impl Store {
         self.config_error.as_deref()
     }
 
+    /// Where its files are.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
+    /// Its `config.yaml`, as parsed.
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
+    /// Its audit log.
     pub fn audit_log(&self) -> &AuditLog {
         &self.audit
     }
+    /// The clock's time now.
     pub fn now(&self) -> Timestamp {
         Timestamp(self.clock.now())
     }
+    /// Its clock: time and id randomness.
     pub fn clock(&self) -> &dyn Clock {
         self.clock.as_ref()
     }
@@ -443,6 +452,8 @@ impl Store {
         Ok(self.load_many(&ids))
     }
 
+    /// The objects with these ids, in order: a missing file is left out, one
+    /// that does not parse is skipped with a warning.
     pub fn load_many<T: Stored>(&self, ids: &[String]) -> Vec<T> {
         ids.iter()
             .filter_map(|id| {
@@ -506,6 +517,8 @@ impl Store {
         Ok(())
     }
 
+    /// A source's metadata (`sources/<id>/meta.yaml`); `Ok(None)` when it has
+    /// none.
     pub fn load_source(&self, id: &str) -> Result<Option<Source>> {
         let path = self.layout.source_meta(id)?;
         self.read_text(&path)?
@@ -513,12 +526,15 @@ impl Store {
             .transpose()
     }
 
+    /// Whether the source is registered: its `meta.yaml` is a regular file,
+    /// not a link.
     pub fn source_exists(&self, id: &str) -> bool {
         self.layout
             .source_meta(id)
             .is_ok_and(|p| crate::store::nofollow::is_file(&p))
     }
 
+    /// Ids of the folders under `sources/` named by a sha256, sorted.
     pub fn source_ids(&self) -> Result<Vec<String>> {
         let path = self.layout.sources_dir();
         let entries = match std::fs::read_dir(&path) {
@@ -564,6 +580,8 @@ impl Store {
         Ok(Some(p))
     }
 
+    /// Every readable proposal in `proposed/` or `decided/`, sorted by id; a
+    /// file that does not parse is skipped with a warning.
     pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
         let mut out = Vec::new();
         for id in self.ids(dir)? {

@@ -24,13 +24,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Default `depth`: how many topic clusters (paragraphs) an answer has at most.
 pub const DEFAULT_DEPTH: usize = 3;
+/// Largest `depth` allowed.
 pub const MAX_DEPTH: usize = 20;
+/// Default `max_chars` of an answer.
 pub const DEFAULT_MAX_CHARS: usize = 4000;
+/// Largest `max_chars` allowed.
 pub const MAX_MAX_CHARS: usize = 100_000;
 /// Claims considered before the relevance check.
 const POOL: usize = 40;
 
+/// Params of `kb.synthesize`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SynthesizeParams {
@@ -55,8 +60,11 @@ pub struct SynthesizeParams {
     pub propose_page: bool,
 }
 
+/// One sentence of an answer.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Sentence {
+    /// The sentence as it stands in `answer`, its `[claim-id]` citations
+    /// included.
     pub text: String,
     /// Claim ids this sentence states.
     pub citations: Vec<String>,
@@ -67,28 +75,38 @@ pub struct Sentence {
     pub paragraph: usize,
 }
 
+/// A claim an answer cites, as read from its file.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct CitedClaim {
+    /// The claim's id.
     pub id: String,
+    /// The claim's text.
     pub text: String,
+    /// Its status: `stable`, `actionable`, `working` or `contested`.
     pub status: String,
+    /// Its confidence, 0 to 1.
     pub confidence: f64,
+    /// Its evidence that still resolves: source, locator, quoted span.
     pub evidence: Vec<Citation>,
 }
 
+/// Something left out of an answer, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Dropped {
     /// A claim id, or `llm` for something a language model returned.
     pub what: String,
+    /// Why it was left out, in words.
     pub reason: String,
 }
 
+/// How an answer was made.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct SynthesisMeta {
     /// `high` (every cited claim stable), `medium` (some working, draft,
     /// actionable), `low` (a contested claim or a disagreement, or no
     /// answer).
     pub synthesis_confidence: String,
+    /// The retrieval backend that found the claims.
     pub backend: String,
     /// `deterministic`, or `llm` when the model's answer was kept.
     pub mode: String,
@@ -102,17 +120,22 @@ pub struct SynthesisMeta {
     pub proposal_id: Option<String>,
 }
 
+/// What `kb.synthesize` returns (docs/synthesize.md).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Synthesis {
+    /// The question, trimmed.
     pub query: String,
     /// Markdown: one paragraph per topic, every sentence ending in its
     /// `[claim-id]` citations. Empty when the KB does not cover the
     /// question.
     pub answer: String,
+    /// The sentences of `answer`, in order.
     pub sentences: Vec<Sentence>,
+    /// Every claim the answer cites, with its evidence.
     pub citations: Vec<CitedClaim>,
     /// What the question asks about that no cited claim covers.
     pub gaps: Vec<String>,
+    /// Confidence, backend, mode, and what was left out.
     #[serde(rename = "_meta")]
     pub meta: SynthesisMeta,
 }
@@ -145,6 +168,8 @@ fn relevant(coverage: f32, cosine: Option<f32>) -> bool {
         || (coverage > 0.0 && cosine.is_some_and(|c| c >= 0.3))
 }
 
+/// `kb.synthesize`: an answer to the question built only from current approved
+/// claims, every sentence cited, what the KB does not cover named in `gaps`.
 pub fn synthesize(kb: &Kb, caller: &Caller, p: SynthesizeParams) -> Result<Synthesis> {
     let query = p.query.trim().to_string();
     if query.is_empty() {

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Params of `kb.recall`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallParams {
@@ -27,11 +28,15 @@ pub struct RecallParams {
     pub per_section: Option<i64>,
 }
 
+/// What `kb.recall` returns.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RecallResult {
     /// The digest, ready to paste into a prompt; never over `max_chars`.
     pub text: String,
+    /// Characters in `text`.
     pub chars: usize,
+    /// The budget applied: `max_chars` as given (default 4000), capped at
+    /// 1000000.
     pub max_chars: usize,
     /// Proposals waiting for review.
     pub pending: usize,
@@ -117,6 +122,7 @@ fn object_id(ev: &Value, i: usize) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `kb.recall`: the session-start digest, within `max_chars`.
 pub fn recall(kb: &Kb, p: RecallParams) -> Result<RecallResult> {
     let max = p.max_chars.unwrap_or(4000);
     if max < 80 {

@@ -19,6 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+/// The `prev_hash` of the first event: 64 zeros.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Compact JSON with sorted keys and ASCII-only output.
@@ -107,12 +108,14 @@ pub fn event_hash(event: &Value) -> String {
 /// Result of `vouch audit verify`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VerifyReport {
+    /// Whether every line verified.
     pub ok: bool,
     /// Events that verified before the first problem (all, when ok).
     pub events: usize,
     /// 1-based line number of the first bad line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_bad_line: Option<usize>,
+    /// What is wrong with the first bad line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// `audit.merge` events: joins of branches a git merge brought in.
@@ -132,6 +135,7 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// The audit log file (`audit.log.jsonl`): read, verified and appended here.
 pub struct AuditLog {
     path: PathBuf,
     /// The append hint ([`crate::store::layout::AUDIT_TIP_FILE`]).
@@ -139,6 +143,7 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
+    /// The log at `path`, with no append hint.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         AuditLog {
             path: path.into(),
@@ -215,6 +220,7 @@ impl AuditLog {
         }
     }
 
+    /// Where the log file is.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -547,8 +553,11 @@ impl AuditLog {
 /// durable objects an approval or an import let in.
 #[derive(Default)]
 pub struct Trail {
+    /// Each proposal's create event, by proposal id.
     pub created: std::collections::HashMap<String, Value>,
+    /// Every event's `hash`.
     pub hashes: std::collections::HashSet<String>,
+    /// Ids of the durable objects an approval or an import let in.
     pub admitted: std::collections::HashSet<String>,
     /// An import logged by a vouch that did not name what it wrote (1.x,
     /// or this one before it did): objects it brought cannot be told apart.
@@ -560,7 +569,9 @@ pub struct Trail {
 
 /// What one event lets into the durable knowledge.
 pub enum Admits {
+    /// It lets nothing in.
     Nothing,
+    /// It lets in these object ids.
     Objects(Vec<String>),
     /// An import that does not name its objects.
     Unnamed,
@@ -650,12 +661,16 @@ impl AdmitFields<'_> {
 /// 1.x's, which name the kind (`proposal.claim.create`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProposalStep {
+    /// The proposal was made.
     Create,
+    /// The proposal was approved.
     Approve,
+    /// The proposal was rejected.
     Reject,
 }
 
 impl ProposalStep {
+    /// What an event name does to a proposal, if anything (ours or 1.x's).
     pub fn of(event: &str) -> Option<ProposalStep> {
         let rest = event.strip_prefix("proposal.")?;
         let verb = rest.rsplit('.').next()?;
@@ -673,6 +688,7 @@ impl ProposalStep {
 }
 
 impl Trail {
+    /// The trail of the whole log.
     pub fn read(log: &AuditLog) -> Result<Trail> {
         Ok(Self::of(log.read_all()?))
     }
@@ -725,6 +741,7 @@ impl AuditLog {
         }
     }
 
+    /// Whether the log is empty or missing.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -998,13 +1015,18 @@ pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
 /// `head`, whatever lines the other branch's events took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Checkpoint {
+    /// Events in the history ending in `head`.
     pub events: u64,
+    /// The hash of the last event the checkpoint vouches for.
     pub head: String,
+    /// HMAC-SHA256 of `events` and `head` under the key, in hex.
     pub mac: String,
+    /// The key's name ([`key_id`]).
     pub key_id: String,
 }
 
 impl Checkpoint {
+    /// The checkpoint of the `events` events ending in `head`, under `key`.
     pub fn new(key: &[u8], events: u64, head: &str) -> Checkpoint {
         let msg = format!("vouch-audit-checkpoint\n{events}\n{head}");
         Checkpoint {
@@ -1024,10 +1046,13 @@ pub fn key_id(key: &[u8]) -> String {
 /// What checking the log against a key found.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CheckpointReport {
+    /// Whether no problem was found.
     pub ok: bool,
+    /// The key checked against ([`key_id`]).
     pub key_id: String,
     /// Checkpoint events under this key that verified.
     pub verified: usize,
+    /// Each checkpoint that did not verify, and why.
     pub problems: Vec<String>,
 }
 

@@ -19,8 +19,11 @@ use std::collections::{HashMap, HashSet};
 /// How a file changed since REV (git's `--name-status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
+    /// New since REV.
     Added,
+    /// Changed since REV.
     Modified,
+    /// Removed since REV.
     Deleted,
 }
 
@@ -28,13 +31,17 @@ pub enum Change {
 /// `.vouch/` (`claims/x.yaml`).
 #[derive(Debug, Clone)]
 pub struct ChangedFile {
+    /// How it changed.
     pub change: Change,
+    /// Its path inside `.vouch/`, `/`-separated.
     pub path: String,
 }
 
 /// What `--base` found.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct BaseReport {
+    /// True when nothing is wrong: the branch only added to REV's history,
+    /// through the gate.
     pub ok: bool,
     /// The revision compared against, as given.
     pub base: String,
@@ -47,6 +54,7 @@ pub struct BaseReport {
     /// The decisions this branch records, one line each (who decided
     /// what, proposed by whom), for the person reviewing the pull request.
     pub decisions: Vec<String>,
+    /// Every problem found, one line each, naming what is wrong.
     pub problems: Vec<String>,
 }
 

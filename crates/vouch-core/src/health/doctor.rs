@@ -711,6 +711,10 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
     Ok(out)
 }
 
+/// `kb.doctor`: what `kb.lint` finds, plus the integrity of the files,
+/// the index and the audit log. With `fix` it repairs what needs no
+/// judgement (rebuilds the index, clears interrupted writes, repairs a log a
+/// git merge left) and never touches knowledge.
 pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport> {
     // Merges first: what follows reads the repaired log.
     let mut fixed = Vec::new();

@@ -250,6 +250,8 @@ pub(crate) fn lint_findings(
     Ok(out)
 }
 
+/// `kb.lint`: approved knowledge that has rotted. Files that do not parse
+/// are skipped with a warning (`kb.doctor` reports them). Changes nothing.
 pub fn lint(kb: &Kb, p: LintParams) -> Result<HealthReport> {
     let l = load(kb)?;
     for (path, why) in &l.unreadable {

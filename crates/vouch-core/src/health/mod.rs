@@ -26,7 +26,11 @@ use crate::store::layout::{KbFile, id_from_file_name};
 use crate::stored::Stored;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// Days a claim may go unconfirmed before `kb.lint` calls it stale
+/// (`stale_days`).
 pub const DEFAULT_STALE_DAYS: i64 = 90;
+/// Days a proposal may wait for review before `kb.lint` reports it
+/// (`pending_days`).
 pub const DEFAULT_PENDING_DAYS: i64 = 14;
 
 /// Everything readable in the KB, and what was not.

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 pub trait DerivedIndex: Send + Sync {
     /// How this process keeps the index (see [`IndexOptions`]).
     fn configure(&self, options: IndexOptions);
+    /// How this process keeps the index now (what `configure` set).
     fn options(&self) -> IndexOptions;
 
     // ----- keeping it up to date --------------------------------------
@@ -142,9 +143,12 @@ impl Default for IndexOptions {
     }
 }
 
+/// One document a search found.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct SearchHit {
+    /// `claim`, `page`, `entity` or `source`.
     pub kind: DocKind,
+    /// The document's id.
     pub id: String,
     /// Plain text around the match (no markup).
     pub snippet: String,
@@ -153,8 +157,15 @@ pub struct SearchHit {
     /// colour; absent when nothing is marked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub highlights: Vec<[usize; 2]>,
+    /// Relevance (higher is better) on the scale of the retriever that ran
+    /// the search: BM25 (fts5), occurrences of the words (substring), cosine
+    /// (embedding), cosine plus the lexical bonus (hybrid — whichever side
+    /// found the hit, as `backend` names).
     pub score: f64,
+    /// What found it: `fts5`, `substring`, `embedding`, or `hybrid` when words
+    /// and meaning both did.
     pub backend: String,
+    /// The claim's or page's status; absent for entities and sources.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// For ranking context packs; not part of the search result.
@@ -214,10 +225,13 @@ pub struct Query<'a> {
     pub text: &'a str,
     /// Words, as `retrieval::query_terms` makes them.
     pub terms: &'a [String],
+    /// At most this many hits.
     pub limit: usize,
     /// Any of claim, page, entity, source.
     pub kinds: &'a [DocKind],
+    /// Which statuses may be returned.
     pub currency: Currency,
+    /// Whether hits need a snippet.
     pub snippets: Snippets,
     /// The backend asked for; `None`: the KB's own (`retrieval::retriever`).
     pub backend: Option<crate::settings::RetrievalBackend>,
@@ -230,7 +244,9 @@ pub struct Query<'a> {
 /// which read the items themselves).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Snippets {
+    /// Hits carry a snippet (search).
     Yes,
+    /// Hits need none; a retriever may leave `snippet` empty.
     No,
 }
 
@@ -264,9 +280,13 @@ impl Currency {
     }
 }
 
+/// What one catch-up of the index with the files did.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SyncStats {
+    /// Documents (re)indexed from their files: new or changed.
     pub updated: usize,
+    /// Documents dropped from the index because their file is gone (and,
+    /// when the watcher applies a change, because it no longer parses).
     pub removed: usize,
 }
 
@@ -274,9 +294,12 @@ pub struct SyncStats {
 /// before stat-ing the files again. One-shot commands always sync.
 pub const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// What `kb.index_rebuild` returns.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RebuildResult {
+    /// Always true: a rebuild that fails is an error.
     pub ok: bool,
+    /// Documents indexed from the files.
     pub indexed: usize,
 }
 
@@ -294,11 +317,13 @@ pub struct Freshness {
 }
 
 impl Freshness {
+    /// Whether the index is usable and matches the files.
     pub fn in_step(&self) -> bool {
         self.changed == 0 && self.vanished == 0 && self.unusable.is_none()
     }
 }
 
+/// What bringing the vectors in step did.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
 pub struct EmbedStats {
     /// Documents with vectors now.
@@ -307,6 +332,7 @@ pub struct EmbedStats {
     pub embedded: usize,
     /// Documents whose vectors were reused (same text).
     pub reused: usize,
+    /// Documents whose vectors were dropped (no longer in the index).
     pub removed: usize,
     /// Documents still without vectors.
     pub pending: usize,
@@ -315,7 +341,9 @@ pub struct EmbedStats {
 /// When a check may stop embedding and leave the rest pending.
 #[derive(Debug, Clone, Copy)]
 pub enum Budget {
+    /// Stop once this instant has passed.
     Until(Instant),
+    /// Embed everything before returning.
     Unlimited,
 }
 
@@ -333,6 +361,7 @@ pub struct Watching {
 }
 
 impl Watching {
+    /// Whether the watching thread still runs.
     pub fn is_running(&self) -> bool {
         self.running.load(Ordering::SeqCst)
     }
@@ -349,6 +378,7 @@ impl Watching {
 /// Who watches a knowledge base, as its lock file says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Watcher {
+    /// The watching process's id.
     pub pid: u32,
 }
 

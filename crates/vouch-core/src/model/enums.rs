@@ -4,6 +4,7 @@
 
 /// A vocabulary read strictly, as new input (params) must be.
 pub trait Vocabulary: Sized {
+    /// The value `s` names, or a message that lists the allowed ones.
     fn parse_or_explain(s: &str) -> Result<Self, String>;
 }
 
@@ -12,8 +13,11 @@ pub trait Vocabulary: Sized {
 macro_rules! vocabulary_common {
     ($name:ident : $what:literal, open = $open:literal { $($var:ident = $s:literal),+ }) => {
         impl $name {
+            /// Every value the vocabulary lists, in order.
             pub const ALL: &'static [$name] = &[$($name::$var),+];
+            /// How each of [`Self::ALL`] is spelled, in the same order.
             pub const NAMES: &'static [&'static str] = &[$($s),+];
+            /// What a value is called in messages (`claim status`).
             pub const WHAT: &'static str = $what;
             /// A value of the vocabulary.
             pub fn parse(s: &str) -> Option<Self> {
@@ -69,12 +73,13 @@ macro_rules! vocabulary_common {
 }
 
 macro_rules! string_enum {
-    ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident : $what:literal { $($(#[$vmeta:meta])* $var:ident = $s:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($var),+ }
+        pub enum $name { $($(#[$vmeta])* $var),+ }
 
         impl $name {
+            /// The spec's spelling, as files and params hold it.
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$var => $s),+ }
             }
@@ -120,12 +125,17 @@ fn intern(s: &str) -> Option<&'static str> {
 /// and searched, and named by `doctor` as non-standard. New input is held
 /// to the vocabulary where it enters (the gate, source registration).
 macro_rules! open_enum {
-    ($(#[$meta:meta])* $name:ident : $what:literal { $($var:ident = $s:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident : $what:literal { $($(#[$vmeta:meta])* $var:ident = $s:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($var,)+ Other(&'static str) }
+        pub enum $name {
+            $($(#[$vmeta])* $var,)+
+            /// A value outside the vocabulary, as a file held it (kept on rewrite).
+            Other(&'static str)
+        }
 
         impl $name {
+            /// The spelling a file holds: the spec's, or another writer's.
             pub fn as_str(self) -> &'static str {
                 match self { $($name::$var => $s,)+ $name::Other(s) => s }
             }
@@ -152,61 +162,210 @@ macro_rules! open_enum {
     };
 }
 
-open_enum!(SourceType: "source type" {
-    File = "file", Url = "url", Transcript = "transcript", Message = "message",
-    Commit = "commit", Issue = "issue", Screenshot = "screenshot", Pdf = "pdf",
-    Audio = "audio", Video = "video", Folder = "folder",
+open_enum!(
+    /// What kind of material a source is; `file` when not given.
+    SourceType: "source type" {
+    /// A file's bytes (the default).
+    File = "file",
+    /// A web page.
+    Url = "url",
+    /// A transcript of a conversation or recording.
+    Transcript = "transcript",
+    /// A message (chat, email).
+    Message = "message",
+    /// A version-control commit.
+    Commit = "commit",
+    /// An issue or ticket.
+    Issue = "issue",
+    /// A screenshot.
+    Screenshot = "screenshot",
+    /// A PDF document.
+    Pdf = "pdf",
+    /// An audio recording.
+    Audio = "audio",
+    /// A video recording.
+    Video = "video",
+    /// A folder of files.
+    Folder = "folder",
 });
 
-string_enum!(Scope: "scope" {
-    Private = "private", Project = "project", Team = "team", Public = "public",
+string_enum!(
+    /// Who a claim or source is meant for.
+    Scope: "scope" {
+    /// One person or agent (a knowledge file's `agents/`).
+    Private = "private",
+    /// This project (a knowledge file's `repos/`).
+    Project = "project",
+    /// The team, across projects (a knowledge file's `global/`).
+    Team = "team",
+    /// Anyone.
+    Public = "public",
 });
 
-open_enum!(ClaimType: "claim type" {
-    Fact = "fact", Decision = "decision", Preference = "preference", Workflow = "workflow",
-    Observation = "observation", Question = "question", Warning = "warning",
+open_enum!(
+    /// What kind of assertion a claim makes.
+    ClaimType: "claim type" {
+    /// Something that is so (a knowledge file's `fact`).
+    Fact = "fact",
+    /// A choice that was made.
+    Decision = "decision",
+    /// How someone wants things done.
+    Preference = "preference",
+    /// How to do something (a knowledge file's `pattern`).
+    Workflow = "workflow",
+    /// Something seen to happen (a knowledge file's `tool-quirk`).
+    Observation = "observation",
+    /// An open question.
+    Question = "question",
+    /// A pitfall to avoid (a knowledge file's `pitfall`).
+    Warning = "warning",
 });
 
-open_enum!(ClaimStatus: "claim status" {
-    Working = "working", Actionable = "actionable", Stable = "stable",
-    Contested = "contested", Superseded = "superseded", Archived = "archived",
+open_enum!(
+    /// Where a claim stands; [`ClaimStatus::is_current`] says which statuses
+    /// context packs and answers may use.
+    ClaimStatus: "claim status" {
+    /// Approved, not yet settled: every approved claim starts here.
+    Working = "working",
+    /// Trusted enough to act on; ranks above `working`.
+    Actionable = "actionable",
+    /// Settled; ranks first in context packs.
+    Stable = "stable",
+    /// Contradicted by another claim (see `contradicts`); served, but marked.
+    Contested = "contested",
+    /// Superseded by a newer claim (see `superseded_by`).
+    Superseded = "superseded",
+    /// Retired by `kb.archive`: kept, no longer current.
+    Archived = "archived",
+    /// Withdrawn: no search, context pack or answer returns it.
     Redacted = "redacted",
 });
 
-open_enum!(EntityType: "entity type" {
-    Person = "person", Project = "project", Repo = "repo", Company = "company",
-    Concept = "concept", Decision = "decision", Workflow = "workflow", File = "file",
-    Api = "api", Incident = "incident", Source = "source", Agent = "agent", Tool = "tool",
-    Team = "team", System = "system",
+open_enum!(
+    /// What kind of thing an entity is.
+    EntityType: "entity type" {
+    /// A person.
+    Person = "person",
+    /// A project.
+    Project = "project",
+    /// A code repository.
+    Repo = "repo",
+    /// A company or organisation.
+    Company = "company",
+    /// An idea or notion.
+    Concept = "concept",
+    /// A decision.
+    Decision = "decision",
+    /// A way of doing a task.
+    Workflow = "workflow",
+    /// A file.
+    File = "file",
+    /// An API.
+    Api = "api",
+    /// An incident (an outage, a failure).
+    Incident = "incident",
+    /// A source of information.
+    Source = "source",
+    /// An agent.
+    Agent = "agent",
+    /// A tool.
+    Tool = "tool",
+    /// A team.
+    Team = "team",
+    /// A system.
+    System = "system",
 });
 
-open_enum!(RelationType: "relation type" {
-    Uses = "uses", DependsOn = "depends_on", Contradicts = "contradicts",
-    Supersedes = "supersedes", Supports = "supports", CausedBy = "caused_by",
-    OwnedBy = "owned_by", DerivedFrom = "derived_from", SimilarTo = "similar_to",
-    Blocks = "blocks", Implements = "implements", References = "references",
+open_enum!(
+    /// What a relation says, read `source relation target`.
+    RelationType: "relation type" {
+    /// `source` uses `target`.
+    Uses = "uses",
+    /// `source` depends on `target`.
+    DependsOn = "depends_on",
+    /// `source` contradicts `target`.
+    Contradicts = "contradicts",
+    /// `source` supersedes `target`.
+    Supersedes = "supersedes",
+    /// `source` supports `target`.
+    Supports = "supports",
+    /// `source` is caused by `target`.
+    CausedBy = "caused_by",
+    /// `source` is owned by `target`.
+    OwnedBy = "owned_by",
+    /// `source` is derived from `target`.
+    DerivedFrom = "derived_from",
+    /// `source` is similar to `target`.
+    SimilarTo = "similar_to",
+    /// `source` blocks `target`.
+    Blocks = "blocks",
+    /// `source` implements `target`.
+    Implements = "implements",
+    /// `source` references `target` (a knowledge file's `related`).
+    References = "references",
     // Written by vouch 1.x.
-    Mentions = "mentions", RelatesTo = "relates_to",
+    /// `source` mentions `target`.
+    Mentions = "mentions",
+    /// `source` relates to `target` (exported like `references`).
+    RelatesTo = "relates_to",
 });
 
-open_enum!(PageType: "page type" {
-    Entity = "entity", Concept = "concept", Decision = "decision", Workflow = "workflow",
-    Session = "session", Index = "index", Log = "log", Report = "report",
+open_enum!(
+    /// What a page is for; `concept` when absent.
+    PageType: "page type" {
+    /// About one entity.
+    Entity = "entity",
+    /// Explains a concept (the default).
+    Concept = "concept",
+    /// Records a decision.
+    Decision = "decision",
+    /// Describes a way of doing a task.
+    Workflow = "workflow",
+    /// Sums up a work session (`kb.crystallize` proposes one).
+    Session = "session",
+    /// Lists other pages.
+    Index = "index",
+    /// A running log.
+    Log = "log",
+    /// A report.
+    Report = "report",
+    /// Sums up a source.
     SourceSummary = "source-summary",
     // Written by vouch 1.x.
+    /// A theme page.
     Theme = "theme",
 });
 
-open_enum!(PageStatus: "page status" {
-    Draft = "draft", Active = "active", Stale = "stale", Archived = "archived",
+open_enum!(
+    /// Where a page stands; `active` when absent.
+    PageStatus: "page status" {
+    /// Unfinished; ranks below active pages in context packs.
+    Draft = "draft",
+    /// Current: approval writes it.
+    Active = "active",
+    /// Possibly out of date; ranks below active pages in context packs.
+    Stale = "stale",
+    /// Retired by `kb.archive`: kept, left out of context packs and answers.
+    Archived = "archived",
 });
 
-string_enum!(ProposalKind: "proposal kind" {
-    Claim = "claim", Page = "page", Entity = "entity", Relation = "relation",
+string_enum!(
+    /// What a proposal asks for.
+    ProposalKind: "proposal kind" {
+    /// A new claim.
+    Claim = "claim",
+    /// A new page.
+    Page = "page",
+    /// A new entity.
+    Entity = "entity",
+    /// A new relation.
+    Relation = "relation",
     // A lifecycle change an agent asked for under `review.gate_lifecycle`.
+    /// A lifecycle change to approved knowledge, held for review.
     Lifecycle = "lifecycle",
     // vouch 1.x's request to delete an object: listed for review, decided
     // with vouch 1.x (or rejected here).
+    /// vouch 1.x's request to delete an object.
     Delete = "delete",
 });
 
@@ -214,15 +373,34 @@ string_enum!(
     /// The kinds of object retrieval indexes and finds: what a search hit
     /// or a context item is.
     DocKind: "kind" {
-    Claim = "claim", Page = "page", Entity = "entity", Source = "source",
+    /// A claim.
+    Claim = "claim",
+    /// A page.
+    Page = "page",
+    /// An entity.
+    Entity = "entity",
+    /// A source.
+    Source = "source",
 });
 
-string_enum!(ProposalStatus: "proposal status" {
-    Pending = "pending", Approved = "approved", Rejected = "rejected",
+string_enum!(
+    /// Where a proposal stands in the review gate.
+    ProposalStatus: "proposal status" {
+    /// Awaiting a decision, in `proposed/`.
+    Pending = "pending",
+    /// Approved: its object is written; the record is in `decided/`.
+    Approved = "approved",
+    /// Rejected with a reason; the record is in `decided/`, nothing written.
+    Rejected = "rejected",
 });
 
-string_enum!(SessionStatus: "session status" {
-    Open = "open", Ended = "ended",
+string_enum!(
+    /// Whether a session still takes proposals.
+    SessionStatus: "session status" {
+    /// Takes proposals.
+    Open = "open",
+    /// Ended by `kb.session_end`; takes no more proposals.
+    Ended = "ended",
 });
 
 impl ClaimStatus {

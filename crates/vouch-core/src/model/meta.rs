@@ -27,6 +27,7 @@ pub struct ReadMeta {
 }
 
 impl ReadMeta {
+    /// Nothing to add: the read carries no `_meta`.
     pub fn is_empty(&self) -> bool {
         !self.unaudited && self.citations.is_none() && self.possible_duplicates.is_empty()
     }
@@ -35,7 +36,9 @@ impl ReadMeta {
 /// A current approved claim almost the same in meaning as a proposed one.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct NearDuplicate {
+    /// The approved claim's id.
     pub id: String,
+    /// The approved claim's text.
     pub text: String,
     /// Cosine similarity, rounded to three places.
     pub similarity: f64,
@@ -46,9 +49,11 @@ pub struct NearDuplicate {
 /// nothing.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct ResolvedCitation {
+    /// The id cited: a source's sha256 or an evidence id.
     pub id: String,
     /// `source` or `evidence`.
     pub kind: String,
+    /// The id names no registered source or evidence record.
     #[serde(default, skip_serializing_if = "is_false")]
     pub missing: bool,
     /// Evidence: the source it quotes.
@@ -57,6 +62,7 @@ pub struct ResolvedCitation {
     /// A source's locator, or an evidence span's place in its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
+    /// A cited source's title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Evidence: the quoted text.

@@ -6,10 +6,14 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+/// A point in time, in UTC; written as RFC 3339 with microseconds and `Z`
+/// (`2026-05-21T05:52:34.267699Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub DateTime<Utc>);
 
 impl Timestamp {
+    /// Any RFC 3339 form, or `YYYY-MM-DD HH:MM:SS[.f]` as YAML 1.1 writers
+    /// produce it (without a zone, UTC); `None` for anything else.
     pub fn parse(s: &str) -> Option<Timestamp> {
         let s = s.trim();
         if let Ok(t) = DateTime::parse_from_rfc3339(s) {

@@ -4,10 +4,15 @@ use super::{Claim, Entity, Page, Relation, Source};
 
 /// An artifact just written through vouch, for incremental indexing.
 pub enum Written {
+    /// A claim.
     Claim(Claim),
+    /// A page.
     Page(Page),
+    /// An entity.
     Entity(Entity),
+    /// A relation.
     Relation(Relation),
+    /// A source.
     Source(Source),
 }
 

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::kb::Kb;
 use crate::settings::RetrievalBackend;
 
+/// One way of finding documents for a query: a retrieval backend.
 pub trait Retriever: Send + Sync {
     /// The name `retrieval.backend` uses and hits report in `backend`.
     fn name(&self) -> &'static str;
@@ -109,6 +110,7 @@ pub const ALL: [RetrievalBackend; 4] = [
     RetrievalBackend::Hybrid,
 ];
 
+/// The backend's name, as `retrieval.backend` and hits spell it.
 pub fn name_of(backend: RetrievalBackend) -> &'static str {
     for_backend(backend).name()
 }
@@ -135,9 +137,12 @@ pub fn needs_model(backend: RetrievalBackend) -> bool {
 /// What retrieval was asked for (`retrieval.backend`) and what answers.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct RetrievalState {
+    /// The backend `retrieval.backend` names.
     #[serde(serialize_with = "ser_backend")]
     #[schemars(with = "String")]
     pub configured: RetrievalBackend,
+    /// The backend that answers calls naming none: `configured`, or fts5 when
+    /// that needs a model this KB was not given.
     #[serde(serialize_with = "ser_backend")]
     #[schemars(with = "String")]
     pub used: RetrievalBackend,
@@ -166,6 +171,7 @@ pub fn used(kb: &Kb) -> RetrievalBackend {
 }
 
 impl RetrievalState {
+    /// This KB's retrieval state now.
     pub fn of(kb: &Kb) -> RetrievalState {
         let configured = kb.settings().retrieval.backend;
         let model = kb.embedder().map(|e| e.model_id().to_string());

@@ -8,6 +8,7 @@ use crate::retrieval::{self, SearchParams};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Params of `kb.eval`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalParams {
@@ -21,9 +22,11 @@ pub struct EvalParams {
     pub backend: Option<String>,
 }
 
+/// A query and the claims a good search returns for it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LabelledQuery {
+    /// The query, run as `kb.search` over claims.
     pub query: String,
     /// Claim ids a good answer contains (at least one).
     pub expected: Vec<String>,
@@ -32,9 +35,13 @@ pub struct LabelledQuery {
     pub note: Option<String>,
 }
 
+/// What `kb.eval` returns: the measures over all queries, by note and per
+/// query.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct EvalReport {
+    /// The cut-off rank used (default 10).
     pub k: usize,
+    /// How many queries were run.
     pub queries: usize,
     /// Mean over queries of |expected ∩ top k| / |expected|.
     pub recall_at_k: f64,
@@ -42,30 +49,45 @@ pub struct EvalReport {
     pub mrr: f64,
     /// Mean nDCG@k with binary relevance.
     pub ndcg_at_k: f64,
+    /// The backend measured: the one asked for, else the one in use
+    /// (`substring` when a locked index answered fts5's searches by it).
     pub backend: String,
     /// The same measures for each `note` class (keyword, paraphrase, ...).
     pub by_note: Vec<NoteReport>,
+    /// Each query's measures, in the order given.
     pub per_query: Vec<QueryReport>,
 }
 
+/// The mean measures of the queries sharing one `note`.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct NoteReport {
+    /// The `note` they share.
     pub note: String,
+    /// How many queries have it.
     pub queries: usize,
+    /// Their mean recall@k.
     pub recall_at_k: f64,
+    /// Their mean reciprocal rank.
     pub mrr: f64,
 }
 
+/// How one labelled query did.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct QueryReport {
+    /// The query, as given.
     pub query: String,
+    /// Its `note`, as given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// 1-based rank of each expected claim within the top k, or null.
     pub ranks: Vec<Option<usize>>,
+    /// The claim ids expected, as given.
     pub expected: Vec<String>,
+    /// Share of `expected` in the top k, 0 to 1.
     pub recall: f64,
+    /// 1 / rank of the first expected claim in the top k; 0 when none is.
     pub reciprocal_rank: f64,
+    /// nDCG@k with binary relevance, 0 to 1.
     pub ndcg: f64,
 }
 
@@ -94,6 +116,8 @@ fn round(v: f64) -> f64 {
     (v * 10_000.0).round() / 10_000.0
 }
 
+/// `kb.eval`: run each labelled query through `kb.search` over claims and
+/// measure the ranking.
 pub fn eval(kb: &Kb, p: EvalParams) -> Result<EvalReport> {
     let k = match p.k {
         None => 10,

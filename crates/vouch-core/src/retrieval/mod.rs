@@ -19,10 +19,11 @@ use crate::kb::Kb;
 use crate::model::DocKind;
 pub use crate::model::Written;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+/// Params of `kb.search`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
     /// Plain words. Quotes, operators and punctuation are treated as text.
@@ -40,6 +41,7 @@ pub struct SearchParams {
     pub backend: Option<String>,
 }
 
+/// Largest `limit` of a search; a larger one is capped to it.
 pub const MAX_SEARCH_LIMIT: usize = 1000;
 
 /// Words of a query: runs of letters and digits, lowercased, deduplicated,
@@ -97,6 +99,8 @@ fn checked_search(p: &SearchParams) -> Result<(usize, Vec<DocKind>)> {
     Ok((limit, kinds))
 }
 
+/// `kb.search`: ranked hits for the query's words, current knowledge first,
+/// from the backend asked for or the configured one.
 pub fn search(kb: &Kb, p: SearchParams) -> Result<Vec<SearchHit>> {
     let (limit, kinds) = checked_search(&p)?;
     let backend = p.backend.as_deref().map(backend::parse).transpose()?;

@@ -12,8 +12,11 @@ use crate::retrieval::{self, Currency, SearchHit};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Default `max_chars` of a context pack.
 pub const DEFAULT_MAX_CHARS: usize = 4000;
+/// Largest `max_chars`; a larger one is capped to it.
 pub const MAX_MAX_CHARS: usize = 1_000_000;
+/// Largest `min_items`; a larger one is capped to it.
 pub const MAX_MIN_ITEMS: usize = 1000;
 /// Quotes are cut to this many characters, in `text` and in `items` alike.
 const QUOTE_CHARS: usize = 200;
@@ -25,6 +28,7 @@ const MIN_ITEM_CHARS: usize = 32;
 const OMITTED_LISTED: usize = 50;
 const SEPARATOR: &str = "\n\n";
 
+/// Params of `kb.context`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextParams {
@@ -43,43 +47,61 @@ pub struct ContextParams {
     pub require_citations: Option<bool>,
 }
 
+/// What `kb.context` returns (docs/context.md).
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct ContextPack {
+    /// The task, as given.
     pub task: String,
+    /// The budget applied: `max_chars` as given (default 4000), capped at
+    /// 1000000.
     pub max_chars: usize,
     /// Characters in `text`; never more than `max_chars`.
     pub used_chars: usize,
     /// The pack rendered for a prompt: the items in rank order.
     pub text: String,
+    /// The items in `text`, in rank order.
     pub items: Vec<ContextItem>,
+    /// The `min_items` applied (default 0, capped at 1000).
     pub min_items: usize,
+    /// Whether the pack has at least `min_items` items.
     pub min_items_met: bool,
+    /// Whether items without a resolvable citation were left out.
     pub require_citations: bool,
     /// Matching current items that are not in the pack, best first
     /// (at most 50 listed; `omitted_counts` counts them all).
     pub omitted: Vec<Omitted>,
+    /// How many candidates were left out, by reason (all of them, listed or
+    /// not).
     pub omitted_counts: OmittedCounts,
     /// What the pack lacks, in words: no matches, too few items, budget.
     pub gaps: Vec<String>,
+    /// The backend that ranked the candidates: `hybrid` when a model is
+    /// installed, else the one that answered.
     pub backend: String,
 }
 
+/// One claim or page in a context pack.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct ContextItem {
     /// `claim` or `page`.
     pub kind: DocKind,
+    /// The claim's or page's id.
     pub id: String,
     /// Claim text, or page title and body excerpt.
     pub text: String,
+    /// Its status: a current claim's, or a page's other than `archived`.
     pub status: String,
+    /// A claim's confidence, 0 to 1; absent for pages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
     /// Relevance to the task relative to the best match (1.0).
     pub score: f64,
     /// A contested claim: read with the claims it contradicts.
     pub contested: bool,
+    /// The claims it contradicts; absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contradicts: Vec<String>,
+    /// Its evidence (a claim) or sources (a page) that still resolve.
     pub citations: Vec<Citation>,
     /// Characters this item takes in `text`.
     pub chars: usize,
@@ -93,8 +115,11 @@ pub struct ContextItem {
     pub meta: crate::model::meta::ReadMeta,
 }
 
+/// What a piece of knowledge cites: a quoted span of a source, or a whole
+/// source.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Citation {
+    /// The cited source's id (the sha256 of its content).
     pub source_id: String,
     /// Set when the citation is a span (an evidence record).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -106,10 +131,14 @@ pub struct Citation {
     pub quote: Option<String>,
 }
 
+/// A candidate left out of a pack, and why.
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Omitted {
+    /// `claim` or `page`.
     pub kind: DocKind,
+    /// Its id.
     pub id: String,
+    /// Its relevance relative to the best match (1.0), as in `items`.
     pub score: f64,
     /// `budget` (did not fit in max_chars) or `uncited` (require_citations).
     pub reason: String,
@@ -118,9 +147,12 @@ pub struct Omitted {
     pub chars: Option<usize>,
 }
 
+/// How many candidates were left out, by reason.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct OmittedCounts {
+    /// Left out because they did not fit in `max_chars`.
     pub budget: usize,
+    /// Left out for having no resolvable citation (`require_citations`).
     pub uncited: usize,
 }
 
@@ -321,6 +353,7 @@ fn render(n: usize, item: &ContextItem) -> String {
     out
 }
 
+/// `kb.context`: the context pack for a task (docs/context.md).
 pub fn context(kb: &Kb, p: ContextParams) -> Result<ContextPack> {
     if p.task.trim().is_empty() {
         return Err(Error::invalid("task: must not be empty"));
@@ -358,6 +391,7 @@ pub struct Candidates {
     pub ranked: Vec<(SearchHit, f64)>,
 }
 
+/// [`Candidates`] for `task`: at most `pool` hits, ranked.
 pub fn candidates(kb: &Kb, task: &str, pool: usize) -> Result<Candidates> {
     let terms = retrieval::query_terms(task);
     // Packs rank by meaning and words together whenever a model is there.

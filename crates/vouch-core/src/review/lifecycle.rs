@@ -89,16 +89,22 @@ impl Changed {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params")]
 pub enum Change {
+    /// `kb.supersede`: an approved claim replaced by a newer one.
     #[serde(rename = "kb.supersede")]
     Supersede(SupersedeParams),
+    /// `kb.contradict`: two approved claims that contradict each other.
     #[serde(rename = "kb.contradict")]
     Contradict(ContradictParams),
+    /// `kb.archive`: a claim or page kept for history, out of context packs.
     #[serde(rename = "kb.archive")]
     Archive(ArchiveParams),
+    /// `kb.confirm`: a claim re-checked now.
     #[serde(rename = "kb.confirm")]
     Confirm(IdParams),
+    /// `kb.cite`: a citation added to an approved claim.
     #[serde(rename = "kb.cite")]
     Cite(CiteParams),
+    /// `kb.revert`: an earlier lifecycle change put back.
     #[serde(rename = "kb.revert")]
     Revert(RevertParams),
 }
@@ -168,18 +174,29 @@ fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
     change.apply_locked(kb, caller, None)
 }
 
+/// `kb.supersede`: mark claim `old_id` superseded by `new_id` (under
+/// `review.gate_lifecycle`, a gated agent's call becomes a proposal).
 pub fn supersede(kb: &Kb, caller: &Caller, p: SupersedeParams) -> Result<LifecycleResult> {
     run(kb, caller, Change::Supersede(p))
 }
+/// `kb.contradict`: mark two approved claims as contradicting each other
+/// (under `review.gate_lifecycle`, a gated agent's call becomes a proposal).
 pub fn contradict(kb: &Kb, caller: &Caller, p: ContradictParams) -> Result<LifecycleResult> {
     run(kb, caller, Change::Contradict(p))
 }
+/// `kb.archive`: keep a claim or page for history, out of context packs
+/// (under `review.gate_lifecycle`, a gated agent's call becomes a proposal).
 pub fn archive(kb: &Kb, caller: &Caller, p: ArchiveParams) -> Result<LifecycleResult> {
     run(kb, caller, Change::Archive(p))
 }
+/// `kb.confirm`: set a claim's `last_confirmed_at` to now (under
+/// `review.gate_lifecycle`, a gated agent's call becomes a proposal).
 pub fn confirm(kb: &Kb, caller: &Caller, p: IdParams) -> Result<LifecycleResult> {
     run(kb, caller, Change::Confirm(p))
 }
+/// `kb.cite`: add a citation to an approved claim. A gated agent's call
+/// always becomes a proposal: the cited text would otherwise reach
+/// context packs unseen.
 pub fn cite(kb: &Kb, caller: &Caller, p: CiteParams) -> Result<LifecycleResult> {
     run(kb, caller, Change::Cite(p))
 }

@@ -45,7 +45,9 @@ pub fn payload_fields(payload: &serde_json::Value) -> Vec<(String, String)> {
 /// A run of words of a text, and whether it changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Words {
+    /// The words, each with the whitespace that follows it.
     pub text: String,
+    /// Whether they were removed (in the old text) or added (in the new).
     pub changed: bool,
 }
 

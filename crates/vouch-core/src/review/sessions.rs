@@ -15,6 +15,8 @@ fn load(kb: &Kb, id: &str) -> Result<Session> {
         .ok_or_else(|| Error::not_found(format!("session {id:?} does not exist")))
 }
 
+/// `kb.session_start`: open a session for `caller` under a new
+/// `sess-<time>-<hex>` id.
 pub fn start(kb: &Kb, caller: &Caller, p: SessionStartParams) -> Result<SessionStartResult> {
     let _lock = kb.lock()?;
     let now = kb.now();
@@ -44,6 +46,8 @@ pub fn start(kb: &Kb, caller: &Caller, p: SessionStartParams) -> Result<SessionS
     Ok(SessionStartResult { session_id: id })
 }
 
+/// `kb.session_end`: close an open session, answering how many proposals
+/// it produced; refused when it already ended.
 pub fn end(kb: &Kb, caller: &Caller, p: SessionIdParams) -> Result<SessionEndResult> {
     let _lock = kb.lock()?;
     let mut s = load(kb, &p.session_id)?;
@@ -89,6 +93,9 @@ fn describe(p: &Proposal) -> String {
     format!("{} `{}` — {}", p.kind, p.object_id, what)
 }
 
+/// `kb.crystallize`: summarise a session's proposals (approved, awaiting
+/// review, rejected) as a session page proposal, unless `no_page`, and
+/// flag its pending claim proposals as promotable.
 pub fn crystallize(kb: &Kb, caller: &Caller, p: CrystallizeParams) -> Result<CrystallizeResult> {
     let s = load(kb, &p.session_id)?;
     let proposals: Vec<Proposal> = s

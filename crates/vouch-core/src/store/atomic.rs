@@ -210,16 +210,21 @@ impl Batch {
             removes: Vec::new(),
         }
     }
+    /// Add a write of `bytes` to `target`; nothing touches the disk before
+    /// the batch is staged.
     pub fn write(&mut self, target: PathBuf, bytes: Vec<u8>) {
         self.writes.push((target, bytes));
     }
+    /// Add the removal of `target`, done after every write.
     pub fn remove(&mut self, target: PathBuf) {
         self.removes.push(target);
     }
+    /// Whether the batch holds no writes and no removes.
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.removes.is_empty()
     }
 
+    /// How many writes and removes the batch holds.
     pub fn len(&self) -> usize {
         self.writes.len() + self.removes.len()
     }
@@ -445,18 +450,28 @@ pub enum Recovery {
     /// No staging folder: nothing was interrupted.
     Clean,
     /// The authorizing event is in the log: the batch was completed.
-    Completed { event_id: String, files: usize },
+    Completed {
+        /// The id of the audit event that authorized it.
+        event_id: String,
+        /// How many files it wrote or removed.
+        files: usize,
+    },
     /// The batch never reached the point of no return (no journal, or its
     /// event is not in the log): its staged files were removed and nothing
     /// in the KB had changed.
     Discarded {
+        /// The event its journal names, when it got as far as a journal.
         event_id: Option<String>,
+        /// How many files it held: as staged, or as its journal planned them.
         files: usize,
     },
     /// The journal could not be read or names paths a batch never writes
     /// (edited, or planted by a repository): the staging folder was
     /// removed, and nothing the journal names was touched.
-    Refused { why: String },
+    Refused {
+        /// Why the journal was refused.
+        why: String,
+    },
 }
 
 /// Finish or discard a batch that a crash interrupted. `logged` says

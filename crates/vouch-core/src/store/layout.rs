@@ -4,9 +4,15 @@ use crate::error::Result;
 use crate::ids::{check_id, check_source_id};
 use std::path::{Path, PathBuf};
 
+/// The KB's settings ([`crate::settings::Settings`]).
 pub const CONFIG_FILE: &str = "config.yaml";
+/// Keeps what is derived or local (the index, pending proposals, locks,
+/// temp files, models) out of git.
 pub const GITIGNORE_FILE: &str = ".gitignore";
+/// The hash-chained audit log, one event per line.
 pub const AUDIT_FILE: &str = "audit.log.jsonl";
+/// The derived index, rebuilt from the files at any time; bundles never
+/// carry it or its `state.db-*` siblings.
 pub const INDEX_FILE: &str = "state.db";
 /// Where the audit log's length and last hash were when vouch last
 /// appended: a hint that spares the next append a scan for branches a git
@@ -18,6 +24,7 @@ pub const GITATTRIBUTES_FILE: &str = ".gitattributes";
 pub const GITATTRIBUTES: &str = "# Written by vouch: branches that each appended events merge by keeping\n\
 # both sides' lines; the next vouch write joins them (docs/teams.md).\n\
 audit.log.jsonl merge=union\n";
+/// The KB-wide write lock ([`crate::store::lock`]).
 pub const LOCK_FILE: &str = ".lock";
 /// Held by the process watching the files (index::sqlite::watch).
 pub const WATCH_LOCK_FILE: &str = "watch.lock";
@@ -27,17 +34,26 @@ pub const WATCH_COOKIE_DIR: &str = ".watch";
 /// Kinds of object that live one file per id in their own folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dir {
+    /// `claims/`: approved claims.
     Claims,
+    /// `pages/`: approved pages, markdown with YAML frontmatter.
     Pages,
+    /// `entities/`: approved entities.
     Entities,
+    /// `relations/`: approved relations.
     Relations,
+    /// `evidence/`: quoted spans of sources.
     Evidence,
+    /// `sessions/`: agents' work sessions.
     Sessions,
+    /// `proposed/`: proposals awaiting review.
     Proposed,
+    /// `decided/`: proposals approved or rejected.
     Decided,
 }
 
 impl Dir {
+    /// Every per-id folder.
     pub const ALL: [Dir; 8] = [
         Dir::Claims,
         Dir::Pages,
@@ -48,6 +64,7 @@ impl Dir {
         Dir::Proposed,
         Dir::Decided,
     ];
+    /// The folder's name under `.vouch/`.
     pub fn name(self) -> &'static str {
         match self {
             Dir::Claims => "claims",
@@ -60,6 +77,7 @@ impl Dir {
             Dir::Decided => "decided",
         }
     }
+    /// The file extension of its objects: `md` for pages, else `yaml`.
     pub fn extension(self) -> &'static str {
         match self {
             Dir::Pages => "md",
@@ -88,6 +106,7 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Paths under `root`, the `.vouch/` folder itself.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Layout { root: root.into() }
     }
@@ -99,36 +118,47 @@ impl Layout {
     pub fn project_root(&self) -> &Path {
         self.root.parent().unwrap_or(&self.root)
     }
+    /// `config.yaml`.
     pub fn config(&self) -> PathBuf {
         self.root.join(CONFIG_FILE)
     }
+    /// `.vouch/.gitignore`.
     pub fn gitignore(&self) -> PathBuf {
         self.root.join(GITIGNORE_FILE)
     }
+    /// `audit.log.jsonl`.
     pub fn audit_log(&self) -> PathBuf {
         self.root.join(AUDIT_FILE)
     }
+    /// The audit tip hint ([`AUDIT_TIP_FILE`]).
     pub fn audit_tip(&self) -> PathBuf {
         self.root.join(AUDIT_TIP_FILE)
     }
+    /// `.vouch/.gitattributes` ([`GITATTRIBUTES`]).
     pub fn gitattributes(&self) -> PathBuf {
         self.root.join(GITATTRIBUTES_FILE)
     }
+    /// `state.db`, the derived index.
     pub fn index_db(&self) -> PathBuf {
         self.root.join(INDEX_FILE)
     }
+    /// The write lock's file ([`LOCK_FILE`]).
     pub fn lock_file(&self) -> PathBuf {
         self.root.join(LOCK_FILE)
     }
+    /// The watcher's lock file ([`WATCH_LOCK_FILE`]).
     pub fn watch_lock(&self) -> PathBuf {
         self.root.join(WATCH_LOCK_FILE)
     }
+    /// The folder for the watcher's cookies ([`WATCH_COOKIE_DIR`]).
     pub fn watch_cookies(&self) -> PathBuf {
         self.root.join(WATCH_COOKIE_DIR)
     }
+    /// The folder of one kind of object.
     pub fn dir(&self, dir: Dir) -> PathBuf {
         self.root.join(dir.name())
     }
+    /// `sources/`, one folder per source.
     pub fn sources_dir(&self) -> PathBuf {
         self.root.join("sources")
     }
@@ -140,13 +170,16 @@ impl Layout {
             .join(dir.name())
             .join(format!("{id}.{}", dir.extension())))
     }
+    /// `sources/<id>/`, after checking the id is a sha256.
     pub fn source_dir(&self, id: &str) -> Result<PathBuf> {
         check_source_id(id)?;
         Ok(self.sources_dir().join(id))
     }
+    /// `sources/<id>/meta.yaml`: the source's metadata.
     pub fn source_meta(&self, id: &str) -> Result<PathBuf> {
         Ok(self.source_dir(id)?.join("meta.yaml"))
     }
+    /// `sources/<id>/content`: the source's bytes.
     pub fn source_content(&self, id: &str) -> Result<PathBuf> {
         Ok(self.source_dir(id)?.join("content"))
     }
@@ -172,10 +205,13 @@ pub fn id_from_file_name(dir: Dir, name: &str) -> Option<String> {
 /// `.vouch/`. Parsing a relative path is how a bundle member is classified.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KbFile {
+    /// `config.yaml`.
     Config,
     /// `<dir>/<id>.<ext>` for every per-id folder except `proposed/`.
     Object(Dir, String),
+    /// `sources/<sha256>/meta.yaml`.
     SourceMeta(String),
+    /// `sources/<sha256>/content`.
     SourceContent(String),
 }
 

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
+/// The KB's write lock, held for as long as this value lives.
 pub struct KbLock {
     _file: File,
 }

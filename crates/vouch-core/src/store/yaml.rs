@@ -6,10 +6,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::Path;
 
+/// Encode as YAML.
 pub fn to_yaml<T: Serialize>(value: &T) -> Result<String> {
     serde_saphyr::to_string(value).map_err(|e| Error::internal(format!("YAML encoding: {e}")))
 }
 
+/// Decode YAML read from `path`; a parse error is [`Corrupt`], naming the
+/// file and the first line of what the parser said.
+///
+/// [`Corrupt`]: crate::error::ErrorKind::Corrupt
 pub fn from_yaml<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
     serde_saphyr::from_str(text).map_err(|e| Error::corrupt(path, first_line(&e.to_string())))
 }

@@ -82,6 +82,7 @@ const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
 /// from the files instead (search falls back to the substring backend).
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// One open connection to `state.db`.
 pub struct Index {
     pub(crate) conn: Connection,
     /// FTS rows the running [`Index::write_docs`] changed.

@@ -2,6 +2,8 @@
 
 use super::*;
 
+/// `kb.export_check`: check a bundle on its own, every problem listed; writes
+/// nothing.
 pub fn export_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<ExportCheckResult> {
     let path = resolve(kb, caller, &p.path, false)?;
     let s = check_bundle(kb, &path, false, &|_| false)?;
@@ -51,6 +53,8 @@ pub(crate) fn status_of(kb: &Kb, m: &Member, gated: bool) -> Result<Status> {
     })
 }
 
+/// `kb.import_check`: diff a bundle against this KB (new, conflict, identical,
+/// ignored) and list every problem; writes nothing.
 pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<ImportCheckResult> {
     let path = resolve(kb, caller, &p.path, false)?;
     let s = check_bundle(kb, &path, true, &|_| false)?;
@@ -138,6 +142,8 @@ pub(crate) fn is_gated(f: &KbFile) -> bool {
     )
 }
 
+/// `kb.import_apply`: import a bundle that passes `import_check`, all or
+/// nothing; an agent's gated objects arrive as proposals.
 pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<ImportApplyResult> {
     let path = resolve(kb, caller, &p.path, false)?;
     let on_conflict = p.on_conflict.unwrap_or_default();

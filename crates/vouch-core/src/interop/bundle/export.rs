@@ -69,6 +69,8 @@ pub(crate) fn tar_header(size: u64, mtime: u64) -> tar::Header {
     h
 }
 
+/// `kb.export`: write the reviewed knowledge as a deterministic `.tar.gz`
+/// bundle at `out`.
 pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult> {
     let out = resolve(kb, caller, &p.out, true)?;
     let _lock = kb.lock()?;

@@ -47,6 +47,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// The manifest's name: the bundle's first member.
 pub const MANIFEST: &str = "manifest.json";
 /// The bundle format version written in `manifest.json`.
 pub const BUNDLE_VERSION: u64 = 1;
@@ -60,6 +61,7 @@ const CHUNK: usize = 64 * 1024;
 /// `bundles.max_file_bytes`).
 const MAX_OBJECT_BYTES: u64 = 1 << 20;
 
+/// `manifest.json`: the bundle's format version and every other member.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     /// Ours is 1; the spec's is "0.1". vouch 1.x writes none and says
@@ -69,14 +71,19 @@ pub struct Manifest {
     /// Absent from 1.x manifests.
     #[serde(default)]
     pub generated_at: String,
+    /// Every member but the manifest, with its size and sha256.
     pub files: Vec<ManifestFile>,
+    /// Fields this vouch does not read, kept as they are.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }
 
+/// One member as the manifest lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ManifestFile {
+    /// Its path in the bundle, `/`-separated: the same as inside `.vouch/`.
     pub path: String,
+    /// The sha256 of its bytes, in hex.
     pub sha256: String,
     /// 1.x calls it `size`.
     #[serde(alias = "size")]

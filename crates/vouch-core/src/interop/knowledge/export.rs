@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+/// Params of `kb.knowledge_export`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExportParams {
@@ -22,10 +23,14 @@ pub struct ExportParams {
     pub out: String,
 }
 
+/// What `kb.knowledge_export` returns.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ExportResult {
+    /// Always true: an export that fails is an error.
     pub ok: bool,
+    /// The folder written, as given.
     pub out: String,
+    /// Facts written: one per current approved claim.
     pub facts: usize,
     /// Relative paths written.
     pub files: Vec<String>,
@@ -80,6 +85,8 @@ fn yaml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
+/// `kb.knowledge_export`: write current approved claims as a knowledge folder
+/// at `out`.
 pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult> {
     // A person exports where they say; an agent only inside the project.
     let (project, relative) = if caller.is_agent() {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// Params of `kb.knowledge_import`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportParams {
@@ -64,11 +65,14 @@ pub struct ImportedRelation {
     pub reason: Option<String>,
 }
 
+/// What `kb.knowledge_import` returns.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ImportResult {
     /// False when validation found errors and nothing was imported.
     pub ok: bool,
+    /// Whether this was a dry run (nothing written).
     pub dry_run: bool,
+    /// What became of each fact not skipped.
     pub facts: Vec<ImportedFact>,
     /// Facts left out for errors (with `skip_invalid`).
     pub skipped: Vec<String>,
@@ -76,6 +80,7 @@ pub struct ImportResult {
     pub relations: Vec<ImportedRelation>,
     /// Sources registered for the files.
     pub sources: BTreeMap<String, String>,
+    /// Every problem the validation found (as `kb.knowledge_validate`).
     pub problems: Vec<Problem>,
 }
 
@@ -147,6 +152,8 @@ fn source_for(
     Ok(id)
 }
 
+/// `kb.knowledge_import`: propose each fact of a knowledge folder as a claim
+/// citing the span of its file that states it.
 pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult> {
     let dir = read(kb, &p.path)?;
     let rep = report(&dir, &kb.now().0.format("%Y-%m-%d").to_string());

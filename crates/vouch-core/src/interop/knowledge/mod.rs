@@ -25,14 +25,17 @@ pub const CATEGORIES: &[&str] = &["fact", "pitfall", "pattern", "tool-quirk", "q
 /// claims writes a 24 MB index.json).
 pub const MAX_FILE_BYTES: u64 = 128 * 1024 * 1024;
 
+/// One problem found in a knowledge folder.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
 pub struct Problem {
     /// `error` or `warn`.
     pub severity: String,
     /// Relative to the knowledge folder.
     pub file: String,
+    /// 1-based line in `file`, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// The fact's id, when the problem is one fact's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// What is wrong and what to fix.
@@ -57,6 +60,7 @@ impl Problem {
     }
 }
 
+/// Params of `kb.knowledge_validate`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ValidateParams {
@@ -64,17 +68,25 @@ pub struct ValidateParams {
     pub path: String,
 }
 
+/// What `kb.knowledge_validate` returns.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ValidateReport {
     /// No errors (warnings allowed).
     pub ok: bool,
+    /// YAML fact files read.
     pub files: usize,
+    /// Facts in the YAML files.
     pub facts: usize,
+    /// Problems of severity `error`.
     pub errors: usize,
+    /// Problems of severity `warn`.
     pub warnings: usize,
+    /// Every problem, with its file, line and fact id.
     pub problems: Vec<Problem>,
 }
 
+/// `kb.knowledge_validate`: check a knowledge folder inside the project, expiry
+/// against today's date. Reads only.
 pub fn validate(kb: &Kb, p: ValidateParams) -> Result<ValidateReport> {
     let dir = read(kb, &p.path)?;
     Ok(report(&dir, &kb.now().0.format("%Y-%m-%d").to_string()))

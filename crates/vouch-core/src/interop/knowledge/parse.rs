@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 pub struct Fact {
     /// Relative path of the file it was read from.
     pub file: String,
+    /// 1-based line of its `- id:` entry; `None` for a fact of index.json.
     pub line: Option<usize>,
     /// The fact's fields as written (domain and category filled from the
     /// file's frontmatter when the entry has none).
@@ -20,12 +21,15 @@ pub struct Fact {
 }
 
 impl Fact {
+    /// Its `id` field, when a string.
     pub fn id(&self) -> Option<&str> {
         self.fields.get("id").and_then(Value::as_str)
     }
+    /// Its text (the `fact` field), when a string.
     pub fn text(&self) -> Option<&str> {
         self.fields.get("fact").and_then(Value::as_str)
     }
+    /// Field `k`, when a string.
     pub fn str_field(&self, k: &str) -> Option<&str> {
         self.fields.get(k).and_then(Value::as_str)
     }
@@ -40,10 +44,16 @@ pub struct FactFile {
     pub facts: Vec<Fact>,
 }
 
+/// A knowledge folder as read.
 #[derive(Debug, Clone, Default)]
 pub struct KnowledgeDir {
+    /// The folder.
     pub root: PathBuf,
+    /// index.json's bytes and, when they are JSON, their value; `None` when it
+    /// is missing or unreadable.
     pub index: Option<(Vec<u8>, Option<Value>)>,
+    /// The YAML fact files of `global/`, `repos/` and `agents/`, sorted by name
+    /// within each.
     pub files: Vec<FactFile>,
     /// Problems met while reading (unreadable, links, too large, not YAML).
     pub read_problems: Vec<Problem>,

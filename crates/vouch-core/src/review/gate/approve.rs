@@ -573,6 +573,8 @@ pub(super) fn materialize(
     })
 }
 
+/// `kb.reject`: decide a pending proposal as rejected, with the required
+/// reason. Nothing durable is written; the proposal moves to `decided/`.
 pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     if p.reason.trim().is_empty() {
         return Err(Error::missing("reason"));

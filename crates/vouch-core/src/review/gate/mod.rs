@@ -27,19 +27,30 @@ use validate::*;
 
 // ----- drafts: the normalized payload a proposal carries ---------------------
 
+/// A claim as proposed: what approval turns into a [`Claim`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClaimDraft {
+    /// The one-sentence assertion, trimmed.
     pub text: String,
+    /// What kind of claim (fact, decision, observation, ...).
     #[serde(rename = "type")]
     pub claim_type: ClaimType,
+    /// How sure the proposer is, from 0 to 1.
     pub confidence: f64,
+    /// Source and evidence ids it cites (a quoted span is minted as evidence
+    /// when the proposal is written).
     pub evidence: Vec<String>,
+    /// Approved entities it is about.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
+    /// Who it is for: a name (`project`) or, as vouch 1.x writes it, a map.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Value>,
+    /// Free-form labels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Where it came from in another format; kept on the approved claim under
+    /// `metadata`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Map<String, Value>>,
     /// Approved claims this one replaces: approving it supersedes them.
@@ -47,42 +58,63 @@ pub struct ClaimDraft {
     pub supersedes: Vec<String>,
 }
 
+/// A page as proposed: what approval turns into a [`Page`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PageDraft {
+    /// The page's title, trimmed.
     pub title: String,
+    /// The markdown body.
     #[serde(default)]
     pub body: String,
+    /// What kind of page (concept, decision, session, ...).
     #[serde(rename = "type")]
     pub page_type: PageType,
+    /// Approved claims it draws on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<String>,
+    /// Approved entities it is about.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entities: Vec<String>,
+    /// Registered sources it draws on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// Free-form labels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
 }
 
+/// An entity as proposed: what approval turns into an [`Entity`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EntityDraft {
+    /// Its name, trimmed.
     pub name: String,
+    /// What kind of thing it is (person, project, repo, api, ...).
     #[serde(rename = "type")]
     pub entity_type: EntityType,
+    /// Other names it goes by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+    /// What it is, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Free-form labels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
 }
 
+/// A relation as proposed: what approval turns into a [`Relation`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RelationDraft {
+    /// The id it starts from: an approved object or a registered source.
     pub source: String,
+    /// What the edge says (uses, depends_on, supports, ...).
     pub relation: RelationType,
+    /// The id it points to: an approved object or a registered source.
     pub target: String,
+    /// How sure the proposer is, from 0 to 1.
     pub confidence: f64,
+    /// Source and evidence ids it cites (a quoted span is minted as evidence
+    /// when the proposal is written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
 }
@@ -90,13 +122,18 @@ pub struct RelationDraft {
 /// Any draft, by kind.
 #[derive(Debug, Clone)]
 pub enum Draft {
+    /// A claim.
     Claim(ClaimDraft),
+    /// A page.
     Page(PageDraft),
+    /// An entity.
     Entity(EntityDraft),
+    /// A relation.
     Relation(RelationDraft),
 }
 
 impl Draft {
+    /// The kind of proposal it makes.
     pub fn kind(&self) -> ProposalKind {
         match self {
             Draft::Claim(_) => ProposalKind::Claim,

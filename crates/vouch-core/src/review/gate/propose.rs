@@ -22,6 +22,9 @@ pub(super) fn ids_only(cites: &[Citation]) -> Vec<String> {
         .collect()
 }
 
+/// `kb.propose_claim`: propose a cited claim for review. A valid one
+/// lists approved claims almost the same in meaning, when an embedding
+/// model is at hand.
 pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<ProposeResult> {
     let text = p.text.trim().to_string();
     let mut result = propose_claim_draft(kb, caller, p)?;
@@ -218,6 +221,7 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
         .collect())
 }
 
+/// `kb.propose_page`: propose a markdown page for review.
 pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<ProposeResult> {
     let draft = Draft::Page(PageDraft {
         title: p.title.trim().to_string(),
@@ -241,6 +245,7 @@ pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<Pr
     )
 }
 
+/// `kb.propose_entity`: propose a named entity for review.
 pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Result<ProposeResult> {
     let draft = Draft::Entity(EntityDraft {
         name: p.name.trim().to_string(),
@@ -262,6 +267,8 @@ pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Resul
     )
 }
 
+/// `kb.propose_relation`: propose a typed edge between two approved
+/// objects or sources, optionally cited, for review.
 pub fn propose_relation(
     kb: &Kb,
     caller: &Caller,

@@ -65,9 +65,11 @@ impl Vectors {
         }
     }
 
+    /// Documents with vectors in memory.
     pub fn documents(&self) -> usize {
         self.docs.len()
     }
+    /// Documents the last check left without vectors (the budget ran out).
     pub fn pending(&self) -> usize {
         self.pending
     }
@@ -410,9 +412,13 @@ pub fn time_scan(rows: usize, dim: usize, want: usize, runs: usize) -> Vec<Durat
         .collect()
 }
 
+/// A document a scan found, borrowed from the vectors.
 pub struct DocKeyRef<'a> {
+    /// `claim`, `page`, `entity` or `source`.
     pub kind: &'static str,
+    /// The document's id.
     pub id: &'a str,
+    /// Its status as the index has it; `None` for entities and sources.
     pub status: Option<&'a str>,
 }
 
