@@ -32,17 +32,10 @@ pub fn esc(s: &str) -> String {
 /// A snippet, escaped, with its highlights (`[start, end)` character
 /// ranges, as `kb.search` returns them) in `<mark>`. Ranges that are not
 /// well formed are ignored; the text is shown whole either way.
-pub fn marked(snippet: &str, highlights: Option<&Value>) -> String {
-    let spans: Vec<(usize, usize)> = highlights
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| Some((r.get(0)?.as_u64()? as usize, r.get(1)?.as_u64()? as usize)))
-                .collect()
-        })
-        .unwrap_or_default();
+pub fn marked(snippet: &str, highlights: &[[usize; 2]]) -> String {
+    let spans = highlights.iter().map(|[start, end]| (*start, *end));
     let chars: Vec<char> = snippet.chars().collect();
-    let mut out = String::with_capacity(snippet.len() + 16 * spans.len());
+    let mut out = String::with_capacity(snippet.len() + 16 * highlights.len());
     let mut at = 0;
     for (start, end) in spans {
         if start < at || start >= end || end > chars.len() {
@@ -149,6 +142,44 @@ pub fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
 
 pub fn call(kb: &Kb, caller: &Caller, method: &str, params: Value) -> Result<Value, Error> {
     methods::dispatch(kb, caller, method, params)
+}
+
+/// A method called with typed params for its typed result, as `vouch
+/// review` calls it (an agent session's params meet the wire's limits).
+pub fn call_typed<M: methods::Call>(
+    kb: &Kb,
+    caller: &Caller,
+    params: M::Params,
+) -> Result<M::Output, Error>
+where
+    M::Params: serde::Serialize,
+{
+    methods::call_over_transport::<M>(kb, caller, params)
+}
+
+/// A claim by id, typed (`None` when there is none).
+pub fn read_claim(
+    kb: &Kb,
+    caller: &Caller,
+    id: &str,
+) -> Result<Option<vouch_core::params::Read<vouch_core::model::Claim>>, Error> {
+    call_typed::<methods::kb::ReadClaim>(
+        kb,
+        caller,
+        vouch_core::params::IdParams { id: id.to_string() },
+    )
+}
+
+/// The audit log's events, as `kb.audit` returns them.
+pub fn audit_events(
+    kb: &Kb,
+    caller: &Caller,
+    params: vouch_core::params::AuditParams,
+) -> Result<Vec<Value>, Error> {
+    Ok(call_typed::<methods::kb::Audit>(kb, caller, params)?
+        .into_iter()
+        .map(|r| r.0)
+        .collect())
 }
 
 pub fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {

@@ -8,7 +8,9 @@
 pub use super::html::*;
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vouch_core::{Caller, Error, Kb};
+use vouch_core::params::{AuditFilter, AuditParams, ListParams, NoParams};
+use vouch_core::retrieval::{SearchHit, SearchParams};
+use vouch_core::{Caller, Error, Kb, methods};
 
 /// A one-line summary of a proposal's payload.
 fn summary(p: &Value) -> String {
@@ -473,14 +475,17 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
     if !replaces.is_empty() {
         let _ = write!(body, "<h2>Would supersede ({})</h2>", replaces.len());
         for old in &replaces {
-            let c = call(kb, caller, "kb.read_claim", json!({"id": old}))?;
-            let (was, now) = word_diff(str_of(&c, "text"), &text);
+            let c = read_claim(kb, caller, old)?;
+            let (was_text, was_status) = c.as_ref().map_or(("", ""), |c| {
+                (c.object.text.as_str(), c.object.status.as_str())
+            });
+            let (was, now) = word_diff(was_text, &text);
             let _ = write!(
                 body,
                 "<div class=\"side supersedes\"><div class=\"card\"><div class=\"small muted\">now: {} {}</div>{}</div>\
                  <div class=\"card\"><div class=\"small muted\">proposed instead</div>{}</div></div>",
                 claim_link(old),
-                badge(str_of(&c, "status")),
+                badge(was_status),
                 was,
                 now
             );
@@ -488,37 +493,33 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
     }
     // Approved claims that already say something close.
     if kind == "claim" && status == "pending" {
-        let hits = call(
-            kb,
-            caller,
-            "kb.search",
-            json!({"query": text, "limit": 8, "kinds": ["claim"]}),
-        )
-        .unwrap_or(Value::Null);
-        let similar: Vec<&Value> = hits
-            .as_array()
-            .map(|h| {
-                h.iter()
-                    .filter(|h| {
-                        str_of(h, "kind") == "claim"
-                            && !replaces.iter().any(|r| r == str_of(h, "id"))
-                    })
-                    .take(3)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let params = SearchParams {
+            query: text.clone(),
+            limit: Some(8),
+            kinds: Some(vec!["claim".into()]),
+            backend: None,
+        };
+        let hits = call_typed::<methods::kb::Search>(kb, caller, params).unwrap_or_default();
+        let similar: Vec<&SearchHit> = hits
+            .iter()
+            .filter(|h| h.kind.as_str() == "claim" && !replaces.contains(&h.id))
+            .take(3)
+            .collect();
         if !similar.is_empty() {
             let _ = write!(body, "<h2>Similar approved claims ({})</h2>", similar.len());
             for h in similar {
-                let hid = str_of(h, "id");
-                let c = call(kb, caller, "kb.read_claim", json!({"id": hid}))?;
+                let hid = h.id.as_str();
+                let c = read_claim(kb, caller, hid)?;
+                let (similar_text, similar_status) = c.as_ref().map_or(("", ""), |c| {
+                    (c.object.text.as_str(), c.object.status.as_str())
+                });
                 let _ = write!(
                     body,
                     "<div class=\"side similar\"><div class=\"card\"><div class=\"small muted\">{} {}</div>{}</div>\
                      <div class=\"card\"><div class=\"small muted\">proposed</div>{}</div></div>",
                     claim_link(hid),
-                    badge(str_of(&c, "status")),
-                    esc(str_of(&c, "text")),
+                    badge(similar_status),
+                    esc(similar_text),
                     esc(&text)
                 );
             }
@@ -582,34 +583,38 @@ fn decide_forms(body: &mut String, frame: &Frame, p: &Value, id: &str, status: &
 /// One claim: status, text, citations, relations and its history from the
 /// audit log. `None` when no such claim exists.
 pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option<String>, Error> {
-    let c = call(kb, caller, "kb.read_claim", json!({"id": id}))?;
-    if c.is_null() {
+    let Some(read) = read_claim(kb, caller, id)? else {
         return Ok(None);
-    }
+    };
+    let c = &read.object;
     let mut body = format!(
         "<h1>Claim {}</h1><div class=\"card\"><p class=\"text\" id=\"text\">{}</p><dl>",
-        badge(str_of(&c, "status")),
-        esc(str_of(&c, "text"))
+        badge(c.status.as_str()),
+        esc(&c.text)
     );
     field_row(&mut body, "id", id);
-    field_row(&mut body, "type", str_of(&c, "type"));
-    if let Some(x) = c.get("confidence").and_then(Value::as_f64) {
-        field_row(&mut body, "confidence", &format!("{x:.2}"));
-    }
-    if c["_meta"]["unaudited"] == json!(true) {
+    field_row(&mut body, "type", c.claim_type.as_str());
+    field_row(&mut body, "confidence", &format!("{:.2}", c.confidence));
+    let approved_by = c.approved_by.as_deref().unwrap_or("");
+    if read.meta.unaudited {
         // The file says who approved it; the log says nobody did.
         let _ = write!(
             body,
             "<dt>approved by</dt><dd class=\"error\">UNAUDITED: no approval in the audit log \
              (the file names {}, but it never went through review)</dd>",
-            esc(str_of(&c, "approved_by"))
+            esc(approved_by)
         );
     } else {
-        field_row(&mut body, "approved by", str_of(&c, "approved_by"));
+        field_row(&mut body, "approved by", approved_by);
     }
-    field_row(&mut body, "created", str_of(&c, "created_at"));
-    field_row(&mut body, "last confirmed", str_of(&c, "last_confirmed_at"));
-    field_row(&mut body, "tags", &strings(&c["tags"]).join(", "));
+    field_row(&mut body, "created", &c.created_at.to_string());
+    let confirmed = c.last_confirmed_at.as_ref().map(|t| t.to_string());
+    field_row(
+        &mut body,
+        "last confirmed",
+        confirmed.as_deref().unwrap_or(""),
+    );
+    field_row(&mut body, "tags", &c.tags.join(", "));
     body.push_str("</dl>");
     let links = |label: &str, ids: Vec<String>| -> String {
         if ids.is_empty() {
@@ -618,30 +623,34 @@ pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option
         let l: Vec<String> = ids.iter().map(|i| claim_link(i)).collect();
         format!("<p>{} {}</p>", esc(label), l.join(", "))
     };
-    body.push_str(&links("supersedes", strings(&c["supersedes"])));
-    if let Some(by) = c.get("superseded_by").and_then(Value::as_str) {
-        body.push_str(&links("superseded by", vec![by.to_string()]));
+    body.push_str(&links("supersedes", c.supersedes.clone()));
+    if let Some(by) = &c.superseded_by {
+        body.push_str(&links("superseded by", vec![by.clone()]));
     }
-    body.push_str(&links("contradicts", strings(&c["contradicts"])));
+    body.push_str(&links("contradicts", c.contradicts.clone()));
     body.push_str("</div>");
-    let cited = strings(&c["evidence"]);
+    let cited = &c.evidence;
     let _ = write!(body, "<h2>Evidence ({})</h2>", cited.len());
-    for e in &cited {
+    for e in cited {
         body.push_str(&citation(kb, caller, e));
     }
-    let relations = call(
+    let mut end = serde_json::Map::new();
+    end.insert("end".into(), json!(id));
+    let relations = call_typed::<methods::kb::ListRelations>(
         kb,
         caller,
-        "kb.list_relations",
-        json!({"filter": {"end": id}, "limit": kb.settings().limits.max_results}),
+        ListParams {
+            filter: Some(end),
+            limit: Some(kb.settings().limits.max_results as i64),
+            offset: None,
+        },
     )?;
-    let relations = relations.as_array().cloned().unwrap_or_default();
     let _ = write!(body, "<h2>Relations ({})</h2>", relations.len());
     if !relations.is_empty() {
         body.push_str("<table><tbody>");
         for r in &relations {
-            let end = |k: &str| {
-                let x = str_of(r, k);
+            let r = &r.object;
+            let end = |x: &str| {
                 if x == id {
                     format!("<b>{}</b>", esc(x))
                 } else {
@@ -651,15 +660,24 @@ pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option
             let _ = write!(
                 body,
                 "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                end("source"),
-                esc(str_of(r, "relation")),
-                end("target")
+                end(&r.source),
+                esc(r.relation.as_str()),
+                end(&r.target)
             );
         }
         body.push_str("</tbody></table>");
     }
-    let history = call(kb, caller, "kb.audit", json!({"filter": {"object": id}}))?;
-    let history = history.as_array().cloned().unwrap_or_default();
+    let history = audit_events(
+        kb,
+        caller,
+        AuditParams {
+            tail: None,
+            filter: Some(AuditFilter {
+                object: Some(id.to_string()),
+                ..Default::default()
+            }),
+        },
+    )?;
     let _ = write!(body, "<h2>History ({} events)</h2>", history.len());
     body.push_str(&events_table(&history));
     Ok(Some(layout(&format!("Claim {id}"), frame, &body)))
@@ -695,27 +713,26 @@ pub fn search(
     if q.trim().is_empty() {
         return Ok(layout("Search", frame, &body));
     }
-    let mut params = json!({"query": q, "limit": 30});
-    if !backend.is_empty() {
-        params["backend"] = json!(backend);
-    }
-    let hits = match call(kb, caller, "kb.search", params) {
-        Ok(h) => h.as_array().cloned().unwrap_or_default(),
+    let params = SearchParams {
+        query: q.to_string(),
+        limit: Some(30),
+        kinds: None,
+        backend: (!backend.is_empty()).then(|| backend.to_string()),
+    };
+    let hits = match call_typed::<methods::kb::Search>(kb, caller, params) {
+        Ok(hits) => hits,
         Err(e) => {
             let _ = write!(body, "<p class=\"error\">{}</p>", esc(&e.message));
             return Ok(layout("Search", frame, &body));
         }
     };
-    let used = hits
-        .first()
-        .map(|h| str_of(h, "backend").to_string())
-        .unwrap_or_else(|| {
-            if backend.is_empty() {
-                "configured".into()
-            } else {
-                backend.into()
-            }
-        });
+    let used = hits.first().map(|h| h.backend.clone()).unwrap_or_else(|| {
+        if backend.is_empty() {
+            "configured".into()
+        } else {
+            backend.into()
+        }
+    });
     let _ = write!(
         body,
         "<p class=\"muted\">{} result(s) · backend <b id=\"backend\">{}</b></p>",
@@ -724,7 +741,7 @@ pub fn search(
     );
     body.push_str("<table id=\"hits\"><tbody>");
     for h in &hits {
-        let (kind, id) = (str_of(h, "kind"), str_of(h, "id"));
+        let (kind, id) = (h.kind.as_str(), h.id.as_str());
         let shown = if kind == "claim" {
             claim_link(id)
         } else {
@@ -735,11 +752,8 @@ pub fn search(
             "<tr><td>{}</td><td>{} {}</td><td>{}</td></tr>",
             esc(kind),
             shown,
-            h.get("status")
-                .and_then(Value::as_str)
-                .map(badge)
-                .unwrap_or_default(),
-            marked(str_of(h, "snippet"), h.get("highlights"))
+            h.status.as_deref().map(badge).unwrap_or_default(),
+            marked(&h.snippet, &h.highlights)
         );
     }
     body.push_str("</tbody></table>");
@@ -748,22 +762,30 @@ pub fn search(
 
 /// The audit log's tail with the chain's verify result.
 pub fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
-    let verify = call(kb, caller, "kb.audit_verify", Value::Null)?;
-    let events = call(kb, caller, "kb.audit", json!({"tail": tail}))?;
-    let events = events.as_array().cloned().unwrap_or_default();
+    let verify = call_typed::<methods::kb::AuditVerify>(kb, caller, NoParams {})?;
+    let events = audit_events(
+        kb,
+        caller,
+        AuditParams {
+            tail: Some(tail as i64),
+            filter: None,
+        },
+    )?;
     let mut body = String::from("<h1>Audit log</h1>");
-    if verify["ok"] == true {
+    if verify.ok {
         let _ = write!(
             body,
             "<p class=\"notice\" id=\"verify\">The hash chain verifies: {} events.</p>",
-            verify["events"]
+            verify.events
         );
     } else {
         let _ = write!(
             body,
             "<p class=\"error\" id=\"verify\">The hash chain does not verify at line {}: {}</p>",
-            verify["first_bad_line"],
-            esc(str_of(&verify, "problem"))
+            verify
+                .first_bad_line
+                .map_or("?".to_string(), |l| l.to_string()),
+            esc(verify.problem.as_deref().unwrap_or(""))
         );
     }
     let _ = write!(body, "<h2>Last {} events</h2>", events.len());
@@ -819,13 +841,12 @@ mod tests {
     /// ranges that overlap or run past the text are ignored.
     #[test]
     fn highlights_are_marks_around_escaped_text() {
-        let spans = json!([[0, 7], [22, 27]]);
         assert_eq!(
-            marked("Deploys <b>happen</b> daily", Some(&spans)),
+            marked("Deploys <b>happen</b> daily", &[[0, 7], [22, 27]]),
             "<mark>Deploys</mark> &lt;b&gt;happen&lt;/b&gt; <mark>daily</mark>"
         );
-        let bad = json!([[3, 2], [0, 99], "x", [1, 2], [0, 1]]);
-        assert_eq!(marked("a<b", Some(&bad)), "a<mark>&lt;</mark>b");
-        assert_eq!(marked("[x]", None), "[x]");
+        let bad = [[3, 2], [0, 99], [1, 2], [0, 1]];
+        assert_eq!(marked("a<b", &bad), "a<mark>&lt;</mark>b");
+        assert_eq!(marked("[x]", &[]), "[x]");
     }
 }
