@@ -2,10 +2,13 @@
 //! by kind and field (`/ui/browse`, with what changed lately) and the
 //! knowledge base's health (`/ui/health`, what `vouch doctor` reports).
 
-use super::html::{Frame, badge, call, claim_link, esc, events_table, layout, str_of, strings};
+use super::html::{
+    Frame, audit_events, badge, call_typed, claim_link, esc, events_table, layout, str_of,
+};
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vouch_core::{Caller, Error, Kb};
+use vouch_core::params::{AuditParams, ListParams};
+use vouch_core::{Caller, Error, Kb, methods};
 
 /// What the browse page is asked: a kind and, for claims, field filters.
 #[derive(Default, Debug, Clone)]
@@ -104,13 +107,43 @@ pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<Str
         }
     }
     body.push_str("<button>Show</button></form>");
-    let listed = call(
-        kb,
-        caller,
-        &format!("kb.list_{kind}"),
-        json!({"limit": SHOWN, "filter": filter}),
-    )?;
-    let rows = listed.as_array().cloned().unwrap_or_default();
+    let params = ListParams {
+        limit: Some(SHOWN),
+        offset: None,
+        filter: Some(filter),
+    };
+    // Each row: id, status, what it says, and its type and tags.
+    let rows: Vec<(String, &'static str, String, String)> = match kind {
+        "pages" => call_typed::<methods::kb::ListPages>(kb, caller, params)?
+            .into_iter()
+            .map(|r| {
+                let p = r.object.page;
+                let what = p.page_type.as_str().to_string();
+                (p.id, p.status.as_str(), p.title, what)
+            })
+            .collect(),
+        "entities" => call_typed::<methods::kb::ListEntities>(kb, caller, params)?
+            .into_iter()
+            .map(|r| {
+                let e = r.object;
+                let what = e.entity_type.as_str().to_string();
+                (e.id, "", e.name, what)
+            })
+            .collect(),
+        _ => call_typed::<methods::kb::ListClaims>(kb, caller, params)?
+            .into_iter()
+            .map(|r| {
+                let c = r.object;
+                let what = format!("{} · {}", c.claim_type.as_str(), c.tags.join(", "));
+                (
+                    c.id,
+                    c.status.as_str(),
+                    c.text.chars().take(200).collect(),
+                    what,
+                )
+            })
+            .collect(),
+    };
     let _ = write!(
         body,
         "<p class=\"muted\" id=\"listed\">{} {kind}{}</p>",
@@ -122,19 +155,7 @@ pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<Str
         }
     );
     body.push_str("<table id=\"browse\"><tbody>");
-    for r in &rows {
-        let id = str_of(r, "id");
-        let (what, extra) = match kind {
-            "pages" => (
-                str_of(r, "title").to_string(),
-                str_of(r, "type").to_string(),
-            ),
-            "entities" => (str_of(r, "name").to_string(), str_of(r, "type").to_string()),
-            _ => (
-                str_of(r, "text").chars().take(200).collect(),
-                format!("{} · {}", str_of(r, "type"), strings(&r["tags"]).join(", ")),
-            ),
-        };
+    for (id, status, what, extra) in &rows {
         let link = if kind == "claims" {
             claim_link(id)
         } else {
@@ -143,28 +164,27 @@ pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<Str
         let _ = write!(
             body,
             "<tr><td>{link} {}</td><td>{}</td><td class=\"small muted\">{}</td></tr>",
-            r.get("status")
-                .and_then(Value::as_str)
-                .map(badge)
-                .unwrap_or_default(),
-            esc(&what),
-            esc(&extra)
+            if status.is_empty() {
+                String::new()
+            } else {
+                badge(status)
+            },
+            esc(what),
+            esc(extra)
         );
     }
     body.push_str("</tbody></table>");
     // What changed lately.
-    let events = call(kb, caller, "kb.audit", json!({"tail": 2000}))?;
-    let changes: Vec<Value> = events
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .rev()
-                .filter(|e| CHANGE_EVENTS.contains(&str_of(e, "event")))
-                .take(50)
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
+    let params = AuditParams {
+        tail: Some(2000),
+        filter: None,
+    };
+    let changes: Vec<Value> = audit_events(kb, caller, params)?
+        .into_iter()
+        .rev()
+        .filter(|e| CHANGE_EVENTS.contains(&str_of(e, "event")))
+        .take(50)
+        .collect();
     let _ = write!(body, "<h2>Recent changes ({})</h2>", changes.len());
     body.push_str(&events_table(&changes));
     Ok(layout("Browse", frame, &body))

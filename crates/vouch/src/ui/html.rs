@@ -140,10 +140,6 @@ pub fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
     )
 }
 
-pub fn call(kb: &Kb, caller: &Caller, method: &str, params: Value) -> Result<Value, Error> {
-    methods::dispatch(kb, caller, method, params)
-}
-
 /// A method called with typed params for its typed result, as `vouch
 /// review` calls it (an agent session's params meet the wire's limits).
 pub fn call_typed<M: methods::Call>(

@@ -8,7 +8,7 @@
 pub use super::html::*;
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vouch_core::params::{AuditFilter, AuditParams, ListParams, NoParams};
+use vouch_core::params::{AuditFilter, AuditParams, IdParams, ListParams, NoParams};
 use vouch_core::retrieval::{SearchHit, SearchParams};
 use vouch_core::{Caller, Error, Kb, methods};
 
@@ -295,7 +295,7 @@ fn provenance_html(kb: &Kb, source_id: &str) -> String {
 
 fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
     if vouch_core::ids::is_source_id(id) {
-        let meta = call(kb, caller, "kb.read_source", json!({"id": id})).unwrap_or(Value::Null);
+        let locator = source_locator(kb, caller, id);
         let text = match kb.source_content(id) {
             Ok(Some(b)) => {
                 let t = String::from_utf8_lossy(&b).into_owned();
@@ -309,13 +309,14 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
         return format!(
             "<div class=\"card citation\"><div class=\"small muted\">source {} · {}</div>{}{text}</div>",
             esc(&id[..12.min(id.len())]),
-            esc(str_of(&meta, "locator")),
+            esc(&locator),
             provenance_html(kb, id)
         );
     }
-    let ev = match call(kb, caller, "kb.read_evidence", json!({"id": id})) {
-        Ok(v) if !v.is_null() => v,
-        Ok(_) => {
+    let params = IdParams { id: id.to_string() };
+    let ev = match call_typed::<methods::kb::ReadEvidence>(kb, caller, params) {
+        Ok(Some(read)) => read.object,
+        Ok(None) => {
             return format!(
                 "<div class=\"card citation\"><p class=\"error\">evidence {} does not exist</p></div>",
                 esc(id)
@@ -328,20 +329,22 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
             );
         }
     };
-    let source_id = str_of(&ev, "source_id");
-    let quote = str_of(&ev, "quote");
-    let source =
-        call(kb, caller, "kb.read_source", json!({"id": source_id})).unwrap_or(Value::Null);
+    let source_id = ev.source_id.as_str();
+    let quote = ev.quote.as_deref().unwrap_or("");
     let head = format!(
         "<div class=\"small muted\">{} · {} {}</div>{}",
         esc(id),
-        esc(str_of(&source, "locator")),
-        esc(str_of(&ev, "locator")),
+        esc(&source_locator(kb, caller, source_id)),
+        esc(&ev.locator),
         provenance_html(kb, source_id)
     );
+    // vouch's `span` (byte offsets of the quote) is kept among the
+    // fields the model does not name.
+    let span = ev.extra.get("span");
+    let offset = |k: &str| span.and_then(|s| s.get(k)).and_then(Value::as_u64);
     let span = (
-        ev["span"]["start"].as_u64().map(|x| x as usize),
-        ev["span"]["end"].as_u64().map(|x| x as usize),
+        offset("start").map(|x| x as usize),
+        offset("end").map(|x| x as usize),
     );
     let shown = match (kb.source_content(source_id), span) {
         (Ok(Some(bytes)), (Some(start), Some(end)))
@@ -378,6 +381,17 @@ fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
     format!("<div class=\"card citation\">{head}{shown}</div>")
 }
 
+/// Where a source came from (its locator), or nothing when it cannot be
+/// read.
+fn source_locator(kb: &Kb, caller: &Caller, id: &str) -> String {
+    let params = IdParams { id: id.to_string() };
+    call_typed::<methods::kb::ReadSource>(kb, caller, params)
+        .ok()
+        .flatten()
+        .map(|s| s.object.locator)
+        .unwrap_or_default()
+}
+
 fn field_row(out: &mut String, name: &str, value: &str) {
     if !value.is_empty() {
         let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
@@ -393,10 +407,14 @@ pub fn proposal(
     frame: &Frame,
     id: &str,
 ) -> Result<Option<String>, Error> {
-    let p = call(kb, caller, "kb.read_proposal", json!({"id": id}))?;
-    if p.is_null() {
+    let params = IdParams { id: id.to_string() };
+    let Some(read) = call_typed::<methods::kb::ReadProposal>(kb, caller, params)? else {
         return Ok(None);
-    }
+    };
+    // The view shows every field the proposal carries, as its file holds
+    // it (the payload is free-form): it reads the serialized proposal.
+    let p = serde_json::to_value(&read)
+        .map_err(|e| Error::internal(format!("proposal encoding: {e}")))?;
     let status = str_of(&p, "status");
     let mut body = format!(
         "<h1>Proposed {} {}</h1>",
