@@ -70,8 +70,20 @@ impl Retriever for Embedding {
     }
 }
 
-/// FTS5 and embeddings fused (see `retrieval::hybrid`).
-pub struct Hybrid;
+/// A fusion of two retrievers (see `retrieval::hybrid`): one by the
+/// question's words, one by its meaning.
+pub struct Hybrid {
+    /// Ranks by the question's words.
+    pub words: &'static dyn Retriever,
+    /// Ranks by meaning.
+    pub meaning: &'static dyn Retriever,
+}
+
+/// The `hybrid` backend: fts5 and embedding fused.
+pub static HYBRID: Hybrid = Hybrid {
+    words: &Fts5,
+    meaning: &Embedding,
+};
 
 impl Retriever for Hybrid {
     fn name(&self) -> &'static str {
@@ -81,7 +93,7 @@ impl Retriever for Hybrid {
         true
     }
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-        super::hybrid::search(kb, q)
+        super::hybrid::fuse(kb, q, self.words, self.meaning)
     }
 }
 
@@ -91,7 +103,7 @@ pub fn for_backend(backend: RetrievalBackend) -> &'static dyn Retriever {
         RetrievalBackend::Fts5 => &Fts5,
         RetrievalBackend::Substring => &Substring,
         RetrievalBackend::Embedding => &Embedding,
-        RetrievalBackend::Hybrid => &Hybrid,
+        RetrievalBackend::Hybrid => &HYBRID,
     }
 }
 

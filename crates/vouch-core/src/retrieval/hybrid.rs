@@ -26,7 +26,7 @@
 //! is always among the results.
 
 use super::semantic::{self, CANDIDATES};
-use super::{Query, SearchHit, Snippets};
+use super::{Query, Retriever, SearchHit, Snippets};
 use crate::error::Result;
 use crate::kb::Kb;
 use crate::model::DocKind;
@@ -101,7 +101,15 @@ struct Candidate {
     score: f32,
 }
 
-pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+/// The fusion of two retrievers: `words` ranks by the question's words
+/// (fts5), `meaning` by cosine (embedding), each on its own terms; every
+/// candidate of either is scored as above.
+pub(crate) fn fuse(
+    kb: &Kb,
+    q: &Query,
+    words: &dyn Retriever,
+    meaning: &dyn Retriever,
+) -> Result<Vec<SearchHit>> {
     let wide = Query {
         limit: CANDIDATES.max(q.limit),
         ..*q
@@ -110,12 +118,19 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     // embeds the question: the lexical side costs no time of its own. Its
     // warnings (an index sync's) are the request's: collected there and
     // given back here, on the thread the request's warnings are kept on.
-    let (lexical, nearest) = std::thread::scope(|s| {
-        let words = (!q.terms.is_empty()).then(|| {
-            s.spawn(|| crate::stored::Store::collecting_warnings(|| kb.index().lexical(kb, &wide)))
+    let (lexical, semantic) = std::thread::scope(|s| {
+        let by_words = (!q.terms.is_empty()).then(|| {
+            s.spawn(|| crate::stored::Store::collecting_warnings(|| words.search(kb, &wide)))
         });
-        let nearest = semantic::nearest(kb, q, wide.limit);
-        let lexical = match words.map(|h| h.join()) {
+        // Texts are read below, for the candidates that need them.
+        let semantic = meaning.search(
+            kb,
+            &Query {
+                snippets: Snippets::No,
+                ..wide
+            },
+        );
+        let lexical = match by_words.map(|h| h.join()) {
             Some(Ok((found, warned))) => {
                 warned.into_iter().for_each(|w| kb.warn(w));
                 found
@@ -124,34 +139,36 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             Some(Err(_)) => Err(crate::error::Error::internal("the lexical search panicked")),
             None => Ok(Vec::new()),
         };
-        (lexical, nearest)
+        (lexical, semantic)
     });
     let lexical = lexical?;
-    let (vector, semantic) = nearest?;
+    let semantic = semantic?;
+    // The question's vector, kept since the meaning side embedded it: a
+    // lexical hit the semantic side did not offer is measured by it.
+    let embedder = kb
+        .embedder()
+        .ok_or_else(|| semantic::no_model(kb, "hybrid"))?;
+    let vector = semantic::query_vector(kb, embedder.as_ref(), q.text)?;
     let weight = lexical_weight(kb);
     // Which documents the semantic side adds; then every candidate's text
-    // (and a new one's confidence) in one trip to the index.
+    // in one trip to the index.
     let lexical_keys: std::collections::HashSet<(DocKind, &str)> =
         lexical.iter().map(|h| (h.kind, h.id.as_str())).collect();
-    let added: Vec<&semantic::Near> = semantic
+    let added: Vec<&SearchHit> = semantic
         .iter()
-        .filter(|(k, id, _, _)| !lexical_keys.contains(&(*k, id.as_str())))
+        .filter(|h| !lexical_keys.contains(&(h.kind, h.id.as_str())))
         .collect();
     // A lexical hit's text is measured; an added one's is only an excerpt.
     let snippets = q.snippets == Snippets::Yes;
     let keys: Vec<(DocKind, &str, bool)> = lexical
         .iter()
         .map(|h| (h.kind, h.id.as_str(), true))
-        .chain(
-            added
-                .iter()
-                .map(|(k, id, _, _)| (*k, id.as_str(), snippets)),
-        )
+        .chain(added.iter().map(|h| (h.kind, h.id.as_str(), snippets)))
         .collect();
     let mut facts = kb.index().texts_and_confidence(kb, &keys)?.into_iter();
     let semantic_cosine: std::collections::HashMap<(DocKind, &str), f32> = semantic
         .iter()
-        .map(|(k, id, _, cosine)| ((*k, id.as_str()), *cosine))
+        .filter_map(|h| Some(((h.kind, h.id.as_str()), h.cosine?)))
         .collect();
     let mut cands: Vec<Candidate> = Vec::with_capacity(keys.len());
     for hit in &lexical {
@@ -163,13 +180,12 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
             score: 0.0,
         });
     }
-    for (kind, id, status, cosine) in added {
-        let (text, confidence) = facts.next().unwrap_or_default();
+    for hit in added {
+        let (text, _) = facts.next().unwrap_or_default();
         cands.push(Candidate {
+            semantic: hit.cosine,
             hit: SearchHit {
-                kind: *kind,
-                id: id.clone(),
-                snippet: if q.snippets == Snippets::Yes {
+                snippet: if snippets {
                     semantic::excerpt(&text)
                 } else {
                     String::new()
@@ -177,13 +193,10 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
                 highlights: Vec::new(),
                 score: 0.0,
                 backend: String::new(),
-                status: status.clone(),
-                confidence,
                 cosine: None,
-                meta: Default::default(),
+                ..hit.clone()
             },
             lexical: None,
-            semantic: Some(*cosine),
             score: 0.0,
         });
     }
@@ -208,7 +221,7 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         }
     }
     // Each side's best, before ranking reorders them.
-    let top_semantic = semantic.first().map(|(k, i, _, _)| (*k, i.clone()));
+    let top_semantic = semantic.first().map(|h| (h.kind, h.id.clone()));
     let top_lexical = cands
         .first()
         .filter(|c| c.lexical == Some(1.0))
