@@ -16,6 +16,13 @@ pub trait Retriever: Send + Sync {
     fn name(&self) -> &'static str;
     /// Ranked hits for a query, best first.
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>>;
+    /// Ranked hits as a stage that fuses or reranks them takes them: with
+    /// their signals (`cosine`), but free to leave out what costs another
+    /// trip to the index (an excerpt, the confidence), which the stage reads
+    /// once for all its candidates.
+    fn candidates(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        self.search(kb, q)
+    }
     /// Whether it ranks by meaning, so needs the knowledge base's embedding
     /// model (a search that did not name it falls back to fts5 when the
     /// model fails; one without query words still runs).
@@ -67,6 +74,9 @@ impl Retriever for Embedding {
     }
     fn search(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         super::semantic::search(kb, q)
+    }
+    fn candidates(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        super::semantic::candidates(kb, q)
     }
 }
 

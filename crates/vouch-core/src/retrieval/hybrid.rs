@@ -120,16 +120,10 @@ pub(crate) fn fuse(
     // given back here, on the thread the request's warnings are kept on.
     let (lexical, semantic) = std::thread::scope(|s| {
         let by_words = (!q.terms.is_empty()).then(|| {
-            s.spawn(|| crate::stored::Store::collecting_warnings(|| words.search(kb, &wide)))
+            s.spawn(|| crate::stored::Store::collecting_warnings(|| words.candidates(kb, &wide)))
         });
-        // Texts are read below, for the candidates that need them.
-        let semantic = meaning.search(
-            kb,
-            &Query {
-                snippets: Snippets::No,
-                ..wide
-            },
-        );
+        // Texts and confidence are read below, in one trip for all.
+        let semantic = meaning.candidates(kb, &wide);
         let lexical = match by_words.map(|h| h.join()) {
             Some(Ok((found, warned))) => {
                 warned.into_iter().for_each(|w| kb.warn(w));
@@ -151,7 +145,7 @@ pub(crate) fn fuse(
     let vector = semantic::query_vector(kb, embedder.as_ref(), q.text)?;
     let weight = lexical_weight(kb);
     // Which documents the semantic side adds; then every candidate's text
-    // in one trip to the index.
+    // (and an added one's confidence) in one trip to the index.
     let lexical_keys: std::collections::HashSet<(DocKind, &str)> =
         lexical.iter().map(|h| (h.kind, h.id.as_str())).collect();
     let added: Vec<&SearchHit> = semantic
@@ -181,10 +175,11 @@ pub(crate) fn fuse(
         });
     }
     for hit in added {
-        let (text, _) = facts.next().unwrap_or_default();
+        let (text, confidence) = facts.next().unwrap_or_default();
         cands.push(Candidate {
             semantic: hit.cosine,
             hit: SearchHit {
+                confidence,
                 snippet: if snippets {
                     semantic::excerpt(&text)
                 } else {

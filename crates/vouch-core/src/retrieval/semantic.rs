@@ -72,34 +72,40 @@ pub(crate) fn excerpt(text: &str) -> String {
 }
 
 pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-    let (_, found) = nearest(kb, q, q.limit)?;
+    let mut hits = candidates(kb, q)?;
     let snippets = q.snippets == Snippets::Yes;
-    let keys: Vec<(DocKind, &str, bool)> = found
+    let keys: Vec<(DocKind, &str, bool)> = hits
         .iter()
-        .map(|(k, id, _, _)| (*k, id.as_str(), snippets))
+        .map(|h| (h.kind, h.id.as_str(), snippets))
         .collect();
     let facts = kb.index().texts_and_confidence(kb, &keys)?;
+    for (hit, (text, confidence)) in hits.iter_mut().zip(facts) {
+        hit.confidence = confidence;
+        if snippets {
+            hit.snippet = excerpt(&text);
+        }
+    }
+    Ok(hits)
+}
+
+/// The nearest documents as hits with their cosine, without a trip to the
+/// index for texts or confidence (see `Retriever::candidates`).
+pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+    let (_, found) = nearest(kb, q, q.limit)?;
     Ok(found
         .into_iter()
-        .zip(facts)
-        .map(
-            |((kind, id, status, score), (text, confidence))| SearchHit {
-                confidence,
-                cosine: Some(score),
-                snippet: if q.snippets == Snippets::Yes {
-                    excerpt(&text)
-                } else {
-                    String::new()
-                },
-                highlights: Vec::new(),
-                kind,
-                id,
-                score: (score as f64 * 10_000.0).round() / 10_000.0,
-                backend: "embedding".into(),
-                status,
-                meta: Default::default(),
-            },
-        )
+        .map(|(kind, id, status, score)| SearchHit {
+            confidence: None,
+            cosine: Some(score),
+            snippet: String::new(),
+            highlights: Vec::new(),
+            kind,
+            id,
+            score: (score as f64 * 10_000.0).round() / 10_000.0,
+            backend: "embedding".into(),
+            status,
+            meta: Default::default(),
+        })
         .collect())
 }
 
