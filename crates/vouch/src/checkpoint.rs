@@ -8,7 +8,7 @@
 //! is caught even when the checkpoint event itself was cut away.
 
 use std::path::{Path, PathBuf};
-use vouch_core::audit::Checkpoint;
+use vouch_core::audit::checkpoints::Checkpoint;
 use vouch_core::{Error, Kb};
 
 /// Where the key is (it may not exist yet).

@@ -508,7 +508,7 @@ impl Human for Vec<AuditRecord> {
 /// is at hand; `ok` speaks for both.
 pub struct AuditVerified {
     pub chain: VerifyReport,
-    pub checkpoints: Option<vouch_core::audit::CheckpointReport>,
+    pub checkpoints: Option<vouch_core::audit::checkpoints::CheckpointReport>,
     /// `--base REV`: what the branch changed, against REV.
     pub base: Option<vouch_core::health::base::BaseReport>,
 }

@@ -8,7 +8,7 @@
 //! written by hand, an edited decision); a decision by its own proposer; a
 //! source whose bytes do not match its id.
 
-use crate::audit::ProposalStep;
+use crate::audit::trail::ProposalStep;
 use crate::error::Result;
 use crate::stored::Store;
 use schemars::JsonSchema;

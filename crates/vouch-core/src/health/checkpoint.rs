@@ -3,7 +3,7 @@
 //! It takes the knowledge base (its lock, its clock), so it lives here
 //! above `audit/`, which knows only the log.
 
-use crate::audit::{CHECKPOINT_EVENT, Checkpoint, head_and_history};
+use crate::audit::checkpoints::{CHECKPOINT_EVENT, Checkpoint, head_and_history};
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 

@@ -632,7 +632,7 @@ pub(crate) fn event_object_findings(kb: &Kb) -> Result<Vec<Finding>> {
 
 pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result<Vec<Finding>> {
     let mut out = Vec::new();
-    let trail = crate::audit::Trail::of(kb.audit_log().read_parsed()?);
+    let trail = crate::audit::trail::Trail::of(kb.audit_log().read_parsed()?);
     for pr in &l.pending {
         if l.decided_ids.contains(&pr.id) {
             continue; // reported as proposal-in-both

@@ -212,7 +212,7 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
     }
     match kb.index().unaudited(kb, ids) {
         Ok(set) => set,
-        Err(_) => match crate::audit::Trail::read(kb.audit_log()) {
+        Err(_) => match crate::audit::trail::Trail::read(kb.audit_log()) {
             Ok(t) => ids
                 .iter()
                 .filter(|id| !t.admits(id))

@@ -295,7 +295,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             let checkpoints = match (key, path) {
                 (Some(key), Some(path)) => {
                     let kept = crate::checkpoint::read_kept(run.kb, &path);
-                    Some(vouch_core::audit::verify_checkpoints(
+                    Some(vouch_core::audit::checkpoints::verify_checkpoints(
                         run.kb.audit_log(),
                         &key,
                         kept.as_ref(),

@@ -452,7 +452,7 @@ impl Index {
     }
 
     /// Bring the `admitted` table (ids that an approval or an import let
-    /// in, [`crate::audit::Admits`]) in step with the audit log, reading
+    /// in, [`crate::audit::trail::Admits`]) in step with the audit log, reading
     /// only what was appended since the last call. A log that shrank or
     /// whose event at the last offset changed (cut or rewritten) is read
     /// again from the start.
@@ -485,17 +485,17 @@ impl Index {
                 .conn
                 .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
             for line in bytes.split(|b| *b == b'\n') {
-                if !crate::audit::Admits::may_admit(line) {
+                if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                match crate::audit::Admits::of_line(line) {
-                    crate::audit::Admits::Nothing => {}
-                    crate::audit::Admits::Objects(ids) => {
+                match crate::audit::trail::Admits::of_line(line) {
+                    crate::audit::trail::Admits::Nothing => {}
+                    crate::audit::trail::Admits::Objects(ids) => {
                         for id in ids {
                             insert.execute([id])?;
                         }
                     }
-                    crate::audit::Admits::Unnamed => legacy = true,
+                    crate::audit::trail::Admits::Unnamed => legacy = true,
                 }
             }
             let anchor = log.hash_before(end)?.unwrap_or_default();
@@ -544,13 +544,13 @@ impl Index {
             }
             let (bytes, _) = log.read_from(offset)?;
             for line in bytes.split(|b| *b == b'\n') {
-                if !crate::audit::Admits::may_admit(line) {
+                if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                match crate::audit::Admits::of_line(line) {
-                    crate::audit::Admits::Nothing => {}
-                    crate::audit::Admits::Objects(o) => tail.extend(o),
-                    crate::audit::Admits::Unnamed => return Ok(HashSet::new()),
+                match crate::audit::trail::Admits::of_line(line) {
+                    crate::audit::trail::Admits::Nothing => {}
+                    crate::audit::trail::Admits::Objects(o) => tail.extend(o),
+                    crate::audit::trail::Admits::Unnamed => return Ok(HashSet::new()),
                 }
             }
         }

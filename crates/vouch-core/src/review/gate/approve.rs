@@ -49,7 +49,7 @@ pub(super) fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEven
         if !names {
             return false;
         }
-        use crate::audit::ProposalStep;
+        use crate::audit::trail::ProposalStep;
         match ev
             .get("event")
             .and_then(Value::as_str)
@@ -280,8 +280,8 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             if ev
                 .get("event")
                 .and_then(Value::as_str)
-                .and_then(crate::audit::ProposalStep::of)
-                == Some(crate::audit::ProposalStep::Reject)
+                .and_then(crate::audit::trail::ProposalStep::of)
+                == Some(crate::audit::trail::ProposalStep::Reject)
             {
                 return Err(Error::conflict(format!(
                     "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
@@ -598,8 +598,8 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
             if ev
                 .get("event")
                 .and_then(Value::as_str)
-                .and_then(crate::audit::ProposalStep::of)
-                == Some(crate::audit::ProposalStep::Approve) =>
+                .and_then(crate::audit::trail::ProposalStep::of)
+                == Some(crate::audit::trail::ProposalStep::Approve) =>
         {
             return Err(Error::conflict(format!(
                 "proposal {} was approved (audit event {}); run approve again to finish it",

@@ -1,0 +1,192 @@
+//! What the log says about the gate, read in one pass ([`Trail`]): which
+//! proposals were created, every event hash, and which durable objects an
+//! approval or an import let in — what `unaudited` marks and the approve
+//! integrity checks ask.
+
+use super::AuditLog;
+use crate::error::Result;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What the log says about the gate, read in one pass: which proposals were
+/// created (their `proposal.create` events), every event hash, and which
+/// durable objects an approval or an import let in.
+#[derive(Default)]
+pub struct Trail {
+    /// Each proposal's create event, by proposal id.
+    pub created: std::collections::HashMap<String, Value>,
+    /// Every event's `hash`.
+    pub hashes: std::collections::HashSet<String>,
+    /// Ids of the durable objects an approval or an import let in.
+    pub admitted: std::collections::HashSet<String>,
+    /// An import logged by a vouch that did not name what it wrote (1.x,
+    /// or this one before it did): objects it brought cannot be told apart.
+    pub legacy_import: bool,
+    /// The log was begun by vouch 1.x (its `kb.init` event), whose `init`
+    /// seeds a starter claim and page without any event.
+    pub begun_by_1x: bool,
+}
+
+/// What one event lets into the durable knowledge.
+pub enum Admits {
+    /// It lets nothing in.
+    Nothing,
+    /// It lets in these object ids.
+    Objects(Vec<String>),
+    /// An import that does not name its objects.
+    Unnamed,
+}
+
+impl Admits {
+    /// `proposal.approve` (and 1.x's `proposal.<kind>.approve`) admits its
+    /// object, `object_ids[1]`; `bundle.import` the objects in
+    /// `data.objects`; 1.x's `claim.supersede`/`claim.contradict` the
+    /// relation its link derives.
+    pub fn of(ev: &Value) -> Admits {
+        AdmitFields::deserialize(ev).map_or(Admits::Nothing, |f| f.admits())
+    }
+
+    /// [`Admits::of`] a log line, parsing only the fields it reads (an
+    /// index rebuild reads every line of a log that may hold 250,000).
+    pub fn of_line(line: &[u8]) -> Admits {
+        serde_json::from_slice::<AdmitFields>(line).map_or(Admits::Nothing, |f| f.admits())
+    }
+
+    /// Could this log line admit anything? (Skips parsing the rest.)
+    pub fn may_admit(line: &[u8]) -> bool {
+        let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+        has(b".approve\"")
+            || has(b"\"bundle.import\"")
+            || has(b"\"claim.supersede\"")
+            || has(b"\"claim.contradict\"")
+    }
+}
+
+/// The fields of an event that say what it admits.
+#[derive(serde::Deserialize)]
+struct AdmitFields<'a> {
+    #[serde(borrow, default)]
+    event: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    object_ids: Vec<Value>,
+    #[serde(default)]
+    data: Value,
+}
+
+impl AdmitFields<'_> {
+    fn admits(&self) -> Admits {
+        let name = self.event.as_ref();
+        let ids: Vec<&str> = self.object_ids.iter().filter_map(Value::as_str).collect();
+        let approve = name == "proposal.approve"
+            || (name.starts_with("proposal.") && name.ends_with(".approve"));
+        if approve {
+            return match self.object_ids.get(1).and_then(Value::as_str) {
+                Some(o) => Admits::Objects(vec![o.to_string()]),
+                None => Admits::Nothing,
+            };
+        }
+        // vouch 1.x's supersede and contradict (person commands there, no
+        // proposal) write the relation that mirrors the link and name it
+        // third. Only the id that link derives is admitted.
+        let derived = match (name, &ids[..]) {
+            ("claim.supersede", [old, new, written]) => {
+                (*written == format!("{new}--supersedes--{old}")).then_some(*written)
+            }
+            ("claim.contradict", [a, b, written]) => {
+                (*written == format!("{a}--contradicts--{b}")).then_some(*written)
+            }
+            ("claim.supersede" | "claim.contradict", _) => None,
+            _ if name == "bundle.import" => {
+                return match self.data.get("objects").and_then(Value::as_array) {
+                    Some(list) => Admits::Objects(
+                        list.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect(),
+                    ),
+                    None => Admits::Unnamed,
+                };
+            }
+            _ => None,
+        };
+        match derived {
+            Some(id) => Admits::Objects(vec![id.to_string()]),
+            None => Admits::Nothing,
+        }
+    }
+}
+
+/// What an event does to a proposal (`object_ids[0]`): ours
+/// (`proposal.create`, `proposal.approve`, `proposal.reject`) and vouch
+/// 1.x's, which name the kind (`proposal.claim.create`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProposalStep {
+    /// The proposal was made.
+    Create,
+    /// The proposal was approved.
+    Approve,
+    /// The proposal was rejected.
+    Reject,
+}
+
+impl ProposalStep {
+    /// What an event name does to a proposal, if anything (ours or 1.x's).
+    pub fn of(event: &str) -> Option<ProposalStep> {
+        let rest = event.strip_prefix("proposal.")?;
+        let verb = rest.rsplit('.').next()?;
+        // `proposal.x.y.create` is no one's; one kind segment at most.
+        if rest.matches('.').count() > 1 {
+            return None;
+        }
+        match verb {
+            "create" => Some(ProposalStep::Create),
+            "approve" => Some(ProposalStep::Approve),
+            "reject" => Some(ProposalStep::Reject),
+            _ => None,
+        }
+    }
+}
+
+impl Trail {
+    /// The trail of the whole log.
+    pub fn read(log: &AuditLog) -> Result<Trail> {
+        Ok(Self::of(log.read_all()?))
+    }
+
+    /// The trail of these events (e.g. [`AuditLog::read_parsed`]'s).
+    pub fn of(events: Vec<Value>) -> Trail {
+        let mut t = Trail::default();
+        for ev in events {
+            if let Some(h) = ev.get("hash").and_then(Value::as_str) {
+                t.hashes.insert(h.to_string());
+            }
+            if ev
+                .get("event")
+                .and_then(Value::as_str)
+                .and_then(ProposalStep::of)
+                == Some(ProposalStep::Create)
+                && let Some(p) = ev
+                    .get("object_ids")
+                    .and_then(Value::as_array)
+                    .and_then(|ids| ids.first())
+                    .and_then(Value::as_str)
+            {
+                t.created.insert(p.to_string(), ev.clone());
+            }
+            match Admits::of(&ev) {
+                Admits::Nothing => {}
+                Admits::Objects(ids) => t.admitted.extend(ids),
+                Admits::Unnamed => t.legacy_import = true,
+            }
+            if ev.get("event").and_then(Value::as_str) == Some("kb.init") {
+                t.begun_by_1x = true;
+            }
+        }
+        t
+    }
+
+    /// Did an approval or an import let this durable object in?
+    pub fn admits(&self, object_id: &str) -> bool {
+        self.admitted.contains(object_id)
+    }
+}
