@@ -9,6 +9,8 @@
 pub mod base;
 mod checkpoint;
 mod doctor;
+mod setup;
+use setup::*;
 mod lint;
 
 pub use checkpoint::checkpoint;
