@@ -48,6 +48,12 @@ impl Retriever for Fts5 {
             other => other,
         }
     }
+    /// The index's word ranking itself: a fusion whose index is locked
+    /// fails as a whole (and the search falls back as `retrieve` decides)
+    /// rather than fuse a substring scan labelled as fts5.
+    fn candidates(&self, kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+        kb.index().lexical(kb, q)
+    }
 }
 
 /// Case-insensitive substring match over the files themselves.

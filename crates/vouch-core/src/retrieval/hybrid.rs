@@ -118,10 +118,16 @@ pub(crate) fn fuse(
     // embeds the question: the lexical side costs no time of its own. Its
     // warnings (an index sync's) are the request's: collected there and
     // given back here, on the thread the request's warnings are kept on.
-    let (lexical, semantic) = std::thread::scope(|s| {
+    let embedder = kb
+        .embedder()
+        .ok_or_else(|| semantic::no_model(kb, "hybrid"))?;
+    let (lexical, semantic, vector) = std::thread::scope(|s| {
         let by_words = (!q.terms.is_empty()).then(|| {
             s.spawn(|| crate::stored::Store::collecting_warnings(|| words.candidates(kb, &wide)))
         });
+        // The question's vector first: the meaning side finds it kept, and
+        // a lexical hit it does not offer is measured by it below.
+        let vector = semantic::query_vector(kb, embedder.as_ref(), q.text);
         // Texts and confidence are read below, in one trip for all.
         let semantic = meaning.candidates(kb, &wide);
         let lexical = match by_words.map(|h| h.join()) {
@@ -133,19 +139,14 @@ pub(crate) fn fuse(
             Some(Err(_)) => Err(crate::error::Error::internal("the lexical search panicked")),
             None => Ok(Vec::new()),
         };
-        (lexical, semantic)
+        (lexical, semantic, vector)
     });
     let lexical = lexical?;
     let semantic = semantic?;
-    // The question's vector, kept since the meaning side embedded it: a
-    // lexical hit the semantic side did not offer is measured by it.
-    let embedder = kb
-        .embedder()
-        .ok_or_else(|| semantic::no_model(kb, "hybrid"))?;
-    let vector = semantic::query_vector(kb, embedder.as_ref(), q.text)?;
+    let vector = vector?;
     let weight = lexical_weight(kb);
     // Which documents the semantic side adds; then every candidate's text
-    // (and an added one's confidence) in one trip to the index.
+    // and confidence in one trip to the index.
     let lexical_keys: std::collections::HashSet<(DocKind, &str)> =
         lexical.iter().map(|h| (h.kind, h.id.as_str())).collect();
     let added: Vec<&SearchHit> = semantic
@@ -166,11 +167,14 @@ pub(crate) fn fuse(
         .collect();
     let mut cands: Vec<Candidate> = Vec::with_capacity(keys.len());
     for hit in &lexical {
-        let (text, _) = facts.next().unwrap_or_default();
+        let (text, confidence) = facts.next().unwrap_or_default();
         cands.push(Candidate {
             lexical: Some(coverage(q.terms, &text)),
             semantic: semantic_cosine.get(&(hit.kind, hit.id.as_str())).copied(),
-            hit: hit.clone(),
+            hit: SearchHit {
+                confidence: hit.confidence.or(confidence),
+                ..hit.clone()
+            },
             score: 0.0,
         });
     }
