@@ -1,8 +1,10 @@
-//! The core's floors, bottom first, and the test that keeps every file on
-//! its own: a file may use its floor and the ones below, never one above
-//! (`../shared/tools/import-cycles` checks that no files import each other
-//! in a loop; this checks the direction). Test modules are not read: a
-//! test may drive its code through anything.
+//! The floors of the core and of the app, bottom first, and the test that
+//! keeps every file on its own: a file may use its floor and the ones
+//! below, never one above (`../shared/tools/import-cycles` checks that no
+//! files import each other in a loop; this checks the direction). Test
+//! modules and test files are not read: a test may drive its code through
+//! anything. The app's table lives here too, so that one check reads both
+//! crates.
 
 /// Top-level modules by floor, bottom first. A new module gets a floor
 /// here, or the test below names it.
@@ -37,13 +39,34 @@ pub(crate) const FLOORS: &[&[&str]] = &[
     &["methods"],
 ];
 
+/// The app's top-level modules by floor, bottom first.
+pub(crate) const APP_FLOORS: &[&[&str]] = &[
+    // Leaves: errors to exit and wire codes, secrets, the person's own
+    // config, models on disk, host config files, the method catalogue.
+    &[
+        "errors", "auth", "personal", "model", "install", "catalog", "gitbase",
+    ],
+    // Results for people, the language model command, checkpoint keys.
+    &["human", "llm", "checkpoint"],
+    // Writing for a terminal (through `human`).
+    &["render"],
+    // Transports and the review surfaces.
+    &["jsonl", "mcp", "review", "ui"],
+    // The HTTP server, which mounts MCP, JSONL envelopes and the pages.
+    &["http"],
+    // Opening a knowledge base from flags and the environment.
+    &["context"],
+    // The commands.
+    &["cli", "serve"],
+];
+
 #[cfg(test)]
 mod tests {
-    use super::FLOORS;
+    use super::{APP_FLOORS, FLOORS};
     use std::path::{Path, PathBuf};
 
-    fn floor_of(module: &str) -> Option<usize> {
-        FLOORS.iter().position(|f| f.contains(&module))
+    fn floor_of(floors: &[&[&str]], module: &str) -> Option<usize> {
+        floors.iter().position(|f| f.contains(&module))
     }
 
     fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -72,14 +95,14 @@ mod tests {
     /// The top-level modules a text names through `crate::` (or, in a
     /// top-level file, `super::`): `crate::a::…`, each `crate::{a::…, b}`,
     /// and a root re-export (`crate::Kb` is `kb`'s).
-    fn used_modules(line: &str, top_level: bool) -> Vec<String> {
+    fn used_modules(line: &str, top_level: bool, root_names: &[(&str, &str)]) -> Vec<String> {
         let ident = |s: &str| -> String {
             s.chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect()
         };
         let module = |name: String| -> String {
-            ROOT_NAMES
+            root_names
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map_or(name, |(_, m)| m.to_string())
@@ -112,39 +135,46 @@ mod tests {
     #[test]
     fn the_check_reads_groups_root_names_and_super() {
         assert_eq!(
-            used_modules("use crate::{kb::Kb, retrieval};", false),
+            used_modules("use crate::{kb::Kb, retrieval};", false, ROOT_NAMES),
             ["kb", "retrieval"]
         );
-        assert_eq!(used_modules("fn f(kb: &crate::Kb) {}", false), ["kb"]);
-        assert_eq!(used_modules("use super::kb::Kb;", true), ["kb"]);
-        assert!(used_modules("use super::kb::Kb;", false).is_empty());
+        assert_eq!(
+            used_modules("fn f(kb: &crate::Kb) {}", false, ROOT_NAMES),
+            ["kb"]
+        );
+        assert_eq!(used_modules("use super::kb::Kb;", true, ROOT_NAMES), ["kb"]);
+        assert!(used_modules("use super::kb::Kb;", false, ROOT_NAMES).is_empty());
         assert_eq!(
             used_modules(
                 "use crate::{\n    answer::Synthesis,\n    kb::Kb,\n};",
-                false
+                false,
+                ROOT_NAMES
             ),
             ["answer", "kb"]
         );
     }
 
-    #[test]
-    fn no_file_uses_a_floor_above_its_own() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    /// Each use of a module on a floor above the file's own, in the
+    /// crate whose sources are in `src`; `skip` names the crate roots and
+    /// test harnesses (not on any floor).
+    fn uses_above(
+        src: &Path,
+        floors: &[&[&str]],
+        root_names: &[(&str, &str)],
+        skip: &[&str],
+    ) -> Vec<String> {
         let mut files = Vec::new();
-        rust_files(&src, &mut files);
+        rust_files(src, &mut files);
         let mut wrong = Vec::new();
         for file in files {
-            let rel = file.strip_prefix(&src).unwrap();
+            let rel = file.strip_prefix(src).unwrap();
             let top = rel.components().next().unwrap().as_os_str();
             let top = top.to_str().unwrap().trim_end_matches(".rs");
-            if matches!(top, "lib" | "testing" | "layers") {
+            if skip.contains(&top) || file.file_name().is_some_and(|n| n == "tests.rs") {
                 continue;
             }
-            let Some(own) = floor_of(top) else {
-                wrong.push(format!(
-                    "{}: module `{top}` has no floor in FLOORS",
-                    rel.display()
-                ));
+            let Some(own) = floor_of(floors, top) else {
+                wrong.push(format!("{}: module `{top}` has no floor", rel.display()));
                 continue;
             };
             let text = std::fs::read_to_string(&file).unwrap();
@@ -158,14 +188,32 @@ mod tests {
                 .lines()
                 .filter(|l| !l.trim_start().starts_with("//"))
                 .collect();
-            for used in used_modules(&code.join("\n"), top_level) {
-                if let Some(floor) = floor_of(&used)
+            for used in used_modules(&code.join("\n"), top_level, root_names) {
+                if let Some(floor) = floor_of(floors, &used)
                     && floor > own
                 {
                     wrong.push(format!("{}: uses crate::{used}", rel.display()));
                 }
             }
         }
+        wrong
+    }
+
+    #[test]
+    fn no_file_of_the_core_uses_a_floor_above_its_own() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let wrong = uses_above(&src, FLOORS, ROOT_NAMES, &["lib", "testing", "layers"]);
+        assert!(
+            wrong.is_empty(),
+            "uses above its floor:\n{}",
+            wrong.join("\n")
+        );
+    }
+
+    #[test]
+    fn no_file_of_the_app_uses_a_floor_above_its_own() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vouch/src");
+        let wrong = uses_above(&src, APP_FLOORS, &[], &["lib", "main"]);
         assert!(
             wrong.is_empty(),
             "uses above its floor:\n{}",
