@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vouch_clients::StdioServer;
 use vouch_core::Kb;
 use vouch_core::clock::SystemClock;
 
@@ -79,57 +80,18 @@ pub fn time_calls(calls: usize, mut f: impl FnMut(usize)) -> Summary {
     summarize(v)
 }
 
-/// A `vouch serve --transport jsonl` child answering one request at a time.
-pub struct JsonlServer {
-    child: Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-}
-
-impl JsonlServer {
-    pub fn start(project: &Path) -> JsonlServer {
-        Self::start_with(project, &[])
-    }
-    /// With extra environment (e.g. XDG_CACHE_HOME, where models live).
-    pub fn start_with(project: &Path, env: &[(&str, &Path)]) -> JsonlServer {
-        let mut child = Command::new(vouch_bin())
-            .envs(env.iter().map(|(k, v)| (*k, *v)))
-            .args(["serve", "--transport", "jsonl", "--agent", "bench-agent"])
-            .current_dir(project)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn jsonl server");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        JsonlServer {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-    pub fn call(&mut self, id: usize, method: &str, params: Value) -> Value {
-        let line = json!({"id": id, "method": method, "params": params}).to_string();
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-        let mut answer = String::new();
-        self.stdout.read_line(&mut answer).unwrap();
-        let v: Value = serde_json::from_str(&answer).expect("jsonl answer");
-        assert_eq!(v["ok"], true, "{v}");
-        v
-    }
-    pub fn peak_rss_mib(&self) -> Option<f64> {
-        peak_rss_mib(self.child.id())
-    }
-}
-
-impl Drop for JsonlServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `vouch serve --transport jsonl` in `project` as "bench-agent", through
+/// the clients the end-to-end tests use; `env` adds to its environment
+/// (e.g. XDG_CACHE_HOME, where models live). Waits up to 10 minutes for an
+/// answer (a rebuild at 100,000 claims and more).
+pub fn jsonl_server(project: &Path, env: &[(&str, &Path)]) -> StdioServer {
+    let mut cmd = Command::new(vouch_bin());
+    cmd.envs(env.iter().map(|(k, v)| (*k, *v)))
+        .args(["serve", "--transport", "jsonl", "--agent", "bench-agent"])
+        .current_dir(project);
+    let mut server = StdioServer::spawn(cmd);
+    server.set_timeout(Duration::from_secs(600));
+    server
 }
 
 /// One-shot `vouch --json search <q>` calls: wall time of each process.

@@ -286,7 +286,7 @@ pub const SHORT_TASKS: &[&str] = &[
 /// typed queries and tasks, and one-shot `vouch search` beside `git status
 /// --porcelain` on the same committed tree, paired run by run.
 pub fn on_kb(project: &Path, runs: usize) {
-    use crate::{JsonlServer, TYPED_QUERIES, summarize, time_calls, vouch_bin};
+    use crate::{TYPED_QUERIES, jsonl_server, summarize, time_calls, vouch_bin};
     use std::process::Command;
     use std::time::Instant;
     let bin = vouch_bin();
@@ -312,7 +312,7 @@ pub fn on_kb(project: &Path, runs: usize) {
             })
             .collect(),
     );
-    let mut server = JsonlServer::start(project);
+    let mut server = jsonl_server(project, &[]);
     server.call(0, "kb.status", serde_json::json!({}));
     let server_rebuild = summarize(
         (0..runs)

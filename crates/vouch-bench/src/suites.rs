@@ -99,7 +99,7 @@ pub fn typed(sizes: &[usize]) {
             rows.push((name, search, context));
         }
         drop(kb);
-        let mut server = JsonlServer::start(g.project());
+        let mut server = jsonl_server(g.project(), &[]);
         // Its first background tick reads the postings (as above) before
         // the clock starts.
         std::thread::sleep(Duration::from_secs(1) + read_in * 3);
@@ -163,7 +163,7 @@ pub fn retrieval(sizes: &[usize]) {
             .expect("context");
         });
         drop(kb);
-        let mut server = JsonlServer::start(g.project());
+        let mut server = jsonl_server(g.project(), &[]);
         let j_search = time_calls(1000, |i| {
             server.call(
                 i,
@@ -174,7 +174,7 @@ pub fn retrieval(sizes: &[usize]) {
         let j_context = time_calls(300, |i| {
             server.call(i, "kb.context", json!({"task": g.tasks[i % g.tasks.len()]}));
         });
-        let server_rss = server.peak_rss_mib();
+        let server_rss = peak_rss_mib(server.pid());
         drop(server);
         let cli = cli_search(g.project(), &g.queries, 30);
         let config = g.vouch().join("config.yaml");
@@ -236,7 +236,7 @@ pub fn transports(sizes: &[usize]) {
             kb.index().rebuild(&kb)
         }
         .expect("rebuild");
-        let mut server = JsonlServer::start(g.project());
+        let mut server = jsonl_server(g.project(), &[]);
         let jsonl = time_calls(1000, |i| {
             server.call(
                 i,
@@ -378,10 +378,10 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
             ),
         )
         .expect("config");
-        let mut server = JsonlServer::start_with(g.project(), &[("XDG_CACHE_HOME", cache.path())]);
+        let mut server = jsonl_server(g.project(), &[("XDG_CACHE_HOME", cache.path())]);
         // The first search loads the vectors.
         server.call(0, "kb.search", json!({"query": queries[0]}));
-        let bench = |server: &mut JsonlServer, backend: &str| {
+        let bench = |server: &mut vouch_clients::StdioServer, backend: &str| {
             time_calls(300, |i| {
                 server.call(
                     i,
@@ -407,7 +407,7 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
                 json!({"task": g.tasks[i % g.tasks.len()], "max_chars": 4000}),
             );
         });
-        let rss = server.peak_rss_mib();
+        let rss = peak_rss_mib(server.pid());
         drop(server);
         println!(
             "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
@@ -477,7 +477,7 @@ pub fn synthesize(sizes: &[usize]) {
             kb.index().rebuild(&kb)
         }
         .expect("rebuild");
-        let mut server = JsonlServer::start(g.project());
+        let mut server = jsonl_server(g.project(), &[]);
         let mut answered = 0usize;
         let mut sentences = 0usize;
         let calls = 300;

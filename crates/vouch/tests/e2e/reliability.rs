@@ -2,7 +2,7 @@
 //! a SIGKILL at any moment of an approval leaves a state the next approve
 //! finishes, never a durable file without its audit event.
 
-use crate::common::stdio::StdioServer;
+use crate::common::stdio::jsonl;
 use crate::common::*;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -24,10 +24,10 @@ fn two_processes_proposing_and_approving_lose_nothing() {
     const N: usize = 200;
     let handles: Vec<_> = (0..2)
         .map(|w| {
-            let mut server = StdioServer::jsonl(&p, &format!("agent-{w}"));
+            let mut server = jsonl(&p, &format!("agent-{w}"));
             // A reviewer is a connection of its own: an agent transport
             // approves only as the actor it was started as.
-            let mut reviewer = StdioServer::jsonl(&p, &format!("reviewer-{w}"));
+            let mut reviewer = jsonl(&p, &format!("reviewer-{w}"));
             let src = src.clone();
             std::thread::spawn(move || {
                 let proposals: Vec<Value> = (0..N)
@@ -229,7 +229,7 @@ fn sigkill_during_import_leaves_all_of_it_or_none_after_the_next_command() {
     const N: usize = 1500;
     let a = Project::new();
     let src = a.source("evidence for the import crash test");
-    let mut server = StdioServer::jsonl(&a, "agent");
+    let mut server = jsonl(&a, "agent");
     let ids: Vec<String> = server
         .batch(
             (0..N)
