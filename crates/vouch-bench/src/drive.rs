@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vouch_clients::StdioServer;
+use vouch_clients::{HttpServer, StdioServer};
 use vouch_core::Kb;
 use vouch_core::clock::SystemClock;
 
@@ -213,47 +213,13 @@ pub fn cli_peak_rss_mib(project: &Path, args: &[&str]) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// `vouch serve --transport http` on an ephemeral loopback port.
-pub struct HttpServer {
-    child: Child,
-    pub addr: String,
-}
-
-impl HttpServer {
-    pub fn start(project: &Path) -> HttpServer {
-        let mut child = Command::new(vouch_bin())
-            .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
-            .current_dir(project)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn http server");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut addr = String::new();
-        let mut line = String::new();
-        while stderr.read_line(&mut line).unwrap_or(0) > 0 {
-            if let Some(a) = line.trim().strip_prefix("vouch: listening on http://") {
-                addr = a.to_string();
-                break;
-            }
-            line.clear();
-        }
-        assert!(!addr.is_empty(), "http server did not start");
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        HttpServer { child, addr }
-    }
-    pub fn peak_rss_mib(&self) -> Option<f64> {
-        peak_rss_mib(self.child.id())
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `vouch serve --transport http` in `project` on an ephemeral loopback
+/// port, through the clients the end-to-end tests use.
+pub fn http_server(project: &Path) -> HttpServer {
+    let mut cmd = Command::new(vouch_bin());
+    cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+        .current_dir(project);
+    HttpServer::spawn(cmd)
 }
 
 /// One keep-alive HTTP/1.1 connection posting JSONL envelopes to /rpc.

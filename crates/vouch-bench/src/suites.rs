@@ -245,12 +245,12 @@ pub fn transports(sizes: &[usize]) {
             );
         });
         drop(server);
-        let http = HttpServer::start(g.project());
-        let (rps, lat) = http_load(&http.addr, &g.queries, 16, Duration::from_secs(10));
+        let http = http_server(g.project());
+        let (rps, lat) = http_load(&http.addr(), &g.queries, 16, Duration::from_secs(10));
         eprintln!(
             "http: {} requests, server peak RSS {}",
             lat.n,
-            mib(http.peak_rss_mib())
+            mib(peak_rss_mib(http.child.id()))
         );
         drop(http);
         let (init, list, tools) = mcp_tools_list(g.project(), 200);

@@ -4,7 +4,7 @@
 //! the limit and its `limits.*` key in config.yaml; the values are
 //! configurable; a person at the command line is not limited.
 
-use crate::common::server::HttpServer;
+use crate::common::server::http_server;
 use crate::common::stdio::jsonl_session;
 use crate::common::{Project, jsonl};
 use serde_json::{Value, json};
@@ -117,7 +117,7 @@ fn a_jsonl_line_past_its_limit_is_refused_and_the_server_keeps_serving() {
 fn http_bodies_and_slow_reads_are_refused_naming_their_keys() {
     let p = Project::new();
     set_limits(&p, "  http_max_body_bytes: 2000\n  request_timeout_ms: 0\n");
-    let server = HttpServer::spawn(&p.vouch_dir(), &[], &[]);
+    let server = http_server(&p.vouch_dir(), &[], &[]);
     let big = json!({"id": 1, "method": "kb.status", "params": {"pad": "x".repeat(3000)}});
     let r = server.rpc(None, big.to_string().as_bytes());
     assert_eq!(r.status, 413);

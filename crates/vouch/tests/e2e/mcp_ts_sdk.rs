@@ -19,7 +19,7 @@
 //! test FAILS saying to run `scripts/test.sh`. It never skips.
 
 use crate::common::Project;
-use crate::common::server::HttpServer;
+use crate::common::server::http_server;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -197,7 +197,7 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     // The reviewer decides over HTTP because the person named it in their
     // own config (outside the project).
     p.reviewers(&[REVIEWER]);
-    let server = HttpServer::spawn(
+    let server = http_server(
         p.root(),
         &[(
             "XDG_CONFIG_HOME",

@@ -6,7 +6,7 @@
 use crate::common::http::{
     HttpResponse, head_end, http, mcp_message, mcp_post, parse_response, request_bytes,
 };
-use crate::common::server::{HttpServer, init_kb, vouch};
+use crate::common::server::{http_server, init_kb, vouch};
 
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
@@ -74,7 +74,7 @@ fn wait_closed(s: &mut TcpStream, deadline: Instant, what: &str) -> Vec<u8> {
 #[test]
 fn a_half_sent_request_is_dropped_after_the_header_timeout() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[("VOUCH_HTTP_HEADER_TIMEOUT_MS", "300")], &[]);
+    let server = http_server(kb.path(), &[("VOUCH_HTTP_HEADER_TIMEOUT_MS", "300")], &[]);
     let start = Instant::now();
     // Half a request head: the blank line that ends it never comes.
     let mut half = server.connect();
@@ -113,7 +113,7 @@ fn a_half_sent_request_is_dropped_after_the_header_timeout() {
 #[test]
 fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
     let kb = init_kb();
-    let server = HttpServer::spawn(
+    let server = http_server(
         kb.path(),
         &[
             ("VOUCH_HTTP_MAX_CONNECTIONS", "2"),
@@ -254,7 +254,7 @@ fn mcp_use(port: u16, token: &str, session: &str, handshake: bool) -> (u16, usiz
 #[test]
 fn mcp_sessions_are_capped_per_actor() {
     let kb = init_kb();
-    let server = HttpServer::spawn(
+    let server = http_server(
         kb.path(),
         &[("VOUCH_MCP_MAX_SESSIONS", "2")],
         &["--token", "anna=tok-anna", "--token", "bert=tok-bert"],
@@ -441,7 +441,7 @@ fn token_file_is_read_and_must_be_private() {
 
     // Private: it serves, and each token authenticates as its subject.
     write_mode(&file, &text, 0o600);
-    let server = HttpServer::spawn(
+    let server = http_server(
         kb.path(),
         &[],
         &["--token-file", file.to_str().expect("utf-8 path")],

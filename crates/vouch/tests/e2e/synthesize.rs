@@ -407,7 +407,7 @@ fn every_transport_gives_the_same_answer() {
             .unwrap()
             .contains(&json!("kb.synthesize"))
     );
-    let server = crate::common::server::HttpServer::spawn(p.root(), &[], &[]);
+    let server = crate::common::server::http_server(p.root(), &[], &[]);
     let body =
         json!({"id": 1, "method": "kb.synthesize", "params": {"query": "what is our auth model?"}});
     let http = server.rpc(None, body.to_string().as_bytes()).json();

@@ -492,7 +492,7 @@ fn knowledge_export_creates_nothing_outside_the_project() {
 fn slow_sign_in_bodies_do_not_starve_the_server() {
     use std::io::{Read, Write};
     let kb = crate::common::server::init_kb();
-    let server = crate::common::server::HttpServer::spawn(
+    let server = crate::common::server::http_server(
         kb.path(),
         &[],
         &["--token", "alice=0123456789abcdef0123456789abcdef"],
@@ -732,11 +732,8 @@ fn hand_written_claims_are_marked_where_agents_read_and_never_answer() {
 fn failed_sign_ins_are_rate_limited() {
     let token = "0123456789abcdef0123456789abcdef";
     let kb = crate::common::server::init_kb();
-    let server = crate::common::server::HttpServer::spawn(
-        kb.path(),
-        &[],
-        &["--token", &format!("alice={token}")],
-    );
+    let server =
+        crate::common::server::http_server(kb.path(), &[], &["--token", &format!("alice={token}")]);
     let origin = format!("http://127.0.0.1:{}", server.port);
     let post = |t: &str| {
         crate::common::http::http(

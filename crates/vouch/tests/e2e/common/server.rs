@@ -1,17 +1,10 @@
 //! `vouch` commands with a pinned environment, a fresh KB, and `vouch serve
-//! --transport http` on a free loopback port.
+//! --transport http` on a free loopback port (the shared client,
+//! [`vouch_clients::HttpServer`]).
 
-use super::http::{HttpResponse, http};
-use serde_json::json;
-use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
+use std::process::Command;
+pub use vouch_clients::HttpServer;
 
 /// A command with a clean, pinned environment (no limits or tokens inherited
 /// from the caller's shell).
@@ -40,111 +33,14 @@ pub fn init_kb() -> tempfile::TempDir {
     dir
 }
 
-/// `vouch serve --transport http` on a free loopback port; killed when
-/// dropped, so a failing test leaves no server behind.
-pub struct HttpServer {
-    pub child: Child,
-    pub port: u16,
-    stderr: Arc<Mutex<Vec<String>>>,
-    reader: Option<JoinHandle<()>>,
-}
-
-impl HttpServer {
-    pub fn spawn(kb: &Path, env: &[(&str, &str)], extra: &[&str]) -> HttpServer {
-        let mut cmd = vouch(kb);
-        cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
-            .args(extra);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn vouch serve --transport http");
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let seen = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                // Through the test's own output capture: shown on failure.
-                eprintln!("[server] {line}");
-                if let Some(addr) = line.strip_prefix("vouch: listening on http://") {
-                    let _ = tx.send(addr.to_string());
-                }
-                seen.lock().unwrap().push(line);
-            }
-        });
-        let addr = rx
-            .recv_timeout(TIMEOUT)
-            .expect("server printed its address");
-        let port = addr
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port");
-        HttpServer {
-            child,
-            port,
-            stderr: lines,
-            reader: Some(reader),
-        }
+/// `vouch serve --transport http` on `kb` (pinned environment), on a free
+/// loopback port, with `env` and `extra` arguments added.
+pub fn http_server(kb: &Path, env: &[(&str, &str)], extra: &[&str]) -> HttpServer {
+    let mut cmd = vouch(kb);
+    cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+        .args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
     }
-
-    pub fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(TIMEOUT)).expect("read timeout");
-        s
-    }
-
-    /// `POST /rpc` with the JSONL envelope, as `token`'s subject (or the
-    /// loopback actor without one).
-    pub fn rpc(&self, token: Option<&str>, body: &[u8]) -> HttpResponse {
-        let auth = token.map(|t| format!("Bearer {t}"));
-        let mut headers = vec![("Content-Type", "application/json")];
-        if let Some(a) = &auth {
-            headers.push(("Authorization", a));
-        }
-        http(self.port, "POST", "/rpc", &headers, body)
-    }
-
-    /// `GET /health` on its own connection.
-    pub fn healthy(&self) -> bool {
-        let r = http(self.port, "GET", "/health", &[], b"");
-        r.status == 200 && r.json()["ok"] == json!(true)
-    }
-
-    /// SIGTERM, a clean exit, and everything the server wrote to stderr.
-    pub fn terminate(mut self) -> String {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill -TERM");
-        assert!(status.success());
-        let deadline = Instant::now() + TIMEOUT;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().expect("wait") {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "server ignored SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        assert!(status.success(), "server exited with {status}");
-        if let Some(r) = self.reader.take() {
-            r.join().expect("stderr reader");
-        }
-        self.stderr.lock().unwrap().join("\n")
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
+    HttpServer::spawn(cmd)
 }

@@ -3,7 +3,7 @@
 
 use super::jsonl_server;
 use crate::common::http::http;
-use crate::common::server::{HttpServer, init_kb, vouch};
+use crate::common::server::{http_server, init_kb, vouch};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -68,7 +68,7 @@ fn jsonl_bad_requests() {
 #[test]
 fn http_bad_requests_and_auth() {
     let kb = init_kb();
-    let server = HttpServer::spawn(
+    let server = http_server(
         kb.path(),
         &[],
         &["--token", "agent=tok1", "--token", "alice=tok2"],
@@ -174,7 +174,7 @@ fn http_refuses_public_bind_without_token() {
 #[test]
 fn http_without_tokens_serves_loopback_as_the_configured_agent() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[], &["--agent", "bob"]);
+    let server = http_server(kb.path(), &[], &["--agent", "bob"]);
     let r = server.rpc(
         None,
         br#"{"id": 1, "method": "kb.register_source", "params": {"content": "x\n", "locator": "t"}}"#,

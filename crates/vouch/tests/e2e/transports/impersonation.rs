@@ -3,7 +3,7 @@
 
 use super::mcp::Mcp;
 use super::{WireErr, envelope_result, jsonl_server};
-use crate::common::server::{HttpServer, init_kb};
+use crate::common::server::{http_server, init_kb};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -59,7 +59,7 @@ fn an_agent_cannot_approve_by_naming_someone_else_on_any_transport() {
 
     // HTTP without tokens (loopback only, acting as the configured agent).
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[], &["--agent", "claude"]);
+    let server = http_server(kb.path(), &[], &["--agent", "claude"]);
     let call = |method: &str, params: Value| {
         let req = json!({"id": 1, "method": method, "params": params});
         envelope_result(server.rpc(None, req.to_string().as_bytes()).json())

@@ -2,7 +2,7 @@
 //! searches racing a rebuild read the new index.
 
 use super::{envelope_result, eventually, jsonl_server};
-use crate::common::server::{HttpServer, init_kb, vouch};
+use crate::common::server::{http_server, init_kb, vouch};
 use crate::common::stdio::StdioServer;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -80,7 +80,7 @@ fn a_running_server_sees_hand_edits() {
 #[test]
 fn concurrent_http_searches_survive_a_rebuild() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[], &[]);
+    let server = http_server(kb.path(), &[], &[]);
     let call = |method: &str, params: Value| -> Value {
         let body = json!({"id": 1, "method": method, "params": params}).to_string();
         let v = server.rpc(None, body.as_bytes()).json();

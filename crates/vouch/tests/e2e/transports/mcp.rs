@@ -3,7 +3,7 @@
 
 use super::WireErr;
 use crate::common::http::{mcp_message, mcp_post};
-use crate::common::server::{HttpServer, init_kb, vouch};
+use crate::common::server::{http_server, init_kb, vouch};
 use crate::common::stdio::StdioServer;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -185,7 +185,7 @@ fn mcp_tools_and_errors() {
 #[test]
 fn mcp_over_http_uses_the_token_subject() {
     let kb = init_kb();
-    let server = HttpServer::spawn(kb.path(), &[], &["--token", "carol=tok9"]);
+    let server = http_server(kb.path(), &[], &["--token", "carol=tok9"]);
     let post = |session: Option<&str>, body: Value| mcp_post(server.port, "tok9", session, &body);
     let r = post(
         None,

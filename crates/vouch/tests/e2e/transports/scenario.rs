@@ -2,7 +2,7 @@
 
 use super::mcp::Mcp;
 use super::{WireErr, envelope_result, eventually, jsonl_server};
-use crate::common::server::{HttpServer, init_kb, vouch};
+use crate::common::server::{http_server, init_kb, vouch};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -180,7 +180,7 @@ fn run_http() -> Outcome {
         "review:\n  reviewers: [alice]\n",
     )
     .unwrap();
-    let server = HttpServer::spawn(
+    let server = http_server(
         kb.path(),
         &[("XDG_CONFIG_HOME", person.path().to_str().unwrap())],
         &["--token", "agent=tok1", "--token", "alice=tok2"],
