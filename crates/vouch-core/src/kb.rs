@@ -223,8 +223,10 @@ impl Kb {
         self.index.as_ref()
     }
     /// Serve reads from another derived index than `state.db` (built from
-    /// the same files; a test double wraps the default one).
+    /// the same files; a test double). It keeps the options this process
+    /// set ([`Kb::configure_index`]).
     pub fn set_index(&mut self, index: Box<dyn DerivedIndex>) {
+        index.configure(self.index.options());
         self.index = index;
     }
     /// How this process keeps its index: set before serving (the app's

@@ -341,9 +341,11 @@ mod tests {
     #[test]
     fn searches_and_writes_go_through_the_index_the_kb_holds() {
         let (_dir, mut kb) = crate::testing::test_kb();
+        kb.configure_index(|o| o.trust_watcher = true);
         let index = Fixed::default();
         let written = index.written.clone();
         kb.set_index(Box::new(index));
+        assert!(kb.index().options().trust_watcher, "the options carry over");
         let caller = Caller::new("agent", Transport::Jsonl);
         let hits = dispatch(&kb, &caller, "kb.search", json!({"query": "rate limits"})).unwrap();
         assert_eq!(hits[0]["id"], "answer-to-rate-limits");
