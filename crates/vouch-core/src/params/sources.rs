@@ -1,0 +1,120 @@
+//! Sources and evidence: registering, verifying, citing.
+
+use super::vocab::strict_opt;
+use crate::model::SourceType;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Params of kb.register_source.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterSourceParams {
+    /// UTF-8 text content; its sha256 becomes the source id.
+    pub content: String,
+    /// Where the content came from (path, URL, commit, ...).
+    pub locator: String,
+    /// What kind of source it is (default `file`).
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
+    pub source_type: Option<SourceType>,
+    /// Human-readable title, shown beside quotes from it.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// MIME type of the content (default `text/plain`).
+    #[serde(default)]
+    pub media_type: Option<String>,
+    /// Free-form labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// Params of kb.register_source_from_path.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterSourceFromPathParams {
+    /// Absolute or project-relative path of a regular file inside the project.
+    pub path: String,
+    /// What kind of source it is (default `file`).
+    #[serde(default, rename = "type", deserialize_with = "strict_opt")]
+    pub source_type: Option<SourceType>,
+    /// Human-readable title (default: the file name).
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// Result of kb.register_source and kb.register_source_from_path.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct RegisterSourceResult {
+    /// The source id: the sha256 of the content.
+    pub id: String,
+    /// True when this content was already registered (nothing written).
+    pub deduplicated: bool,
+}
+
+/// Params of kb.source_verify.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceVerifyParams {
+    /// A source id; omit to verify every source.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// A source whose stored content is not what was registered.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SourceIssue {
+    /// The source id.
+    pub id: String,
+    /// `missing` (no meta or no content), `unparseable` (meta.yaml does not parse),
+    /// `drifted` (content hash differs), `unreadable`.
+    pub kind: String,
+    /// What was found, in words.
+    pub detail: String,
+}
+
+/// Result of kb.source_verify.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SourceVerifyResult {
+    /// True when no issue was found.
+    pub ok: bool,
+    /// One entry per problem found.
+    pub issues: Vec<SourceIssue>,
+}
+
+/// Params of kb.register_evidence.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterEvidenceParams {
+    /// The source the quote comes from.
+    pub source_id: String,
+    /// Exact text that occurs in the source's stored content.
+    pub quote: String,
+}
+
+/// Result of kb.register_evidence.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RegisterEvidenceResult {
+    /// The evidence id to cite (derived from the source and the quote).
+    pub evidence_id: String,
+    /// `L<first>-L<last>` line range of the quote in the source.
+    pub locator: String,
+    /// sha256 of the quoted span.
+    pub hash: String,
+    /// True when this quote of this source was already registered.
+    pub deduplicated: bool,
+}
+
+/// A citation: a source id, an evidence id, or a quote to locate in a source
+/// (minted into an Evidence when the proposal is written).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(untagged)]
+pub enum Citation {
+    /// A source id (64-hex sha256) or an evidence id.
+    Id(String),
+    /// A quote to locate in a source; minted into an Evidence on write.
+    Span {
+        /// The source the quote comes from.
+        source_id: String,
+        /// Exact text that occurs in the source's stored content.
+        quote: String,
+    },
+}
