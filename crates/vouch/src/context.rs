@@ -128,8 +128,8 @@ fn user_name(uid: u32) -> String {
 
 /// HTTP connection limits: the defaults, or VOUCH_HTTP_HEADER_TIMEOUT_MS,
 /// VOUCH_HTTP_MAX_CONNECTIONS and VOUCH_MCP_MAX_SESSIONS.
-pub fn http_limits() -> Result<crate::http::Limits> {
-    let mut limits = crate::http::Limits::default();
+pub fn http_limits() -> Result<crate::http::listen::Limits> {
+    let mut limits = crate::http::listen::Limits::default();
     let num = |k: &str| -> Result<Option<u64>> {
         match std::env::var(k) {
             Ok(v) => v

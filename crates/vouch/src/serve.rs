@@ -379,7 +379,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             let anonymous = context::caller(cli.agent.as_deref(), Transport::Http);
             let tokens = token_specs(args)?;
             let limits = context::http_limits()?;
-            runtime()?.block_on(crate::http::serve(
+            runtime()?.block_on(crate::http::listen::serve(
                 kb, anonymous, &args.bind, &tokens, limits,
             ))?;
             Ok(0)
@@ -403,7 +403,7 @@ pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let limits = context::http_limits()?;
     let open = args.open;
     let mut opened: Option<std::path::PathBuf> = None;
-    let served = runtime()?.block_on(crate::http::serve_review(
+    let served = runtime()?.block_on(crate::http::listen::serve_review(
         kb,
         &person,
         &args.bind,

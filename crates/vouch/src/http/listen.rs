@@ -1,0 +1,269 @@
+//! Serving the application on a socket: where it may bind (loopback
+//! unless tokens are configured), our accept loop (a header-read timeout,
+//! a cap on connections) and a graceful shutdown on SIGINT/SIGTERM.
+
+use super::*;
+
+/// Where to bind: every address `bind` resolves to must be loopback unless
+/// tokens are configured.
+pub(crate) fn resolve_bind(
+    bind: &str,
+    shortest_token: Option<&(String, usize)>,
+) -> Result<Vec<SocketAddr>, Error> {
+    let addrs: Vec<SocketAddr> = bind
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::invalid(format!(
+                "--bind {bind:?}: not an address:port ({e}); e.g. 127.0.0.1:8765"
+            ))
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::invalid(format!(
+            "--bind {bind:?} resolves to no address"
+        )));
+    }
+    if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        match shortest_token {
+            None => {
+                return Err(Error::invalid(format!(
+                    "refusing to serve HTTP on non-loopback address {a} without \
+                     authentication; give at least one --token SUBJECT=TOKEN, or bind 127.0.0.1"
+                )));
+            }
+            Some((subject, chars)) if *chars < MIN_REMOTE_TOKEN_CHARS => {
+                return Err(Error::invalid(format!(
+                    "refusing to serve HTTP on non-loopback address {a}: {subject}'s token has \
+                     {chars} characters; a token the network can reach must have at least \
+                     {MIN_REMOTE_TOKEN_CHARS} (128 bits as hex: `openssl rand -hex 16`), or \
+                     anyone who can connect may guess it"
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(addrs)
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// Connection limits for [`serve`].
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A connection that has not sent a complete request head this long
+    /// after it opened (or after its previous response) is closed.
+    pub header_read_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog until
+    /// one closes.
+    pub max_connections: usize,
+    /// Live MCP sessions per actor (see [`mcp::CappedSessions`]).
+    pub max_mcp_sessions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+            max_mcp_sessions: mcp::MAX_SESSIONS_PER_ACTOR,
+        }
+    }
+}
+
+/// Default for [`Limits::header_read_timeout`].
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`Limits::max_connections`].
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long shutdown waits for open requests before exiting anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Errors from `accept` that concern one connection, not the listener.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
+}
+
+/// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
+/// is configured.
+pub async fn serve(
+    kb: Arc<Kb>,
+    anonymous: Caller,
+    bind: &str,
+    raw_tokens: &[TokenSpec],
+    limits: Limits,
+) -> Result<(), Error> {
+    let root = kb.layout().root().display().to_string();
+    let anonymous_actor = anonymous.actor.clone();
+    let built = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
+    let (listener, local) = bind_listener(bind, built.shortest_token.as_ref()).await?;
+    eprintln!("vouch: listening on http://{local}");
+    eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
+    match &built.sign_in {
+        Some(link) => {
+            eprintln!("vouch: no --token given: loopback only, acting as {anonymous_actor}");
+            eprintln!(
+                "vouch: review pages (as {anonymous_actor}; the link works once): http://{local}{link}"
+            );
+        }
+        None => {
+            eprintln!(
+                "vouch: bearer tokens required for {} subject(s)",
+                built.tokens
+            );
+            eprintln!("vouch: review pages at http://{local}/ (sign in with a token)");
+        }
+    }
+    accept_loop(listener, built.router, limits, built.stop_mcp).await;
+    Ok(())
+}
+
+/// Bind `bind` (loopback only unless tokens are configured, the shortest
+/// at least [`MIN_REMOTE_TOKEN_CHARS`]); returns the listener
+/// and the address it got (the port, when `bind` asked for port 0).
+pub async fn bind_listener(
+    bind: &str,
+    shortest_token: Option<&(String, usize)>,
+) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
+    let addrs = resolve_bind(bind, shortest_token)?;
+    let listener = tokio::net::TcpListener::bind(&addrs[..])
+        .await
+        .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::internal(format!("--bind {bind}: {e}")))?;
+    Ok((listener, local))
+}
+
+/// `vouch ui`: serve the review pages for `person` on `bind` (a free
+/// loopback port by default) until SIGINT/SIGTERM; `announce` gets the
+/// sign-in URL once the port is bound.
+pub async fn serve_review(
+    kb: Arc<Kb>,
+    person: &str,
+    bind: &str,
+    limits: Limits,
+    announce: impl FnOnce(&str),
+) -> Result<(), Error> {
+    let built = review_application(kb, person);
+    let (listener, local) = bind_listener(bind, None).await?;
+    let link = built.sign_in.clone().unwrap_or_default();
+    announce(&format!("http://{local}{link}"));
+    accept_loop(listener, built.router, limits, built.stop_mcp).await;
+    Ok(())
+}
+
+/// Accept connections until SIGINT/SIGTERM, at most `max_connections` at
+/// once, each with a deadline for its request heads; then let open
+/// requests finish (for up to [`SHUTDOWN_GRACE`]).
+///
+/// axum's own `serve` sets no header deadline and no connection limit, so
+/// clients that open connections and never finish a request would hold a
+/// file descriptor each until the process runs out.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: Limits,
+    on_stop: impl FnOnce(),
+) {
+    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(max));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut full_since: Option<std::time::Instant> = None;
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if full_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    full_since = Some(std::time::Instant::now());
+                    eprintln!(
+                        "vouch: {max} connections open (the limit); new ones wait until one closes"
+                    );
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(e) => {
+                    // Out of file descriptors, most likely: wait, don't spin.
+                    eprintln!("vouch: accept failed: {e}");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        () = &mut shutdown => break,
+                    }
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let http = http.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let conn = http.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    _ = conn.as_mut() => break,
+                    _ = stop.changed(), if !stopping => {
+                        stopping = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+        });
+    }
+    eprintln!("vouch: shutting down");
+    drop(listener);
+    on_stop();
+    let _ = stop_tx.send(true);
+    // Every connection holds a slot until it ends.
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    if tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "vouch: {} connection(s) still open after {}s; exiting",
+            max - slots.available_permits(),
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+}
