@@ -28,32 +28,6 @@ pub(crate) fn query_vector(kb: &Kb, embedder: &dyn Embedder, text: &str) -> Resu
     kb.query_vectors().get(embedder, text)
 }
 
-pub(crate) use crate::index::Near;
-
-/// The query's vector and the best `want` documents by cosine. Reads
-/// only, unless no background step keeps the vectors up to date
-/// ([`crate::kb::IndexUpkeep`]): then what is new is embedded first,
-/// within the search budget.
-pub(crate) fn nearest(kb: &Kb, q: &Query, want: usize) -> Result<(Vec<f32>, Vec<Near>)> {
-    let embedder = kb
-        .embedder()
-        .ok_or_else(|| no_model(kb, "embedding"))?
-        .clone();
-    // The query first: loading the model before the vectors keeps the
-    // load's transient copy of the weights off the peak.
-    let vector = query_vector(kb, embedder.as_ref(), q.text)?;
-    let index = kb.index();
-    let pending = index.vectors_for_read(kb, &embedder, crate::index::SEARCH_BUDGET)?;
-    if pending > 0 {
-        kb.warn(format!(
-            "semantic search: {pending} objects are not embedded yet and are found by words \
-             only; `vouch index rebuild` embeds them all now"
-        ));
-    }
-    let found = index.nearest(&vector, q.kinds, q.currency, want);
-    Ok((vector, found))
-}
-
 /// How close in meaning claim `id` is to `query` (a vector of the
 /// knowledge base's model): its best chunk's cosine, `None` while it has
 /// no vector. For answers, which weigh what a search found.
@@ -88,11 +62,29 @@ pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     Ok(hits)
 }
 
-/// The nearest documents as hits with their cosine, without a trip to the
-/// index for texts or confidence (see `Retriever::candidates`).
+/// The `q.limit` documents nearest the question as hits with their
+/// cosine, without a trip to the index for texts or confidence (see
+/// `Retriever::candidates`). Reads only, unless no background step keeps
+/// the vectors up to date ([`crate::index::IndexUpkeep`]): then what is new
+/// is embedded first, within the search budget.
 pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
-    let (_, found) = nearest(kb, q, q.limit)?;
-    Ok(found
+    let embedder = kb
+        .embedder()
+        .ok_or_else(|| no_model(kb, "embedding"))?
+        .clone();
+    // The query first: loading the model before the vectors keeps the
+    // load's transient copy of the weights off the peak.
+    let vector = query_vector(kb, embedder.as_ref(), q.text)?;
+    let index = kb.index();
+    let pending = index.vectors_for_read(kb, &embedder, crate::index::SEARCH_BUDGET)?;
+    if pending > 0 {
+        kb.warn(format!(
+            "semantic search: {pending} objects are not embedded yet and are found by words \
+             only; `vouch index rebuild` embeds them all now"
+        ));
+    }
+    Ok(index
+        .nearest(&vector, q.kinds, q.currency, q.limit)
         .into_iter()
         .map(|(kind, id, status, score)| SearchHit {
             confidence: None,
