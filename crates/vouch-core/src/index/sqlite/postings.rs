@@ -805,8 +805,15 @@ mod tests {
 
 #[cfg(test)]
 mod setting_tests {
-    use super::*;
     use crate::kb::Kb;
+
+    /// Whether the postings are in memory after a background round.
+    fn postings_held_after_refresh(kb: &Kb) -> bool {
+        kb.index().refresh(kb).unwrap();
+        kb.index().refresh_postings(kb).unwrap();
+        let ix = crate::testing::sqlite(kb);
+        ix.index_state.memory.postings.read().unwrap().is_some()
+    }
 
     #[test]
     fn postings_in_memory_false_keeps_servers_on_sql() {
@@ -824,29 +831,9 @@ mod setting_tests {
             std::sync::Arc::new(crate::clock::SystemClock::default()),
         )
         .unwrap();
-        kb.index().refresh(&kb).unwrap();
-        refresh(&crate::testing::sqlite(&kb)).unwrap();
-        assert!(
-            crate::testing::sqlite(&kb)
-                .index_state
-                .memory
-                .postings
-                .read()
-                .unwrap()
-                .is_none()
-        );
+        assert!(!postings_held_after_refresh(&kb));
         // And on by default.
         let (_dir, kb) = crate::testing::test_kb();
-        kb.index().refresh(&kb).unwrap();
-        refresh(&crate::testing::sqlite(&kb)).unwrap();
-        assert!(
-            crate::testing::sqlite(&kb)
-                .index_state
-                .memory
-                .postings
-                .read()
-                .unwrap()
-                .is_some()
-        );
+        assert!(postings_held_after_refresh(&kb));
     }
 }
