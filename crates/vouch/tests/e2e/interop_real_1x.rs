@@ -239,8 +239,9 @@ fn a_proposal_made_here_is_listed_and_approved_by_1x() {
 
 #[test]
 fn a_kb_made_here_opens_lists_searches_and_checks_clean_in_1x() {
-    // Our `vouch init`, our source, our proposal and approval; then 1.x.
-    let p = Project::new();
+    // Our `vouch init`, our source, our proposal and approval; then 1.x,
+    // which judges staleness by the wall clock: so is this project's.
+    let p = Project::real_clock();
     std::fs::write(
         p.root().join("notes.txt"),
         "Backups run nightly at 02:00.\n",

@@ -521,14 +521,28 @@ fn an_expired_imported_claim_is_flagged_by_lint() {
         .clone();
     p.ok("alice", &["approve", fact["proposal_id"].as_str().unwrap()]);
     let claim = fact["claim_id"].as_str().unwrap();
-    let r = p.run("x", &["--json", "lint"]);
-    let lint: Value = serde_json::from_str(&r.stdout).unwrap();
-    let found = lint["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["kind"] == "expired-claim" && f["id"] == format!("expired-claim:{claim}"));
-    assert!(found, "{lint:#}");
+    // Imported in January (the project's pinned clock), linted in June.
+    let lint = |at: &str| -> Value {
+        let out = p
+            .command("x")
+            .env("VOUCH_TIMESTAMP", at)
+            .args(["--json", "lint"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let expired =
+        |lint: &Value| {
+            lint["issues"].as_array().unwrap().iter().any(|f| {
+                f["kind"] == "expired-claim" && f["id"] == format!("expired-claim:{claim}")
+            })
+        };
+    assert!(
+        !expired(&lint("2026-04-30T00:00:00Z")),
+        "flagged before it expired"
+    );
+    let lint = lint("2026-06-01T00:00:00Z");
+    assert!(expired(&lint), "{lint:#}");
 }
 
 /// Validating a folder of knowledge files is a check of files: it works

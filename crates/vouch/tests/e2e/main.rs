@@ -57,3 +57,47 @@ fn every_test_file_is_a_module() {
         "not declared in tests/e2e/main.rs: {missing:?}"
     );
 }
+
+/// A project's time and ids are pinned: the same commands write the same
+/// bytes — ids, timestamps, the audit chain's hashes — on every run, and
+/// every command is later than the one before it.
+#[test]
+fn a_pinned_project_writes_the_same_bytes_every_run() {
+    let work = |p: &common::Project| {
+        let src = p.source("The service stores sessions in Redis.");
+        let old = p.claim("Sessions are stored in Redis.", &src);
+        let newer = p.claim("Sessions are stored in Postgres since May.", &src);
+        p.ok("alice", &["supersede", &old, &newer, "--reason", "moved"]);
+        p.propose("Sessions expire after a day.", &src);
+        p.start_session("agent", "map the session store");
+        // The one line that differs is the folder's own name.
+        let mut files = p.snapshot();
+        for (name, bytes) in &mut files {
+            if name == "config.yaml" {
+                let text = String::from_utf8(bytes.clone()).unwrap();
+                let kept: Vec<&str> = text
+                    .lines()
+                    .filter(|l| !l.starts_with("kb_name:"))
+                    .collect();
+                *bytes = kept.join("\n").into_bytes();
+            }
+        }
+        files
+    };
+    let (a, b) = (common::Project::new(), common::Project::new());
+    let first = work(&a);
+    assert_eq!(first, work(&b), "two runs of the same commands differ");
+    // The clock moves forward from command to command: the audit log's
+    // times are in the order its events were written.
+    let times: Vec<String> = a
+        .ok("x", &["audit"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["created_at"].as_str().unwrap().to_string())
+        .collect();
+    assert!(times.len() >= 6, "{times:?}");
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    // `init` (command 0) writes no event; the source (command 1) is the first.
+    assert!(times[0].starts_with("2026-01-01T01:00:"), "{times:?}");
+}

@@ -192,7 +192,10 @@ fn fixture(p: &Project) -> (Value, PathBuf) {
 #[test]
 fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     let node = node();
-    let p = Project::new();
+    // The client starts its own stdio server, on the wall clock: so is
+    // this project's, or its changes would be months before that server's
+    // "recent".
+    let p = Project::real_clock();
     let (_, fixture_path) = fixture(&p);
     // The reviewer decides over HTTP because the person named it in their
     // own config (outside the project).

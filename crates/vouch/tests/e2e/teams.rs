@@ -43,7 +43,7 @@ fn fresh_clone() -> (Project, Project) {
     git(origin.root(), &["init", "-q", "-b", "main"]);
     git(origin.root(), &["add", "-A"]);
     git(origin.root(), &["commit", "-q", "-m", "vouch init"]);
-    let clone = Project::new();
+    let clone = Project::beside(&origin);
     std::fs::remove_dir_all(clone.vouch_dir()).unwrap();
     git(
         clone.root(),
@@ -390,7 +390,7 @@ fn three_branches_and_a_rebase_merge_on_their_own() {
     assert_eq!(p.ok("x", &["status"])["counts"]["claims"], json!(4));
 
     // A clone approves while main moves on; pull --rebase replays it.
-    let c = Project::new();
+    let c = Project::beside(&p);
     std::fs::remove_dir_all(c.vouch_dir()).unwrap();
     git(c.root(), &["clone", "-q", p.root().to_str().unwrap(), "."]);
     decide(&c, "The clone's reviewer approved this.", "dana");

@@ -1,7 +1,8 @@
 //! Shared helpers for the end-to-end tests: a temp project with a real
 //! `.vouch/` and a hermetic environment (`Project`: its own HOME and
-//! person's config folder, nothing from the shell running the tests), the
-//! real `vouch` binary, and the clients of every transport. Some helpers
+//! person's config folder, a pinned clock and seed, nothing from the shell
+//! running the tests), the real `vouch` binary, and the clients of every
+//! transport. Some helpers
 //! serve only tests that a platform leaves out, hence `dead_code` allowed.
 #![allow(dead_code)]
 
@@ -13,13 +14,23 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Project {
     pub dir: tempfile::TempDir,
     /// The person's own config folder (`XDG_CONFIG_HOME`), outside the
     /// project as a real one is; empty until a test writes a config.
     pub person: tempfile::TempDir,
+    /// How many `vouch` commands were made, when time and ids are pinned
+    /// (`None`: the wall clock and fresh random ids); shared with a
+    /// project made [`beside`](Project::beside) this one.
+    commands: Option<Arc<AtomicU64>>,
 }
+
+/// Where a pinned project's clock starts: its first command (`init`)
+/// reads this instant.
+pub const PINNED_START: &str = "2026-01-01T00:00:00Z";
 
 pub struct Run {
     pub code: i32,
@@ -66,10 +77,32 @@ pub fn command() -> Command {
 
 impl Project {
     #[allow(clippy::new_without_default)]
+    /// A project whose time and ids are pinned, so what it writes is the
+    /// same bytes on every run: the n-th command made from it (counting
+    /// from 0, `init`) sees a clock that starts n hours after
+    /// [`PINNED_START`] and advances a second each time it is read, and
+    /// draws its ids from seed n + 1 — each process its own ids, and a
+    /// later command always later than an earlier one.
     pub fn new() -> Project {
+        Project::made(Some(Arc::new(AtomicU64::new(0))))
+    }
+    /// A second project on `other`'s clock (a clone of it, a teammate's
+    /// checkout): the commands of both are one timeline, so no id is drawn
+    /// twice and a later command is later whichever project it ran in.
+    pub fn beside(other: &Project) -> Project {
+        Project::made(other.commands.clone())
+    }
+    /// A project on the wall clock, with fresh random ids: for tests whose
+    /// meaning is the real time, as another program reads it (vouch 1.x,
+    /// an SDK's driver asking for changes since a moment).
+    pub fn real_clock() -> Project {
+        Project::made(None)
+    }
+    fn made(commands: Option<Arc<AtomicU64>>) -> Project {
         let p = Project {
             dir: tempfile::tempdir().expect("tempdir"),
             person: tempfile::tempdir().expect("tempdir"),
+            commands,
         };
         let r = p.run("tester", &["init"]);
         assert_eq!(r.code, 0, "init failed: {}", r.stderr);
@@ -87,6 +120,16 @@ impl Project {
             .env("HOME", self.root())
             .env("XDG_CONFIG_HOME", self.person.path())
             .env("VOUCH_AGENT", agent);
+        if let Some(made) = &self.commands {
+            let n = made.fetch_add(1, Ordering::SeqCst);
+            let start = chrono::DateTime::parse_from_rfc3339(PINNED_START).expect("start");
+            let at = start + chrono::Duration::hours(n as i64);
+            c.env(
+                "VOUCH_TIMESTAMP",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            )
+            .env("VOUCH_SEED", (n + 1).to_string());
+        }
         c
     }
     /// Write the person's own `config.yaml` (`$XDG_CONFIG_HOME/vouch/`).
