@@ -1,8 +1,11 @@
 //! The object model of protocol §2, in the on-disk form of docs/format.md:
 //! fields in the order of the spec's tables, optional fields omitted when
 //! empty, unknown keys kept in `extra` and written back after known ones.
+//! The four reviewed kinds are each defined once with their draft (the
+//! fields marked `@draft`; `model/kind.rs` has the macro that makes both).
 
 mod enums;
+mod kind;
 pub mod meta;
 mod time;
 mod written;
@@ -10,6 +13,8 @@ mod written;
 pub use enums::*;
 pub use time::Timestamp;
 pub use written::Written;
+
+use kind::knowledge_kind;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -113,60 +118,72 @@ pub struct Evidence {
     pub extra: Extra,
 }
 
-/// A reviewed assertion (`claims/<id>.yaml`): the smallest thing that can be
-/// cited, contradicted, superseded or archived.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Claim {
-    /// Slug id (from the text), unique among claims.
-    pub id: String,
-    /// The assertion: one sentence, on one line.
-    pub text: String,
-    /// What kind of assertion it is.
-    #[serde(rename = "type")]
-    pub claim_type: ClaimType,
-    /// Where it stands: approval writes `working`; lifecycle methods change it.
-    pub status: ClaimStatus,
-    /// How sure the proposer is, 0..1; `0.7` when absent. Breaks ties in
-    /// context packs.
-    #[serde(default = "default_confidence")]
-    pub confidence: f64,
-    /// Citations: source ids (sha256) and evidence ids. At least one, unless
-    /// `review.require_citations` is off and the claim is `working`.
-    #[serde(default)]
-    pub evidence: Vec<String>,
-    /// Ids of the entities it is about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<String>,
-    /// Ids of the claims it replaces.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub supersedes: Vec<String>,
-    /// The id of the claim that replaced it; set with status `superseded`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub superseded_by: Option<String>,
-    /// Ids of the claims it conflicts with; each lists this one back.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub contradicts: Vec<String>,
-    /// A scope name ([`Scope`]) or, in files written by vouch 1.x, a map.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<Value>,
-    /// Free labels, indexed with the text.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    /// When it was approved (became durable).
-    pub created_at: Timestamp,
-    /// When it last changed: approval, or a lifecycle change.
-    pub updated_at: Timestamp,
-    /// When `kb.confirm` last said it still holds; `lint` measures staleness
-    /// from it, else from `updated_at`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_confirmed_at: Option<Timestamp>,
-    /// The actor who approved it: the file's word; the audit log is the proof.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_by: Option<String>,
-    /// Keys this version does not know, kept and written back (see [`Extra`]);
-    /// approval puts the proposal's `metadata` here.
-    #[serde(flatten)]
-    pub extra: Extra,
+knowledge_kind! {
+    /// A reviewed assertion (`claims/<id>.yaml`): the smallest thing that can be
+    /// cited, contradicted, superseded or archived.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct Claim {
+        /// Slug id (from the text), unique among claims.
+        pub id: String,
+        /// The assertion: one sentence, on one line.
+        @draft pub text: String,
+        /// What kind of assertion it is.
+        #[serde(rename = "type")]
+        @draft pub claim_type: ClaimType,
+        /// Where it stands: approval writes `working`; lifecycle methods change it.
+        pub status: ClaimStatus,
+        /// How sure the proposer is, 0..1; `0.7` when absent. Breaks ties in
+        /// context packs.
+        #[serde(default = "default_confidence")]
+        @draft pub confidence: f64,
+        /// Citations: source ids (sha256) and evidence ids. At least one, unless
+        /// `review.require_citations` is off and the claim is `working`.
+        #[serde(default)]
+        @draft pub evidence: Vec<String>,
+        /// Ids of the entities it is about.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub entities: Vec<String>,
+        /// Ids of the claims it replaces.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub supersedes: Vec<String>,
+        /// The id of the claim that replaced it; set with status `superseded`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub superseded_by: Option<String>,
+        /// Ids of the claims it conflicts with; each lists this one back.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub contradicts: Vec<String>,
+        /// A scope name ([`Scope`]) or, in files written by vouch 1.x, a map.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        @draft pub scope: Option<Value>,
+        /// Free labels, indexed with the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub tags: Vec<String>,
+        /// When it was approved (became durable).
+        pub created_at: Timestamp,
+        /// When it last changed: approval, or a lifecycle change.
+        pub updated_at: Timestamp,
+        /// When `kb.confirm` last said it still holds; `lint` measures staleness
+        /// from it, else from `updated_at`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub last_confirmed_at: Option<Timestamp>,
+        /// The actor who approved it: the file's word; the audit log is the proof.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub approved_by: Option<String>,
+        /// Keys this version does not know, kept and written back (see [`Extra`]);
+        /// approval puts the proposal's `metadata` here.
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
+
+    /// A claim as proposed: what approval turns into a [`Claim`]. Its text is
+    /// trimmed, its quoted spans already minted as evidence ids.
+    draft ClaimDraft {
+        /// Where it came from in another format; kept on the approved claim under
+        /// `metadata` (in its unknown keys).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub metadata: Option<serde_json::Map<String, Value>>,
+    }
+    record ClaimRecord;
 }
 
 impl Claim {
@@ -181,109 +198,131 @@ impl Claim {
     }
 }
 
-/// A typed, named thing that claims and pages are about: a graph node
-/// (`entities/<id>.yaml`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Entity {
-    /// Slug id (from the name), unique among entities.
-    pub id: String,
-    /// The name it goes by; indexed as its title.
-    pub name: String,
-    /// What kind of thing it is.
-    #[serde(rename = "type")]
-    pub entity_type: EntityType,
-    /// Other names for it, indexed so a search by any of them finds it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
-    /// What it is, in prose; indexed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Free labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    /// When it was approved (became durable).
-    pub created_at: Timestamp,
-    /// When it last changed.
-    pub updated_at: Timestamp,
-    /// The actor who approved it: the file's word; the audit log is the proof.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_by: Option<String>,
-    /// Keys this version does not know, kept and written back (see [`Extra`]).
-    #[serde(flatten)]
-    pub extra: Extra,
+knowledge_kind! {
+    /// A typed, named thing that claims and pages are about: a graph node
+    /// (`entities/<id>.yaml`).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct Entity {
+        /// Slug id (from the name), unique among entities.
+        pub id: String,
+        /// The name it goes by; indexed as its title.
+        @draft pub name: String,
+        /// What kind of thing it is.
+        #[serde(rename = "type")]
+        @draft pub entity_type: EntityType,
+        /// Other names for it, indexed so a search by any of them finds it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub aliases: Vec<String>,
+        /// What it is, in prose; indexed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        @draft pub description: Option<String>,
+        /// Free labels.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub tags: Vec<String>,
+        /// When it was approved (became durable).
+        pub created_at: Timestamp,
+        /// When it last changed.
+        pub updated_at: Timestamp,
+        /// The actor who approved it: the file's word; the audit log is the proof.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub approved_by: Option<String>,
+        /// Keys this version does not know, kept and written back (see [`Extra`]).
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
+
+    /// An entity as proposed: what approval turns into an [`Entity`].
+    draft EntityDraft {}
+    record EntityRecord;
 }
 
-/// A typed edge between two objects, read `source relation target`
-/// (`relations/<id>.yaml`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Relation {
-    /// Slug id (from `source relation target`), unique among relations.
-    pub id: String,
-    /// The id of the object the edge starts from: an entity, claim, page,
-    /// relation, evidence or source.
-    pub source: String,
-    /// What the edge says: `source relation target`.
-    pub relation: RelationType,
-    /// The id of the object the edge points to (any kind, as `source`).
-    pub target: String,
-    /// How sure the proposer is, 0..1; `0.7` when absent.
-    #[serde(default = "default_confidence")]
-    pub confidence: f64,
-    /// Citations, as a claim's: source ids (sha256) and evidence ids.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<String>,
-    /// When it was approved (became durable).
-    pub created_at: Timestamp,
-    /// When it last changed.
-    pub updated_at: Timestamp,
-    /// The actor who approved it: the file's word; the audit log is the proof.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_by: Option<String>,
-    /// Keys this version does not know, kept and written back (see [`Extra`]).
-    #[serde(flatten)]
-    pub extra: Extra,
+knowledge_kind! {
+    /// A typed edge between two objects, read `source relation target`
+    /// (`relations/<id>.yaml`).
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct Relation {
+        /// Slug id (from `source relation target`), unique among relations.
+        pub id: String,
+        /// The id of the object the edge starts from: an entity, claim, page,
+        /// relation, evidence or source.
+        @draft pub source: String,
+        /// What the edge says: `source relation target`.
+        @draft pub relation: RelationType,
+        /// The id of the object the edge points to (any kind, as `source`).
+        @draft pub target: String,
+        /// How sure the proposer is, 0..1; `0.7` when absent.
+        #[serde(default = "default_confidence")]
+        @draft pub confidence: f64,
+        /// Citations, as a claim's: source ids (sha256) and evidence ids.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub evidence: Vec<String>,
+        /// When it was approved (became durable).
+        pub created_at: Timestamp,
+        /// When it last changed.
+        pub updated_at: Timestamp,
+        /// The actor who approved it: the file's word; the audit log is the proof.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub approved_by: Option<String>,
+        /// Keys this version does not know, kept and written back (see [`Extra`]).
+        #[serde(flatten)]
+        pub extra: Extra,
+    }
+
+    /// A relation as proposed: what approval turns into a [`Relation`].
+    draft RelationDraft {}
+    record RelationRecord;
 }
 
-/// A page: YAML frontmatter (these fields) plus a markdown body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Page {
-    /// Slug id (from the title), unique among pages.
-    pub id: String,
-    /// The page's title; indexed, weighted above the body.
-    pub title: String,
-    /// What the page is for; `concept` when absent.
-    #[serde(rename = "type", default = "default_page_type")]
-    pub page_type: PageType,
-    /// Where it stands; `active` when absent. Approval writes `active`,
-    /// `kb.archive` `archived`.
-    #[serde(default = "default_page_status")]
-    pub status: PageStatus,
-    /// Ids of the claims it draws on; `lint` flags an active page citing a
-    /// retired one.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub claims: Vec<String>,
-    /// Ids of the entities it is about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<String>,
-    /// Ids (sha256) of the sources it cites.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<String>,
-    /// Free labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    /// When it was approved (became durable).
-    pub created_at: Timestamp,
-    /// When it last changed.
-    pub updated_at: Timestamp,
-    /// The actor who approved it: the file's word; the audit log is the proof.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approved_by: Option<String>,
-    /// Keys this version does not know, kept and written back (see [`Extra`]).
-    #[serde(flatten)]
-    pub extra: Extra,
-    /// The markdown after the frontmatter; not a frontmatter key.
-    #[serde(skip)]
-    pub body: String,
+knowledge_kind! {
+    /// A page: YAML frontmatter (these fields) plus a markdown body.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    pub struct Page {
+        /// Slug id (from the title), unique among pages.
+        pub id: String,
+        /// The page's title; indexed, weighted above the body.
+        @draft pub title: String,
+        /// What the page is for; `concept` when absent.
+        #[serde(rename = "type", default = "default_page_type")]
+        @draft pub page_type: PageType,
+        /// Where it stands; `active` when absent. Approval writes `active`,
+        /// `kb.archive` `archived`.
+        #[serde(default = "default_page_status")]
+        pub status: PageStatus,
+        /// Ids of the claims it draws on; `lint` flags an active page citing a
+        /// retired one.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub claims: Vec<String>,
+        /// Ids of the entities it is about.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub entities: Vec<String>,
+        /// Ids (sha256) of the sources it cites.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub sources: Vec<String>,
+        /// Free labels.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        @draft pub tags: Vec<String>,
+        /// When it was approved (became durable).
+        pub created_at: Timestamp,
+        /// When it last changed.
+        pub updated_at: Timestamp,
+        /// The actor who approved it: the file's word; the audit log is the proof.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub approved_by: Option<String>,
+        /// Keys this version does not know, kept and written back (see [`Extra`]).
+        #[serde(flatten)]
+        pub extra: Extra,
+        /// The markdown after the frontmatter; not a frontmatter key.
+        #[serde(skip)]
+        pub body: String,
+    }
+
+    /// A page as proposed: what approval turns into a [`Page`].
+    draft PageDraft {
+        /// The markdown body.
+        #[serde(default)]
+        pub body: String,
+    }
+    record PageRecord;
 }
 
 fn default_page_type() -> PageType {

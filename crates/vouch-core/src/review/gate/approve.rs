@@ -493,80 +493,69 @@ pub(super) fn materialize(
 ) -> Result<crate::model::Written> {
     let approved_by = Some(approver.to_string());
     Ok(match draft {
-        Draft::Claim(d) => {
-            let c = Claim {
-                id: id.to_string(),
-                text: d.text,
-                claim_type: d.claim_type,
-                status: ClaimStatus::Working,
-                confidence: d.confidence,
-                evidence: d.evidence,
-                entities: d.entities,
-                supersedes: d.supersedes,
-                superseded_by: None,
-                contradicts: Vec::new(),
-                scope: d.scope,
-                tags: d.tags,
-                created_at: at,
-                updated_at: at,
-                last_confirmed_at: None,
-                approved_by,
-                extra: d
-                    .metadata
-                    .map(|m| [("metadata".to_string(), Value::Object(m))].into())
-                    .unwrap_or_default(),
-            };
+        Draft::Claim(mut d) => {
+            let metadata = d.metadata.take();
+            let c = Claim::assemble(
+                d,
+                ClaimRecord {
+                    id: id.to_string(),
+                    status: ClaimStatus::Working,
+                    superseded_by: None,
+                    contradicts: Vec::new(),
+                    created_at: at,
+                    updated_at: at,
+                    last_confirmed_at: None,
+                    approved_by,
+                    extra: metadata
+                        .map(|m| [("metadata".to_string(), Value::Object(m))].into())
+                        .unwrap_or_default(),
+                },
+            );
             kb.stage(batch, &c)?;
             crate::model::Written::Claim(c)
         }
-        Draft::Page(d) => {
-            let pg = Page {
-                id: id.to_string(),
-                title: d.title,
-                page_type: d.page_type,
-                status: PageStatus::Active,
-                claims: d.claims,
-                entities: d.entities,
-                sources: d.sources,
-                tags: d.tags,
-                created_at: at,
-                updated_at: at,
-                approved_by,
-                extra: Default::default(),
-                body: d.body,
-            };
+        Draft::Page(mut d) => {
+            let body = std::mem::take(&mut d.body);
+            let pg = Page::assemble(
+                d,
+                PageRecord {
+                    id: id.to_string(),
+                    status: PageStatus::Active,
+                    created_at: at,
+                    updated_at: at,
+                    approved_by,
+                    extra: Default::default(),
+                    body,
+                },
+            );
             kb.stage(batch, &pg)?;
             crate::model::Written::Page(pg)
         }
         Draft::Entity(d) => {
-            let e = Entity {
-                id: id.to_string(),
-                name: d.name,
-                entity_type: d.entity_type,
-                aliases: d.aliases,
-                description: d.description,
-                tags: d.tags,
-                created_at: at,
-                updated_at: at,
-                approved_by,
-                extra: Default::default(),
-            };
+            let e = Entity::assemble(
+                d,
+                EntityRecord {
+                    id: id.to_string(),
+                    created_at: at,
+                    updated_at: at,
+                    approved_by,
+                    extra: Default::default(),
+                },
+            );
             kb.stage(batch, &e)?;
             crate::model::Written::Entity(e)
         }
         Draft::Relation(d) => {
-            let r = Relation {
-                id: id.to_string(),
-                source: d.source,
-                relation: d.relation,
-                target: d.target,
-                confidence: d.confidence,
-                evidence: d.evidence,
-                created_at: at,
-                updated_at: at,
-                approved_by,
-                extra: Default::default(),
-            };
+            let r = Relation::assemble(
+                d,
+                RelationRecord {
+                    id: id.to_string(),
+                    created_at: at,
+                    updated_at: at,
+                    approved_by,
+                    extra: Default::default(),
+                },
+            );
             kb.stage(batch, &r)?;
             crate::model::Written::Relation(r)
         }

@@ -13,7 +13,6 @@ use crate::kb::{Caller, Kb};
 use crate::model::*;
 use crate::params::*;
 use crate::store::{Dir, atomic};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -26,98 +25,6 @@ pub use propose::*;
 use validate::*;
 
 // ----- drafts: the normalized payload a proposal carries ---------------------
-
-/// A claim as proposed: what approval turns into a [`Claim`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClaimDraft {
-    /// The one-sentence assertion, trimmed.
-    pub text: String,
-    /// What kind of claim (fact, decision, observation, ...).
-    #[serde(rename = "type")]
-    pub claim_type: ClaimType,
-    /// How sure the proposer is, from 0 to 1.
-    pub confidence: f64,
-    /// Source and evidence ids it cites (a quoted span is minted as evidence
-    /// when the proposal is written).
-    pub evidence: Vec<String>,
-    /// Approved entities it is about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<String>,
-    /// Who it is for: a name (`project`) or, as vouch 1.x writes it, a map.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<Value>,
-    /// Free-form labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    /// Where it came from in another format; kept on the approved claim under
-    /// `metadata`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<serde_json::Map<String, Value>>,
-    /// Approved claims this one replaces: approving it supersedes them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub supersedes: Vec<String>,
-}
-
-/// A page as proposed: what approval turns into a [`Page`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PageDraft {
-    /// The page's title, trimmed.
-    pub title: String,
-    /// The markdown body.
-    #[serde(default)]
-    pub body: String,
-    /// What kind of page (concept, decision, session, ...).
-    #[serde(rename = "type")]
-    pub page_type: PageType,
-    /// Approved claims it draws on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub claims: Vec<String>,
-    /// Approved entities it is about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub entities: Vec<String>,
-    /// Registered sources it draws on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<String>,
-    /// Free-form labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-}
-
-/// An entity as proposed: what approval turns into an [`Entity`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct EntityDraft {
-    /// Its name, trimmed.
-    pub name: String,
-    /// What kind of thing it is (person, project, repo, api, ...).
-    #[serde(rename = "type")]
-    pub entity_type: EntityType,
-    /// Other names it goes by.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
-    /// What it is, in words.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Free-form labels.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-}
-
-/// A relation as proposed: what approval turns into a [`Relation`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RelationDraft {
-    /// The id it starts from: an approved object or a registered source.
-    pub source: String,
-    /// What the edge says (uses, depends_on, supports, ...).
-    pub relation: RelationType,
-    /// The id it points to: an approved object or a registered source.
-    pub target: String,
-    /// How sure the proposer is, from 0 to 1.
-    pub confidence: f64,
-    /// Source and evidence ids it cites (a quoted span is minted as evidence
-    /// when the proposal is written).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<String>,
-}
 
 /// Any draft, by kind.
 #[derive(Debug, Clone)]
@@ -315,5 +222,44 @@ mod object_ids {
             ids,
             ["same-words", "same-words-2", "same-words-3", "same-words-4"]
         );
+    }
+}
+
+#[cfg(test)]
+mod shapes {
+    use crate::model::{ClaimDraft, EntityDraft, PageDraft, RelationDraft};
+    use crate::params::*;
+    use schemars::JsonSchema;
+    use std::collections::BTreeSet;
+
+    /// The names of a type's fields as JSON reads them.
+    fn fields<T: JsonSchema>() -> BTreeSet<String> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// What an agent sends to `kb.propose_*` is its shape of the draft the
+    /// proposal carries: the same fields, plus the three every proposal
+    /// takes. A field added to a kind's draft (`@draft` in model/) and not
+    /// to its params, or the other way round, fails here.
+    fn same_fields<P: JsonSchema, D: JsonSchema>() {
+        let mut params = fields::<P>();
+        for every_proposal in ["session_id", "rationale", "dry_run"] {
+            assert!(params.remove(every_proposal), "{every_proposal}");
+        }
+        assert_eq!(params, fields::<D>(), "{}", std::any::type_name::<D>());
+    }
+
+    #[test]
+    fn propose_params_and_drafts_name_the_same_fields() {
+        same_fields::<ProposeClaimParams, ClaimDraft>();
+        same_fields::<ProposePageParams, PageDraft>();
+        same_fields::<ProposeEntityParams, EntityDraft>();
+        same_fields::<ProposeRelationParams, RelationDraft>();
     }
 }

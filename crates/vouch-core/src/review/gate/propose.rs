@@ -629,48 +629,21 @@ fn create_event(
 impl Draft {
     /// The draft a durable object would have been approved from.
     pub(crate) fn of_claim(c: &Claim) -> Draft {
-        Draft::Claim(ClaimDraft {
-            text: c.text.clone(),
-            claim_type: c.claim_type,
-            confidence: c.confidence,
-            evidence: c.evidence.clone(),
-            entities: c.entities.clone(),
-            scope: c.scope.clone(),
-            tags: c.tags.clone(),
-            metadata: c.extra.get("metadata").and_then(Value::as_object).cloned(),
-            // A bundle's supersessions are checked and applied by the
-            // bundle import itself.
-            supersedes: Vec::new(),
-        })
+        let metadata = c.extra.get("metadata").and_then(Value::as_object).cloned();
+        let mut d = ClaimDraft::of(c, metadata);
+        // A bundle's supersessions are checked and applied by the bundle
+        // import itself.
+        d.supersedes.clear();
+        Draft::Claim(d)
     }
     pub(crate) fn of_page(p: &Page) -> Draft {
-        Draft::Page(PageDraft {
-            title: p.title.clone(),
-            body: p.body.clone(),
-            page_type: p.page_type,
-            claims: p.claims.clone(),
-            entities: p.entities.clone(),
-            sources: p.sources.clone(),
-            tags: p.tags.clone(),
-        })
+        Draft::Page(PageDraft::of(p, p.body.clone()))
     }
     pub(crate) fn of_entity(e: &Entity) -> Draft {
-        Draft::Entity(EntityDraft {
-            name: e.name.clone(),
-            entity_type: e.entity_type,
-            aliases: e.aliases.clone(),
-            description: e.description.clone(),
-            tags: e.tags.clone(),
-        })
+        Draft::Entity(EntityDraft::of(e))
     }
     pub(crate) fn of_relation(r: &Relation) -> Draft {
-        Draft::Relation(RelationDraft {
-            source: r.source.clone(),
-            relation: r.relation,
-            target: r.target.clone(),
-            confidence: r.confidence,
-            evidence: r.evidence.clone(),
-        })
+        Draft::Relation(RelationDraft::of(r))
     }
 }
 
