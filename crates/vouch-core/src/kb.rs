@@ -125,9 +125,6 @@ pub struct InitReport {
     pub existing: Vec<String>,
 }
 
-const GITIGNORE: &str =
-    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n.watch/\nmodels/\n";
-
 impl Kb {
     /// Create `.vouch/` inside `project_dir`. Never overwrites: every file or
     /// folder already present is left as it is and reported as existing.
@@ -148,7 +145,7 @@ impl Kb {
         let config = Settings::new(kb_name, agent).to_yaml()?;
         for (path, text) in [
             (layout.config(), config.as_str()),
-            (layout.gitignore(), GITIGNORE),
+            (layout.gitignore(), crate::store::layout::GITIGNORE),
             (layout.gitattributes(), crate::store::layout::GITATTRIBUTES),
         ] {
             if atomic::create_new(layout.root(), &path, text.as_bytes())? {

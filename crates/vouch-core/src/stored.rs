@@ -511,10 +511,21 @@ impl Store {
         atomic::write(self.layout.root(), &path, value.encode()?.as_bytes())
     }
 
-    pub(crate) fn stage<T: Stored>(&self, batch: &mut atomic::Batch, value: &T) -> Result<()> {
+    /// Add an object's file to `batch`; returns its path inside `.vouch/`
+    /// and the sha256 of its bytes, which the event that writes it records
+    /// (`data.written`), so a later edit by hand is told from what the
+    /// gate wrote.
+    pub(crate) fn stage<T: Stored>(
+        &self,
+        batch: &mut atomic::Batch,
+        value: &T,
+    ) -> Result<(String, String)> {
         let path = self.layout.file(T::DIR, value.id())?;
-        batch.write(path, value.encode()?.into_bytes());
-        Ok(())
+        let bytes = value.encode()?.into_bytes();
+        let sha = crate::ids::sha256_hex(&bytes);
+        let inside = self.layout.inside(&path);
+        batch.write(path, bytes);
+        Ok((inside, sha))
     }
 
     /// A source's metadata (`sources/<id>/meta.yaml`); `Ok(None)` when it has

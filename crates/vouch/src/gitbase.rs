@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use vouch_core::health::base::{BaseReport, Change, ChangedFile};
+use vouch_core::health::base::{BaseReport, Change, ChangedFile, is_knowledge_path};
 use vouch_core::{Error, Kb};
 
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, Error> {
@@ -90,9 +90,17 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             .strip_prefix(&format!("{rel}/"))
             .unwrap_or(&path)
             .to_string();
+        // What a lifecycle change may have touched is read against REV's
+        // version of the file.
+        let before = if change == Change::Modified && is_knowledge_path(&inside) {
+            Some(git(&top, &["cat-file", "blob", &format!("{rev}:{path}")])?)
+        } else {
+            None
+        };
         changed.push(ChangedFile {
             change,
             path: inside,
+            before,
         });
     }
     vouch_core::health::base::check(kb, rev, &base_log, &changed)

@@ -19,6 +19,10 @@ pub struct Trail {
     pub hashes: std::collections::HashSet<String>,
     /// Ids of the durable objects an approval or an import let in.
     pub admitted: std::collections::HashSet<String>,
+    /// The sha256 of each durable file as the last event that wrote it
+    /// recorded it (`data.written`), by its path inside `.vouch/`: a file
+    /// that no longer hashes to it was edited by hand since.
+    pub written: std::collections::HashMap<String, String>,
     /// An import logged by a vouch that did not name what it wrote (1.x,
     /// or this one before it did): objects it brought cannot be told apart.
     pub legacy_import: bool,
@@ -52,14 +56,38 @@ impl Admits {
         serde_json::from_slice::<AdmitFields>(line).map_or(Admits::Nothing, |f| f.admits())
     }
 
-    /// Could this log line admit anything? (Skips parsing the rest.)
+    /// [`Admits::of_line`], and the files the event wrote with the sha256
+    /// of each ([`written`]).
+    pub fn of_line_with_written(line: &[u8]) -> (Admits, Vec<(String, String)>) {
+        match serde_json::from_slice::<AdmitFields>(line) {
+            Ok(f) => (f.admits(), written(&f.data)),
+            Err(_) => (Admits::Nothing, Vec::new()),
+        }
+    }
+
+    /// Could this log line admit anything, or record what it wrote? (Skips
+    /// parsing the rest.)
     pub fn may_admit(line: &[u8]) -> bool {
         let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
-        has(b".approve\"")
+        has(b"\"written\":")
+            || has(b".approve\"")
             || has(b"\"bundle.import\"")
             || has(b"\"claim.supersede\"")
             || has(b"\"claim.contradict\"")
     }
+}
+
+/// The files an event's `data.written` says it wrote, by path inside
+/// `.vouch/`, with the sha256 of each.
+pub fn written(data: &Value) -> Vec<(String, String)> {
+    data.get("written")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(path, sha)| Some((path.clone(), sha.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The fields of an event that say what it admits.
@@ -173,6 +201,9 @@ impl Trail {
             {
                 t.created.insert(p.to_string(), ev.clone());
             }
+            if let Some(data) = ev.get("data") {
+                t.written.extend(written(data));
+            }
             match Admits::of(&ev) {
                 Admits::Nothing => {}
                 Admits::Objects(ids) => t.admitted.extend(ids),
@@ -188,5 +219,15 @@ impl Trail {
     /// Did an approval or an import let this durable object in?
     pub fn admits(&self, object_id: &str) -> bool {
         self.admitted.contains(object_id)
+    }
+
+    /// Whether the file at `path` (inside `.vouch/`) holds `bytes` other
+    /// than the last event that wrote it recorded: edited by hand since.
+    /// `false` when no event recorded its bytes (a vouch before this one,
+    /// or 1.x).
+    pub fn edited(&self, path: &str, bytes: &[u8]) -> bool {
+        self.written
+            .get(path)
+            .is_some_and(|sha| *sha != crate::ids::sha256_hex(bytes))
     }
 }

@@ -6,7 +6,8 @@
 //! Problems, each named: an event of REV removed or changed; a knowledge
 //! file added, changed or removed with no new event behind it (a claim
 //! written by hand, an edited decision); a decision by its own proposer; a
-//! source whose bytes do not match its id.
+//! source whose bytes do not match its id; a file `.gitignore` keeps out
+//! of git committed anyway (`state.db`, `.staging/`, `proposed/`).
 
 use crate::audit::trail::ProposalStep;
 use crate::error::Result;
@@ -35,6 +36,68 @@ pub struct ChangedFile {
     pub change: Change,
     /// Its path inside `.vouch/`, `/`-separated.
     pub path: String,
+    /// Its bytes at REV, for a changed claim, page, entity or relation
+    /// (what a lifecycle change may and may not have touched is read from
+    /// them); `None` otherwise.
+    pub before: Option<Vec<u8>>,
+}
+
+/// Whether a claim, page, entity or relation file's folder.
+pub fn is_knowledge_path(path: &str) -> bool {
+    matches!(
+        path.split('/').next(),
+        Some("claims" | "pages" | "entities" | "relations")
+    )
+}
+
+/// A knowledge file's content without the fields a lifecycle change may
+/// set: two versions that differ here differ in what the gate approved.
+fn approved_part(dir: &str, bytes: &[u8]) -> Option<Value> {
+    use crate::model::{Claim, Entity, Page, Relation};
+    use crate::stored::Stored;
+    let text = std::str::from_utf8(bytes).ok()?;
+    let at = std::path::Path::new(dir);
+    let (mut v, lifecycle): (Value, &[&str]) = match dir {
+        "claims" => (
+            serde_json::to_value(Claim::decode(at, text).ok()?).ok()?,
+            Claim::LIFECYCLE_FIELDS,
+        ),
+        "pages" => {
+            let page = Page::decode(at, text).ok()?;
+            let mut v = serde_json::to_value(&page).ok()?;
+            v["body"] = Value::String(page.body);
+            (v, Page::LIFECYCLE_FIELDS)
+        }
+        "entities" => (
+            serde_json::to_value(Entity::decode(at, text).ok()?).ok()?,
+            &[],
+        ),
+        "relations" => (
+            serde_json::to_value(Relation::decode(at, text).ok()?).ok()?,
+            &[],
+        ),
+        _ => return None,
+    };
+    if let Value::Object(m) = &mut v {
+        for field in lifecycle {
+            m.remove(*field);
+        }
+    }
+    Some(v)
+}
+
+/// The top-level fields in which two values differ.
+fn fields_differing(a: &Value, b: &Value) -> Vec<String> {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return vec!["(the whole file)".into()];
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
 }
 
 /// What `--base` found.
@@ -56,6 +119,69 @@ pub struct BaseReport {
     pub decisions: Vec<String>,
     /// Every problem found, one line each, naming what is wrong.
     pub problems: Vec<String>,
+}
+
+/// What is wrong with an added or changed claim, page, entity or relation
+/// file: it must be what a new event recorded writing (when it recorded
+/// that), and let in by a new approval or import — or, for a change,
+/// differ from REV's only in the fields a lifecycle change of a new event
+/// sets (a hand edit riding on a `kb.confirm` must not pass).
+fn knowledge_problem(
+    kb: &Store,
+    f: &ChangedFile,
+    kind: &str,
+    id: &str,
+    named_by_new: &HashSet<&str>,
+    admitted_by_new: &HashSet<String>,
+    written_by_new: &HashMap<String, (String, &str)>,
+) -> Result<Option<String>> {
+    let path = &f.path;
+    let now = kb.read_file(&kb.layout().root().join(path))?;
+    if let (Some((sha, event)), Some(bytes)) = (written_by_new.get(path), &now)
+        && crate::ids::sha256_hex(bytes) != *sha
+    {
+        return Ok(Some(format!(
+            "{path}: this {kind} is not what event {event} recorded writing: edited by hand \
+             after the gate wrote it"
+        )));
+    }
+    if admitted_by_new.contains(id) {
+        return Ok(None);
+    }
+    let by_hand = |how: &str| {
+        format!(
+            "{path}: this {kind} was {how} with no event behind it in this branch's audit log: \
+             written by hand, not through the gate"
+        )
+    };
+    if f.change == Change::Added || !named_by_new.contains(id) {
+        return Ok(Some(by_hand(if f.change == Change::Added {
+            "added"
+        } else {
+            "changed"
+        })));
+    }
+    // Changed by lifecycle events only: nothing the gate approved may move.
+    let dir = path.split('/').next().unwrap_or("");
+    let before = f.before.as_deref().and_then(|b| approved_part(dir, b));
+    let after = now.as_deref().and_then(|b| approved_part(dir, b));
+    Ok(match (before, after) {
+        (Some(b), Some(a)) if a == b => None,
+        (Some(b), Some(a)) => Some(format!(
+            "{path}: this {kind} changed in {} since the base, which no approval or import in \
+             this branch wrote (a lifecycle change sets only {}): edited by hand",
+            fields_differing(&b, &a).join(", "),
+            match dir {
+                "claims" => crate::model::Claim::LIFECYCLE_FIELDS.join(", "),
+                "pages" => crate::model::Page::LIFECYCLE_FIELDS.join(", "),
+                _ => "nothing of it".to_string(),
+            }
+        )),
+        _ => Some(format!(
+            "{path}: this {kind} changed and its version at the base or now cannot be read to \
+             tell what changed"
+        )),
+    })
 }
 
 fn ids(ev: &Value) -> Vec<&str> {
@@ -116,11 +242,24 @@ pub fn check(
     // name an object without writing it (a branch that proposes claim X and
     // writes claims/X.yaml by hand must not pass).
     let mut named_by_new: HashSet<&str> = HashSet::new();
+    // Objects a new approval or import let in: only these may be added, or
+    // changed beyond a lifecycle change's fields.
+    let mut admitted_by_new: HashSet<String> = HashSet::new();
+    // What new events recorded they wrote, by path (the last one's).
+    let mut written_by_new: HashMap<String, (String, &str)> = HashMap::new();
     // Proposals a new approval or rejection decided.
     let mut decided_by_new: HashSet<&str> = HashSet::new();
     let mut decisions = Vec::new();
     for ev in &added {
         let name = str_of(ev, "event");
+        if let crate::audit::trail::Admits::Objects(ids) = crate::audit::trail::Admits::of(ev) {
+            admitted_by_new.extend(ids);
+        }
+        if let Some(data) = ev.get("data") {
+            for (path, sha) in crate::audit::trail::written(data) {
+                written_by_new.insert(path, (sha, str_of(ev, "id")));
+            }
+        }
         match ProposalStep::of(name) {
             Some(ProposalStep::Create) => {}
             Some(ProposalStep::Reject) => decided_by_new.extend(ids(ev).first().copied()),
@@ -166,6 +305,15 @@ pub fn check(
 
     // 3. Every changed knowledge file has a new event behind it.
     for f in changed {
+        if f.change != Change::Deleted && crate::store::layout::never_committed(&f.path) {
+            problems.push(format!(
+                "{}: a file vouch keeps out of git (.vouch/.gitignore) was committed: a \
+                 derived index, a pending proposal or a crash's half-write from another \
+                 machine is never shared knowledge; remove it (git rm --cached)",
+                f.path
+            ));
+            continue;
+        }
         let mut parts = f.path.splitn(3, '/');
         let (Some(dir), Some(name)) = (parts.next(), parts.next()) else {
             continue;
@@ -185,6 +333,18 @@ pub fn check(
             _ => continue, // the log, config, sessions, ignored files
         };
         let path = &f.path;
+        if is_knowledge_path(path) && f.change != Change::Deleted {
+            problems.extend(knowledge_problem(
+                kb,
+                f,
+                kind,
+                id,
+                &named_by_new,
+                &admitted_by_new,
+                &written_by_new,
+            )?);
+            continue;
+        }
         match f.change {
             Change::Deleted => problems.push(format!(
                 "{path}: a {kind} was removed; knowledge is never deleted (archive or supersede \

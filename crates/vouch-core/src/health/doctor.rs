@@ -343,6 +343,27 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
         Severity::Error
     };
     for (dir, id) in durable {
+        let file = rel(KbFile::Object(dir, id.to_string()));
+        if trail.admits(id)
+            && let Ok(path) = kb.layout().file(dir, id)
+            && let Ok(Some(bytes)) = kb.read_file(&path)
+            && trail.edited(&kb.layout().inside(&path), &bytes)
+        {
+            out.push(finding(
+                "edited-object",
+                Severity::Error,
+                id,
+                Some(file.clone()),
+                format!(
+                    "{} {id} was changed since the last approval, import or lifecycle change \
+                     wrote it (its bytes are not the ones audit.log.jsonl records): an edit by \
+                     hand is not reviewed knowledge; search and context mark it `unaudited` and \
+                     answers leave it out — restore it (git checkout), or propose the change \
+                     for review",
+                    dir.id_label().trim_end_matches(" id")
+                ),
+            ));
+        }
         if !trail.admits(id) {
             out.push(finding(
                 "unaudited-object",

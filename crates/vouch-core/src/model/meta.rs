@@ -14,7 +14,8 @@ fn is_false(b: &bool) -> bool {
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct ReadMeta {
     /// A gated object (claim, page, entity, relation) that no approval or
-    /// import let in: written by hand or by another program.
+    /// import let in, or whose file is not what the last event that wrote
+    /// it recorded: written or edited by hand, or by another program.
     #[serde(default, skip_serializing_if = "is_false")]
     pub unaudited: bool,
     /// Proposals: what they cite, resolved for a reviewer.

@@ -187,6 +187,19 @@ knowledge_kind! {
 }
 
 impl Claim {
+    /// The fields a lifecycle change (supersede, contradict, archive,
+    /// confirm, cite, and their revert) may set: every other field is what
+    /// the gate approved.
+    pub const LIFECYCLE_FIELDS: &[&str] = &[
+        "status",
+        "superseded_by",
+        "supersedes",
+        "contradicts",
+        "evidence",
+        "last_confirmed_at",
+        "updated_at",
+    ];
+
     /// The one supersede mutation, for `kb.supersede` and for approving a
     /// claim proposed with `supersedes`: this claim is replaced by `new_id`
     /// as of `at`. The replacing claim's own `supersedes` list is the
@@ -323,6 +336,11 @@ knowledge_kind! {
         pub body: String,
     }
     record PageRecord;
+}
+
+impl Page {
+    /// The fields a lifecycle change (archive, and its revert) may set.
+    pub const LIFECYCLE_FIELDS: &[&str] = &["status", "updated_at"];
 }
 
 fn default_page_type() -> PageType {

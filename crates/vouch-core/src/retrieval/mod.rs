@@ -215,12 +215,25 @@ pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
         Err(_) => match crate::audit::trail::Trail::read(kb.audit_log()) {
             Ok(t) => ids
                 .iter()
-                .filter(|id| !t.admits(id))
+                .filter(|id| !t.admits(id) || edited_by_hand(kb, &t, id))
                 .map(|id| id.to_string())
                 .collect(),
             Err(_) => HashSet::new(),
         },
     }
+}
+
+/// Whether a file of `id` no longer holds what the last event that wrote
+/// it recorded.
+fn edited_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail, id: &str) -> bool {
+    use crate::store::Dir;
+    [Dir::Claims, Dir::Pages, Dir::Entities, Dir::Relations]
+        .into_iter()
+        .filter_map(|dir| kb.layout().file(dir, id).ok())
+        .any(|path| {
+            matches!(kb.read_file(&path), Ok(Some(bytes))
+                if trail.edited(&kb.layout().inside(&path), &bytes))
+        })
 }
 
 /// Build the derived index again from the files, and log who did.

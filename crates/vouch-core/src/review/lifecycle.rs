@@ -233,15 +233,20 @@ fn commit(
     data["before"] = Value::Object(before);
     data["after"] = Value::Object(after);
     data["via"] = json!(caller.transport.name());
-    let mut ev = kb.event(event, &caller.actor, object_ids, data);
-    ev.reversible = true;
+    let ids: Vec<&str> = changes.iter().map(|(_, c)| c.id()).collect();
+    crate::review::gate::refuse_unreviewed(kb, caller, &ids, &format!("apply {event} to"))?;
     let mut batch = atomic::Batch::new(kb.layout().root());
+    let mut written = serde_json::Map::new();
     for (_, c) in &changes {
-        match c {
+        let (path, sha) = match c {
             Changed::Claim(c) => kb.stage(&mut batch, c)?,
             Changed::Page(p) => kb.stage(&mut batch, p)?,
-        }
+        };
+        written.insert(path, json!(sha));
     }
+    data[crate::review::gate::WRITTEN_KEY] = Value::Object(written);
+    let mut ev = kb.event(event, &caller.actor, object_ids, data);
+    ev.reversible = true;
     // Journaled: a crash after the event is logged is finished by the next
     // command, so a supersession never lands on one claim but not the other.
     let (staged, batch_sha) = batch.stage_journaled(&ev.id)?;

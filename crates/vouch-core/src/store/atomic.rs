@@ -256,6 +256,7 @@ impl Batch {
         };
         let plan = Journal {
             event_id: event_id.to_string(),
+            made_in: folder_identity(&staging(&staged.root)).unwrap_or_default(),
             writes: staged.targets.iter().map(|t| rel(t)).collect(),
             sha256: staged.hashes.clone(),
             removes: staged.removes.iter().map(|p| rel(p)).collect(),
@@ -268,7 +269,7 @@ impl Batch {
                     &staging(&staged.root).join(JOURNAL_FILE),
                     &bytes,
                 )
-                .map(|()| crate::ids::sha256_hex(&bytes))
+                .map(|()| plan.plan_sha256())
             });
         match written {
             Ok(sha) => {
@@ -370,6 +371,12 @@ fn clear_staging(root: &Path) -> Result<()> {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Journal {
     event_id: String,
+    /// The staging folder it was written in ([`folder_identity`]): only a
+    /// journal a crash left in this very folder is finished. Not part of
+    /// the plan's sha256 (which the audit event records), so the log says
+    /// the same bytes on every machine.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    made_in: String,
     writes: Vec<String>,
     /// sha256 of each staged file, in `writes` order.
     #[serde(default)]
@@ -504,9 +511,11 @@ pub fn recover(root: &Path, logged: impl FnOnce(&str, &str) -> Result<bool>) -> 
             });
         }
     };
-    let journal_sha = crate::ids::sha256_hex(&bytes);
+    let mut journal_sha = String::new();
     let plan = match serde_json::from_slice::<Journal>(&bytes)
         .map_err(|e| format!("its journal is not a batch plan ({e})"))
+        .and_then(|j| made_here(&dir, j))
+        .inspect(|j| journal_sha = j.plan_sha256())
         .and_then(|j| resolve_journal(root, j))
         .and_then(|p| check_staged(&dir, p))
     {
@@ -530,6 +539,52 @@ pub fn recover(root: &Path, logged: impl FnOnce(&str, &str) -> Result<bool>) -> 
             event_id: Some(plan.event_id),
             files,
         })
+    }
+}
+
+impl Journal {
+    /// The sha256 of the plan — what it writes and removes, for which
+    /// event — without where it was made.
+    fn plan_sha256(&self) -> String {
+        let plan = Journal {
+            event_id: self.event_id.clone(),
+            made_in: String::new(),
+            writes: self.writes.clone(),
+            sha256: self.sha256.clone(),
+            removes: self.removes.clone(),
+        };
+        crate::ids::sha256_hex(&serde_json::to_vec(&plan).unwrap_or_default())
+    }
+}
+
+/// Which staging folder this is: its file identity and, where the file
+/// system records it, when it was made. A folder that came with a clone or
+/// a copy is another folder.
+fn folder_identity(dir: &Path) -> Option<String> {
+    let id = super::file_identity(dir)?;
+    let born = fs::metadata(dir)
+        .ok()
+        .and_then(|m| m.created().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos());
+    Some(match born {
+        Some(n) => format!("{id}@{n}"),
+        None => id,
+    })
+}
+
+/// Only a journal written in this very staging folder is finished: one
+/// that came with a clone (a branch can commit `.staging/` past
+/// `.gitignore`) or a copy names writes this installation never staged,
+/// and the audit log that "authorizes" it is as easy to write by hand.
+fn made_here(dir: &Path, j: Journal) -> std::result::Result<Journal, String> {
+    match folder_identity(dir) {
+        Some(here) if !j.made_in.is_empty() && j.made_in == here => Ok(j),
+        _ => Err(
+            "its journal was not written in this folder (it came with a clone, a copy or a \
+             commit, or from an older vouch); a crash here never leaves one like it"
+                .into(),
+        ),
     }
 }
 
@@ -785,9 +840,13 @@ mod tests {
             let root = dir.path();
             fs::create_dir(root.join(STAGING_DIR)).unwrap();
             fs::write(root.join(STAGING_DIR).join("0"), b"planted").unwrap();
+            // Made here, so what is refused is the path it names.
+            let here = folder_identity(&root.join(STAGING_DIR)).unwrap();
             fs::write(
                 root.join(STAGING_DIR).join(JOURNAL_FILE),
-                format!(r#"{{"event_id": "e", "writes": [{bad}], "removes": []}}"#),
+                format!(
+                    r#"{{"event_id": "e", "made_in": "{here}", "writes": [{bad}], "removes": []}}"#
+                ),
             )
             .unwrap();
             let r = recover(root, |_, _| Ok(true)).unwrap();
@@ -795,6 +854,37 @@ mod tests {
             assert!(!root.join(STAGING_DIR).exists());
             assert_eq!(fs::read_dir(root).unwrap().count(), 0, "{bad}");
         }
+    }
+
+    /// A staging folder that came with a clone or a copy (a branch can
+    /// commit `.staging/` past `.gitignore`, and the audit event that
+    /// "authorizes" it is one line anyone can write) is never finished:
+    /// only a journal a crash left in this very folder is.
+    #[test]
+    fn recovery_refuses_a_journal_that_was_not_written_here() {
+        let made = tempfile::tempdir().unwrap();
+        interrupted(made.path(), "ev4");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir(root.join(STAGING_DIR)).unwrap();
+        for e in fs::read_dir(made.path().join(STAGING_DIR)).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), root.join(STAGING_DIR).join(e.file_name())).unwrap();
+        }
+        let r = recover(root, |_, _| Ok(true)).unwrap();
+        assert!(
+            matches!(&r, Recovery::Refused { why } if why.contains("not written in this folder")),
+            "{r:?}"
+        );
+        assert!(!root.join(STAGING_DIR).exists());
+        assert_eq!(
+            fs::read_dir(root).unwrap().count(),
+            0,
+            "a planted file landed"
+        );
+        // The folder it was made in still finishes it.
+        let r = recover(made.path(), |_, _| Ok(true)).unwrap();
+        assert!(matches!(r, Recovery::Completed { .. }), "{r:?}");
     }
 
     #[test]

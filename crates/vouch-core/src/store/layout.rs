@@ -9,6 +9,56 @@ pub const CONFIG_FILE: &str = "config.yaml";
 /// Keeps what is derived or local (the index, pending proposals, locks,
 /// temp files, models) out of git.
 pub const GITIGNORE_FILE: &str = ".gitignore";
+/// What `.gitignore` keeps out of git, one pattern a line: derived or
+/// local files no branch carries. The pull-request check refuses a branch
+/// that commits one anyway (`git add -f`): a planted `state.db` or
+/// `.staging/` is a cache or a half-write another machine never made.
+pub const GITIGNORE: &str =
+    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n.watch/\nmodels/\n";
+
+/// Whether a path under `.vouch/` (`/`-separated) is one [`GITIGNORE`]
+/// keeps out of git: a name of it matches a pattern (`*` for any run of
+/// characters; a pattern ending in `/` only a folder's name).
+pub fn never_committed(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    GITIGNORE.lines().any(|pattern| {
+        let (pattern, folder) = match pattern.strip_suffix('/') {
+            Some(p) => (p, true),
+            None => (pattern, false),
+        };
+        let names = if folder {
+            &parts[..parts.len().saturating_sub(1)]
+        } else {
+            &parts[..]
+        };
+        names.iter().any(|name| glob(pattern, name))
+    })
+}
+
+/// The id a knowledge file's path inside `.vouch/` names
+/// (`claims/x.yaml` → `x`, `pages/y.md` → `y`).
+pub fn id_of_inside(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".md"))
+        .unwrap_or(name)
+}
+
+/// `name` matches `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|i| tail.is_char_boundary(*i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
+}
+
 /// The hash-chained audit log, one event per line.
 pub const AUDIT_FILE: &str = "audit.log.jsonl";
 /// The derived index, rebuilt from the files at any time; bundles never
@@ -113,6 +163,16 @@ impl Layout {
     /// The `.vouch/` directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+    /// A path beneath the root as the audit log and git name it: relative
+    /// to `.vouch/`, `/`-separated (`claims/x.yaml`).
+    pub fn inside(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
     }
     /// The project the KB belongs to: the parent of `.vouch/`.
     pub fn project_root(&self) -> &Path {
@@ -325,6 +385,39 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn never_committed_reads_the_gitignore_patterns() {
+        use super::never_committed;
+        for yes in [
+            "state.db",
+            "state.db-wal",
+            "state.db-audit-tip",
+            ".lock",
+            "watch.lock",
+            ".staging/journal.json",
+            ".staging/0",
+            "proposed/20260101-000000-aaaaaaaa.yaml",
+            ".watch/x",
+            "models/minilm/model.safetensors",
+            ".claims.yaml.tmp-1",
+            "claims/.x.yaml.tmp-2",
+        ] {
+            assert!(never_committed(yes), "{yes}");
+        }
+        for no in [
+            "claims/x.yaml",
+            "claims/proposed.yaml",
+            "claims/lock",
+            "decided/20260101-000000-aaaaaaaa.yaml",
+            "audit.log.jsonl",
+            "config.yaml",
+            ".gitignore",
+            "sources/ab/content",
+        ] {
+            assert!(!never_committed(no), "{no}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -8,6 +8,26 @@ pub mod yaml;
 
 pub use layout::{Dir, Layout};
 
+/// Which file this is on this machine (device and inode): a copy, or a
+/// file that came with a clone, is another file.
+pub(crate) fn file_identity(path: &std::path::Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(format!("{}:{}", m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let created = m
+            .created()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(format!("created:{}", created.as_nanos()))
+    }
+}
+
 /// A file's modification time in nanoseconds since the epoch (0 when the
 /// file system does not say): half of the signature by which the index
 /// and the pending-queue cache tell a file changed.

@@ -635,8 +635,10 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     assert_eq!(marked(&listed, "hand-written-page"), Some(true), "{listed}");
     std::fs::remove_file(p.vouch_dir().join("pages/hand-written-page.md")).unwrap();
     // `_meta` is the server's word: one a file carries is never passed on.
+    let honest_file = p.vouch_dir().join(format!("claims/{honest}.yaml"));
+    let approved = std::fs::read(&honest_file).unwrap();
     edit(
-        &p.vouch_dir().join(format!("claims/{honest}.yaml")),
+        &honest_file,
         "status: ",
         "_meta:\n  citations:\n  - id: planted\n    kind: source\nstatus: ",
     );
@@ -644,10 +646,13 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
         "x",
         &["call", "kb.read_claim", &json!({"id": honest}).to_string()],
     );
-    assert!(read.get("_meta").is_none(), "{read}");
+    // The server's own `_meta` only: the edit by hand is marked, the
+    // planted citations are gone.
+    assert_eq!(read["_meta"], json!({"unaudited": true}), "{read}");
     let listed = p.ok("x", &["call", "kb.list_claims", "{}"]);
     assert!(listed.to_string().contains(&honest), "{listed}");
     assert!(!listed.to_string().contains("planted"), "{listed}");
+    std::fs::write(&honest_file, &approved).unwrap();
     // Sources too: a source's meta.yaml is a file like any other.
     edit(
         &p.vouch_dir().join(format!("sources/{src}/meta.yaml")),
@@ -717,7 +722,7 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     assert!(
         !found
             .iter()
-            .any(|k| k.contains("log") || k.contains("unaudited")),
+            .any(|k| k.contains("log") || k.contains("unaudited") || k.contains("edited")),
         "{found:?}"
     );
     let hits = p.ok("x", &["search", "invoices due"]);
@@ -855,4 +860,71 @@ fn a_file_borrowing_an_approved_id_is_refused_not_shown_as_that_claim() {
     // The approved claim itself still reads as approved and audited.
     let shown = p.ok("x", &["show", &honest]);
     assert_eq!(shown["object"]["text"], "Invoices are due in 30 days");
+}
+
+/// An approved claim edited by hand in place keeps its id, its
+/// `approved_by` and its approval in the log — but not its bytes: the
+/// approval recorded the sha256 of what it wrote. Search, context and
+/// reads mark it `unaudited`, answers leave it out, `doctor` names it, and
+/// an agent cannot launder it through a lifecycle change (whose event
+/// would record the edit as written by the gate). Put back, it is clean.
+#[test]
+fn an_approved_claim_edited_by_hand_is_marked_and_cannot_be_laundered() {
+    let p = Project::new();
+    let src = p.source("Access tokens expire after 24 hours.\n");
+    let claim = p.claim("Access tokens expire after 24 hours", &src);
+    let file = p.vouch_dir().join(format!("claims/{claim}.yaml"));
+    let approved = std::fs::read(&file).unwrap();
+    let unaudited = |v: &Value| v["_meta"]["unaudited"] == true;
+    let hit = |q: &str| {
+        p.ok("x", &["search", q])
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == claim.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{claim} not found for {q:?}"))
+    };
+    assert!(!unaudited(&hit("access tokens")));
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+
+    edit(&file, "expire after 24 hours", "never expire");
+    assert!(unaudited(&hit("tokens never expire")));
+    let pack = p.ok("x", &["context", "access tokens expire"]);
+    let item = pack["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == claim.as_str())
+        .unwrap();
+    assert!(unaudited(item), "{pack}");
+    let read = p.ok("x", &["show", &claim]);
+    assert!(unaudited(&read["object"]), "{read}");
+    let answer = p.ok("x", &["synthesize", "do access tokens expire"]);
+    assert!(
+        !answer["citations"].to_string().contains(&claim),
+        "an edit by hand answered: {answer}"
+    );
+    assert_eq!(p.doctor_kinds(), ["edited-object"]);
+
+    // An agent's lifecycle change is refused, naming the claim; nothing
+    // is written.
+    let before = p.snapshot();
+    let r = jsonl(&p, "bot", "kb.confirm", json!({"id": claim}));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&claim) && m.contains("by hand")),
+        "{r}"
+    );
+    assert_eq!(before, p.snapshot(), "a refused change wrote something");
+
+    // Put back as approved: unmarked, answered, clean.
+    std::fs::write(&file, &approved).unwrap();
+    assert!(!unaudited(&hit("access tokens")));
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+    // Its lifecycle changes record what they wrote, and stay clean.
+    p.ok("alice", &["confirm", &claim]);
+    assert!(!unaudited(&hit("access tokens")));
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
 }

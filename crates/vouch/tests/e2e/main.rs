@@ -85,8 +85,21 @@ fn a_pinned_project_writes_the_same_bytes_every_run() {
         files
     };
     let (a, b) = (common::Project::new(), common::Project::new());
-    let first = work(&a);
-    assert_eq!(first, work(&b), "two runs of the same commands differ");
+    let (first, second) = (work(&a), work(&b));
+    let names = |files: &[(String, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&first),
+        names(&second),
+        "two runs wrote different files"
+    );
+    for ((name, one), (_, two)) in first.iter().zip(&second) {
+        assert!(
+            one == two,
+            "two runs wrote {name} differently:\n{}\n---\n{}",
+            String::from_utf8_lossy(one),
+            String::from_utf8_lossy(two)
+        );
+    }
     // The clock moves forward from command to command: the audit log's
     // times are in the order its events were written.
     let times: Vec<String> = a

@@ -788,3 +788,73 @@ fn rehash(mut ev: Value) -> String {
     ev["hash"] = json!(vouch_core::audit::event_hash(&ev));
     vouch_core::audit::canonical_json(&ev)
 }
+
+/// The check knows what a lifecycle change may touch: a real `confirm`
+/// passes, but a claim's text edited by hand riding on a `claim.confirm`
+/// event (forged, recording the edit's own sha256 as what it wrote) fails,
+/// naming the field. Files `.gitignore` keeps out of git, committed anyway
+/// (`git add -f`: a derived `state.db`, a pending proposal), fail too.
+#[test]
+fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed_caches() {
+    let p = repo();
+    let claim = decide(&p, "Access tokens expire after 24 hours.", "alice");
+    commit(&p, "main");
+    git(p.root(), &["checkout", "-q", "-b", "feature"]);
+    p.ok("alice", &["confirm", &claim]);
+    commit(&p, "confirm");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 0, "a real confirm: {v:#}");
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+
+    let file = p.vouch_dir().join(format!("claims/{claim}.yaml"));
+    edit(&file, "expire after 24 hours", "never expire");
+    let sha = vouch_core::ids::sha256_hex(&std::fs::read(&file).unwrap());
+    let mut lines = log_lines(&p);
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let forged = json!({
+        "id": "evt-forged-confirm",
+        "event": "claim.confirm",
+        "actor": "alice",
+        "created_at": last["created_at"],
+        "object_ids": [claim],
+        "dry_run": false,
+        "reversible": true,
+        "data": {"written": {format!("claims/{claim}.yaml"): sha}},
+        "prev_hash": last["hash"],
+    });
+    lines.push(rehash(forged));
+    write_log(&p, &lines);
+    refused_against_main(
+        &p,
+        "an edit riding on a confirm",
+        &format!("claims/{claim}.yaml: this claim changed in text since the base"),
+        Some(clean.trim()),
+    );
+
+    // Approved on the branch, then edited before the commit.
+    let fresh = decide(&p, "Refresh tokens last a week.", "alice");
+    edit(
+        &p.vouch_dir().join(format!("claims/{fresh}.yaml")),
+        "last a week",
+        "last forever",
+    );
+    refused_against_main(
+        &p,
+        "an edit after its approval",
+        &format!("claims/{fresh}.yaml: this claim is not what event"),
+        Some(clean.trim()),
+    );
+
+    let src = p.source("Pending things stay local.\n");
+    p.propose("Pending things stay local.", &src);
+    git(
+        p.root(),
+        &["add", "-f", ".vouch/state.db", ".vouch/proposed"],
+    );
+    commit(&p, "caches");
+    let (code, v) = base_check(&p, "main");
+    assert_eq!(code, 6, "{v:#}");
+    for planted in ["state.db: a file vouch keeps out of git", "proposed/"] {
+        assert!(problems(&v).contains(planted), "{planted}: {v:#}");
+    }
+}

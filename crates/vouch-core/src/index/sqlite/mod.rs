@@ -73,7 +73,7 @@ impl std::ops::Deref for Ix<'_> {
 }
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "6";
+pub const SCHEMA_VERSION: &str = "7";
 /// How much of the audit log past the `admitted` table a read parses
 /// itself ([`Index::unaudited`]): a few thousand events.
 const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
@@ -87,6 +87,9 @@ pub struct Index {
     pub(crate) conn: Connection,
     /// FTS rows the running [`Index::write_docs`] changed.
     touched: std::cell::RefCell<Vec<postings::Touched>>,
+    /// The sha256 of files [`Index::unaudited`] hashed, by path, with the
+    /// signature they had: a file is read again only when it changed.
+    hashed: std::cell::RefCell<HashMap<PathBuf, (Sig, String)>>,
 }
 
 impl Index {
@@ -94,9 +97,34 @@ impl Index {
         Index {
             conn,
             touched: Default::default(),
+            hashed: Default::default(),
         }
     }
+
+    /// Whether the file at `inside` (a path inside `.vouch/`) hashes to
+    /// something other than `sha`; a file that is gone is not "edited".
+    fn edited(&self, kb: &Ix, inside: &str, sha: &str) -> bool {
+        let path = kb.layout().root().join(inside);
+        let Some(sig) = file_signature(&path) else {
+            return false;
+        };
+        let mut hashed = self.hashed.borrow_mut();
+        if let Some((seen, have)) = hashed.get(&path)
+            && *seen == sig
+        {
+            return have != sha;
+        }
+        let Ok(Some(bytes)) = kb.read_file(&path) else {
+            return false;
+        };
+        let have = crate::ids::sha256_hex(&bytes);
+        let edited = have != sha;
+        hashed.insert(path, (sig, have));
+        edited
+    }
 }
+
+use crate::store::layout::id_of_inside as id_of_path;
 
 /// The kinds that have documents, and where their files are.
 const KINDS: &[(&str, Option<Dir>)] = &[
@@ -117,21 +145,7 @@ fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
     }
 }
 
-/// Which file this is on this machine (device and inode): a copy, or a
-/// file that came with a clone, is another file.
-pub(crate) fn file_identity(path: &Path) -> Option<String> {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some(format!("{}:{}", m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let created = m.created().ok()?.duration_since(UNIX_EPOCH).ok()?;
-        Some(format!("created:{}", created.as_nanos()))
-    }
-}
+pub(crate) use crate::store::file_identity;
 
 /// A regular file's (mtime, size): a link is never a document.
 fn file_signature(path: &Path) -> Option<Sig> {
@@ -280,9 +294,12 @@ impl Index {
         let tokenizer = tokenizer(kb);
         self.conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
-             DROP TABLE IF EXISTS admitted;
+             DROP TABLE IF EXISTS admitted; DROP TABLE IF EXISTS written;
              DELETE FROM meta WHERE key != 'vectors_file';
              CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
+             CREATE TABLE written(path TEXT PRIMARY KEY, id TEXT NOT NULL, sha TEXT NOT NULL)
+                 WITHOUT ROWID;
+             CREATE INDEX written_by_id ON written(id);
              CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
                  status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
                  UNIQUE(kind, id));
@@ -479,16 +496,21 @@ impl Index {
         let mut legacy = from > 0 && self.meta_value("audit:legacy_import")?.is_some();
         self.write(|| -> Result<()> {
             if from == 0 {
-                self.conn.execute("DELETE FROM admitted", [])?;
+                self.conn
+                    .execute_batch("DELETE FROM admitted; DELETE FROM written;")?;
             }
             let mut insert = self
                 .conn
                 .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
+            let mut record = self.conn.prepare_cached(
+                "INSERT OR REPLACE INTO written(path, id, sha) VALUES(?1, ?2, ?3)",
+            )?;
             for line in bytes.split(|b| *b == b'\n') {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                match crate::audit::trail::Admits::of_line(line) {
+                let (admits, written) = crate::audit::trail::Admits::of_line_with_written(line);
+                match admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(ids) => {
                         for id in ids {
@@ -496,6 +518,9 @@ impl Index {
                         }
                     }
                     crate::audit::trail::Admits::Unnamed => legacy = true,
+                }
+                for (path, sha) in written {
+                    record.execute(params![path, id_of_path(&path), sha])?;
                 }
             }
             let anchor = log.hash_before(end)?.unwrap_or_default();
@@ -535,6 +560,7 @@ impl Index {
             .unwrap_or(0);
         let len = log.len()?;
         let mut tail: HashSet<String> = HashSet::new();
+        let mut tail_written: HashMap<String, String> = HashMap::new();
         if offset != len {
             let cut = offset > len
                 || len - offset > UNSYNCED_TAIL_LIMIT
@@ -547,19 +573,42 @@ impl Index {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                match crate::audit::trail::Admits::of_line(line) {
+                let (admits, written) = crate::audit::trail::Admits::of_line_with_written(line);
+                match admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
                     crate::audit::trail::Admits::Unnamed => return Ok(HashSet::new()),
                 }
+                tail_written.extend(written);
             }
         }
         let mut known = self
             .conn
             .prepare_cached("SELECT 1 FROM admitted WHERE id=?1")?;
+        let mut recorded = self
+            .conn
+            .prepare_cached("SELECT path, sha FROM written WHERE id=?1")?;
         let mut out = HashSet::new();
         for id in ids {
             if !tail.contains(*id) && !known.exists([id])? {
+                out.insert(id.to_string());
+                continue;
+            }
+            // Admitted; but is each of its files still what the last event
+            // that wrote it recorded? (An object approved before vouch
+            // recorded what it wrote has no such record.)
+            let mut files: HashMap<String, String> = recorded
+                .query_map([id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            files.extend(
+                tail_written
+                    .iter()
+                    .filter(|(path, _)| id_of_path(path) == *id)
+                    .map(|(p, s)| (p.clone(), s.clone())),
+            );
+            if files.iter().any(|(path, sha)| self.edited(kb, path, sha)) {
                 out.insert(id.to_string());
             }
         }

@@ -199,6 +199,8 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     let mut events: Vec<AuditEvent> = Vec::new();
     let mut written: Vec<crate::model::Written> = Vec::new();
     let mut admitted: Vec<String> = Vec::new();
+    // The sha256 of each durable file written, by its path (`data.written`).
+    let mut shas = serde_json::Map::new();
     let mut taken = HashSet::new();
     let bundle_name = Path::new(&p.path)
         .file_name()
@@ -261,7 +263,16 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             continue;
         }
         let target = kb.layout().path_of(&m.file)?;
-        batch.write(target, m.content.take().unwrap_or_default());
+        let content = m.content.take().unwrap_or_default();
+        if let KbFile::Object(Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations, _) =
+            &m.file
+        {
+            shas.insert(
+                kb.layout().inside(&target),
+                json!(crate::ids::sha256_hex(&content)),
+            );
+        }
+        batch.write(target, content);
         // Durable knowledge and review records the import lets in are named
         // in its event, so `doctor` can tell them from hand-written files.
         if let KbFile::Object(
@@ -293,7 +304,8 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         json!({"path": path.display().to_string(), "on_conflict": on_conflict,
                "imported": result.imported, "overwritten": result.overwritten,
                "skipped": result.skipped, "identical": result.identical,
-               "proposed": result.proposed, "objects": admitted}),
+               "proposed": result.proposed, "objects": admitted,
+               (crate::review::gate::WRITTEN_KEY): shas}),
     );
     if batch.is_empty() {
         kb.append_audit(std::slice::from_mut(&mut import_ev))?;

@@ -95,6 +95,48 @@ pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
     ))
 }
 
+/// The key, in the data of an event that writes durable objects, of the
+/// sha256 of each file it wrote, by its path inside `.vouch/`
+/// (`{"claims/x.yaml": sha256}`): what `unaudited` marks, `doctor` and the
+/// pull-request check compare the files with.
+pub const WRITTEN_KEY: &str = "written";
+
+/// Changing objects that no approval or import let in, or that were edited
+/// by hand since: the change's event would record the hand edit's bytes as
+/// if the gate had written them. An agent is refused; a person (at the
+/// command line, or signed in to the review pages), who decides what the
+/// knowledge base holds, is warned, naming them, and goes ahead.
+pub(crate) fn refuse_unreviewed(kb: &Kb, caller: &Caller, ids: &[&str], what: &str) -> Result<()> {
+    let unreviewed = crate::retrieval::unaudited(kb, ids);
+    let mut named: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| unreviewed.contains(*id))
+        .collect();
+    named.dedup();
+    if named.is_empty() {
+        return Ok(());
+    }
+    if caller.role == crate::kb::Role::Human {
+        kb.warn(format!(
+            "{} {} not what the gate wrote (written or edited by hand); this change records \
+             {} as it is now, as {}'s",
+            named.join(", "),
+            if named.len() == 1 { "is" } else { "are" },
+            if named.len() == 1 { "it" } else { "them" },
+            caller.actor
+        ));
+        return Ok(());
+    }
+    Err(Error::conflict(format!(
+        "cannot {what} {}: no approval or import wrote {} as it is now (written or edited \
+         by hand); restore the approved file (git checkout), or propose the change and have \
+         it reviewed",
+        named.join(", "),
+        if named.len() == 1 { "it" } else { "them" }
+    )))
+}
+
 /// The key of the fingerprint in a `proposal.create` event's data.
 pub const FINGERPRINT_KEY: &str = "proposal_sha256";
 
@@ -379,6 +421,40 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             }
         }
     }
+    // Every durable file is staged first (in memory), so each approval's
+    // event can record the sha256 of what it writes (`data.written`): a
+    // later edit by hand is told from what was approved.
+    let mut batch = atomic::Batch::new(kb.layout().root());
+    let mut written = Vec::new();
+    let mut hashes: Vec<serde_json::Map<String, Value>> = Vec::with_capacity(plans.len());
+    for pl in &plans {
+        let mut shas = serde_json::Map::new();
+        let (object, sha) = materialize(
+            kb,
+            &mut batch,
+            pl.draft.clone(),
+            &pl.proposal.object_id,
+            pl.at,
+            &pl.actor,
+        )?;
+        shas.insert(sha.0, json!(sha.1));
+        written.push(object);
+        // After the new claim in the batch: a crash between the renames
+        // leaves a replaced claim current, never one superseded by a claim
+        // that does not exist; approving again finishes it.
+        let olds = supersedes_of(&pl.draft);
+        refuse_unreviewed(kb, caller, &olds, "supersede")?;
+        for old in olds {
+            let mut c = kb
+                .load::<Claim>(old)?
+                .ok_or_else(|| Error::not_found(format!("claim {old:?} does not exist")))?;
+            c.superseded(&pl.proposal.object_id, pl.at);
+            let (path, sha) = kb.stage(&mut batch, &c)?;
+            shas.insert(path, json!(sha));
+            written.push(crate::model::Written::Claim(c));
+        }
+        hashes.push(shas);
+    }
     let mut events: Vec<AuditEvent> = fresh
         .iter()
         .map(|&i| {
@@ -396,6 +472,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 data["supersedes"] = json!(supersedes);
                 object_ids.extend(supersedes.iter().map(|s| s.to_string()));
             }
+            data[WRITTEN_KEY] = Value::Object(hashes[i].clone());
             let mut ev = kb.event("proposal.approve", &pl.actor, object_ids, data);
             ev.created_at = pl.at;
             ev
@@ -407,29 +484,8 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         plans[i].event_hash = Some(ev.hash.clone());
     }
 
-    let mut batch = atomic::Batch::new(kb.layout().root());
-    let mut written = Vec::new();
+    // Renames happen in order (durable files, decided/ files), unlinks last.
     for pl in &plans {
-        let object = materialize(
-            kb,
-            &mut batch,
-            pl.draft.clone(),
-            &pl.proposal.object_id,
-            pl.at,
-            &pl.actor,
-        )?;
-        written.push(object);
-        // After the new claim in the batch: a crash between the renames
-        // leaves a replaced claim current, never one superseded by a claim
-        // that does not exist; approving again finishes it.
-        for old in supersedes_of(&pl.draft) {
-            let mut c = kb
-                .load::<Claim>(old)?
-                .ok_or_else(|| Error::not_found(format!("claim {old:?} does not exist")))?;
-            c.superseded(&pl.proposal.object_id, pl.at);
-            kb.stage(&mut batch, &c)?;
-            written.push(crate::model::Written::Claim(c));
-        }
         let mut decided = decided(
             &pl.proposal,
             ProposalStatus::Approved,
@@ -454,7 +510,6 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             recovered: pl.recovered,
         });
     }
-    // Renames happen in order (durable files, decided/ files), unlinks last.
     for pl in &plans {
         batch.remove(kb.layout().file(Dir::Proposed, &pl.proposal.id)?);
     }
@@ -490,7 +545,7 @@ pub(super) fn materialize(
     id: &str,
     at: Timestamp,
     approver: &str,
-) -> Result<crate::model::Written> {
+) -> Result<(crate::model::Written, (String, String))> {
     let approved_by = Some(approver.to_string());
     Ok(match draft {
         Draft::Claim(mut d) => {
@@ -511,8 +566,8 @@ pub(super) fn materialize(
                         .unwrap_or_default(),
                 },
             );
-            kb.stage(batch, &c)?;
-            crate::model::Written::Claim(c)
+            let sha = kb.stage(batch, &c)?;
+            (crate::model::Written::Claim(c), sha)
         }
         Draft::Page(mut d) => {
             let body = std::mem::take(&mut d.body);
@@ -528,8 +583,8 @@ pub(super) fn materialize(
                     body,
                 },
             );
-            kb.stage(batch, &pg)?;
-            crate::model::Written::Page(pg)
+            let sha = kb.stage(batch, &pg)?;
+            (crate::model::Written::Page(pg), sha)
         }
         Draft::Entity(d) => {
             let e = Entity::assemble(
@@ -542,8 +597,8 @@ pub(super) fn materialize(
                     extra: Default::default(),
                 },
             );
-            kb.stage(batch, &e)?;
-            crate::model::Written::Entity(e)
+            let sha = kb.stage(batch, &e)?;
+            (crate::model::Written::Entity(e), sha)
         }
         Draft::Relation(d) => {
             let r = Relation::assemble(
@@ -556,8 +611,8 @@ pub(super) fn materialize(
                     extra: Default::default(),
                 },
             );
-            kb.stage(batch, &r)?;
-            crate::model::Written::Relation(r)
+            let sha = kb.stage(batch, &r)?;
+            (crate::model::Written::Relation(r), sha)
         }
     })
 }
