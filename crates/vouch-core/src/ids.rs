@@ -139,7 +139,30 @@ pub fn is_format_char(c: char) -> bool {
             | '\u{ffa0}'
             | '\u{fe00}'..='\u{fe0d}'
             | '\u{e0100}'..='\u{e01ef}'
-    )
+    ) || matches!(
+        c,
+        // The rest of Unicode's Default_Ignorable_Code_Point (16.0), which
+        // a renderer must draw as nothing — assigned (Khmer inherent vowels,
+        // Mongolian variation selectors) and reserved for more of the same
+        // (U+2065, U+FFF0..FFF8, the unassigned rest of the tag and
+        // variation-selector planes: some 3,800 code points enough to carry
+        // any bytes unseen).
+        '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180d}'
+            | '\u{180f}'
+            | '\u{2065}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{e0000}'
+            | '\u{e0002}'..='\u{e001f}'
+            | '\u{e0080}'..='\u{e00ff}'
+            | '\u{e01f0}'..='\u{e0fff}'
+    ) || is_noncharacter(c)
+}
+
+/// Unicode's noncharacters (U+FDD0..FDEF and the last two code points of
+/// every plane): never meant to be shown, so nothing draws them.
+fn is_noncharacter(c: char) -> bool {
+    matches!(c, '\u{fdd0}'..='\u{fdef}') || (c as u32 & 0xfffe) == 0xfffe
 }
 
 /// `field: …` naming the hidden character in `text`, for refusals.
@@ -218,6 +241,51 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every Default_Ignorable_Code_Point of Unicode 16 (DerivedCoreProperties.txt)
+    /// is refused — assigned or not — bar the zero-width joiner and the
+    /// emoji variation selectors, which `hidden_char` judges in context.
+    #[test]
+    fn every_default_ignorable_code_point_is_hidden() {
+        const DEFAULT_IGNORABLE: &[(u32, u32)] = &[
+            (0x00AD, 0x00AD),
+            (0x034F, 0x034F),
+            (0x061C, 0x061C),
+            (0x115F, 0x1160),
+            (0x17B4, 0x17B5),
+            (0x180B, 0x180F),
+            (0x200B, 0x200F),
+            (0x202A, 0x202E),
+            (0x2060, 0x206F),
+            (0x3164, 0x3164),
+            (0xFE00, 0xFE0F),
+            (0xFEFF, 0xFEFF),
+            (0xFFA0, 0xFFA0),
+            (0xFFF0, 0xFFF8),
+            (0x1BCA0, 0x1BCA3),
+            (0x1D173, 0x1D17A),
+            (0xE0000, 0xE0FFF),
+        ];
+        for &(first, last) in DEFAULT_IGNORABLE {
+            for cp in first..=last {
+                let c = char::from_u32(cp).unwrap();
+                let judged_in_context = matches!(c, '\u{200d}' | '\u{fe0e}' | '\u{fe0f}');
+                if !judged_in_context {
+                    assert!(is_format_char(c), "U+{cp:04X}");
+                }
+                assert!(
+                    hidden_char(&format!("a{c}b")).is_some(),
+                    "U+{cp:04X} between letters"
+                );
+            }
+        }
+        for c in ['\u{fdd0}', '\u{fffe}', '\u{1ffff}', '\u{10ffff}'] {
+            assert!(is_format_char(c), "U+{:04X}", c as u32);
+        }
+        for visible in ['a', 'é', '漢', '\u{1f600}', '\u{e000}', '\u{00a0}'] {
+            assert!(!is_format_char(visible), "U+{:04X}", visible as u32);
+        }
+    }
 
     #[test]
     fn slug_rules() {

@@ -211,10 +211,16 @@ pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Read<Source>>> {
     })
 }
 
-/// What a proposal cites, resolved for a reviewer: each citation with its
-/// source's locator and title and, for evidence, the quoted text.
+/// What a proposal cites, resolved for a reviewer: each citation (its
+/// `evidence`, and a page's `sources`) with its source's locator and title
+/// and, for evidence, the quoted text.
 pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
-    let ids = crate::params::string_list(p.payload.get("evidence"));
+    let mut ids = crate::params::string_list(p.payload.get("evidence"));
+    for id in crate::params::string_list(p.payload.get("sources")) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
     ids.into_iter()
         .map(|id| {
             let mut c = ResolvedCitation {

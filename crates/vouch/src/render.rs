@@ -60,7 +60,8 @@ pub fn emit_json(v: &Value) {
 }
 
 /// `text` with every character that could hide or reorder what a person
-/// reads written as a visible `\uXXXX` escape. Every human-facing output
+/// reads written as a visible `\uXXXX` escape (a UTF-16 pair beyond
+/// U+FFFF, as JSON writes it). Every human-facing output
 /// passes through here: proposals and sources come from agents and from
 /// cloned repositories.
 pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
@@ -70,7 +71,11 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if steers_terminal(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+            // As JSON escapes it: one beyond U+FFFF as its UTF-16 pair, so
+            // `--json` output still decodes to the same string.
+            for unit in c.encode_utf16(&mut [0u16; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             out.push(c);
         }
@@ -159,7 +164,7 @@ mod tests {
         );
         assert_eq!(terminal_safe("x\u{202e}y\u{2066}"), "x\\u202ey\\u2066");
         // JSON keeps its meaning: the escape decodes to the same string.
-        let v = serde_json::json!({"t": "a\u{9b}b\u{202e}"});
+        let v = serde_json::json!({"t": "a\u{9b}b\u{202e}c\u{e0020}d\u{e0f41}"});
         let safe = terminal_safe(&serde_json::to_string(&v).unwrap()).into_owned();
         assert!(safe.is_ascii(), "{safe}");
         assert_eq!(serde_json::from_str::<Value>(&safe).unwrap(), v);

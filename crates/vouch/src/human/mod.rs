@@ -233,6 +233,15 @@ impl Human for Vec<Read<Proposal>> {
             if let Some(why) = &p.rationale {
                 out.push_str(&format!("    rationale: {why}\n"));
             }
+            // A page's body becomes durable too: shown whole.
+            if let Some(body) = p.payload.get("body").and_then(|b| b.as_str())
+                && !body.is_empty()
+            {
+                out.push_str(&format!("    body ({} lines):\n", body.lines().count()));
+                for line in body.lines() {
+                    out.push_str(&format!("      | {line}\n"));
+                }
+            }
             // Everything else that becomes durable if approved.
             if p.payload.get("method").is_none() {
                 for (name, value) in vouch_core::review::payload_fields(&p.payload) {

@@ -72,7 +72,7 @@ pub struct Frame<'a> {
 }
 
 const CSS: &str = "
-body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa;overflow-wrap:anywhere}
 header{display:flex;gap:1.5em;align-items:center;padding:.6em 1.2em;background:#23272f;color:#eee}
 header a{color:#eee;text-decoration:none}header .brand{font-weight:700}
 header nav{display:flex;gap:1em;flex:1}header form{margin:0}

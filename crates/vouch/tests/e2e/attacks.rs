@@ -928,3 +928,37 @@ fn an_approved_claim_edited_by_hand_is_marked_and_cannot_be_laundered() {
     assert!(!unaudited(&hit("access tokens")));
     assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
 }
+
+/// Everything a page proposal makes durable is on the queue a person
+/// reads: its whole body and the sources it cites, not only its title.
+#[test]
+fn a_page_proposal_shows_its_body_and_sources_in_the_queue() {
+    let p = Project::new();
+    let src = p.source("Deploy notes: deploys are frozen on Fridays.\n");
+    let r = p.ok(
+        "agent",
+        &[
+            "propose-page",
+            "Deploys",
+            "--body",
+            "# Deploys\n\nDeploys are not frozen on Fridays.\n",
+            "--source",
+            &src,
+        ],
+    );
+    let pid = r["proposal_id"].as_str().unwrap().to_string();
+    let queue = p.run("alice", &["pending"]).stdout;
+    for shown in [
+        "body (3 lines):",
+        "| Deploys are not frozen on Fridays.",
+        &src[..12],
+    ] {
+        assert!(queue.contains(shown), "{shown:?} not in {queue}");
+    }
+    // The structured queue resolves the page's sources as citations.
+    let listed = p.ok("x", &["pending"]);
+    let cites = &listed[0]["_meta"]["citations"];
+    assert_eq!(cites[0]["id"], src.as_str(), "{listed}");
+    assert_eq!(cites[0]["kind"], "source", "{listed}");
+    assert!(p.run("x", &["show", &pid]).stdout.contains("not frozen"));
+}
