@@ -557,21 +557,7 @@ impl Journal {
     }
 }
 
-/// Which staging folder this is: its file identity and, where the file
-/// system records it, when it was made. A folder that came with a clone or
-/// a copy is another folder.
-fn folder_identity(dir: &Path) -> Option<String> {
-    let id = super::file_identity(dir)?;
-    let born = fs::metadata(dir)
-        .ok()
-        .and_then(|m| m.created().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos());
-    Some(match born {
-        Some(n) => format!("{id}@{n}"),
-        None => id,
-    })
-}
+use super::file_identity as folder_identity;
 
 /// Only a journal written in this very staging folder is finished: one
 /// that came with a clone (a branch can commit `.staging/` past

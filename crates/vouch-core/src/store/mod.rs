@@ -8,14 +8,22 @@ pub mod yaml;
 
 pub use layout::{Dir, Layout};
 
-/// Which file this is on this machine (device and inode): a copy, or a
-/// file that came with a clone, is another file.
+/// Which file (or folder) this is on this machine: its device and inode
+/// and, where the file system records it, when it was made. A copy, or a
+/// file that came with a clone, is another file — even one that lands on
+/// the inode a removed file had (`rm state.db; cp other state.db`).
 pub(crate) fn file_identity(path: &std::path::Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        Some(format!("{}:{}", m.dev(), m.ino()))
+        let born = m
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| format!("@{}", d.as_nanos()))
+            .unwrap_or_default();
+        Some(format!("{}:{}{born}", m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
@@ -37,4 +45,31 @@ pub(crate) fn mtime_ns(m: &std::fs::Metadata) -> i64 {
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A file removed and made again at the same path is another file,
+    /// even when it lands on the inode the first one had: where the file
+    /// system records birth times, the identity holds it.
+    #[test]
+    fn a_file_made_again_in_place_is_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        std::fs::write(&path, b"first").unwrap();
+        let first = super::file_identity(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&path, b"second").unwrap();
+        let second = super::file_identity(&path).unwrap();
+        let born = std::fs::metadata(&path).unwrap().created().is_ok();
+        if born {
+            assert_ne!(first, second);
+        } else {
+            // Device and inode only: a reused inode goes unnoticed here.
+            assert!(!second.contains('@'), "{second}");
+        }
+        // The same file keeps its identity.
+        assert_eq!(super::file_identity(&path).unwrap(), second);
+    }
 }

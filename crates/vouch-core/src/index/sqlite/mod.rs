@@ -253,7 +253,19 @@ impl Index {
                 r.get(0)
             })
             .optional()?;
-        if made != here {
+        // A file this installation built before identities held the birth
+        // time: the same device and inode, so the same file; its identity
+        // is brought up to date, nothing dropped.
+        let same_before = match (&made, &here) {
+            (Some(m), Some(h)) => !m.contains('@') && h.split('@').next() == Some(m.as_str()),
+            _ => false,
+        };
+        if same_before && let Some(here) = &here {
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_file', ?1)",
+                [here],
+            )?;
+        } else if made != here {
             if have.is_some() {
                 kb.warn(format!(
                     "index: {} was not built here (it came with a clone or a copy); \
