@@ -30,6 +30,12 @@ pub struct ExportResult {
     pub sha256: String,
     /// The manifest's `generated_at`: the time of the KB's last change.
     pub generated_at: String,
+    /// Claims, pages, entities and relations in the bundle that no review
+    /// let in here (written or edited by hand), by bundle path: the
+    /// manifest lists them as `unreviewed`, and an import keeps them
+    /// unaudited. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreviewed: Vec<String>,
 }
 
 /// Params of kb.export_check and kb.import_check.
@@ -84,6 +90,11 @@ pub struct ImportCheckResult {
     pub new_objects: Vec<ObjectRef>,
     /// The objects this KB holds differently.
     pub conflict_objects: Vec<ObjectRef>,
+    /// Members the bundle's manifest lists as `unreviewed` (no review let
+    /// them into the KB they came from): an import writes them, but not as
+    /// reviewed knowledge — they are marked unaudited here too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreviewed: Vec<String>,
 }
 
 /// An object by kind (`claim`, `page`, `entity`, `relation`, `evidence`,
@@ -137,4 +148,13 @@ pub struct ImportApplyResult {
     pub proposed: usize,
     /// Those proposals' ids.
     pub proposal_ids: Vec<String>,
+    /// How many objects written were listed `unreviewed` by the bundle:
+    /// not admitted by this import, so marked unaudited here as they were
+    /// where they came from.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unreviewed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

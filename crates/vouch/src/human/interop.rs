@@ -63,10 +63,16 @@ impl Human for knowledge::ImportResult {
 
 impl Human for ExportResult {
     fn human(&self) -> String {
-        format!(
+        let mut out = format!(
             "Exported {} files to {} ({} bytes, sha256 {})\n",
             self.files, self.path, self.bytes, self.sha256
-        )
+        );
+        for path in &self.unreviewed {
+            out.push_str(&format!(
+                "  unreviewed: {path} (no review let it in; an import keeps it unaudited)\n"
+            ));
+        }
+        out
     }
 }
 
@@ -129,6 +135,12 @@ impl Human for ImportCheckResult {
         for c in &self.ignored {
             out.push_str(&format!("    ignored: {c} (this KB keeps its own)\n"));
         }
+        for c in &self.unreviewed {
+            out.push_str(&format!(
+                "    unreviewed: {c} (no review let it into the KB it came from; it will be \
+                 marked unaudited here)\n"
+            ));
+        }
         if !self.conflict.is_empty() {
             out.push_str("Conflicts are skipped unless you pass --on-conflict overwrite.\n");
         }
@@ -149,6 +161,13 @@ impl Human for ImportApplyResult {
             out.push_str(&format!(
                 "{} claim(s)/page(s)/entit(ies)/relation(s) arrived as proposals awaiting review (`vouch pending`)\n",
                 self.proposed
+            ));
+        }
+        if self.unreviewed > 0 {
+            out.push_str(&format!(
+                "{} object(s) came unreviewed (written or edited by hand where they came from): \
+                 written, and marked unaudited here too (`vouch doctor` names them)\n",
+                self.unreviewed
             ));
         }
         out

@@ -1021,3 +1021,81 @@ fn span_evidence_after_its_source_in_the_archive_is_still_checked() {
     assert_ne!(q.run("alice", &["import-apply", "forged.tar.gz"]).code, 0);
     assert_eq!(before, q.snapshot(), "nothing imported");
 }
+
+/// Knowledge no review let in travels as such: an export lists a claim
+/// written by hand and an approved claim edited by hand as `unreviewed`,
+/// and an import (by a person) writes them but does not admit them — they
+/// are unaudited in the new KB as in the old, while the reviewed claim
+/// arrives reviewed.
+#[test]
+fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
+    let p = Project::new();
+    let src = p.source("Invoices are due in 30 days. Refunds take a week.\n");
+    let honest = p.claim("Invoices are due in 30 days", &src);
+    let edited = p.claim("Refunds take a week", &src);
+    let claims = p.vouch_dir().join("claims");
+    edit(
+        &claims.join(format!("{edited}.yaml")),
+        "Refunds take a week",
+        "Refunds are never given",
+    );
+    let honest_text = std::fs::read_to_string(claims.join(format!("{honest}.yaml"))).unwrap();
+    std::fs::write(
+        claims.join("invoices-are-never-due.yaml"),
+        honest_text
+            .replace(&honest, "invoices-are-never-due")
+            .replace("Invoices are due in 30 days", "Invoices are never due"),
+    )
+    .unwrap();
+    let out = p.root().join("b.tar.gz");
+    let v = p.ok("alice", &["export", out.to_str().unwrap()]);
+    let listed = |v: &Value| -> Vec<String> {
+        let mut l: Vec<String> = v["unreviewed"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no unreviewed in {v}"))
+            .iter()
+            .map(|x| x.as_str().unwrap().to_string())
+            .collect();
+        l.sort();
+        l
+    };
+    let mut expected = vec![
+        format!("claims/{edited}.yaml"),
+        "claims/invoices-are-never-due.yaml".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(listed(&v), expected, "{v}");
+
+    let q = Project::new();
+    let check = q.ok("bob", &["import-check", out.to_str().unwrap()]);
+    assert_eq!(listed(&check), expected, "{check}");
+    let r = q.ok("bob", &["import-apply", out.to_str().unwrap()]);
+    assert_eq!(r["unreviewed"], 2, "{r}");
+    let hits = q.ok("x", &["search", "invoices refunds"]);
+    let marked = |id: &str| {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == id)
+            .map(|h| h["_meta"]["unaudited"] == true)
+    };
+    assert_eq!(marked(&honest), Some(false), "{hits}");
+    assert_eq!(marked(&edited), Some(true), "{hits}");
+    assert_eq!(marked("invoices-are-never-due"), Some(true), "{hits}");
+    let kinds = q.doctor_kinds();
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "unaudited-object").count(),
+        2,
+        "{kinds:?}"
+    );
+
+    // A KB with nothing unreviewed exports no such list.
+    std::fs::remove_file(claims.join("invoices-are-never-due.yaml")).unwrap();
+    edit(
+        &claims.join(format!("{edited}.yaml")),
+        "Refunds are never given",
+        "Refunds take a week",
+    );
+    let clean = p.ok("alice", &["export", out.to_str().unwrap()]);
+    assert!(clean.get("unreviewed").is_none(), "{clean}");
+}

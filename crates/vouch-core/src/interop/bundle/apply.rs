@@ -68,6 +68,7 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         problems: Vec::new(),
         new_objects: Vec::new(),
         conflict_objects: Vec::new(),
+        unreviewed: Vec::new(),
     };
     let object = |f: &KbFile| -> Option<ObjectRef> {
         let (kind, id) = match f {
@@ -109,6 +110,12 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         list.sort();
         list.dedup();
     }
+    r.unreviewed = s
+        .members
+        .keys()
+        .filter(|name| s.unreviewed.contains(*name))
+        .cloned()
+        .collect();
     r.problems = s.problems;
     Ok(r)
 }
@@ -194,6 +201,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         identical: 0,
         proposed: 0,
         proposal_ids: Vec::new(),
+        unreviewed: 0,
     };
     let mut batch = atomic::Batch::new(kb.layout().root());
     let mut events: Vec<AuditEvent> = Vec::new();
@@ -264,8 +272,15 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         }
         let target = kb.layout().path_of(&m.file)?;
         let content = m.content.take().unwrap_or_default();
+        // Knowledge no review let into the KB it came from is written, but
+        // not admitted: it stays unaudited here.
+        let unreviewed = is_gated(&m.file) && s.unreviewed.contains(&name);
+        if unreviewed {
+            result.unreviewed += 1;
+        }
         if let KbFile::Object(Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations, _) =
             &m.file
+            && !unreviewed
         {
             shas.insert(
                 kb.layout().inside(&target),
@@ -279,6 +294,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations | Dir::Decided,
             id,
         ) = &m.file
+            && !unreviewed
         {
             admitted.push(id.clone());
         }

@@ -75,9 +75,19 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
     let out = resolve(kb, caller, &p.out, true)?;
     let _lock = kb.lock()?;
     let files = bundle_files(kb, p.without_decided)?;
+    // Knowledge no review let in (written or edited by hand) travels as
+    // such: listed `unreviewed`, so an import does not turn it into
+    // reviewed knowledge elsewhere.
+    let trail = crate::audit::trail::Trail::read(kb.audit_log())?;
+    let mut unreviewed = Vec::new();
     let mut entries = Vec::with_capacity(files.len());
     for (rel, path) in &files {
         let bytes = kb.read_file(path)?.unwrap_or_default();
+        if crate::health::base::is_knowledge_path(rel)
+            && (!trail.admits(crate::store::layout::id_of_inside(rel)) || trail.edited(rel, &bytes))
+        {
+            unreviewed.push(rel.clone());
+        }
         let (sha256, bytes) = (sha256_hex(&bytes), bytes.len() as u64);
         entries.push(ManifestFile {
             path: rel.clone(),
@@ -86,11 +96,21 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         });
     }
     let generated_at = last_change(kb)?;
+    let mut extra = BTreeMap::new();
+    if !unreviewed.is_empty() {
+        kb.warn(format!(
+            "export: {} object(s) that no review let in (written or edited by hand) are in the \
+             bundle, listed as `unreviewed`: an import keeps them unaudited (`vouch doctor` \
+             names them here)",
+            unreviewed.len()
+        ));
+        extra.insert(UNREVIEWED_KEY.to_string(), json!(unreviewed));
+    }
     let manifest = Manifest {
         version: json!(BUNDLE_VERSION),
         generated_at: generated_at.to_string(),
         files: entries,
-        extra: BTreeMap::new(),
+        extra,
     };
     let mut manifest_bytes = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| Error::internal(format!("manifest encoding: {e}")))?;
@@ -146,5 +166,6 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         bytes: archive_bytes,
         sha256: archive_sha,
         generated_at: manifest.generated_at,
+        unreviewed,
     })
 }

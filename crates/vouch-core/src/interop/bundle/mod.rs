@@ -61,6 +61,10 @@ const CHUNK: usize = 64 * 1024;
 /// `bundles.max_file_bytes`).
 const MAX_OBJECT_BYTES: u64 = 1 << 20;
 
+/// The manifest key listing, by bundle path, the knowledge no review let
+/// into the KB a bundle came from.
+pub const UNREVIEWED_KEY: &str = "unreviewed";
+
 /// `manifest.json`: the bundle's format version and every other member.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {

@@ -73,6 +73,8 @@ pub(crate) struct Scan {
     pub(crate) manifest_files: usize,
     /// `review.require_citations` of the bundle's own config.yaml.
     pub(crate) bundle_requires_citations: Option<bool>,
+    /// Members the manifest lists as `unreviewed` ([`super::UNREVIEWED_KEY`]).
+    pub(crate) unreviewed: HashSet<String>,
     /// Evidence members whose quote was checked against source content
     /// that came later in the archive (an export puts evidence/ before
     /// sources/).
@@ -207,6 +209,16 @@ pub(crate) fn read_manifest(
         ),
     }
     scan.manifest_files = m.files.len();
+    match m.extra.get(super::UNREVIEWED_KEY) {
+        None => {}
+        Some(Value::Array(paths)) if paths.iter().all(Value::is_string) => scan
+            .unreviewed
+            .extend(paths.iter().filter_map(Value::as_str).map(str::to_string)),
+        Some(other) => scan.problem(
+            "manifest.json",
+            format!("`unreviewed` must be a list of bundle paths, not {other}"),
+        ),
+    }
     let mut out = BTreeMap::new();
     for f in m.files {
         if let Err(reason) = KbFile::parse_relative(&f.path) {
@@ -303,6 +315,7 @@ pub(crate) fn scan(
         manifest_files: 0,
         bundle_requires_citations: None,
         quotes_checked: HashSet::new(),
+        unreviewed: HashSet::new(),
     };
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut magic = [0u8; 2];
@@ -330,6 +343,7 @@ pub(crate) fn scan(
                 manifest_files: 0,
                 bundle_requires_citations: None,
                 quotes_checked: HashSet::new(),
+                unreviewed: HashSet::new(),
             };
             archive = open_archive(path, limits)?;
             fatal = scan_entries(&mut archive, &mut scan, limits, keep, Some(bytes));
