@@ -594,26 +594,28 @@ impl Index {
                 tail_written.extend(written);
             }
         }
-        let mut known = self
-            .conn
-            .prepare_cached("SELECT 1 FROM admitted WHERE id=?1")?;
-        let mut recorded = self
-            .conn
-            .prepare_cached("SELECT path, sha FROM written WHERE id=?1")?;
+        // One trip an id: no row, never admitted; else what each of its
+        // files was recorded as (none for an object approved before vouch
+        // recorded what it wrote).
+        let mut known = self.conn.prepare_cached(
+            "SELECT w.path, w.sha FROM admitted a LEFT JOIN written w ON w.id = a.id \
+             WHERE a.id = ?1",
+        )?;
         let mut out = HashSet::new();
         for id in ids {
-            if !tail.contains(*id) && !known.exists([id])? {
+            let rows: Vec<(Option<String>, Option<String>)> = known
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            if rows.is_empty() && !tail.contains(*id) {
                 out.insert(id.to_string());
                 continue;
             }
             // Admitted; but is each of its files still what the last event
-            // that wrote it recorded? (An object approved before vouch
-            // recorded what it wrote has no such record.)
-            let mut files: HashMap<String, String> = recorded
-                .query_map([id], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+            // that wrote it recorded?
+            let mut files: HashMap<String, String> = rows
+                .into_iter()
+                .filter_map(|(path, sha)| Some((path?, sha?)))
+                .collect();
             files.extend(
                 tail_written
                     .iter()
