@@ -56,26 +56,42 @@ pub fn print_warnings(warnings: Vec<String>) {
 /// same string.
 pub fn emit_json(v: &Value) {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
-    emit(&(terminal_safe(&text).into_owned() + "\n"));
+    emit(&(json_safe(&text).into_owned() + "\n"));
 }
 
 /// `text` with every character that could hide or reorder what a person
-/// reads written as a visible `\uXXXX` escape (a UTF-16 pair beyond
-/// U+FFFF, as JSON writes it). Every human-facing output
-/// passes through here: proposals and sources come from agents and from
-/// cloned repositories.
+/// reads written as a visible escape: `\uXXXX`, or `\u{XXXXX}` beyond
+/// U+FFFF. Every human-facing output passes through here: proposals and
+/// sources come from agents and from cloned repositories.
 pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c, out| {
+        if (c as u32) > 0xffff {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        }
+    })
+}
+
+/// [`terminal_safe`] for JSON text: the same characters escaped as JSON
+/// escapes them (beyond U+FFFF, as a UTF-16 pair), so `--json` output
+/// still decodes to the same string.
+pub fn json_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c, out| {
+        for unit in c.encode_utf16(&mut [0u16; 2]) {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+    })
+}
+
+fn escaped(text: &str, escape: impl Fn(char, &mut String)) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(steers_terminal) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if steers_terminal(c) {
-            // As JSON escapes it: one beyond U+FFFF as its UTF-16 pair, so
-            // `--json` output still decodes to the same string.
-            for unit in c.encode_utf16(&mut [0u16; 2]) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
+            escape(c, &mut out);
         } else {
             out.push(c);
         }
@@ -163,9 +179,10 @@ mod tests {
             "a\\u000db\\u009bc\\u007f"
         );
         assert_eq!(terminal_safe("x\u{202e}y\u{2066}"), "x\\u202ey\\u2066");
+        assert_eq!(terminal_safe("x\u{e0041}y"), "x\\u{e0041}y");
         // JSON keeps its meaning: the escape decodes to the same string.
         let v = serde_json::json!({"t": "a\u{9b}b\u{202e}c\u{e0020}d\u{e0f41}"});
-        let safe = terminal_safe(&serde_json::to_string(&v).unwrap()).into_owned();
+        let safe = json_safe(&serde_json::to_string(&v).unwrap()).into_owned();
         assert!(safe.is_ascii(), "{safe}");
         assert_eq!(serde_json::from_str::<Value>(&safe).unwrap(), v);
     }
