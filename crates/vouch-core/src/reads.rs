@@ -92,10 +92,10 @@ fn mark_unaudited<T>(kb: &Kb, dir: Dir, objects: &mut [Read<T>], id: impl Fn(&T)
     ) {
         return;
     }
-    let ids: Vec<&str> = objects.iter().map(|o| id(&o.object)).collect();
+    let ids: Vec<(Dir, &str)> = objects.iter().map(|o| (dir, id(&o.object))).collect();
     let unaudited = crate::retrieval::unaudited(kb, &ids);
     for o in objects.iter_mut() {
-        o.meta.unaudited = unaudited.contains(id(&o.object));
+        o.meta.unaudited = unaudited.contains(&(dir, id(&o.object).to_string()));
     }
 }
 

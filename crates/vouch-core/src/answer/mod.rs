@@ -306,11 +306,14 @@ fn candidates(
     };
     // Only reviewed knowledge answers: a claim no approval let in (written
     // by hand) is left out, whatever its file says.
-    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-    let unreviewed = retrieval::unaudited(kb, &ids);
+    let claims: Vec<(crate::store::Dir, &str)> = hits
+        .iter()
+        .map(|h| (crate::store::Dir::Claims, h.id.as_str()))
+        .collect();
+    let unreviewed = retrieval::unaudited(kb, &claims);
     let mut out = Vec::new();
     for hit in hits {
-        if unreviewed.contains(&hit.id) {
+        if unreviewed.contains(&(crate::store::Dir::Claims, hit.id.clone())) {
             continue;
         }
         let Ok(Some(claim)) = kb.load::<Claim>(&hit.id) else {

@@ -23,6 +23,8 @@ pub struct Trail {
     /// recorded it (`data.written`), by its path inside `.vouch/`: a file
     /// that no longer hashes to it was edited by hand since.
     pub written: std::collections::HashMap<String, String>,
+    /// The ids of the objects some event recorded writing (any kind).
+    pub written_ids: std::collections::HashSet<String>,
     /// An import logged by a vouch that did not name what it wrote (1.x,
     /// or this one before it did): objects it brought cannot be told apart.
     pub legacy_import: bool,
@@ -202,7 +204,11 @@ impl Trail {
                 t.created.insert(p.to_string(), ev.clone());
             }
             if let Some(data) = ev.get("data") {
-                t.written.extend(written(data));
+                for (path, sha) in written(data) {
+                    t.written_ids
+                        .insert(crate::store::layout::id_of_inside(&path).to_string());
+                    t.written.insert(path, sha);
+                }
             }
             match Admits::of(&ev) {
                 Admits::Nothing => {}
@@ -222,12 +228,17 @@ impl Trail {
     }
 
     /// Whether the file at `path` (inside `.vouch/`) holds `bytes` other
-    /// than the last event that wrote it recorded: edited by hand since.
-    /// `false` when no event recorded its bytes (a vouch before this one,
-    /// or 1.x).
+    /// than the last event that wrote it recorded: edited by hand since —
+    /// or never written by an event that recorded it, while its id's were
+    /// (a page written by hand under the id of an approved entity). `false`
+    /// when no event recorded writing its id (a vouch before this one, or
+    /// 1.x).
     pub fn edited(&self, path: &str, bytes: &[u8]) -> bool {
-        self.written
-            .get(path)
-            .is_some_and(|sha| *sha != crate::ids::sha256_hex(bytes))
+        match self.written.get(path) {
+            Some(sha) => *sha != crate::ids::sha256_hex(bytes),
+            None => self
+                .written_ids
+                .contains(crate::store::layout::id_of_inside(path)),
+        }
     }
 }

@@ -86,6 +86,21 @@ fn approved_part(dir: &str, bytes: &[u8]) -> Option<Value> {
     Some(v)
 }
 
+/// A claim or page file's fields as JSON (`None` for another kind or an
+/// unreadable file): what a lifecycle event's `data.after` is held to.
+fn lifecycle_part(dir: &str, bytes: &[u8]) -> Option<serde_json::Map<String, Value>> {
+    use crate::model::{Claim, Page};
+    use crate::stored::Stored;
+    let text = std::str::from_utf8(bytes).ok()?;
+    let at = std::path::Path::new(dir);
+    let v = match dir {
+        "claims" => serde_json::to_value(Claim::decode(at, text).ok()?).ok()?,
+        "pages" => serde_json::to_value(Page::decode(at, text).ok()?).ok()?,
+        _ => return None,
+    };
+    v.as_object().cloned()
+}
+
 /// The top-level fields in which two values differ.
 fn fields_differing(a: &Value, b: &Value) -> Vec<String> {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
@@ -126,15 +141,38 @@ pub struct BaseReport {
 /// that), and let in by a new approval or import — or, for a change,
 /// differ from REV's only in the fields a lifecycle change of a new event
 /// sets (a hand edit riding on a `kb.confirm` must not pass).
+/// What the branch's new events say about the objects they touch.
+struct NewEvents<'a> {
+    /// Ids a new event names as written (not a proposal's creation or
+    /// rejection).
+    named: HashSet<&'a str>,
+    /// Objects a new approval or import let in.
+    admitted: HashSet<String>,
+    /// What new events recorded they wrote, by path: the last one's sha256
+    /// and event id.
+    written: HashMap<String, (String, &'a str)>,
+    /// Each object's lifecycle state as the last new lifecycle event left
+    /// it (`data.after`).
+    after: HashMap<String, Value>,
+}
+
+/// `a` and `b` say the same of a lifecycle field: absent, null and an
+/// empty list are one.
+fn same_field(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let none = |v: Option<&Value>| {
+        v.is_none_or(|v| v.is_null() || v.as_array().is_some_and(Vec::is_empty))
+    };
+    (none(a) && none(b)) || a == b
+}
+
 fn knowledge_problem(
     kb: &Store,
     f: &ChangedFile,
     kind: &str,
     id: &str,
-    named_by_new: &HashSet<&str>,
-    admitted_by_new: &HashSet<String>,
-    written_by_new: &HashMap<String, (String, &str)>,
+    new: &NewEvents,
 ) -> Result<Option<String>> {
+    let (named_by_new, admitted_by_new, written_by_new) = (&new.named, &new.admitted, &new.written);
     let path = &f.path;
     let now = kb.read_file(&kb.layout().root().join(path))?;
     if let (Some((sha, event)), Some(bytes)) = (written_by_new.get(path), &now)
@@ -146,6 +184,18 @@ fn knowledge_problem(
         )));
     }
     if admitted_by_new.contains(id) {
+        // Admitted by id; but when the events recorded what they wrote,
+        // this very file must be among it (a page written by hand under
+        // the id of an entity the branch approved is not).
+        let recorded_elsewhere = written_by_new
+            .keys()
+            .any(|p| p != path && crate::store::layout::id_of_inside(p) == id);
+        if recorded_elsewhere && !written_by_new.contains_key(path) {
+            return Ok(Some(format!(
+                "{path}: no event in this branch's audit log wrote this {kind} (the events that \
+                 let in `{id}` wrote another file): written by hand, not through the gate"
+            )));
+        }
         return Ok(None);
     }
     let by_hand = |how: &str| {
@@ -165,6 +215,29 @@ fn knowledge_problem(
     let dir = path.split('/').next().unwrap_or("");
     let before = f.before.as_deref().and_then(|b| approved_part(dir, b));
     let after = now.as_deref().and_then(|b| approved_part(dir, b));
+    // ...and its lifecycle fields must be what the last lifecycle event
+    // recorded setting (a hand edit of `evidence` or `status` riding on a
+    // `confirm` must not pass).
+    if let (Some(state), Some(file)) = (
+        new.after.get(id).and_then(Value::as_object),
+        now.as_deref().and_then(|b| lifecycle_part(dir, b)),
+    ) {
+        let differ: Vec<&String> = state
+            .keys()
+            .filter(|k| !same_field(state.get(*k), file.get(k.as_str())))
+            .collect();
+        if !differ.is_empty() {
+            return Ok(Some(format!(
+                "{path}: this {kind}'s {} is not what the last lifecycle event in this \
+                 branch set: edited by hand",
+                differ
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
     Ok(match (before, after) {
         (Some(b), Some(a)) if a == b => None,
         (Some(b), Some(a)) => Some(format!(
@@ -247,6 +320,8 @@ pub fn check(
     let mut admitted_by_new: HashSet<String> = HashSet::new();
     // What new events recorded they wrote, by path (the last one's).
     let mut written_by_new: HashMap<String, (String, &str)> = HashMap::new();
+    // Each object's lifecycle state as the last new event left it.
+    let mut after_by_new: HashMap<String, Value> = HashMap::new();
     // Proposals a new approval or rejection decided.
     let mut decided_by_new: HashSet<&str> = HashSet::new();
     let mut decisions = Vec::new();
@@ -258,6 +333,9 @@ pub fn check(
         if let Some(data) = ev.get("data") {
             for (path, sha) in crate::audit::trail::written(data) {
                 written_by_new.insert(path, (sha, str_of(ev, "id")));
+            }
+            if let Some(after) = data.get("after").and_then(Value::as_object) {
+                after_by_new.extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
         }
         match ProposalStep::of(name) {
@@ -303,6 +381,12 @@ pub fn check(
         }
     }
 
+    let new = NewEvents {
+        named: named_by_new,
+        admitted: admitted_by_new,
+        written: written_by_new,
+        after: after_by_new,
+    };
     // 3. Every changed knowledge file has a new event behind it.
     for f in changed {
         if f.change != Change::Deleted && crate::store::layout::never_committed(&f.path) {
@@ -334,15 +418,7 @@ pub fn check(
         };
         let path = &f.path;
         if is_knowledge_path(path) && f.change != Change::Deleted {
-            problems.extend(knowledge_problem(
-                kb,
-                f,
-                kind,
-                id,
-                &named_by_new,
-                &admitted_by_new,
-                &written_by_new,
-            )?);
+            problems.extend(knowledge_problem(kb, f, kind, id, &new)?);
             continue;
         }
         match f.change {
@@ -360,7 +436,7 @@ pub fn check(
                 ))
             }
             _ if dir == "decided" => {}
-            _ if !named_by_new.contains(id) => problems.push(format!(
+            _ if !new.named.contains(id) => problems.push(format!(
                 "{path}: this {kind} was {} with no event behind it in this branch's audit \
                  log: written by hand, not through the gate",
                 if f.change == Change::Added {

@@ -79,8 +79,14 @@ pub trait DerivedIndex: Send + Sync {
         store: &Store,
         keys: &[(DocKind, &str, bool)],
     ) -> Result<Vec<(String, Option<f64>)>>;
-    /// Which of these ids no approval or import in the audit log let in.
-    fn unaudited(&self, store: &Store, ids: &[&str]) -> Result<HashSet<String>>;
+    /// Which of these objects (folder and id) no approval or import in the
+    /// audit log let in, or whose file is not what the last event that
+    /// wrote it recorded.
+    fn unaudited(
+        &self,
+        store: &Store,
+        objects: &[(crate::store::Dir, &str)],
+    ) -> Result<HashSet<(crate::store::Dir, String)>>;
     /// Before a read by meaning: the vectors loaded, and caught up within
     /// `budget` where no background step does it. Answers how many
     /// documents still have no vector.

@@ -321,8 +321,12 @@ mod tests {
         ) -> Result<Vec<(String, Option<f64>)>> {
             Ok(vec![Default::default(); keys.len()])
         }
-        fn unaudited(&self, _: &Store, ids: &[&str]) -> Result<HashSet<String>> {
-            Ok(ids.iter().map(|id| id.to_string()).collect())
+        fn unaudited(
+            &self,
+            _: &Store,
+            objects: &[(crate::store::Dir, &str)],
+        ) -> Result<HashSet<(crate::store::Dir, String)>> {
+            Ok(objects.iter().map(|(d, id)| (*d, id.to_string())).collect())
         }
         fn vectors_for_read(&self, _: &Store, _: &Arc<dyn Embedder>, _: Duration) -> Result<usize> {
             Ok(0)

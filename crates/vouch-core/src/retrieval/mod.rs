@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::DocKind;
 pub use crate::model::Written;
+use crate::store::Dir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -190,50 +191,55 @@ fn current_first(kb: &Kb, retriever: &dyn Retriever, q: &Query) -> Result<Vec<Se
 /// `claims/x.yaml` written by hand (or a cut log). The index follows the
 /// log incrementally; if it cannot be used, the log is read whole.
 fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
-    let ids: Vec<&str> = hits
+    let dir = |kind: DocKind| match kind {
+        DocKind::Claim => Some(Dir::Claims),
+        DocKind::Page => Some(Dir::Pages),
+        DocKind::Entity => Some(Dir::Entities),
+        DocKind::Source => None,
+    };
+    let objects: Vec<(Dir, &str)> = hits
         .iter()
-        .filter(|h| matches!(h.kind.as_str(), "claim" | "page" | "entity"))
-        .map(|h| h.id.as_str())
+        .filter_map(|h| Some((dir(h.kind)?, h.id.as_str())))
         .collect();
-    let unaudited = unaudited(kb, &ids);
+    let unaudited = unaudited(kb, &objects);
     for h in hits.iter_mut() {
-        if unaudited.contains(&h.id) {
+        if let Some(d) = dir(h.kind)
+            && unaudited.contains(&(d, h.id.clone()))
+        {
             h.meta.unaudited = true;
         }
     }
 }
 
-/// Which of these durable ids no approval or import in the audit log let
-/// in. The index follows the log incrementally; if it cannot be used, the
-/// log is read whole.
-pub fn unaudited(kb: &Kb, ids: &[&str]) -> HashSet<String> {
-    if ids.is_empty() {
+/// Which of these durable objects (folder and id) no approval or import in
+/// the audit log let in, or whose file is not what the last event that
+/// wrote it recorded. The index follows the log incrementally; if it cannot
+/// be used, the log is read whole.
+pub fn unaudited(kb: &Kb, objects: &[(Dir, &str)]) -> HashSet<(Dir, String)> {
+    if objects.is_empty() {
         return HashSet::new();
     }
-    match kb.index().unaudited(kb, ids) {
+    match kb.index().unaudited(kb, objects) {
         Ok(set) => set,
         Err(_) => match crate::audit::trail::Trail::read(kb.audit_log()) {
-            Ok(t) => ids
+            Ok(t) => objects
                 .iter()
-                .filter(|id| !t.admits(id) || edited_by_hand(kb, &t, id))
-                .map(|id| id.to_string())
+                .filter(|(dir, id)| !t.admits(id) || edited_by_hand(kb, &t, *dir, id))
+                .map(|(dir, id)| (*dir, id.to_string()))
                 .collect(),
             Err(_) => HashSet::new(),
         },
     }
 }
 
-/// Whether a file of `id` no longer holds what the last event that wrote
-/// it recorded.
-fn edited_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail, id: &str) -> bool {
-    use crate::store::Dir;
-    [Dir::Claims, Dir::Pages, Dir::Entities, Dir::Relations]
-        .into_iter()
-        .filter_map(|dir| kb.layout().file(dir, id).ok())
-        .any(|path| {
-            matches!(kb.read_file(&path), Ok(Some(bytes))
-                if trail.edited(&kb.layout().inside(&path), &bytes))
-        })
+/// Whether the object's file is not what the last event that wrote it
+/// recorded.
+fn edited_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail, dir: Dir, id: &str) -> bool {
+    let Ok(path) = kb.layout().file(dir, id) else {
+        return false;
+    };
+    matches!(kb.read_file(&path), Ok(Some(bytes))
+        if trail.edited(&kb.layout().inside(&path), &bytes))
 }
 
 /// Build the derived index again from the files, and log who did.

@@ -233,7 +233,13 @@ fn commit(
     data["before"] = Value::Object(before);
     data["after"] = Value::Object(after);
     data["via"] = json!(caller.transport.name());
-    let ids: Vec<&str> = changes.iter().map(|(_, c)| c.id()).collect();
+    let ids: Vec<(crate::store::Dir, &str)> = changes
+        .iter()
+        .map(|(_, c)| match c {
+            Changed::Claim(x) => (crate::store::Dir::Claims, x.id.as_str()),
+            Changed::Page(x) => (crate::store::Dir::Pages, x.id.as_str()),
+        })
+        .collect();
     crate::review::gate::refuse_unreviewed(kb, caller, &ids, &format!("apply {event} to"))?;
     let mut batch = atomic::Batch::new(kb.layout().root());
     let mut written = serde_json::Map::new();

@@ -557,7 +557,31 @@ impl Journal {
     }
 }
 
-use super::file_identity as folder_identity;
+/// Which staging folder this is: its inode and, where the file system
+/// records it, when it was made — not its device, whose number some file
+/// systems (btrfs, NFS, overlays) change across a reboot, which would
+/// refuse a journal a real crash left. A folder that came with a clone or
+/// a copy is another folder.
+fn folder_identity(dir: &Path) -> Option<String> {
+    let m = fs::metadata(dir).ok()?;
+    let born = m
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(match born {
+            Some(n) => format!("{}@{n}", m.ino()),
+            None => super::file_identity(dir)?,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        born.map(|n| format!("created:{n}"))
+    }
+}
 
 /// Only a journal written in this very staging folder is finished: one
 /// that came with a clone (a branch can commit `.staging/` past

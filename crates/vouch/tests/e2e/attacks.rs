@@ -881,7 +881,7 @@ fn an_approved_claim_edited_by_hand_is_marked_and_cannot_be_laundered() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|h| h["id"] == claim.as_str())
+            .find(|h| h["id"] == claim.as_str() && h["kind"] == "claim")
             .cloned()
             .unwrap_or_else(|| panic!("{claim} not found for {q:?}"))
     };
@@ -927,6 +927,25 @@ fn an_approved_claim_edited_by_hand_is_marked_and_cannot_be_laundered() {
     p.ok("alice", &["confirm", &claim]);
     assert!(!unaudited(&hit("access tokens")));
     assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+
+    // A page written by hand under the approved claim's id is not let in
+    // by the claim's approval: it is marked, the claim is not.
+    std::fs::write(
+        p.vouch_dir().join(format!("pages/{claim}.md")),
+        format!(
+            "---\nid: {claim}\ntitle: Tokens\ntype: concept\nstatus: active\n\
+             created_at: \"2026-01-01T00:00:00Z\"\nupdated_at: \"2026-01-01T00:00:00Z\"\n\
+             ---\nAccess tokens never expire.\n"
+        ),
+    )
+    .unwrap();
+    let page = p.ok(
+        "x",
+        &["call", "kb.read_page", &json!({"id": claim}).to_string()],
+    );
+    assert!(unaudited(&page), "{page}");
+    assert!(!unaudited(&hit("access tokens")));
+    assert_eq!(p.doctor_kinds(), ["edited-object"]);
 }
 
 /// Everything a page proposal makes durable is on the queue a person

@@ -359,3 +359,41 @@ fn every_write_step_survives_a_crash() {
     let _ = std::fs::write(&target, &table);
     assert!(failures.is_empty(), "{}\n\n{table}", failures.join("\n"));
 }
+
+/// An approval that supersedes, cut right after its event was logged:
+/// the old claim's file is still what it was while the log already
+/// records what the approval writes over it. Finishing it — here by a
+/// reviewer agent the person named, over JSONL — is not taken for
+/// changing an edited claim, and leaves nothing flagged.
+#[test]
+fn an_interrupted_superseding_approval_is_finished_by_a_reviewer_agent() {
+    let p = Project::new();
+    p.reviewers(&["reviewer-bot"]);
+    let s = source(&p);
+    let old = claim(&p, &s, "Backups run weekly");
+    let r = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Backups run nightly",
+            "--evidence",
+            &s,
+            "--supersedes",
+            &old,
+        ],
+    );
+    let pid = r["proposal_id"].as_str().unwrap().to_string();
+    let mut c = p.command("alice");
+    c.env("VOUCH_FAILPOINT", "approve.logged=abort")
+        .args(["approve", &pid]);
+    assert!(c.output().unwrap().status.code().is_none(), "not cut");
+    let done = crate::common::jsonl(
+        &p,
+        "reviewer-bot",
+        "kb.approve",
+        serde_json::json!({"proposal_id": pid}),
+    );
+    assert_eq!(done["result"]["recovered"], true, "{done}");
+    assert_eq!(p.ok("x", &["show", &old])["object"]["status"], "superseded");
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+}

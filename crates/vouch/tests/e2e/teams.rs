@@ -831,6 +831,55 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
         Some(clean.trim()),
     );
 
+    // Its citations swapped by hand, riding on the real confirm: the
+    // lifecycle fields must be what that event recorded setting.
+    let other = p.source("Tokens never expire, says this other note.\n");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let cited = text
+        .lines()
+        .find(|l| l.starts_with("- "))
+        .unwrap()
+        .to_string();
+    std::fs::write(&file, text.replace(&cited, &format!("- {other}"))).unwrap();
+    refused_against_main(
+        &p,
+        "citations swapped by hand",
+        &format!("claims/{claim}.yaml: this claim is not what event"),
+        Some(clean.trim()),
+    );
+    // The same, riding on a lifecycle event that records no bytes (as an
+    // older vouch wrote them): its recorded state is the yardstick.
+    git(p.root(), &["checkout", "-q", "-b", "legacy", "main"]);
+    let mut lines = log_lines(&p);
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let approved_state = json!({
+        "status": "working", "superseded_by": null, "supersedes": [], "contradicts": [],
+        "evidence": [cited.trim_start_matches("- ")], "last_confirmed_at": null,
+    });
+    let legacy = json!({
+        "id": "evt-legacy-confirm",
+        "event": "claim.confirm",
+        "actor": "alice",
+        "created_at": last["created_at"],
+        "object_ids": [claim],
+        "dry_run": false,
+        "reversible": true,
+        "data": {"before": {claim.clone(): approved_state}, "after": {claim.clone(): approved_state}},
+        "prev_hash": last["hash"],
+    });
+    lines.push(rehash(legacy));
+    write_log(&p, &lines);
+    std::fs::write(&file, text.replace(&cited, &format!("- {other}"))).unwrap();
+    refused_against_main(
+        &p,
+        "citations swapped on a legacy event",
+        &format!("claims/{claim}.yaml: this claim's evidence is not what the last lifecycle event"),
+        None,
+    );
+    git(p.root(), &["checkout", "-q", "-f", "feature"]);
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
     // Approved on the branch, then edited before the commit.
     let fresh = decide(&p, "Refresh tokens last a week.", "alice");
     edit(

@@ -130,9 +130,13 @@ impl DerivedIndex for SqliteIndex {
                 .collect()
         })
     }
-    fn unaudited(&self, store: &Store, ids: &[&str]) -> Result<HashSet<String>> {
+    fn unaudited(
+        &self,
+        store: &Store,
+        objects: &[(crate::store::Dir, &str)],
+    ) -> Result<HashSet<(crate::store::Dir, String)>> {
         let ix = self.at(store);
-        super::with_index(&ix, |idx| idx.unaudited(&ix, ids))
+        super::with_index(&ix, |idx| idx.unaudited(&ix, objects))
     }
     fn vectors_for_read(
         &self,

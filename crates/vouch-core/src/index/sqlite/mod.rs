@@ -257,7 +257,9 @@ impl Index {
         // time: the same device and inode, so the same file; its identity
         // is brought up to date, nothing dropped.
         let same_before = match (&made, &here) {
-            (Some(m), Some(h)) => !m.contains('@') && h.split('@').next() == Some(m.as_str()),
+            (Some(m), Some(h)) => {
+                !m.contains('@') && h.contains('@') && h.split('@').next() == Some(m.as_str())
+            }
             _ => false,
         };
         if same_before && let Some(here) = &here {
@@ -564,7 +566,11 @@ impl Index {
     /// point, when more than [`UNSYNCED_TAIL_LIMIT`] bytes wait, or when an
     /// import there did not name its objects: a claim approved a moment ago
     /// is never flagged.
-    pub(crate) fn unaudited(&self, kb: &Ix, ids: &[&str]) -> Result<HashSet<String>> {
+    pub(crate) fn unaudited(
+        &self,
+        kb: &Ix,
+        objects: &[(Dir, &str)],
+    ) -> Result<HashSet<(Dir, String)>> {
         let log = kb.audit_log();
         let offset: u64 = self
             .meta_value("audit:offset")?
@@ -602,12 +608,12 @@ impl Index {
              WHERE a.id = ?1",
         )?;
         let mut out = HashSet::new();
-        for id in ids {
+        for &(dir, id) in objects {
             let rows: Vec<(Option<String>, Option<String>)> = known
                 .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            if rows.is_empty() && !tail.contains(*id) {
-                out.insert(id.to_string());
+            if rows.is_empty() && !tail.contains(id) {
+                out.insert((dir, id.to_string()));
                 continue;
             }
             // Admitted; but is each of its files still what the last event
@@ -619,11 +625,21 @@ impl Index {
             files.extend(
                 tail_written
                     .iter()
-                    .filter(|(path, _)| id_of_path(path) == *id)
+                    .filter(|(path, _)| id_of_path(path) == id)
                     .map(|(p, s)| (p.clone(), s.clone())),
             );
-            if files.iter().any(|(path, sha)| self.edited(kb, path, sha)) {
-                out.insert(id.to_string());
+            if files.is_empty() {
+                continue; // approved before vouch recorded what it wrote
+            }
+            // This object's own file must be one an event recorded writing:
+            // a page written by hand under an approved entity's id is not.
+            let inside = kb.layout().inside(&kb.layout().file(dir, id)?);
+            let edited = match files.get(&inside) {
+                Some(sha) => self.edited(kb, &inside, sha),
+                None => file_signature(&kb.layout().root().join(&inside)).is_some(),
+            };
+            if edited {
+                out.insert((dir, id.to_string()));
             }
         }
         Ok(out)

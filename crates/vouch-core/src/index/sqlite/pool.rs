@@ -592,13 +592,16 @@ mod readers_tests {
         let marks = with_index(&crate::testing::sqlite(&kb), |idx| {
             idx.unaudited(
                 &crate::testing::sqlite(&kb),
-                &["admitted-in-the-tail", "written-by-hand"],
+                &[
+                    (Dir::Claims, "admitted-in-the-tail"),
+                    (Dir::Claims, "written-by-hand"),
+                ],
             )
         })
         .unwrap();
         assert_eq!(
             marks,
-            HashSet::from(["written-by-hand".to_string()]),
+            HashSet::from([(Dir::Claims, "written-by-hand".to_string())]),
             "the tail admits one, the other is marked"
         );
         assert_eq!(offset_before(&kb), synced, "the read wrote nothing");

@@ -280,12 +280,16 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
         }
         if let KbFile::Object(Dir::Claims | Dir::Pages | Dir::Entities | Dir::Relations, _) =
             &m.file
-            && !unreviewed
         {
-            shas.insert(
-                kb.layout().inside(&target),
-                json!(crate::ids::sha256_hex(&content)),
-            );
+            // An unreviewed member is recorded as bytes no file has: one
+            // that replaces an object approved earlier leaves it unaudited
+            // (never reviewed by the approval of what it replaced).
+            let sha = if unreviewed {
+                UNREVIEWED_KEY.to_string()
+            } else {
+                crate::ids::sha256_hex(&content)
+            };
+            shas.insert(kb.layout().inside(&target), json!(sha));
         }
         batch.write(target, content);
         // Durable knowledge and review records the import lets in are named

@@ -106,12 +106,17 @@ pub const WRITTEN_KEY: &str = "written";
 /// if the gate had written them. An agent is refused; a person (at the
 /// command line, or signed in to the review pages), who decides what the
 /// knowledge base holds, is warned, naming them, and goes ahead.
-pub(crate) fn refuse_unreviewed(kb: &Kb, caller: &Caller, ids: &[&str], what: &str) -> Result<()> {
-    let unreviewed = crate::retrieval::unaudited(kb, ids);
-    let mut named: Vec<&str> = ids
+pub(crate) fn refuse_unreviewed(
+    kb: &Kb,
+    caller: &Caller,
+    objects: &[(Dir, &str)],
+    what: &str,
+) -> Result<()> {
+    let unreviewed = crate::retrieval::unaudited(kb, objects);
+    let mut named: Vec<&str> = objects
         .iter()
-        .copied()
-        .filter(|id| unreviewed.contains(*id))
+        .filter(|(dir, id)| unreviewed.contains(&(*dir, id.to_string())))
+        .map(|(_, id)| *id)
         .collect();
     named.dedup();
     if named.is_empty() {
@@ -443,7 +448,13 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         // leaves a replaced claim current, never one superseded by a claim
         // that does not exist; approving again finishes it.
         let olds = supersedes_of(&pl.draft);
-        refuse_unreviewed(kb, caller, &olds, "supersede")?;
+        // Finishing an approval a crash interrupted: its event already
+        // recorded what it writes, so the old claims' files look "edited"
+        // until it is done — they are not checked again.
+        if !pl.recovered {
+            let claims: Vec<(Dir, &str)> = olds.iter().map(|o| (Dir::Claims, *o)).collect();
+            refuse_unreviewed(kb, caller, &claims, "supersede")?;
+        }
         for old in olds {
             let mut c = kb
                 .load::<Claim>(old)?
