@@ -58,12 +58,17 @@ impl Admits {
         serde_json::from_slice::<AdmitFields>(line).map_or(Admits::Nothing, |f| f.admits())
     }
 
-    /// [`Admits::of_line`], and the files the event wrote with the sha256
-    /// of each ([`written`]).
-    pub fn of_line_with_written(line: &[u8]) -> (Admits, Vec<(String, String)>) {
+    /// [`Admits::of_line`], the files the event wrote with the sha256 of
+    /// each ([`written`]), and the objects it may have rewritten without
+    /// saying what it wrote ([`unrecorded_rewrites`]).
+    pub fn of_line_with_written(line: &[u8]) -> (Admits, Vec<(String, String)>, Vec<String>) {
         match serde_json::from_slice::<AdmitFields>(line) {
-            Ok(f) => (f.admits(), written(&f.data)),
-            Err(_) => (Admits::Nothing, Vec::new()),
+            Ok(f) => (
+                f.admits(),
+                written(&f.data),
+                unrecorded_rewrites(&f.event, &f.object_ids, &f.data),
+            ),
+            Err(_) => (Admits::Nothing, Vec::new(), Vec::new()),
         }
     }
 
@@ -72,6 +77,9 @@ impl Admits {
     pub fn may_admit(line: &[u8]) -> bool {
         let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
         has(b"\"written\":")
+            || has(b"\"claim.")
+            || has(b"\"page.archive\"")
+            || has(b"\"lifecycle.revert\"")
             || has(b".approve\"")
             || has(b"\"bundle.import\"")
             || has(b"\"claim.supersede\"")
@@ -90,6 +98,43 @@ pub fn written(data: &Value) -> Vec<(String, String)> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The objects an event that writes knowledge but records no `written`
+/// (vouch 1.x's, or a vouch's before it recorded them) may have rewritten:
+/// what this vouch recorded of their files no longer says what they hold,
+/// so it is forgotten (checked by id again) rather than taken for a hand
+/// edit.
+pub fn unrecorded_rewrites(event: &str, object_ids: &[Value], data: &Value) -> Vec<String> {
+    if data.get("written").is_some() {
+        return Vec::new();
+    }
+    let ids = || {
+        object_ids
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+    };
+    let approve = event == "proposal.approve"
+        || (event.starts_with("proposal.") && event.ends_with(".approve"));
+    if approve {
+        return ids().skip(1).collect();
+    }
+    match event {
+        "claim.supersede" | "claim.contradict" | "claim.archive" | "claim.confirm"
+        | "claim.cite" | "page.archive" | "lifecycle.revert" => ids().collect(),
+        "bundle.import" => data
+            .get("objects")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }
 
 /// The fields of an event that say what it admits.
@@ -204,6 +249,21 @@ impl Trail {
                 t.created.insert(p.to_string(), ev.clone());
             }
             if let Some(data) = ev.get("data") {
+                let event = ev.get("event").and_then(Value::as_str).unwrap_or("");
+                let named = ev
+                    .get("object_ids")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let forget = unrecorded_rewrites(event, named, data);
+                if !forget.is_empty() && !t.written.is_empty() {
+                    let forget: std::collections::HashSet<&str> =
+                        forget.iter().map(String::as_str).collect();
+                    t.written.retain(|path, _| {
+                        !forget.contains(crate::store::layout::id_of_inside(path))
+                    });
+                    t.written_ids.retain(|id| !forget.contains(id.as_str()));
+                }
                 for (path, sha) in written(data) {
                     t.written_ids
                         .insert(crate::store::layout::id_of_inside(&path).to_string());

@@ -981,3 +981,36 @@ fn a_page_proposal_shows_its_body_and_sources_in_the_queue() {
     assert_eq!(cites[0]["kind"], "source", "{listed}");
     assert!(p.run("x", &["show", &pid]).stdout.contains("not frozen"));
 }
+
+/// A writer that records no `written` (vouch 1.x archiving a claim this
+/// vouch approved) rewrites the file: what this vouch recorded is
+/// forgotten, the claim is checked by id again — not taken for a hand
+/// edit. An edit with no event behind it still is.
+#[test]
+fn a_rewrite_by_vouch_1x_is_not_taken_for_a_hand_edit() {
+    let p = Project::new();
+    let src = p.source("Backups run nightly.\n");
+    let claim = p.claim("Backups run nightly", &src);
+    let file = p.vouch_dir().join(format!("claims/{claim}.yaml"));
+    edit(&file, "status: working", "status: archived");
+    assert_eq!(p.doctor_kinds(), ["edited-object"]);
+    forge_event(
+        &p,
+        json!({
+            "id": "0123456789abcdef0123456789abcdef",
+            "event": "claim.archive",
+            "actor": "alice",
+            "created_at": "2026-01-02T00:00:00.000000Z",
+            "object_ids": [claim],
+            "dry_run": false,
+            "reversible": false,
+            "data": {},
+        }),
+    );
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+    let read = p.ok(
+        "x",
+        &["call", "kb.read_claim", &json!({"id": claim}).to_string()],
+    );
+    assert!(read.get("_meta").is_none(), "{read}");
+}

@@ -519,11 +519,18 @@ impl Index {
             let mut record = self.conn.prepare_cached(
                 "INSERT OR REPLACE INTO written(path, id, sha) VALUES(?1, ?2, ?3)",
             )?;
+            let mut forget = self
+                .conn
+                .prepare_cached("DELETE FROM written WHERE id = ?1")?;
             for line in bytes.split(|b| *b == b'\n') {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let (admits, written) = crate::audit::trail::Admits::of_line_with_written(line);
+                let (admits, written, unrecorded) =
+                    crate::audit::trail::Admits::of_line_with_written(line);
+                for id in unrecorded {
+                    forget.execute([id])?;
+                }
                 match admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(ids) => {
@@ -579,6 +586,8 @@ impl Index {
         let len = log.len()?;
         let mut tail: HashSet<String> = HashSet::new();
         let mut tail_written: HashMap<String, String> = HashMap::new();
+        // Objects a tail event rewrote without saying what it wrote.
+        let mut tail_forgotten: HashSet<String> = HashSet::new();
         if offset != len {
             let cut = offset > len
                 || len - offset > UNSYNCED_TAIL_LIMIT
@@ -591,12 +600,14 @@ impl Index {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let (admits, written) = crate::audit::trail::Admits::of_line_with_written(line);
+                let (admits, written, unrecorded) =
+                    crate::audit::trail::Admits::of_line_with_written(line);
                 match admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
                     crate::audit::trail::Admits::Unnamed => return Ok(HashSet::new()),
                 }
+                tail_forgotten.extend(unrecorded);
                 tail_written.extend(written);
             }
         }
@@ -618,10 +629,13 @@ impl Index {
             }
             // Admitted; but is each of its files still what the last event
             // that wrote it recorded?
-            let mut files: HashMap<String, String> = rows
-                .into_iter()
-                .filter_map(|(path, sha)| Some((path?, sha?)))
-                .collect();
+            let mut files: HashMap<String, String> = if tail_forgotten.contains(id) {
+                HashMap::new()
+            } else {
+                rows.into_iter()
+                    .filter_map(|(path, sha)| Some((path?, sha?)))
+                    .collect()
+            };
             files.extend(
                 tail_written
                     .iter()
