@@ -809,21 +809,11 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
     let file = p.vouch_dir().join(format!("claims/{claim}.yaml"));
     edit(&file, "expire after 24 hours", "never expire");
     let sha = vouch_core::ids::sha256_hex(&std::fs::read(&file).unwrap());
-    let mut lines = log_lines(&p);
-    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
-    let forged = json!({
-        "id": "evt-forged-confirm",
-        "event": "claim.confirm",
-        "actor": "alice",
-        "created_at": last["created_at"],
-        "object_ids": [claim],
-        "dry_run": false,
-        "reversible": true,
-        "data": {"written": {format!("claims/{claim}.yaml"): sha}},
-        "prev_hash": last["hash"],
-    });
-    lines.push(rehash(forged));
-    write_log(&p, &lines);
+    forge_confirm(
+        &p,
+        &claim,
+        json!({"written": {format!("claims/{claim}.yaml"): sha}}),
+    );
     refused_against_main(
         &p,
         "an edit riding on a confirm",
@@ -850,26 +840,16 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
     // The same, riding on a lifecycle event that records no bytes (as an
     // older vouch wrote them): its recorded state is the yardstick.
     git(p.root(), &["checkout", "-q", "-b", "legacy", "main"]);
-    let mut lines = log_lines(&p);
-    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     let approved_state = json!({
         "status": "working", "superseded_by": null, "supersedes": [], "contradicts": [],
         "evidence": [cited.trim_start_matches("- ")], "last_confirmed_at": null,
     });
-    let legacy = json!({
-        "id": "evt-legacy-confirm",
-        "event": "claim.confirm",
-        "actor": "alice",
-        "created_at": last["created_at"],
-        "object_ids": [claim],
-        "dry_run": false,
-        "reversible": true,
-        "data": {"before": {claim.clone(): approved_state}, "after": {claim.clone(): approved_state}},
-        "prev_hash": last["hash"],
-    });
-    lines.push(rehash(legacy));
-    write_log(&p, &lines);
+    forge_confirm(
+        &p,
+        &claim,
+        json!({"before": {claim.clone(): approved_state}, "after": {claim.clone(): approved_state}}),
+    );
     std::fs::write(&file, text.replace(&cited, &format!("- {other}"))).unwrap();
     refused_against_main(
         &p,
@@ -906,4 +886,24 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
     for planted in ["state.db: a file vouch keeps out of git", "proposed/"] {
         assert!(problems(&v).contains(planted), "{planted}: {v:#}");
     }
+}
+
+/// Append a `claim.confirm` of `claim` with `data`, the chain recomputed,
+/// as someone with write access to the log would.
+fn forge_confirm(p: &Project, claim: &str, data: Value) {
+    let mut lines = log_lines(p);
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let forged = json!({
+        "id": format!("evt-forged-confirm-{}", lines.len()),
+        "event": "claim.confirm",
+        "actor": "alice",
+        "created_at": last["created_at"],
+        "object_ids": [claim],
+        "dry_run": false,
+        "reversible": true,
+        "data": data,
+        "prev_hash": last["hash"],
+    });
+    lines.push(rehash(forged));
+    write_log(p, &lines);
 }
