@@ -204,7 +204,10 @@ fn admit_as_imported(kb: &Kb) {
         for id in kb.ids(dir).expect("ids") {
             let path = kb.layout().file(dir, &id).expect("path");
             let bytes = std::fs::read(&path).expect("read");
-            written.insert(kb.layout().inside(&path), json!(sha256_hex(&bytes)));
+            written.insert(
+                kb.layout().inside(&path),
+                json!(vouch_core::ids::content_sha256(&bytes)),
+            );
             objects.push(id);
         }
     }

@@ -229,6 +229,25 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// The sha256 an event records of a knowledge file it wrote
+/// (`data.written`), and what the file is checked against: of its bytes
+/// with every CRLF read as LF, so a checkout that converts line endings
+/// (git's `core.autocrlf` on Windows) is not taken for an edit.
+pub fn content_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    if !bytes.windows(2).any(|w| w == b"\r\n") {
+        return hex(&Sha256::digest(bytes));
+    }
+    let mut hasher = Sha256::new();
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(2).position(|w| w == b"\r\n") {
+        hasher.update(&rest[..at]);
+        rest = &rest[at + 1..];
+    }
+    hasher.update(rest);
+    hex(&hasher.finalize())
+}
+
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
@@ -245,6 +264,24 @@ mod tests {
     /// Every Default_Ignorable_Code_Point of Unicode 16 (DerivedCoreProperties.txt)
     /// is refused — assigned or not — bar the zero-width joiner and the
     /// emoji variation selectors, which `hidden_char` judges in context.
+    /// A checkout that turned LF into CRLF holds the same content; any
+    /// other change does not.
+    #[test]
+    fn content_sha256_reads_crlf_as_lf_and_nothing_else() {
+        let lf = b"id: x\ntext: A claim.\n";
+        let crlf = b"id: x\r\ntext: A claim.\r\n";
+        assert_eq!(content_sha256(lf), sha256_hex(lf));
+        assert_eq!(content_sha256(crlf), content_sha256(lf));
+        assert_ne!(
+            content_sha256(b"id: x\rtext: A claim.\n"),
+            content_sha256(lf)
+        );
+        assert_ne!(
+            content_sha256(b"id: x\ntext: A claim!\n"),
+            content_sha256(lf)
+        );
+    }
+
     #[test]
     fn every_default_ignorable_code_point_is_hidden() {
         const DEFAULT_IGNORABLE: &[(u32, u32)] = &[

@@ -522,7 +522,7 @@ impl Store {
     ) -> Result<(String, String)> {
         let path = self.layout.file(T::DIR, value.id())?;
         let bytes = value.encode()?.into_bytes();
-        let sha = crate::ids::sha256_hex(&bytes);
+        let sha = crate::ids::content_sha256(&bytes);
         let inside = self.layout.inside(&path);
         batch.write(path, bytes);
         Ok((inside, sha))

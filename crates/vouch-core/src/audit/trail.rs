@@ -295,7 +295,7 @@ impl Trail {
     /// 1.x).
     pub fn edited(&self, path: &str, bytes: &[u8]) -> bool {
         match self.written.get(path) {
-            Some(sha) => *sha != crate::ids::sha256_hex(bytes),
+            Some(sha) => *sha != crate::ids::content_sha256(bytes),
             None => self
                 .written_ids
                 .contains(crate::store::layout::id_of_inside(path)),

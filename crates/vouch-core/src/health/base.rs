@@ -176,7 +176,7 @@ fn knowledge_problem(
     let path = &f.path;
     let now = kb.read_file(&kb.layout().root().join(path))?;
     if let (Some((sha, event)), Some(bytes)) = (written_by_new.get(path), &now)
-        && crate::ids::sha256_hex(bytes) != *sha
+        && crate::ids::content_sha256(bytes) != *sha
     {
         return Ok(Some(format!(
             "{path}: this {kind} is not what event {event} recorded writing: edited by hand \

@@ -928,6 +928,14 @@ fn an_approved_claim_edited_by_hand_is_marked_and_cannot_be_laundered() {
     assert!(!unaudited(&hit("access tokens")));
     assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
 
+    // A checkout that turned its line endings into CRLF (git's autocrlf)
+    // holds the same content: not an edit.
+    let lf = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, lf.replace('\n', "\r\n")).unwrap();
+    assert!(!unaudited(&hit("access tokens")));
+    assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+    std::fs::write(&file, lf).unwrap();
+
     // A page written by hand under the approved claim's id is not let in
     // by the claim's approval: it is marked, the claim is not.
     std::fs::write(

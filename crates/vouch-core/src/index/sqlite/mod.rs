@@ -88,8 +88,10 @@ pub struct Index {
     /// FTS rows the running [`Index::write_docs`] changed.
     touched: std::cell::RefCell<Vec<postings::Touched>>,
     /// The sha256 of files [`Index::unaudited`] hashed, by path, with the
-    /// signature they had: a file is read again only when it changed.
-    hashed: std::cell::RefCell<HashMap<PathBuf, (Sig, String)>>,
+    /// signature they had (with the inode change time, which no one can set
+    /// back as `touch -r` sets a modification time): a file is read again
+    /// only when it changed.
+    hashed: std::cell::RefCell<HashMap<PathBuf, ((Sig, i64), String)>>,
 }
 
 impl Index {
@@ -108,6 +110,7 @@ impl Index {
         let Some(sig) = file_signature(&path) else {
             return false;
         };
+        let sig = (sig, changed_ns(&path));
         let mut hashed = self.hashed.borrow_mut();
         if let Some((seen, have)) = hashed.get(&path)
             && *seen == sig
@@ -117,10 +120,27 @@ impl Index {
         let Ok(Some(bytes)) = kb.read_file(&path) else {
             return false;
         };
-        let have = crate::ids::sha256_hex(&bytes);
+        let have = crate::ids::content_sha256(&bytes);
         let edited = have != sha;
         hashed.insert(path, (sig, have));
         edited
+    }
+}
+
+/// When the file's inode last changed, in nanoseconds (0 where the
+/// platform does not say).
+fn changed_ns(path: &Path) -> i64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path)
+            .map(|m| m.ctime() * 1_000_000_000 + m.ctime_nsec())
+            .unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        0
     }
 }
 

@@ -287,7 +287,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             let sha = if unreviewed {
                 UNREVIEWED_KEY.to_string()
             } else {
-                crate::ids::sha256_hex(&content)
+                crate::ids::content_sha256(&content)
             };
             shas.insert(kb.layout().inside(&target), json!(sha));
         }
