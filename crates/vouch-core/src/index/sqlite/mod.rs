@@ -82,6 +82,9 @@ const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
 /// from the files instead (search falls back to the substring backend).
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// A file's signature and inode change time, and its content sha256.
+type Hashed = ((Sig, i64), String);
+
 /// One open connection to `state.db`.
 pub struct Index {
     pub(crate) conn: Connection,
@@ -91,7 +94,7 @@ pub struct Index {
     /// signature they had (with the inode change time, which no one can set
     /// back as `touch -r` sets a modification time): a file is read again
     /// only when it changed.
-    hashed: std::cell::RefCell<HashMap<PathBuf, ((Sig, i64), String)>>,
+    hashed: std::cell::RefCell<HashMap<PathBuf, Hashed>>,
 }
 
 impl Index {
