@@ -25,6 +25,57 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, Error> {
     Ok(out.stdout)
 }
 
+/// The contents of `names` (`REV:path`), in order, through one `git
+/// cat-file --batch`; `None` for one git does not have.
+fn blobs<'a>(
+    dir: &Path,
+    names: impl Iterator<Item = &'a str>,
+) -> Result<Vec<Option<Vec<u8>>>, Error> {
+    use std::io::{BufRead, Read, Write};
+    let names: Vec<&str> = names.collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let failed = |e: std::io::Error| Error::invalid(format!("git cat-file --batch: {e}"));
+    let mut child = Command::new("git")
+        .current_dir(dir)
+        .args(["cat-file", "--batch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| Error::invalid(format!("--base needs git on PATH: {e}")))?;
+    let mut input = child.stdin.take().expect("piped stdin");
+    let requests: String = names.iter().map(|n| format!("{n}\n")).collect();
+    // Written on a thread of its own: git answers while it reads, and a
+    // full pipe each way would stall both.
+    let writer = std::thread::spawn(move || input.write_all(requests.as_bytes()));
+    let mut output = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut out = Vec::with_capacity(names.len());
+    for _ in &names {
+        let mut header = String::new();
+        output.read_line(&mut header).map_err(failed)?;
+        // `<sha> blob <size>`, or `<name> missing`.
+        let size = header
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|_| header.contains(" blob "));
+        let Some(size) = size else {
+            out.push(None);
+            continue;
+        };
+        let mut blob = vec![0; size + 1];
+        output.read_exact(&mut blob).map_err(failed)?;
+        blob.truncate(size);
+        out.push(Some(blob));
+    }
+    let _ = writer.join();
+    let _ = child.wait();
+    Ok(out)
+}
+
 /// Compare this KB with REV, as a pull request's check does.
 pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
     if rev.starts_with('-') || rev.is_empty() {
@@ -78,6 +129,7 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         ],
     )?;
     let mut changed = Vec::new();
+    let mut wanted: Vec<(usize, String)> = Vec::new();
     let mut fields = diff.split(|b| *b == 0).filter(|f| !f.is_empty());
     while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
         let change = match status.first() {
@@ -91,17 +143,19 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             .unwrap_or(&path)
             .to_string();
         // What a lifecycle change may have touched is read against REV's
-        // version of the file.
-        let before = if change == Change::Modified && is_knowledge_path(&inside) {
-            Some(git(&top, &["cat-file", "blob", &format!("{rev}:{path}")])?)
-        } else {
-            None
-        };
+        // version of the file (all of them below, with one git process).
+        if change == Change::Modified && is_knowledge_path(&inside) {
+            wanted.push((changed.len(), format!("{rev}:{path}")));
+        }
         changed.push(ChangedFile {
             change,
             path: inside,
-            before,
+            before: None,
         });
+    }
+    let blobs = blobs(&top, wanted.iter().map(|(_, name)| name.as_str()))?;
+    for ((at, _), blob) in wanted.iter().zip(blobs) {
+        changed[*at].before = blob;
     }
     vouch_core::health::base::check(kb, rev, &base_log, &changed)
 }
