@@ -81,11 +81,14 @@ pub trait DerivedIndex: Send + Sync {
     ) -> Result<Vec<(String, Option<f64>)>>;
     /// Which of these objects (folder and id) no approval or import in the
     /// audit log let in, or whose file is not what the last event that
-    /// wrote it recorded.
+    /// wrote it recorded. Where the index cannot tell (the log was cut, or
+    /// much of it is not read yet), none is marked — or, when `strict`
+    /// (a refusal rests on the answer), it says so with an error.
     fn unaudited(
         &self,
         store: &Store,
         objects: &[(crate::store::Dir, &str)],
+        strict: bool,
     ) -> Result<HashSet<(crate::store::Dir, String)>>;
     /// Before a read by meaning: the vectors loaded, and caught up within
     /// `budget` where no background step does it. Answers how many

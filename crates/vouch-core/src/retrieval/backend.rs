@@ -325,6 +325,7 @@ mod tests {
             &self,
             _: &Store,
             objects: &[(crate::store::Dir, &str)],
+            _: bool,
         ) -> Result<HashSet<(crate::store::Dir, String)>> {
             Ok(objects.iter().map(|(d, id)| (*d, id.to_string())).collect())
         }

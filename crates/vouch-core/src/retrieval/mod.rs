@@ -216,10 +216,20 @@ fn mark_unaudited(kb: &Kb, hits: &mut [SearchHit]) {
 /// wrote it recorded. The index follows the log incrementally; if it cannot
 /// be used, the log is read whole.
 pub fn unaudited(kb: &Kb, objects: &[(Dir, &str)]) -> HashSet<(Dir, String)> {
+    unaudited_as(kb, objects, false)
+}
+
+/// [`unaudited`] for a refusal: where the index cannot tell, the log is
+/// read whole rather than nothing marked.
+pub fn unaudited_strictly(kb: &Kb, objects: &[(Dir, &str)]) -> HashSet<(Dir, String)> {
+    unaudited_as(kb, objects, true)
+}
+
+fn unaudited_as(kb: &Kb, objects: &[(Dir, &str)], strict: bool) -> HashSet<(Dir, String)> {
     if objects.is_empty() {
         return HashSet::new();
     }
-    match kb.index().unaudited(kb, objects) {
+    match kb.index().unaudited(kb, objects, strict) {
         Ok(set) => set,
         Err(_) => match crate::audit::trail::Trail::read(kb.audit_log()) {
             Ok(t) => objects

@@ -1022,3 +1022,41 @@ fn a_rewrite_by_vouch_1x_is_not_taken_for_a_hand_edit() {
     );
     assert!(read.get("_meta").is_none(), "{read}");
 }
+
+/// An import that does not name its objects (as older vouch logged them)
+/// leaves marks off where the index cannot tell what it admitted — but it
+/// does not let an agent launder a hand edit through a lifecycle change
+/// (the core's `a_strict_question_is_told_when_the_index_cannot_tell`
+/// covers the moment the index has not read it yet).
+#[test]
+fn an_unnamed_import_does_not_let_an_agent_launder_a_hand_edit() {
+    let p = Project::new();
+    let src = p.source("Backups run nightly.\n");
+    let claim = p.claim("Backups run nightly", &src);
+    p.ok("x", &["search", "backups"]);
+    edit(
+        &p.vouch_dir().join(format!("claims/{claim}.yaml")),
+        "run nightly",
+        "never run",
+    );
+    forge_event(
+        &p,
+        json!({
+            "id": "fedcba9876543210fedcba9876543210",
+            "event": "bundle.import",
+            "actor": "alice",
+            "created_at": "2026-01-02T00:00:00.000000Z",
+            "object_ids": ["0".repeat(64)],
+            "dry_run": false,
+            "reversible": false,
+            "data": {"imported": 0},
+        }),
+    );
+    let r = jsonl(&p, "bot", "kb.confirm", json!({"id": claim}));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("by hand")),
+        "{r}"
+    );
+}

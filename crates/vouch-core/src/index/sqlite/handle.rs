@@ -134,9 +134,10 @@ impl DerivedIndex for SqliteIndex {
         &self,
         store: &Store,
         objects: &[(crate::store::Dir, &str)],
+        strict: bool,
     ) -> Result<HashSet<(crate::store::Dir, String)>> {
         let ix = self.at(store);
-        super::with_index(&ix, |idx| idx.unaudited(&ix, objects))
+        super::with_index(&ix, |idx| idx.unaudited(&ix, objects, strict))
     }
     fn vectors_for_read(
         &self,

@@ -600,7 +600,19 @@ impl Index {
         &self,
         kb: &Ix,
         objects: &[(Dir, &str)],
+        strict: bool,
     ) -> Result<HashSet<(Dir, String)>> {
+        // A mark may be lenient when the index cannot tell; a refusal may
+        // not: it is told so, and reads the log itself.
+        let cannot_tell = || {
+            if strict {
+                Err(Error::internal(
+                    "the index cannot tell what the audit log admitted",
+                ))
+            } else {
+                Ok(HashSet::new())
+            }
+        };
         let log = kb.audit_log();
         let offset: u64 = self
             .meta_value("audit:offset")?
@@ -616,7 +628,7 @@ impl Index {
                 || len - offset > UNSYNCED_TAIL_LIMIT
                 || (offset > 0 && log.hash_before(offset)? != self.meta_value("audit:anchor")?);
             if cut {
-                return Ok(HashSet::new());
+                return cannot_tell();
             }
             let (bytes, _) = log.read_from(offset)?;
             for line in bytes.split(|b| *b == b'\n') {
@@ -628,7 +640,7 @@ impl Index {
                 match admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
-                    crate::audit::trail::Admits::Unnamed => return Ok(HashSet::new()),
+                    crate::audit::trail::Admits::Unnamed => return cannot_tell(),
                 }
                 tail_forgotten.extend(unrecorded);
                 tail_written.extend(written);

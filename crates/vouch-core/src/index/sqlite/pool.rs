@@ -596,6 +596,7 @@ mod readers_tests {
                     (Dir::Claims, "admitted-in-the-tail"),
                     (Dir::Claims, "written-by-hand"),
                 ],
+                false,
             )
         })
         .unwrap();
@@ -605,5 +606,34 @@ mod readers_tests {
             "the tail admits one, the other is marked"
         );
         assert_eq!(offset_before(&kb), synced, "the read wrote nothing");
+    }
+
+    /// An import in the log's unread tail that does not name its objects:
+    /// the index cannot tell what is admitted. Marks are left off; asked
+    /// strictly (a refusal rests on it) it says so, and the caller reads
+    /// the log itself — which still finds the claim edited by hand.
+    #[test]
+    fn a_strict_question_is_told_when_the_index_cannot_tell() {
+        let (_dir, kb, src) = kb_with_source();
+        let id = crate::testing::test_claim(&kb, &src, "Failover drills run monthly");
+        let object = [(Dir::Claims, id.as_str())];
+        let ix = crate::testing::sqlite(&kb);
+        let file = kb.layout().file(Dir::Claims, &id).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text.replace("run monthly", "never run")).unwrap();
+        assert_eq!(
+            with_index(&ix, |idx| idx.unaudited(&ix, &object, false)).unwrap(),
+            HashSet::from([(Dir::Claims, id.clone())]),
+            "in step with the log: the edit is marked"
+        );
+        let mut ev = kb.event("bundle.import", "alice", vec!["x".into()], json!({}));
+        kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+        let lenient = with_index(&ix, |idx| idx.unaudited(&ix, &object, false)).unwrap();
+        assert!(lenient.is_empty(), "{lenient:?}");
+        assert!(with_index(&ix, |idx| idx.unaudited(&ix, &object, true)).is_err());
+        assert_eq!(
+            crate::retrieval::unaudited_strictly(&kb, &object),
+            HashSet::from([(Dir::Claims, id.clone())])
+        );
     }
 }

@@ -112,7 +112,7 @@ pub(crate) fn refuse_unreviewed(
     objects: &[(Dir, &str)],
     what: &str,
 ) -> Result<()> {
-    let unreviewed = crate::retrieval::unaudited(kb, objects);
+    let unreviewed = crate::retrieval::unaudited_strictly(kb, objects);
     let mut named: Vec<&str> = objects
         .iter()
         .filter(|(dir, id)| unreviewed.contains(&(*dir, id.to_string())))
