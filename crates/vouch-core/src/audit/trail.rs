@@ -52,26 +52,6 @@ impl Admits {
         AdmitFields::deserialize(ev).map_or(Admits::Nothing, |f| f.admits())
     }
 
-    /// [`Admits::of`] a log line, parsing only the fields it reads (an
-    /// index rebuild reads every line of a log that may hold 250,000).
-    pub fn of_line(line: &[u8]) -> Admits {
-        serde_json::from_slice::<AdmitFields>(line).map_or(Admits::Nothing, |f| f.admits())
-    }
-
-    /// [`Admits::of_line`], the files the event wrote with the sha256 of
-    /// each ([`written`]), and the objects it may have rewritten without
-    /// saying what it wrote ([`unrecorded_rewrites`]).
-    pub fn of_line_with_written(line: &[u8]) -> (Admits, Vec<(String, String)>, Vec<String>) {
-        match serde_json::from_slice::<AdmitFields>(line) {
-            Ok(f) => (
-                f.admits(),
-                written(&f.data),
-                unrecorded_rewrites(&f.event, &f.object_ids, &f.data),
-            ),
-            Err(_) => (Admits::Nothing, Vec::new(), Vec::new()),
-        }
-    }
-
     /// Could this log line admit anything, or record what it wrote? (Skips
     /// parsing the rest.)
     pub fn may_admit(line: &[u8]) -> bool {
@@ -82,8 +62,40 @@ impl Admits {
             || has(b"\"lifecycle.revert\"")
             || has(b".approve\"")
             || has(b"\"bundle.import\"")
-            || has(b"\"claim.supersede\"")
-            || has(b"\"claim.contradict\"")
+    }
+}
+
+/// What one event says of the durable files: what it admits, the files it
+/// wrote with the sha256 of each ([`written`]), and the objects it may
+/// have rewritten without saying what it wrote ([`unrecorded_rewrites`]).
+pub struct Logged {
+    /// What it lets in.
+    pub admits: Admits,
+    /// `(path inside .vouch/, sha256)` of each file it recorded writing.
+    pub written: Vec<(String, String)>,
+    /// Ids whose recorded files it may have rewritten unrecorded.
+    pub unrecorded: Vec<String>,
+}
+
+impl Logged {
+    /// What an event says.
+    pub fn of(ev: &Value) -> Logged {
+        AdmitFields::deserialize(ev).map_or_else(|_| Logged::nothing(), |f| f.logged())
+    }
+
+    /// [`Logged::of`] a log line, parsing only the fields it reads (an
+    /// index rebuild reads every line of a log that may hold 250,000).
+    pub fn of_line(line: &[u8]) -> Logged {
+        serde_json::from_slice::<AdmitFields>(line)
+            .map_or_else(|_| Logged::nothing(), |f| f.logged())
+    }
+
+    fn nothing() -> Logged {
+        Logged {
+            admits: Admits::Nothing,
+            written: Vec::new(),
+            unrecorded: Vec::new(),
+        }
     }
 }
 
@@ -149,6 +161,14 @@ struct AdmitFields<'a> {
 }
 
 impl AdmitFields<'_> {
+    fn logged(&self) -> Logged {
+        Logged {
+            admits: self.admits(),
+            written: written(&self.data),
+            unrecorded: unrecorded_rewrites(&self.event, &self.object_ids, &self.data),
+        }
+    }
+
     fn admits(&self) -> Admits {
         let name = self.event.as_ref();
         let ids: Vec<&str> = self.object_ids.iter().filter_map(Value::as_str).collect();
@@ -248,29 +268,20 @@ impl Trail {
             {
                 t.created.insert(p.to_string(), ev.clone());
             }
-            if let Some(data) = ev.get("data") {
-                let event = ev.get("event").and_then(Value::as_str).unwrap_or("");
-                let named = ev
-                    .get("object_ids")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                let forget = unrecorded_rewrites(event, named, data);
-                if !forget.is_empty() && !t.written.is_empty() {
-                    let forget: std::collections::HashSet<&str> =
-                        forget.iter().map(String::as_str).collect();
-                    t.written.retain(|path, _| {
-                        !forget.contains(crate::store::layout::id_of_inside(path))
-                    });
-                    t.written_ids.retain(|id| !forget.contains(id.as_str()));
-                }
-                for (path, sha) in written(data) {
-                    t.written_ids
-                        .insert(crate::store::layout::id_of_inside(&path).to_string());
-                    t.written.insert(path, sha);
-                }
+            let logged = Logged::of(&ev);
+            if !logged.unrecorded.is_empty() && !t.written.is_empty() {
+                let forget: std::collections::HashSet<&str> =
+                    logged.unrecorded.iter().map(String::as_str).collect();
+                t.written
+                    .retain(|path, _| !forget.contains(crate::store::layout::id_of_inside(path)));
+                t.written_ids.retain(|id| !forget.contains(id.as_str()));
             }
-            match Admits::of(&ev) {
+            for (path, sha) in logged.written {
+                t.written_ids
+                    .insert(crate::store::layout::id_of_inside(&path).to_string());
+                t.written.insert(path, sha);
+            }
+            match logged.admits {
                 Admits::Nothing => {}
                 Admits::Objects(ids) => t.admitted.extend(ids),
                 Admits::Unnamed => t.legacy_import = true,
@@ -285,6 +296,13 @@ impl Trail {
     /// Did an approval or an import let this durable object in?
     pub fn admits(&self, object_id: &str) -> bool {
         self.admitted.contains(object_id)
+    }
+
+    /// Whether the knowledge file at `path` (inside `.vouch/`), holding
+    /// `bytes`, is reviewed knowledge: its id let in by an approval or an
+    /// import, and the file what the last event that wrote it recorded.
+    pub fn reviewed(&self, path: &str, bytes: &[u8]) -> bool {
+        self.admits(crate::store::layout::id_of_inside(path)) && !self.edited(path, bytes)
     }
 
     /// Whether the file at `path` (inside `.vouch/`) holds `bytes` other

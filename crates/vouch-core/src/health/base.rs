@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::stored::Store;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
 /// How a file changed since REV (git's `--name-status`).
@@ -50,62 +50,53 @@ pub fn is_knowledge_path(path: &str) -> bool {
     )
 }
 
-/// A knowledge file's content without the fields a lifecycle change may
-/// set: two versions that differ here differ in what the gate approved.
-fn approved_part(dir: &str, bytes: &[u8]) -> Option<Value> {
+/// A knowledge file decoded, as its fields in JSON (a page's body among
+/// them); `None` for another kind or a file that does not parse.
+fn fields_of(dir: &str, bytes: &[u8]) -> Option<Map<String, Value>> {
     use crate::model::{Claim, Entity, Page, Relation};
     use crate::stored::Stored;
     let text = std::str::from_utf8(bytes).ok()?;
     let at = std::path::Path::new(dir);
-    let (mut v, lifecycle): (Value, &[&str]) = match dir {
-        "claims" => (
-            serde_json::to_value(Claim::decode(at, text).ok()?).ok()?,
-            Claim::LIFECYCLE_FIELDS,
-        ),
+    let v = match dir {
+        "claims" => serde_json::to_value(Claim::decode(at, text).ok()?),
         "pages" => {
             let page = Page::decode(at, text).ok()?;
-            let mut v = serde_json::to_value(&page).ok()?;
-            v["body"] = Value::String(page.body);
-            (v, Page::LIFECYCLE_FIELDS)
+            let body = page.body.clone();
+            serde_json::to_value(page).map(|mut v| {
+                v["body"] = Value::String(body);
+                v
+            })
         }
-        "entities" => (
-            serde_json::to_value(Entity::decode(at, text).ok()?).ok()?,
-            &[],
-        ),
-        "relations" => (
-            serde_json::to_value(Relation::decode(at, text).ok()?).ok()?,
-            &[],
-        ),
+        "entities" => serde_json::to_value(Entity::decode(at, text).ok()?),
+        "relations" => serde_json::to_value(Relation::decode(at, text).ok()?),
         _ => return None,
     };
-    if let Value::Object(m) = &mut v {
-        for field in lifecycle {
-            m.remove(*field);
-        }
+    match v.ok()? {
+        Value::Object(m) => Some(m),
+        _ => None,
     }
-    Some(v)
 }
 
-/// A claim or page file's fields as JSON (`None` for another kind or an
-/// unreadable file): what a lifecycle event's `data.after` is held to.
-fn lifecycle_part(dir: &str, bytes: &[u8]) -> Option<serde_json::Map<String, Value>> {
-    use crate::model::{Claim, Page};
-    use crate::stored::Stored;
-    let text = std::str::from_utf8(bytes).ok()?;
-    let at = std::path::Path::new(dir);
-    let v = match dir {
-        "claims" => serde_json::to_value(Claim::decode(at, text).ok()?).ok()?,
-        "pages" => serde_json::to_value(Page::decode(at, text).ok()?).ok()?,
-        _ => return None,
-    };
-    v.as_object().cloned()
+/// The fields a lifecycle change may set in a file of `dir`.
+fn lifecycle_fields(dir: &str) -> &'static [&'static str] {
+    match dir {
+        "claims" => crate::model::Claim::LIFECYCLE_FIELDS,
+        "pages" => crate::model::Page::LIFECYCLE_FIELDS,
+        _ => &[],
+    }
 }
 
-/// The top-level fields in which two values differ.
-fn fields_differing(a: &Value, b: &Value) -> Vec<String> {
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return vec!["(the whole file)".into()];
-    };
+/// What the gate approved of a file's fields: all but the lifecycle ones.
+fn approved_part(dir: &str, fields: &Map<String, Value>) -> Map<String, Value> {
+    let mut approved = fields.clone();
+    for field in lifecycle_fields(dir) {
+        approved.remove(*field);
+    }
+    approved
+}
+
+/// The top-level fields in which two files' fields differ.
+fn fields_differing(a: &Map<String, Value>, b: &Map<String, Value>) -> Vec<String> {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -211,50 +202,48 @@ fn knowledge_problem(
             "changed"
         })));
     }
-    // Changed by lifecycle events only: nothing the gate approved may move.
-    let dir = path.split('/').next().unwrap_or("");
-    let before = f.before.as_deref().and_then(|b| approved_part(dir, b));
-    let after = now.as_deref().and_then(|b| approved_part(dir, b));
-    // ...and its lifecycle fields must be what the last lifecycle event
+    // Changed by lifecycle events only: nothing the gate approved may move,
+    // and its lifecycle fields must be what the last lifecycle event
     // recorded setting (a hand edit of `evidence` or `status` riding on a
     // `confirm` must not pass).
-    if let (Some(state), Some(file)) = (
-        new.after.get(id).and_then(Value::as_object),
-        now.as_deref().and_then(|b| lifecycle_part(dir, b)),
-    ) {
-        let differ: Vec<&String> = state
+    let dir = path.split('/').next().unwrap_or("");
+    let before = f.before.as_deref().and_then(|b| fields_of(dir, b));
+    let after = now.as_deref().and_then(|b| fields_of(dir, b));
+    let (Some(before), Some(after)) = (before, after) else {
+        return Ok(Some(format!(
+            "{path}: this {kind} changed and its version at the base or now cannot be read to \
+             tell what changed"
+        )));
+    };
+    if let Some(state) = new.after.get(id).and_then(Value::as_object) {
+        let differ: Vec<&str> = state
             .keys()
-            .filter(|k| !same_field(state.get(*k), file.get(k.as_str())))
+            .filter(|k| !same_field(state.get(*k), after.get(k.as_str())))
+            .map(String::as_str)
             .collect();
         if !differ.is_empty() {
             return Ok(Some(format!(
                 "{path}: this {kind}'s {} is not what the last lifecycle event in this \
                  branch set: edited by hand",
-                differ
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                differ.join(", ")
             )));
         }
     }
-    Ok(match (before, after) {
-        (Some(b), Some(a)) if a == b => None,
-        (Some(b), Some(a)) => Some(format!(
-            "{path}: this {kind} changed in {} since the base, which no approval or import in \
-             this branch wrote (a lifecycle change sets only {}): edited by hand",
-            fields_differing(&b, &a).join(", "),
-            match dir {
-                "claims" => crate::model::Claim::LIFECYCLE_FIELDS.join(", "),
-                "pages" => crate::model::Page::LIFECYCLE_FIELDS.join(", "),
-                _ => "nothing of it".to_string(),
-            }
-        )),
-        _ => Some(format!(
-            "{path}: this {kind} changed and its version at the base or now cannot be read to \
-             tell what changed"
-        )),
-    })
+    let (before, after) = (approved_part(dir, &before), approved_part(dir, &after));
+    if before == after {
+        return Ok(None);
+    }
+    let sets = lifecycle_fields(dir);
+    Ok(Some(format!(
+        "{path}: this {kind} changed in {} since the base, which no approval or import in \
+         this branch wrote (a lifecycle change sets only {}): edited by hand",
+        fields_differing(&before, &after).join(", "),
+        if sets.is_empty() {
+            "nothing of it".to_string()
+        } else {
+            sets.join(", ")
+        }
+    )))
 }
 
 fn ids(ev: &Value) -> Vec<&str> {
@@ -327,16 +316,19 @@ pub fn check(
     let mut decisions = Vec::new();
     for ev in &added {
         let name = str_of(ev, "event");
-        if let crate::audit::trail::Admits::Objects(ids) = crate::audit::trail::Admits::of(ev) {
+        let logged = crate::audit::trail::Logged::of(ev);
+        if let crate::audit::trail::Admits::Objects(ids) = logged.admits {
             admitted_by_new.extend(ids);
         }
-        if let Some(data) = ev.get("data") {
-            for (path, sha) in crate::audit::trail::written(data) {
-                written_by_new.insert(path, (sha, str_of(ev, "id")));
-            }
-            if let Some(after) = data.get("after").and_then(Value::as_object) {
-                after_by_new.extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
+        for (path, sha) in logged.written {
+            written_by_new.insert(path, (sha, str_of(ev, "id")));
+        }
+        if let Some(after) = ev
+            .get("data")
+            .and_then(|d| d.get("after"))
+            .and_then(Value::as_object)
+        {
+            after_by_new.extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         match ProposalStep::of(name) {
             Some(ProposalStep::Create) => {}

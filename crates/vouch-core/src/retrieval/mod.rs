@@ -234,7 +234,7 @@ fn unaudited_as(kb: &Kb, objects: &[(Dir, &str)], strict: bool) -> HashSet<(Dir,
         Err(_) => match crate::audit::trail::Trail::read(kb.audit_log()) {
             Ok(t) => objects
                 .iter()
-                .filter(|(dir, id)| !t.admits(id) || edited_by_hand(kb, &t, *dir, id))
+                .filter(|(dir, id)| !reviewed(kb, &t, *dir, id))
                 .map(|(dir, id)| (*dir, id.to_string()))
                 .collect(),
             Err(_) => HashSet::new(),
@@ -242,14 +242,17 @@ fn unaudited_as(kb: &Kb, objects: &[(Dir, &str)], strict: bool) -> HashSet<(Dir,
     }
 }
 
-/// Whether the object's file is not what the last event that wrote it
-/// recorded.
-fn edited_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail, dir: Dir, id: &str) -> bool {
-    let Ok(path) = kb.layout().file(dir, id) else {
-        return false;
-    };
-    matches!(kb.read_file(&path), Ok(Some(bytes))
-        if trail.edited(&kb.layout().inside(&path), &bytes))
+/// Whether the object is reviewed knowledge as the log says
+/// ([`crate::audit::trail::Trail::reviewed`]); one whose file is gone or
+/// unreadable is judged by id.
+fn reviewed(kb: &Kb, trail: &crate::audit::trail::Trail, dir: Dir, id: &str) -> bool {
+    match kb.layout().file(dir, id) {
+        Ok(path) => match kb.read_file(&path) {
+            Ok(Some(bytes)) => trail.reviewed(&kb.layout().inside(&path), &bytes),
+            _ => trail.admits(id),
+        },
+        Err(_) => trail.admits(id),
+    }
 }
 
 /// Build the derived index again from the files, and log who did.

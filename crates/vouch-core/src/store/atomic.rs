@@ -564,11 +564,7 @@ impl Journal {
 /// a copy is another folder.
 fn folder_identity(dir: &Path) -> Option<String> {
     let m = fs::metadata(dir).ok()?;
-    let born = m
-        .created()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos());
+    let born = super::born_ns(&m);
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -17,23 +17,20 @@ pub(crate) fn file_identity(path: &std::path::Path) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let born = m
-            .created()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| format!("@{}", d.as_nanos()))
-            .unwrap_or_default();
+        let born = born_ns(&m).map(|n| format!("@{n}")).unwrap_or_default();
         Some(format!("{}:{}{born}", m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
-        let created = m
-            .created()
-            .ok()?
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()?;
-        Some(format!("created:{}", created.as_nanos()))
+        Some(format!("created:{}", born_ns(&m)?))
     }
+}
+
+/// When the file was made, in nanoseconds since the epoch, where the file
+/// system records it.
+pub(crate) fn born_ns(m: &std::fs::Metadata) -> Option<u128> {
+    let t = m.created().ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
 }
 
 /// A file's modification time in nanoseconds since the epoch (0 when the

@@ -549,12 +549,11 @@ impl Index {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let (admits, written, unrecorded) =
-                    crate::audit::trail::Admits::of_line_with_written(line);
-                for id in unrecorded {
+                let logged = crate::audit::trail::Logged::of_line(line);
+                for id in logged.unrecorded {
                     forget.execute([id])?;
                 }
-                match admits {
+                match logged.admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(ids) => {
                         for id in ids {
@@ -563,7 +562,7 @@ impl Index {
                     }
                     crate::audit::trail::Admits::Unnamed => legacy = true,
                 }
-                for (path, sha) in written {
+                for (path, sha) in logged.written {
                     record.execute(params![path, id_of_path(&path), sha])?;
                 }
             }
@@ -635,15 +634,14 @@ impl Index {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let (admits, written, unrecorded) =
-                    crate::audit::trail::Admits::of_line_with_written(line);
-                match admits {
+                let logged = crate::audit::trail::Logged::of_line(line);
+                match logged.admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
                     crate::audit::trail::Admits::Unnamed => return cannot_tell(),
                 }
-                tail_forgotten.extend(unrecorded);
-                tail_written.extend(written);
+                tail_forgotten.extend(logged.unrecorded);
+                tail_written.extend(logged.written);
             }
         }
         // One trip an id: no row, never admitted; else what each of its

@@ -83,9 +83,7 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
     let mut entries = Vec::with_capacity(files.len());
     for (rel, path) in &files {
         let bytes = kb.read_file(path)?.unwrap_or_default();
-        if crate::health::base::is_knowledge_path(rel)
-            && (!trail.admits(crate::store::layout::id_of_inside(rel)) || trail.edited(rel, &bytes))
-        {
+        if crate::health::base::is_knowledge_path(rel) && !trail.reviewed(rel, &bytes) {
             unreviewed.push(rel.clone());
         }
         let (sha256, bytes) = (sha256_hex(&bytes), bytes.len() as u64);
