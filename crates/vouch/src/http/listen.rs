@@ -1,6 +1,8 @@
 //! Serving the application on a socket: where it may bind (loopback
 //! unless tokens are configured), our accept loop (a header-read timeout,
-//! a cap on connections) and a graceful shutdown on SIGINT/SIGTERM.
+//! a cap on connections), what one request may hold (a deadline for its
+//! whole body, a cap on the connections one actor holds) and a graceful
+//! shutdown on SIGINT/SIGTERM.
 
 use super::*;
 
@@ -73,9 +75,19 @@ pub struct Limits {
     /// A connection that has not sent a complete request head this long
     /// after it opened (or after its previous response) is closed.
     pub header_read_timeout: Duration,
+    /// A request's whole body must have arrived this long after its head
+    /// (on every route; a body that trickles in is not "idle"), or the
+    /// request is answered 408 and the connection closed.
+    pub body_timeout: Duration,
     /// Connections served at once; more wait in the listen backlog until
     /// one closes.
     pub max_connections: usize,
+    /// Connections one actor holds at once: a token's subject, or, for a
+    /// request without a token (every request on a server without
+    /// tokens), its remote address. A connection counts against whoever
+    /// sent its latest request, until it closes; past the cap a request is
+    /// answered 429 and its connection closed. `/health` is not counted.
+    pub max_connections_per_actor: usize,
     /// Live MCP sessions per actor (see [`mcp::CappedSessions`]).
     pub max_mcp_sessions: usize,
 }
@@ -84,7 +96,9 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
+            body_timeout: BODY_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_connections_per_actor: MAX_CONNECTIONS_PER_ACTOR,
             max_mcp_sessions: mcp::MAX_SESSIONS_PER_ACTOR,
         }
     }
@@ -92,8 +106,13 @@ impl Default for Limits {
 
 /// Default for [`Limits::header_read_timeout`].
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`Limits::body_timeout`].
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::max_connections`].
 pub const MAX_CONNECTIONS: usize = 256;
+/// Default for [`Limits::max_connections_per_actor`]: a quarter of
+/// [`MAX_CONNECTIONS`], so one actor never holds them all.
+pub const MAX_CONNECTIONS_PER_ACTOR: usize = 64;
 /// How long shutdown waits for open requests before exiting anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -194,6 +213,10 @@ async fn accept_loop(
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
     let (stop_tx, stop_rx) = watch::channel(false);
+    let holders = Arc::new(Holders {
+        cap: limits.max_connections_per_actor.max(1),
+        held: Mutex::new(HashMap::new()),
+    });
     let mut full_since: Option<std::time::Instant> = None;
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
@@ -216,9 +239,9 @@ async fn accept_loop(
                 }
             }
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) if is_connection_error(&e) => continue,
                 Err(e) => {
                     // Out of file descriptors, most likely: wait, don't spin.
@@ -231,11 +254,26 @@ async fn accept_loop(
             },
             () = &mut shutdown => break,
         };
-        let service = TowerToHyperService::new(router.clone());
+        let conn_state = Conn(Arc::new(ConnState {
+            peer: peer.ip(),
+            holders: holders.clone(),
+            body_timeout: limits.body_timeout,
+            hold: Mutex::new(None),
+        }));
+        let service = {
+            let inner = TowerToHyperService::new(router.clone());
+            let conn_state = conn_state.clone();
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(conn_state.clone());
+                hyper::service::Service::call(&inner, req)
+            })
+        };
         let http = http.clone();
         let mut stop = stop_rx.clone();
         tokio::spawn(async move {
             let _slot = slot;
+            // Whatever else still holds the state, the connection is over.
+            let _release = Release(conn_state);
             let conn = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             let mut stopping = false;
@@ -265,5 +303,159 @@ async fn accept_loop(
             max - slots.available_permits(),
             SHUTDOWN_GRACE.as_secs()
         );
+    }
+}
+
+/// Who holds how many connections ([`Limits::max_connections_per_actor`]).
+struct Holders {
+    cap: usize,
+    held: Mutex<HashMap<Holder, usize>>,
+}
+
+/// Whom a connection counts against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Holder {
+    /// A token's subject.
+    Actor(String),
+    /// The remote address of a request without a token.
+    Address(IpAddr),
+}
+
+/// One connection counted against its holder; given back when dropped.
+struct Hold {
+    holders: Arc<Holders>,
+    holder: Holder,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut held = lock(&self.holders.held);
+        if let Some(n) = held.get_mut(&self.holder) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.holder);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the accept loop knows of a connection, in each request's
+/// extensions for [`guard`]. Absent when the application is driven in
+/// process (no socket): nothing is counted then.
+#[derive(Clone)]
+pub(crate) struct Conn(Arc<ConnState>);
+
+struct ConnState {
+    peer: IpAddr,
+    holders: Arc<Holders>,
+    body_timeout: Duration,
+    /// Whom the connection counts against now.
+    hold: Mutex<Option<Hold>>,
+}
+
+/// Gives a connection's hold back when its task ends.
+struct Release(Conn);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        lock(&self.0.0.hold).take();
+    }
+}
+
+impl Conn {
+    /// Count the connection against `holder` (once; a later request on
+    /// it by someone else moves it). Refused past the cap.
+    fn hold_for(&self, holder: Holder) -> Result<(), String> {
+        let state = &self.0;
+        let mut hold = lock(&state.hold);
+        if hold.as_ref().is_some_and(|h| h.holder == holder) {
+            return Ok(());
+        }
+        hold.take();
+        let mut held = lock(&state.holders.held);
+        let n = held.entry(holder.clone()).or_insert(0);
+        if *n >= state.holders.cap {
+            let cap = state.holders.cap;
+            return Err(match holder {
+                Holder::Actor(actor) => format!(
+                    "{actor} already holds {cap} connections to this server, the most one \
+                     actor may (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); finish or close one"
+                ),
+                Holder::Address(ip) => format!(
+                    "{ip} already holds {cap} connections to this server, the most one \
+                     address may without a token (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); \
+                     finish or close one"
+                ),
+            });
+        }
+        *n += 1;
+        drop(held);
+        *hold = Some(Hold {
+            holders: state.holders.clone(),
+            holder,
+        });
+        Ok(())
+    }
+}
+
+/// An error envelope after which the connection closes (whatever the
+/// client has still to send is not read).
+fn closing(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut r = envelope_error(status, message);
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// On every route but `/health`, inside [`auth`] (which names the actor):
+/// count the connection against its actor (or, without a token, its
+/// remote address), then read the request's whole body, at most
+/// `limits.http_max_body_bytes` within [`Limits::body_timeout`], before a
+/// handler sees it. A body that trickles in would otherwise hold its
+/// connection slot for as long as the client likes, and a few hundred
+/// of them starve every route. A request without a body (MCP's
+/// long-lived `GET /mcp` event stream) is not cut off: only the body has
+/// a deadline.
+pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    // `/health` never reads a body; hyper closes a connection whose body
+    // was left unread, so it holds nothing past its answer.
+    if req.uri().path() == "/health" {
+        return next.run(req).await;
+    }
+    let conn = req.extensions().get::<Conn>().cloned();
+    if let Some(conn) = &conn {
+        let holder = match req.extensions().get::<Caller>() {
+            Some(c) if c.authenticated => Holder::Actor(c.actor.clone()),
+            _ => Holder::Address(conn.0.peer),
+        };
+        if let Err(message) = conn.hold_for(holder) {
+            return closing(StatusCode::TOO_MANY_REQUESTS, message);
+        }
+    }
+    let deadline = conn.as_ref().map_or(BODY_TIMEOUT, |c| c.0.body_timeout);
+    let max = app.kb.settings().limits.http_max_body_bytes;
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(deadline, read_body(body, max)).await {
+        Err(_) => closing(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive whole within {} ms of its head \
+                 (VOUCH_HTTP_BODY_TIMEOUT_MS)",
+                deadline.as_millis()
+            ),
+        ),
+        Ok(Err(BodyError::TooLarge)) => closing(StatusCode::PAYLOAD_TOO_LARGE, body_too_large(max)),
+        Ok(Err(BodyError::Broken(e))) => closing(
+            StatusCode::BAD_REQUEST,
+            format!("could not read the request body: {e}"),
+        ),
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
     }
 }

@@ -33,8 +33,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 use vouch_core::{Caller, Error, Kb, Transport, methods};
@@ -182,6 +183,11 @@ impl crate::ui::Host for App {
     }
 }
 
+/// Why a body over `limits.http_max_body_bytes` is refused.
+fn body_too_large(max: u64) -> String {
+    format!("request body is over {max} bytes (config.yaml `limits.http_max_body_bytes`)")
+}
+
 /// The JSONL error envelope, for failures before dispatch.
 fn envelope_error(status: StatusCode, message: impl Into<String>) -> Response {
     let body = json!({"id": null, "ok": false, "error": {"code": "invalid_request", "message": message.into()}});
@@ -274,10 +280,7 @@ async fn rpc(
         Err(e) => {
             let status = e.status();
             let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-                format!(
-                    "request body is over {} bytes (config.yaml `limits.http_max_body_bytes`)",
-                    app.kb.settings().limits.http_max_body_bytes
-                )
+                body_too_large(app.kb.settings().limits.http_max_body_bytes)
             } else {
                 format!("could not read the request body: {}", e.body_text())
             };
@@ -383,30 +386,55 @@ async fn ui_not_found() -> Response {
     )
 }
 
-/// The review pages' forms are a few fields: at most this many bytes...
-const FORM_MAX_BYTES: usize = 16 * 1024;
-/// ...sent within this long. A body that trickles in (or never comes: a
-/// `Content-Length` of 100,000 and one byte) would hold a connection slot
-/// past the header deadline, and a few hundred of them starve every
-/// route, `/health` included. The sign-in form is reachable by anyone.
-const FORM_DEADLINE: Duration = Duration::from_secs(5);
+/// Why a request body could not be read whole.
+pub(crate) enum BodyError {
+    /// Over the size allowed.
+    TooLarge,
+    /// The client broke off mid-body, or sent a malformed one.
+    Broken(String),
+}
 
-/// Read a form's whole body, bounded in size and time, before anything
-/// else looks at the request.
+/// A request's whole body, at most `max` bytes (refused at once when its
+/// `Content-Length` says more).
+pub(crate) async fn read_body(mut body: axum::body::Body, max: u64) -> Result<Bytes, BodyError> {
+    use axum::body::HttpBody;
+    if body.size_hint().lower() > max {
+        return Err(BodyError::TooLarge);
+    }
+    let mut out: Vec<u8> = Vec::new();
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let frame = frame.map_err(|e| BodyError::Broken(e.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            if (out.len() + data.len()) as u64 > max {
+                return Err(BodyError::TooLarge);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The review pages' forms are a few fields: at most this many bytes (and,
+/// as every body, whole within `listen::Limits::body_timeout`, which
+/// `listen::guard` enforces before this runs).
+const FORM_MAX_BYTES: u64 = 16 * 1024;
+
+/// Refuse a form over [`FORM_MAX_BYTES`] before anything else looks at
+/// the request.
 async fn bounded_form(req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
-    match tokio::time::timeout(FORM_DEADLINE, axum::body::to_bytes(body, FORM_MAX_BYTES)).await {
-        Err(_) => (
-            StatusCode::REQUEST_TIMEOUT,
-            format!("the form was not sent within {} s", FORM_DEADLINE.as_secs()),
-        )
-            .into_response(),
-        Ok(Err(_)) => (
+    match read_body(body, FORM_MAX_BYTES).await {
+        Err(BodyError::TooLarge) => (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("a form is at most {FORM_MAX_BYTES} bytes"),
         )
             .into_response(),
-        Ok(Ok(bytes)) => {
+        Err(BodyError::Broken(e)) => {
+            (StatusCode::BAD_REQUEST, format!("a broken form: {e}")).into_response()
+        }
+        Ok(bytes) => {
             next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
                 .await
         }
@@ -480,6 +508,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
     let router = ui_routes(Router::new())
         .route("/health", get(health))
         .fallback(ui_not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), listen::guard))
         .layer(middleware::from_fn_with_state(app.clone(), auth))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(app);
@@ -546,6 +575,7 @@ pub fn application(
         .route("/health", get(health))
         .nest_service("/mcp", mcp_service)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), listen::guard))
         .layer(middleware::from_fn_with_state(app.clone(), auth))
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(app);

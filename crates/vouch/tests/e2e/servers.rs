@@ -349,6 +349,250 @@ fn mcp_sessions_are_capped_per_actor() {
     server.terminate();
 }
 
+// ----- slow bodies and connections per actor ---------------------------------
+
+/// Open a connection and send the head of a `POST path` whose body is
+/// announced as `len` bytes, and the body's first byte.
+fn slow_post(port: u16, path: &str, token: Option<&str>, len: usize) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {len}\r\n"
+    );
+    if let Some(t) = token {
+        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    head.push_str("\r\n{");
+    s.write_all(head.as_bytes()).expect("send the head");
+    s
+}
+
+/// Poll `conns` until `want` of them have been answered (each answer read
+/// whole: the server closes those connections) or `within` passes: the
+/// answers, and the connections still waiting.
+fn answered(
+    conns: Vec<TcpStream>,
+    want: usize,
+    within: Duration,
+) -> (Vec<HttpResponse>, Vec<TcpStream>) {
+    let deadline = Instant::now() + within;
+    let mut waiting: Vec<(TcpStream, Vec<u8>)> =
+        conns.into_iter().map(|s| (s, Vec::new())).collect();
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        let mut still = Vec::new();
+        for (mut s, mut raw) in waiting {
+            s.set_read_timeout(Some(Duration::from_millis(20)))
+                .expect("read timeout");
+            let mut buf = [0u8; 4096];
+            let closed = loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break true,
+                    Ok(n) => raw.extend_from_slice(&buf[..n]),
+                    Err(e) if is_timeout(&e) => break false,
+                    Err(_) => break true,
+                }
+            };
+            if closed && !raw.is_empty() {
+                got.push(parse_response(&raw));
+            } else {
+                assert!(!closed, "a connection was closed without an answer");
+                still.push((s, raw));
+            }
+        }
+        waiting = still;
+    }
+    (got, waiting.into_iter().map(|(s, _)| s).collect())
+}
+
+/// Issue 39.8: one token holder opened hundreds of `POST /rpc` with
+/// `Content-Length: 100000`, sending a byte now and then, and every slot
+/// was theirs: `/health`, the review pages and every other agent got no
+/// answer. Now an actor holds at most its share of the connections; past
+/// it, a request is answered 429 (naming the limit) and closed at once,
+/// and everyone else is still served.
+#[test]
+fn one_token_holder_cannot_take_every_connection() {
+    let kb = init_kb();
+    let server = http_server(
+        kb.path(),
+        &[
+            ("VOUCH_HTTP_MAX_CONNECTIONS", "8"),
+            ("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR", "3"),
+            // Long enough that no slow body is cut off during the test:
+            // it is the cap per actor that keeps the server answering.
+            ("VOUCH_HTTP_BODY_TIMEOUT_MS", "60000"),
+        ],
+        &["--token", "hog=tok-hog", "--token", "bob=tok-bob"],
+    );
+    let port = server.port;
+    let slow: Vec<TcpStream> = (0..12)
+        .map(|_| slow_post(port, "/rpc", Some("tok-hog"), 100_000))
+        .collect();
+    let (refused, held) = answered(slow, 9, TIMEOUT);
+    assert_eq!(refused.len(), 9, "past the cap, answered at once");
+    assert_eq!(held.len(), 3, "the cap's worth are still reading");
+    for r in &refused {
+        assert_eq!(r.status, 429, "{}", r.text());
+        let message = r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.contains("hog") && message.contains("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR"),
+            "{message}"
+        );
+    }
+
+    // Everyone else is answered while the hog holds its three.
+    let r = server.rpc(Some("tok-bob"), br#"{"id": 1, "method": "kb.status"}"#);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
+    assert!(server.healthy(), "/health starved");
+    let r = http(port, "GET", "/", &[], b"");
+    // Not signed in: the sign-in page.
+    assert!(
+        r.status == 401 && r.text().contains("Sign in"),
+        "the review pages starved: {} {}",
+        r.status,
+        r.text()
+    );
+    // The hog itself, at its cap: refused, not left waiting.
+    let r = server.rpc(Some("tok-hog"), br#"{"id": 1, "method": "kb.status"}"#);
+    assert_eq!(r.status, 429, "{}", r.text());
+    drop(held);
+    server.terminate();
+}
+
+/// A body that trickles in (a byte every 100 ms: never idle long enough
+/// for a per-read timeout) is cut off as a whole, on `/rpc` and `/mcp`
+/// alike: 408 with a JSON error naming the deadline. MCP's long-lived
+/// `GET /mcp` event stream has no body, so no deadline: it stays open.
+#[test]
+fn a_request_body_must_arrive_whole_within_its_deadline_on_every_route() {
+    let kb = init_kb();
+    let server = http_server(kb.path(), &[("VOUCH_HTTP_BODY_TIMEOUT_MS", "600")], &[]);
+    let port = server.port;
+    for path in ["/rpc", "/mcp"] {
+        let start = Instant::now();
+        let mut s = slow_post(port, path, None, 1000);
+        let mut writer = s.try_clone().expect("clone");
+        let trickle = std::thread::spawn(move || {
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(100));
+                if writer.write_all(b" ").is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Vec::new();
+        s.set_read_timeout(Some(TIMEOUT)).expect("read timeout");
+        let _ = s.read_to_end(&mut raw);
+        let took = start.elapsed();
+        let r = parse_response(&raw);
+        assert_eq!(r.status, 408, "{path}: {}", r.text());
+        let message = r.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.contains("VOUCH_HTTP_BODY_TIMEOUT_MS"),
+            "{path}: {message}"
+        );
+        assert!(
+            took >= Duration::from_millis(500) && took < Duration::from_secs(5),
+            "{path}: answered after {took:?}, the deadline is 600 ms"
+        );
+        drop(s);
+        trickle.join().expect("trickle");
+    }
+
+    // An event stream outlives the body deadline.
+    let session = mcp_initialize(port, "none");
+    assert_eq!(mcp_use(port, "none", &session, true).0, 200);
+    let mut stream = server.connect();
+    stream
+        .write_all(&request_bytes(
+            port,
+            "GET",
+            "/mcp",
+            &[
+                ("Accept", "text/event-stream"),
+                ("MCP-Protocol-Version", "2025-06-18"),
+                ("Mcp-Session-Id", session.as_str()),
+            ],
+            b"",
+            false,
+        ))
+        .expect("open the event stream");
+    let until = Instant::now() + Duration::from_millis(1500);
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 1024];
+    while Instant::now() < until {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("read timeout");
+        match stream.read(&mut buf) {
+            Ok(0) => panic!(
+                "the event stream was closed: {}",
+                String::from_utf8_lossy(&raw)
+            ),
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => panic!("the event stream was reset: {e}"),
+        }
+    }
+    let head = String::from_utf8_lossy(&raw).to_string();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("text/event-stream"),
+        "{head}"
+    );
+    drop(stream);
+    server.terminate();
+}
+
+/// Without tokens every request counts against its remote address: a
+/// local process holding its share is answered 429 past it, `/health`
+/// is still answered, and once the held bodies miss their deadline the
+/// address is served again.
+#[test]
+fn without_tokens_one_address_holds_at_most_its_share() {
+    let kb = init_kb();
+    let server = http_server(
+        kb.path(),
+        &[
+            ("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR", "2"),
+            ("VOUCH_HTTP_BODY_TIMEOUT_MS", "1500"),
+        ],
+        &[],
+    );
+    let port = server.port;
+    let slow: Vec<TcpStream> = (0..3)
+        .map(|_| slow_post(port, "/rpc", None, 100_000))
+        .collect();
+    let (refused, held) = answered(slow, 1, Duration::from_secs(1));
+    assert_eq!(refused.len(), 1, "the third is past the cap");
+    assert_eq!(refused[0].status, 429, "{}", refused[0].text());
+    let message = refused[0].json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("127.0.0.1") && message.contains("without a token"),
+        "{message}"
+    );
+    assert!(server.healthy(), "/health is not counted");
+    // The held two miss their deadline (408) and close...
+    let (late, _) = answered(held, 2, TIMEOUT);
+    assert_eq!(late.len(), 2);
+    assert!(late.iter().all(|r| r.status == 408), "{}", late[0].text());
+    // ...and the address is served again.
+    let r = server.rpc(None, br#"{"id": 1, "method": "kb.status"}"#);
+    assert_eq!(r.status, 200, "{}", r.text());
+    server.terminate();
+}
+
 // ----- token files -----------------------------------------------------------
 
 /// Run `cmd` to completion (killing it after `limit`): exit code and stderr.
