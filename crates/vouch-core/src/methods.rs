@@ -50,6 +50,12 @@ pub struct Method {
     pub description: &'static str,
     /// What it does to the knowledge base.
     pub effect: Effect,
+    /// Called by the person (the command line), it decides what agents
+    /// read without another review: approve and reject, the lifecycle
+    /// changes, a bundle import. From a gated agent it is refused or
+    /// becomes a proposal. A host keeps its agent from running these as
+    /// the person (`vouch install-mcp claude-code`'s deny rules).
+    pub decides: bool,
     /// The JSON Schema of its params.
     pub params_schema: fn() -> Value,
     /// The JSON Schema of its result, as serialized.
@@ -320,6 +326,8 @@ macro_rules! registry {
                 summary: $summary,
                 description: $desc,
                 effect: Effect::$effect,
+                decides: matches!(Effect::$effect, Effect::Review)
+                    || marked(&[$(stringify!($mark)),*], "decides"),
                 params_schema: schema::<$p>,
                 result_schema: result_schema::<$r>,
                 call: run::<kb::$ty>,
@@ -564,32 +572,32 @@ registry! {
         "Reject a pending proposal with a reason.",
         "Reject a pending proposal; a reason is required and recorded. On agent transports only a reviewer the person named in their own config (review.reviewers) may reject. Nothing durable is written; the proposal moves to decided/.",
         gate::reject;
-    Supersede: "kb.supersede", Write, SupersedeParams => LifecycleResult,
+    Supersede: "kb.supersede", Write + decides, SupersedeParams => LifecycleResult,
         "Supersede a claim",
         "Mark an approved claim as superseded by a newer one.",
         "Record that approved claim new_id replaces old_id: old becomes superseded (and leaves context packs). Self-supersession and cycles are refused. Audited.",
         lifecycle::supersede;
-    Contradict: "kb.contradict", Write, ContradictParams => LifecycleResult,
+    Contradict: "kb.contradict", Write + decides, ContradictParams => LifecycleResult,
         "Mark a contradiction",
         "Mark two approved claims as contradicting each other.",
         "Record that two approved claims contradict each other (symmetric); both become contested unless superseded or archived. Audited.",
         lifecycle::contradict;
-    Archive: "kb.archive", Write, ArchiveParams => LifecycleResult,
+    Archive: "kb.archive", Write + decides, ArchiveParams => LifecycleResult,
         "Archive an object",
         "Archive an approved claim or page.",
         "Archive an approved claim or page: it stays on disk for history but leaves search context packs. Audited; kb.revert undoes it. Like every lifecycle change, under review.gate_lifecycle an agent's call becomes a pending proposal (result proposal_id) instead.",
         lifecycle::archive;
-    Confirm: "kb.confirm", Write, IdParams => LifecycleResult,
+    Confirm: "kb.confirm", Write + decides, IdParams => LifecycleResult,
         "Confirm a claim",
         "Record that an approved claim was re-checked now.",
         "Set a claim's last_confirmed_at to now, after checking it still holds. Audited.",
         lifecycle::confirm;
-    Cite: "kb.cite", Write, CiteParams => LifecycleResult,
+    Cite: "kb.cite", Write + decides, CiteParams => LifecycleResult,
         "Add a citation",
         "Add a citation to an approved claim.",
         "Append a source id, evidence id or {\"source_id\", \"quote\"} span to an approved claim's evidence (idempotent). From an agent it is a lifecycle proposal (proposal_id in the result): the cited text reaches context packs only after a person approves it. Audited.",
         lifecycle::cite;
-    Revert: "kb.revert", Write, RevertParams => LifecycleResult,
+    Revert: "kb.revert", Write + decides, RevertParams => LifecycleResult,
         "Revert a lifecycle change",
         "Undo a lifecycle change (supersede, contradict, archive, confirm, cite, revert).",
         "Put back the lifecycle state that event event_id changed, as that event recorded it. Refused if an object changed again since (revert the later change first). Audited as lifecycle.revert, itself revertible. kb.lifecycle_changes lists the event ids.",
@@ -694,7 +702,7 @@ registry! {
         "Diff a bundle against this KB (new / conflict / identical) and list every problem; writes nothing.",
         "Dry run of an import: which files are new here, which conflict (same path, different content), which are identical, and every reason the bundle would be refused (references may resolve in the bundle or in this KB). Writes nothing.",
         crate::interop::bundle::import_check;
-    ImportApply: "kb.import_apply", Admin + destructive, ImportApplyParams => ImportApplyResult,
+    ImportApply: "kb.import_apply", Admin + destructive + decides, ImportApplyParams => ImportApplyResult,
         "Import a bundle",
         "Import a checked bundle, all or nothing; agents' gated objects arrive as proposals.",
         "Import a bundle: refused with every problem listed (nothing written) unless it passes import_check. on_conflict: skip (default) keeps this KB's files, overwrite replaces them, fail refuses the import. Sources are re-verified against their hash. On agent transports (unless the person's own config trusts agents) claims, pages, entities and relations arrive as pending proposals for a person to review. Audited as bundle.import.",

@@ -16,6 +16,7 @@ pub fn json() -> Value {
                     "effect": m.effect,
                     "idempotent": m.idempotent,
                     "destructive": m.destructive,
+                    "decides": m.decides,
                     "summary": m.summary,
                     "description": m.description,
                     "params": (m.params_schema)(),

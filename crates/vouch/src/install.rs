@@ -4,7 +4,8 @@
 //! syntax tree, TOML through `toml_edit`); the file is replaced atomically
 //! after a backup; running it twice changes nothing; a different `vouch`
 //! entry is only replaced with `--force`. A file that does not parse is
-//! refused with its line, and nothing is written.
+//! refused with its line, and nothing is written. Every file written is
+//! reported (`files`), and whether the host will find the command.
 
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
@@ -32,7 +33,8 @@ pub struct InstallArgs {
     /// The host whose config to edit.
     #[arg(value_enum)]
     pub host: Host,
-    /// Print the change as a diff; write nothing.
+    /// Print the change to every file it would write (for claude-code also
+    /// `.claude/settings.json`) as a diff; write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Replace a `vouch` entry that says something else.
@@ -146,25 +148,90 @@ fn target(host: Host, project: &Path) -> Result<Target, Error> {
     })
 }
 
-/// The command a host should run: `vouch` when that name on PATH is this
-/// very binary, else this binary's absolute path.
-fn command() -> String {
-    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(if cfg!(windows) { "vouch.exe" } else { "vouch" }))
-            .find(|p| p.is_file())
-            .and_then(|p| p.canonicalize().ok())
-    });
-    match (me, on_path) {
-        (Some(a), Some(b)) if a == b => "vouch".into(),
-        (Some(a), _) => a.display().to_string(),
-        (None, _) => "vouch".into(),
+/// This binary, and the `vouch` the `PATH` of this shell finds.
+struct Binary {
+    /// This binary (canonical), when the OS says.
+    me: Option<PathBuf>,
+    /// The first `vouch` on `PATH`, as found (a link such as
+    /// `~/.cargo/bin/vouch` or `/opt/homebrew/bin/vouch` stays a link, so
+    /// an upgrade behind it keeps working).
+    on_path: Option<PathBuf>,
+}
+
+impl Binary {
+    fn find() -> Binary {
+        let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+        let on_path = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join(if cfg!(windows) { "vouch.exe" } else { "vouch" }))
+                .find(|p| p.is_file())
+        });
+        Binary { me, on_path }
+    }
+
+    /// The `vouch` on `PATH` is this binary.
+    fn on_path_is_me(&self) -> bool {
+        let found = self.on_path.as_ref().and_then(|p| p.canonicalize().ok());
+        found.is_some() && found == self.me
+    }
+
+    /// The command a host runs. A project file is committed and shared:
+    /// it says `vouch`, and each person's host finds their own on its
+    /// `PATH`. A user-wide file is the person's own: it names this binary
+    /// by path (the `PATH` entry when that is this binary), since a host
+    /// started from a desktop launcher does not get this shell's `PATH`.
+    fn command(&self, host: Host) -> String {
+        if host.per_project() {
+            return "vouch".into();
+        }
+        if self.on_path_is_me()
+            && let Some(p) = &self.on_path
+        {
+            return p.display().to_string();
+        }
+        match &self.me {
+            Some(me) => me.display().to_string(),
+            None => "vouch".into(),
+        }
+    }
+
+    /// What the person should know about `command`: whether the host
+    /// will find it.
+    fn note(&self, host: Host, command: &str) -> String {
+        let me = self
+            .me
+            .as_ref()
+            .map_or("this binary".into(), |m| m.display().to_string());
+        if command != "vouch" {
+            return format!(
+                "the host runs {command} (this file is yours and not committed); if vouch \
+                 moves, run install-mcp again"
+            );
+        }
+        match &self.on_path {
+            Some(p) if self.on_path_is_me() || !host.per_project() => format!(
+                "the host runs `vouch` from its own PATH (here: {}); a host started outside \
+                 this shell needs vouch on its PATH too",
+                p.display()
+            ),
+            Some(p) => format!(
+                "the host runs `vouch` from its own PATH, which here finds {}, not this \
+                 binary ({me})",
+                p.display()
+            ),
+            None => format!(
+                "`vouch` is not on this PATH, so the host cannot start the server: install it \
+                 there (`cargo install --path crates/vouch`, or copy {me} into a folder on \
+                 PATH); the file says `vouch` so that it works for everyone who clones the \
+                 project"
+            ),
+        }
     }
 }
 
 /// The `vouch` server entry in the host's own shape.
-fn entry(host: Host, agent: &str, kb: Option<&Path>) -> Value {
+fn entry(host: Host, command: &str, agent: &str, kb: Option<&Path>) -> Value {
     let mut args = vec![json!("serve")];
     if let Some(kb) = kb {
         args.push(json!("--kb"));
@@ -180,7 +247,7 @@ fn entry(host: Host, agent: &str, kb: Option<&Path>) -> Value {
         }
         _ => {}
     }
-    e.insert("command".into(), json!(command()));
+    e.insert("command".into(), json!(command));
     e.insert("args".into(), Value::Array(args));
     e.insert("env".into(), json!({"VOUCH_AGENT": agent}));
     Value::Object(e)
@@ -535,37 +602,46 @@ fn backup(path: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
 }
 
 /// Claude Code's deny rules that keep its agent from deciding for the
-/// person through the shell they share: the commands that approve,
-/// reject or import as the person, and edits under `.vouch/` (Claude
-/// Code checks `Edit(…)` for every file-writing tool). An agent with the
-/// person's shell is the person (docs/trust.md); these close the easy path.
-pub const CLAUDE_CODE_DENY: &[&str] = &[
-    "Bash(vouch approve:*)",
-    "Bash(vouch reject:*)",
-    "Bash(vouch review:*)",
-    "Bash(vouch ui:*)",
-    // A token-less HTTP server prints a sign-in link for the person.
-    "Bash(vouch serve:*)",
-    "Bash(vouch import-apply:*)",
-    // Lifecycle changes made as the person.
-    "Bash(vouch supersede:*)",
-    "Bash(vouch contradict:*)",
-    "Bash(vouch archive:*)",
-    "Bash(vouch confirm:*)",
-    "Bash(vouch cite:*)",
-    "Bash(vouch revert:*)",
-    "Bash(vouch call kb.approve:*)",
-    "Bash(vouch call kb.reject:*)",
-    "Edit(**/.vouch/**)",
-    // The host's own configuration: its permissions and which actor the
-    // server runs as.
-    "Edit(**/.claude/**)",
-    "Edit(**/.mcp.json)",
-];
+/// person through the shell they share (an agent with the person's shell
+/// is the person, docs/trust.md; these close the easy path):
+///
+/// - every method the registry marks as deciding ([`Method::decides`]:
+///   approve, reject, the lifecycle changes, a bundle import), as its own
+///   command (`vouch import-apply`) and through `vouch call` in each name
+///   `call` takes (`kb.import_apply`, `kb_import_apply`, `import_apply`);
+/// - `vouch review`, `vouch ui` and `vouch serve` (a token-less HTTP
+///   server prints a sign-in link for the person);
+/// - edits under `.vouch/`, and of the host's own configuration (its
+///   permissions and which actor the server runs as). Claude Code checks
+///   `Edit(…)` for every file-writing tool.
+///
+/// [`Method::decides`]: vouch_core::methods::Method::decides
+pub fn claude_code_deny() -> Vec<String> {
+    let mut rules: Vec<String> = ["review", "ui", "serve"]
+        .iter()
+        .map(|c| format!("Bash(vouch {c}:*)"))
+        .collect();
+    for m in vouch_core::methods::REGISTRY.iter().filter(|m| m.decides) {
+        let bare = m.name.trim_start_matches("kb.");
+        rules.push(format!("Bash(vouch {}:*)", bare.replace('_', "-")));
+        for name in [m.name.to_string(), m.tool_name(), bare.to_string()] {
+            rules.push(format!("Bash(vouch call {name}:*)"));
+        }
+    }
+    rules.extend(
+        [
+            "Edit(**/.vouch/**)",
+            "Edit(**/.claude/**)",
+            "Edit(**/.mcp.json)",
+        ]
+        .map(String::from),
+    );
+    rules
+}
 
 /// What `.claude/settings.json` would hold with every rule of `deny` in
 /// `permissions.deny`, keeping all else; `None` when it has them all.
-fn edit_deny(path: &Path, text: &str, deny: &[&str]) -> Result<Option<String>, Error> {
+fn edit_deny(path: &Path, text: &str, deny: &[String]) -> Result<Option<String>, Error> {
     use jsonc_parser::ParseOptions;
     use jsonc_parser::cst::CstRootNode;
     let refuse =
@@ -584,7 +660,7 @@ fn edit_deny(path: &Path, text: &str, deny: &[&str]) -> Result<Option<String>, E
     }
     let missing: Vec<&str> = deny
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|r| !present.as_array().is_some_and(|a| a.iter().any(|x| x == r)))
         .collect();
     if missing.is_empty() {
@@ -698,8 +774,11 @@ fn resolve_link(path: &mut PathBuf, per_project: bool) -> Result<(), Error> {
 
 /// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
 /// every command finds it); `agent` the actor the host's agent acts as.
-/// For Claude Code, also the deny rules of [`CLAUDE_CODE_DENY`] in the
-/// project's `.claude/settings.json`.
+/// For Claude Code, also the deny rules of [`claude_code_deny`] in the
+/// project's `.claude/settings.json`. The answer lists every file written
+/// (or, with `--dry-run`, that would be) under `files`, each with its
+/// outcome and diff or backup; `note` says whether the host will find the
+/// command.
 pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
     let host = args.host;
     let project = kb.parent().unwrap_or(kb);
@@ -708,34 +787,73 @@ pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Val
     let agent = agent.unwrap_or(host.default_agent());
     vouch_core::ids::check_id("--agent", agent)?;
     let kb_arg = (!host.per_project()).then_some(project);
-    let wanted = entry(host, agent, kb_arg);
+    let binary = Binary::find();
+    let command = binary.command(host);
+    let wanted = entry(host, &command, agent, kb_arg);
     let in_project = host.per_project().then_some(project);
-    let written = apply(&t.path, in_project, args.dry_run, |text| match t.kind {
+    let mut written = apply(&t.path, in_project, args.dry_run, |text| match t.kind {
         Kind::Json { comments, keys } => {
             edit_json(&t.path, text, comments, keys, &wanted, args.force)
         }
         Kind::Toml => edit_toml(&t.path, text, &wanted, args.force),
     })?;
+    written["holds"] = json!("the `vouch` MCP server entry");
     let mut out = json!({
         "host": host.name(),
         "file": t.path.display().to_string(),
         "agent": agent,
         "entry": wanted,
+        "note": binary.note(host, &command),
     });
     for key in ["outcome", "diff", "backup"] {
         if let Some(v) = written.get(key) {
             out[key] = v.clone();
         }
     }
+    let mut files = vec![written];
     if host == Host::ClaudeCode {
         let mut settings = project.join(".claude/settings.json");
         resolve_link(&mut settings, true)?;
-        out["permissions"] = apply(&settings, Some(project), args.dry_run, |text| {
-            edit_deny(&settings, text, CLAUDE_CODE_DENY)
+        let deny = claude_code_deny();
+        let mut permissions = apply(&settings, Some(project), args.dry_run, |text| {
+            edit_deny(&settings, text, &deny)
         })?;
-        out["permissions"]["deny"] = json!(CLAUDE_CODE_DENY);
+        permissions["holds"] = json!(format!(
+            "{} deny rules: the agent may not decide as you through your shell",
+            deny.len()
+        ));
+        files.push(permissions.clone());
+        permissions["deny"] = json!(deny);
+        out["permissions"] = permissions;
     }
+    out["files"] = Value::Array(files);
     Ok(out)
+}
+
+/// `install`'s answer for a person: each file's diff (a dry run) and
+/// outcome, the agent, and whether the host will find `vouch`.
+pub fn render(v: &Value) -> String {
+    let mut text = String::new();
+    for f in v["files"].as_array().into_iter().flatten() {
+        if let Some(d) = f["diff"].as_str() {
+            text.push_str(d);
+        }
+        text.push_str(&format!(
+            "{}: {} ({})\n",
+            f["outcome"].as_str().unwrap_or(""),
+            f["file"].as_str().unwrap_or(""),
+            f["holds"].as_str().unwrap_or("")
+        ));
+        if let Some(b) = f["backup"].as_str() {
+            text.push_str(&format!("  backup: {b}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "the agent acts as {}\nnote: {}\n",
+        v["agent"].as_str().unwrap_or(""),
+        v["note"].as_str().unwrap_or("")
+    ));
+    text
 }
 
 #[cfg(test)]
@@ -787,6 +905,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("line 2"), "{}", e.message);
+    }
+
+    /// Each deciding method's own command is a real subcommand (a rule
+    /// for a command that does not exist would hide a missing one).
+    #[test]
+    fn every_deciding_method_has_the_command_its_rule_names() {
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let rules = claude_code_deny();
+        let deciding: Vec<_> = vouch_core::methods::REGISTRY
+            .iter()
+            .filter(|m| m.decides)
+            .collect();
+        assert!(deciding.len() >= 9, "{}", deciding.len());
+        for m in deciding {
+            let sub = m.name.trim_start_matches("kb.").replace('_', "-");
+            assert!(
+                cli.find_subcommand(&sub).is_some(),
+                "no `vouch {sub}` for {}",
+                m.name
+            );
+            assert!(rules.contains(&format!("Bash(vouch {sub}:*)")), "{sub}");
+        }
     }
 
     #[test]

@@ -111,20 +111,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             if cli.json {
                 render::emit_json(&v);
             } else {
-                let mut text = String::new();
-                if let Some(d) = v["diff"].as_str() {
-                    text.push_str(d);
-                }
-                text.push_str(&format!(
-                    "{}: {} (the agent acts as {})\n",
-                    v["outcome"].as_str().unwrap_or(""),
-                    v["file"].as_str().unwrap_or(""),
-                    v["agent"].as_str().unwrap_or("")
-                ));
-                if let Some(b) = v["backup"].as_str() {
-                    text.push_str(&format!("backup: {b}\n"));
-                }
-                render::emit(&text);
+                render::emit(&crate::install::render(&v));
             }
             return Ok(0);
         }

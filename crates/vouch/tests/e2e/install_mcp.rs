@@ -411,3 +411,189 @@ fn a_dry_run_on_a_large_config_shows_only_the_change() {
     assert!(diff.contains("unchanged line(s)"), "{diff}");
     assert!(diff.contains("+") && diff.contains("vouch"), "{diff}");
 }
+
+/// Whether Claude Code's deny rules stop `command`, read as its
+/// permission docs say: leading `VAR=value` assignments are not part of
+/// the command, and `Bash(PREFIX:*)` matches `PREFIX` followed by the end
+/// or a space. (The real matcher is Claude Code's; this is the shape of
+/// rule `install-mcp` must write for it.)
+fn denied(rules: &[&str], command: &str) -> bool {
+    let mut words: Vec<&str> = command.split_whitespace().collect();
+    while words.first().is_some_and(|w| {
+        w.split_once('=')
+            .is_some_and(|(k, _)| !k.is_empty() && !k.contains('/'))
+    }) {
+        words.remove(0);
+    }
+    let command = words.join(" ");
+    rules.iter().any(|r| {
+        r.strip_prefix("Bash(")
+            .and_then(|r| r.strip_suffix(":*)"))
+            .is_some_and(|prefix| command == prefix || command.starts_with(&format!("{prefix} ")))
+    })
+}
+
+/// Issue 39.10: `VOUCH_AGENT=claude vouch call kb.import_apply '{"path": …}'`
+/// imported agent-written claims as reviewed knowledge through the
+/// person's shell, and `kb.archive`, `kb.supersede`, `kb.revert` through
+/// `call` were open too. Every method the registry marks as deciding
+/// (`vouch methods --json`: `decides`) is denied as its own command and
+/// through `call` in every name `call` takes.
+#[test]
+fn claude_code_deny_rules_cover_every_deciding_method_through_call() {
+    let p = Project::new();
+    let methods = crate::common::Run::from(
+        p.command("tester")
+            .args(["--json", "methods"])
+            .output()
+            .unwrap(),
+    )
+    .json();
+    let deciding: Vec<String> = methods
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["decides"] == json!(true))
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    for m in [
+        "kb.approve",
+        "kb.reject",
+        "kb.import_apply",
+        "kb.archive",
+        "kb.supersede",
+        "kb.revert",
+        "kb.cite",
+    ] {
+        assert!(
+            deciding.iter().any(|d| d == m),
+            "{m} not deciding: {deciding:?}"
+        );
+    }
+    let r = install(&p, &["claude-code"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let rules: Vec<&str> = v["permissions"]["deny"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    // The attacks of the review, as the agent ran them.
+    for attack in [
+        r#"VOUCH_AGENT=claude vouch call kb.import_apply '{"path": "team.tar.gz"}'"#,
+        r#"vouch call kb.archive '{"id": "c-1"}'"#,
+        r#"vouch call kb.supersede '{"old_id": "a", "new_id": "b"}'"#,
+        r#"vouch call kb.revert '{"event_id": "e"}'"#,
+    ] {
+        assert!(denied(&rules, attack), "not denied: {attack}\n{rules:#?}");
+    }
+    // Every deciding method, in each name `vouch call` takes, and as its
+    // own command.
+    for m in &deciding {
+        let bare = m.trim_start_matches("kb.");
+        for call in [m.clone(), m.replace('.', "_"), bare.to_string()] {
+            let attack = format!("VOUCH_AGENT=claude vouch call {call} '{{}}'");
+            assert!(denied(&rules, &attack), "not denied: {attack}");
+        }
+        let own = format!("vouch {} x", bare.replace('_', "-"));
+        assert!(denied(&rules, &own), "not denied: {own}");
+    }
+    // What is not deciding stays open: the agent may search and propose.
+    for fine in [
+        r#"vouch call kb.search '{"query": "x"}'"#,
+        "vouch propose-claim x",
+        "vouch search x",
+    ] {
+        assert!(!denied(&rules, fine), "denied: {fine}");
+    }
+}
+
+/// Issue 40: `install-mcp claude-code --dry-run` showed the diff of
+/// `.mcp.json` only, and the real run reported only `.mcp.json` though it
+/// also wrote `.claude/settings.json`. Every file is shown and reported,
+/// and the output says whether the host will find `vouch`.
+#[test]
+fn install_shows_and_reports_every_file_it_writes() {
+    let p = Project::new();
+    let human = |args: &[&str], path: &str| {
+        let mut c = p.command("tester");
+        c.env("PATH", path).arg("install-mcp").args(args);
+        crate::common::Run::from(c.output().unwrap())
+    };
+    let dry = human(&["claude-code", "--dry-run"], "");
+    assert_eq!(dry.code, 0, "{}{}", dry.stdout, dry.stderr);
+    for (file, shows) in [
+        (".mcp.json", "\"mcpServers\""),
+        (
+            ".claude/settings.json",
+            "\"Bash(vouch call kb.import_apply:*)\"",
+        ),
+    ] {
+        assert!(
+            dry.stdout
+                .contains(&format!("+++ {}", p.root().join(file).display())),
+            "{file}'s diff is not shown:\n{}",
+            dry.stdout
+        );
+        assert!(
+            dry.stdout
+                .contains(&format!("would create: {}", p.root().join(file).display())),
+            "{file} is not reported:\n{}",
+            dry.stdout
+        );
+        assert!(dry.stdout.contains(shows), "{}", dry.stdout);
+    }
+    assert!(!p.root().join(".mcp.json").exists());
+    assert!(!p.root().join(".claude").exists());
+    // Not on PATH: the file still says `vouch` (it is committed, and works
+    // for everyone who clones the project), and the output says so.
+    assert!(
+        dry.stdout.contains("`vouch` is not on this PATH"),
+        "{}",
+        dry.stdout
+    );
+
+    // The real run, with this binary on PATH.
+    let bin_dir = Path::new(crate::common::bin()).parent().unwrap();
+    let run = human(&["claude-code"], &bin_dir.display().to_string());
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for file in [".mcp.json", ".claude/settings.json"] {
+        assert!(
+            run.stdout
+                .contains(&format!("created: {}", p.root().join(file).display())),
+            "{file} is not reported:\n{}",
+            run.stdout
+        );
+        assert!(p.root().join(file).is_file(), "{file}");
+    }
+    assert!(run.stdout.contains("from its own PATH"), "{}", run.stdout);
+    let v = parse(&p.root().join(".mcp.json"));
+    assert_eq!(v["mcpServers"]["vouch"]["command"], "vouch", "{v:#}");
+
+    // --json lists them too.
+    let again = install(&p, &["claude-code"]).json();
+    let files: Vec<&str> = again["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files.len(), 2, "{again:#}");
+    assert!(files[1].ends_with(".claude/settings.json"), "{again:#}");
+
+    // A user-wide file is the person's own: it names this binary by path,
+    // since a desktop host does not get this shell's PATH.
+    let r = install(&p, &["claude-desktop"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v = r.json();
+    let command = v["entry"]["command"].as_str().unwrap();
+    assert!(Path::new(command).is_absolute(), "{v:#}");
+    assert_eq!(
+        Path::new(command).canonicalize().unwrap(),
+        Path::new(crate::common::bin()).canonicalize().unwrap()
+    );
+}
