@@ -102,6 +102,7 @@ impl Store {
     /// opens even when `config.yaml` does not parse, with defaults, keeping
     /// the problem for `kb.doctor` ([`Store::config_error`]).
     pub(crate) fn open(root: &Path, clock: Arc<dyn Clock>, tolerant: bool) -> Result<Store> {
+        crate::store::layout::refuse_linked_root(root)?;
         if !root.is_dir() {
             return Err(Error::new(
                 ErrorKind::NoKb,

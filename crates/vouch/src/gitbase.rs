@@ -76,6 +76,40 @@ fn blobs<'a>(
     Ok(out)
 }
 
+/// Refuse a KB whose folder, or a folder above it in the work tree, git
+/// records as a symbolic link (mode 120000) in the index or at HEAD: a
+/// checkout without links (`core.symlinks=false`) or another machine would
+/// read another folder than the one compared.
+fn refuse_recorded_link(top: &Path, rel: &str) -> Result<(), Error> {
+    let mut prefix = String::new();
+    for part in rel.split('/') {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        for listing in [
+            git(top, &["ls-files", "-s", "-z", "--", &prefix])?,
+            git(top, &["ls-tree", "-z", "HEAD", "--", &prefix]).unwrap_or_default(),
+        ] {
+            let linked = listing
+                .split(|b| *b == 0)
+                .map(String::from_utf8_lossy)
+                .any(|entry| {
+                    entry.starts_with("120000 ")
+                        && entry.split_once('\t').map(|(_, p)| p) == Some(prefix.as_str())
+                });
+            if linked {
+                return Err(Error::invalid(format!(
+                    "git records {prefix} as a symbolic link: the knowledge base must be the \
+                     folder itself at {rel}, where the base's history is (a branch that moves \
+                     .vouch/ elsewhere and links it back is refused); commit the folder, not a link"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Compare this KB with REV, as a pull request's check does.
 pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
     if rev.starts_with('-') || rev.is_empty() {
@@ -83,13 +117,22 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             "--base {rev:?}: name a revision (a branch such as origin/main, a tag or a commit)"
         )));
     }
-    let vouch = kb
-        .layout()
-        .root()
-        .canonicalize()
-        .map_err(|e| Error::io(kb.layout().root(), e))?;
+    // The KB root is compared by its literal place in the work tree: a
+    // `.vouch` that is a link (on disk, or as git records it) would point
+    // the check at another folder, whose history the base never had.
+    let root = kb.layout().root();
+    vouch_core::store::layout::refuse_linked_root(root)?;
+    let name = root
+        .file_name()
+        .ok_or_else(|| Error::invalid("the knowledge base has no folder name"))?;
+    let parent = root
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let parent = parent.canonicalize().map_err(|e| Error::io(parent, e))?;
+    let vouch = parent.join(name);
     let top = PathBuf::from(
-        String::from_utf8_lossy(&git(&vouch, &["rev-parse", "--show-toplevel"])?)
+        String::from_utf8_lossy(&git(&parent, &["rev-parse", "--show-toplevel"])?)
             .trim()
             .to_string(),
     );
@@ -99,6 +142,7 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         .map_err(|_| Error::invalid("the knowledge base is not inside the git work tree"))?
         .to_string_lossy()
         .replace('\\', "/");
+    refuse_recorded_link(&top, &rel)?;
     git(
         &top,
         &[
@@ -142,9 +186,13 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             .strip_prefix(&format!("{rel}/"))
             .unwrap_or(&path)
             .to_string();
-        // What a lifecycle change may have touched is read against REV's
-        // version of the file (all of them below, with one git process).
-        if change == Change::Modified && is_knowledge_path(&inside) {
+        // What a lifecycle change may have touched, and what the settings
+        // were, is read against REV's version of the file (all of them
+        // below, with one git process).
+        let config = inside == vouch_core::store::layout::CONFIG_FILE;
+        if (change == Change::Modified && is_knowledge_path(&inside))
+            || (config && change != Change::Added)
+        {
             wanted.push((changed.len(), format!("{rev}:{path}")));
         }
         changed.push(ChangedFile {

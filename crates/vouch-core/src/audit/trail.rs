@@ -31,6 +31,11 @@ pub struct Trail {
     /// The log was begun by vouch 1.x (its `kb.init` event), whose `init`
     /// seeds a starter claim and page without any event.
     pub begun_by_1x: bool,
+    /// Who proposed and who decided, as the log tells it.
+    pub actors: Actors,
+    /// Imports by an agent ([`Actors`]): event id, actor and the objects
+    /// it named, none of them let in.
+    pub agent_imports: Vec<(String, String, Vec<String>)>,
 }
 
 /// What one event lets into the durable knowledge.
@@ -58,6 +63,8 @@ impl Admits {
         let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
         has(b"\"written\":")
             || has(b"\"claim.")
+            || has(b".create\"")
+            || has(b".reject\"")
             || has(b"\"page.archive\"")
             || has(b"\"lifecycle.revert\"")
             || has(b".approve\"")
@@ -65,16 +72,22 @@ impl Admits {
     }
 }
 
-/// What one event says of the durable files: what it admits, the files it
-/// wrote with the sha256 of each ([`written`]), and the objects it may
-/// have rewritten without saying what it wrote ([`unrecorded_rewrites`]).
+/// What one event says of the durable files: what it admits and the
+/// files it wrote with the sha256 of each ([`written`]). An event that
+/// rewrites a file and records nothing (vouch 1.x's, or a forged bare
+/// `claim.confirm`) leaves what was recorded of that file standing: the
+/// file then reads as edited, never as reviewed.
 pub struct Logged {
     /// What it lets in.
     pub admits: Admits,
     /// `(path inside .vouch/, sha256)` of each file it recorded writing.
     pub written: Vec<(String, String)>,
-    /// Ids whose recorded files it may have rewritten unrecorded.
-    pub unrecorded: Vec<String>,
+    /// Who logged it.
+    pub actor: String,
+    /// What it does to a proposal, if anything.
+    pub step: Option<ProposalStep>,
+    /// Whether it is an import (`bundle.import`).
+    pub import: bool,
 }
 
 impl Logged {
@@ -94,8 +107,60 @@ impl Logged {
         Logged {
             admits: Admits::Nothing,
             written: Vec::new(),
-            unrecorded: Vec::new(),
+            actor: String::new(),
+            step: None,
+            import: false,
         }
+    }
+}
+
+/// Who the log shows proposing and deciding, read in order. Agents
+/// propose; people and the reviewers they name decide. An import by an
+/// actor that has proposed and never decided — an agent — lets nothing in
+/// and records nothing as reviewed: an agent's import files proposals, it
+/// never writes knowledge, so such an event was forged. (Under a personal
+/// `trusted-agent` config an agent's own import does write: it stays
+/// unaudited until a person imports it again.)
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Actors {
+    /// Actors of `proposal.create` events.
+    pub proposed: std::collections::BTreeSet<String>,
+    /// Actors of approvals and rejections.
+    pub decided: std::collections::BTreeSet<String>,
+}
+
+/// The sha256 recorded, in place of an agent import's, for each file it
+/// wrote: no file hashes to it, so the file never reads as reviewed.
+pub const NOT_REVIEWED: &str = "not-reviewed";
+
+impl Actors {
+    /// An actor the log shows proposing and never deciding.
+    pub fn is_agent(&self, actor: &str) -> bool {
+        self.proposed.contains(actor) && !self.decided.contains(actor)
+    }
+
+    /// Take in the next event; an agent's import is stripped of what it
+    /// admits and of what it recorded writing (answered `true`).
+    /// `decisions` says whether its decisions make its actor one who
+    /// decides (not for a pull request's own events).
+    pub fn take(&mut self, logged: &mut Logged, decisions: bool) -> bool {
+        match logged.step {
+            Some(ProposalStep::Create) => {
+                self.proposed.insert(logged.actor.clone());
+            }
+            Some(ProposalStep::Approve | ProposalStep::Reject) if decisions => {
+                self.decided.insert(logged.actor.clone());
+            }
+            _ => {}
+        }
+        if !logged.import || !self.is_agent(&logged.actor) {
+            return false;
+        }
+        logged.admits = Admits::Nothing;
+        for (_, sha) in &mut logged.written {
+            *sha = NOT_REVIEWED.to_string();
+        }
+        true
     }
 }
 
@@ -112,48 +177,13 @@ pub fn written(data: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// The objects an event that writes knowledge but records no `written`
-/// (vouch 1.x's, or a vouch's before it recorded them) may have rewritten:
-/// what this vouch recorded of their files no longer says what they hold,
-/// so it is forgotten (checked by id again) rather than taken for a hand
-/// edit.
-pub fn unrecorded_rewrites(event: &str, object_ids: &[Value], data: &Value) -> Vec<String> {
-    if data.get("written").is_some() {
-        return Vec::new();
-    }
-    let ids = || {
-        object_ids
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-    };
-    let approve = event == "proposal.approve"
-        || (event.starts_with("proposal.") && event.ends_with(".approve"));
-    if approve {
-        return ids().skip(1).collect();
-    }
-    match event {
-        "claim.supersede" | "claim.contradict" | "claim.archive" | "claim.confirm"
-        | "claim.cite" | "page.archive" | "lifecycle.revert" => ids().collect(),
-        "bundle.import" => data
-            .get("objects")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    }
-}
-
 /// The fields of an event that say what it admits.
 #[derive(serde::Deserialize)]
 struct AdmitFields<'a> {
     #[serde(borrow, default)]
     event: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    actor: std::borrow::Cow<'a, str>,
     #[serde(default)]
     object_ids: Vec<Value>,
     #[serde(default)]
@@ -165,7 +195,9 @@ impl AdmitFields<'_> {
         Logged {
             admits: self.admits(),
             written: written(&self.data),
-            unrecorded: unrecorded_rewrites(&self.event, &self.object_ids, &self.data),
+            actor: self.actor.to_string(),
+            step: ProposalStep::of(&self.event),
+            import: self.event == "bundle.import",
         }
     }
 
@@ -268,14 +300,21 @@ impl Trail {
             {
                 t.created.insert(p.to_string(), ev.clone());
             }
-            let logged = Logged::of(&ev);
-            if !logged.unrecorded.is_empty() && !t.written.is_empty() {
-                let forget: std::collections::HashSet<&str> =
-                    logged.unrecorded.iter().map(String::as_str).collect();
-                t.written
-                    .retain(|path, _| !forget.contains(crate::store::layout::id_of_inside(path)));
-                t.written_ids.retain(|id| !forget.contains(id.as_str()));
+            let mut logged = Logged::of(&ev);
+            if let (true, Admits::Objects(ids)) = (t.actors.is_agent(&logged.actor), &logged.admits)
+                && logged.import
+                && !ids.is_empty()
+            {
+                t.agent_imports.push((
+                    ev.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_string(),
+                    logged.actor.clone(),
+                    ids.clone(),
+                ));
             }
+            t.actors.take(&mut logged, true);
             for (path, sha) in logged.written {
                 t.written_ids
                     .insert(crate::store::layout::id_of_inside(&path).to_string());

@@ -5,11 +5,14 @@
 //!
 //! Problems, each named: an event of REV removed or changed; a knowledge
 //! file added, changed or removed with no new event behind it (a claim
-//! written by hand, an edited decision); a decision by its own proposer; a
-//! source whose bytes do not match its id; a file `.gitignore` keeps out
+//! written by hand, an edited decision); a file an approval wrote that is
+//! not its proposal's payload; a change a lifecycle event does not make (a
+//! confirm that un-archives); a proposal decided twice; a decision by its
+//! own proposer; an import by an agent; a loosened gate in `config.yaml`;
+//! a source whose bytes do not match its id; a file `.gitignore` keeps out
 //! of git committed anyway (`state.db`, `.staging/`, `proposed/`).
 
-use crate::audit::trail::ProposalStep;
+use crate::audit::trail::{Actors, Admits, Logged, ProposalStep};
 use crate::error::Result;
 use crate::stored::Store;
 use schemars::JsonSchema;
@@ -53,23 +56,31 @@ pub fn is_knowledge_path(path: &str) -> bool {
 /// A knowledge file decoded, as its fields in JSON (a page's body among
 /// them); `None` for another kind or a file that does not parse.
 fn fields_of(dir: &str, bytes: &[u8]) -> Option<Map<String, Value>> {
-    use crate::model::{Claim, Entity, Page, Relation};
+    use crate::model::{Claim, Entity, Page, Relation, Written};
     use crate::stored::Stored;
     let text = std::str::from_utf8(bytes).ok()?;
     let at = std::path::Path::new(dir);
-    let v = match dir {
-        "claims" => serde_json::to_value(Claim::decode(at, text).ok()?),
-        "pages" => {
-            let page = Page::decode(at, text).ok()?;
-            let body = page.body.clone();
-            serde_json::to_value(page).map(|mut v| {
-                v["body"] = Value::String(body);
-                v
-            })
-        }
-        "entities" => serde_json::to_value(Entity::decode(at, text).ok()?),
-        "relations" => serde_json::to_value(Relation::decode(at, text).ok()?),
+    fields_of_object(&match dir {
+        "claims" => Written::Claim(Claim::decode(at, text).ok()?),
+        "pages" => Written::Page(Page::decode(at, text).ok()?),
+        "entities" => Written::Entity(Entity::decode(at, text).ok()?),
+        "relations" => Written::Relation(Relation::decode(at, text).ok()?),
         _ => return None,
+    })
+}
+
+/// An object's fields in JSON, a page's body among them.
+fn fields_of_object(object: &crate::model::Written) -> Option<Map<String, Value>> {
+    use crate::model::Written;
+    let v = match object {
+        Written::Claim(c) => serde_json::to_value(c),
+        Written::Page(page) => serde_json::to_value(page).map(|mut v| {
+            v["body"] = Value::String(page.body.clone());
+            v
+        }),
+        Written::Entity(e) => serde_json::to_value(e),
+        Written::Relation(r) => serde_json::to_value(r),
+        Written::Source(_) => return None,
     };
     match v.ok()? {
         Value::Object(m) => Some(m),
@@ -86,13 +97,20 @@ fn lifecycle_fields(dir: &str) -> &'static [&'static str] {
     }
 }
 
-/// What the gate approved of a file's fields: all but the lifecycle ones.
-fn approved_part(dir: &str, fields: &Map<String, Value>) -> Map<String, Value> {
-    let mut approved = fields.clone();
-    for field in lifecycle_fields(dir) {
-        approved.remove(*field);
+/// The fields of a file of `dir` that a lifecycle event named `event` sets
+/// (an approval's: of a claim it supersedes). A confirm cannot un-archive a
+/// claim nor swap its citations.
+fn sets(event: &str, dir: &str) -> &'static [&'static str] {
+    match (dir, event) {
+        ("claims", "claim.confirm") => &["last_confirmed_at", "updated_at"],
+        ("claims", "claim.archive") | ("pages", "page.archive") => &["status", "updated_at"],
+        ("claims", "claim.cite") => &["evidence", "updated_at"],
+        ("claims", "claim.supersede") => &["status", "superseded_by", "supersedes", "updated_at"],
+        ("claims", "claim.contradict") => &["status", "contradicts", "updated_at"],
+        ("claims", "proposal.approve") => &["status", "superseded_by", "updated_at"],
+        (_, "lifecycle.revert") => lifecycle_fields(dir),
+        _ => &[],
     }
-    approved
 }
 
 /// The top-level fields in which two files' fields differ.
@@ -120,28 +138,35 @@ pub struct BaseReport {
     pub new_events: usize,
     /// Files under `.vouch/` changed since REV.
     pub changed_files: usize,
-    /// The decisions this branch records, one line each (who decided
-    /// what, proposed by whom), for the person reviewing the pull request.
+    /// The decisions this branch records, one line each, for the person
+    /// reviewing the pull request: who approved or rejected what, proposed
+    /// by whom, and who imported which objects from which bundle.
     pub decisions: Vec<String>,
+    /// Every setting of `.vouch/config.yaml` the branch changed, one line
+    /// each (`review.gate_lifecycle: true -> (absent)`).
+    pub config_changes: Vec<String>,
     /// Every problem found, one line each, naming what is wrong.
     pub problems: Vec<String>,
 }
 
-/// What is wrong with an added or changed claim, page, entity or relation
-/// file: it must be what a new event recorded writing (when it recorded
-/// that), and let in by a new approval or import — or, for a change,
-/// differ from REV's only in the fields a lifecycle change of a new event
-/// sets (a hand edit riding on a `kb.confirm` must not pass).
 /// What the branch's new events say about the objects they touch.
+#[derive(Default)]
 struct NewEvents<'a> {
-    /// Ids a new event names as written (not a proposal's creation or
-    /// rejection).
+    /// Ids a new event names (not a proposal's creation or rejection):
+    /// what lets a source or evidence file change.
     named: HashSet<&'a str>,
-    /// Objects a new approval or import let in.
-    admitted: HashSet<String>,
+    /// Objects a new import (not an agent's) let in.
+    imported: HashSet<String>,
+    /// Objects a new approval wrote, with what approving its proposal
+    /// writes from the payload (`None` when that cannot be told: the
+    /// approval's problems say why) and the proposal's id.
+    approved: HashMap<String, (Option<Map<String, Value>>, String)>,
     /// What new events recorded they wrote, by path: the last one's sha256
     /// and event id.
     written: HashMap<String, (String, &'a str)>,
+    /// Each knowledge file a new lifecycle event (or an approval that
+    /// supersedes) rewrote, by path: the events' names.
+    rewritten: HashMap<String, Vec<&'a str>>,
     /// Each object's lifecycle state as the last new lifecycle event left
     /// it (`data.after`).
     after: HashMap<String, Value>,
@@ -156,6 +181,13 @@ fn same_field(a: Option<&Value>, b: Option<&Value>) -> bool {
     (none(a) && none(b)) || a == b
 }
 
+/// What is wrong with an added or changed claim, page, entity or relation
+/// file. It must be what the last new event that wrote it recorded; then
+/// either an import let it in, or it is what its approval writes from the
+/// proposal's payload, or REV's version — in each of the last two cases
+/// changed since only in the fields the new lifecycle events that rewrote
+/// it set (a confirm sets `last_confirmed_at`; a hand edit of `evidence`
+/// or `status` riding on it is named), and those as the last one recorded.
 fn knowledge_problem(
     kb: &Store,
     f: &ChangedFile,
@@ -163,10 +195,9 @@ fn knowledge_problem(
     id: &str,
     new: &NewEvents,
 ) -> Result<Option<String>> {
-    let (named_by_new, admitted_by_new, written_by_new) = (&new.named, &new.admitted, &new.written);
     let path = &f.path;
     let now = kb.read_file(&kb.layout().root().join(path))?;
-    if let (Some((sha, event)), Some(bytes)) = (written_by_new.get(path), &now)
+    if let (Some((sha, event)), Some(bytes)) = (new.written.get(path), &now)
         && crate::ids::content_sha256(bytes) != *sha
     {
         return Ok(Some(format!(
@@ -174,14 +205,15 @@ fn knowledge_problem(
              after the gate wrote it"
         )));
     }
-    if admitted_by_new.contains(id) {
+    if new.imported.contains(id) {
         // Admitted by id; but when the events recorded what they wrote,
         // this very file must be among it (a page written by hand under
         // the id of an entity the branch approved is not).
-        let recorded_elsewhere = written_by_new
+        let recorded_elsewhere = new
+            .written
             .keys()
             .any(|p| p != path && crate::store::layout::id_of_inside(p) == id);
-        if recorded_elsewhere && !written_by_new.contains_key(path) {
+        if recorded_elsewhere && !new.written.contains_key(path) {
             return Ok(Some(format!(
                 "{path}: no event in this branch's audit log wrote this {kind} (the events that \
                  let in `{id}` wrote another file): written by hand, not through the gate"
@@ -189,32 +221,78 @@ fn knowledge_problem(
         }
         return Ok(None);
     }
-    let by_hand = |how: &str| {
-        format!(
-            "{path}: this {kind} was {how} with no event behind it in this branch's audit log: \
-             written by hand, not through the gate"
-        )
-    };
-    if f.change == Change::Added || !named_by_new.contains(id) {
-        return Ok(Some(by_hand(if f.change == Change::Added {
-            "added"
-        } else {
-            "changed"
-        })));
-    }
-    // Changed by lifecycle events only: nothing the gate approved may move,
-    // and its lifecycle fields must be what the last lifecycle event
-    // recorded setting (a hand edit of `evidence` or `status` riding on a
-    // `confirm` must not pass).
     let dir = path.split('/').next().unwrap_or("");
-    let before = f.before.as_deref().and_then(|b| fields_of(dir, b));
-    let after = now.as_deref().and_then(|b| fields_of(dir, b));
-    let (Some(before), Some(after)) = (before, after) else {
+    let rewritten = new.rewritten.get(path.as_str());
+    let approved = new.approved.get(id);
+    let (reference, since) = match approved {
+        Some((Some(fields), pid)) => (
+            fields.clone(),
+            format!("what approving proposal {pid} writes"),
+        ),
+        // The approval's own problems say why it cannot be told.
+        Some((None, _)) if f.change == Change::Added => return Ok(None),
+        None if f.change == Change::Added || rewritten.is_none() => {
+            return Ok(Some(format!(
+                "{path}: this {kind} was {} with no event behind it in this branch's audit log: \
+                 written by hand, not through the gate",
+                if f.change == Change::Added {
+                    "added"
+                } else {
+                    "changed"
+                }
+            )));
+        }
+        _ => match f.before.as_deref().and_then(|b| fields_of(dir, b)) {
+            Some(fields) => (fields, "the base".to_string()),
+            None => {
+                return Ok(Some(format!(
+                    "{path}: this {kind} changed and its version at the base cannot be read to \
+                     tell what changed"
+                )));
+            }
+        },
+    };
+    let Some(after) = now.as_deref().and_then(|b| fields_of(dir, b)) else {
         return Ok(Some(format!(
-            "{path}: this {kind} changed and its version at the base or now cannot be read to \
-             tell what changed"
+            "{path}: this {kind} cannot be read to tell what changed"
         )));
     };
+    // Only the fields the events that rewrote it set may differ.
+    let events = rewritten.cloned().unwrap_or_default();
+    let may: HashSet<&str> = events.iter().flat_map(|e| sets(e, dir)).copied().collect();
+    let moved: Vec<String> = fields_differing(&reference, &after)
+        .into_iter()
+        .filter(|k| !may.contains(k.as_str()))
+        .collect();
+    if !moved.is_empty() {
+        let by = if events.is_empty() {
+            "no lifecycle event in this branch rewrote it".to_string()
+        } else {
+            let mut names = events.clone();
+            names.sort();
+            names.dedup();
+            let set: Vec<&str> = may
+                .iter()
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            format!(
+                "the lifecycle events that rewrote it ({}) set only {}",
+                names.join(", "),
+                if set.is_empty() {
+                    "nothing of it".to_string()
+                } else {
+                    set.join(", ")
+                }
+            )
+        };
+        return Ok(Some(format!(
+            "{path}: this {kind} changed in {} since {since}, which no approval or import in \
+             this branch wrote ({by}): edited by hand",
+            moved.join(", ")
+        )));
+    }
     if let Some(state) = new.after.get(id).and_then(Value::as_object) {
         let differ: Vec<&str> = state
             .keys()
@@ -229,21 +307,7 @@ fn knowledge_problem(
             )));
         }
     }
-    let (before, after) = (approved_part(dir, &before), approved_part(dir, &after));
-    if before == after {
-        return Ok(None);
-    }
-    let sets = lifecycle_fields(dir);
-    Ok(Some(format!(
-        "{path}: this {kind} changed in {} since the base, which no approval or import in \
-         this branch wrote (a lifecycle change sets only {}): edited by hand",
-        fields_differing(&before, &after).join(", "),
-        if sets.is_empty() {
-            "nothing of it".to_string()
-        } else {
-            sets.join(", ")
-        }
-    )))
+    Ok(None)
 }
 
 fn ids(ev: &Value) -> Vec<&str> {
@@ -255,6 +319,171 @@ fn ids(ev: &Value) -> Vec<&str> {
 
 fn str_of<'a>(ev: &'a Value, key: &str) -> &'a str {
     ev.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+/// The proposal an event decides: an approval's or rejection's, or the
+/// lifecycle proposal a lifecycle event applies (`data.proposal_id`).
+fn decides(ev: &Value) -> Option<&str> {
+    match ProposalStep::of(str_of(ev, "event")) {
+        Some(ProposalStep::Approve | ProposalStep::Reject) => ids(ev).first().copied(),
+        Some(ProposalStep::Create) => None,
+        None => ev
+            .get("data")
+            .and_then(|d| d.get("proposal_id"))
+            .and_then(Value::as_str),
+    }
+}
+
+/// Check what a new `proposal.approve` wrote against the proposal it
+/// decides: its `decided/` record must be this very decision, hold what
+/// the proposal's `proposal.create` fingerprinted, and the object is what
+/// approving that payload writes. Answers that object's fields (`None`
+/// when it cannot be told) and pushes what is wrong.
+fn approved_from_payload(
+    kb: &Store,
+    ev: &Value,
+    create: Option<&Value>,
+    problems: &mut Vec<String>,
+) -> Option<Map<String, Value>> {
+    use crate::store::Dir;
+    let (event, pid) = (str_of(ev, "id"), ids(ev).first().copied().unwrap_or("?"));
+    let mut wrong = |why: String| {
+        problems.push(format!("event {event} (proposal.approve of {pid}): {why}"));
+        None
+    };
+    let decided = match kb.load_proposal(Dir::Decided, pid) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return wrong(format!(
+                "no decided/{pid}.yaml records the decision (an approval writes one): the \
+                 approval was written by hand"
+            ));
+        }
+        Err(e) => return wrong(format!("decided/{pid}.yaml cannot be read: {}", e.message)),
+    };
+    if decided.status != crate::model::ProposalStatus::Approved
+        || decided.decision_hash.as_deref() != ev.get("hash").and_then(Value::as_str)
+    {
+        return wrong(format!(
+            "decided/{pid}.yaml records another decision ({} by {}, event hash {}): the \
+             proposal was decided before, and a proposal is decided once",
+            decided.status,
+            decided.decided_by.as_deref().unwrap_or("?"),
+            decided.decision_hash.as_deref().unwrap_or("none")
+        ));
+    }
+    if let Some(object) = ids(ev).get(1)
+        && *object != decided.object_id
+    {
+        return wrong(format!(
+            "it writes {object}, but the proposal is for {}",
+            decided.object_id
+        ));
+    }
+    let recorded = create
+        .and_then(|c| c.get("data"))
+        .and_then(|d| d.get(crate::review::gate::FINGERPRINT_KEY))
+        .and_then(Value::as_str);
+    if let Some(recorded) = recorded
+        && crate::review::gate::proposal_fingerprint(&decided)
+            .ok()
+            .as_deref()
+            != Some(recorded)
+    {
+        return wrong(format!(
+            "decided/{pid}.yaml does not hold what was proposed (its content does not match the \
+             fingerprint in the proposal.create event): what was approved is not what a \
+             reviewer saw"
+        ));
+    }
+    let at = crate::model::Timestamp::parse(str_of(ev, "created_at"))?;
+    let object = crate::review::gate::approved_object(&decided, at, str_of(ev, "actor")).ok()?;
+    fields_of_object(&object)
+}
+
+/// `config.yaml`'s settings, flattened to `a.b` keys; `None` when it does
+/// not parse.
+fn settings_of(bytes: &[u8]) -> Option<std::collections::BTreeMap<String, String>> {
+    fn flatten(prefix: &str, v: &Value, out: &mut std::collections::BTreeMap<String, String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    flatten(&key, v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let tree: Value = if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_saphyr::from_str(text).ok()?
+    };
+    let mut out = std::collections::BTreeMap::new();
+    flatten("", &tree, &mut out);
+    out.remove("");
+    Some(out)
+}
+
+/// Every setting `config.yaml` changed since REV (`before`, `None` when
+/// REV had none), and each change that loosens the gate as a problem: a
+/// repository cannot widen its own gate locally, nor through a pull
+/// request.
+fn config_changes(
+    before: Option<&[u8]>,
+    now: Option<&[u8]>,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    use crate::settings::Settings;
+    let path = std::path::Path::new(crate::store::layout::CONFIG_FILE);
+    let parse = |b: Option<&[u8]>| match b {
+        None => Some(Settings::new("", None)),
+        Some(b) => Settings::parse(path, std::str::from_utf8(b).ok()?).ok(),
+    };
+    let flat = |b: Option<&[u8]>| b.map_or_else(|| Some(Default::default()), settings_of);
+    let (Some(old), Some(new)) = (flat(before), flat(now)) else {
+        problems.push(
+            "config.yaml: it does not parse as YAML, so what it changed cannot be told".into(),
+        );
+        return Vec::new();
+    };
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let shown = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(absent)".into());
+    let changes: Vec<String> = keys
+        .into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .map(|k| format!("{k}: {} -> {}", shown(old.get(k)), shown(new.get(k))))
+        .collect();
+    if let (Some(old), Some(new)) = (parse(before), parse(now)) {
+        if old.review.gate_lifecycle && !new.review.gate_lifecycle {
+            problems.push(
+                "config.yaml: review.gate_lifecycle is turned off: agents' lifecycle changes \
+                 would apply without a person's decision; a pull request cannot loosen the gate"
+                    .into(),
+            );
+        }
+        let had: HashSet<&str> = old.ignored_widenings().iter().map(|(k, _)| *k).collect();
+        for (key, value) in new.ignored_widenings() {
+            if !had.contains(key) {
+                problems.push(format!(
+                    "config.yaml: {key}: {value} would widen the gate; a repository's config \
+                     cannot (only the person's own config can), so a pull request must not \
+                     add it"
+                ));
+            }
+        }
+    }
+    changes
 }
 
 /// Check this KB's log and files against REV's.
@@ -271,6 +500,9 @@ pub fn check(
     // 1. REV's history is all still here, byte for byte (hash for hash).
     let mut base_hashes = HashSet::new();
     let mut base_events = 0;
+    // Who proposed and decided at REV; which proposals REV decided.
+    let mut actors = Actors::default();
+    let mut decided_at_base: HashMap<String, String> = HashMap::new();
     for (i, line) in base_log.split(|b| *b == b'\n').enumerate() {
         let Ok(ev) = serde_json::from_slice::<Value>(line) else {
             continue;
@@ -287,6 +519,10 @@ pub fn check(
                 str_of(&ev, "actor")
             ));
         }
+        actors.take(&mut Logged::of(&ev), true);
+        if let Some(pid) = decides(&ev) {
+            decided_at_base.insert(pid.to_string(), str_of(&ev, "id").to_string());
+        }
         base_hashes.insert(h);
     }
 
@@ -295,91 +531,129 @@ pub fn check(
         .iter()
         .filter(|e| !base_hashes.contains(str_of(e, "hash")))
         .collect();
-    let proposer: HashMap<&str, &str> = now
+    let created: HashMap<&str, &Value> = now
         .iter()
         .filter(|e| ProposalStep::of(str_of(e, "event")) == Some(ProposalStep::Create))
-        .filter_map(|e| Some((*ids(e).first()?, str_of(e, "actor"))))
+        .filter_map(|e| Some((*ids(e).first()?, e)))
         .collect();
-    // Ids a new event wrote: not a proposal's creation or rejection, which
-    // name an object without writing it (a branch that proposes claim X and
-    // writes claims/X.yaml by hand must not pass).
-    let mut named_by_new: HashSet<&str> = HashSet::new();
-    // Objects a new approval or import let in: only these may be added, or
-    // changed beyond a lifecycle change's fields.
-    let mut admitted_by_new: HashSet<String> = HashSet::new();
-    // What new events recorded they wrote, by path (the last one's).
-    let mut written_by_new: HashMap<String, (String, &str)> = HashMap::new();
-    // Each object's lifecycle state as the last new event left it.
-    let mut after_by_new: HashMap<String, Value> = HashMap::new();
-    // Proposals a new approval or rejection decided.
-    let mut decided_by_new: HashSet<&str> = HashSet::new();
+    let proposer = |pid: &str| created.get(pid).map(|e| str_of(e, "actor"));
+    let mut new = NewEvents::default();
+    // Proposals a new approval or rejection decided, by the event.
+    let mut decided_by_new: HashMap<&str, &str> = HashMap::new();
     let mut decisions = Vec::new();
     for ev in &added {
-        let name = str_of(ev, "event");
-        let logged = crate::audit::trail::Logged::of(ev);
-        if let crate::audit::trail::Admits::Objects(ids) = logged.admits {
-            admitted_by_new.extend(ids);
-        }
-        for (path, sha) in logged.written {
-            written_by_new.insert(path, (sha, str_of(ev, "id")));
-        }
-        if let Some(after) = ev
-            .get("data")
-            .and_then(|d| d.get("after"))
-            .and_then(Value::as_object)
-        {
-            after_by_new.extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        match ProposalStep::of(name) {
-            Some(ProposalStep::Create) => {}
-            Some(ProposalStep::Reject) => decided_by_new.extend(ids(ev).first().copied()),
-            Some(ProposalStep::Approve) => {
-                decided_by_new.extend(ids(ev).first().copied());
-                named_by_new.extend(ids(ev));
-            }
-            _ => named_by_new.extend(ids(ev)),
-        }
-        let decided = match ProposalStep::of(name) {
-            Some(ProposalStep::Approve) | Some(ProposalStep::Reject) => ids(ev).first().copied(),
-            _ => ev
+        let (name, event, actor) = (str_of(ev, "event"), str_of(ev, "id"), str_of(ev, "actor"));
+        let mut logged = Logged::of(ev);
+        // Decisions made in the branch never make an agent one who decides.
+        let by_agent = actors.take(&mut logged, false);
+        if logged.import {
+            let named: Vec<&str> = ev
                 .get("data")
-                .and_then(|d| d.get("proposal_id"))
-                .and_then(Value::as_str),
-        };
-        if let Some(pid) = decided {
-            let by = proposer.get(pid).copied();
+                .and_then(|d| d.get("objects"))
+                .and_then(Value::as_array)
+                .map(|o| o.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let objects = named.join(", ");
+            let bundle = ev
+                .get("data")
+                .and_then(|d| d.get("path"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
             decisions.push(format!(
-                "{} {name} {} (proposal {pid} by {})",
-                str_of(ev, "actor"),
-                ids(ev).get(1).copied().unwrap_or(""),
-                by.unwrap_or("nobody")
+                "{actor} bundle.import [{objects}] from bundle {bundle} ({})",
+                ids(ev).first().copied().unwrap_or("?")
             ));
-            if by.is_none() {
+            let wrote = !named.is_empty() || !logged.written.is_empty();
+            if by_agent && wrote {
                 problems.push(format!(
-                    "event {} ({name}) decides proposal {pid}, which no proposal.create event \
-                     ever proposed",
-                    str_of(ev, "id")
+                    "event {event} (bundle.import) by {actor:?}, who proposes and never decided \
+                     at {base}, writes knowledge: an agent's import files proposals, it never \
+                     writes knowledge — what it names is not let in"
                 ));
             }
         }
-        if let Some(pid) = decided
-            && proposer.get(pid) == Some(&str_of(ev, "actor"))
+        if let Admits::Objects(ids) = logged.admits
+            && logged.import
         {
+            new.imported.extend(ids);
+        }
+        let rewrites = crate::review::lifecycle::is_lifecycle_event(name);
+        let after = ev
+            .get("data")
+            .and_then(|d| d.get("after"))
+            .and_then(Value::as_object);
+        if rewrites && (after.is_none() || logged.written.is_empty()) {
             problems.push(format!(
-                "event {} ({name}): {} decided proposal {pid}, which they proposed themselves",
-                str_of(ev, "id"),
-                str_of(ev, "actor")
+                "event {event} ({name}) names {} but records no `after` state or no `written` \
+                 files, as every lifecycle change records both: it changes nothing here",
+                ids(ev).join(", ")
             ));
         }
+        let approve = name == "proposal.approve";
+        let object = ids(ev).get(1).copied();
+        for (path, sha) in logged.written {
+            let id = crate::store::layout::id_of_inside(&path);
+            let counts = (rewrites && after.is_some_and(|a| a.contains_key(id)))
+                || (approve && Some(id) != object);
+            if counts {
+                new.rewritten.entry(path.clone()).or_default().push(name);
+            }
+            new.written.insert(path, (sha, event));
+        }
+        if rewrites && let Some(after) = after {
+            new.after
+                .extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        match ProposalStep::of(name) {
+            Some(ProposalStep::Create | ProposalStep::Reject) => {}
+            _ => new.named.extend(ids(ev)),
+        }
+        if approve && let Some(object) = object {
+            let pid = ids(ev).first().copied().unwrap_or("?");
+            let fields = approved_from_payload(kb, ev, created.get(pid).copied(), &mut problems);
+            new.approved
+                .insert(object.to_string(), (fields, pid.to_string()));
+        }
+        let Some(pid) = decides(ev) else {
+            continue;
+        };
+        let by = proposer(pid);
+        decisions.push(format!(
+            "{actor} {name} {} (proposal {pid} by {})",
+            ids(ev).get(1).copied().unwrap_or(""),
+            by.unwrap_or("nobody")
+        ));
+        if by.is_none() {
+            problems.push(format!(
+                "event {event} ({name}) decides proposal {pid}, which no proposal.create event \
+                 ever proposed"
+            ));
+        }
+        if by == Some(actor) {
+            problems.push(format!(
+                "event {event} ({name}): {actor} decided proposal {pid}, which they proposed \
+                 themselves"
+            ));
+        }
+        let before = decided_at_base
+            .get(pid)
+            .map(|e| format!("event {e} of {base}"))
+            .or_else(|| {
+                decided_by_new
+                    .get(pid)
+                    .map(|e| format!("event {e} of this branch"))
+            });
+        if let Some(before) = before {
+            problems.push(format!(
+                "event {event} ({name}) decides proposal {pid} again: {before} decided it \
+                 already, and a proposal is decided once (re-propose to change what it says)"
+            ));
+        }
+        decided_by_new.insert(pid, event);
     }
 
-    let new = NewEvents {
-        named: named_by_new,
-        admitted: admitted_by_new,
-        written: written_by_new,
-        after: after_by_new,
-    };
     // 3. Every changed knowledge file has a new event behind it.
+    let mut config = Vec::new();
     for f in changed {
         if f.change != Change::Deleted && crate::store::layout::never_committed(&f.path) {
             problems.push(format!(
@@ -388,6 +662,11 @@ pub fn check(
                  machine is never shared knowledge; remove it (git rm --cached)",
                 f.path
             ));
+            continue;
+        }
+        if f.path == crate::store::layout::CONFIG_FILE {
+            let now = kb.read_file(&kb.layout().config())?;
+            config = config_changes(f.before.as_deref(), now.as_deref(), &mut problems);
             continue;
         }
         let mut parts = f.path.splitn(3, '/');
@@ -406,7 +685,7 @@ pub fn check(
             "evidence" => "evidence",
             "decided" => "decision record",
             "sources" => "source",
-            _ => continue, // the log, config, sessions, ignored files
+            _ => continue, // the log, sessions, ignored files
         };
         let path = &f.path;
         if is_knowledge_path(path) && f.change != Change::Deleted {
@@ -421,7 +700,7 @@ pub fn check(
             Change::Modified if dir == "decided" => problems.push(format!(
                 "{path}: a decision record was edited after it was made"
             )),
-            Change::Added if dir == "decided" && !decided_by_new.contains(id) => {
+            Change::Added if dir == "decided" && !decided_by_new.contains_key(id) => {
                 problems.push(format!(
                     "{path}: a decision record with no approval or rejection of proposal {id} \
                      in this branch's audit log: written by hand, not through the gate"
@@ -460,6 +739,7 @@ pub fn check(
         new_events: added.len(),
         changed_files: changed.len(),
         decisions,
+        config_changes: config,
         problems,
     })
 }

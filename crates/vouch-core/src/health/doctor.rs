@@ -325,6 +325,22 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
             ));
         }
     }
+    for (event, actor, objects) in &trail.agent_imports {
+        out.push(finding(
+            "agent-import",
+            Severity::Error,
+            event,
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "audit event {event} (bundle.import) by {actor:?}, who proposes and never \
+                 decided, names {} as imported knowledge: an agent's import files proposals, it \
+                 never writes knowledge, so the event was written by hand; what it names is \
+                 not let in (search and context mark it `unaudited`). If {actor:?} is a \
+                 person, have them import the bundle again",
+                objects.join(", ")
+            ),
+        ));
+    }
     let durable = l
         .claims
         .iter()

@@ -466,7 +466,7 @@ fn cite_locked(ctx: &Ctx, p: CiteParams) -> Result<LifecycleResult> {
 
 /// Lifecycle events that record before/after states (and so can be
 /// reverted).
-fn is_lifecycle_event(name: &str) -> bool {
+pub(crate) fn is_lifecycle_event(name: &str) -> bool {
     matches!(
         name,
         "claim.supersede"

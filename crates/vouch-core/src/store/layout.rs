@@ -44,6 +44,35 @@ pub fn id_of_inside(path: &str) -> &str {
         .unwrap_or(name)
 }
 
+/// Refuse a KB root (the `.vouch/` folder itself) that is a symbolic link:
+/// everything under `.vouch/` is opened without following links, and the
+/// root is no exception. A `.vouch` link committed to a branch would serve
+/// another folder's files and log as this project's, and hide from git's
+/// history (and the pull-request check) what the base recorded at
+/// `.vouch/`. Only the last component counts: a project under a linked
+/// folder (`/tmp` → `/private/tmp`) is fine.
+pub fn refuse_linked_root(root: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(root) else {
+        return Ok(()); // absent: the caller says so
+    };
+    if !meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let target = std::fs::read_link(root)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    Err(crate::error::Error::new(
+        crate::error::ErrorKind::NoKb,
+        format!(
+            "refusing the knowledge base at {}: it is a symbolic link (to {target}), and vouch \
+             never reads or writes its knowledge through a link (a branch that moved the \
+             folder and linked it back would serve another history as this one). Put the \
+             folder itself there: `rm {0} && git mv {target} {0}` (or `mv`)",
+            root.display()
+        ),
+    ))
+}
+
 /// `name` matches `pattern`, where `*` stands for any run of characters.
 fn glob(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {

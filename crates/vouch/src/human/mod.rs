@@ -591,6 +591,9 @@ impl Human for ProposeResult {
 
 impl Human for ApproveOutput {
     fn human(&self) -> String {
+            for c in &b.config_changes {
+                out.push_str(&format!("  config.yaml: {c}\n"));
+            }
         let items = match self {
             ApproveOutput::One(r) => std::slice::from_ref(r),
             ApproveOutput::Many { approved, .. } => approved.as_slice(),

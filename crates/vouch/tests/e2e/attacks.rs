@@ -990,37 +990,44 @@ fn a_page_proposal_shows_its_body_and_sources_in_the_queue() {
     assert!(p.run("x", &["show", &pid]).stdout.contains("not frozen"));
 }
 
-/// A writer that records no `written` (vouch 1.x archiving a claim this
-/// vouch approved) rewrites the file: what this vouch recorded is
-/// forgotten, the claim is checked by id again — not taken for a hand
-/// edit. An edit with no event behind it still is.
+/// An event that records no `written` — vouch 1.x archiving a claim this
+/// vouch approved, or a bare `claim.confirm` anyone can forge — does not
+/// make vouch forget what it recorded of the file (issue 39 item 4): the
+/// claim edited behind it stays an edit, named by `doctor` and marked on
+/// every read. A person settles a 1.x rewrite with a lifecycle change
+/// (`vouch confirm`), whose event records the bytes.
 #[test]
-fn a_rewrite_by_vouch_1x_is_not_taken_for_a_hand_edit() {
+fn a_lifecycle_event_that_records_nothing_does_not_launder_a_hand_edit() {
     let p = Project::new();
     let src = p.source("Backups run nightly.\n");
     let claim = p.claim("Backups run nightly", &src);
     let file = p.vouch_dir().join(format!("claims/{claim}.yaml"));
     edit(&file, "status: working", "status: archived");
     assert_eq!(p.doctor_kinds(), ["edited-object"]);
-    forge_event(
-        &p,
-        json!({
-            "id": "0123456789abcdef0123456789abcdef",
-            "event": "claim.archive",
-            "actor": "alice",
-            "created_at": "2026-01-02T00:00:00.000000Z",
-            "object_ids": [claim],
-            "dry_run": false,
-            "reversible": false,
-            "data": {},
-        }),
-    );
+    for (n, event) in ["claim.archive", "claim.confirm"].into_iter().enumerate() {
+        forge_event(
+            &p,
+            json!({
+                "id": format!("0123456789abcdef0123456789abcde{n}"),
+                "event": event,
+                "actor": "alice",
+                "created_at": "2026-01-02T00:00:00.000000Z",
+                "object_ids": [claim],
+                "dry_run": false,
+                "reversible": false,
+                "data": {},
+            }),
+        );
+        assert_eq!(p.doctor_kinds(), ["edited-object"], "{event}");
+        let read = p.ok(
+            "x",
+            &["call", "kb.read_claim", &json!({"id": claim}).to_string()],
+        );
+        assert_eq!(read["_meta"]["unaudited"], true, "{event}: {read}");
+    }
+    // A person's lifecycle change records the bytes as they are now.
+    p.ok("alice", &["confirm", &claim]);
     assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
-    let read = p.ok(
-        "x",
-        &["call", "kb.read_claim", &json!({"id": claim}).to_string()],
-    );
-    assert!(read.get("_meta").is_none(), "{read}");
 }
 
 /// An import that does not name its objects (as older vouch logged them)

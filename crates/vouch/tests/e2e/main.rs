@@ -3,6 +3,7 @@
 //! concern. `scripts/test.sh -p vouch --test e2e gate::` runs one module.
 
 mod attacks;
+mod attacks4;
 mod bundles;
 mod catalog;
 mod common;

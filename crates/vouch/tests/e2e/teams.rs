@@ -838,7 +838,7 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
         Some(clean.trim()),
     );
     // The same, riding on a lifecycle event that records no bytes (as an
-    // older vouch wrote them): its recorded state is the yardstick.
+    // older vouch wrote them): it changes nothing (issue 39 item 4).
     git(p.root(), &["checkout", "-q", "-b", "legacy", "main"]);
     let text = std::fs::read_to_string(&file).unwrap();
     let approved_state = json!({
@@ -854,7 +854,7 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
     refused_against_main(
         &p,
         "citations swapped on a legacy event",
-        &format!("claims/{claim}.yaml: this claim's evidence is not what the last lifecycle event"),
+        &format!("claims/{claim}.yaml: this claim was changed with no event behind it"),
         None,
     );
     git(p.root(), &["checkout", "-q", "-f", "feature"]);

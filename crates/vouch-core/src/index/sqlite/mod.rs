@@ -511,6 +511,15 @@ impl Index {
     /// whose event at the last offset changed (cut or rewritten) is read
     /// again from the start.
     fn sync_admitted(&self, kb: &Ix) -> Result<()> {
+    /// Who the log read so far shows proposing and deciding
+    /// ([`crate::audit::trail::Actors`]).
+    fn actors(&self) -> Result<crate::audit::trail::Actors> {
+        Ok(self
+            .meta_value("audit:actors")?
+            .and_then(|v| serde_json::from_str(&v).ok())
+            .unwrap_or_default())
+    }
+
         let log = kb.audit_log();
         let len = log.len()?;
         let offset: u64 = self
@@ -521,7 +530,12 @@ impl Index {
             return Ok(());
         }
         let anchor = self.meta_value("audit:anchor")?;
-        let from = if offset > len || (offset > 0 && log.hash_before(offset)? != anchor) {
+        // An index from before it kept who proposed and decided reads the
+        // log again from the start.
+        let from = if offset > len
+            || (offset > 0 && log.hash_before(offset)? != anchor)
+            || (offset > 0 && self.meta_value("audit:actors")?.is_none())
+        {
             0
         } else {
             offset
@@ -537,22 +551,22 @@ impl Index {
                     .execute_batch("DELETE FROM admitted; DELETE FROM written;")?;
             }
             let mut insert = self
+        let mut actors = if from > 0 {
+            self.actors()?
+        } else {
+            Default::default()
+        };
                 .conn
                 .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
             let mut record = self.conn.prepare_cached(
                 "INSERT OR REPLACE INTO written(path, id, sha) VALUES(?1, ?2, ?3)",
             )?;
-            let mut forget = self
-                .conn
-                .prepare_cached("DELETE FROM written WHERE id = ?1")?;
             for line in bytes.split(|b| *b == b'\n') {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let logged = crate::audit::trail::Logged::of_line(line);
-                for id in logged.unrecorded {
-                    forget.execute([id])?;
-                }
+                let mut logged = crate::audit::trail::Logged::of_line(line);
+                actors.take(&mut logged, true);
                 match logged.admits {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(ids) => {
@@ -567,7 +581,13 @@ impl Index {
                 }
             }
             let anchor = log.hash_before(end)?.unwrap_or_default();
-            for (k, v) in [("audit:offset", end.to_string()), ("audit:anchor", anchor)] {
+            let actors = serde_json::to_string(&actors)
+                .map_err(|e| Error::internal(format!("actors: {e}")))?;
+            for (k, v) in [
+                ("audit:offset", end.to_string()),
+                ("audit:anchor", anchor),
+                ("audit:actors", actors),
+            ] {
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
                     params![k, v],
@@ -620,8 +640,6 @@ impl Index {
         let len = log.len()?;
         let mut tail: HashSet<String> = HashSet::new();
         let mut tail_written: HashMap<String, String> = HashMap::new();
-        // Objects a tail event rewrote without saying what it wrote.
-        let mut tail_forgotten: HashSet<String> = HashSet::new();
         if offset != len {
             let cut = offset > len
                 || len - offset > UNSYNCED_TAIL_LIMIT
@@ -634,13 +652,14 @@ impl Index {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
-                let logged = crate::audit::trail::Logged::of_line(line);
+                let mut logged = crate::audit::trail::Logged::of_line(line);
+                actors.take(&mut logged, true);
                 match logged.admits {
+            let mut actors = self.actors()?;
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
                     crate::audit::trail::Admits::Unnamed => return cannot_tell(),
                 }
-                tail_forgotten.extend(logged.unrecorded);
                 tail_written.extend(logged.written);
             }
         }
@@ -662,13 +681,10 @@ impl Index {
             }
             // Admitted; but is each of its files still what the last event
             // that wrote it recorded?
-            let mut files: HashMap<String, String> = if tail_forgotten.contains(id) {
-                HashMap::new()
-            } else {
-                rows.into_iter()
-                    .filter_map(|(path, sha)| Some((path?, sha?)))
-                    .collect()
-            };
+            let mut files: HashMap<String, String> = rows
+                .into_iter()
+                .filter_map(|(path, sha)| Some((path?, sha?)))
+                .collect();
             files.extend(
                 tail_written
                     .iter()

@@ -558,7 +558,7 @@ pub(super) fn materialize(
     approver: &str,
 ) -> Result<(crate::model::Written, (String, String))> {
     let approved_by = Some(approver.to_string());
-    Ok(match draft {
+    match draft {
         Draft::Claim(mut d) => {
             let metadata = d.metadata.take();
             let c = Claim::assemble(
@@ -577,14 +577,44 @@ pub(super) fn materialize(
                         .unwrap_or_default(),
                 },
             );
-            let sha = kb.stage(batch, &c)?;
-            (crate::model::Written::Claim(c), sha)
+            crate::model::Written::Claim(c)
         }
         Draft::Page(mut d) => {
             let body = std::mem::take(&mut d.body);
             let pg = Page::assemble(
                 d,
                 PageRecord {
+    use crate::model::Written;
+    let object = assemble(draft, id, at, approver);
+    let sha = match &object {
+        Written::Claim(c) => kb.stage(batch, c)?,
+        Written::Page(pg) => kb.stage(batch, pg)?,
+        Written::Entity(e) => kb.stage(batch, e)?,
+        Written::Relation(r) => kb.stage(batch, r)?,
+        Written::Source(_) => unreachable!("a draft is never a source"),
+    };
+    Ok((object, sha))
+}
+
+/// The durable object approving `p` writes, as `approver` at `at`: the
+/// payload its fingerprint covers, plus what approval adds (its id, status,
+/// times and approver). The pull-request check compares an approved file
+/// with it.
+pub fn approved_object(
+    p: &Proposal,
+    at: Timestamp,
+    approver: &str,
+) -> Result<crate::model::Written> {
+    Ok(assemble(
+        Draft::from_proposal(p)?,
+        &p.object_id,
+        at,
+        approver,
+    ))
+}
+
+/// The durable object of an approved draft.
+fn assemble(draft: Draft, id: &str, at: Timestamp, approver: &str) -> crate::model::Written {
                     id: id.to_string(),
                     status: PageStatus::Active,
                     created_at: at,
@@ -594,8 +624,7 @@ pub(super) fn materialize(
                     body,
                 },
             );
-            let sha = kb.stage(batch, &pg)?;
-            (crate::model::Written::Page(pg), sha)
+            crate::model::Written::Page(pg)
         }
         Draft::Entity(d) => {
             let e = Entity::assemble(
@@ -608,8 +637,7 @@ pub(super) fn materialize(
                     extra: Default::default(),
                 },
             );
-            let sha = kb.stage(batch, &e)?;
-            (crate::model::Written::Entity(e), sha)
+            crate::model::Written::Entity(e)
         }
         Draft::Relation(d) => {
             let r = Relation::assemble(
@@ -622,10 +650,9 @@ pub(super) fn materialize(
                     extra: Default::default(),
                 },
             );
-            let sha = kb.stage(batch, &r)?;
-            (crate::model::Written::Relation(r), sha)
+            crate::model::Written::Relation(r)
         }
-    })
+    }
 }
 
 /// `kb.reject`: decide a pending proposal as rejected, with the required
