@@ -216,6 +216,16 @@ pub fn list_sources(kb: &Kb, p: ListParams) -> Result<Vec<Read<Source>>> {
 /// and, for evidence, the quoted text.
 pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
     let mut ids = crate::params::string_list(p.payload.get("evidence"));
+    // A lifecycle `kb.cite`: the citation it attaches.
+    if p.kind == crate::model::ProposalKind::Lifecycle
+        && let Some(id) = p
+            .payload
+            .get("params")
+            .and_then(|x| x.get("evidence"))
+            .and_then(Value::as_str)
+    {
+        ids.push(id.to_string());
+    }
     for id in crate::params::string_list(p.payload.get("sources")) {
         if !ids.contains(&id) {
             ids.push(id);
@@ -280,6 +290,7 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
 fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
     let meta = ReadMeta {
         citations: Some(citations(kb, &proposal)),
+        change: crate::review::lifecycle::view(kb, &proposal),
         ..ReadMeta::default()
     };
     Read {

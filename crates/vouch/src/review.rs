@@ -108,7 +108,21 @@ fn show(
                 str_of(payload, "target")
             )
         });
+    // A lifecycle change in words, and what it changes as it reads now.
+    let what = match &read.meta.change {
+        Some(c) => c.summary.clone(),
+        None => what,
+    };
     out.push_str(&format!("\n  {}\n\n", clean(&what)));
+    for o in read.meta.change.iter().flat_map(|c| &c.objects) {
+        out.push_str(&format!(
+            "  {} {} ({}): {}\n",
+            clean(&o.kind),
+            clean(&o.id),
+            clean(&o.status),
+            clean(&o.text)
+        ));
+    }
     let mut facts = Vec::new();
     if let Some(t) = payload.get("type").and_then(Value::as_str) {
         facts.push(format!("type {}", clean(t)));
@@ -122,8 +136,14 @@ fn show(
     if !facts.is_empty() {
         out.push_str(&format!("  {}\n", facts.join(" · ")));
     }
-    // Everything else that becomes durable, so nothing is approved unseen.
-    for (name, value) in vouch_core::review::payload_fields(payload) {
+    // Everything else that becomes durable, so nothing is approved unseen
+    // (a lifecycle change is said in words above).
+    let fields = if read.meta.change.is_some() {
+        Vec::new()
+    } else {
+        vouch_core::review::payload_fields(payload)
+    };
+    for (name, value) in fields {
         if !["type", "confidence", "supersedes"].contains(&name.as_str()) {
             out.push_str(&format!("  {}: {}\n", clean(&name), clean(&value)));
         }
@@ -231,15 +251,23 @@ fn sources_of(kb: &Kb, p: &Read<Proposal>) -> String {
     let mut seen = Vec::new();
     let mut out = String::new();
     for c in p.meta.citations.iter().flatten() {
-        let id = c.source_id.as_deref().unwrap_or("");
-        if id.is_empty() || seen.contains(&id) {
+        // A quoted span names its source; a source cited by id is one.
+        let (id, locator) = if c.kind == "source" {
+            (c.id.as_str(), c.locator.as_deref())
+        } else {
+            (
+                c.source_id.as_deref().unwrap_or(""),
+                c.source_locator.as_deref(),
+            )
+        };
+        if id.is_empty() || c.missing || seen.contains(&id) {
             continue;
         }
         seen.push(id);
         out.push_str(&format!(
             "\n--- source {} ({})\n",
             clean(id),
-            clean(c.source_locator.as_deref().unwrap_or(""))
+            clean(locator.unwrap_or(""))
         ));
         match kb.source_content(id) {
             Ok(Some(b)) => {

@@ -577,6 +577,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
+    stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
     if let Some(f) = kb.index().freshness(kb)?
         && !f.in_step()
     {
@@ -607,6 +608,47 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     Ok(report(issues, fixed))
+}
+
+/// Rows of the derived index that no file backs (planted in `state.db`,
+/// or left by a file that is gone): search leaves them out; named here,
+/// and with `fix` the index is rebuilt from the files.
+fn stray_row_findings(
+    kb: &Kb,
+    caller: &Caller,
+    fix: bool,
+    issues: &mut Vec<Finding>,
+    fixed: &mut Vec<String>,
+) -> Result<()> {
+    let Ok(rows) = kb.index().stray_rows(kb) else {
+        return Ok(()); // an unusable index is reported as index-stale
+    };
+    if rows.is_empty() {
+        return Ok(());
+    }
+    if fix {
+        let r = crate::retrieval::rebuild_audited(kb, caller)?;
+        fixed.push(format!(
+            "state.db held {} row(s) no file backs: rebuilt it from the files ({} documents)",
+            rows.len(),
+            r.indexed
+        ));
+        return Ok(());
+    }
+    issues.extend(rows.into_iter().map(|(kind, id, why)| {
+        finding(
+            "index-stray-row",
+            Severity::Warn,
+            &format!("{kind} {id}"),
+            Some(crate::store::layout::INDEX_FILE.to_string()),
+            format!(
+                "state.db holds {kind} {id:?}, which no file backs: {why}. Search leaves it \
+                 out; `vouch doctor --fix` rebuilds the derived index from the files (if \
+                 nothing of vouch's wrote it, something else writes state.db)"
+            ),
+        )
+    }));
+    Ok(())
 }
 
 /// Values outside the vocabularies (another writer's, e.g. vouch 1.x):

@@ -79,6 +79,23 @@ pub trait DerivedIndex: Send + Sync {
         store: &Store,
         keys: &[(DocKind, &str, bool)],
     ) -> Result<Vec<(String, Option<f64>)>>;
+    /// Which of these hits their files do not back: no file holds the
+    /// document, or its file derives other text, status or confidence than
+    /// the index holds (a row planted in `state.db`). Such a hit is never
+    /// served. An index that serves only what it reads from the files
+    /// answers none.
+    fn unbacked(
+        &self,
+        _store: &Store,
+        _hits: &[(DocKind, &str)],
+    ) -> Result<HashSet<(DocKind, String)>> {
+        Ok(HashSet::new())
+    }
+    /// Every document the index holds that its file does not back, as
+    /// (kind, id, why), for `doctor`.
+    fn stray_rows(&self, _store: &Store) -> Result<Vec<(String, String, String)>> {
+        Ok(Vec::new())
+    }
     /// Which of these objects (folder and id) no approval or import in the
     /// audit log let in, or whose file is not what the last event that
     /// wrote it recorded. Where the index cannot tell (the log was cut, or

@@ -25,12 +25,42 @@ pub struct ReadMeta {
     /// approved claims almost the same in meaning.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub possible_duplicates: Vec<NearDuplicate>,
+    /// Lifecycle proposals: what the change does, in words, and the
+    /// approved objects it would change as they read now (a claim's text,
+    /// a page's title), so the person sees what agents will read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<ChangeView>,
+}
+
+/// A lifecycle proposal as a reviewer reads it.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct ChangeView {
+    /// What approving it does, in one sentence.
+    pub summary: String,
+    /// The objects it changes.
+    pub objects: Vec<ChangedObject>,
+}
+
+/// An approved object a lifecycle proposal would change.
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
+pub struct ChangedObject {
+    /// `claim` or `page`.
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+    /// A claim's text or a page's title, as it reads now.
+    pub text: String,
+    /// Its status now.
+    pub status: String,
 }
 
 impl ReadMeta {
     /// Nothing to add: the read carries no `_meta`.
     pub fn is_empty(&self) -> bool {
-        !self.unaudited && self.citations.is_none() && self.possible_duplicates.is_empty()
+        !self.unaudited
+            && self.citations.is_none()
+            && self.possible_duplicates.is_empty()
+            && self.change.is_none()
     }
 }
 

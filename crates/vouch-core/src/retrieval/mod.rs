@@ -155,8 +155,40 @@ pub fn retrieve(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         }
         other => other?,
     };
+    drop_unbacked(kb, &mut hits);
     mark_unaudited(kb, &mut hits);
     Ok(hits)
+}
+
+/// Leave out hits their files do not back (a row planted in `state.db`,
+/// or one left by a file that is gone), saying so: the index is derived,
+/// and only what a file says is served as that file.
+fn drop_unbacked(kb: &Kb, hits: &mut Vec<SearchHit>) {
+    let keys: Vec<(DocKind, &str)> = hits.iter().map(|h| (h.kind, h.id.as_str())).collect();
+    let unbacked = match kb.index().unbacked(kb, &keys) {
+        Ok(set) => set,
+        Err(e) => {
+            kb.warn(format!(
+                "search: could not check hits against their files ({}); run `vouch doctor`",
+                e.message
+            ));
+            return;
+        }
+    };
+    if unbacked.is_empty() {
+        return;
+    }
+    hits.retain(|h| !unbacked.contains(&(h.kind, h.id.clone())));
+    let mut named: Vec<String> = unbacked
+        .iter()
+        .map(|(k, id)| format!("{} {id}", k.as_str()))
+        .collect();
+    named.sort();
+    kb.warn(format!(
+        "search: left out {} hit(s) the index holds but no file backs ({}); state.db was          written outside vouch or is behind the files: `vouch doctor` names the rows,          `vouch doctor --fix` rebuilds the index",
+        named.len(),
+        named.join(", ")
+    ));
 }
 
 /// Hits with every current one before every retired one. When the first

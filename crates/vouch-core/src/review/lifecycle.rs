@@ -122,6 +122,83 @@ impl Change {
         }
     }
 
+    /// What approving it does, in one sentence, with the reason the agent
+    /// gave (shown to the reviewer).
+    pub fn summary(&self) -> String {
+        let (what, reason) = match self {
+            Change::Supersede(p) => (
+                format!(
+                    "supersede claim {} with claim {} (the old one leaves context packs)",
+                    p.old_id, p.new_id
+                ),
+                &p.reason,
+            ),
+            Change::Contradict(p) => (
+                format!(
+                    "mark claims {} and {} as contradicting each other (both become contested)",
+                    p.a_id, p.b_id
+                ),
+                &p.reason,
+            ),
+            Change::Archive(p) => (
+                format!("archive {} (kept for history, out of context packs)", p.id),
+                &p.reason,
+            ),
+            Change::Confirm(p) => (format!("confirm claim {} as re-checked now", p.id), &None),
+            Change::Cite(p) => (
+                format!(
+                    "add a citation to claim {}: agents read it with the claim",
+                    p.id
+                ),
+                &None,
+            ),
+            Change::Revert(p) => (
+                format!("put back what lifecycle event {} changed", p.event_id),
+                &p.reason,
+            ),
+        };
+        let method = match self {
+            Change::Supersede(_) => "kb.supersede",
+            Change::Contradict(_) => "kb.contradict",
+            Change::Archive(_) => "kb.archive",
+            Change::Confirm(_) => "kb.confirm",
+            Change::Cite(_) => "kb.cite",
+            Change::Revert(_) => "kb.revert",
+        };
+        match reason {
+            Some(r) => format!("{method}: {what}; reason: {r}"),
+            None => format!("{method}: {what}"),
+        }
+    }
+
+    /// The ids of the objects it changes (for a revert, those its event
+    /// changed).
+    fn object_ids(&self, kb: &Kb) -> Vec<String> {
+        match self {
+            Change::Supersede(p) => vec![p.old_id.clone(), p.new_id.clone()],
+            Change::Contradict(p) => vec![p.a_id.clone(), p.b_id.clone()],
+            Change::Archive(p) => vec![p.id.clone()],
+            Change::Confirm(p) => vec![p.id.clone()],
+            Change::Cite(p) => vec![p.id.clone()],
+            Change::Revert(p) => kb
+                .audit_log()
+                .find_id(&p.event_id)
+                .ok()
+                .flatten()
+                .and_then(|ev| {
+                    Some(
+                        ev.get("data")?
+                            .get("before")?
+                            .as_object()?
+                            .keys()
+                            .cloned()
+                            .collect(),
+                    )
+                })
+                .unwrap_or_default(),
+        }
+    }
+
     /// Apply it. Caller holds the lock. `proposal_id` is set when a person
     /// approves a gated change: the lifecycle event names the proposal and
     /// is its decision.
@@ -135,16 +212,80 @@ impl Change {
             kb,
             caller,
             proposal_id,
+            proposing: false,
         };
-        match self {
-            Change::Supersede(p) => supersede_locked(&ctx, p),
-            Change::Contradict(p) => contradict_locked(&ctx, p),
-            Change::Archive(p) => archive_locked(&ctx, p),
-            Change::Confirm(p) => confirm_locked(&ctx, p),
-            Change::Cite(p) => cite_locked(&ctx, p),
-            Change::Revert(p) => revert_locked(&ctx, p),
+        match self.plan(&ctx)? {
+            Some(plan) => commit(&ctx, plan),
+            None => Ok(LifecycleResult {
+                ok: true,
+                updated: Vec::new(),
+                proposal_id: None,
+            }),
         }
     }
+
+    /// Check it against the knowledge base as it is, writing nothing, as
+    /// applying it would: the same refusal for a claim that does not exist,
+    /// a source that is not registered, a quote its source does not hold,
+    /// an id that is a path. A proposal is filed only for a change that
+    /// could be approved. `false` when it would change nothing (a citation
+    /// the claim already has). Who may make it is left to the approval: a
+    /// proposal asks a person for what the agent may not do itself.
+    pub(crate) fn check(&self, kb: &Kb, caller: &Caller) -> Result<bool> {
+        let ctx = Ctx {
+            kb,
+            caller,
+            proposal_id: None,
+            proposing: true,
+        };
+        Ok(self.clone().plan(&ctx)?.is_some())
+    }
+
+    /// What applying it would write; `None` when it changes nothing.
+    fn plan(self, ctx: &Ctx) -> Result<Option<Plan>> {
+        match self {
+            Change::Supersede(p) => supersede_plan(ctx, p).map(Some),
+            Change::Contradict(p) => contradict_plan(ctx, p).map(Some),
+            Change::Archive(p) => archive_plan(ctx, p).map(Some),
+            Change::Confirm(p) => confirm_plan(ctx, p).map(Some),
+            Change::Cite(p) => cite_plan(ctx, p),
+            Change::Revert(p) => revert_plan(ctx, p).map(Some),
+        }
+    }
+}
+
+/// A lifecycle proposal as a reviewer reads it: what approving it does and
+/// the objects it changes as they read now. `None` for another kind of
+/// proposal, or one whose change cannot be read.
+pub fn view(kb: &Kb, p: &crate::model::Proposal) -> Option<crate::model::meta::ChangeView> {
+    if p.kind != crate::model::ProposalKind::Lifecycle {
+        return None;
+    }
+    let change: Change = serde_json::from_value(p.payload.clone()).ok()?;
+    let objects = change
+        .object_ids(kb)
+        .into_iter()
+        .filter(|id| check_id("id", id).is_ok())
+        .filter_map(|id| {
+            let (kind, text, status) = if let Ok(Some(c)) = kb.load::<Claim>(&id) {
+                ("claim", c.text, c.status.as_str().to_string())
+            } else if let Ok(Some(pg)) = kb.load::<Page>(&id) {
+                ("page", pg.title, pg.status.as_str().to_string())
+            } else {
+                return None;
+            };
+            Some(crate::model::meta::ChangedObject {
+                kind: kind.into(),
+                id,
+                text,
+                status,
+            })
+        })
+        .collect();
+    Some(crate::model::meta::ChangeView {
+        summary: change.summary(),
+        objects,
+    })
 }
 
 /// Who asks for a change, and the proposal it carries out, if any.
@@ -152,6 +293,53 @@ struct Ctx<'a> {
     kb: &'a Kb,
     caller: &'a Caller,
     proposal_id: Option<&'a str>,
+    /// Checked for a proposal, not applied: the approver's rights decide.
+    proposing: bool,
+}
+
+/// A lifecycle change worked out and not yet written: the event and the
+/// objects [`commit`] writes.
+struct Plan {
+    event: &'static str,
+    object_ids: Vec<String>,
+    data: Value,
+    changes: Vec<(Value, Changed)>,
+    /// A quoted span (source id, quote) to keep as evidence first.
+    mint: Option<(String, String)>,
+}
+
+impl Plan {
+    fn new(
+        event: &'static str,
+        object_ids: Vec<String>,
+        data: Value,
+        changes: Vec<(Value, Changed)>,
+    ) -> Plan {
+        Plan {
+            event,
+            object_ids,
+            data,
+            changes,
+            mint: None,
+        }
+    }
+}
+
+/// Both results, or every problem of the two as one error (its kind when
+/// they agree, else `invalid_request`): an agent fixes them in one go.
+fn both<A, B>(a: Result<A>, b: Result<B>) -> Result<(A, B)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
+        (Err(x), Err(y)) => {
+            let kind = if x.kind == y.kind {
+                x.kind
+            } else {
+                crate::error::ErrorKind::InvalidParams
+            };
+            Err(Error::new(kind, format!("{}; {}", x.message, y.message)))
+        }
+    }
 }
 
 /// Apply `change` now, or — when `review.gate_lifecycle` is set and an
@@ -163,11 +351,12 @@ fn run(kb: &Kb, caller: &Caller, change: Change) -> Result<LifecycleResult> {
     let adds_text = matches!(change, Change::Cite(_));
     let gated = (kb.settings().review.gate_lifecycle || adds_text) && kb.gated(caller);
     if gated {
+        // Nothing to change (a citation the claim has): nothing to review.
         let proposal_id = crate::review::gate::propose_lifecycle(kb, caller, &change)?;
         return Ok(LifecycleResult {
             ok: true,
             updated: Vec::new(),
-            proposal_id: Some(proposal_id),
+            proposal_id,
         });
     }
     let _lock = kb.lock()?;
@@ -211,14 +400,18 @@ pub fn revert(kb: &Kb, caller: &Caller, p: RevertParams) -> Result<LifecycleResu
 /// records each object's lifecycle state before and after and the
 /// transport it came through, so people can see what agents changed and
 /// `kb.revert` can undo it.
-fn commit(
-    ctx: &Ctx,
-    event: &str,
-    object_ids: Vec<String>,
-    mut data: Value,
-    changes: Vec<(Value, Changed)>,
-) -> Result<LifecycleResult> {
+fn commit(ctx: &Ctx, plan: Plan) -> Result<LifecycleResult> {
     let (kb, caller) = (ctx.kb, ctx.caller);
+    let Plan {
+        event,
+        object_ids,
+        mut data,
+        changes,
+        mint,
+    } = plan;
+    if let Some((source_id, quote)) = mint {
+        crate::sources::mint_evidence_locked(kb, caller, &source_id, &quote)?;
+    }
     if let Some(pid) = ctx.proposal_id {
         data["proposal_id"] = json!(pid);
     }
@@ -287,7 +480,7 @@ fn claim_change(before: &Claim, after: Claim) -> (Value, Changed) {
     )
 }
 
-fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
+fn supersede_plan(ctx: &Ctx, p: SupersedeParams) -> Result<Plan> {
     let kb = ctx.kb;
     if p.old_id == p.new_id {
         return Err(Error::invalid(format!(
@@ -295,8 +488,7 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
             p.old_id
         )));
     }
-    let mut old = claim(kb, &p.old_id)?;
-    let mut new = claim(kb, &p.new_id)?;
+    let (mut old, mut new) = both(claim(kb, &p.old_id), claim(kb, &p.new_id))?;
     let (old_before, new_before) = (old.clone(), new.clone());
     if let Some(why) = crate::rules::supersede_problem(&old, None) {
         return Err(Error::conflict(why));
@@ -326,8 +518,7 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
         new.supersedes.push(old.id.clone());
     }
     new.updated_at = now;
-    commit(
-        ctx,
+    Ok(Plan::new(
         "claim.supersede",
         vec![old.id.clone(), new.id.clone()],
         reason_data(&p.reason),
@@ -335,10 +526,10 @@ fn supersede_locked(ctx: &Ctx, p: SupersedeParams) -> Result<LifecycleResult> {
             claim_change(&old_before, old),
             claim_change(&new_before, new),
         ],
-    )
+    ))
 }
 
-fn contradict_locked(ctx: &Ctx, p: ContradictParams) -> Result<LifecycleResult> {
+fn contradict_plan(ctx: &Ctx, p: ContradictParams) -> Result<Plan> {
     let kb = ctx.kb;
     if p.a_id == p.b_id {
         return Err(Error::invalid(format!(
@@ -346,8 +537,7 @@ fn contradict_locked(ctx: &Ctx, p: ContradictParams) -> Result<LifecycleResult> 
             p.a_id
         )));
     }
-    let mut a = claim(kb, &p.a_id)?;
-    let mut b = claim(kb, &p.b_id)?;
+    let (mut a, mut b) = both(claim(kb, &p.a_id), claim(kb, &p.b_id))?;
     let (a_before, b_before) = (a.clone(), b.clone());
     let now = kb.now();
     for (x, other) in [(&mut a, p.b_id.clone()), (&mut b, p.a_id.clone())] {
@@ -362,16 +552,15 @@ fn contradict_locked(ctx: &Ctx, p: ContradictParams) -> Result<LifecycleResult> 
         }
         x.updated_at = now;
     }
-    commit(
-        ctx,
+    Ok(Plan::new(
         "claim.contradict",
         vec![a.id.clone(), b.id.clone()],
         reason_data(&p.reason),
         vec![claim_change(&a_before, a), claim_change(&b_before, b)],
-    )
+    ))
 }
 
-fn archive_locked(ctx: &Ctx, p: ArchiveParams) -> Result<LifecycleResult> {
+fn archive_plan(ctx: &Ctx, p: ArchiveParams) -> Result<Plan> {
     let kb = ctx.kb;
     check_id("id", &p.id)?;
     if let Some(c) = kb.load::<Claim>(&p.id)? {
@@ -379,26 +568,24 @@ fn archive_locked(ctx: &Ctx, p: ArchiveParams) -> Result<LifecycleResult> {
         let mut c = c;
         c.status = ClaimStatus::Archived;
         c.updated_at = kb.now();
-        return commit(
-            ctx,
+        return Ok(Plan::new(
             "claim.archive",
             vec![c.id.clone()],
             reason_data(&p.reason),
             vec![claim_change(&before, c)],
-        );
+        ));
     }
     if let Some(pg) = kb.load::<Page>(&p.id)? {
         let before = Changed::Page(pg.clone()).state();
         let mut pg = pg;
         pg.status = PageStatus::Archived;
         pg.updated_at = kb.now();
-        return commit(
-            ctx,
+        return Ok(Plan::new(
             "page.archive",
             vec![pg.id.clone()],
             reason_data(&p.reason),
             vec![(before, Changed::Page(pg))],
-        );
+        ));
     }
     Err(Error::not_found(format!(
         "no claim or page {:?} to archive",
@@ -406,62 +593,66 @@ fn archive_locked(ctx: &Ctx, p: ArchiveParams) -> Result<LifecycleResult> {
     )))
 }
 
-fn confirm_locked(ctx: &Ctx, p: IdParams) -> Result<LifecycleResult> {
+fn confirm_plan(ctx: &Ctx, p: IdParams) -> Result<Plan> {
     let kb = ctx.kb;
     let mut c = claim(kb, &p.id)?;
     let before = c.clone();
     let now = kb.now();
     c.last_confirmed_at = Some(now);
     c.updated_at = now;
-    commit(
-        ctx,
+    Ok(Plan::new(
         "claim.confirm",
         vec![c.id.clone()],
         json!({}),
         vec![claim_change(&before, c)],
-    )
+    ))
 }
 
-fn cite_locked(ctx: &Ctx, p: CiteParams) -> Result<LifecycleResult> {
-    let (kb, caller) = (ctx.kb, ctx.caller);
-    let mut c = claim(kb, &p.id)?;
-    let before = c.clone();
-    let evidence_id = match &p.evidence {
-        Citation::Id(id) if is_source_id(id) => {
-            if !kb.source_exists(id) {
-                return Err(Error::not_found(format!("source {id} is not registered")));
+fn cite_plan(ctx: &Ctx, p: CiteParams) -> Result<Option<Plan>> {
+    let kb = ctx.kb;
+    let cited = || -> Result<(String, Option<(String, String)>)> {
+        Ok(match &p.evidence {
+            Citation::Id(id) if is_source_id(id) => {
+                if !kb.source_exists(id) {
+                    return Err(Error::not_found(format!("source {id} is not registered")));
+                }
+                (id.clone(), None)
             }
-            id.clone()
-        }
-        Citation::Id(id) => {
-            check_id("evidence id", id)?;
-            if !kb.exists(Dir::Evidence, id) {
-                return Err(Error::not_found(format!(
-                    "{id:?} is neither a registered source nor an existing evidence id"
-                )));
+            Citation::Id(id) => {
+                check_id("evidence id", id)?;
+                if !kb.exists(Dir::Evidence, id) {
+                    return Err(Error::not_found(format!(
+                        "{id:?} is neither a registered source nor an existing evidence id"
+                    )));
+                }
+                (id.clone(), None)
             }
-            id.clone()
-        }
-        Citation::Span { source_id, quote } => {
-            crate::sources::mint_evidence_locked(kb, caller, source_id, quote)?.evidence_id
-        }
+            // Found in its source now (written by `commit`, if new).
+            Citation::Span { source_id, quote } => {
+                let id = match crate::sources::evidence_for(kb, source_id, quote)? {
+                    crate::sources::EvidenceFor::Held(r) => r.evidence_id,
+                    crate::sources::EvidenceFor::New(_, r) => r.evidence_id,
+                };
+                (id, Some((source_id.clone(), quote.clone())))
+            }
+        })
     };
+    let (mut c, (evidence_id, mint)) = both(claim(kb, &p.id), cited())?;
     if c.evidence.contains(&evidence_id) {
-        return Ok(LifecycleResult {
-            ok: true,
-            updated: Vec::new(),
-            proposal_id: None,
-        });
+        return Ok(None);
     }
+    let before = c.clone();
     c.evidence.push(evidence_id.clone());
     c.updated_at = kb.now();
-    commit(
-        ctx,
-        "claim.cite",
-        vec![c.id.clone(), evidence_id],
-        json!({}),
-        vec![claim_change(&before, c)],
-    )
+    Ok(Some(Plan {
+        mint,
+        ..Plan::new(
+            "claim.cite",
+            vec![c.id.clone(), evidence_id],
+            json!({}),
+            vec![claim_change(&before, c)],
+        )
+    }))
 }
 
 /// Lifecycle events that record before/after states (and so can be
@@ -479,7 +670,7 @@ pub(crate) fn is_lifecycle_event(name: &str) -> bool {
     )
 }
 
-fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
+fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
     let kb = ctx.kb;
     let ev = kb.audit_log().find_id(&p.event_id)?.ok_or_else(|| {
         Error::not_found(format!(
@@ -492,7 +683,7 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
     // Undoing someone else's decision is a decision of its own: an agent
     // reverts only its own changes (a person, or a proposal, the rest).
     let by = ev.get("actor").and_then(Value::as_str).unwrap_or("");
-    if by != ctx.caller.actor && kb.may_decide(ctx.caller).is_err() {
+    if !ctx.proposing && by != ctx.caller.actor && kb.may_decide(ctx.caller).is_err() {
         return Err(Error::denied(format!(
             "event {} was made by {by:?}; an agent may revert only its own lifecycle \
              changes. Ask a person to run `vouch revert {}`",
@@ -582,7 +773,7 @@ fn revert_locked(ctx: &Ctx, p: RevertParams) -> Result<LifecycleResult> {
     let mut data = reason_data(&p.reason);
     data["reverts"] = json!(p.event_id);
     data["reverted_event"] = json!(name);
-    commit(ctx, "lifecycle.revert", ids, data, changes)
+    Ok(Plan::new("lifecycle.revert", ids, data, changes))
 }
 
 /// `kb.lifecycle_changes`: lifecycle changes made over agent transports in

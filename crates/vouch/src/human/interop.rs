@@ -51,6 +51,21 @@ impl Human for knowledge::ImportResult {
                     .map_or(String::new(), |r| format!(" ({r})"))
             ));
         }
+        // Each `related` link: filed with the facts, or why it waits.
+        for r in &self.relations {
+            out.push_str(&format!(
+                "{:<14} {} related {}{}{}\n",
+                r.outcome,
+                r.from,
+                r.to,
+                r.proposal_id
+                    .as_deref()
+                    .map_or(String::new(), |p| format!(" → {p}")),
+                r.reason
+                    .as_deref()
+                    .map_or(String::new(), |why| format!(" ({why})"))
+            ));
+        }
         if !self.ok {
             out.push_str("nothing imported: fix the errors above, or pass --skip-invalid\n");
         }

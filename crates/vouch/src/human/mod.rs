@@ -221,15 +221,22 @@ impl Human for Vec<Read<Proposal>> {
         );
         for r in self {
             let p = &r.object;
+            // A lifecycle change in words, with what it changes as it
+            // reads now: what agents will read once it is approved.
+            let line = match &r.meta.change {
+                Some(c) => c.summary.clone(),
+                None => proposal_line(p),
+            };
             out.push_str(&format!(
                 "{}  {} → {}  by {} at {}\n  {}\n",
-                p.id,
-                p.kind,
-                p.object_id,
-                p.proposed_by,
-                p.created_at,
-                proposal_line(p)
+                p.id, p.kind, p.object_id, p.proposed_by, p.created_at, line
             ));
+            for o in r.meta.change.iter().flat_map(|c| &c.objects) {
+                out.push_str(&format!(
+                    "    {} {} ({}): \"{}\"\n",
+                    o.kind, o.id, o.status, o.text
+                ));
+            }
             if let Some(why) = &p.rationale {
                 out.push_str(&format!("    rationale: {why}\n"));
             }

@@ -14,6 +14,10 @@ use vouch_core::{Caller, Error, Kb, methods};
 
 /// A one-line summary of a proposal's payload.
 fn summary(p: &Value) -> String {
+    // A lifecycle change, in words.
+    if let Some(s) = p["_meta"]["change"]["summary"].as_str() {
+        return s.to_string();
+    }
     let payload = &p["payload"];
     for k in ["text", "title", "name"] {
         if let Some(s) = payload.get(k).and_then(Value::as_str) {
@@ -470,15 +474,36 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
         );
     }
     if kind == "lifecycle" {
-        let _ = write!(
-            body,
-            "<pre>{}</pre>",
-            esc(&serde_json::to_string_pretty(payload).unwrap_or_default())
-        );
+        // What it changes, as it reads now: what agents will read.
+        match p["_meta"]["change"]["objects"].as_array() {
+            Some(objects) => {
+                for o in objects {
+                    let _ = write!(
+                        body,
+                        "<div class=\"card\"><div class=\"small muted\">{} {} {}</div>{}</div>",
+                        esc(str_of(o, "kind")),
+                        esc(str_of(o, "id")),
+                        badge(str_of(o, "status")),
+                        esc(str_of(o, "text"))
+                    );
+                }
+            }
+            None => {
+                let _ = write!(
+                    body,
+                    "<pre>{}</pre>",
+                    esc(&serde_json::to_string_pretty(payload).unwrap_or_default())
+                );
+            }
+        }
     }
     body.push_str("</div>");
 
     let mut cited = strings(&payload["evidence"]);
+    // A lifecycle `kb.cite`: what it attaches.
+    if let Some(id) = payload["params"]["evidence"].as_str() {
+        cited.push(id.to_string());
+    }
     cited.extend(strings(&payload["sources"]));
     let _ = write!(body, "<h2>Evidence ({})</h2>", cited.len());
     if cited.is_empty() {

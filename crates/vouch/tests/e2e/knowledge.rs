@@ -178,10 +178,35 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     let v = p.ok("agent", &["knowledge", "import", "knowledge"]);
     assert_eq!(outcomes(&v).len(), 7);
     assert!(outcomes(&v).iter().all(|(_, o)| o == "proposed"), "{v:#}");
-    // `related` joins reviewed knowledge only: it waits for both facts.
+    // `related` is filed in the same import as its facts: one import is
+    // enough. It joins reviewed knowledge only, so it is approved after
+    // them (or together), and says so.
     assert_eq!(v["relations"][0]["from"], "global:pitfall:002", "{v:#}");
     assert_eq!(v["relations"][0]["to"], "global:pattern:001");
-    assert_eq!(v["relations"][0]["outcome"], "waiting");
+    assert_eq!(v["relations"][0]["outcome"], "proposed", "{v:#}");
+    assert!(
+        v["relations"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("approve it after the claim(s)"),
+        "{v:#}"
+    );
+    let rel_proposal = v["relations"][0]["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let human = p.run("agent", &["knowledge", "import", "knowledge", "--dry-run"]);
+    assert!(
+        human
+            .stdout
+            .contains("pending        global:pitfall:002 related global:pattern:001"),
+        "the import says what became of the link: {}",
+        human.stdout
+    );
+    // Approved alone before its ends, it is refused, naming them.
+    let r = p.run("alice", &["approve", &rel_proposal]);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("not approved yet"), "{}", r.stderr);
     let ids: Vec<String> = v["facts"]
         .as_array()
         .unwrap()
@@ -231,22 +256,22 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     let hits = p.ok("x", &["search", "destructive migration snapshot"]);
     assert_eq!(hits[0]["kind"], "claim", "{hits}");
 
-    // Re-import: no new fact; the relation between the two approved facts
-    // is proposed now, citing the file that lists it.
+    // Re-import: no new fact, and the relation is already proposed,
+    // citing the file that lists it.
     let again = p.ok("agent", &["knowledge", "import", "knowledge"]);
     assert!(
         outcomes(&again).iter().all(|(_, o)| o == "unchanged"),
         "{again:#}"
     );
-    assert_eq!(again["relations"][0]["outcome"], "proposed", "{again:#}");
-    let rel_proposal = again["relations"][0]["proposal_id"].as_str().unwrap();
+    assert_eq!(again["relations"][0]["outcome"], "pending", "{again:#}");
+    let rel_proposal = rel_proposal.as_str();
     let shown = p.ok("x", &["show", rel_proposal]);
     let payload = &shown["object"]["payload"];
     assert_eq!(payload["relation"], "references", "{shown:#}");
     assert_eq!(payload["source"], claim_of("global:pitfall:002").as_str());
     assert_eq!(payload["target"], snapshot.as_str());
     assert_eq!(
-        payload["evidence"][0], again["sources"]["global/pitfalls.yaml"],
+        payload["evidence"][0], v["sources"]["global/pitfalls.yaml"],
         "{shown:#}"
     );
     p.ok("alice", &["approve", rel_proposal]);
@@ -275,12 +300,19 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
         .collect();
     assert_eq!(changed.len(), 1, "{edited:#}");
     assert_eq!(changed[0]["replaces"], snapshot.as_str());
-    assert_eq!(p.ok("x", &["status"])["pending"], 1);
-    // Approving it supersedes the claim it replaces, in the same step.
+    // The relation follows the corrected claim in the same import.
+    assert_eq!(edited["relations"][0]["outcome"], "proposed", "{edited:#}");
+    assert_eq!(p.ok("x", &["status"])["pending"], 2);
+    // Approving it supersedes the claim it replaces, in the same step; the
+    // relation to it is approved in the same list.
     let corrected = changed[0]["claim_id"].as_str().unwrap();
     p.ok(
         "alice",
-        &["approve", changed[0]["proposal_id"].as_str().unwrap()],
+        &[
+            "approve",
+            changed[0]["proposal_id"].as_str().unwrap(),
+            edited["relations"][0]["proposal_id"].as_str().unwrap(),
+        ],
     );
     let old = p.ok("x", &["show", &snapshot]);
     assert_eq!(old["object"]["status"], "superseded", "{old:#}");
@@ -291,7 +323,13 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
     assert_eq!(hits[0]["id"], corrected, "{hits:#}");
     // The approval is one audit event naming both claims.
     let approvals = p.ok("x", &["audit", "--event", "proposal.approve"]);
-    let last = approvals.as_array().unwrap().last().unwrap();
+    let last = approvals
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|e| e["data"]["kind"] == "claim")
+        .unwrap();
     assert_eq!(last["data"]["supersedes"], json!([snapshot]), "{last:#}");
     assert!(
         last["object_ids"]
@@ -299,10 +337,9 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
             .unwrap()
             .contains(&json!(snapshot))
     );
-    // The relation follows the corrected claim on the next import.
     let after = p.ok("agent", &["knowledge", "import", "knowledge"]);
     assert!(outcomes(&after).iter().all(|(_, o)| o == "unchanged"));
-    assert_eq!(after["relations"][0]["outcome"], "proposed", "{after:#}");
+    assert_eq!(after["relations"][0]["outcome"], "exists", "{after:#}");
     let doctor = p.run("x", &["doctor"]);
     assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
 
@@ -706,9 +743,10 @@ fn an_import_proposes_every_fact_in_one_journaled_batch() {
         .skip_while(|e| e["event"] != "evidence.register" && e["event"] != "proposal.create")
         .take_while(|e| e["event"] == "evidence.register" || e["event"] == "proposal.create")
         .collect();
+    // The facts' claims; the `related` link between two of them follows.
     let created = batch
         .iter()
-        .filter(|e| e["event"] == "proposal.create")
+        .filter(|e| e["event"] == "proposal.create" && e["data"]["kind"] == "claim")
         .count();
     assert_eq!(created, 7, "all seven in one run of events: {batch:#?}");
     assert!(
@@ -731,5 +769,6 @@ fn an_import_proposes_every_fact_in_one_journaled_batch() {
         assert!(p.vouch_dir().join(format!("evidence/{ev}.yaml")).is_file());
     }
     assert_eq!(p.ok("x", &["audit", "verify"])["ok"], true);
-    assert_eq!(p.ok("x", &["status"])["pending"], 7);
+    // The seven facts and the `related` link between two of them.
+    assert_eq!(p.ok("x", &["status"])["pending"], 8);
 }

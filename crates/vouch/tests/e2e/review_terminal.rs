@@ -115,6 +115,21 @@ fn a_person_reviews_the_queue_in_a_terminal() {
     assert_eq!(events, ["proposal.approve", "proposal.reject"]);
 }
 
+/// `o` opens a source cited by id (`-e SOURCE_ID`) as it opens one a
+/// quote cites: it answered "(it cites no source)" though the evidence
+/// list showed the source.
+#[test]
+fn o_opens_a_source_cited_by_id() {
+    let p = Project::new();
+    let s = p.source("Deploy notes.\nThe staging cluster runs in eu-west-1.\n");
+    p.propose("Staging runs in eu-west-1", &s);
+    let (status, t) = in_pty(&p, "alice", json!([[PROMPT, "o\n"], [PROMPT, "q\n"]]));
+    assert_eq!(status, 0, "{t}");
+    assert!(!t.contains("(it cites no source)"), "{t}");
+    assert!(t.contains(&format!("--- source {s} (test)")), "{t}");
+    assert!(t.contains("The staging cluster runs in eu-west-1."), "{t}");
+}
+
 /// A session's proposals come together under its task; `g` shows every
 /// one of them in full and approves them together, all or nothing; the
 /// proposal outside the session is its own group.

@@ -130,6 +130,20 @@ impl DerivedIndex for SqliteIndex {
                 .collect()
         })
     }
+    fn unbacked(
+        &self,
+        store: &Store,
+        hits: &[(DocKind, &str)],
+    ) -> Result<HashSet<(DocKind, String)>> {
+        if hits.is_empty() {
+            return Ok(HashSet::new());
+        }
+        super::unbacked(&self.at(store), hits)
+    }
+    fn stray_rows(&self, store: &Store) -> Result<Vec<(String, String, String)>> {
+        let ix = self.at(store);
+        super::with_index(&ix, |idx| idx.stray_rows(&ix))
+    }
     fn unaudited(
         &self,
         store: &Store,

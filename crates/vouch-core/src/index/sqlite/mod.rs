@@ -22,6 +22,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+mod backed;
 pub(crate) mod docs;
 pub mod embed;
 mod handle;
@@ -35,6 +36,7 @@ use docs::*;
 pub use handle::SqliteIndex;
 pub(crate) use pool::*;
 pub(crate) use rank::*;
+pub(crate) use backed::unbacked;
 pub(crate) use scan::*;
 use state::IndexState;
 
@@ -95,6 +97,9 @@ pub struct Index {
     /// back as `touch -r` sets a modification time): a file is read again
     /// only when it changed.
     hashed: std::cell::RefCell<HashMap<PathBuf, Hashed>>,
+    /// What each file a hit came from derives, by (kind, id), with the
+    /// signature it had ([`backed`]): a hit's row is checked against it.
+    backed: std::cell::RefCell<HashMap<(String, String), backed::Derived>>,
 }
 
 impl Index {
@@ -103,6 +108,7 @@ impl Index {
             conn,
             touched: Default::default(),
             hashed: Default::default(),
+            backed: Default::default(),
         }
     }
 

@@ -54,10 +54,11 @@ pub struct ImportedFact {
 pub struct ImportedRelation {
     pub from: String,
     pub to: String,
-    /// `proposed`, `would propose`, `exists` (an approved relation says
-    /// it), `pending` (already proposed), `waiting` (a fact at either end
-    /// is not approved as written yet: approve it and import again),
-    /// `refused`.
+    /// `proposed` (with `reason` when a fact at either end is still a
+    /// proposal: approve the relation after it, or together), `would
+    /// propose`, `exists` (an approved relation says it), `pending` (already
+    /// proposed), `waiting` (a fact at either end has no claim: it was
+    /// refused or skipped), `refused`.
     pub outcome: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proposal_id: Option<String>,
@@ -207,8 +208,13 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
     }
     let queue = crate::review::gate::list_pending(kb)?;
     let mut pending: HashMap<String, String> = HashMap::new();
+    // The claim each pending fact's proposal would create.
+    let mut pending_claims: HashMap<String, String> = HashMap::new();
     for pr in &queue {
         if let Some(id) = knowledge_id(pr.payload.get("metadata")) {
+            if pr.kind == ProposalKind::Claim {
+                pending_claims.insert(id.clone(), pr.object_id.clone());
+            }
             let text = pr
                 .payload
                 .get("text")
@@ -345,12 +351,20 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
             fact.claim_id = r.object.get("claim_id").cloned();
         }
     }
-    // Facts an approved claim states as written, with that claim.
-    let unchanged: HashMap<String, String> = out
+    // Each fact's claim: approved as written (`unchanged`), or one its
+    // proposal would create (approved: false).
+    let ends: HashMap<String, End> = out
         .facts
         .iter()
-        .filter(|f| f.outcome == "unchanged")
-        .filter_map(|f| Some((f.knowledge_id.clone(), f.claim_id.clone()?)))
+        .filter_map(|f| {
+            let approved = f.outcome == "unchanged";
+            let claim = match f.outcome.as_str() {
+                "pending" => pending_claims.get(&f.knowledge_id).cloned(),
+                "refused" => None,
+                _ => f.claim_id.clone(),
+            }?;
+            Some((f.knowledge_id.clone(), End { claim, approved }))
+        })
         .collect();
     let run = Run {
         kb,
@@ -358,7 +372,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
         p: &p,
         dir: &dir,
     };
-    out.relations = related(&run, &facts, &unchanged, &queue, &mut out)?;
+    out.relations = related(&run, &facts, &ends, &queue, &mut out)?;
     if !p.dry_run {
         let count = |o: &str| out.facts.iter().filter(|f| f.outcome == o).count();
         let _lock = kb.lock()?;
@@ -393,14 +407,23 @@ struct Run<'a> {
     dir: &'a KnowledgeDir,
 }
 
-/// `related` → `references` relation proposals between the approved claims
-/// of two facts, citing the file that lists them. A relation joins reviewed
-/// knowledge only, so it waits until both facts are approved as written;
-/// importing again proposes it.
+/// A fact's claim, as a relation's end.
+struct End {
+    claim: String,
+    /// Approved as written; else a pending proposal would create it.
+    approved: bool,
+}
+
+/// `related` → `references` relation proposals between the claims of two
+/// facts, citing the file that lists them, in the same import as the facts:
+/// a relation joins reviewed knowledge only, so one whose ends are still
+/// proposals is approved after them or together with them (it says so in
+/// `reason`); approving it alone first is refused, naming them. An end
+/// with no claim (its fact refused or skipped) leaves it `waiting`.
 fn related(
     run: &Run,
     facts: &[Fact],
-    unchanged: &HashMap<String, String>,
+    ends: &HashMap<String, End>,
     queue: &[Proposal],
     out: &mut ImportResult,
 ) -> Result<Vec<ImportedRelation>> {
@@ -445,14 +468,26 @@ fn related(
                 proposal_id: None,
                 reason: None,
             };
-            let (Some(source), Some(target)) = (unchanged.get(from), unchanged.get(&to)) else {
+            let (Some(source), Some(target)) = (ends.get(from), ends.get(&to)) else {
+                let missing: Vec<&str> = [from, to.as_str()]
+                    .into_iter()
+                    .filter(|k| !ends.contains_key(*k))
+                    .collect();
                 rel.outcome = "waiting".into();
                 rel.reason = Some(format!(
-                    "approve the claims of {from} and {to} as written, then import again"
+                    "{} has no claim (refused or skipped: see its outcome); fix it and import \
+                     again",
+                    missing.join(" and ")
                 ));
                 relations.push(rel);
                 continue;
             };
+            let awaiting: HashSet<String> = [source, target]
+                .into_iter()
+                .filter(|e| !e.approved)
+                .map(|e| e.claim.clone())
+                .collect();
+            let (source, target) = (&source.claim, &target.claim);
             let key = edge(source, target);
             if existing.contains(&key) || pending.contains(&key) {
                 rel.outcome = if existing.contains(&key) {
@@ -473,7 +508,7 @@ fn related(
                 relations.push(rel);
                 continue;
             }
-            let r = crate::review::gate::propose_relation(
+            let r = crate::review::gate::propose_relation_awaiting(
                 kb,
                 run.caller,
                 ProposeRelationParams {
@@ -489,6 +524,7 @@ fn related(
                     )),
                     dry_run: p.dry_run,
                 },
+                awaiting.clone(),
             )?;
             if !r.valid {
                 rel.outcome = "refused".into();
@@ -501,6 +537,13 @@ fn related(
                 }
                 .into();
                 rel.proposal_id = (!r.proposal_id.is_empty()).then(|| r.proposal_id.clone());
+                if !awaiting.is_empty() {
+                    let mut names: Vec<&String> = awaiting.iter().collect();
+                    names.sort();
+                    rel.reason = Some(format!(
+                        "approve it after the claim(s) {names:?} it joins, or together with them"
+                    ));
+                }
                 pending.insert(key);
             }
             relations.push(rel);

@@ -259,6 +259,18 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             p.id
         ))
     };
+    // Claims approved in this list: a relation listed with them may join
+    // them (they are written together).
+    let claims_in_list: HashSet<String> = if ids.len() > 1 {
+        ids.iter()
+            .filter(|id| check_id("proposal id", id).is_ok())
+            .filter_map(|id| kb.load_proposal(Dir::Proposed, id).ok().flatten())
+            .filter(|p| p.kind == ProposalKind::Claim)
+            .map(|p| p.object_id)
+            .collect()
+    } else {
+        HashSet::new()
+    };
     for id in &ids {
         if !seen.insert(id.clone()) {
             return Err(Error::invalid(format!("proposal {id} is listed twice")));
@@ -314,7 +326,23 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         if approver == proposal.proposed_by {
             return Err(self_approval(&approver, &proposal));
         }
-        let errors = validate(kb, &draft, None, Some(&proposal.object_id));
+        if let Draft::Relation(d) = &draft {
+            let waiting = ends_still_proposed(kb, d, &claims_in_list)?;
+            if !waiting.is_empty() {
+                let named: Vec<String> = waiting
+                    .iter()
+                    .map(|(claim, p)| format!("claim {claim} (proposal {p})"))
+                    .collect();
+                let first: Vec<&str> = waiting.iter().map(|(_, p)| p.as_str()).collect();
+                return Err(Error::conflict(format!(
+                    "relation proposal {id} joins {}, not approved yet: approve that first, or \
+                     together (`vouch approve {} {id}`); if it was rejected, reject this too",
+                    named.join(" and "),
+                    first.join(" ")
+                )));
+            }
+        }
+        let errors = validate(kb, &draft, None, Some(&proposal.object_id), &claims_in_list);
         if !errors.is_empty() {
             return Err(Error::denied(format!(
                 "proposal {id} no longer validates: {}",
@@ -557,33 +585,6 @@ pub(super) fn materialize(
     at: Timestamp,
     approver: &str,
 ) -> Result<(crate::model::Written, (String, String))> {
-    let approved_by = Some(approver.to_string());
-    match draft {
-        Draft::Claim(mut d) => {
-            let metadata = d.metadata.take();
-            let c = Claim::assemble(
-                d,
-                ClaimRecord {
-                    id: id.to_string(),
-                    status: ClaimStatus::Working,
-                    superseded_by: None,
-                    contradicts: Vec::new(),
-                    created_at: at,
-                    updated_at: at,
-                    last_confirmed_at: None,
-                    approved_by,
-                    extra: metadata
-                        .map(|m| [("metadata".to_string(), Value::Object(m))].into())
-                        .unwrap_or_default(),
-                },
-            );
-            crate::model::Written::Claim(c)
-        }
-        Draft::Page(mut d) => {
-            let body = std::mem::take(&mut d.body);
-            let pg = Page::assemble(
-                d,
-                PageRecord {
     use crate::model::Written;
     let object = assemble(draft, id, at, approver);
     let sha = match &object {
@@ -615,6 +616,33 @@ pub fn approved_object(
 
 /// The durable object of an approved draft.
 fn assemble(draft: Draft, id: &str, at: Timestamp, approver: &str) -> crate::model::Written {
+    let approved_by = Some(approver.to_string());
+    match draft {
+        Draft::Claim(mut d) => {
+            let metadata = d.metadata.take();
+            let c = Claim::assemble(
+                d,
+                ClaimRecord {
+                    id: id.to_string(),
+                    status: ClaimStatus::Working,
+                    superseded_by: None,
+                    contradicts: Vec::new(),
+                    created_at: at,
+                    updated_at: at,
+                    last_confirmed_at: None,
+                    approved_by,
+                    extra: metadata
+                        .map(|m| [("metadata".to_string(), Value::Object(m))].into())
+                        .unwrap_or_default(),
+                },
+            );
+            crate::model::Written::Claim(c)
+        }
+        Draft::Page(mut d) => {
+            let body = std::mem::take(&mut d.body);
+            let pg = Page::assemble(
+                d,
+                PageRecord {
                     id: id.to_string(),
                     status: PageStatus::Active,
                     created_at: at,
@@ -721,4 +749,25 @@ pub fn list_pending(kb: &Kb) -> Result<Vec<Proposal>> {
     all.retain(|p| !kb.exists(Dir::Decided, &p.id));
     all.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
     Ok(all)
+}
+
+/// The ends of a relation that are claims a pending proposal would create
+/// (and not approved in the same list): (claim id, proposal id).
+fn ends_still_proposed(
+    kb: &Kb,
+    d: &RelationDraft,
+    in_list: &HashSet<String>,
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for end in [&d.source, &d.target] {
+        if in_list.contains(end) || check_id("id", end).is_err() || kb.exists(Dir::Claims, end) {
+            continue;
+        }
+        for p in list_pending(kb)? {
+            if p.kind == ProposalKind::Claim && &p.object_id == end {
+                out.push((end.clone(), p.id));
+            }
+        }
+    }
+    Ok(out)
 }

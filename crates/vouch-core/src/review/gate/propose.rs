@@ -5,6 +5,9 @@ use super::*;
 
 pub(super) struct ProposeInput {
     pub(super) draft: Draft,
+    /// Claims a pending proposal would create that a relation may join
+    /// ([`propose_relation_awaiting`]); checked to be pending.
+    pub(super) awaiting: HashSet<String>,
     /// Citations as given (spans not yet minted), for claims and relations.
     pub(super) citations: Vec<Citation>,
     pub(super) session_id: Option<String>,
@@ -57,6 +60,7 @@ fn claim_input(p: ProposeClaimParams) -> ProposeInput {
     });
     ProposeInput {
         draft,
+        awaiting: HashSet::new(),
         citations: p.evidence,
         session_id: p.session_id,
         rationale: p.rationale,
@@ -95,7 +99,13 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
             results.push(Some(propose(kb, caller, input)?));
             continue;
         }
-        let errors = validate(kb, &input.draft, Some(&input.citations), None);
+        let errors = validate(
+            kb,
+            &input.draft,
+            Some(&input.citations),
+            None,
+            &HashSet::new(),
+        );
         let errors = {
             let mut p = Problems(errors);
             if let Some(r) = &input.rationale {
@@ -237,6 +247,7 @@ pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<Pr
         caller,
         ProposeInput {
             draft,
+            awaiting: HashSet::new(),
             citations: Vec::new(),
             session_id: p.session_id,
             rationale: p.rationale,
@@ -259,6 +270,7 @@ pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Resul
         caller,
         ProposeInput {
             draft,
+            awaiting: HashSet::new(),
             citations: Vec::new(),
             session_id: p.session_id,
             rationale: p.rationale,
@@ -274,6 +286,20 @@ pub fn propose_relation(
     caller: &Caller,
     p: ProposeRelationParams,
 ) -> Result<ProposeResult> {
+    propose_relation_awaiting(kb, caller, p, HashSet::new())
+}
+
+/// [`propose_relation`] where an end may also be a claim in `awaiting`
+/// that a pending proposal would create (a knowledge import proposes the
+/// facts and the links between them in one run). Such a relation is
+/// approved once its ends are, or in the same list as them; alone before
+/// them it is refused, naming them.
+pub(crate) fn propose_relation_awaiting(
+    kb: &Kb,
+    caller: &Caller,
+    p: ProposeRelationParams,
+    awaiting: HashSet<String>,
+) -> Result<ProposeResult> {
     let draft = Draft::Relation(RelationDraft {
         source: p.source,
         relation: p.relation,
@@ -286,6 +312,7 @@ pub fn propose_relation(
         caller,
         ProposeInput {
             draft,
+            awaiting,
             citations: p.evidence,
             session_id: p.session_id,
             rationale: p.rationale,
@@ -305,7 +332,13 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
     check_actor(&caller.actor)?;
     let kind = input.draft.kind();
     let key = object_key(kind).to_string();
-    let mut errors = validate(kb, &input.draft, Some(&input.citations), None);
+    let mut errors = validate(
+        kb,
+        &input.draft,
+        Some(&input.citations),
+        None,
+        &input.awaiting,
+    );
     {
         let mut p = Problems(Vec::new());
         check_session(kb, &mut p, &input.session_id);
@@ -330,6 +363,23 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
     let object_id = unique_object_id(kb, kind, &input.draft.slug_seed())?;
     if input.dry_run {
         return Ok(result(String::new(), object_id, Vec::new(), true));
+    }
+    // Each claim the relation joins is approved or still proposed.
+    if !input.awaiting.is_empty() {
+        let queue = queue_objects(kb)?;
+        let gone: Vec<&String> = input
+            .awaiting
+            .iter()
+            .filter(|id| {
+                !kb.exists(Dir::Claims, id)
+                    && !queue.contains(&(ProposalKind::Claim, (*id).clone()))
+            })
+            .collect();
+        if !gone.is_empty() {
+            return Err(Error::conflict(format!(
+                "claim(s) {gone:?} are neither approved nor proposed any more"
+            )));
+        }
     }
     // Mint evidence for quoted spans (ungated: evidence is harmless and
     // content-addressed), then refer to it by id.
@@ -421,24 +471,20 @@ pub(super) fn lifecycle_change(p: &Proposal) -> Result<crate::review::lifecycle:
 
 /// Under `review.gate_lifecycle`, an agent's lifecycle call becomes a
 /// pending proposal (kind `lifecycle`) that a person approves like any
-/// other; approving it applies the change. Returns the proposal id.
+/// other; approving it applies the change. It is checked first as applying
+/// it would check it (a claim that does not exist, a source that is not
+/// registered, a path for an id are refused now, never filed as a proposal
+/// no one can approve). Returns the proposal id; `None` when the change
+/// would change nothing (a citation the claim already has).
 pub(crate) fn propose_lifecycle(
     kb: &Kb,
     caller: &Caller,
     change: &crate::review::lifecycle::Change,
-) -> Result<String> {
+) -> Result<Option<String>> {
     check_actor(&caller.actor)?;
     let subject = change.subject().to_string();
     check_id("id", &subject)?;
-    let known = kb.exists(Dir::Claims, &subject)
-        || kb.exists(Dir::Pages, &subject)
-        || matches!(change, crate::review::lifecycle::Change::Revert(_));
-    if !known {
-        return Err(Error::not_found(format!(
-            "no claim or page {subject:?} to change"
-        )));
-    }
-    let payload = serde_json::to_value(change)
+    let mut payload = serde_json::to_value(change)
         .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
     // A reason is shown to the reviewer like proposed text.
     pub(super) fn strings(v: &Value, out: &mut Vec<String>) {
@@ -457,6 +503,26 @@ pub(crate) fn propose_lifecycle(
         return Err(Error::invalid(problems.0.join("; ")));
     }
     let _lock = kb.lock()?;
+    if !change.check(kb, caller)? {
+        return Ok(None);
+    }
+    // A quoted span is kept as evidence now, as a proposed claim's is, and
+    // the proposal names it by id: the reviewer sees the quote in its
+    // source, as for a claim.
+    use crate::review::lifecycle::Change;
+    if let Change::Cite(CiteParams {
+        id,
+        evidence: Citation::Span { source_id, quote },
+    }) = change
+    {
+        let ev = crate::sources::mint_evidence_locked(kb, caller, source_id, quote)?;
+        let minted = Change::Cite(CiteParams {
+            id: id.clone(),
+            evidence: Citation::Id(ev.evidence_id),
+        });
+        payload = serde_json::to_value(&minted)
+            .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
+    }
     let now = kb.now();
     let id = new_proposal_id(kb, &now)?;
     let proposal = Proposal {
@@ -491,7 +557,7 @@ pub(crate) fn propose_lifecycle(
             Err(Error::internal(format!("proposal id {id} collided; retry")))
         }
     })?;
-    Ok(id)
+    Ok(Some(id))
 }
 
 /// The lifecycle event that carried out (and so decided) a lifecycle

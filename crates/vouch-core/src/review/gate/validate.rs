@@ -136,11 +136,16 @@ pub(super) fn check_supersedes(kb: &Kb, p: &mut Problems, ids: &[String], object
     }
 }
 
+/// `awaiting`: claims not approved yet that a relation may join — at
+/// propose time the claims a knowledge import just proposed (the relation
+/// is approved after them), at approve time those approved in the same
+/// list.
 pub(super) fn validate(
     kb: &Kb,
     draft: &Draft,
     citations: Option<&[Citation]>,
     object_id: Option<&str>,
+    awaiting: &HashSet<String>,
 ) -> Vec<String> {
     let mut p = Problems(Vec::new());
     match draft {
@@ -199,6 +204,9 @@ pub(super) fn validate(
         }
         Draft::Relation(d) => {
             for (field, id) in [("source", &d.source), ("target", &d.target)] {
+                if awaiting.contains(id) {
+                    continue;
+                }
                 if let Some(why) = crate::rules::endpoint_problem(kb, id) {
                     p.push(format!("{field}: {why}"));
                 }
