@@ -578,6 +578,15 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     }
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
     stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
+    // A usable index only behind the files (an ordinary write by a
+    // one-shot command) catches up as any read would: that is no finding.
+    if kb
+        .index()
+        .freshness(kb)?
+        .is_some_and(|f| !f.in_step() && f.unusable.is_none())
+    {
+        let _ = kb.index().refresh(kb);
+    }
     if let Some(f) = kb.index().freshness(kb)?
         && !f.in_step()
     {

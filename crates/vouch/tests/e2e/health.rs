@@ -249,11 +249,13 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
         "stray-file",
         "config-unknown-key",
         "audit-chain-broken",
-        "index-stale",
         "gitignore-missing",
     ] {
         assert!(k.contains(&want.to_string()), "{want} missing: {k:?}");
     }
+    // The index was only behind the edits: the doctor caught up, as the
+    // next read would, and that is no finding.
+    assert!(!k.contains(&"index-stale".to_string()), "{k:?}");
     assert_eq!(
         find(&v, "unparseable-file:claims/broken.yaml")["severity"],
         "error"
@@ -292,7 +294,7 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
             .contains("restore")
     );
 
-    // --fix rebuilds the index and touches no knowledge.
+    // --fix touches no knowledge.
     let knowledge = |snap: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
         snap.into_iter()
             .filter(|(p, _)| p != "audit.log.jsonl")
@@ -300,10 +302,6 @@ fn doctor_finds_damage_reports_unparseable_files_and_fix_only_rebuilds_the_index
     };
     let (code, fixed) = json(&p, &["doctor", "--fix"], &[]);
     assert_eq!(code, 6, "the rest is still broken: {fixed:#}");
-    assert!(
-        fixed["fixed"][0].as_str().unwrap().contains("rebuilt"),
-        "{fixed:#}"
-    );
     assert!(!issue_kinds(&fixed).contains(&"index-stale".to_string()));
     assert_eq!(knowledge(before), knowledge(p.snapshot()));
     let (_, again) = json(&p, &["doctor"], &[]);
