@@ -197,22 +197,42 @@ pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
     Ok(kb)
 }
 
-/// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, then $USER.
-/// An agent transport: --agent, VOUCH_AGENT, then "agent". Never the
-/// repository's config (`agent:` there is reported by `doctor` and
-/// ignored): a cloned repository must not choose who you act as.
+/// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, then $USER,
+/// else `cli`. An agent transport: --agent, VOUCH_AGENT, then "agent".
+/// Never the repository's config (`agent:` there is reported by `doctor`
+/// and ignored): a cloned repository must not choose who you act as.
 pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Caller {
+    let actor = named(agent_flag, transport).unwrap_or_else(|| {
+        if transport == Transport::Cli {
+            "cli".into()
+        } else {
+            "agent".into()
+        }
+    });
+    Caller::new(actor, transport)
+}
+
+/// The person deciding proposals at the command line (or in `vouch ui`),
+/// as they named themselves. The `cli` that [`caller`] falls back to when
+/// nothing names anyone (no --agent, VOUCH_AGENT or $USER, as in many
+/// containers) is no one: a decision it would sign is refused.
+pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
+    match named(agent_flag, Transport::Cli) {
+        Some(actor) => Ok(Caller::new(actor, Transport::Cli)),
+        None => Err(Error::denied(
+            "review_gate: who is deciding? No name is set: --agent, VOUCH_AGENT and $USER are \
+             all empty (usual in a container). A decision is signed with your name: pass \
+             --agent YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)",
+        )),
+    }
+}
+
+/// The actor someone named: --agent, VOUCH_AGENT, then (at the command
+/// line) $USER; blank values name no one.
+fn named(agent_flag: Option<&str>, transport: Transport) -> Option<String> {
     let env = |k: &str| std::env::var(k).ok().filter(|s| !s.trim().is_empty());
-    let actor = agent_flag
+    agent_flag
         .map(str::to_string)
         .or_else(|| env("VOUCH_AGENT"))
         .or_else(|| (transport == Transport::Cli).then(|| env("USER")).flatten())
-        .unwrap_or_else(|| {
-            if transport == Transport::Cli {
-                "cli".into()
-            } else {
-                "agent".into()
-            }
-        });
-    Caller::new(actor, transport)
 }

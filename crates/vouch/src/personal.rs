@@ -77,7 +77,7 @@ pub fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
 }
 
 /// The git work tree `dir` is in (the folder holding `.git`), if any.
-fn work_tree(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn work_tree(dir: &Path) -> Option<PathBuf> {
     let dir = dir.canonicalize().ok()?;
     dir.ancestors()
         .find(|d| d.join(".git").exists())

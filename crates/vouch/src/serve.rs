@@ -396,7 +396,8 @@ pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
         o.sync_interval = REFRESH_EVERY * 5;
         o.upkeep = vouch_core::IndexUpkeep::Background;
     });
-    let person = context::caller(cli.agent.as_deref(), Transport::Cli).actor;
+    // The approver is whoever the person named, never the `cli` nobody set.
+    let person = context::decider(cli.agent.as_deref())?.actor;
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();

@@ -2,7 +2,7 @@
 //! from the command line, and the call through `methods::kb::*`.
 
 use super::*;
-use crate::human::{AuditVerified, Human, Rebuilt};
+use crate::human::{AuditVerified, Human, Rebuilt, Rejected};
 use crate::render;
 use serde_json::Value;
 use vouch_core::answer::SynthesizeParams;
@@ -56,6 +56,54 @@ fn abs(p: &std::path::Path) -> Result<String, Error> {
 
 fn non_empty(v: &[String]) -> Option<Vec<String>> {
     (!v.is_empty()).then(|| v.to_vec())
+}
+
+/// The start of the gate's refusal of an uncited claim
+/// (`vouch_core::review::gate`'s validation), which names the method agents
+/// call.
+const UNCITED: &str = "evidence: a claim must cite at least one source or evidence id";
+
+/// A proposal's problems in the command line's words: an uncited claim
+/// names `vouch source add` and `-e/--evidence`, not the method.
+fn in_cli_words(mut result: ProposeResult) -> ProposeResult {
+    for e in &mut result.errors {
+        if e.starts_with(UNCITED) {
+            *e = format!(
+                "{UNCITED}: register the file with `vouch source add FILE` (or `--text TEXT`), \
+                 then cite it with -e/--evidence SOURCE_ID, or a span of it with --quote \
+                 SOURCE_ID=exact quote"
+            );
+        }
+    }
+    result
+}
+
+/// `audit verify --base REV` compares with REV through git: say what it
+/// needs — a git work tree, and REV fetched into it — before git's own
+/// words would.
+fn base_reachable(kb: &Kb, rev: &str) -> Result<(), Error> {
+    let root = kb.layout().root();
+    let project = root.parent().unwrap_or(root);
+    if crate::personal::work_tree(project).is_none() {
+        return Err(Error::invalid(format!(
+            "--base {rev}: {} is not in a git work tree; the check compares this branch with \
+             {rev} through git, so run it in a clone of the repository (with {rev} fetched)",
+            project.display()
+        )));
+    }
+    let known = std::process::Command::new("git")
+        .current_dir(project)
+        .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
+        .arg(format!("{rev}^{{commit}}"))
+        .output()
+        .map_err(|e| Error::invalid(format!("--base needs git on PATH: {e}")))?;
+    if !known.status.success() {
+        return Err(Error::invalid(format!(
+            "--base {rev}: git knows no commit {rev} here; fetch it first (in CI: `git fetch \
+             origin main`, or check out with the full history, e.g. fetch-depth: 0)"
+        )));
+    }
+    Ok(())
 }
 
 /// One method called with typed params, its result printed for a person
@@ -129,20 +177,22 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 quote: quote.clone(),
             })?
         }
-        Command::ProposeClaim(a) => run.exec::<kb::ProposeClaim>(ProposeClaimParams {
-            text: a.text.clone(),
-            evidence: citations(&a.evidence, &a.quotes)?,
-            claim_type: vocabulary("--type", &a.claim_type)?,
-            confidence: a.confidence,
-            entities: a.entities.clone(),
-            scope: vocabulary("--scope", &a.scope)?,
-            tags: a.tags.clone(),
-            metadata: None,
-            supersedes: a.supersedes.clone(),
-            session_id: a.common.session.clone(),
-            rationale: a.rationale.clone(),
-            dry_run: a.common.dry_run,
-        })?,
+        Command::ProposeClaim(a) => run.print(in_cli_words(run.call::<kb::ProposeClaim>(
+            ProposeClaimParams {
+                text: a.text.clone(),
+                evidence: citations(&a.evidence, &a.quotes)?,
+                claim_type: vocabulary("--type", &a.claim_type)?,
+                confidence: a.confidence,
+                entities: a.entities.clone(),
+                scope: vocabulary("--scope", &a.scope)?,
+                tags: a.tags.clone(),
+                metadata: None,
+                supersedes: a.supersedes.clone(),
+                session_id: a.common.session.clone(),
+                rationale: a.rationale.clone(),
+                dry_run: a.common.dry_run,
+            },
+        )?))?,
         Command::ProposePage(a) => {
             let body = match &a.body_file {
                 Some(f) => Some(
@@ -215,10 +265,17 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         Command::Reject {
             proposal_id,
             reason,
-        } => run.exec::<kb::Reject>(RejectParams {
-            proposal_id: proposal_id.clone(),
-            reason: reason.clone(),
-        })?,
+        } => {
+            let result = run.call::<kb::Reject>(RejectParams {
+                proposal_id: proposal_id.clone(),
+                reason: reason.clone(),
+            })?;
+            run.print(Rejected {
+                result,
+                proposal_id: proposal_id.clone(),
+                reason: reason.clone(),
+            })?
+        }
         Command::Supersede {
             old_id,
             new_id,
@@ -277,7 +334,10 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             ..
         }) => {
             let base = match base {
-                Some(rev) => Some(crate::gitbase::check(run.kb, rev)?),
+                Some(rev) => Some({
+                    base_reachable(run.kb, rev)?;
+                    crate::gitbase::check(run.kb, rev)?
+                }),
                 None => None,
             };
             let chain = run.call::<kb::AuditVerify>(NoParams {})?;

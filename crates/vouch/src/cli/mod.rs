@@ -25,8 +25,13 @@ pub struct Cli {
     /// (default: search the current directory and its parents).
     #[arg(long, global = true, env = "VOUCH_KB_PATH")]
     pub kb: Option<PathBuf>,
-    /// Act as this actor (default: VOUCH_AGENT, then $USER).
-    #[arg(long, global = true, env = "VOUCH_AGENT")]
+    /// Act as this actor (default: VOUCH_AGENT, then $USER). Decisions
+    /// (approve, reject, review, ui, the lifecycle changes, import-apply)
+    /// need one of the three: with none set (as in many containers) they
+    /// are refused; other commands then record the actor `cli`.
+    // VOUCH_AGENT is read by `context::caller`, not by clap: a value clap
+    // took from the environment would show in usage lines as if required.
+    #[arg(long, global = true)]
     pub agent: Option<String>,
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
@@ -56,6 +61,7 @@ pub enum Command {
     Source(SourceCmd),
     /// Locate an exact quote in a source and mint citable evidence for it.
     Quote {
+        /// The source the quote is in (`vouch source add` printed its id).
         source_id: String,
         /// The exact text to find in the source.
         quote: String,
@@ -70,16 +76,26 @@ pub enum Command {
     ProposeRelation(ProposeRelationArgs),
     /// Proposals awaiting review, oldest first, with what each cites.
     Pending {
+        /// Show at most this many.
         #[arg(long)]
         limit: Option<i64>,
     },
     /// Show any object by id: claim, page, entity, relation, evidence,
     /// source, session or proposal.
-    Show { id: String },
+    Show {
+        /// The object's id.
+        id: String,
+    },
     /// Approve one or more pending proposals (several ids: all or nothing).
+    ///
+    /// You approve as --agent, else VOUCH_AGENT, else $USER; with none of
+    /// them set the approval is refused. Nobody approves their own
+    /// proposal.
     Approve {
+        /// The proposals (`vouch pending` lists them).
         #[arg(required = true)]
         proposal_ids: Vec<String>,
+        /// A note recorded with the approval.
         #[arg(long)]
         reason: Option<String>,
     },
@@ -88,41 +104,62 @@ pub enum Command {
     /// s(kip), o(pen its sources), q(uit). --batch approves the proposal ids
     /// read from stdin (one per line), all or nothing.
     Review {
+        /// Approve the proposal ids read from stdin, one per line, all or
+        /// nothing.
         #[arg(long)]
         batch: bool,
     },
     /// Reject a pending proposal; a reason is required.
+    ///
+    /// The proposer may reject its own proposal: that withdraws it (only
+    /// approving needs a second actor). You reject as --agent, else
+    /// VOUCH_AGENT, else $USER; with none of them set it is refused.
     Reject {
+        /// The proposal (`vouch pending` lists them).
         proposal_id: String,
+        /// Why, recorded with the decision and shown to the proposer.
         #[arg(long, required = true)]
         reason: String,
     },
     /// Mark approved claim OLD as superseded by NEW.
     Supersede {
+        /// The approved claim that no longer holds.
         old_id: String,
+        /// The approved claim that replaces it.
         new_id: String,
+        /// Why, recorded in the audit log.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Mark two approved claims as contradicting each other.
     Contradict {
+        /// One approved claim.
         a_id: String,
+        /// The approved claim that disagrees with it.
         b_id: String,
+        /// Why, recorded in the audit log.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Archive an approved claim or page.
     Archive {
+        /// The approved claim or page.
         id: String,
+        /// Why, recorded in the audit log.
         #[arg(long)]
         reason: Option<String>,
     },
     /// Record that an approved claim was re-checked now.
-    Confirm { id: String },
+    Confirm {
+        /// The approved claim.
+        id: String,
+    },
     /// Undo a lifecycle change (supersede, contradict, archive, confirm,
     /// cite, revert) by its audit event id (`vouch changes` lists them).
     Revert {
+        /// The audit event of the change.
         event_id: String,
+        /// Why, recorded in the audit log.
         #[arg(long)]
         reason: Option<String>,
     },
@@ -137,12 +174,18 @@ pub enum Command {
         all: bool,
     },
     /// Add a source or evidence id to an approved claim's citations.
-    Cite { id: String, evidence: String },
+    Cite {
+        /// The approved claim.
+        id: String,
+        /// The source id or evidence id to add.
+        evidence: String,
+    },
     /// Start or end a work session.
     #[command(subcommand)]
     Session(SessionCmd),
     /// Propose a summary page for a session and flag its promotable claims.
     Crystallize {
+        /// The session (`vouch session start` printed its id).
         session_id: String,
         /// Report only; do not propose the summary page.
         #[arg(long)]
@@ -151,8 +194,18 @@ pub enum Command {
     /// Show audit events (oldest first), or verify the hash chain.
     Audit(AuditArgs),
     /// Full-text search over approved knowledge.
+    ///
+    /// Hits come best first. A score ranks hits within one search only,
+    /// on its backend's scale: fts5 gives BM25 (larger is better; it grows
+    /// with how rare the words are, so in a small knowledge base even an
+    /// exact match scores near zero, e.g. 1.1e-6), substring how often the
+    /// words occur, embedding the cosine of the meanings (up to 1), hybrid
+    /// the cosine plus a bonus for holding the query's words (up to 1 + the
+    /// lexical weight). See docs/search.md.
     Search {
+        /// What to look for, in plain words.
         query: String,
+        /// Show at most this many hits (default 10).
         #[arg(long)]
         limit: Option<i64>,
         /// Restrict to kinds: claim, page, entity, source (repeatable).
@@ -259,12 +312,19 @@ pub enum Command {
         without_decided: bool,
     },
     /// Check that a bundle is internally consistent (writes nothing).
-    ExportCheck { path: PathBuf },
+    ExportCheck {
+        /// The .tar.gz bundle.
+        path: PathBuf,
+    },
     /// Diff a bundle against this KB: new / conflict / identical, and every
     /// problem (writes nothing).
-    ImportCheck { path: PathBuf },
+    ImportCheck {
+        /// The .tar.gz bundle.
+        path: PathBuf,
+    },
     /// Import a bundle, all or nothing (refused if import-check finds problems).
     ImportApply {
+        /// The .tar.gz bundle.
         path: PathBuf,
         /// Files that differ from this KB: skip (default), overwrite, fail.
         #[arg(long, value_parser = ["skip", "overwrite", "fail"])]
@@ -282,6 +342,7 @@ pub enum Command {
     },
     /// Call any kb.* method with JSON params, e.g. `vouch call kb.search '{"query":"auth"}'`.
     Call {
+        /// The method: kb.search, search or kb_search.
         method: String,
         /// JSON object of params (default {}); `-` reads stdin.
         params: Option<String>,
@@ -314,6 +375,7 @@ pub enum Command {
     Recall(RecallArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
+        /// The shell to complete for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -325,7 +387,8 @@ pub enum Command {
 pub enum SourceCmd {
     /// Register a file inside the project, or literal text with --text.
     Add {
-        /// Path of a file inside the project.
+        /// Path of a file inside the project (not in .vouch/ nor in git's
+        /// own files, .git/).
         path: Option<String>,
         /// Register this text instead of a file.
         #[arg(long, conflicts_with = "path")]
@@ -333,6 +396,7 @@ pub enum SourceCmd {
         /// Locator for --text (where it came from).
         #[arg(long, requires = "text")]
         locator: Option<String>,
+        /// A title shown with the source.
         #[arg(long)]
         title: Option<String>,
         /// Source type: file, url, transcript, message, commit, issue, ...
@@ -340,20 +404,28 @@ pub enum SourceCmd {
         source_type: Option<String>,
     },
     /// Re-hash stored content; report missing or drifted sources.
-    Verify { id: Option<String> },
+    Verify {
+        /// One source (default: every source).
+        id: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
 pub enum SessionCmd {
     /// Start a session; prints its id.
     Start {
+        /// What the session is for, in plain words.
         #[arg(long)]
         task: Option<String>,
+        /// A note kept with the session.
         #[arg(long)]
         note: Option<String>,
     },
     /// End a session.
-    End { session_id: String },
+    End {
+        /// The session (`vouch session start` printed its id).
+        session_id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -366,9 +438,13 @@ pub enum IndexCmd {
 #[derive(Subcommand, Debug)]
 pub enum KnowledgeCmd {
     /// Check every rule of the format; exit 6 when an error stands.
-    Validate { dir: String },
+    Validate {
+        /// The knowledge/ folder.
+        dir: String,
+    },
     /// Propose every fact as a claim citing the file that states it.
     Import {
+        /// The knowledge/ folder.
         dir: String,
         /// Show what would be proposed; write nothing.
         #[arg(long)]
@@ -377,8 +453,13 @@ pub enum KnowledgeCmd {
         #[arg(long)]
         skip_invalid: bool,
     },
-    /// Write current approved claims as index.json + YAML files.
-    Export { dir: String },
+    /// Write current approved claims as index.json + YAML files; a claim
+    /// no approval let in as it is now (written or edited by hand) is left
+    /// out and named.
+    Export {
+        /// The folder to write.
+        dir: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -404,7 +485,10 @@ pub enum ModelCmd {
         name: Option<String>,
     },
     /// Delete an installed model.
-    Remove { name: String },
+    Remove {
+        /// The model (`vouch model list` names them).
+        name: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -468,8 +552,9 @@ pub enum AuditCmd {
 pub struct ProposeClaimArgs {
     /// The one-sentence assertion.
     pub text: String,
-    /// A source id or evidence id this claim cites (repeatable).
-    #[arg(long = "evidence", short = 'e')]
+    /// A source id or evidence id this claim cites (repeatable; register
+    /// a source with `vouch source add`).
+    #[arg(long = "evidence", short = 'e', alias = "source")]
     pub evidence: Vec<String>,
     /// Cite a span: SOURCE_ID=exact quote (repeatable).
     #[arg(long = "quote")]
@@ -480,17 +565,20 @@ pub struct ProposeClaimArgs {
     /// 0..1 (default 0.7).
     #[arg(long)]
     pub confidence: Option<f64>,
+    /// An approved entity this claim is about (repeatable).
     #[arg(long = "entity")]
     pub entities: Vec<String>,
     /// private, project, team, public.
     #[arg(long)]
     pub scope: Option<String>,
+    /// A tag (repeatable).
     #[arg(long = "tag")]
     pub tags: Vec<String>,
     /// An approved claim this one corrects: approving the proposal
     /// supersedes it (repeatable).
     #[arg(long = "supersedes")]
     pub supersedes: Vec<String>,
+    /// Why this claim should be approved, for the reviewer.
     #[arg(long)]
     pub rationale: Option<String>,
     #[command(flatten)]
@@ -510,7 +598,9 @@ pub struct ProposeCommon {
 
 #[derive(Args, Debug)]
 pub struct ProposePageArgs {
+    /// The page's title.
     pub title: String,
+    /// The markdown body.
     #[arg(long, conflicts_with = "body_file")]
     pub body: Option<String>,
     /// Read the markdown body from a file.
@@ -519,12 +609,16 @@ pub struct ProposePageArgs {
     /// entity, concept, decision, workflow, session, index, log, report, source-summary.
     #[arg(long = "type")]
     pub page_type: Option<String>,
+    /// An approved claim the page draws on (repeatable).
     #[arg(long = "claim")]
     pub claims: Vec<String>,
+    /// An approved entity the page is about (repeatable).
     #[arg(long = "entity")]
     pub entities: Vec<String>,
+    /// A source id the page cites (repeatable).
     #[arg(long = "source")]
     pub sources: Vec<String>,
+    /// A tag (repeatable).
     #[arg(long = "tag")]
     pub tags: Vec<String>,
     #[command(flatten)]
@@ -533,14 +627,18 @@ pub struct ProposePageArgs {
 
 #[derive(Args, Debug)]
 pub struct ProposeEntityArgs {
+    /// The entity's name.
     pub name: String,
     /// person, project, repo, company, concept, decision, workflow, file, api, ...
     #[arg(long = "type", required = true)]
     pub entity_type: String,
+    /// Another name it goes by (repeatable).
     #[arg(long = "alias")]
     pub aliases: Vec<String>,
+    /// What it is, in a sentence.
     #[arg(long)]
     pub description: Option<String>,
+    /// A tag (repeatable).
     #[arg(long = "tag")]
     pub tags: Vec<String>,
     #[command(flatten)]
@@ -556,8 +654,10 @@ pub struct ProposeRelationArgs {
     pub relation: String,
     /// Id of the object at the end of the edge (as `source`).
     pub target: String,
+    /// 0..1 (default 0.7).
     #[arg(long)]
     pub confidence: Option<f64>,
+    /// A source id or evidence id the relation cites (repeatable).
     #[arg(long = "evidence", short = 'e')]
     pub evidence: Vec<String>,
     #[command(flatten)]
@@ -669,4 +769,33 @@ pub struct UiArgs {
     /// Open the sign-in link in the default browser as well.
     #[arg(long)]
     pub open: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every argument of every command says what it is in `--help`: one
+    /// added without a description fails here, naming it.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "vouch", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
 }

@@ -59,7 +59,8 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                     .unwrap_or_else(|| "vouch".into())
             });
             let report = Kb::init(&dir, &name, None)?;
-            render::print(cli.json, &report);
+            let in_git = crate::personal::work_tree(&dir).is_some();
+            render::print(cli.json, &crate::human::Initialized { report, in_git });
             return Ok(0);
         }
         Command::Methods { markdown } => {
@@ -126,7 +127,13 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     };
     // One command, then exit: a live watcher's word spares the scan.
     kb.configure_index(|o| o.trust_watcher = true);
-    let caller = context::caller(cli.agent.as_deref(), Transport::Cli);
+    // A decision is signed by the person who named themselves, never by
+    // the `cli` nobody set.
+    let caller = if decides(&cli.command) {
+        context::decider(cli.agent.as_deref())?
+    } else {
+        context::caller(cli.agent.as_deref(), Transport::Cli)
+    };
     let run = Run {
         kb: &kb,
         caller: &caller,
@@ -149,13 +156,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             };
             let params: Value = serde_json::from_str(&text)
                 .map_err(|e| Error::invalid(format!("params are not valid JSON: {e}")))?;
-            let name = if method.starts_with("kb.") {
-                method.clone()
-            } else if let Some(m) = methods::find_tool(method) {
-                m.name.to_string()
-            } else {
-                format!("kb.{method}")
-            };
+            let name = method_name(method);
             let res = methods::dispatch(&kb, &caller, &name, params);
             print_warnings(&kb);
             render::emit_json(&res?);
@@ -206,6 +207,37 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         other => unreachable!("{other:?} is handled before the knowledge base opens"),
     }
+}
+
+/// The method `vouch call` names: `kb.search`, `search` or `kb_search`.
+fn method_name(method: &str) -> String {
+    if method.starts_with("kb.") {
+        method.to_string()
+    } else if let Some(m) = methods::find_tool(method) {
+        m.name.to_string()
+    } else {
+        format!("kb.{method}")
+    }
+}
+
+/// Whether the command calls a method that decides what agents read
+/// (the registry's `decides`: approve and reject, the lifecycle changes,
+/// a bundle import), itself or through `call`.
+fn decides(command: &Command) -> bool {
+    let method = match command {
+        Command::Approve { .. } | Command::Review { .. } => "kb.approve".to_string(),
+        Command::Reject { .. } => "kb.reject".to_string(),
+        Command::Supersede { .. } => "kb.supersede".to_string(),
+        Command::Contradict { .. } => "kb.contradict".to_string(),
+        Command::Archive { .. } => "kb.archive".to_string(),
+        Command::Confirm { .. } => "kb.confirm".to_string(),
+        Command::Cite { .. } => "kb.cite".to_string(),
+        Command::Revert { .. } => "kb.revert".to_string(),
+        Command::ImportApply { .. } => "kb.import_apply".to_string(),
+        Command::Call { method, .. } => method_name(method),
+        _ => return false,
+    };
+    methods::find(&method).is_some_and(|m| m.decides)
 }
 
 /// `vouch model ...`: works with or without a knowledge base (one found

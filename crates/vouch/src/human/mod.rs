@@ -77,21 +77,45 @@ impl Human for SourceVerifyResult {
     }
 }
 
-impl Human for vouch_core::kb::InitReport {
+/// `vouch init`: what it made, and what to do next (the git step only
+/// inside a git work tree).
+#[derive(Serialize)]
+pub struct Initialized {
+    #[serde(flatten)]
+    pub report: vouch_core::kb::InitReport,
+    #[serde(skip)]
+    pub in_git: bool,
+}
+
+impl Human for Initialized {
     fn human(&self) -> String {
-        let mut out = format!("Initialized vouch knowledge base at {}\n", self.root);
-        if self.created.is_empty() {
-            out.push_str("(everything already existed; nothing was changed)\n");
+        let r = &self.report;
+        if r.created.is_empty() {
+            // Run again: one line, nothing to list.
+            return format!(
+                "Already initialized: {} ({} files and folders there, none changed)\n",
+                r.root,
+                r.existing.len()
+            );
         }
-        for e in &self.existing {
-            out.push_str(&format!("  kept existing {e}\n"));
+        let mut out = format!("Initialized vouch knowledge base at {}\n", r.root);
+        if !r.existing.is_empty() {
+            out.push_str(&format!(
+                "(kept {} that already existed: {})\n",
+                r.existing.len(),
+                r.existing.join(", ")
+            ));
         }
         out.push_str(
             "\nNext:\n  \
              vouch install-mcp claude-code   connect an agent (or cursor, codex, …; --dry-run shows the change)\n  \
-             vouch review                    review what agents propose (or `vouch ui` in the browser)\n  \
-             git add .vouch && git commit    share it: teammates get it with `git clone`\n",
+             vouch review                    review what agents propose (or `vouch ui` in the browser)\n",
         );
+        if self.in_git {
+            out.push_str(
+                "  git add .vouch && git commit    share it: teammates get it with `git clone`\n",
+            );
+        }
         out
     }
 }
@@ -305,7 +329,14 @@ impl Human for Vec<SearchHit> {
         if self.is_empty() {
             return "No matches.\n".into();
         }
-        let mut out = String::new();
+        // A score only orders the hits of one search; its scale is the
+        // backend's (`vouch search --help` says which is which).
+        let mut out = format!(
+            "{} hit(s), best first; a score only ranks the hits of this search (BM25 for \
+             words: near 0 in a small knowledge base; cosine for meaning; see `vouch search \
+             --help`)\n",
+            self.len()
+        );
         for h in self {
             // BM25 scores in a tiny KB are near zero; keep them readable.
             let score = if h.score != 0.0 && h.score.abs() < 0.001 {
@@ -333,7 +364,9 @@ impl Human for Vec<SearchHit> {
                     Some(st) => format!(", {st}"),
                     None => String::new(),
                 },
-                highlighted(&h.snippet, &h.highlights).replace('\n', " ")
+                highlighted(&h.snippet, &h.highlights)
+                    .replace('\n', " ")
+                    .trim_end()
             ));
         }
         out
@@ -389,8 +422,11 @@ impl Human for vouch_core::answer::Synthesis {
                 }
             }
         }
-        for gap in &self.gaps {
-            out.push_str(&format!("gap: {gap}\n"));
+        if !self.gaps.is_empty() {
+            out.push_str(&format!(
+                "not covered (words of the question no cited claim holds): {}\n",
+                self.gaps.join(", ")
+            ));
         }
         out.push_str(&format!(
             "— confidence {}, backend {}, {}\n",
@@ -555,6 +591,9 @@ impl Human for AuditVerified {
             for d in &b.decisions {
                 out.push_str(&format!("  decision: {d}\n"));
             }
+            for c in &b.config_changes {
+                out.push_str(&format!("  config.yaml: {c}\n"));
+            }
             for p in &b.problems {
                 out.push_str(&format!("  - {p}\n"));
             }
@@ -596,11 +635,29 @@ impl Human for ProposeResult {
     }
 }
 
+/// `vouch reject`: the decision in a sentence (`--json`: the method's
+/// `{"ok": true}`).
+#[derive(Serialize)]
+pub struct Rejected {
+    #[serde(flatten)]
+    pub result: OkResult,
+    #[serde(skip)]
+    pub proposal_id: String,
+    #[serde(skip)]
+    pub reason: String,
+}
+
+impl Human for Rejected {
+    fn human(&self) -> String {
+        format!(
+            "Rejected {}: {}\nNothing becomes knowledge; the proposal is kept under decided/.\n",
+            self.proposal_id, self.reason
+        )
+    }
+}
+
 impl Human for ApproveOutput {
     fn human(&self) -> String {
-            for c in &b.config_changes {
-                out.push_str(&format!("  config.yaml: {c}\n"));
-            }
         let items = match self {
             ApproveOutput::One(r) => std::slice::from_ref(r),
             ApproveOutput::Many { approved, .. } => approved.as_slice(),

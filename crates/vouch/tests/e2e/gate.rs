@@ -801,7 +801,19 @@ fn init_never_overwrites_and_discovery_walks_up() {
     std::fs::write(&cfg, "version: \"0.1\"\nkb_name: mine\n").unwrap();
     let r = p.run("x", &["init"]);
     assert_eq!(r.code, 0);
-    // It ends by saying what to do next: connect an agent, review, share.
+    assert!(r.stdout.starts_with("Already initialized"), "{}", r.stdout);
+    // A first init ends by saying what to do next: connect an agent,
+    // review, and (in a git work tree) share.
+    let repo = p.root().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let r = p.run("x", &["init", repo.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     let next = r.stdout.split("Next:").nth(1).unwrap_or_default();
     for step in ["vouch install-mcp", "vouch review", "git add .vouch"] {
         assert!(next.contains(step), "{}", r.stdout);

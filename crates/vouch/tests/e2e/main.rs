@@ -8,6 +8,7 @@ mod bundles;
 mod catalog;
 mod common;
 mod crash;
+mod first_hour;
 mod fuzz;
 mod gate;
 mod health;
