@@ -4,8 +4,22 @@
 # then search and build a context pack as an agent would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin vouch
 VOUCH="$PWD/target/release/vouch"
+# A build is needed when the binary is missing or older than a source file
+# (cargo decides for sure; this only decides whether to say so).
+if [ ! -x "$VOUCH" ] || [ -n "$(find Cargo.toml Cargo.lock crates -newer "$VOUCH" \
+        \( -name '*.rs' -o -name '*.toml' -o -name 'Cargo.lock' \) -print -quit)" ]; then
+    if [ -x "$VOUCH" ]; then
+        echo "+ rebuilding vouch (release; a minute or two after a small change)..." >&2
+    else
+        echo "+ building vouch (release; the first build takes about 5 minutes on 2 cores)..." >&2
+    fi
+    start=$SECONDS
+    cargo build --release --quiet --bin vouch
+    echo "+ built in $((SECONDS - start)) s" >&2
+else
+    cargo build --release --quiet --bin vouch
+fi
 DIR=$(mktemp -d)
 cd "$DIR"
 echo "+ vouch init   (in $DIR)"
