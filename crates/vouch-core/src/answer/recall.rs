@@ -7,7 +7,8 @@
 use crate::error::{Error, Result};
 use crate::kb::Kb;
 use crate::model::{Claim, ClaimStatus};
-use crate::retrieval::pack::{ContextPack, ContextParams};
+use crate::retrieval::pack::{ContextPack, ContextParams, UNAUDITED_MARK};
+use crate::store::Dir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -166,7 +167,7 @@ pub fn recall(kb: &Kb, p: RecallParams) -> Result<RecallResult> {
     }
 
     // Newest decisions first, from the audit log.
-    let mut approved = Vec::new();
+    let mut approved: Vec<Claim> = Vec::new();
     let mut superseded: Vec<(String, String)> = Vec::new();
     for ev in newest(kb, "proposal.approve", 200)? {
         let Some(object) = object_id(&ev, 1) else {
@@ -176,7 +177,7 @@ pub fn recall(kb: &Kb, p: RecallParams) -> Result<RecallResult> {
             && let Ok(Some(c)) = kb.load::<Claim>(&object)
             && c.status.is_current()
         {
-            approved.push(format!("- {object}: {}", one_line(&c.text)));
+            approved.push(c);
         }
         for old in ev["data"]["supersedes"].as_array().into_iter().flatten() {
             superseded.push((old.as_str().unwrap_or("").to_string(), object.clone()));
@@ -187,18 +188,36 @@ pub fn recall(kb: &Kb, p: RecallParams) -> Result<RecallResult> {
             superseded.push((old, new));
         }
     }
+    superseded.truncate(n);
+    // A claim file that is not what an approval wrote (edited or written by
+    // hand) is marked as search and context mark it: the text shown is not
+    // what was approved.
+    let quoted: Vec<(Dir, &str)> = approved
+        .iter()
+        .map(|c| c.id.as_str())
+        .chain(superseded.iter().map(|(old, _)| old.as_str()))
+        .map(|id| (Dir::Claims, id))
+        .collect();
+    let unaudited = crate::retrieval::unaudited(kb, &quoted);
+    let mark = |id: &str| {
+        if unaudited.contains(&(Dir::Claims, id.to_string())) {
+            format!(" · {UNAUDITED_MARK}")
+        } else {
+            String::new()
+        }
+    };
     if d.push(&format!("\n## Recently approved ({})", approved.len())) {
-        for line in &approved {
-            d.push(line);
+        for c in &approved {
+            d.push(&format!("- {}{}: {}", c.id, mark(&c.id), one_line(&c.text)));
         }
     }
-    superseded.truncate(n);
     let shown = d.push(&format!("\n## Recently superseded ({})", superseded.len()));
     for (old, new) in superseded.iter().filter(|_| shown) {
         // A claim redacted since says nothing here.
         match kb.load::<Claim>(old) {
             Ok(Some(c)) if c.status == ClaimStatus::Superseded => d.push(&format!(
-                "- {old} → {new}: no longer \"{}\"",
+                "- {old} → {new}{}: no longer \"{}\"",
+                mark(old),
                 one_line(&c.text)
             )),
             _ => d.push(&format!("- {old} → {new}")),

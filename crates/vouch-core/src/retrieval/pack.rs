@@ -319,6 +319,11 @@ pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
     }
 }
 
+/// How text no approval let in (written or edited by hand since) is marked
+/// in what agents paste: the context pack's items and `kb.recall`'s lines.
+pub(crate) const UNAUDITED_MARK: &str =
+    "UNAUDITED: no approval in the audit log let this text in, not reviewed";
+
 /// One item as it appears in `text`.
 fn render(n: usize, item: &ContextItem) -> String {
     let mut head = format!("[{n}] {} {} · {}", item.kind, item.id, item.status);
@@ -331,7 +336,7 @@ fn render(n: usize, item: &ContextItem) -> String {
     // In the text agents paste, not only in `_meta`: a file no approval
     // let in (written by hand) must not read like reviewed knowledge.
     if item.meta.unaudited {
-        head.push_str(" · UNAUDITED: no approval in the audit log, not reviewed");
+        head.push_str(&format!(" · {UNAUDITED_MARK}"));
     }
     let mut out = format!("{head}\n{}", item.text);
     if !item.citations.is_empty() {
