@@ -665,7 +665,7 @@ registry! {
     KnowledgeExport: "kb.knowledge_export", Admin, crate::interop::knowledge::ExportParams => crate::interop::knowledge::ExportResult,
         "Export knowledge files",
         "Write current approved claims as a knowledge folder (index.json + YAML files).",
-        "Export current approved claims (never pending, superseded, archived or redacted) to a knowledge folder in the project: index.json and the seed's YAML files, ids stable across exports (imported claims keep theirs). Same KB, same bytes. Audited as knowledge.export.",
+        "Export current approved claims (never pending, superseded, archived or redacted) to a knowledge folder in the project: index.json and the seed's YAML files, ids stable across exports (imported claims keep theirs). A claim no approval let in as its file is now (written or edited by hand) is left out and listed in left_out with the reason. Same KB, same bytes. Audited as knowledge.export.",
         crate::interop::knowledge::export;
     Eval: "kb.eval", Read, crate::retrieval::eval::EvalParams => crate::retrieval::eval::EvalReport,
         "Evaluate retrieval",

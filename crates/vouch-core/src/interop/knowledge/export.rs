@@ -2,12 +2,14 @@
 //! seed's YAML files. Ids are stable: a claim imported from
 //! `global:pitfall:007` keeps that id; a claim that came from nowhere gets
 //! the next free sequence of its domain and category. Superseded, archived,
-//! redacted and pending knowledge is never exported. The same KB gives the
-//! same bytes.
+//! redacted and pending knowledge is never exported, nor a claim no
+//! approval let in as it is now (written or edited by hand): the result
+//! names each one left out. The same KB gives the same bytes.
 
 use crate::error::{Error, Result};
 use crate::kb::{Caller, Kb};
 use crate::model::{Claim, ClaimType, Relation, RelationType};
+use crate::store::Dir;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -34,6 +36,19 @@ pub struct ExportResult {
     pub facts: usize,
     /// Relative paths written.
     pub files: Vec<String>,
+    /// Current claims not exported, and why: a file no approval or import
+    /// in the audit log let in as it is now (written or edited by hand;
+    /// `vouch doctor` names each). An export with any is partial.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A current claim an export left out.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LeftOut {
+    /// The claim's id.
+    pub id: String,
+    /// Why it was left out, and what to do.
+    pub reason: String,
 }
 
 /// A claim type back to a category (`tool-quirk` when so tagged).
@@ -124,6 +139,29 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         .filter(|c| c.status.is_current())
         .collect();
     claims.sort_by(|a, b| a.id.cmp(&b.id));
+    // Only what a person approved: a claim (or relation) no approval let
+    // in as it is now is left out, as `kb.synthesize` leaves it out, and
+    // named in the result.
+    let relations = kb.load_all::<Relation>()?;
+    let objects: Vec<(Dir, &str)> = claims
+        .iter()
+        .map(|c| (Dir::Claims, c.id.as_str()))
+        .chain(relations.iter().map(|r| (Dir::Relations, r.id.as_str())))
+        .collect();
+    let unreviewed = crate::retrieval::unaudited_strictly(kb, &objects);
+    let (claims, held): (Vec<Claim>, Vec<Claim>) = claims
+        .into_iter()
+        .partition(|c| !unreviewed.contains(&(Dir::Claims, c.id.clone())));
+    let left_out: Vec<LeftOut> = held
+        .into_iter()
+        .map(|c| LeftOut {
+            id: c.id,
+            reason: "no approval or import in the audit log let this claim in as its file \
+                     is now (written or edited by hand; `vouch doctor` names it): propose \
+                     the text for review to export it"
+                .into(),
+        })
+        .collect();
     // Stable ids first; new ones take the next free sequence.
     let meta = |c: &Claim| -> serde_json::Map<String, Value> {
         c.extra
@@ -168,7 +206,10 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
     // `related`: the approved `references` relations between exported
     // claims, and what the imported fact listed that is still exported.
     let mut related: HashMap<&str, Vec<String>> = HashMap::new();
-    for r in kb.load_all::<Relation>()? {
+    for r in relations {
+        if unreviewed.contains(&(Dir::Relations, r.id.clone())) {
+            continue;
+        }
         if !matches!(
             r.relation,
             RelationType::References | RelationType::RelatesTo
@@ -334,7 +375,8 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         "knowledge.export",
         &caller.actor,
         Vec::new(),
-        json!({"out": p.out, "facts": facts.len(), "files": files.len()}),
+        json!({"out": p.out, "facts": facts.len(), "files": files.len(),
+               "left_out": left_out.iter().map(|l| l.id.as_str()).collect::<Vec<_>>()}),
     );
     kb.append_audit(std::slice::from_mut(&mut ev))?;
     Ok(ExportResult {
@@ -342,5 +384,6 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         out: p.out,
         facts: facts.len(),
         files: files.keys().cloned().collect(),
+        left_out,
     })
 }
