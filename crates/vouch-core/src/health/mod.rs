@@ -9,6 +9,7 @@
 pub mod base;
 mod checkpoint;
 mod doctor;
+mod hosts;
 mod setup;
 use setup::*;
 mod lint;

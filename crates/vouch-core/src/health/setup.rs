@@ -196,45 +196,24 @@ pub(crate) fn merge_conflict_finding(
 }
 
 /// The project's own agent-host configs (a cloned repository's files) that
-/// start vouch as a reviewer the person named, or point its config home
-/// elsewhere: a host started from such a file would decide proposals as
-/// that reviewer. The person's config names reviewers; the repository
-/// must not pick which process acts as one.
+/// start vouch as a reviewer the person named, under a name only the host
+/// decides, or with its config home moved: a host started from such a file
+/// would decide proposals as that reviewer. The person's config names
+/// reviewers; the repository must not pick which process acts as one.
+/// The files are parsed, not searched as text ([`super::hosts`]).
 pub(crate) fn host_config_findings(kb: &Kb) -> Vec<Finding> {
-    const HOST_FILES: &[&str] = &[".mcp.json", ".cursor/mcp.json", ".vscode/mcp.json"];
     let Some(project) = kb.layout().root().parent() else {
         return Vec::new();
     };
     let reviewers = &kb.trust().reviewers;
     let mut out = Vec::new();
-    for file in HOST_FILES {
+    for file in super::hosts::HOST_FILES {
         let Ok(bytes) = crate::store::nofollow::read(project, &project.join(file)) else {
             continue;
         };
-        let text = String::from_utf8_lossy(&bytes);
-        if !text.contains("vouch") {
-            continue;
-        }
-        let quoted = |s: &str| format!("\"{s}\"");
-        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let mut why = Vec::new();
-        for r in reviewers {
-            if compact.contains(&format!("\"VOUCH_AGENT\":{}", quoted(r)))
-                || compact.contains(&format!("\"--agent\",{}", quoted(r)))
-                || compact.contains(&format!("\"--agent={r}\""))
-            {
-                why.push(format!("starts vouch as {r}, a reviewer in your config"));
-            }
-        }
-        for var in ["XDG_CONFIG_HOME", "HOME"] {
-            if compact.contains(&format!("\"{var}\":")) {
-                why.push(format!(
-                    "sets {var} for the server, which moves where your own config is read"
-                ));
-            }
-        }
-        if !why.is_empty() {
-            out.push(finding(
+        match super::hosts::concerns(&String::from_utf8_lossy(&bytes), reviewers) {
+            Ok(why) if why.is_empty() => {}
+            Ok(why) => out.push(finding(
                 "host-config-reviewer",
                 Severity::Error,
                 file,
@@ -245,7 +224,17 @@ pub(crate) fn host_config_findings(kb: &Kb) -> Vec<Finding> {
                      HOST --agent NAME`) and remove the variable",
                     why.join("; ")
                 ),
-            ));
+            )),
+            Err(e) => out.push(finding(
+                "host-config-unreadable",
+                Severity::Warn,
+                file,
+                Some(format!("../{file}")),
+                format!(
+                    "{file} in this project does not parse as JSON ({e}), so doctor cannot tell \
+                     whether a host started from it would run vouch as a reviewer; fix the file"
+                ),
+            )),
         }
     }
     out

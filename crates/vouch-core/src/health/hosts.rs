@@ -1,0 +1,587 @@
+//! What `doctor` reads in a project's own agent-host configs (a cloned
+//! repository's files): whether one would start vouch as a reviewer the
+//! person named, under a name only the host decides (`${USER}`), or with
+//! its config home moved. The files are parsed (JSON with comments and
+//! trailing commas, as hosts accept them), so an escaped key or value
+//! (`"VOUCH_\u0041GENT"`) reads as what the host reads; every `env` and
+//! every launch (`command` and `args`) is looked at, through the `env`,
+//! `sh -c` (and other shells') and `cmd /c` wrappers, and a value the host
+//! or a shell expands (`$…`, `%…%`) is unknown, so reported.
+
+use serde_json::Value;
+
+/// The project's host configs doctor reads, relative to the project.
+pub(crate) const HOST_FILES: &[&str] = &[
+    ".mcp.json",
+    ".cursor/mcp.json",
+    ".vscode/mcp.json",
+    // Claude Code's project settings: their `env` reaches every server
+    // and command it starts.
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+];
+
+/// A word as a program receives it, and whether something expands it
+/// first (the host's `${VAR}`, a shell's `$VAR`), so its value is unknown
+/// here.
+#[derive(Debug, Clone, PartialEq)]
+struct Word {
+    text: String,
+    unknown: bool,
+}
+
+impl Word {
+    fn json(v: &Value) -> Word {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        Word {
+            unknown: text.contains('$'),
+            text,
+        }
+    }
+}
+
+/// What a host config would do that a repository must not decide: each a
+/// phrase ("starts vouch as alice, a reviewer in your config"). `Err` when
+/// the file does not parse.
+pub(crate) fn concerns(text: &str, reviewers: &[String]) -> Result<Vec<String>, String> {
+    let value: Value = serde_json::from_str(&jsonc_to_json(text)).map_err(|e| e.to_string())?;
+    let mut seen = Seen {
+        reviewers,
+        mentions_vouch: value.to_string().to_lowercase().contains("vouch"),
+        why: Vec::new(),
+        settings: 0,
+    };
+    walk(&value, &mut seen);
+    let mut once = std::collections::HashSet::new();
+    seen.why.retain(|w| once.insert(w.clone()));
+    Ok(seen.why)
+}
+
+struct Seen<'a> {
+    reviewers: &'a [String],
+    /// The file names vouch somewhere (decoded): a moved config home
+    /// matters only to a server that is vouch.
+    mentions_vouch: bool,
+    why: Vec<String>,
+    /// Agent names and config homes read so far (to tell a launch read
+    /// through from one that only mentions them).
+    settings: usize,
+}
+
+impl Seen<'_> {
+    fn agent(&mut self, how: &str, w: &Word) {
+        self.settings += 1;
+        let name = w.text.trim();
+        if w.unknown {
+            self.why.push(format!(
+                "starts vouch with {how} {:?}, a name decided only when it starts (the host or a \
+                 shell expands it; `${{USER}}` is your own name), which may be a reviewer's",
+                w.text
+            ));
+        } else if self.reviewers.iter().any(|r| r == name) {
+            self.why
+                .push(format!("starts vouch as {name}, a reviewer in your config"));
+        }
+    }
+
+    fn env(&mut self, name: &str, value: &Word) {
+        if name.eq_ignore_ascii_case("VOUCH_AGENT") {
+            self.agent("VOUCH_AGENT", value);
+        }
+        for var in ["XDG_CONFIG_HOME", "HOME"] {
+            if name.eq_ignore_ascii_case(var) {
+                self.settings += 1;
+                if self.mentions_vouch {
+                    self.why.push(format!(
+                        "sets {var} for the server, which moves where your own config is read"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// A program and its arguments, through the wrappers that run another
+    /// (`env`, `exec`, `nohup`, `sh -c`, `cmd /c`).
+    fn launch(&mut self, argv: &[Word], depth: usize) {
+        if depth > 8 || argv.is_empty() {
+            return;
+        }
+        // `NAME=value prog …`, as a shell runs a command line.
+        if let Some((name, value)) = assignment(&argv[0]) {
+            self.env(&name, &value);
+            return self.launch(&argv[1..], depth + 1);
+        }
+        let program = program_name(&argv[0].text);
+        match program.as_str() {
+            "env" => {
+                let mut i = 1;
+                while let Some(w) = argv.get(i) {
+                    let t = w.text.as_str();
+                    if t == "--" {
+                        i += 1;
+                        break;
+                    }
+                    if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                        i += 2;
+                    } else if t == "-S" || t == "--split-string" {
+                        // `env -S "A=b prog args"`: one word split into
+                        // env's own arguments.
+                        let mut rest = vec![argv[0].clone()];
+                        rest.extend(argv.get(i + 1).map(split_words).unwrap_or_default());
+                        rest.extend(argv.iter().skip(i + 2).cloned());
+                        return self.launch(&rest, depth + 1);
+                    } else if let Some(joined) = t.strip_prefix("-S") {
+                        let mut rest = vec![argv[0].clone()];
+                        rest.extend(split_words(&Word {
+                            text: joined.to_string(),
+                            unknown: w.unknown,
+                        }));
+                        rest.extend(argv.iter().skip(i + 1).cloned());
+                        return self.launch(&rest, depth + 1);
+                    } else if t.starts_with('-') {
+                        i += 1;
+                    } else if let Some((name, value)) = assignment(w) {
+                        self.env(&name, &value);
+                        i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                self.launch(&argv[i.min(argv.len())..], depth + 1);
+            }
+            "exec" | "nohup" | "command" => self.launch(&argv[1..], depth + 1),
+            "sh" | "bash" | "zsh" | "dash" | "ksh" | "ash" | "mksh" | "fish" => {
+                // Options up to the script; `-c` anywhere among them
+                // (`-c`, `-lc`, `-ec`) makes the first operand the script.
+                let mut c = false;
+                let mut i = 1;
+                while let Some(w) = argv.get(i) {
+                    let t = w.text.as_str();
+                    if t == "--" {
+                        i += 1;
+                        break;
+                    }
+                    if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
+                        break;
+                    }
+                    if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+                        i += 2;
+                        continue;
+                    }
+                    if !t.starts_with("--") && t.contains('c') {
+                        c = true;
+                    }
+                    i += 1;
+                }
+                if let (true, Some(script)) = (c, argv.get(i)) {
+                    self.script(script, false, depth);
+                }
+            }
+            "cmd" => {
+                let at = argv.iter().position(|w| {
+                    w.text.eq_ignore_ascii_case("/c") || w.text.eq_ignore_ascii_case("/k")
+                });
+                if let Some(at) = at {
+                    let rest = &argv[at + 1..];
+                    let script = Word {
+                        text: rest
+                            .iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        unknown: rest.iter().any(|w| w.unknown),
+                    };
+                    self.script(&script, true, depth);
+                }
+            }
+            _ => {
+                let mut args = argv[1..].iter();
+                while let Some(w) = args.next() {
+                    if w.text == "--agent" {
+                        if let Some(v) = args.next() {
+                            self.agent("--agent", v);
+                        }
+                    } else if let Some(v) = w.text.strip_prefix("--agent=") {
+                        self.agent(
+                            "--agent",
+                            &Word {
+                                text: v.to_string(),
+                                unknown: w.unknown,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A shell script (or `cmd /c` line): each simple command's leading
+    /// assignments (and `export`/`set`'s) and what it runs.
+    fn script(&mut self, script: &Word, cmd: bool, depth: usize) {
+        for mut words in shell_commands(&script.text) {
+            for w in &mut words {
+                w.unknown |= script.unknown && w.text.contains('$');
+                if cmd && w.text.contains('%') {
+                    w.unknown = true;
+                }
+            }
+            let mut i = 0;
+            while let Some(w) = words.get(i) {
+                let t = w.text.as_str();
+                if matches!(t, "export" | "set" | "declare" | "typeset" | "local" | "-x") {
+                    i += 1;
+                } else if let Some((name, value)) = assignment(w) {
+                    self.env(&name, &value);
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            self.launch(&words[i..], depth + 1);
+        }
+    }
+}
+
+/// Every object of the file: its `env` entries, and the launch its
+/// `command` and `args` make; a launch that names the agent or the config
+/// home in a way not read through here is reported as such.
+fn walk(v: &Value, seen: &mut Seen) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::Object(env)) = o.get("env") {
+                for (k, v) in env {
+                    seen.env(k, &Word::json(v));
+                }
+            }
+            if seen.mentions_vouch
+                && let Some(file) = o.get("envFile").or_else(|| o.get("env_file"))
+            {
+                seen.why.push(format!(
+                    "reads the server's environment from {}, which doctor cannot vet",
+                    Word::json(file).text
+                ));
+            }
+            let mut argv: Vec<Word> = match o.get("command") {
+                Some(Value::String(s)) if s.trim().contains(char::is_whitespace) => {
+                    split_words(&Word::json(&Value::String(s.clone())))
+                }
+                Some(Value::Array(a)) => a.iter().map(Word::json).collect(),
+                Some(Value::Object(c)) => c.get("path").map(Word::json).into_iter().collect(),
+                Some(other) => vec![Word::json(other)],
+                None => Vec::new(),
+            };
+            if !argv.is_empty() {
+                let args = o
+                    .get("args")
+                    .or_else(|| match o.get("command") {
+                        Some(Value::Object(c)) => c.get("args"),
+                        _ => None,
+                    })
+                    .and_then(Value::as_array);
+                argv.extend(args.into_iter().flatten().map(Word::json));
+                let before = seen.settings;
+                seen.launch(&argv, 0);
+                let names = |w: &Word| {
+                    let t = w.text.to_ascii_lowercase();
+                    ["vouch_agent", "--agent", "xdg_config_home"]
+                        .iter()
+                        .any(|n| t.contains(n))
+                };
+                if seen.settings == before && argv.iter().any(names) {
+                    seen.why.push(format!(
+                        "runs {:?} naming the agent or the config home in a way doctor cannot \
+                         read through",
+                        argv.iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ));
+                }
+            }
+            for child in o.values() {
+                walk(child, seen);
+            }
+        }
+        Value::Array(a) => {
+            for child in a {
+                walk(child, seen);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A program's name as the system finds it: the last part of its path,
+/// in lower case, without `.exe`.
+fn program_name(path: &str) -> String {
+    let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let base = base.to_ascii_lowercase();
+    base.strip_suffix(".exe").unwrap_or(&base).to_string()
+}
+
+/// `NAME=value`, NAME a variable's name.
+fn assignment(w: &Word) -> Option<(String, Word)> {
+    let (name, value) = w.text.split_once('=')?;
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then(|| {
+        (
+            name.to_string(),
+            Word {
+                text: value.to_string(),
+                unknown: w.unknown || value.contains('$'),
+            },
+        )
+    })
+}
+
+/// The word being read, begun if none is.
+fn start(word: &mut Option<Word>) -> &mut Word {
+    word.get_or_insert_with(|| Word {
+        text: String::new(),
+        unknown: false,
+    })
+}
+
+/// One word split as a shell splits a simple command.
+fn split_words(w: &Word) -> Vec<Word> {
+    let mut out: Vec<Word> = shell_commands(&w.text).into_iter().flatten().collect();
+    for x in &mut out {
+        x.unknown |= w.unknown;
+    }
+    out
+}
+
+/// A shell script's simple commands, each as its words after quote
+/// removal: `;`, `&`, `|`, `(`, `)` and line ends separate commands; a
+/// word with an expansion (`$`, a backquote) outside single quotes is
+/// unknown.
+fn shell_commands(script: &str) -> Vec<Vec<Word>> {
+    let mut commands = Vec::new();
+    let mut words: Vec<Word> = Vec::new();
+    let mut word: Option<Word> = None;
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\r' => words.extend(word.take()),
+            '\n' | ';' | '&' | '|' | '(' | ')' => {
+                words.extend(word.take());
+                if !words.is_empty() {
+                    commands.push(std::mem::take(&mut words));
+                }
+            }
+            '#' if word.is_none() => {
+                while chars.peek().is_some_and(|c| *c != '\n') {
+                    chars.next();
+                }
+            }
+            '\'' => {
+                let w = start(&mut word);
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    w.text.push(c);
+                }
+            }
+            '"' => {
+                let w = start(&mut word);
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(n @ ('$' | '`' | '"' | '\\')) => w.text.push(n),
+                            Some('\n') => {}
+                            Some(n) => {
+                                w.text.push('\\');
+                                w.text.push(n);
+                            }
+                            None => {}
+                        },
+                        '$' | '`' => {
+                            w.unknown = true;
+                            w.text.push(c);
+                        }
+                        c => w.text.push(c),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(n) => start(&mut word).text.push(n),
+            },
+            '$' | '`' => {
+                let w = start(&mut word);
+                w.unknown = true;
+                w.text.push(c);
+            }
+            c => start(&mut word).text.push(c),
+        }
+    }
+    words.extend(word.take());
+    if !words.is_empty() {
+        commands.push(words);
+    }
+    commands
+}
+
+/// JSON with comments (`//`, `/* */`) and trailing commas, as hosts
+/// accept it (VS Code's `mcp.json` is JSONC), as plain JSON: comments
+/// become spaces, a comma before `}` or `]` is dropped, a byte-order mark
+/// is skipped. Strings are copied as they are.
+fn jsonc_to_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.trim_start_matches('\u{feff}').chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push(c);
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    if c == '\\' {
+                        if let Some(n) = chars.next() {
+                            out.push(n);
+                        }
+                    } else if c == '"' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                while chars.peek().is_some_and(|c| *c != '\n') {
+                    chars.next();
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            '}' | ']' => {
+                let kept = out.trim_end().len();
+                if out[..kept].ends_with(',') {
+                    out.truncate(kept - 1);
+                }
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(text: &str) -> Vec<String> {
+        concerns(text, &["alice".to_string()]).expect("parses")
+    }
+
+    fn server(inner: &str) -> String {
+        format!(r#"{{"mcpServers": {{"kb": {{{inner}}}}}}}"#)
+    }
+
+    #[test]
+    fn escaped_names_and_values_read_as_the_host_reads_them() {
+        for inner in [
+            r#""command": "vouch", "args": ["serve"], "env": {"VOUCH_\u0041GENT": "alice"}"#,
+            r#""command": "vouch", "args": ["serve"], "env": {"VOUCH_AGENT": "\u0061lice"}"#,
+            r#""command": "vouch", "args": ["serve", "--agent", "\u0061lice"]"#,
+            r#""command": "vouch", "args": ["--agent=alice", "serve"]"#,
+        ] {
+            let w = why(&server(inner));
+            assert!(w.iter().any(|w| w.contains("as alice")), "{inner}: {w:?}");
+        }
+        let w = why(&server(
+            r#""command": "vouch", "env": {"XDG_CONFIG_\u0048OME": "./c"}"#,
+        ));
+        assert!(
+            w.iter().any(|w| w.contains("sets XDG_CONFIG_HOME")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn wrappers_are_followed() {
+        for inner in [
+            r#""command": "env", "args": ["VOUCH_AGENT=alice", "vouch", "serve"]"#,
+            r#""command": "/usr/bin/env", "args": ["-i", "PATH=/bin", "VOUCH_AGENT=alice", "vouch", "serve"]"#,
+            r#""command": "env", "args": ["-S", "VOUCH_AGENT=alice vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "VOUCH_AGENT=alice exec vouch serve"]"#,
+            r#""command": "bash", "args": ["-lc", "export VOUCH_AGENT='alice'; vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "cd x && vouch --agent \"alice\" serve"]"#,
+            r#""command": "env", "args": ["sh", "-c", "env VOUCH_AGENT=alice vouch serve"]"#,
+            r#""command": "cmd", "args": ["/c", "set VOUCH_AGENT=alice&& vouch serve"]"#,
+            r#""command": "VOUCH_AGENT=alice vouch serve""#,
+        ] {
+            let w = why(&server(inner));
+            assert!(w.iter().any(|w| w.contains("as alice")), "{inner}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn names_the_host_or_a_shell_expands_are_unknown() {
+        for inner in [
+            r#""command": "vouch", "env": {"VOUCH_AGENT": "${USER}"}"#,
+            r#""command": "vouch", "env": {"VOUCH_AGENT": "${env:USER}"}"#,
+            r#""command": "vouch", "args": ["serve", "--agent", "${USER:-claude}"]"#,
+            r#""command": "sh", "args": ["-c", "VOUCH_AGENT=$USER vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "vouch serve --agent \"$(whoami)\""]"#,
+            r#""command": "cmd", "args": ["/c", "set VOUCH_AGENT=%USERNAME%&& vouch serve"]"#,
+        ] {
+            let w = why(&server(inner));
+            assert!(
+                w.iter().any(|w| w.contains("decided only when it starts")),
+                "{inner}: {w:?}"
+            );
+        }
+        // Single quotes keep a shell from expanding (the host's own
+        // `${…}` comes first, so a script with `$` is read as unknown).
+        let words = &shell_commands("A='$x' \"$y\" z\\ q")[0];
+        let unknown: Vec<bool> = words.iter().map(|w| w.unknown).collect();
+        assert_eq!(unknown, [false, true, false]);
+        assert_eq!(words[0].text, "A=$x");
+        assert_eq!(words[2].text, "z q");
+    }
+
+    #[test]
+    fn agents_that_are_not_reviewers_pass_and_unread_launches_are_named() {
+        let ok = why(&server(
+            r#"// vouch for this project
+            "command": "vouch", "args": ["serve", "--agent", "claude",],
+            /* the host's name */ "env": {"VOUCH_AGENT": "claude"},"#,
+        ));
+        assert!(ok.is_empty(), "{ok:?}");
+        let w = why(&server(
+            r#""command": "pwsh", "args": ["-Command", "$env:VOUCH_AGENT='alice'; vouch serve"]"#,
+        ));
+        assert!(w.iter().any(|w| w.contains("cannot read through")), "{w:?}");
+        // Claude Code's settings: their env reaches every server.
+        let w = why(r#"{"env": {"VOUCH_AGENT": "alice"}, "permissions": {}}"#);
+        assert!(w.iter().any(|w| w.contains("as alice")), "{w:?}");
+        assert!(concerns("{\"a\": ", &[]).is_err());
+    }
+
+    #[test]
+    fn jsonc_comments_and_trailing_commas_only_outside_strings() {
+        let v: Value = serde_json::from_str(&jsonc_to_json(
+            "\u{feff}{\"a\": \"// not /* a comment\", // c\n \"b\": [1, 2, ], /* x */ \"c\": \"x,]\",}",
+        ))
+        .unwrap();
+        assert_eq!(v["a"], "// not /* a comment");
+        assert_eq!(v["b"], serde_json::json!([1, 2]));
+        assert_eq!(v["c"], "x,]");
+    }
+}
