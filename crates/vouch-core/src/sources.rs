@@ -226,8 +226,9 @@ pub fn register_source_from_path(
 }
 
 /// The project root (the folder holding `.vouch/`) and the user's path
-/// relative to it, as plain names: `..`, a path outside the project, and
-/// anything inside `.vouch/` are refused. Links are refused when the file is
+/// relative to it, as plain names: `..`, a path outside the project,
+/// anything inside `.vouch/` and anything inside git's own folders
+/// ([`refuse_git_dir`]) are refused. Links are refused when the file is
 /// opened ([`crate::store::nofollow`]), not resolved here.
 pub(crate) fn resolve_in_project(kb: &Kb, user_path: &str) -> Result<(PathBuf, PathBuf)> {
     resolve_for(
@@ -280,7 +281,52 @@ pub(crate) fn resolve_for(kb: &Kb, user_path: &str, rule: &str) -> Result<(PathB
             "path {user_path:?} is inside .vouch/, which holds the knowledge base itself; {rule}"
         )));
     }
+    refuse_git_dir(&root, &clean, user_path, rule)?;
     Ok((root, clean))
+}
+
+/// Refuse a path (`relative` to the canonical project root `root`, plain
+/// names) inside git's own files: a `.git` component anywhere — a
+/// repository's folder, or the `.git` file of a worktree or submodule —
+/// in any case and as Windows also reads it (`.git.`, `.git `,
+/// `.git::$INDEX_ALLOCATION`, the short name `GIT~1`), or a folder git
+/// keeps a repository in (one holding `HEAD`, `objects/` and `refs/`: a bare
+/// repository, or the git folder a `.git` file points to). Git's config
+/// may hold credentials (a source is committed with `.vouch/`) and its
+/// hooks run as code; they are never the project's knowledge.
+pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &str) -> Result<()> {
+    let refuse = |what: &str| {
+        Err(Error::invalid(format!(
+            "path {given:?} is inside {what}, git's own files (its config may hold credentials, \
+             its hooks run as code), not the project's; {rule}"
+        )))
+    };
+    let mut walked = root.to_path_buf();
+    for c in relative.components() {
+        let std::path::Component::Normal(name) = c else {
+            continue;
+        };
+        if is_git_name(&name.to_string_lossy()) {
+            return refuse(".git");
+        }
+        walked.push(name);
+        let holds = |n: &str, dir: bool| {
+            std::fs::symlink_metadata(walked.join(n)).is_ok_and(|m| m.is_dir() == dir)
+        };
+        if holds("HEAD", false) && holds("objects", true) && holds("refs", true) {
+            return refuse(&format!("{}, a git repository's folder", walked.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a file name names git's folder on some file system: `.git` in
+/// any case, with the trailing dots and spaces and the stream suffix
+/// Windows ignores, or its 8.3 short name.
+fn is_git_name(name: &str) -> bool {
+    let base = name.split(':').next().unwrap_or(name);
+    let base = base.trim_end_matches(['.', ' ']);
+    base.eq_ignore_ascii_case(".git") || base.eq_ignore_ascii_case("git~1")
 }
 
 fn media_type_for(path: &Path) -> &'static str {

@@ -115,7 +115,8 @@ impl Manifest {
 
 /// Resolve a bundle path from a caller. Relative paths are relative to the
 /// project (the folder holding `.vouch/`). Agents are confined to the
-/// project; nobody may write a bundle inside `.vouch/`.
+/// project, outside git's own files; nobody may write a bundle inside
+/// `.vouch/`.
 fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathBuf> {
     if given.trim().is_empty() {
         return Err(Error::invalid("path: must not be empty"));
@@ -182,13 +183,16 @@ fn resolve(kb: &Kb, caller: &Caller, given: &str, writing: bool) -> Result<PathB
         }
         real
     };
-    if caller.is_agent() && !real.starts_with(&project) {
-        return Err(Error::invalid(format!(
-            "path {given:?} resolves to {} outside the project {}; agents may only use \
-             bundle paths inside the project",
-            real.display(),
-            project.display()
-        )));
+    if caller.is_agent() {
+        let rule = "agents may only use bundle paths inside the project";
+        let Ok(relative) = real.strip_prefix(&project) else {
+            return Err(Error::invalid(format!(
+                "path {given:?} resolves to {} outside the project {}; {rule}",
+                real.display(),
+                project.display()
+            )));
+        };
+        crate::sources::refuse_git_dir(&project, relative, given, rule)?;
     }
     Ok(real)
 }
