@@ -317,8 +317,39 @@ struct Holders {
 enum Holder {
     /// A token's subject.
     Actor(String),
-    /// The remote address of a request without a token.
+    /// The remote address of a request without a token (see
+    /// [`Holder::address`]).
     Address(IpAddr),
+}
+
+impl Holder {
+    /// The address a connection from `ip` counts against: itself, but for
+    /// IPv6 beyond loopback its /64 (one host is usually given a whole
+    /// /64, and would otherwise have 2^64 caps), and an IPv4 address
+    /// mapped into IPv6 as that IPv4 address.
+    fn address(ip: IpAddr) -> Holder {
+        let ip = match ip {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None if v6.is_loopback() => ip,
+                None => IpAddr::V6(std::net::Ipv6Addr::from_bits(
+                    v6.to_bits() & !((1u128 << 64) - 1),
+                )),
+            },
+            v4 => v4,
+        };
+        Holder::Address(ip)
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Holder::Actor(actor) => f.write_str(actor),
+            Holder::Address(IpAddr::V6(v6)) if !v6.is_loopback() => write!(f, "{v6}/64"),
+            Holder::Address(ip) => write!(f, "{ip}"),
+        }
+    }
 }
 
 /// One connection counted against its holder; given back when dropped.
@@ -380,17 +411,14 @@ impl Conn {
         let n = held.entry(holder.clone()).or_insert(0);
         if *n >= state.holders.cap {
             let cap = state.holders.cap;
-            return Err(match holder {
-                Holder::Actor(actor) => format!(
-                    "{actor} already holds {cap} connections to this server, the most one \
-                     actor may (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); finish or close one"
-                ),
-                Holder::Address(ip) => format!(
-                    "{ip} already holds {cap} connections to this server, the most one \
-                     address may without a token (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); \
-                     finish or close one"
-                ),
-            });
+            let who = match holder {
+                Holder::Actor(_) => "one actor",
+                Holder::Address(_) => "one address without a token",
+            };
+            return Err(format!(
+                "{holder} already holds {cap} connections to this server, the most {who} may \
+                 hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); finish or close one"
+            ));
         }
         *n += 1;
         drop(held);
@@ -430,7 +458,7 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     if let Some(conn) = &conn {
         let holder = match req.extensions().get::<Caller>() {
             Some(c) if c.authenticated => Holder::Actor(c.actor.clone()),
-            _ => Holder::Address(conn.0.peer),
+            _ => Holder::address(conn.0.peer),
         };
         if let Err(message) = conn.hold_for(holder) {
             return closing(StatusCode::TOO_MANY_REQUESTS, message);
@@ -457,5 +485,27 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
             next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
                 .await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Holder;
+
+    #[test]
+    fn an_ipv6_host_counts_as_its_64_and_a_mapped_ipv4_as_itself() {
+        let key = |s: &str| Holder::address(s.parse().unwrap()).to_string();
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(
+            Holder::address("2001:db8:1:2:aaaa::1".parse().unwrap()),
+            Holder::address("2001:db8:1:2:bbbb::7".parse().unwrap())
+        );
+        assert_ne!(
+            Holder::address("2001:db8:1:2::1".parse().unwrap()),
+            Holder::address("2001:db8:1:3::1".parse().unwrap())
+        );
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::1"), "::1");
+        assert_eq!(key("127.0.0.1"), "127.0.0.1");
     }
 }
