@@ -4,6 +4,7 @@
 
 mod attacks;
 mod attacks4;
+mod attacks4_reads;
 mod bundles;
 mod catalog;
 mod common;

@@ -25,7 +25,7 @@ fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// `git` that must succeed; its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = git_output(dir, args);
     assert!(
         out.status.success(),
