@@ -323,7 +323,7 @@ pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &s
 /// Whether a file name names git's folder on some file system: `.git` in
 /// any case, with the trailing dots and spaces and the stream suffix
 /// Windows ignores, or its 8.3 short name.
-fn is_git_name(name: &str) -> bool {
+pub(crate) fn is_git_name(name: &str) -> bool {
     let base = name.split(':').next().unwrap_or(name);
     let base = base.trim_end_matches(['.', ' ']);
     base.eq_ignore_ascii_case(".git") || base.eq_ignore_ascii_case("git~1")
@@ -674,4 +674,27 @@ pub(crate) fn mint_evidence_locked(
     let mut event = evidence_event(kb, caller, &ev);
     kb.audited(std::slice::from_mut(&mut event), || kb.store(&*ev))?;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_git_name;
+
+    #[test]
+    fn git_names_in_every_spelling_a_file_system_reads() {
+        for name in [
+            ".git",
+            ".GIT",
+            ".Git",
+            ".git.",
+            ".git ",
+            ".git::$INDEX_ALLOCATION",
+            "GIT~1",
+        ] {
+            assert!(is_git_name(name), "{name}");
+        }
+        for name in [".github", ".gitignore", "git", "x.git", ".vouch"] {
+            assert!(!is_git_name(name), "{name}");
+        }
+    }
 }

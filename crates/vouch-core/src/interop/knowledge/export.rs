@@ -347,15 +347,16 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         files.insert(file.to_string(), text.into_bytes());
     }
     // Every file name (some come from claim metadata) is checked before
-    // anything is created: none may leave the folder.
+    // anything is created: none may leave the folder, nor name git's.
     for rel in files.keys() {
-        let inside = std::path::Path::new(rel)
-            .components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let inside = std::path::Path::new(rel).components().all(|c| {
+            matches!(c, std::path::Component::Normal(n)
+                if !crate::sources::is_git_name(&n.to_string_lossy()))
+        });
         if !inside || rel.is_empty() {
             return Err(Error::invalid(format!(
-                "a fact's file {rel:?} (from a claim's domain or metadata.file) would leave {}; \
-                 nothing was written",
+                "a fact's file {rel:?} (from a claim's domain or metadata.file) would leave {} \
+                 or write into a .git folder; nothing was written",
                 p.out
             )));
         }
