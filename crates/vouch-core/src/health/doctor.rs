@@ -577,9 +577,9 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         }
     }
     interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
-    stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
     // A usable index only behind the files (an ordinary write by a
-    // one-shot command) catches up as any read would: that is no finding.
+    // one-shot command) catches up as any read would: that is no finding,
+    // and no row it still holds for an old version of a file is stray.
     if kb
         .index()
         .freshness(kb)?
@@ -587,6 +587,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     {
         let _ = kb.index().refresh(kb);
     }
+    stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
     if let Some(f) = kb.index().freshness(kb)?
         && !f.in_step()
     {
