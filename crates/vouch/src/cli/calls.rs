@@ -86,10 +86,13 @@ fn base_reachable(kb: &Kb, rev: &str) -> Result<(), Error> {
     let project = root.parent().unwrap_or(root);
     if crate::personal::work_tree(project).is_none() {
         return Err(Error::invalid(format!(
-            "--base {rev}: {} is not in a git work tree; the check compares this branch with \
-             {rev} through git, so run it in a clone of the repository (with {rev} fetched)",
+            "--base {rev:?}: {} is not in a git work tree; the check compares this branch \
+             with {rev} through git, so run it in a clone of the repository, with {rev} fetched",
             project.display()
         )));
+    }
+    if rev.starts_with('-') || rev.is_empty() {
+        return Ok(()); // the check itself refuses what is no revision
     }
     let known = std::process::Command::new("git")
         .current_dir(project)
@@ -99,8 +102,9 @@ fn base_reachable(kb: &Kb, rev: &str) -> Result<(), Error> {
         .map_err(|e| Error::invalid(format!("--base needs git on PATH: {e}")))?;
     if !known.status.success() {
         return Err(Error::invalid(format!(
-            "--base {rev}: git knows no commit {rev} here; fetch it first (in CI: `git fetch \
-             origin main`, or check out with the full history, e.g. fetch-depth: 0)"
+            "--base {rev:?}: git knows no such revision here; the check needs it fetched: \
+             `git fetch` it first (in CI, check out with the target branch's history, e.g. \
+             fetch-depth: 0)"
         )));
     }
     Ok(())

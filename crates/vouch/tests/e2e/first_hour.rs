@@ -283,7 +283,7 @@ fn audit_verify_base_says_what_it_needs() {
     assert!(git.success());
     let r = p.run("x", &["audit", "verify", "--base", "origin/main"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("fetch it first"), "{}", r.stderr);
+    assert!(r.stderr.contains("needs it fetched"), "{}", r.stderr);
     assert!(!r.stderr.contains("fatal:"), "{}", r.stderr);
 }
 
