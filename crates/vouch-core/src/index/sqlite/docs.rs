@@ -16,18 +16,39 @@ pub(crate) struct Doc {
     pub(crate) confidence: Option<f64>,
 }
 
+/// A claim's tags are its title: found by word (weighted as a title), never
+/// embedded ([`embedded_text`]) and never its snippet.
 pub(crate) fn claim_doc(c: &Claim) -> Doc {
     Doc {
         kind: "claim",
         id: c.id.clone(),
-        title: String::new(),
-        body: if c.tags.is_empty() {
-            c.text.clone()
-        } else {
-            format!("{}\n{}", c.text, c.tags.join(" "))
-        },
+        title: c.tags.join(" "),
+        body: c.text.clone(),
         status: Some(c.status.as_str().to_string()),
         confidence: Some(c.confidence),
+    }
+}
+
+/// A document's text as the words see it: title, then body.
+pub(crate) fn full_text(title: String, body: String) -> String {
+    if title.is_empty() {
+        body
+    } else {
+        format!("{title}\n{body}")
+    }
+}
+
+/// The text a model embeds for a document: what it says. A claim's tags
+/// (its title column) are left out: labels shared by every claim of a
+/// topic pull their vectors together, so the one that answers a question
+/// stands out less from its neighbours. On the project's labelled set with
+/// topic tags added, embedding a claim's tags with its text cost recall@5
+/// 0.929 -> 0.903 (MPNet) and 0.853 -> 0.832 (MiniLM); docs/search.md.
+pub(crate) fn embedded_text(kind: &str, title: String, body: String) -> String {
+    if kind == "claim" {
+        body
+    } else {
+        full_text(title, body)
     }
 }
 

@@ -75,7 +75,7 @@ impl std::ops::Deref for Ix<'_> {
 }
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "7";
+pub const SCHEMA_VERSION: &str = "8";
 /// How much of the audit log past the `admitted` table a read parses
 /// itself ([`Index::unaudited`]): a few thousand events.
 const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
@@ -321,7 +321,22 @@ impl Index {
             // Checked again under the write lock: two processes opening a
             // new file at once must not both make the tables.
             index.write(|| {
-                if index.meta_value("schema")?.as_deref() != Some(want.as_str()) {
+                let had = index.meta_value("schema")?;
+                if had.as_deref() != Some(want.as_str()) {
+                    // Before version 8 a claim's tags were embedded with its
+                    // text: its vectors are looked at again (reused where
+                    // the text embedded is the same, re-embedded where the
+                    // claim has tags).
+                    let version = had.as_deref().and_then(|h| h.split(';').next());
+                    if version
+                        .and_then(|v| v.parse::<u32>().ok())
+                        .is_some_and(|v| v < 8)
+                    {
+                        index.conn.execute(
+                            "UPDATE embeddings SET mtime_ns = -1 WHERE kind = 'claim'",
+                            [],
+                        )?;
+                    }
                     index.reset_schema(kb)?;
                 }
                 Ok(())
@@ -458,10 +473,14 @@ impl Index {
     }
 
     /// The indexed text of a document (title, then body).
-    pub(crate) fn text_of(&self, kind: &str, id: &str) -> Result<Option<String>> {
+    /// The text a model embeds for a document ([`docs::embedded_text`]).
+    pub(crate) fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>> {
+        let Some((rowid, _)) = self.rowid_and_confidence(kind, id)? else {
+            return Ok(None);
+        };
         Ok(self
-            .text_and_confidence(kind, id, true)?
-            .map(|(text, _)| text))
+            .title_and_body(rowid)?
+            .map(|(title, body)| embedded_text(kind, title, body)))
     }
 
     /// A document's text (when `with_text`; else empty) and confidence, in
@@ -473,34 +492,35 @@ impl Index {
         id: &str,
         with_text: bool,
     ) -> Result<Option<(String, Option<f64>)>> {
-        let Some((rowid, confidence)) = self
-            .conn
-            .prepare_cached("SELECT rowid, confidence FROM docs WHERE kind = ?1 AND id = ?2")?
-            .query_row(params![kind, id], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<f64>>(1)?))
-            })
-            .optional()?
-        else {
+        let Some((rowid, confidence)) = self.rowid_and_confidence(kind, id)? else {
             return Ok(None);
         };
         if !with_text {
             return Ok(Some((String::new(), confidence)));
         }
-        let text = self
+        Ok(self
+            .title_and_body(rowid)?
+            .map(|(title, body)| (full_text(title, body), confidence)))
+    }
+
+    fn rowid_and_confidence(&self, kind: &str, id: &str) -> Result<Option<(i64, Option<f64>)>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT rowid, confidence FROM docs WHERE kind = ?1 AND id = ?2")?
+            .query_row(params![kind, id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Option<f64>>(1)?))
+            })
+            .optional()?)
+    }
+
+    fn title_and_body(&self, rowid: i64) -> Result<Option<(String, String)>> {
+        Ok(self
             .conn
             .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
             .query_row([rowid], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })
-            .optional()?
-            .map(|(title, body)| {
-                if title.is_empty() {
-                    body
-                } else {
-                    format!("{title}\n{body}")
-                }
-            });
-        Ok(text.map(|t| (t, confidence)))
+            .optional()?)
     }
 
     fn meta_value(&self, key: &str) -> Result<Option<String>> {

@@ -168,14 +168,22 @@ pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
         if snippets == Snippets::No {
             return Ok(hits.into_iter().map(|(_, h)| h).collect());
         }
+        // A claim's snippet is its text, never its tags (column 0).
         let mut snip = idx.conn.prepare_cached(
-            "SELECT snippet(fts, -1, char(2), char(3), '…', 24) FROM fts WHERE fts MATCH ?1 \
+            "SELECT snippet(fts, ?3, char(2), char(3), '…', 24) FROM fts WHERE fts MATCH ?1 \
              AND rowid = ?2",
         )?;
         hits.into_iter()
             .map(|(rowid, mut hit)| {
                 let marked: String = snip
-                    .query_row(params![highlight, rowid], |r| r.get(0))
+                    .query_row(
+                        params![
+                            highlight,
+                            rowid,
+                            if hit.kind == DocKind::Claim { 1 } else { -1 }
+                        ],
+                        |r| r.get(0),
+                    )
                     .optional()?
                     .unwrap_or_default();
                 (hit.snippet, hit.highlights) = crate::index::unmark(&marked);

@@ -443,7 +443,7 @@ fn ensure_inner(
         let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
         with_main(kb, false, |idx| {
             for (i, s) in batch.iter().enumerate() {
-                let Some(text) = idx.text_of(s.key.0, &s.key.1)? else {
+                let Some(text) = idx.embedded_text(s.key.0, &s.key.1)? else {
                     continue;
                 };
                 let sha = crate::ids::sha256_hex(text.as_bytes());
@@ -768,6 +768,79 @@ mod kept_in_step {
         let found = semantic(&kb, "kilo lima mike");
         releaser.join().unwrap();
         assert_eq!(found.first(), Some(&claim), "{found:?}");
+    }
+
+    /// An embedder that keeps every text it is given to embed.
+    #[derive(Default)]
+    struct RecordingWords {
+        texts: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Embedder for RecordingWords {
+        fn model_id(&self) -> &str {
+            Words.model_id()
+        }
+        fn dimensions(&self) -> usize {
+            Words.dimensions()
+        }
+        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+            Words.embed_query(text)
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+            let mut kept = self.texts.lock().unwrap();
+            kept.extend(texts.iter().map(|t| t.to_string()));
+            Words.embed_documents(texts)
+        }
+    }
+
+    /// A claim's tags find it by words but are never embedded (they pull
+    /// every claim of a topic toward each other): the model is given the
+    /// claim's text alone, and the snippet words find it by is its text.
+    #[test]
+    fn a_claims_tags_are_found_by_words_and_never_embedded() {
+        let (_dir, mut kb) = crate::testing::test_kb();
+        let recording = Arc::new(RecordingWords::default());
+        let embedder: Arc<dyn Embedder> = recording.clone();
+        kb.set_embedder(embedder.clone());
+        let src = crate::testing::test_source(&kb, "notes");
+        let text = "charges are retried three times";
+        let proposed = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src], "tags": ["payments", "billing"]}),
+        )
+        .unwrap();
+        dispatch(
+            &kb,
+            &Caller::new("alice", Transport::Cli),
+            "kb.approve",
+            json!({"proposal_id": proposed["proposal_id"]}),
+        )
+        .unwrap();
+        ensure(
+            &crate::testing::sqlite(&kb),
+            &embedder,
+            Budget::Unlimited,
+            true,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let embedded = recording.texts.lock().unwrap().clone();
+        assert!(embedded.iter().any(|t| t == text), "{embedded:?}");
+        assert!(
+            embedded.iter().all(|t| !t.contains("payments")),
+            "a tag was embedded: {embedded:?}"
+        );
+        let hits = dispatch(
+            &kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.search",
+            json!({"query": "payments", "backend": "fts5", "kinds": ["claim"]}),
+        )
+        .unwrap();
+        assert_eq!(hits[0]["id"], proposed["claim_id"], "{hits}");
+        assert_eq!(hits[0]["snippet"], text, "{hits}");
     }
 
     /// An embedder that counts the documents it embeds.
