@@ -185,7 +185,9 @@ fn drop_unbacked(kb: &Kb, hits: &mut Vec<SearchHit>) {
         .collect();
     named.sort();
     kb.warn(format!(
-        "search: left out {} hit(s) the index holds but no file backs ({}); state.db was          written outside vouch or is behind the files: `vouch doctor` names the rows,          `vouch doctor --fix` rebuilds the index",
+        "search: left out {} hit(s) the index holds but no file backs ({}); state.db was \
+         written outside vouch or is behind the files: `vouch doctor` names the rows, \
+         `vouch doctor --fix` rebuilds the index",
         named.len(),
         named.join(", ")
     ));
