@@ -32,11 +32,11 @@ mod rank;
 mod scan;
 mod state;
 pub(crate) mod watch;
+pub(crate) use backed::unbacked;
 use docs::*;
 pub use handle::SqliteIndex;
 pub(crate) use pool::*;
 pub(crate) use rank::*;
-pub(crate) use backed::unbacked;
 pub(crate) use scan::*;
 use state::IndexState;
 
@@ -531,12 +531,6 @@ impl Index {
             .optional()?)
     }
 
-    /// Bring the `admitted` table (ids that an approval or an import let
-    /// in, [`crate::audit::trail::Admits`]) in step with the audit log, reading
-    /// only what was appended since the last call. A log that shrank or
-    /// whose event at the last offset changed (cut or rewritten) is read
-    /// again from the start.
-    fn sync_admitted(&self, kb: &Ix) -> Result<()> {
     /// Who the log read so far shows proposing and deciding
     /// ([`crate::audit::trail::Actors`]).
     fn actors(&self) -> Result<crate::audit::trail::Actors> {
@@ -546,6 +540,12 @@ impl Index {
             .unwrap_or_default())
     }
 
+    /// Bring the `admitted` table (ids that an approval or an import let
+    /// in, [`crate::audit::trail::Admits`]) in step with the audit log, reading
+    /// only what was appended since the last call. A log that shrank or
+    /// whose event at the last offset changed (cut or rewritten) is read
+    /// again from the start.
+    fn sync_admitted(&self, kb: &Ix) -> Result<()> {
         let log = kb.audit_log();
         let len = log.len()?;
         let offset: u64 = self
@@ -571,17 +571,17 @@ impl Index {
         }
         let (bytes, end) = log.read_from(from)?;
         let mut legacy = from > 0 && self.meta_value("audit:legacy_import")?.is_some();
+        let mut actors = if from > 0 {
+            self.actors()?
+        } else {
+            Default::default()
+        };
         self.write(|| -> Result<()> {
             if from == 0 {
                 self.conn
                     .execute_batch("DELETE FROM admitted; DELETE FROM written;")?;
             }
             let mut insert = self
-        let mut actors = if from > 0 {
-            self.actors()?
-        } else {
-            Default::default()
-        };
                 .conn
                 .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
             let mut record = self.conn.prepare_cached(
@@ -674,6 +674,7 @@ impl Index {
                 return cannot_tell();
             }
             let (bytes, _) = log.read_from(offset)?;
+            let mut actors = self.actors()?;
             for line in bytes.split(|b| *b == b'\n') {
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
@@ -681,7 +682,6 @@ impl Index {
                 let mut logged = crate::audit::trail::Logged::of_line(line);
                 actors.take(&mut logged, true);
                 match logged.admits {
-            let mut actors = self.actors()?;
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(o) => tail.extend(o),
                     crate::audit::trail::Admits::Unnamed => return cannot_tell(),
