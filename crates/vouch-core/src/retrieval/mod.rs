@@ -271,7 +271,18 @@ fn unaudited_as(kb: &Kb, objects: &[(Dir, &str)], strict: bool) -> HashSet<(Dir,
                 .filter(|(dir, id)| !reviewed(kb, &t, *dir, id))
                 .map(|(dir, id)| (*dir, id.to_string()))
                 .collect(),
-            Err(_) => HashSet::new(),
+            // Neither the index nor the log can tell what was reviewed:
+            // nothing is vouched for, so everything is marked (an export
+            // or a refusal never fails open).
+            Err(e) => {
+                kb.warn(format!(
+                    "audit: the log cannot be read ({e}); every object read is marked unaudited"
+                ));
+                objects
+                    .iter()
+                    .map(|(dir, id)| (*dir, id.to_string()))
+                    .collect()
+            }
         },
     }
 }
@@ -301,4 +312,32 @@ pub fn rebuild_audited(kb: &Kb, caller: &crate::Caller) -> Result<RebuildResult>
     );
     kb.append_audit(std::slice::from_mut(&mut ev))?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod marks {
+    use super::{unaudited, unaudited_strictly};
+    use crate::store::Dir;
+
+    /// Where neither the index nor the audit log can say what was
+    /// reviewed, nothing is vouched for: every object is marked, for a
+    /// read as for an export or a refusal (never an empty set: that would
+    /// serve hand-written knowledge unmarked).
+    #[test]
+    fn with_no_log_to_read_every_object_is_marked() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "notes");
+        let id = crate::testing::test_claim(&kb, &src, "rate limits apply per tenant");
+        let objects = [(Dir::Claims, id.as_str())];
+        assert!(unaudited_strictly(&kb, &objects).is_empty());
+        // The log replaced by a folder: it cannot be read, and the index,
+        // which follows the log, cannot tell either.
+        let log = kb.layout().audit_log();
+        std::fs::remove_file(&log).unwrap();
+        std::fs::create_dir(&log).unwrap();
+        kb.index().rebuild(&kb).ok();
+        let want = std::collections::HashSet::from([(Dir::Claims, id.clone())]);
+        assert_eq!(unaudited_strictly(&kb, &objects), want);
+        assert_eq!(unaudited(&kb, &objects), want);
+    }
 }
