@@ -206,7 +206,8 @@ fn every_writing_command_works_in_a_fresh_clone() {
     let kinds = p.doctor_kinds();
     assert!(
         !kinds.iter().any(|k| k != "index-stale"),
-        "doctor after every write: {kinds:?}"
+        "doctor after every write: {kinds:?}\n{}",
+        p.run("x", &["--json", "doctor"]).stdout
     );
 }
 

@@ -80,11 +80,16 @@ impl Index {
         let Some((rowid, status, confidence)) = row else {
             return Ok(None);
         };
-        let text: Option<(String, String)> = self
-            .conn
-            .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
-            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+        // A relation is indexed without words (its row alone: status and
+        // confidence); every other kind has its text.
+        let text: Option<(String, String)> = if kind == "relation" {
+            Some((String::new(), String::new()))
+        } else {
+            self.conn
+                .prepare_cached("SELECT title, body FROM fts WHERE rowid = ?1")?
+                .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?
+        };
         let Some((title, body)) = text else {
             return Ok(Some("its row has no text".into()));
         };
@@ -96,8 +101,12 @@ impl Index {
             let Some(doc) = load_doc(kb, kind, id) else {
                 return Ok(Some("its file does not parse".into()));
             };
-            let fingerprint =
-                fingerprint(&doc.title, &doc.body, doc.status.as_deref(), doc.confidence);
+            let (title, body) = if kind == "relation" {
+                ("", "")
+            } else {
+                (doc.title.as_str(), doc.body.as_str())
+            };
+            let fingerprint = fingerprint(title, body, doc.status.as_deref(), doc.confidence);
             cache.insert(
                 key.clone(),
                 Derived {
