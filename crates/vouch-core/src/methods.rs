@@ -672,11 +672,11 @@ registry! {
         "Score search against labelled queries: recall@k, MRR, nDCG@k.",
         "Measure retrieval quality: for each labelled query (query + expected claim ids) run kb.search over claims and report recall@k, mean reciprocal rank and nDCG@k, overall and per query. Reads only.",
         |kb, _, p| crate::retrieval::eval::eval(kb, p);
-    IndexRebuild: "kb.index_rebuild", Admin, NoParams => crate::retrieval::RebuildResult,
+    IndexRebuild: "kb.index_rebuild", Admin, crate::retrieval::IndexRebuildParams => crate::retrieval::IndexRebuildResult,
         "Rebuild the search index",
-        "Rebuild state.db from the files.",
-        "Drop and rebuild the derived search index from the files under .vouch/. Safe at any time.",
-        |kb, c, _| crate::retrieval::rebuild_audited(kb, c);
+        "Rebuild state.db from the files: the words, then every document's vectors.",
+        "Drop and rebuild the derived search index from the files under .vouch/, then (with a model configured) embed every document before returning, so the next search is whole by meaning as by words; embeddings says what was embedded. wait: false returns once the words are indexed, with embeddings.pending counting the documents that still wait for vectors (and _meta.partial). Safe at any time.",
+        crate::retrieval::rebuild_index;
     Lint: "kb.lint", Read, LintParams => HealthReport,
         "Lint the knowledge base",
         "Find rotting knowledge: uncited, stale, contradicted, duplicated, orphaned.",

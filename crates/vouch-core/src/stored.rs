@@ -92,9 +92,47 @@ pub struct Store {
 }
 
 thread_local! {
-    /// The warnings of the call running on this thread, if one is collecting.
-    static CALL_WARNINGS: std::cell::RefCell<Option<Vec<String>>> =
+    /// What the call running on this thread raised, if one is collecting.
+    static CALL_NOTES: std::cell::RefCell<Option<CallNotes>> =
         const { std::cell::RefCell::new(None) };
+}
+
+/// What one call raised besides its result: its warnings, and how partial
+/// its answer is. Transports hand it to the caller (`_meta` of the JSONL
+/// and HTTP envelope, of an MCP tool result): a warning on the server's
+/// stderr reaches no agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallNotes {
+    /// Non-fatal problems, in the order raised.
+    pub warnings: Vec<String>,
+    /// Documents a search's semantic side could not see: not embedded yet
+    /// (found by words only, if at all).
+    pub vectors_pending: Option<usize>,
+}
+
+impl CallNotes {
+    /// Whether the call raised nothing.
+    pub fn is_empty(&self) -> bool {
+        self.warnings.is_empty() && self.vectors_pending.is_none()
+    }
+
+    /// The notes as the `_meta` object an agent receives: `partial` when
+    /// the answer is known to be incomplete, the count of documents not
+    /// embedded yet, and every warning. `None` when there is nothing to say.
+    pub fn meta(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut meta = serde_json::Map::new();
+        if let Some(n) = self.vectors_pending {
+            meta.insert("partial".into(), true.into());
+            meta.insert("vectors_pending".into(), n.into());
+        }
+        if !self.warnings.is_empty() {
+            meta.insert("warnings".into(), self.warnings.clone().into());
+        }
+        Some(meta)
+    }
 }
 
 impl Store {
@@ -184,9 +222,9 @@ impl Store {
     /// opening, in a background refresh) to the KB, for [`Store::take_warnings`].
     /// The core never prints.
     pub fn warn(&self, message: String) {
-        let unclaimed = CALL_WARNINGS.with(|call| match call.borrow_mut().as_mut() {
-            Some(list) => {
-                list.push(message);
+        let unclaimed = CALL_NOTES.with(|call| match call.borrow_mut().as_mut() {
+            Some(notes) => {
+                notes.warnings.push(message);
                 None
             }
             None => Some(message),
@@ -204,22 +242,41 @@ impl Store {
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// Record that the call's search could not see `n` documents by
+    /// meaning (not embedded yet): its answer is partial, and the caller
+    /// is told so with the count. Outside a call it is only the warning
+    /// that goes with it.
+    pub fn note_vectors_pending(&self, n: usize) {
+        CALL_NOTES.with(|call| {
+            if let Some(notes) = call.borrow_mut().as_mut() {
+                notes.vectors_pending = Some(notes.vectors_pending.unwrap_or(0).max(n));
+            }
+        });
+    }
+
     /// Run one call, returning the warnings it raised with its result —
     /// never another concurrent call's. A call runs on one thread (the core
     /// is synchronous), so the collector is per thread.
     pub fn collecting_warnings<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
-        let outer = CALL_WARNINGS.with(|call| call.borrow_mut().replace(Vec::new()));
+        let (result, notes) = Self::collecting_notes(f);
+        (result, notes.warnings)
+    }
+
+    /// [`Store::collecting_warnings`] with everything else the call noted
+    /// ([`CallNotes`]).
+    pub fn collecting_notes<R>(f: impl FnOnce() -> R) -> (R, CallNotes) {
+        let outer = CALL_NOTES.with(|call| call.borrow_mut().replace(CallNotes::default()));
         // Restored even if `f` panics (a transport catches the panic).
-        struct Restore(Option<Vec<String>>);
+        struct Restore(Option<CallNotes>);
         impl Drop for Restore {
             fn drop(&mut self) {
                 let outer = self.0.take();
-                CALL_WARNINGS.with(|call| *call.borrow_mut() = outer);
+                CALL_NOTES.with(|call| *call.borrow_mut() = outer);
             }
         }
         let restore = Restore(outer);
         let result = f();
-        let mine = CALL_WARNINGS
+        let mine = CALL_NOTES
             .with(|call| call.borrow_mut().take())
             .unwrap_or_default();
         drop(restore);

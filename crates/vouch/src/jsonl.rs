@@ -66,13 +66,14 @@ pub fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value
 
 /// Dispatch and wrap in the envelope; a panic becomes `internal_error`.
 pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) -> Value {
-    let (res, warnings) = vouch_core::stored::Store::collecting_warnings(|| {
+    let (res, notes) = vouch_core::stored::Store::collecting_notes(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             methods::dispatch(kb, caller, method, params)
         }))
     });
-    crate::render::print_warnings(warnings);
-    match res {
+    let meta = notes.meta();
+    crate::render::print_warnings(notes.warnings);
+    let mut envelope = match res {
         Ok(Ok(result)) => json!({"id": id, "ok": true, "result": result}),
         Ok(Err(e)) => error(id, mapping(e.kind).wire_code, e.message),
         Err(_) => error(
@@ -80,7 +81,13 @@ pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) 
             "internal_error",
             "the server hit an internal error; see stderr",
         ),
+    };
+    // What the call warned about and how partial its answer is reach the
+    // caller, not only the server's stderr.
+    if let (Some(meta), Some(frame)) = (meta, envelope.as_object_mut()) {
+        frame.insert("_meta".into(), Value::Object(meta));
     }
+    envelope
 }
 
 /// Serve until stdin closes.

@@ -214,14 +214,19 @@ impl ServerHandler for Handler {
         let joined = tokio::task::spawn_blocking(move || {
             // Through the registry's one entry point, so MCP callers meet
             // the same limits as every other agent transport.
-            let (res, warnings) = vouch_core::stored::Store::collecting_warnings(|| {
+            let (res, notes) = vouch_core::stored::Store::collecting_notes(|| {
                 vouch_core::methods::dispatch(&kb, &caller, method.name, params)
             });
-            crate::render::print_warnings(warnings);
-            res
+            let meta = notes.meta();
+            crate::render::print_warnings(notes.warnings);
+            (res, meta)
         })
         .await;
-        let result = match joined {
+        let (joined, meta) = match joined {
+            Ok((res, meta)) => (Ok(res), meta),
+            Err(e) => (Err(e), None),
+        };
+        let mut result = match joined {
             Ok(Ok(value)) => {
                 let text = serde_json::to_string(&value).unwrap_or_default();
                 let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -237,6 +242,12 @@ impl ServerHandler for Handler {
                 "the server hit an internal error; see stderr",
             ),
         };
+        // What the call warned about and how partial its answer is: in
+        // `_meta` for the host, and as a text block the model reads.
+        if let Some(meta) = meta {
+            result.content.push(ContentBlock::text(notes_text(&meta)));
+            result.meta = Some(rmcp::model::MetaObject(meta));
+        }
         Ok(result.into())
     }
 }
@@ -458,4 +469,22 @@ impl SessionManager for CappedSessions {
         }
         self.inner.resume(id, last_event_id).await
     }
+}
+
+/// An MCP tool result's notes as the model reads them: whether the answer
+/// is partial, and each warning.
+fn notes_text(meta: &serde_json::Map<String, Value>) -> String {
+    let mut lines = Vec::new();
+    if let Some(n) = meta.get("vectors_pending").and_then(Value::as_u64) {
+        lines.push(format!(
+            "vouch: partial answer: {n} document(s) are not embedded yet and were not \
+             searched by meaning"
+        ));
+    }
+    if let Some(warnings) = meta.get("warnings").and_then(Value::as_array) {
+        for w in warnings.iter().filter_map(Value::as_str) {
+            lines.push(format!("vouch: warning: {w}"));
+        }
+    }
+    lines.join("\n")
 }

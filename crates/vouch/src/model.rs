@@ -170,42 +170,6 @@ mod enabled {
         Ok(json!({"ok": true, "removed": removed, "name": spec.name}))
     }
 
-    /// Embed every document that needs it (after `index rebuild`), with a
-    /// progress line on stderr when it is a terminal.
-    pub fn embed_all(kb: &Kb) -> Result<Option<Value>, Error> {
-        let Some(embedder) = kb.embedder().cloned() else {
-            return Ok(None);
-        };
-        let tty = std::io::stderr().is_terminal();
-        let start = std::time::Instant::now();
-        let mut report = |done: usize, total: usize| {
-            if tty {
-                eprint!("\rembedding {done}/{total}");
-            }
-        };
-        let stats = kb.index().embed(
-            kb,
-            &embedder,
-            vouch_core::index::Budget::Unlimited,
-            true,
-            &mut report,
-        )?;
-        if tty {
-            eprintln!();
-        }
-        Ok(stats.map(|s| {
-            json!({
-                "model": embedder.model_id(),
-                "documents": s.documents,
-                "embedded": s.embedded,
-                "reused": s.reused,
-                "removed": s.removed,
-                "pending": s.pending,
-                "seconds": (start.elapsed().as_secs_f64() * 100.0).round() / 100.0,
-            })
-        }))
-    }
-
     /// Servers: embed what is new in the background (approve never waits).
     pub fn refresh(kb: &Kb) -> Result<(), Error> {
         if let Some(embedder) = kb.embedder().cloned() {
@@ -250,9 +214,6 @@ mod disabled {
     }
     pub fn remove(_: Option<&Kb>, _: &str) -> Result<Value, Error> {
         Err(off())
-    }
-    pub fn embed_all(_: &Kb) -> Result<Option<Value>, Error> {
-        Ok(None)
     }
     pub fn refresh(_: &Kb) -> Result<(), Error> {
         Ok(())

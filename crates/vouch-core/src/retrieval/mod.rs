@@ -300,6 +300,88 @@ fn reviewed(kb: &Kb, trail: &crate::audit::trail::Trail, dir: Dir, id: &str) -> 
     }
 }
 
+/// Params of `kb.index_rebuild`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IndexRebuildParams {
+    /// Return only once every document has its vectors too (default true;
+    /// only when a model is configured). false returns once the words are
+    /// indexed, with `embeddings.pending` saying how many documents still
+    /// wait for vectors (a server's background refresh embeds them; until
+    /// then searches by meaning say they are partial).
+    #[serde(default)]
+    pub wait: Option<bool>,
+}
+
+/// What `kb.index_rebuild` did: the words, and the vectors when a model
+/// is configured.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct IndexRebuildResult {
+    /// The words: documents indexed from the files.
+    #[serde(flatten)]
+    pub index: RebuildResult,
+    /// The vectors (absent without a model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<RebuiltVectors>,
+}
+
+/// The vectors after a rebuild.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RebuiltVectors {
+    /// The model they are of.
+    pub model: String,
+    /// Documents with vectors now.
+    pub documents: usize,
+    /// Documents the model embedded in this call.
+    pub embedded: usize,
+    /// Documents whose vectors were reused (same text).
+    pub reused: usize,
+    /// Documents still without vectors: 0 unless `wait: false` (or the
+    /// model failed on some, named in the warnings).
+    pub pending: usize,
+}
+
+/// `kb.index_rebuild`: the words from the files, then (unless `wait` is
+/// false) every document's vectors, so the first search after it is whole
+/// by meaning as by words.
+pub fn rebuild_index(
+    kb: &Kb,
+    caller: &crate::Caller,
+    p: IndexRebuildParams,
+) -> Result<IndexRebuildResult> {
+    let index = rebuild_audited(kb, caller)?;
+    let Some(embedder) = kb.embedder().cloned() else {
+        return Ok(IndexRebuildResult {
+            index,
+            embeddings: None,
+        });
+    };
+    // `wait: false`: a budget already spent counts what waits and embeds
+    // nothing.
+    let budget = if p.wait.unwrap_or(true) {
+        crate::index::Budget::Unlimited
+    } else {
+        crate::index::Budget::Until(std::time::Instant::now())
+    };
+    let stats = kb
+        .index()
+        .embed(kb, &embedder, budget, true, &mut |_, _| {})?
+        .unwrap_or_default();
+    if stats.pending > 0 {
+        kb.note_vectors_pending(stats.pending);
+    }
+    Ok(IndexRebuildResult {
+        index,
+        embeddings: Some(RebuiltVectors {
+            model: embedder.model_id().to_string(),
+            documents: stats.documents,
+            embedded: stats.embedded,
+            reused: stats.reused,
+            pending: stats.pending,
+        }),
+    })
+}
+
 /// Build the derived index again from the files, and log who did.
 pub fn rebuild_audited(kb: &Kb, caller: &crate::Caller) -> Result<RebuildResult> {
     let r = kb.index().rebuild(kb)?;

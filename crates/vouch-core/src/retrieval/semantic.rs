@@ -78,6 +78,7 @@ pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let index = kb.index();
     let pending = index.vectors_for_read(kb, &embedder, crate::index::SEARCH_BUDGET)?;
     if pending > 0 {
+        kb.note_vectors_pending(pending);
         kb.warn(format!(
             "semantic search: {pending} objects are not embedded yet and are found by words \
              only; `vouch index rebuild` embeds them all now"
@@ -149,6 +150,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// An embedder that counts how often it runs.
@@ -174,6 +176,55 @@ mod tests {
                 .map(|t| vec![vec![t.len() as f32, 1.0]])
                 .collect())
         }
+    }
+
+    /// Where a background step keeps the vectors (a server) and it has
+    /// not caught up, a search by meaning answers from what is embedded
+    /// and its call says so: partial, with the count still waiting (never
+    /// a silent short or empty answer). Once embedded, nothing is said.
+    #[test]
+    fn a_search_missing_vectors_says_it_is_partial() {
+        let (_dir, mut kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "notes");
+        for text in [
+            "rate limits apply per tenant",
+            "deploys are frozen on fridays",
+        ] {
+            crate::testing::test_claim(&kb, &src, text);
+        }
+        let model: Arc<dyn Embedder> = Arc::new(Counting {
+            id: "counting@test/2/0",
+            runs: AtomicUsize::new(0),
+        });
+        kb.set_embedder(model.clone());
+        kb.configure_index(|o| o.upkeep = crate::index::IndexUpkeep::Background);
+        let search = |kb: &Kb| {
+            crate::stored::Store::collecting_notes(|| {
+                crate::methods::dispatch(
+                    kb,
+                    &crate::Caller::new("agent", crate::Transport::Jsonl),
+                    "kb.search",
+                    serde_json::json!({"query": "tenant limits", "backend": "embedding"}),
+                )
+                .unwrap()
+            })
+        };
+        let (_, notes) = search(&kb);
+        assert!(notes.vectors_pending.is_some_and(|n| n >= 2), "{notes:?}");
+        let meta = notes.meta().unwrap();
+        assert_eq!(meta["partial"], true, "{meta:?}");
+        kb.index()
+            .embed(
+                &kb,
+                &model,
+                crate::index::Budget::Unlimited,
+                true,
+                &mut |_, _| {},
+            )
+            .unwrap();
+        let (hits, notes) = search(&kb);
+        assert_eq!(notes.vectors_pending, None, "{notes:?}");
+        assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
     }
 
     #[test]

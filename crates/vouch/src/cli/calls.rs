@@ -5,6 +5,7 @@ use super::*;
 use crate::human::{AuditVerified, Human, Rebuilt, Rejected};
 use crate::render;
 use serde_json::Value;
+use std::io::IsTerminal;
 use vouch_core::answer::SynthesizeParams;
 use vouch_core::answer::recall::RecallParams;
 use vouch_core::interop::knowledge;
@@ -477,8 +478,18 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             })?
         }
         Command::Index(IndexCmd::Rebuild) => {
-            let index = run.call::<kb::IndexRebuild>(NoParams {})?;
-            let embeddings = crate::model::embed_all(run.kb)?;
+            if run.kb.embedder().is_some() && std::io::stderr().is_terminal() {
+                eprintln!("rebuilding the index and embedding every document…");
+            }
+            // Words and vectors both: the method returns when they are whole.
+            let rebuilt =
+                run.call::<kb::IndexRebuild>(vouch_core::retrieval::IndexRebuildParams {
+                    wait: Some(true),
+                })?;
+            let index = rebuilt.index;
+            let embeddings = rebuilt
+                .embeddings
+                .map(|e| serde_json::to_value(e).unwrap_or_default());
             print_warnings(run.kb);
             run.print(Rebuilt { index, embeddings })?
         }

@@ -10,6 +10,7 @@ mod catalog;
 mod common;
 mod crash;
 mod first_hour;
+mod freshness;
 mod fuzz;
 mod gate;
 mod health;

@@ -5,7 +5,7 @@
 use crate::common::Project;
 use serde_json::{Value, json};
 
-fn wheel() -> String {
+pub(crate) fn wheel() -> String {
     std::env::var("VOUCH_MODEL_WHEEL").unwrap_or_else(|_| {
         panic!(
             "VOUCH_MODEL_WHEEL is not set: run the tests with `scripts/test.sh`, which \
@@ -17,7 +17,7 @@ fn wheel() -> String {
 
 /// A project with the model imported into its user's cache (HOME is the
 /// project in these tests).
-fn with_model() -> Project {
+pub(crate) fn with_model() -> Project {
     let p = Project::new();
     let v = p.ok("tester", &["model", "import", &wheel()]);
     assert_eq!(v["installed"]["state"], "ok", "{v}");

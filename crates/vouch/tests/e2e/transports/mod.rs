@@ -19,7 +19,7 @@ use crate::common::stdio::StdioServer;
 mod bad_requests;
 mod impersonation;
 mod live;
-mod mcp;
+pub(crate) mod mcp;
 mod scenario;
 
 /// A wire error: (code, message).

@@ -1,0 +1,90 @@
+//! Partial answers say so to the agent (issue 41): what a call warned
+//! about, and the documents a search could not see by meaning, reach the
+//! caller in the answer (`_meta` of the JSONL/HTTP envelope and of an MCP
+//! tool result, plus a text block the model reads), not only the server's
+//! stderr; and `kb.index_rebuild` returns with words and vectors complete.
+
+use crate::common::{Project, jsonl};
+use crate::transports::mcp::Mcp;
+use serde_json::{Value, json};
+
+/// `kb.index_rebuild` embeds every document before it returns (the next
+/// search is whole by meaning); `wait: false` returns once the words are
+/// indexed and says how many documents wait for vectors, `_meta.partial`.
+#[test]
+fn index_rebuild_returns_with_vectors_or_says_what_waits() {
+    let p = crate::semantic::with_model();
+    let src = p.source("Ops notes.\n");
+    for text in [
+        "Long-running migrations use the online migration tool",
+        "Deploys are frozen on Fridays",
+        "Rate limits apply per tenant",
+    ] {
+        let (pid, _) = p.propose(text, &src);
+        p.ok("alice", &["approve", &pid]);
+    }
+    let quick = jsonl(&p, "agent", "kb.index_rebuild", json!({"wait": false}));
+    let pending = quick["result"]["embeddings"]["pending"].as_u64().unwrap();
+    assert!(pending >= 3, "{quick}");
+    assert_eq!(quick["_meta"]["partial"], true, "{quick}");
+    assert_eq!(quick["_meta"]["vectors_pending"], pending, "{quick}");
+
+    let whole = jsonl(&p, "agent", "kb.index_rebuild", json!({}));
+    let vectors = &whole["result"]["embeddings"];
+    assert_eq!(vectors["pending"], 0, "{whole}");
+    assert!(vectors["documents"].as_u64().unwrap() >= 3, "{whole}");
+    assert!(
+        vectors["model"].as_str().unwrap().contains("MiniLM"),
+        "{whole}"
+    );
+    assert!(whole.get("_meta").is_none(), "{whole}");
+
+    // Whole: a search by meaning right after has nothing to own up to.
+    let search = jsonl(
+        &p,
+        "agent",
+        "kb.search",
+        json!({"query": "how do we change big tables safely", "backend": "embedding"}),
+    );
+    assert!(search.get("_meta").is_none(), "{search}");
+    assert!(!search["result"].as_array().unwrap().is_empty(), "{search}");
+}
+
+/// A warning a call raises (here: the configured backend needs a model
+/// that is not installed, so the search is answered by words) is in the
+/// answer on every transport.
+#[test]
+fn a_calls_warnings_reach_the_agent_on_every_transport() {
+    let p = Project::new();
+    let src = p.source("Ops notes.\n");
+    p.claim("Deploys are frozen on Fridays", &src);
+    let config = p.vouch_dir().join("config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("backend: fts5", "backend: hybrid")).unwrap();
+    let says_why = |warnings: &Value| {
+        warnings
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w.as_str().unwrap().contains("hybrid")))
+    };
+
+    let answer = jsonl(&p, "agent", "kb.search", json!({"query": "deploys"}));
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(answer["result"][0]["backend"], "fts5", "{answer}");
+    assert!(says_why(&answer["_meta"]["warnings"]), "{answer}");
+
+    let mut mcp = Mcp::start(&p.vouch_dir());
+    let r = mcp
+        .request(
+            "tools/call",
+            json!({"name": "kb_search", "arguments": {"query": "deploys"}}),
+        )
+        .unwrap();
+    assert!(says_why(&r["_meta"]["warnings"]), "{r}");
+    let said = r["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .any(|t| t.starts_with("vouch: warning:") && t.contains("hybrid"));
+    assert!(said, "the model reads the warning: {r}");
+}
