@@ -289,9 +289,11 @@ pub(crate) fn resolve_for(kb: &Kb, user_path: &str, rule: &str) -> Result<(PathB
 /// names) inside git's own files: a `.git` component anywhere — a
 /// repository's folder, or the `.git` file of a worktree or submodule —
 /// in any case and as Windows also reads it (`.git.`, `.git `,
-/// `.git::$INDEX_ALLOCATION`, the short name `GIT~1`), or a folder git
-/// keeps a repository in (one holding `HEAD`, `objects/` and `refs/`: a bare
-/// repository, or the git folder a `.git` file points to). Git's config
+/// `.git::$INDEX_ALLOCATION`, the short name `GIT~1`, with the code points
+/// HFS+ ignores), or a folder git keeps a repository in: one holding
+/// `HEAD` and either `objects/` or a `commondir` file (a bare repository,
+/// the git folder a `.git` file points to, a linked worktree's folder),
+/// links followed, as git itself accepts them. Git's config
 /// may hold credentials (a source is committed with `.vouch/`) and its
 /// hooks run as code; they are never the project's knowledge.
 pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &str) -> Result<()> {
@@ -310,10 +312,10 @@ pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &s
             return refuse(".git");
         }
         walked.push(name);
-        let holds = |n: &str, dir: bool| {
-            std::fs::symlink_metadata(walked.join(n)).is_ok_and(|m| m.is_dir() == dir)
-        };
-        if holds("HEAD", false) && holds("objects", true) && holds("refs", true) {
+        // Followed: git reads a linked `objects` or `HEAD` as its own.
+        let holds =
+            |n: &str, dir: bool| std::fs::metadata(walked.join(n)).is_ok_and(|m| m.is_dir() == dir);
+        if holds("HEAD", false) && (holds("objects", true) || holds("commondir", false)) {
             return refuse(&format!("{}, a git repository's folder", walked.display()));
         }
     }
@@ -322,11 +324,24 @@ pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &s
 
 /// Whether a file name names git's folder on some file system: `.git` in
 /// any case, with the trailing dots and spaces and the stream suffix
-/// Windows ignores, or its 8.3 short name.
+/// Windows ignores, or its 8.3 short name; and with the code points HFS+
+/// ignores in a name dropped first (`.g\u{200c}it` is `.git` on a Mac, and
+/// git's own `is_hfs_dotgit` reads it so).
 pub(crate) fn is_git_name(name: &str) -> bool {
-    let base = name.split(':').next().unwrap_or(name);
+    let name: String = name.chars().filter(|c| !hfs_ignores(*c)).collect();
+    let base = name.split(':').next().unwrap_or(&name);
     let base = base.trim_end_matches(['.', ' ']);
     base.eq_ignore_ascii_case(".git") || base.eq_ignore_ascii_case("git~1")
+}
+
+/// The code points HFS+ leaves out when it compares names (git's
+/// `next_hfs_char`): zero-width joiners and marks, the bidi embeddings and
+/// overrides, the deprecated format controls, and the byte order mark.
+fn hfs_ignores(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}'
+    )
 }
 
 fn media_type_for(path: &Path) -> &'static str {
@@ -690,6 +705,10 @@ mod tests {
             ".git ",
             ".git::$INDEX_ALLOCATION",
             "GIT~1",
+            ".g\u{200c}it",
+            "\u{feff}.GIT",
+            ".git\u{206a}",
+            ".g\u{202e}i\u{200f}t.",
         ] {
             assert!(is_git_name(name), "{name}");
         }
