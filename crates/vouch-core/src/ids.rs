@@ -180,6 +180,34 @@ pub fn hidden_char_problem(field: &str, text: &str) -> Option<String> {
     ))
 }
 
+/// Why `name` cannot name an actor in the audit log (a proposer, an
+/// approver, a caller), if it cannot: it is blank, has spaces around it,
+/// or holds a control character or an invisible one ([`is_format_char`]:
+/// zero-width spaces and joiners, bidi overrides, tag characters) — a name
+/// a reader of the log cannot see, or one that passes for another's
+/// (`alice\u{200b}` is not `alice`).
+pub fn actor_name_problem(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return Some("is blank".into());
+    }
+    if name.trim() != name {
+        return Some("has spaces around it".into());
+    }
+    let (at, c) = name
+        .char_indices()
+        .find(|(_, c)| c.is_control() || is_format_char(*c))?;
+    Some(format!(
+        "contains the {} U+{:04X} at byte {at}; a name in the audit log must read as what \
+         it is",
+        if c.is_control() {
+            "control character"
+        } else {
+            "invisible character"
+        },
+        c as u32
+    ))
+}
+
 /// Part of an emoji sequence a zero-width joiner may stand between
 /// (👩‍💻): pictographs, dingbats, and the emoji presentation selector.
 fn emoji_part(c: char) -> bool {

@@ -200,25 +200,36 @@ pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
 /// Who is acting. A person at the CLI: --agent, VOUCH_AGENT, then $USER,
 /// else `cli`. An agent transport: --agent, VOUCH_AGENT, then "agent".
 /// Never the repository's config (`agent:` there is reported by `doctor`
-/// and ignored): a cloned repository must not choose who you act as.
-pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Caller {
-    let actor = named(agent_flag, transport).unwrap_or_else(|| {
-        if transport == Transport::Cli {
-            "cli".into()
-        } else {
-            "agent".into()
-        }
-    });
-    Caller::new(actor, transport)
+/// and ignored): a cloned repository must not choose who you act as. A
+/// name no one could read back ([`actor_name_problem`]) is refused.
+pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Result<Caller> {
+    let actor = match named(agent_flag, transport)? {
+        Some(actor) => actor,
+        None if transport == Transport::Cli => NO_NAME_CLI.into(),
+        None => NO_NAME_AGENT.into(),
+    };
+    Ok(Caller::new(actor, transport))
 }
+
+/// The actor of a command when nothing names anyone.
+const NO_NAME_CLI: &str = "cli";
+/// The actor of an agent transport when nothing names anyone.
+const NO_NAME_AGENT: &str = "agent";
 
 /// The person deciding proposals at the command line (or in `vouch ui`),
 /// as they named themselves. The `cli` that [`caller`] falls back to when
 /// nothing names anyone (no --agent, VOUCH_AGENT or $USER, as in many
-/// containers) is no one: a decision it would sign is refused.
+/// containers) is no one: a decision it would sign is refused, and so is
+/// one signed `cli` by name (`USER=cli`): in the log that stands for "no
+/// name".
 pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
-    match named(agent_flag, Transport::Cli) {
-        Some(actor) => Ok(Caller::new(actor, Transport::Cli)),
+    match named(agent_flag, Transport::Cli)? {
+        Some(actor) if actor != NO_NAME_CLI => Ok(Caller::new(actor, Transport::Cli)),
+        Some(actor) => Err(Error::denied(format!(
+            "review_gate: who is deciding? The name set is {actor:?}, which the audit log \
+             uses for \"no name\": a decision is signed with your name: pass --agent \
+             YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)"
+        ))),
         None => Err(Error::denied(
             "review_gate: who is deciding? No name is set: --agent, VOUCH_AGENT and $USER are \
              all empty (usual in a container). A decision is signed with your name: pass \
@@ -227,12 +238,40 @@ pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
     }
 }
 
+/// Why `name` cannot name an actor, if it cannot
+/// ([`vouch_core::ids::actor_name_problem`]). Every way a caller is named
+/// goes through here: --agent, VOUCH_AGENT, $USER, a token's subject, a
+/// reviewer in the person's config.
+pub fn actor_name_problem(name: &str) -> Option<String> {
+    vouch_core::ids::actor_name_problem(name)
+}
+
 /// The actor someone named: --agent, VOUCH_AGENT, then (at the command
-/// line) $USER; blank values name no one.
-fn named(agent_flag: Option<&str>, transport: Transport) -> Option<String> {
-    let env = |k: &str| std::env::var(k).ok().filter(|s| !s.trim().is_empty());
-    agent_flag
-        .map(str::to_string)
-        .or_else(|| env("VOUCH_AGENT"))
-        .or_else(|| (transport == Transport::Cli).then(|| env("USER")).flatten())
+/// line) $USER; blank values name no one, spaces around a name are not
+/// part of it, and a name [`actor_name_problem`] refuses is an error
+/// naming where it came from.
+fn named(agent_flag: Option<&str>, transport: Transport) -> Result<Option<String>> {
+    let env = |k: &str| std::env::var(k).ok();
+    let given = [
+        ("--agent", agent_flag.map(str::to_string)),
+        ("VOUCH_AGENT", env("VOUCH_AGENT")),
+        (
+            "$USER",
+            (transport == Transport::Cli).then(|| env("USER")).flatten(),
+        ),
+    ];
+    let Some((from, name)) = given.into_iter().find_map(|(from, v)| {
+        v.map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .map(|v| (from, v))
+    }) else {
+        return Ok(None);
+    };
+    match actor_name_problem(&name) {
+        None => Ok(Some(name)),
+        Some(problem) => Err(Error::invalid(format!(
+            "{from} {name:?} {problem}; name yourself in plain letters (--agent NAME or \
+             VOUCH_AGENT=NAME)"
+        ))),
+    }
 }

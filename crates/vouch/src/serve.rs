@@ -358,7 +358,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let root = kb.layout().root().display().to_string();
     match args.transport {
         TransportArg::Jsonl => {
-            let caller = context::caller(cli.agent.as_deref(), Transport::Jsonl);
+            let caller = context::caller(cli.agent.as_deref(), Transport::Jsonl)?;
             eprintln!(
                 "vouch: serving JSONL on stdio for {root} as {}",
                 caller.actor
@@ -368,7 +368,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             Ok(0)
         }
         TransportArg::Mcp => {
-            let caller = context::caller(cli.agent.as_deref(), Transport::Mcp);
+            let caller = context::caller(cli.agent.as_deref(), Transport::Mcp)?;
             eprintln!("vouch: serving MCP on stdio for {root} as {}", caller.actor);
             runtime()?
                 .block_on(crate::mcp::serve_stdio(kb, caller))
@@ -376,7 +376,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
             Ok(0)
         }
         TransportArg::Http => {
-            let anonymous = context::caller(cli.agent.as_deref(), Transport::Http);
+            let anonymous = context::caller(cli.agent.as_deref(), Transport::Http)?;
             let tokens = token_specs(args)?;
             let limits = context::http_limits()?;
             runtime()?.block_on(crate::http::listen::serve(

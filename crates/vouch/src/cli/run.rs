@@ -132,7 +132,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     let caller = if decides(&cli.command) {
         context::decider(cli.agent.as_deref())?
     } else {
-        context::caller(cli.agent.as_deref(), Transport::Cli)
+        context::caller(cli.agent.as_deref(), Transport::Cli)?
     };
     let run = Run {
         kb: &kb,

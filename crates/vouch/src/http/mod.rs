@@ -87,6 +87,12 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
                 "{origin}: the subject before `=` is empty"
             )));
         }
+        // The subject is the actor its holder's events are signed with.
+        if let Some(problem) = crate::context::actor_name_problem(subject) {
+            return Err(Error::invalid(format!(
+                "{origin}: the subject {subject:?} {problem}"
+            )));
+        }
         if secret.is_empty() {
             return Err(Error::invalid(format!(
                 "{origin} ({subject}): the token after `=` is empty"

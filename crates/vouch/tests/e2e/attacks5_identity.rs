@@ -80,3 +80,122 @@ fn git_folders_git_accepts_are_git_folders() {
     );
     assert!(ok["result"]["id"].is_string(), "{ok}");
 }
+
+fn named_as(p: &Project, vars: &[(&str, &str)]) -> std::process::Command {
+    let mut c = p.command("unused");
+    c.env_remove("VOUCH_AGENT").env_remove("USER");
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c
+}
+
+fn pending(p: &Project) -> usize {
+    p.ok("x", &["pending"]).as_array().unwrap().len()
+}
+
+/// Round five, U1b: approvals were logged with actor `cli` (`USER=cli`:
+/// the placeholder that stands for "no name") and with an invisible one
+/// (`USER=$'\u{200b}'`). Neither decides now: `cli` names no one, and a
+/// name holding a control or invisible character is refused
+/// wherever a caller is named — --agent, VOUCH_AGENT, $USER, a token's
+/// subject, a reviewer in the person's config.
+#[test]
+fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
+    let p = Project::new();
+    let src = p.source("Tokens expire after a day.");
+    let (prop, _) = p.propose("Tokens expire after a day.", &src);
+    let before = p.snapshot();
+    let attempts: Vec<(&str, Vec<(&str, &str)>, Vec<&str>)> = vec![
+        ("USER=cli", vec![("USER", "cli")], vec![]),
+        (
+            "--agent cli",
+            vec![("USER", "alice")],
+            vec!["--agent", "cli"],
+        ),
+        ("USER=\\u200b", vec![("USER", "\u{200b}")], vec![]),
+        ("USER=ali\\u200bce", vec![("USER", "ali\u{200b}ce")], vec![]),
+        (
+            "VOUCH_AGENT=alice\\u202e",
+            vec![("VOUCH_AGENT", "alice\u{202e}")],
+            vec![],
+        ),
+        ("USER=\\x1b[8m", vec![("USER", "\u{1b}[8malice")], vec![]),
+        ("--agent bob\\u2060", vec![], vec!["--agent", "bob\u{2060}"]),
+    ];
+    for (label, vars, flags) in &attempts {
+        for decide in [
+            vec!["approve", prop.as_str()],
+            vec![
+                "call",
+                "kb.approve",
+                &format!("{{\"proposal_id\": \"{prop}\"}}"),
+            ],
+        ] {
+            let mut args = flags.clone();
+            args.extend(decide.iter().copied());
+            let r = Run::from(named_as(&p, vars).args(&args).output().unwrap());
+            assert_ne!(r.code, 0, "{label} {decide:?} decided: {}", r.stdout);
+            assert!(
+                r.stderr.contains("no name") || r.stderr.contains("U+"),
+                "{label}: {}",
+                r.stderr
+            );
+        }
+    }
+    // A person at the command line may name who approves: not an
+    // invisible one.
+    let r = p.call(
+        "alice",
+        "kb.approve",
+        json!({"proposal_id": prop, "approver": "bob\u{200b}"}),
+    );
+    assert_ne!(r.code, 0, "approved as bob\\u200b: {}", r.stdout);
+    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    assert_eq!(before, p.snapshot(), "a refused decision wrote something");
+    assert_eq!(pending(&p), 1);
+
+    // An agent transport does not start under an invisible name.
+    let r = run_with_stdin(
+        named_as(&p, &[("VOUCH_AGENT", "claude\u{200b}")]),
+        &["serve", "--transport", "jsonl"],
+        "{\"id\": 1, \"method\": \"kb.status\"}\n",
+    );
+    assert_ne!(r.code, 0, "served as an invisible name: {}", r.stdout);
+    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    // Nor does an HTTP server whose token's subject is one.
+    let mut c = p.command("agent");
+    c.args([
+        "serve",
+        "--transport",
+        "http",
+        "--bind",
+        "127.0.0.1:0",
+        "--token",
+        "bob\u{200b}=tok-bob-0123456789",
+    ]);
+    let r = run_client(c, std::time::Duration::from_secs(20));
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    // A reviewer named with an invisible character in the person's own
+    // config is no reviewer: warned about and ignored.
+    p.person_config("review:\n  reviewers: [\"claude\\u200b\", \"bert\"]\n");
+    let r = p.run("x", &["status"]);
+    assert!(
+        r.stderr.contains("reviewers") && r.stderr.contains("ignored"),
+        "{}",
+        r.stderr
+    );
+    p.person_config("");
+
+    // A name in plain letters decides, with the spaces around it dropped.
+    let r = Run::from(
+        named_as(&p, &[("USER", " alice ")])
+            .args(["approve", &prop])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(pending(&p), 0);
+    assert!(!p.audit_events("alice").is_empty());
+}

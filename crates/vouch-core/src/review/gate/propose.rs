@@ -325,6 +325,9 @@ pub(super) fn check_actor(actor: &str) -> Result<()> {
     if actor.trim().is_empty() {
         return Err(Error::invalid("no actor: set VOUCH_AGENT or pass --agent"));
     }
+    if let Some(problem) = crate::ids::actor_name_problem(actor) {
+        return Err(Error::invalid(format!("actor {actor:?} {problem}")));
+    }
     Ok(())
 }
 
