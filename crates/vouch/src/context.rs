@@ -128,7 +128,8 @@ fn user_name(uid: u32) -> String {
 
 /// HTTP connection limits: the defaults, or VOUCH_HTTP_HEADER_TIMEOUT_MS,
 /// VOUCH_HTTP_BODY_TIMEOUT_MS, VOUCH_HTTP_MAX_CONNECTIONS,
-/// VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR and VOUCH_MCP_MAX_SESSIONS.
+/// VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS, VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR
+/// and VOUCH_MCP_MAX_SESSIONS.
 pub fn http_limits() -> Result<crate::http::listen::Limits> {
     let mut limits = crate::http::listen::Limits::default();
     let num = |k: &str| -> Result<Option<u64>> {
@@ -151,6 +152,9 @@ pub fn http_limits() -> Result<crate::http::listen::Limits> {
     }
     if let Some(n) = num("VOUCH_HTTP_MAX_CONNECTIONS")? {
         limits.max_connections = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = num("VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS")? {
+        limits.max_connections_per_address = usize::try_from(n).unwrap_or(usize::MAX);
     }
     if let Some(n) = num("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR")? {
         limits.max_connections_per_actor = usize::try_from(n).unwrap_or(usize::MAX);

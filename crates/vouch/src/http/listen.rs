@@ -1,6 +1,7 @@
 //! Serving the application on a socket: where it may bind (loopback
 //! unless tokens are configured), our accept loop (a header-read timeout,
-//! a cap on connections), what one request may hold (a deadline for its
+//! a cap on connections, a cap on the connections one address holds from
+//! the moment it connects), what one request may hold (a deadline for its
 //! whole body, a cap on the connections one actor holds) and a graceful
 //! shutdown on SIGINT/SIGTERM.
 
@@ -82,6 +83,14 @@ pub struct Limits {
     /// Connections served at once; more wait in the listen backlog until
     /// one closes.
     pub max_connections: usize,
+    /// Connections one remote address (an IPv6 host by its /64) holds at
+    /// once, counted from the moment it is accepted — before a byte of its
+    /// request head has arrived — until it closes or a request on it shows
+    /// a valid token (its actor's cap holds it then); past the cap a new
+    /// connection is answered 429 and closed at once, unread. Never more
+    /// than `max_connections` less a quarter of it (at least one), so one
+    /// address never holds every slot: the rest answer other addresses.
+    pub max_connections_per_address: usize,
     /// Connections one actor holds at once: a token's subject, or, for a
     /// request without a token (every request on a server without
     /// tokens), its remote address. A connection counts against whoever
@@ -98,6 +107,7 @@ impl Default for Limits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             body_timeout: BODY_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_connections_per_address: MAX_CONNECTIONS_PER_ADDRESS,
             max_connections_per_actor: MAX_CONNECTIONS_PER_ACTOR,
             max_mcp_sessions: mcp::MAX_SESSIONS_PER_ACTOR,
         }
@@ -113,6 +123,11 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// Default for [`Limits::max_connections_per_actor`]: a quarter of
 /// [`MAX_CONNECTIONS`], so one actor never holds them all.
 pub const MAX_CONNECTIONS_PER_ACTOR: usize = 64;
+/// Default for [`Limits::max_connections_per_address`]: a quarter of
+/// [`MAX_CONNECTIONS`]. Every local client of a server on loopback is
+/// 127.0.0.1 (or ::1), so this is also how many connections all of them
+/// hold together: far more than agents and a browser open.
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
 /// How long shutdown waits for open requests before exiting anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -195,12 +210,17 @@ pub async fn serve_review(
 }
 
 /// Accept connections until SIGINT/SIGTERM, at most `max_connections` at
-/// once, each with a deadline for its request heads; then let open
-/// requests finish (for up to [`SHUTDOWN_GRACE`]).
+/// once and [`holder_cap`] from one address, each with a deadline
+/// for its request heads; then let open requests finish (for up to
+/// [`SHUTDOWN_GRACE`]).
 ///
 /// axum's own `serve` sets no header deadline and no connection limit, so
 /// clients that open connections and never finish a request would hold a
-/// file descriptor each until the process runs out.
+/// file descriptor each until the process runs out. And a connection is
+/// counted against its address as soon as it is accepted: one that is
+/// still sending its request head has no actor yet, and a few hundred
+/// such heads from one address, each renewed as soon as its deadline
+/// closes it, held every slot (issue 39, round five).
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -213,11 +233,10 @@ async fn accept_loop(
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
     let (stop_tx, stop_rx) = watch::channel(false);
-    let holders = Arc::new(Holders {
-        cap: limits.max_connections_per_actor.max(1),
-        held: Mutex::new(HashMap::new()),
-    });
+    let holders = Holders::new(holder_cap(limits.max_connections_per_actor, max));
+    let addresses = Holders::new(holder_cap(limits.max_connections_per_address, max));
     let mut full_since: Option<std::time::Instant> = None;
+    let mut refused_since: Option<std::time::Instant> = None;
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
@@ -254,11 +273,28 @@ async fn accept_loop(
             },
             () = &mut shutdown => break,
         };
+        let at = Holder::address(peer.ip());
+        let address_hold = match addresses.take(at.clone()) {
+            Ok(hold) => hold,
+            Err(cap) => {
+                if refused_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    refused_since = Some(std::time::Instant::now());
+                    eprintln!(
+                        "vouch: {at} holds {cap} connections (the most one address may); \
+                         its new ones are closed at once"
+                    );
+                }
+                refuse_at_once(&stream, &at, cap);
+                // Dropping the stream closes it; the slot is free again.
+                continue;
+            }
+        };
         let conn_state = Conn(Arc::new(ConnState {
             peer: peer.ip(),
             holders: holders.clone(),
             body_timeout: limits.body_timeout,
             hold: Mutex::new(None),
+            address: Mutex::new(Some(address_hold)),
         }));
         let service = {
             let inner = TowerToHyperService::new(router.clone());
@@ -306,10 +342,64 @@ async fn accept_loop(
     }
 }
 
-/// Who holds how many connections ([`Limits::max_connections_per_actor`]).
+/// A cap on connections held by one holder (an address or an actor), never
+/// more than `max` (the global limit) less a quarter of it, at least one:
+/// however it is configured, one holder cannot take every slot, and the
+/// rest still answer someone else.
+fn holder_cap(cap: usize, max: usize) -> usize {
+    let reserve = (max / 4).max(1);
+    cap.clamp(1, max.saturating_sub(reserve).max(1))
+}
+
+/// Answer a connection past its address's cap with a 429 (if the socket
+/// takes it at once: nothing here waits on the client) before it is
+/// closed; its request, if any, is never read.
+fn refuse_at_once(stream: &tokio::net::TcpStream, at: &Holder, cap: usize) {
+    let body = json!({"id": null, "ok": false, "error": {
+        "code": "invalid_request",
+        "message": format!(
+            "{at} already holds {cap} connections to this server, the most one address may \
+             hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one"
+        ),
+    }})
+    .to_string();
+    let response = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(response.as_bytes());
+}
+
+/// Who holds how many connections: per actor
+/// ([`Limits::max_connections_per_actor`]) or per address
+/// ([`Limits::max_connections_per_address`]).
 struct Holders {
     cap: usize,
     held: Mutex<HashMap<Holder, usize>>,
+}
+
+impl Holders {
+    fn new(cap: usize) -> Arc<Holders> {
+        Arc::new(Holders {
+            cap,
+            held: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Count one more connection against `holder`, or the cap it is at.
+    fn take(self: &Arc<Self>, holder: Holder) -> Result<Hold, usize> {
+        let mut held = lock(&self.held);
+        let n = held.entry(holder.clone()).or_insert(0);
+        if *n >= self.cap {
+            return Err(self.cap);
+        }
+        *n += 1;
+        Ok(Hold {
+            holders: self.clone(),
+            holder,
+        })
+    }
 }
 
 /// Whom a connection counts against.
@@ -386,6 +476,10 @@ struct ConnState {
     body_timeout: Duration,
     /// Whom the connection counts against now.
     hold: Mutex<Option<Hold>>,
+    /// Its place among its address's connections
+    /// ([`Limits::max_connections_per_address`]), from its accept until a
+    /// request on it shows a token: then its actor holds it instead.
+    address: Mutex<Option<Hold>>,
 }
 
 /// Gives a connection's hold back when its task ends.
@@ -394,6 +488,7 @@ struct Release(Conn);
 impl Drop for Release {
     fn drop(&mut self) {
         lock(&self.0.0.hold).take();
+        lock(&self.0.0.address).take();
     }
 }
 
@@ -407,25 +502,17 @@ impl Conn {
             return Ok(());
         }
         hold.take();
-        let mut held = lock(&state.holders.held);
-        let n = held.entry(holder.clone()).or_insert(0);
-        if *n >= state.holders.cap {
-            let cap = state.holders.cap;
-            let who = match holder {
-                Holder::Actor(_) => "one actor",
-                Holder::Address(_) => "one address without a token",
-            };
-            return Err(format!(
+        let who = match holder {
+            Holder::Actor(_) => "one actor",
+            Holder::Address(_) => "one address without a token",
+        };
+        let message = |cap: usize| {
+            format!(
                 "{holder} already holds {cap} connections to this server, the most {who} may \
                  hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); finish or close one"
-            ));
-        }
-        *n += 1;
-        drop(held);
-        *hold = Some(Hold {
-            holders: state.holders.clone(),
-            holder,
-        });
+            )
+        };
+        *hold = Some(state.holders.take(holder.clone()).map_err(message)?);
         Ok(())
     }
 }
@@ -460,8 +547,14 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
             Some(c) if c.authenticated => Holder::Actor(c.actor.clone()),
             _ => Holder::address(conn.0.peer),
         };
+        let authenticated = matches!(holder, Holder::Actor(_));
         if let Err(message) = conn.hold_for(holder) {
             return closing(StatusCode::TOO_MANY_REQUESTS, message);
+        }
+        // Counted against its actor now, it leaves its address's share to
+        // the address's other clients (a team behind one NAT or proxy).
+        if authenticated {
+            lock(&conn.0.address).take();
         }
     }
     let deadline = conn.as_ref().map_or(BODY_TIMEOUT, |c| c.0.body_timeout);
@@ -490,7 +583,18 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
 
 #[cfg(test)]
 mod tests {
-    use super::Holder;
+    use super::{Holder, holder_cap};
+
+    #[test]
+    fn one_holder_never_takes_every_slot() {
+        assert_eq!(holder_cap(64, 256), 64);
+        assert_eq!(holder_cap(1000, 256), 192);
+        assert_eq!(holder_cap(1000, 8), 6);
+        assert_eq!(holder_cap(1000, 2), 1);
+        assert_eq!(holder_cap(0, 8), 1);
+        // A server of one connection has nothing to keep back.
+        assert_eq!(holder_cap(5, 1), 1);
+    }
 
     #[test]
     fn an_ipv6_host_counts_as_its_64_and_a_mapped_ipv4_as_itself() {
