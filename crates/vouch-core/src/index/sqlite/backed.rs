@@ -72,13 +72,19 @@ impl Index {
         {
             return Ok(None);
         }
-        let row: Option<(i64, Option<String>, Option<f64>)> = self
+        // Every row of this (kind, id): a hit's words come from its own
+        // row (`rank.rs` finds the document by rowid), so a second row
+        // under the same name — `docs` made again without `UNIQUE(kind,
+        // id)`, which an open catches too — is never served.
+        let rows: Vec<(i64, Option<String>, Option<f64>)> = self
             .conn
             .prepare_cached("SELECT rowid, status, confidence FROM docs WHERE kind=?1 AND id=?2")?
-            .query_row(params![kind, id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((rowid, status, confidence)) = row else {
-            return Ok(None);
+            .query_map(params![kind, id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let (rowid, status, confidence) = match &rows[..] {
+            [] => return Ok(None),
+            [one] => one.clone(),
+            _ => return Ok(Some(format!("the index holds {} rows for it", rows.len()))),
         };
         // A relation is indexed without words (its row alone: status and
         // confidence); every other kind has its text.
@@ -128,17 +134,24 @@ impl Index {
     /// Every row of the index that its file does not back, with why (for
     /// `doctor`).
     pub(crate) fn stray_rows(&self, kb: &Ix) -> Result<Vec<(String, String, String)>> {
+        // By rowid, so that each row is seen, two of one name included
+        // (named once).
         let rows: Vec<(String, String)> = self
             .conn
-            .prepare("SELECT kind, id FROM docs ORDER BY kind, id")?
+            .prepare("SELECT kind, id FROM docs ORDER BY rowid")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
+        let mut seen = HashSet::new();
         let mut out = Vec::new();
         for (kind, id) in rows {
+            if !seen.insert((kind.clone(), id.clone())) {
+                continue;
+            }
             if let Some(why) = self.unbacked_row(kb, &kind, &id, None)? {
                 out.push((kind, id, why));
             }
         }
+        out.sort();
         Ok(out)
     }
 }

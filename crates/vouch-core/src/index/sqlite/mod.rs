@@ -28,8 +28,10 @@ pub mod embed;
 mod handle;
 mod pool;
 pub(crate) mod postings;
+mod proof;
 mod rank;
 mod scan;
+mod schema;
 mod state;
 pub(crate) mod watch;
 pub(crate) use backed::unbacked;
@@ -75,7 +77,7 @@ impl std::ops::Deref for Ix<'_> {
 }
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "8";
+pub const SCHEMA_VERSION: &str = "9";
 /// How much of the audit log past the `admitted` table a read parses
 /// itself ([`Index::unaudited`]): a few thousand events.
 const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
@@ -100,6 +102,9 @@ pub struct Index {
     /// What each file a hit came from derives, by (kind, id), with the
     /// signature it had ([`backed`]): a hit's row is checked against it.
     backed: std::cell::RefCell<HashMap<(String, String), backed::Derived>>,
+    /// The audit log lines that rows of `admitted` and `written` were
+    /// checked against ([`proof`]).
+    lines: std::cell::RefCell<proof::Lines>,
 }
 
 impl Index {
@@ -109,6 +114,7 @@ impl Index {
             touched: Default::default(),
             hashed: Default::default(),
             backed: Default::default(),
+            lines: Default::default(),
         }
     }
 
@@ -317,12 +323,28 @@ impl Index {
         }
         conn.execute_batch("COMMIT")?;
         let index = Index::new(conn);
+        // The tables themselves, as a hand may have made them again (a
+        // `docs` without `UNIQUE(kind, id)` holds a second row for an
+        // approved claim's id): other tables than this version makes are
+        // made afresh.
+        if have.as_deref() == Some(want.as_str())
+            && let Some(odd) = schema::tampered(&index.conn, tokenizer(kb))?
+        {
+            kb.warn(format!(
+                "index: {}'s tables are not the ones vouch made ({odd}); rebuilding the \
+                 derived index from the files",
+                path.display()
+            ));
+            have = None;
+        }
         if have.as_deref() != Some(want.as_str()) {
             // Checked again under the write lock: two processes opening a
             // new file at once must not both make the tables.
             index.write(|| {
                 let had = index.meta_value("schema")?;
-                if had.as_deref() != Some(want.as_str()) {
+                let odd = had.as_deref() == Some(want.as_str())
+                    && schema::tampered(&index.conn, tokenizer(kb))?.is_some();
+                if had.as_deref() != Some(want.as_str()) || odd {
                     // Before version 8 a claim's tags were embedded with its
                     // text: its vectors are looked at again (reused where
                     // the text embedded is the same, re-embedded where the
@@ -349,19 +371,26 @@ impl Index {
     /// settings, every recorded scan and the audit offset forgotten (the
     /// vectors and the file's identity stay).
     pub(crate) fn reset_schema(&self, kb: &Ix) -> Result<()> {
-        let tokenizer = tokenizer(kb);
+        // Whatever a hand added (a trigger, a view) goes too: vouch makes
+        // none ([`schema`]).
+        let extra: Vec<(String, String)> = self
+            .conn
+            .prepare(schema::EXTRA)?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (kind, name) in extra {
+            let name = name.replace('"', "\"\"");
+            let kind = if kind == "view" { "VIEW" } else { "TRIGGER" };
+            self.conn
+                .execute_batch(&format!("DROP {kind} IF EXISTS \"{name}\";"))?;
+        }
+        for table in schema::OWN {
+            self.conn
+                .execute_batch(&format!("DROP TABLE IF EXISTS {table};"))?;
+        }
         self.conn.execute_batch(&format!(
-            "DROP TABLE IF EXISTS docs; DROP TABLE IF EXISTS fts;
-             DROP TABLE IF EXISTS admitted; DROP TABLE IF EXISTS written;
-             DELETE FROM meta WHERE key != 'vectors_file';
-             CREATE TABLE admitted(id TEXT PRIMARY KEY) WITHOUT ROWID;
-             CREATE TABLE written(path TEXT PRIMARY KEY, id TEXT NOT NULL, sha TEXT NOT NULL)
-                 WITHOUT ROWID;
-             CREATE INDEX written_by_id ON written(id);
-             CREATE TABLE docs(rowid INTEGER PRIMARY KEY, kind TEXT NOT NULL, id TEXT NOT NULL,
-                 status TEXT, confidence REAL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-                 UNIQUE(kind, id));
-             CREATE VIRTUAL TABLE fts USING fts5(title, body, tokenize='{tokenizer}');"
+            "DELETE FROM meta WHERE key != 'vectors_file'; {}",
+            schema::tables(tokenizer(kb))
         ))?;
         self.conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?1)",
@@ -583,11 +612,16 @@ impl Index {
             }
             let mut insert = self
                 .conn
-                .prepare_cached("INSERT OR IGNORE INTO admitted(id) VALUES(?1)")?;
+                .prepare_cached("INSERT OR IGNORE INTO admitted(id, at) VALUES(?1, ?2)")?;
             let mut record = self.conn.prepare_cached(
-                "INSERT OR REPLACE INTO written(path, id, sha) VALUES(?1, ?2, ?3)",
+                "INSERT OR REPLACE INTO written(path, id, sha, at) VALUES(?1, ?2, ?3, ?4)",
             )?;
+            // Each row names the byte offset of its event's line, which a
+            // read checks ([`proof`]).
+            let mut at = from;
             for line in bytes.split(|b| *b == b'\n') {
+                let line_at = at as i64;
+                at += line.len() as u64 + 1;
                 if !crate::audit::trail::Admits::may_admit(line) {
                     continue;
                 }
@@ -597,13 +631,13 @@ impl Index {
                     crate::audit::trail::Admits::Nothing => {}
                     crate::audit::trail::Admits::Objects(ids) => {
                         for id in ids {
-                            insert.execute([id])?;
+                            insert.execute(params![id, line_at])?;
                         }
                     }
                     crate::audit::trail::Admits::Unnamed => legacy = true,
                 }
                 for (path, sha) in logged.written {
-                    record.execute(params![path, id_of_path(&path), sha])?;
+                    record.execute(params![path, id_of_path(&path), sha, line_at])?;
                 }
             }
             let anchor = log.hash_before(end)?.unwrap_or_default();
@@ -691,26 +725,51 @@ impl Index {
         }
         // One trip an id: no row, never admitted; else what each of its
         // files was recorded as (none for an object approved before vouch
-        // recorded what it wrote).
+        // recorded what it wrote). No row is taken on its word: each names
+        // the log line of its event, which must say the same ([`proof`]).
         let mut known = self.conn.prepare_cached(
-            "SELECT w.path, w.sha FROM admitted a LEFT JOIN written w ON w.id = a.id \
+            "SELECT a.at, w.path, w.sha, w.at FROM admitted a LEFT JOIN written w ON w.id = a.id \
              WHERE a.id = ?1",
         )?;
+        let mut lines = self.lines.borrow_mut();
+        lines.check(log)?;
         let mut out = HashSet::new();
         for &(dir, id) in objects {
-            let rows: Vec<(Option<String>, Option<String>)> = known
-                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            type Row = (i64, Option<String>, Option<String>, Option<i64>);
+            let rows: Vec<Row> = known
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            if rows.is_empty() && !tail.contains(id) {
+            let mut files: HashMap<String, String> = HashMap::new();
+            let in_tail = tail.contains(id);
+            let mut backed = true;
+            if let Some((admitted_at, ..)) = rows.first() {
+                match lines.at(log, *admitted_at as u64)? {
+                    Some(said) if said.admits(id) => {
+                        // What the admitting event wrote of this object
+                        // stands where no later row says otherwise.
+                        files.extend(said.written_of(id).map(|(p, s)| (p.into(), s.into())));
+                    }
+                    _ => backed = false,
+                }
+            }
+            if (!backed || rows.is_empty()) && !in_tail {
                 out.insert((dir, id.to_string()));
                 continue;
             }
             // Admitted; but is each of its files still what the last event
             // that wrote it recorded?
-            let mut files: HashMap<String, String> = rows
-                .into_iter()
-                .filter_map(|(path, sha)| Some((path?, sha?)))
-                .collect();
+            for (_, path, sha, at) in rows {
+                let (Some(path), Some(sha), Some(at)) = (path, sha, at) else {
+                    continue;
+                };
+                let said = lines.at(log, at as u64)?;
+                if said.as_deref().and_then(|s| s.wrote(&path)) != Some(sha.as_str()) {
+                    // A row no event backs: the file is judged as unrecorded.
+                    files.insert(path, String::new());
+                    continue;
+                }
+                files.insert(path, sha);
+            }
             files.extend(
                 tail_written
                     .iter()
