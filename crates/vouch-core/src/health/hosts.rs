@@ -15,6 +15,11 @@ pub(crate) const HOST_FILES: &[&str] = &[
     ".mcp.json",
     ".cursor/mcp.json",
     ".vscode/mcp.json",
+    // VS Code's workspace settings (`mcp.servers`, where it read servers
+    // before `mcp.json`), Gemini CLI's and Zed's project settings.
+    ".vscode/settings.json",
+    ".gemini/settings.json",
+    ".zed/settings.json",
     // Claude Code's project settings: their `env` reaches every server
     // and command it starts.
     ".claude/settings.json",
@@ -91,6 +96,12 @@ impl Seen<'_> {
         if name.eq_ignore_ascii_case("VOUCH_AGENT") {
             self.agent("VOUCH_AGENT", value);
         }
+        if RUNS_CODE.iter().any(|v| name.eq_ignore_ascii_case(v)) && self.mentions_vouch {
+            self.why.push(format!(
+                "sets {name} for the server, which decides what program or code runs, so \
+                 doctor cannot vet what it starts"
+            ));
+        }
         for var in ["XDG_CONFIG_HOME", "HOME"] {
             if name.eq_ignore_ascii_case(var) {
                 self.settings += 1;
@@ -153,6 +164,11 @@ impl Seen<'_> {
                 self.launch(&argv[i.min(argv.len())..], depth + 1);
             }
             "exec" | "nohup" | "command" => self.launch(&argv[1..], depth + 1),
+            p if PASS_THROUGH.contains(&p) => {
+                if let Some(k) = runs_next(argv) {
+                    self.launch(&argv[k..], depth + 1);
+                }
+            }
             "sh" | "bash" | "zsh" | "dash" | "ksh" | "ash" | "mksh" | "fish" => {
                 // Options up to the script; `-c` anywhere among them
                 // (`-c`, `-lc`, `-ec`) makes the first operand the script.
@@ -284,6 +300,22 @@ fn walk(v: &Value, seen: &mut Seen) {
                 argv.extend(args.into_iter().flatten().map(Word::json));
                 let before = seen.settings;
                 seen.launch(&argv, 0);
+                // Read through or not, a launch that mentions vouch is
+                // vetted only when every word is literal and every
+                // program is one read through here.
+                if argv.iter().any(mentions_vouch)
+                    && let Err(why) = vetted(&argv, 0)
+                {
+                    seen.why.push(format!(
+                        "runs {:?}, which doctor cannot vet ({why}): it may start vouch under \
+                         any name; write it as `vouch …` or `env NAME=value vouch …` with plain \
+                         words",
+                        argv.iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ));
+                }
                 let names = |w: &Word| {
                     let t = w.text.to_ascii_lowercase();
                     ["vouch_agent", "--agent", "xdg_config_home"]
@@ -312,6 +344,246 @@ fn walk(v: &Value, seen: &mut Seen) {
         }
         _ => {}
     }
+}
+
+/// Programs that run the rest of their words as another program, after
+/// options of their own (`nice -n 5 …`, `timeout 30 …`).
+const PASS_THROUGH: &[&str] = &[
+    "nice",
+    "timeout",
+    "stdbuf",
+    "setsid",
+    "ionice",
+    "chrt",
+    "taskset",
+    "time",
+    "caffeinate",
+    "sudo",
+    "doas",
+    "flock",
+];
+
+/// Variables that decide which program or code runs (a `PATH` to a
+/// `vouch` of the repository's, a shell's start-up file, a preloaded
+/// library, a runtime's options).
+const RUNS_CODE: &[&str] = &[
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "DYLD_INSERT_LIBRARIES",
+    "NODE_OPTIONS",
+    "PYTHONSTARTUP",
+    "PERL5OPT",
+    "RUBYOPT",
+];
+
+/// Shells whose `-c` script is read here.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"];
+
+/// Whether a word names vouch anywhere (decoded, in any case).
+fn mentions_vouch(w: &Word) -> bool {
+    w.text.to_ascii_lowercase().contains("vouch")
+}
+
+/// Where a pass-through wrapper's program starts: the first word after it
+/// that names a program read here.
+fn runs_next(argv: &[Word]) -> Option<usize> {
+    (1..argv.len()).find(|&k| {
+        let p = program_name(&argv[k].text);
+        p == "vouch"
+            || p == "env"
+            || p == "cmd"
+            || SHELLS.contains(&p.as_str())
+            || PASS_THROUGH.contains(&p.as_str())
+            || matches!(p.as_str(), "exec" | "nohup" | "command")
+    })
+}
+
+/// Whether doctor can tell everything a launch that mentions vouch would
+/// do: every word literal, every program `vouch` or a wrapper read through
+/// here (`env` with plain assignments, `exec`, a shell's `-c` script of
+/// such commands, `cmd /c`, a pass-through like `nice`). Anything else —
+/// a word a shell or the host expands, `eval`, `source`, an alias, an
+/// interpreter's `-c`/`-e`, a shell reading a file — could start vouch
+/// under any name. `Err` says why not.
+fn vetted(argv: &[Word], depth: usize) -> Result<(), String> {
+    if depth > 8 {
+        return Err("wrappers nested too deep".into());
+    }
+    let Some(first) = argv.first() else {
+        return Ok(());
+    };
+    let program = program_name(&first.text);
+    // A shell's script is read below, its own expansions word by word; a
+    // host's `${…}` in it could write any code into it.
+    let shell = SHELLS.contains(&program.as_str());
+    if let Some(w) = argv
+        .iter()
+        .find(|w| w.unknown && !(shell && !w.text.contains("${")))
+    {
+        return Err(format!("{:?} is expanded only when it starts", w.text));
+    }
+    if assignment(first).is_some() {
+        return vetted(&argv[1..], depth + 1);
+    }
+    match program.as_str() {
+        "vouch" => Ok(()),
+        "env" => {
+            let mut i = 1;
+            while let Some(w) = argv.get(i) {
+                let t = w.text.as_str();
+                if t == "--" {
+                    i += 1;
+                    break;
+                }
+                if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+                    i += 2;
+                } else if t == "-S" || t == "--split-string" || t.starts_with("-S") {
+                    let joined = if t.len() > 2 && !t.starts_with("--") {
+                        t[2..].to_string()
+                    } else {
+                        argv.get(i + 1).map(|w| w.text.clone()).unwrap_or_default()
+                    };
+                    let mut rest = vec![first.clone()];
+                    rest.extend(split_words(&Word {
+                        text: joined,
+                        unknown: false,
+                    }));
+                    let skip = if t.len() > 2 && !t.starts_with("--") {
+                        1
+                    } else {
+                        2
+                    };
+                    rest.extend(argv.iter().skip(i + skip).cloned());
+                    return vetted(&rest, depth + 1);
+                } else if t.starts_with('-') || assignment(w).is_some() {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            vetted(&argv[i.min(argv.len())..], depth + 1)
+        }
+        "exec" | "nohup" | "command" => vetted(&argv[1..], depth + 1),
+        p if PASS_THROUGH.contains(&p) => match runs_next(argv) {
+            Some(k) => vetted(&argv[k..], depth + 1),
+            None => Err(format!("{p} runs a program not read here")),
+        },
+        p if SHELLS.contains(&p) => {
+            let mut c = false;
+            let mut i = 1;
+            while let Some(w) = argv.get(i) {
+                let t = w.text.as_str();
+                if t == "--" {
+                    i += 1;
+                    break;
+                }
+                if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
+                    break;
+                }
+                if matches!(t, "-o" | "+o" | "-O" | "+O") {
+                    i += 2;
+                    continue;
+                }
+                if matches!(t, "--rcfile" | "--init-file") {
+                    return Err(format!("{p} reads {t}"));
+                }
+                if !t.starts_with("--") && t.contains('c') {
+                    c = true;
+                }
+                i += 1;
+            }
+            match (c, argv.get(i)) {
+                (true, Some(script)) => script_vetted(script, false, depth),
+                _ => Err(format!("{p} runs a script doctor cannot read")),
+            }
+        }
+        "cmd" => {
+            let at = argv.iter().position(|w| {
+                w.text.eq_ignore_ascii_case("/c") || w.text.eq_ignore_ascii_case("/k")
+            });
+            match at {
+                Some(at) => {
+                    let rest = &argv[at + 1..];
+                    let script = Word {
+                        text: rest
+                            .iter()
+                            .map(|w| w.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        unknown: false,
+                    };
+                    script_vetted(&script, true, depth)
+                }
+                None => Err("cmd runs a script doctor cannot read".into()),
+            }
+        }
+        p if argv[1..].iter().any(mentions_vouch) => {
+            Err(format!("{p} runs code or a program not read here"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`vetted`] for each simple command of a `-c` script (or a `cmd /c`
+/// line). A command that builds a name when it runs (`export
+/// "$(…)_AGENT=…"`, `${V}AGENT=…`), runs code of its own (`eval`,
+/// `source`, `.`, an alias or a function) or whose program is expanded
+/// is not vetted; a literal command that does not run vouch (`cd x`) is.
+fn script_vetted(script: &Word, cmd: bool, depth: usize) -> Result<(), String> {
+    for mut words in shell_commands(&script.text) {
+        for w in &mut words {
+            if cmd && w.text.contains('%') {
+                w.unknown = true;
+            }
+        }
+        let mut i = 0;
+        while let Some(w) = words.get(i) {
+            let t = w.text.as_str();
+            if matches!(
+                t,
+                "export" | "set" | "declare" | "typeset" | "local" | "readonly"
+            ) || (i > 0 && t.starts_with('-') && !w.unknown)
+            {
+                i += 1;
+            } else if assignment(w).is_some() {
+                // A value expanded when it runs is unknown (reported by
+                // name where it matters); which variable is not.
+                i += 1;
+            } else if w.unknown {
+                return Err(format!("{:?} is expanded only when it starts", w.text));
+            } else {
+                break;
+            }
+        }
+        let rest = &words[i..];
+        let Some(first) = rest.first() else { continue };
+        let program = program_name(&first.text);
+        if matches!(
+            program.as_str(),
+            "eval" | "source" | "." | "alias" | "function" | "trap" | "builtin"
+        ) || first.text.contains("()")
+        {
+            return Err(format!("{program} runs code doctor cannot read"));
+        }
+        if first.unknown {
+            return Err(format!("{:?} is expanded only when it starts", first.text));
+        }
+        // A command that does not run vouch or a wrapper may expand its
+        // arguments (`cd "$HOME/x"`); one that does may not.
+        let wraps = program == "vouch"
+            || program == "env"
+            || program == "cmd"
+            || SHELLS.contains(&program.as_str())
+            || PASS_THROUGH.contains(&program.as_str())
+            || matches!(program.as_str(), "exec" | "nohup" | "command");
+        if wraps || rest.iter().any(mentions_vouch) {
+            vetted(rest, depth + 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// A program's name as the system finds it: the last part of its path,
@@ -572,6 +844,56 @@ mod tests {
         let w = why(r#"{"env": {"VOUCH_AGENT": "alice"}, "permissions": {}}"#);
         assert!(w.iter().any(|w| w.contains("as alice")), "{w:?}");
         assert!(concerns("{\"a\": ", &[]).is_err());
+    }
+
+    /// Round 5, D1b: launches that build the agent's name when they start
+    /// (each really starts vouch as alice) are reported as not vetted; a
+    /// plain launch, or one through wrappers with plain words, is read.
+    #[test]
+    fn launches_that_build_names_when_they_start_are_not_vetted() {
+        for inner in [
+            r#""command": "sh", "args": ["-c", "export \"$(echo VOUCH)_AGENT=alice\"; exec vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "V=VOUCH_; export ${V}AGENT=alice; exec vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "exec env \"$(printf 'VOUCH\\137AGENT=alice')\" vouch serve"]"#,
+            r#""command": "python3", "args": ["-c", "import os;e=dict(os.environ);e['VOUCH_'+'AGENT']='alice';os.execvpe('vouch',['vouch','serve'],e)"]"#,
+            r#""command": "sh", "args": ["-c", "eval \"$(echo ZXhwb3J0IFZPVUNIX0FHRU5UPWFsaWNlCg== | base64 -d)\"; exec vouch serve"]"#,
+            r#""command": "bash", "args": ["-c", "export $'VOUCH\\x5fAGENT'=alice; exec vouch serve"]"#,
+            r#""command": "bash", "args": ["-c", ". ./agent.env; exec vouch serve"]"#,
+            r#""command": "bash", "args": ["start-vouch.sh"]"#,
+            r#""command": "node", "args": ["-e", "require('child_process').spawn('vouch')"]"#,
+            r#""command": "sh", "args": ["-c", "alias vouch='VOUCH_AGENT=alice vouch'; vouch serve"]"#,
+            r#""command": "sh", "args": ["-c", "vouch ${ARGS}"]"#,
+            r#""command": "vouch", "args": ["serve"], "env": {"PATH": "./bin:/usr/bin"}"#,
+        ] {
+            let w = why(&server(inner));
+            assert!(w.iter().any(|w| w.contains("cannot vet")), "{inner}: {w:?}");
+        }
+        // Read through: the name is seen.
+        for inner in [
+            r#""command": "nice", "args": ["env", "VOUCH_AGENT=alice", "vouch", "serve"]"#,
+            r#""command": "timeout", "args": ["0", "vouch", "serve", "--agent", "alice"]"#,
+            r#""command": "sh", "args": ["-c", "exec vouch serve --ag\"\"ent alice"]"#,
+            r#""command": "sh", "args": ["-c", "exec vouch serve --age\\nt alice"]"#,
+        ] {
+            let w = why(&server(inner));
+            assert!(w.iter().any(|w| w.contains("as alice")), "{inner}: {w:?}");
+        }
+        // Plain launches pass.
+        for inner in [
+            r#""command": "vouch", "args": ["serve", "--agent", "claude"]"#,
+            r#""command": "env", "args": ["VOUCH_AGENT=claude", "vouch", "serve"]"#,
+            r#""command": "sh", "args": ["-c", "cd \"$HOME/proj\" && exec vouch serve"]"#,
+            r#""command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]"#,
+        ] {
+            let w = why(&server(inner));
+            assert!(w.is_empty(), "{inner}: {w:?}");
+        }
+        // VS Code's settings: `mcp.servers`.
+        let w = why(
+            r#"{"mcp": {"servers": {"kb": {"type": "stdio", "command": "vouch", "args": ["serve"], "env": {"VOUCH_AGENT": "alice"}}}}}"#,
+        );
+        assert!(w.iter().any(|w| w.contains("as alice")), "{w:?}");
+        assert!(HOST_FILES.contains(&".vscode/settings.json"));
     }
 
     #[test]
