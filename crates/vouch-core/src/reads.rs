@@ -42,6 +42,17 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
             backend: crate::retrieval::retriever(kb).name().to_string(),
             state: crate::retrieval::backend::RetrievalState::of(kb),
             watcher: kb.index().watcher(kb),
+            vectors: match kb.embedder() {
+                Some(embedder) => {
+                    let (documents, pending) = kb.index().vector_counts(kb, embedder)?;
+                    Some(StatusVectors {
+                        model: embedder.model_id().to_string(),
+                        documents,
+                        pending,
+                    })
+                }
+                None => None,
+            },
         },
         review: StatusReview {
             reviewers: kb.trust().reviewers.clone(),

@@ -116,6 +116,9 @@ pub trait DerivedIndex: Send + Sync {
         embedder: &Arc<dyn Embedder>,
         budget: Duration,
     ) -> Result<usize>;
+    /// Documents with vectors of `embedder`'s model, and documents still
+    /// without (embedding nothing: for `kb.status`).
+    fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)>;
     /// The `want` documents nearest `query` by cosine, best first (empty
     /// until vectors are loaded).
     fn nearest(

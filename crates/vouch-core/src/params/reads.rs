@@ -88,6 +88,22 @@ pub struct StatusRetrieval {
     /// (`vouch serve`, `vouch ui` or `vouch watch`), if one is running:
     /// one-shot commands then skip their scan of the files.
     pub watcher: Option<crate::index::Watcher>,
+    /// The vectors, when a model is configured: how many documents have
+    /// them and how many wait (searches by meaning say they are partial
+    /// until none does; `kb.index_rebuild` embeds them all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<StatusVectors>,
+}
+
+/// The vectors of the configured model, as `kb.status` reports them.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusVectors {
+    /// The model's identity.
+    pub model: String,
+    /// Documents with vectors.
+    pub documents: usize,
+    /// Documents without vectors yet.
+    pub pending: usize,
 }
 
 /// Params of kb.audit.

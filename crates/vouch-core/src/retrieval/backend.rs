@@ -332,6 +332,9 @@ mod tests {
         fn vectors_for_read(&self, _: &Store, _: &Arc<dyn Embedder>, _: Duration) -> Result<usize> {
             Ok(0)
         }
+        fn vector_counts(&self, _: &Store, _: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
+            Ok((0, 0))
+        }
         fn nearest(&self, _: &[f32], _: &[DocKind], _: Currency, _: usize) -> Vec<Near> {
             Vec::new()
         }

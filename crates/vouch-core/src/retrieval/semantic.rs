@@ -213,6 +213,15 @@ mod tests {
         assert!(notes.vectors_pending.is_some_and(|n| n >= 2), "{notes:?}");
         let meta = notes.meta().unwrap();
         assert_eq!(meta["partial"], true, "{meta:?}");
+        // kb.status counts them too, embedding nothing.
+        let waiting = |kb: &Kb| {
+            let status = crate::reads::status(kb).unwrap();
+            let v = status.retrieval.vectors.unwrap();
+            assert_eq!(v.model, "counting@test/2/0");
+            v.pending
+        };
+        assert!(waiting(&kb) >= 2);
+        assert!(waiting(&kb) >= 2, "a status embedded");
         kb.index()
             .embed(
                 &kb,
@@ -224,6 +233,7 @@ mod tests {
             .unwrap();
         let (hits, notes) = search(&kb);
         assert_eq!(notes.vectors_pending, None, "{notes:?}");
+        assert_eq!(waiting(&kb), 0);
         assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
     }
 

@@ -38,6 +38,12 @@ fn index_rebuild_returns_with_vectors_or_says_what_waits() {
         "{whole}"
     );
     assert!(whole.get("_meta").is_none(), "{whole}");
+    // kb.status says how many documents have vectors, of which model.
+    let status = p.ok("x", &["status"]);
+    let counted = &status["retrieval"]["vectors"];
+    assert_eq!(counted["pending"], 0, "{status}");
+    assert_eq!(counted["documents"], vectors["documents"], "{status}");
+    assert_eq!(counted["model"], vectors["model"], "{status}");
 
     // Whole: a search by meaning right after has nothing to own up to.
     let search = jsonl(

@@ -166,6 +166,14 @@ impl DerivedIndex for SqliteIndex {
             .as_ref()
             .map_or(0, |v| v.pending()))
     }
+    fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
+        embed::for_read(&self.at(store), embedder)?;
+        Ok(self
+            .state
+            .read_vectors()
+            .as_ref()
+            .map_or((0, 0), |v| (v.documents(), v.pending())))
+    }
     fn nearest(
         &self,
         query: &[f32],

@@ -8,4 +8,4 @@ pub mod memory;
 pub(crate) mod vectors;
 pub use memory::Vectors;
 pub(crate) use vectors::read_with;
-pub(crate) use vectors::{after_write, before_read, ensure, wait_for_upkeep};
+pub(crate) use vectors::{after_write, before_read, ensure, for_read, wait_for_upkeep};
