@@ -1,0 +1,343 @@
+//! The vectors kept in step: with writes, outside edits, a background
+//! step, and what a model is given to embed (`vectors.rs`).
+
+use super::*;
+use crate::kb::Kb;
+use crate::methods::dispatch;
+use crate::{Caller, Transport};
+use serde_json::json;
+
+/// Words hashed into 32 dimensions: texts sharing words are close.
+struct Words;
+
+impl Embedder for Words {
+    fn model_id(&self) -> &str {
+        "words@test/32/0"
+    }
+    fn dimensions(&self) -> usize {
+        32
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let mut v = vec![0f32; 32];
+        for w in crate::retrieval::query_terms_unbounded(text) {
+            let h = crate::ids::sha256_hex(w.as_bytes());
+            v[usize::from_str_radix(&h[..2], 16).unwrap() % 32] += 1.0;
+        }
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        Ok(v.into_iter().map(|x| x / n).collect())
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        texts
+            .iter()
+            .map(|t| Ok(vec![self.embed_query(t)?]))
+            .collect()
+    }
+}
+
+fn semantic(kb: &Kb, q: &str) -> Vec<String> {
+    let caller = Caller::new("agent", Transport::Jsonl);
+    dispatch(
+        kb,
+        &caller,
+        "kb.search",
+        json!({"query": q, "backend": "embedding", "kinds": ["claim"]}),
+    )
+    .unwrap()
+    .as_array()
+    .unwrap()
+    .iter()
+    .map(|h| h["id"].as_str().unwrap().to_string())
+    .collect()
+}
+
+/// A claim proposed by an agent citing the one source "notes", approved by a
+/// person; its id.
+fn approved_claim(kb: &Kb, text: &str) -> String {
+    let src = crate::testing::test_source(kb, "notes");
+    crate::testing::test_claim(kb, &src, text)
+}
+
+/// Replace `from` with `to` in claim `id`'s file, as an editor would
+/// (a moment later, so the file's signature changes); its path.
+fn edit_by_hand(kb: &Kb, id: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let path = kb.layout().file(crate::store::Dir::Claims, id).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path
+}
+
+/// A long-running process: the vectors follow its own writes (by the
+/// keys the write hook names) and edits made outside it (by the keys
+/// the index sync names), without looking at every document again.
+#[test]
+fn vectors_follow_writes_and_outside_edits_by_key() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Words));
+    kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+    let claim = |text: &str| approved_claim(&kb, text);
+    let a = claim("alpha bravo charlie");
+    assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
+    // Looked once at everything; from now on only at what changed.
+    assert_eq!(
+        *crate::testing::sqlite(&kb)
+            .index_state
+            .doc_changes
+            .lock()
+            .unwrap(),
+        Some(Vec::new())
+    );
+    let b = claim("delta echo foxtrot");
+    // The write's own catch-up took the one key the write hook named
+    // (`None` would have sent it to every document).
+    assert_eq!(
+        *crate::testing::sqlite(&kb)
+            .index_state
+            .doc_changes
+            .lock()
+            .unwrap(),
+        Some(Vec::new())
+    );
+    assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
+    // Edited by hand: the sync names it, and its vector follows.
+    let path = edit_by_hand(&kb, &a, "alpha bravo charlie", "golf hotel india");
+    assert_eq!(semantic(&kb, "golf hotel india")[0], a);
+    // Removed by hand: gone from the vectors.
+    std::fs::remove_file(&path).unwrap();
+    assert!(!semantic(&kb, "golf hotel india").contains(&a));
+    let v = crate::testing::sqlite(&kb)
+        .index_state
+        .vectors
+        .read()
+        .unwrap();
+    assert_eq!(v.as_ref().unwrap().documents(), 2, "b and the source");
+}
+
+/// In a process with no background step, a search catches the vectors
+/// up before it reads: while another thread is embedding, it waits
+/// for it within its budget, and finds the claim that was approved
+/// before it started — by meaning, as words would.
+#[test]
+fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Words));
+    kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+    let claim = approved_claim(&kb, "kilo lima mike");
+    let kb = Arc::new(kb);
+    // The "refresh" holds the embedding lock for a while, as a slow
+    // refresh on a busy machine does, then lets go without embedding.
+    let (locked, is_locked) = std::sync::mpsc::channel();
+    let holder = kb.clone();
+    let releaser = std::thread::spawn(move || {
+        let held = crate::testing::sqlite(&holder)
+            .index_state
+            .embedding
+            .lock()
+            .unwrap();
+        locked.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(held);
+    });
+    is_locked.recv().unwrap();
+    let found = semantic(&kb, "kilo lima mike");
+    releaser.join().unwrap();
+    assert_eq!(found.first(), Some(&claim), "{found:?}");
+}
+
+/// An embedder that keeps every text it is given to embed.
+#[derive(Default)]
+struct RecordingWords {
+    texts: std::sync::Mutex<Vec<String>>,
+}
+
+impl Embedder for RecordingWords {
+    fn model_id(&self) -> &str {
+        Words.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        Words.dimensions()
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Words.embed_query(text)
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let mut kept = self.texts.lock().unwrap();
+        kept.extend(texts.iter().map(|t| t.to_string()));
+        Words.embed_documents(texts)
+    }
+}
+
+/// A claim's tags find it by words but are never embedded (they pull
+/// every claim of a topic toward each other): the model is given the
+/// claim's text alone, and the snippet words find it by is its text.
+#[test]
+fn a_claims_tags_are_found_by_words_and_never_embedded() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    let recording = Arc::new(RecordingWords::default());
+    let embedder: Arc<dyn Embedder> = recording.clone();
+    kb.set_embedder(embedder.clone());
+    let src = crate::testing::test_source(&kb, "notes");
+    let text = "charges are retried three times";
+    let proposed = dispatch(
+        &kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.propose_claim",
+        json!({"text": text, "evidence": [src], "tags": ["payments", "billing"]}),
+    )
+    .unwrap();
+    dispatch(
+        &kb,
+        &Caller::new("alice", Transport::Cli),
+        "kb.approve",
+        json!({"proposal_id": proposed["proposal_id"]}),
+    )
+    .unwrap();
+    ensure(
+        &crate::testing::sqlite(&kb),
+        &embedder,
+        Budget::Unlimited,
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let embedded = recording.texts.lock().unwrap().clone();
+    assert!(embedded.iter().any(|t| t == text), "{embedded:?}");
+    assert!(
+        embedded.iter().all(|t| !t.contains("payments")),
+        "a tag was embedded: {embedded:?}"
+    );
+    let hits = dispatch(
+        &kb,
+        &Caller::new("agent", Transport::Jsonl),
+        "kb.search",
+        json!({"query": "payments", "backend": "fts5", "kinds": ["claim"]}),
+    )
+    .unwrap();
+    assert_eq!(hits[0]["id"], proposed["claim_id"], "{hits}");
+    assert_eq!(hits[0]["snippet"], text, "{hits}");
+}
+
+/// An embedder that counts the documents it embeds.
+#[derive(Default)]
+struct CountingWords {
+    documents: std::sync::atomic::AtomicUsize,
+}
+
+impl Embedder for CountingWords {
+    fn model_id(&self) -> &str {
+        Words.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        Words.dimensions()
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Words.embed_query(text)
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        self.documents
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        Words.embed_documents(texts)
+    }
+}
+
+/// Where a background step keeps the vectors (a server), a search only
+/// reads: an approval is embedded by the write before it returns, so
+/// the next search finds it by meaning without running the model on
+/// any document; an edit made outside waits for the background step,
+/// its document found by words meanwhile and named in a warning.
+#[test]
+fn with_a_background_step_searches_never_embed_and_writes_do() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (_dir, mut kb) = crate::testing::test_kb();
+    let words = Arc::new(CountingWords::default());
+    let embedder: Arc<dyn Embedder> = words.clone();
+    kb.set_embedder(embedder.clone());
+    kb.configure_index(|o| o.upkeep = IndexUpkeep::Background);
+    kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+    let first = approved_claim(&kb, "alpha bravo charlie");
+    let background = || {
+        ensure(
+            &crate::testing::sqlite(&kb),
+            &embedder,
+            Budget::Unlimited,
+            true,
+            &mut |_, _| {},
+        )
+        .unwrap();
+    };
+    background();
+    assert_eq!(semantic(&kb, "alpha bravo charlie")[0], first);
+    let embedded = || words.documents.load(SeqCst);
+    let before = embedded();
+    let second = approved_claim(&kb, "delta echo foxtrot");
+    let after_write = embedded();
+    assert!(after_write > before, "the approval embedded its claim");
+    assert_eq!(semantic(&kb, "delta echo foxtrot")[0], second);
+    assert_eq!(embedded(), after_write, "a search embedded");
+    kb.take_warnings();
+    // Edited by hand: the search reads what it has, embeds nothing,
+    // and says so.
+    edit_by_hand(&kb, &first, "alpha bravo charlie", "golf hotel india");
+    semantic(&kb, "golf hotel india");
+    assert_eq!(embedded(), after_write, "a search embedded");
+    let warned = kb.take_warnings();
+    assert!(
+        warned.iter().any(|w| w.contains("not embedded yet")),
+        "{warned:?}"
+    );
+    // The background step embeds it; searches find it by meaning.
+    background();
+    assert_eq!(embedded(), after_write + 1);
+    assert_eq!(semantic(&kb, "golf hotel india")[0], first);
+}
+
+/// A search whose vectors are in step with a recently synced index
+/// takes no lock a writer holds: it answers while another thread holds
+/// the main index connection (as a writer or the watcher does).
+#[test]
+fn a_search_in_step_does_not_wait_for_the_main_connection() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Words));
+    kb.configure_index(|o| o.sync_interval = Duration::from_secs(600));
+    let claim = approved_claim(&kb, "november oscar papa");
+    assert_eq!(semantic(&kb, "november oscar papa")[0], claim);
+    let kb = Arc::new(kb);
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (locked, is_locked) = std::sync::mpsc::channel();
+    let (holder, flag) = (kb.clone(), released.clone());
+    let writer = std::thread::spawn(move || {
+        let held = crate::testing::sqlite(&holder)
+            .index_state
+            .index
+            .lock()
+            .unwrap();
+        locked.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(held);
+    });
+    is_locked.recv().unwrap();
+    let found = semantic(&kb, "november oscar papa");
+    let waited = released.load(std::sync::atomic::Ordering::SeqCst);
+    writer.join().unwrap();
+    assert_eq!(found.first(), Some(&claim), "{found:?}");
+    assert!(!waited, "the search waited for the main connection");
+}
+
+/// The fast path never trades freshness: with a sync interval of ten
+/// minutes, a claim approved after the vectors were in step is found
+/// by meaning by the very next search.
+#[test]
+fn the_fast_path_still_sees_an_approval_made_a_moment_ago() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Words));
+    kb.configure_index(|o| o.sync_interval = Duration::from_secs(600));
+    let first = approved_claim(&kb, "quebec romeo sierra");
+    assert_eq!(semantic(&kb, "quebec romeo sierra")[0], first);
+    // In step now: the next search takes the fast path unless the
+    // approval below sends it the slow way.
+    assert_eq!(semantic(&kb, "quebec romeo sierra")[0], first);
+    let second = approved_claim(&kb, "tango uniform victor");
+    let found = semantic(&kb, "tango uniform victor");
+    assert_eq!(found.first(), Some(&second), "{found:?}");
+}
