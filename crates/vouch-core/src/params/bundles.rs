@@ -90,9 +90,11 @@ pub struct ImportCheckResult {
     pub new_objects: Vec<ObjectRef>,
     /// The objects this KB holds differently.
     pub conflict_objects: Vec<ObjectRef>,
-    /// Members the bundle's manifest lists as `unreviewed` (no review let
-    /// them into the KB they came from): an import writes them, but not as
-    /// reviewed knowledge — they are marked unaudited here too.
+    /// Members no review let in: claims, pages, entities and relations no
+    /// approval among the bundle's own `decided/` records wrote as they
+    /// are, and whatever the manifest lists as `unreviewed`. An import
+    /// writes them, but not as reviewed knowledge — they are marked
+    /// unaudited here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreviewed: Vec<String>,
 }
@@ -105,6 +107,16 @@ pub struct ObjectRef {
     pub kind: String,
     /// The object's id.
     pub id: String,
+    /// What a claim, page, entity or relation says, as an import would
+    /// serve it: a claim's text, a page's title and body, an entity's name,
+    /// a relation's ends and type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// True when no approval among the bundle's `decided/` records wrote it
+    /// as it is (or the manifest lists it `unreviewed`): an import writes
+    /// it marked unaudited, never as reviewed knowledge.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreviewed: bool,
 }
 
 /// What kb.import_apply does with files that differ from this KB.

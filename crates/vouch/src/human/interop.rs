@@ -141,7 +141,17 @@ impl Human for ImportCheckResult {
             ("conflict", &self.conflict_objects),
         ] {
             for o in list.iter().take(SHOWN) {
-                out.push_str(&format!("    {what}: {} {}\n", o.kind, o.id));
+                out.push_str(&format!("    {what}: {} {}", o.kind, o.id));
+                if o.unreviewed {
+                    out.push_str("  [UNREVIEWED: no approval in the bundle wrote it as it is]");
+                }
+                out.push('\n');
+                // What agents will be served, as they will be served it.
+                if let Some(text) = &o.text {
+                    for line in text.lines() {
+                        out.push_str(&format!("        | {line}\n"));
+                    }
+                }
             }
             if list.len() > SHOWN {
                 out.push_str(&format!("    … and {} more {what}\n", list.len() - SHOWN));
@@ -152,8 +162,8 @@ impl Human for ImportCheckResult {
         }
         for c in &self.unreviewed {
             out.push_str(&format!(
-                "    unreviewed: {c} (no review let it into the KB it came from; it will be \
-                 marked unaudited here)\n"
+                "    unreviewed: {c} (no approval in the bundle wrote it as it is: written or \
+                 edited by hand where it came from; it will be marked unaudited here)\n"
             ));
         }
         if !self.conflict.is_empty() {

@@ -923,15 +923,28 @@ fn import_check_lists_what_would_come_in() {
     let v = q.ok("alice", &["import-check", "a.tar.gz"]);
     let new = v["new_objects"].as_array().unwrap();
     assert!(
-        new.contains(&json!({"kind": "claim", "id": f.claim})),
+        new.contains(&json!({"kind": "claim", "id": f.claim,
+                             "text": "Access tokens expire after 24 hours"})),
         "{v:#}"
     );
     assert!(
         new.contains(&json!({"kind": "source", "id": f.source})),
         "{v:#}"
     );
+    assert!(
+        new.contains(&json!({"kind": "entity", "id": "auth-service", "text": "Auth service"})),
+        "{v:#}"
+    );
+    // Every claim, page and entity is what its approval wrote: none is
+    // marked.
+    assert!(v.get("unreviewed").is_none(), "{v:#}");
     let text = q.run("alice", &["import-check", "a.tar.gz"]).stdout;
     assert!(text.contains(&format!("new: claim {}", f.claim)), "{text}");
+    assert!(
+        text.contains("| Access tokens expire after 24 hours"),
+        "{text}"
+    );
+    assert!(!text.contains("UNREVIEWED"), "{text}");
 }
 
 /// vouch 1.x exports sources/ before evidence/, so a span's source content
@@ -1022,13 +1035,10 @@ fn span_evidence_after_its_source_in_the_archive_is_still_checked() {
     assert_eq!(before, q.snapshot(), "nothing imported");
 }
 
-/// Knowledge no review let in travels as such: an export lists a claim
-/// written by hand and an approved claim edited by hand as `unreviewed`,
-/// and an import (by a person) writes them but does not admit them — they
-/// are unaudited in the new KB as in the old, while the reviewed claim
-/// arrives reviewed.
-#[test]
-fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
+/// A KB with one approved claim (the first id), one approved claim edited
+/// by hand (the second) and a claim written by hand,
+/// `invoices-are-never-due`, as a copy of the first.
+fn kb_edited_by_hand() -> (Project, String, String) {
     let p = Project::new();
     let src = p.source("Invoices are due in 30 days. Refunds take a week.\n");
     let honest = p.claim("Invoices are due in 30 days", &src);
@@ -1047,6 +1057,92 @@ fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
             .replace("Invoices are due in 30 days", "Invoices are never due"),
     )
     .unwrap();
+    (p, honest, edited)
+}
+
+/// Round five, B1: the manifest's `unreviewed` list is no key to the
+/// gate. Deleted from the manifest (which anyone can rewrite), the claim
+/// written by hand and the one edited by hand still arrive unreviewed —
+/// no approval among the bundle's decided/ records wrote them as they are —
+/// and `import-check` shows the person each new object's text, marking
+/// those two.
+#[test]
+fn a_bundle_stripped_of_its_unreviewed_list_still_imports_them_unreviewed() {
+    let (p, honest, edited) = kb_edited_by_hand();
+    let members = without_manifest(unpack(&export(&p, "b.tar.gz")));
+    let q = Project::new();
+    let stripped = q.root().join("stripped.tar.gz");
+    std::fs::write(&stripped, bundle(members)).unwrap();
+    let stripped = stripped.to_str().unwrap();
+
+    let check = q.ok("bob", &["import-check", stripped]);
+    let mut listed: Vec<&str> = check["unreviewed"]
+        .as_array()
+        .unwrap_or_else(|| panic!("nothing unreviewed: {check:#}"))
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    listed.sort();
+    let mut expected = vec![
+        format!("claims/{edited}.yaml"),
+        "claims/invoices-are-never-due.yaml".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(listed, expected, "{check:#}");
+    let object = |id: &str| {
+        check["new_objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} not new: {check:#}"))
+    };
+    assert_eq!(object(&edited)["text"], "Refunds are never given");
+    assert_eq!(object(&edited)["unreviewed"], true);
+    assert_eq!(object("invoices-are-never-due")["unreviewed"], true);
+    assert_eq!(object(&honest)["text"], "Invoices are due in 30 days");
+    assert!(object(&honest).get("unreviewed").is_none(), "{check:#}");
+    let text = q.run("bob", &["import-check", stripped]).stdout;
+    for said in [
+        "| Refunds are never given",
+        "| Invoices are never due",
+        "| Invoices are due in 30 days",
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    assert_eq!(text.matches("[UNREVIEWED").count(), 2, "{text}");
+
+    let r = q.ok("bob", &["import-apply", stripped]);
+    assert_eq!(r["unreviewed"], 2, "{r}");
+    let hits = q.ok("x", &["search", "invoices refunds"]);
+    let marked = |id: &str| {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == id)
+            .map(|h| h["_meta"]["unaudited"] == true)
+    };
+    assert_eq!(marked(&honest), Some(false), "{hits}");
+    assert_eq!(marked(&edited), Some(true), "{hits}");
+    assert_eq!(marked("invoices-are-never-due"), Some(true), "{hits}");
+    let kinds = q.doctor_kinds();
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "unaudited-object").count(),
+        2,
+        "{kinds:?}"
+    );
+}
+
+/// Knowledge no review let in travels as such: an export lists a claim
+/// written by hand and an approved claim edited by hand as `unreviewed`,
+/// and an import (by a person) writes them but does not admit them — they
+/// are unaudited in the new KB as in the old, while the reviewed claim
+/// arrives reviewed.
+#[test]
+fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
+    let (p, honest, edited) = kb_edited_by_hand();
+    let claims = p.vouch_dir().join("claims");
     let out = p.root().join("b.tar.gz");
     let v = p.ok("alice", &["export", out.to_str().unwrap()]);
     let listed = |v: &Value| -> Vec<String> {

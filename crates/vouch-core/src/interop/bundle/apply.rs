@@ -70,8 +70,8 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         conflict_objects: Vec::new(),
         unreviewed: Vec::new(),
     };
-    let object = |f: &KbFile| -> Option<ObjectRef> {
-        let (kind, id) = match f {
+    let object = |name: &str, m: &Member| -> Option<ObjectRef> {
+        let (kind, id) = match &m.file {
             KbFile::Config => return None,
             KbFile::Object(dir, id) => (
                 match dir {
@@ -90,17 +90,19 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         Some(ObjectRef {
             kind: kind.to_string(),
             id: id.clone(),
+            text: said(&m.parsed),
+            unreviewed: is_gated(&m.file) && s.unreviewed.contains(name),
         })
     };
     for (name, m) in &s.members {
         match status_of(kb, m, gated)? {
             Status::New => {
                 r.new.push(name.clone());
-                r.new_objects.extend(object(&m.file));
+                r.new_objects.extend(object(name, m));
             }
             Status::Conflict => {
                 r.conflict.push(name.clone());
-                r.conflict_objects.extend(object(&m.file));
+                r.conflict_objects.extend(object(name, m));
             }
             Status::Identical => r.identical.push(name.clone()),
             Status::Ignored => r.ignored.push(name.clone()),
@@ -118,6 +120,18 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
         .collect();
     r.problems = s.problems;
     Ok(r)
+}
+
+/// What a claim, page, entity or relation says, for the person deciding
+/// whether to import it.
+fn said(parsed: &Parsed) -> Option<String> {
+    Some(match parsed {
+        Parsed::Claim(c) => c.text.clone(),
+        Parsed::Page(pg) => format!("{}\n{}", pg.title, pg.body.trim_end()),
+        Parsed::Entity(e) => e.name.clone(),
+        Parsed::Relation(r) => format!("{} {} {}", r.source, r.relation, r.target),
+        _ => return None,
+    })
 }
 
 /// At most this many problems go into an error message.

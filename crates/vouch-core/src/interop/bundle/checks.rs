@@ -253,8 +253,165 @@ pub(crate) fn check_bundle(
             s.bundle_requires_citations.unwrap_or(true)
         };
         check_content(&mut s, importing.then_some(kb), require);
+        if importing {
+            let unapproved = unapproved(&s);
+            s.unreviewed.extend(unapproved);
+        }
     }
     Ok(s)
+}
+
+/// The claims, pages, entities and relations of a bundle that no approval
+/// among its own `decided/` records wrote as they are: each must be what
+/// approving its proposal writes (the payload its `proposal_sha256`
+/// fingerprints, plus what approval adds — [`approved_object`]), changed
+/// since only in the fields a lifecycle change sets. The manifest's
+/// `unreviewed` list only adds to these: a bundle cannot declare its own
+/// knowledge reviewed by leaving it off.
+///
+/// [`approved_object`]: crate::review::gate::approved_object
+pub(crate) fn unapproved(scan: &Scan) -> Vec<String> {
+    let mut decisions: HashMap<String, Vec<Proposal>> = HashMap::new();
+    for m in scan.members.values() {
+        if let (KbFile::Object(Dir::Decided, _), Parsed::Decided(p)) = (&m.file, &m.parsed) {
+            let mut p = (**p).clone();
+            // vouch 1.x keeps the object's id in the payload.
+            if p.object_id.is_empty()
+                && let Some(id) = p.payload.get("id").and_then(Value::as_str)
+            {
+                p.object_id = id.to_string();
+            }
+            decisions.entry(p.object_id.clone()).or_default().push(p);
+        }
+    }
+    scan.members
+        .iter()
+        .filter(|(_, m)| super::apply::is_gated(&m.file))
+        .filter(|(_, m)| {
+            let KbFile::Object(_, id) = &m.file else {
+                return true;
+            };
+            !decisions
+                .get(id.as_str())
+                .is_some_and(|ps| ps.iter().any(|p| approval_wrote(p, &m.parsed)))
+                && !records_link(scan, &m.parsed)
+        })
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
+/// Is `object` the relation vouch 1.x writes when a person supersedes a
+/// claim or marks two contradicting (`A--supersedes--B`,
+/// `A--contradicts--B`, no evidence), for a link the bundle's claims
+/// record (B's `superseded_by` is A; A's or B's `contradicts` names the
+/// other)? It says no more than the lifecycle fields it mirrors.
+fn records_link(scan: &Scan, object: &Parsed) -> bool {
+    let Parsed::Relation(r) = object else {
+        return false;
+    };
+    let claim = |id: &str| -> Option<&Claim> {
+        match scan
+            .members
+            .get(&KbFile::Object(Dir::Claims, id.to_string()).relative())
+            .map(|m| &m.parsed)
+        {
+            Some(Parsed::Claim(c)) => Some(c),
+            _ => None,
+        }
+    };
+    let (Some(a), Some(b)) = (claim(&r.source), claim(&r.target)) else {
+        return false;
+    };
+    let recorded = if r.relation == RelationType::Supersedes {
+        b.superseded_by.as_deref() == Some(a.id.as_str())
+    } else if r.relation == RelationType::Contradicts {
+        a.contradicts.contains(&b.id) || b.contradicts.contains(&a.id)
+    } else {
+        false
+    };
+    recorded
+        && r.evidence.is_empty()
+        && r.id == format!("{}--{}--{}", r.source, r.relation, r.target)
+}
+
+/// Does approving `decided` write `object` (as a lifecycle change may have
+/// left it since)? Every field must be what approval writes, but for the
+/// lifecycle fields and the times (vouch 1.x stamps the object a moment
+/// after the decision). A null, empty list or empty map counts as absent.
+/// What vouch 1.x writes differently is allowed as it writes it: its own
+/// bookkeeping (`proposed_by` the proposer, `auto_approved: false`), a
+/// `scope` where approval writes none, and no `approved_by` or `scope`
+/// (neither says anything an agent is served). A decision its own proposer
+/// made approves nothing.
+pub(crate) fn approval_wrote(decided: &Proposal, object: &Parsed) -> bool {
+    use crate::model::Written;
+    let (Some(by), Some(at)) = (decided.decided_by.as_deref(), decided.decided_at) else {
+        return false;
+    };
+    if decided.status != ProposalStatus::Approved || by == decided.proposed_by {
+        return false;
+    }
+    let Ok(approved) = crate::review::gate::approved_object(decided, at, by) else {
+        return false;
+    };
+    let (lifecycle, have, want) = match (object, &approved) {
+        (Parsed::Claim(c), Written::Claim(a)) => (
+            Claim::LIFECYCLE_FIELDS,
+            serde_json::to_value(c),
+            serde_json::to_value(a),
+        ),
+        (Parsed::Page(pg), Written::Page(a)) if pg.body.trim_end() == a.body.trim_end() => (
+            Page::LIFECYCLE_FIELDS,
+            serde_json::to_value(pg),
+            serde_json::to_value(a),
+        ),
+        (Parsed::Entity(e), Written::Entity(a)) => {
+            (&[][..], serde_json::to_value(e), serde_json::to_value(a))
+        }
+        (Parsed::Relation(r), Written::Relation(a)) => {
+            (&[][..], serde_json::to_value(r), serde_json::to_value(a))
+        }
+        _ => return false,
+    };
+    let fields = |v: std::result::Result<Value, serde_json::Error>| match v.map(compact) {
+        Ok(Some(Value::Object(mut m))) => {
+            for k in lifecycle.iter().chain(&["created_at", "updated_at"]) {
+                m.remove(*k);
+            }
+            Some(m)
+        }
+        _ => None,
+    };
+    let (Some(have), Some(want)) = (fields(have), fields(want)) else {
+        return false;
+    };
+    have.iter().all(|(k, v)| match k.as_str() {
+        _ if want.contains_key(k) => want.get(k) == Some(v),
+        "proposed_by" => v.as_str() == Some(&decided.proposed_by),
+        "auto_approved" => *v == Value::Bool(false),
+        "scope" => true,
+        _ => false,
+    }) && want.iter().all(|(k, v)| {
+        have.get(k) == Some(v)
+            || (matches!(k.as_str(), "approved_by" | "scope") && !have.contains_key(k))
+    })
+}
+
+/// A value with every null, empty list and empty map left out (`None`
+/// when nothing is left).
+fn compact(v: Value) -> Option<Value> {
+    match v {
+        Value::Null => None,
+        Value::Array(a) if a.is_empty() => None,
+        Value::Object(m) => {
+            let m: serde_json::Map<String, Value> = m
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, compact(v)?)))
+                .collect();
+            (!m.is_empty()).then_some(Value::Object(m))
+        }
+        other => Some(other),
+    }
 }
 
 pub(crate) fn issue_lines(problems: &[BundleProblem]) -> Vec<String> {
