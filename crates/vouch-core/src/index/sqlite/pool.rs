@@ -582,13 +582,18 @@ mod readers_tests {
         };
         let synced = offset_before(&kb);
         assert!(synced.is_some());
-        let mut ev = kb.event(
-            "proposal.approve",
-            "alice",
-            vec!["p-1".into(), "admitted-in-the-tail".into()],
-            json!({}),
-        );
-        kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+        // A proposal made, then approved (an approval lets in only what an
+        // open proposal names).
+        let mut evs = [
+            kb.event("proposal.create", "claude", vec!["p-1".into()], json!({})),
+            kb.event(
+                "proposal.approve",
+                "alice",
+                vec!["p-1".into(), "admitted-in-the-tail".into()],
+                json!({}),
+            ),
+        ];
+        kb.append_audit(&mut evs).unwrap();
         let marks = with_index(&crate::testing::sqlite(&kb), |idx| {
             idx.unaudited(
                 &crate::testing::sqlite(&kb),
