@@ -83,13 +83,17 @@ pub struct Limits {
     /// Connections served at once; more wait in the listen backlog until
     /// one closes.
     pub max_connections: usize,
-    /// Connections one remote address (an IPv6 host by its /64) holds at
-    /// once, counted from the moment it is accepted — before a byte of its
-    /// request head has arrived — until it closes or a request on it shows
-    /// a valid token (its actor's cap holds it then); past the cap a new
+    /// Connections one remote address (an IPv6 host by its /64) holds
+    /// before any of their requests has a holder: counted from the moment
+    /// a connection is accepted — before a byte of its request head has
+    /// arrived — until it closes or a request on it is counted against its
+    /// actor or, without a token, its address
+    /// ([`Limits::max_connections_per_actor`]); past the cap a new
     /// connection is answered 429 and closed at once, unread. Never more
-    /// than `max_connections` less a quarter of it (at least one), so one
-    /// address never holds every slot: the rest answer other addresses.
+    /// than `max_connections` less a quarter of it (at least one), and
+    /// neither are these and an address's requests without a token
+    /// together, so one address never holds every slot: the rest answer
+    /// other addresses.
     pub max_connections_per_address: usize,
     /// Connections one actor holds at once: a token's subject, or, for a
     /// request without a token (every request on a server without
@@ -235,6 +239,9 @@ async fn accept_loop(
     let (stop_tx, stop_rx) = watch::channel(false);
     let holders = Holders::new(holder_cap(limits.max_connections_per_actor, max));
     let addresses = Holders::new(holder_cap(limits.max_connections_per_address, max));
+    // What one address may hold in all: its connections still waiting for
+    // a holder and those its requests without a token hold.
+    let together = holder_cap(usize::MAX, max);
     let mut full_since: Option<std::time::Instant> = None;
     let mut refused_since: Option<std::time::Instant> = None;
     let shutdown = shutdown_signal();
@@ -274,7 +281,7 @@ async fn accept_loop(
             () = &mut shutdown => break,
         };
         let at = Holder::address(peer.ip());
-        let address_hold = match addresses.take(at.clone()) {
+        let address_hold = match addresses.take(at.clone(), Some((&holders, together))) {
             Ok(hold) => hold,
             Err(cap) => {
                 if refused_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
@@ -387,14 +394,27 @@ impl Holders {
         })
     }
 
-    /// Count one more connection against `holder`, or the cap it is at.
-    fn take(self: &Arc<Self>, holder: Holder) -> Result<Hold, usize> {
+    /// Count one more connection against `holder`, or the cap it is at;
+    /// with `beside`, also refused when what `holder` holds here and there
+    /// together reaches the number given (that number then).
+    fn take(
+        self: &Arc<Self>,
+        holder: Holder,
+        beside: Option<(&Holders, usize)>,
+    ) -> Result<Hold, usize> {
+        // Always this map's lock first, then `beside`'s.
         let mut held = lock(&self.held);
-        let n = held.entry(holder.clone()).or_insert(0);
-        if *n >= self.cap {
+        let n = held.get(&holder).copied().unwrap_or(0);
+        if n >= self.cap {
             return Err(self.cap);
         }
-        *n += 1;
+        if let Some((beside, together)) = beside {
+            let elsewhere = lock(&beside.held).get(&holder).copied().unwrap_or(0);
+            if n + elsewhere >= together {
+                return Err(together);
+            }
+        }
+        held.insert(holder.clone(), n + 1);
         Ok(Hold {
             holders: self.clone(),
             holder,
@@ -476,9 +496,10 @@ struct ConnState {
     body_timeout: Duration,
     /// Whom the connection counts against now.
     hold: Mutex<Option<Hold>>,
-    /// Its place among its address's connections
+    /// Its place among its address's connections that wait for a holder
     /// ([`Limits::max_connections_per_address`]), from its accept until a
-    /// request on it shows a token: then its actor holds it instead.
+    /// request on it is counted against its actor or address (`hold`).
+    /// A connection that has only asked for `/health` still waits.
     address: Mutex<Option<Hold>>,
 }
 
@@ -512,7 +533,7 @@ impl Conn {
                  hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR); finish or close one"
             )
         };
-        *hold = Some(state.holders.take(holder.clone()).map_err(message)?);
+        *hold = Some(state.holders.take(holder.clone(), None).map_err(message)?);
         Ok(())
     }
 }
@@ -547,15 +568,13 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
             Some(c) if c.authenticated => Holder::Actor(c.actor.clone()),
             _ => Holder::address(conn.0.peer),
         };
-        let authenticated = matches!(holder, Holder::Actor(_));
         if let Err(message) = conn.hold_for(holder) {
             return closing(StatusCode::TOO_MANY_REQUESTS, message);
         }
-        // Counted against its actor now, it leaves its address's share to
-        // the address's other clients (a team behind one NAT or proxy).
-        if authenticated {
-            lock(&conn.0.address).take();
-        }
+        // Counted against its holder now, it leaves its place among the
+        // connections still waiting for one (those of a team behind one
+        // NAT or proxy count against their actors from here on).
+        lock(&conn.0.address).take();
     }
     let deadline = conn.as_ref().map_or(BODY_TIMEOUT, |c| c.0.body_timeout);
     let max = app.kb.settings().limits.http_max_body_bytes;
