@@ -772,3 +772,78 @@ fn an_import_proposes_every_fact_in_one_journaled_batch() {
     // The seven facts and the `related` link between two of them.
     assert_eq!(p.ok("x", &["status"])["pending"], 8);
 }
+
+/// Round five, A9: any folder holding an `index.json` (a web app's) is not
+/// an earlier export. An agent's `kb.knowledge_export` into the project's
+/// `web/` or its root is refused and writes nothing there; into an earlier
+/// export it writes again, but never over a file someone put beside it.
+#[test]
+fn only_an_earlier_export_is_written_over_and_an_agent_replaces_only_its_files() {
+    let p = Project::new();
+    let src = p.source("Deploys are frozen on Fridays. Never run migrations by hand.\n");
+    p.claim("Deploys are frozen on Fridays", &src);
+    let web = p.root().join("web");
+    std::fs::create_dir_all(web.join("global")).unwrap();
+    let app_index = r#"{"name":"my-web-app","scripts":{}}"#;
+    std::fs::write(web.join("index.json"), app_index).unwrap();
+    std::fs::write(web.join("global/facts.yaml"), "important: yes\n").unwrap();
+    std::fs::write(p.root().join("index.json"), r#"{"important":"index"}"#).unwrap();
+    let export =
+        |out: &str| crate::common::jsonl(&p, "agent", "kb.knowledge_export", json!({"out": out}));
+    let r = export("web");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("not a knowledge export"), "{r}");
+    assert!(export(".")["error"].is_object());
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("index.json")).unwrap(),
+        r#"{"important":"index"}"#
+    );
+    assert_eq!(
+        std::fs::read_to_string(web.join("index.json")).unwrap(),
+        app_index
+    );
+    assert_eq!(
+        std::fs::read_to_string(web.join("global/facts.yaml")).unwrap(),
+        "important: yes\n"
+    );
+    assert!(!p.root().join("global").exists());
+    // A person is refused there too.
+    let r = p.run("alice", &["knowledge", "export", "web"]);
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_to_string(web.join("index.json")).unwrap(),
+        app_index
+    );
+
+    // An earlier export is written again.
+    assert!(export("k")["result"]["ok"] == true);
+    let r = export("k");
+    assert_eq!(r["result"]["facts"], 1, "{r}");
+    // A warning approved since goes to global/pitfalls.yaml, where someone
+    // has put a file of their own: the agent does not replace it, a person
+    // does.
+    let w = p.ok(
+        "agent",
+        &[
+            "propose-claim",
+            "Never run migrations by hand",
+            "--evidence",
+            &src,
+            "--type",
+            "warning",
+        ],
+    );
+    p.ok("alice", &["approve", w["proposal_id"].as_str().unwrap()]);
+    let theirs = p.root().join("k/global/pitfalls.yaml");
+    std::fs::write(&theirs, "mine: true\n").unwrap();
+    let r = export("k");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("global/pitfalls.yaml"), "{r}");
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "mine: true\n");
+    p.ok("alice", &["knowledge", "export", "k"]);
+    assert!(
+        std::fs::read_to_string(&theirs)
+            .unwrap()
+            .contains("Never run migrations by hand")
+    );
+}

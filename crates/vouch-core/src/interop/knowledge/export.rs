@@ -21,7 +21,10 @@ use std::path::PathBuf;
 #[serde(deny_unknown_fields)]
 pub struct ExportParams {
     /// The folder to write (inside the project, outside .vouch/); made if
-    /// missing. Files vouch writes there are replaced.
+    /// missing. An existing folder must be empty or an earlier export (its
+    /// index.json as vouch writes it, its facts in its YAML files); the
+    /// files vouch writes there are replaced — by an agent, only those the
+    /// earlier export wrote.
     pub out: String,
 }
 
@@ -96,6 +99,77 @@ fn outside_target(kb: &Kb, out: &str) -> Result<(PathBuf, PathBuf)> {
     Ok((parent, PathBuf::from(name)))
 }
 
+/// Is the folder `out_dir` (beneath `project`) an earlier knowledge
+/// export? Its `index.json` must be what vouch writes — exactly `version`
+/// 1, `last_updated`, `total_facts` and that many `facts`, each with an
+/// id, its text, a category and a domain — and every fact it lists must be
+/// in its YAML files with the same text. Answers the files the export
+/// wrote (index.json, and each YAML file holding only facts of the index),
+/// or `None` when the folder is something else.
+fn earlier_export(
+    project: &std::path::Path,
+    out_dir: &std::path::Path,
+    out: &str,
+) -> Result<Option<std::collections::HashSet<String>>> {
+    if !crate::store::nofollow::is_file(&out_dir.join("index.json")) {
+        return Ok(None);
+    }
+    let dir = super::parse::read_at(project, out_dir, out)?;
+    let Some((_, Some(Value::Object(index)))) = &dir.index else {
+        return Ok(None);
+    };
+    let mut keys: Vec<&str> = index.keys().map(String::as_str).collect();
+    keys.sort();
+    let facts = index.get("facts").and_then(Value::as_array);
+    let shaped = keys == ["facts", "last_updated", "total_facts", "version"]
+        && index.get("version").and_then(Value::as_u64) == Some(1)
+        && index.get("last_updated").is_some_and(Value::is_string)
+        && facts.is_some_and(|f| {
+            index.get("total_facts").and_then(Value::as_u64) == Some(f.len() as u64)
+        });
+    if !shaped {
+        return Ok(None);
+    }
+    let index_facts = dir.index_facts();
+    let listed: HashMap<&str, &str> = index_facts
+        .iter()
+        .filter(|f| {
+            ["category", "domain"]
+                .iter()
+                .all(|k| f.str_field(k).is_some())
+        })
+        .filter_map(|f| Some((f.id()?, f.text()?)))
+        .collect();
+    if listed.len() != facts.map_or(0, Vec::len) {
+        return Ok(None);
+    }
+    let in_files: HashMap<&str, &str> = dir
+        .facts()
+        .into_iter()
+        .filter_map(|f| Some((f.id()?, f.text()?)))
+        .collect();
+    if listed
+        .iter()
+        .any(|(id, text)| in_files.get(id) != Some(text))
+    {
+        return Ok(None);
+    }
+    let mut ours: std::collections::HashSet<String> = dir
+        .files
+        .iter()
+        .filter(|f| {
+            f.frontmatter.is_some()
+                && !f.facts.is_empty()
+                && f.facts
+                    .iter()
+                    .all(|x| x.id().is_some_and(|id| listed.contains_key(id)))
+        })
+        .map(|f| f.path.clone())
+        .collect();
+    ours.insert("index.json".into());
+    Ok(Some(ours))
+}
+
 fn yaml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
@@ -122,17 +196,23 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
         )));
     }
     // An existing folder is written into only when it is empty or an
-    // earlier export (it holds index.json): nothing else is overwritten.
-    if let Ok(mut entries) = std::fs::read_dir(&out_dir)
-        && entries.next().is_some()
-        && !crate::store::nofollow::is_file(&out_dir.join("index.json"))
-    {
-        return Err(Error::invalid(format!(
-            "out {:?}: an existing folder that is not a knowledge export (no index.json); \
-             knowledge export writes into an empty folder or an earlier export",
-            p.out
-        )));
-    }
+    // earlier export, known by its own marks (any folder may hold an
+    // index.json): nothing else is overwritten.
+    let occupied = std::fs::read_dir(&out_dir).is_ok_and(|mut e| e.next().is_some());
+    let earlier = if occupied {
+        let Some(ours) = earlier_export(&project, &out_dir, &p.out)? else {
+            return Err(Error::invalid(format!(
+                "out {:?}: an existing folder that is not a knowledge export (no index.json \
+                 that vouch wrote: version 1, last_updated, total_facts and the facts its \
+                 YAML files hold); knowledge export writes into an empty folder or an \
+                 earlier export. Choose a new folder",
+                p.out
+            )));
+        };
+        Some(ours)
+    } else {
+        None
+    };
     let mut claims: Vec<Claim> = kb
         .load_all::<Claim>()?
         .into_iter()
@@ -345,6 +425,29 @@ pub fn export(kb: &Kb, caller: &Caller, p: ExportParams) -> Result<ExportResult>
             }
         }
         files.insert(file.to_string(), text.into_bytes());
+    }
+    // An agent replaces only what the earlier export wrote: never a file
+    // someone put beside it, nor one edited since to hold other facts.
+    if let Some(ours) = &earlier
+        && caller.is_agent()
+    {
+        let theirs: Vec<&str> = files
+            .keys()
+            .filter(|rel| {
+                std::fs::symlink_metadata(out_dir.join(rel)).is_ok() && !ours.contains(*rel)
+            })
+            .map(String::as_str)
+            .collect();
+        if !theirs.is_empty() {
+            return Err(Error::invalid(format!(
+                "out {:?}: {} not written by the earlier export there (or edited since to hold \
+                 facts its index.json does not list); an agent does not replace them, and \
+                 nothing was written. A person can export there with `vouch knowledge export`, \
+                 or choose a new folder",
+                p.out,
+                theirs.join(", ")
+            )));
+        }
     }
     // Every file name (some come from claim metadata) is checked before
     // anything is created: none may leave the folder, nor name git's.
