@@ -36,6 +36,20 @@ pub struct Trail {
     /// Imports by an agent ([`Actors`]): event id, actor and the objects
     /// it named, none of them let in.
     pub agent_imports: Vec<(String, String, Vec<String>)>,
+    /// Approvals that let nothing in ([`Unfounded`]): event id, actor,
+    /// proposal id, object and why.
+    pub unfounded: Vec<(String, String, String, String, Unfounded)>,
+}
+
+/// Why an approval lets nothing in: no `proposal.create` came before it,
+/// or an earlier event already decided its proposal (a proposal is
+/// decided once). Such an approval was written by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfounded {
+    /// No earlier `proposal.create` made the proposal.
+    NeverProposed,
+    /// An earlier approval or rejection decided it already.
+    DecidedBefore,
 }
 
 /// What one event lets into the durable knowledge.
@@ -88,6 +102,11 @@ pub struct Logged {
     pub step: Option<ProposalStep>,
     /// Whether it is an import (`bundle.import`).
     pub import: bool,
+    /// The proposal it creates or decides (`object_ids[0]`), when it does.
+    pub proposal: Option<String>,
+    /// Set by [`Actors::take`] for a decision of a proposal that is not
+    /// open (never created, or decided already): it let nothing in.
+    pub unfounded: bool,
 }
 
 impl Logged {
@@ -110,6 +129,8 @@ impl Logged {
             actor: String::new(),
             step: None,
             import: false,
+            proposal: None,
+            unfounded: false,
         }
     }
 }
@@ -120,13 +141,32 @@ impl Logged {
 /// and records nothing as reviewed: an agent's import files proposals, it
 /// never writes knowledge, so such an event was forged. (Under a personal
 /// `trusted-agent` config an agent's own import does write: it stays
-/// unaudited until a person imports it again.)
-#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+/// unaudited until a person imports it again.) A decision never makes an
+/// actor who has proposed one who decides: an agent that forges a
+/// decision stays an agent. And an approval lets in nothing unless its
+/// proposal is open: created by an earlier `proposal.create` and not
+/// decided since.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Actors {
     /// Actors of `proposal.create` events.
     pub proposed: std::collections::BTreeSet<String>,
-    /// Actors of approvals and rejections.
+    /// Actors of approvals and rejections made before they ever proposed.
     pub decided: std::collections::BTreeSet<String>,
+    /// Proposals created and not decided yet. `None` when read back from
+    /// an index written before it was kept: approvals then let in what
+    /// they name, as they did.
+    #[serde(default)]
+    pub open: Option<std::collections::BTreeSet<String>>,
+}
+
+impl Default for Actors {
+    fn default() -> Self {
+        Actors {
+            proposed: Default::default(),
+            decided: Default::default(),
+            open: Some(Default::default()),
+        }
+    }
 }
 
 /// The sha256 recorded, in place of an agent import's, for each file it
@@ -140,27 +180,48 @@ impl Actors {
     }
 
     /// Take in the next event; an agent's import is stripped of what it
-    /// admits and of what it recorded writing (answered `true`).
+    /// admits and of what it recorded writing (answered `true`), and so is
+    /// a decision of a proposal that is not open (`logged.unfounded`).
     /// `decisions` says whether its decisions make its actor one who
-    /// decides (not for a pull request's own events).
+    /// decides (not for a pull request's own events; never an actor who
+    /// has proposed).
     pub fn take(&mut self, logged: &mut Logged, decisions: bool) -> bool {
         match logged.step {
             Some(ProposalStep::Create) => {
                 self.proposed.insert(logged.actor.clone());
+                if let (Some(open), Some(p)) = (&mut self.open, &logged.proposal) {
+                    open.insert(p.clone());
+                }
             }
-            Some(ProposalStep::Approve | ProposalStep::Reject) if decisions => {
-                self.decided.insert(logged.actor.clone());
+            Some(ProposalStep::Approve | ProposalStep::Reject) => {
+                let founded = match (&mut self.open, &logged.proposal) {
+                    (None, _) => true,
+                    (Some(open), Some(p)) => open.remove(p),
+                    (Some(_), None) => false,
+                };
+                if !founded {
+                    logged.unfounded = true;
+                    strip(logged);
+                } else if decisions && !self.proposed.contains(&logged.actor) {
+                    self.decided.insert(logged.actor.clone());
+                }
             }
-            _ => {}
+            None => {}
         }
         if !logged.import || !self.is_agent(&logged.actor) {
             return false;
         }
-        logged.admits = Admits::Nothing;
-        for (_, sha) in &mut logged.written {
-            *sha = NOT_REVIEWED.to_string();
-        }
+        strip(logged);
         true
+    }
+}
+
+/// What an event admits and recorded writing, taken away: nothing it
+/// names is let in, and no file it wrote reads as reviewed.
+fn strip(logged: &mut Logged) {
+    logged.admits = Admits::Nothing;
+    for (_, sha) in &mut logged.written {
+        *sha = NOT_REVIEWED.to_string();
     }
 }
 
@@ -198,6 +259,11 @@ impl AdmitFields<'_> {
             actor: self.actor.to_string(),
             step: ProposalStep::of(&self.event),
             import: self.event == "bundle.import",
+            proposal: ProposalStep::of(&self.event)
+                .and(self.object_ids.first())
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            unfounded: false,
         }
     }
 
@@ -284,8 +350,12 @@ impl Trail {
     pub fn of(events: Vec<Value>) -> Trail {
         let mut t = Trail::default();
         for ev in events {
-            if let Some(h) = ev.get("hash").and_then(Value::as_str) {
-                t.hashes.insert(h.to_string());
+            // An event twice (a cherry-pick merged back) is one event: its
+            // second copy decides nothing again.
+            if let Some(h) = ev.get("hash").and_then(Value::as_str)
+                && !t.hashes.insert(h.to_string())
+            {
+                continue;
             }
             if ev
                 .get("event")
@@ -315,6 +385,29 @@ impl Trail {
                 ));
             }
             t.actors.take(&mut logged, true);
+            if logged.unfounded && logged.step == Some(ProposalStep::Approve) {
+                let proposal = logged.proposal.clone().unwrap_or_default();
+                let why = if t.created.contains_key(&proposal) {
+                    Unfounded::DecidedBefore
+                } else {
+                    Unfounded::NeverProposed
+                };
+                let object = ev
+                    .get("object_ids")
+                    .and_then(|ids| ids.get(1))
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                t.unfounded.push((
+                    ev.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_string(),
+                    logged.actor.clone(),
+                    proposal,
+                    object.to_string(),
+                    why,
+                ));
+            }
             for (path, sha) in logged.written {
                 t.written_ids
                     .insert(crate::store::layout::id_of_inside(&path).to_string());

@@ -341,6 +341,29 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
             ),
         ));
     }
+    for (event, actor, proposal, object, why) in &trail.unfounded {
+        use crate::audit::trail::Unfounded;
+        let why = match why {
+            Unfounded::NeverProposed => {
+                format!("no proposal.create event before it made proposal {proposal}")
+            }
+            Unfounded::DecidedBefore => format!(
+                "an earlier event decided proposal {proposal} already, and a proposal is \
+                 decided once"
+            ),
+        };
+        out.push(finding(
+            "unfounded-decision",
+            Severity::Error,
+            event,
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "audit event {event} (proposal.approve by {actor:?}) approves {object}, but \
+                 {why}: the event was written by hand and lets nothing in (search and context \
+                 mark {object} `unaudited`). Re-propose it and have a person approve it"
+            ),
+        ));
+    }
     let durable = l
         .claims
         .iter()
