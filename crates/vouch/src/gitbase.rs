@@ -76,38 +76,124 @@ fn blobs<'a>(
     Ok(out)
 }
 
+/// The mode git records for `path` in `listing` (`ls-files -s -z` or
+/// `ls-tree -z`), when it lists that very path.
+fn mode_in(listing: &[u8], path: &str) -> Option<String> {
+    listing
+        .split(|b| *b == 0)
+        .map(String::from_utf8_lossy)
+        .find_map(|entry| {
+            let (meta, p) = entry.split_once('\t')?;
+            (p == path).then(|| meta.split(' ').next().unwrap_or("").to_string())
+        })
+}
+
+/// A link (120000) or a gitlink — another repository, a submodule —
+/// (160000): git would check out something other than the folder's files.
+fn is_link_mode(mode: &str) -> bool {
+    mode == "120000" || mode == "160000"
+}
+
 /// Refuse a KB whose folder, or a folder above it in the work tree, git
-/// records as a symbolic link (mode 120000) in the index or at HEAD: a
-/// checkout without links (`core.symlinks=false`) or another machine would
-/// read another folder than the one compared.
-fn refuse_recorded_link(top: &Path, rel: &str) -> Result<(), Error> {
+/// records as a symbolic link (mode 120000) or as another repository (a
+/// submodule's gitlink, 160000) in the index, at HEAD or at REV: a
+/// checkout without links (`core.symlinks=false`), a fresh clone or
+/// another machine would read another folder than the one compared — or,
+/// for a gitlink, one whose history the base cannot show.
+fn refuse_recorded_link(top: &Path, rel: &str, rev: &str) -> Result<(), Error> {
     let mut prefix = String::new();
     for part in rel.split('/') {
         if !prefix.is_empty() {
             prefix.push('/');
         }
         prefix.push_str(part);
-        for listing in [
-            git(top, &["ls-files", "-s", "-z", "--", &prefix])?,
-            git(top, &["ls-tree", "-z", "HEAD", "--", &prefix]).unwrap_or_default(),
+        for (at, listing) in [
+            (
+                "the index",
+                git(top, &["ls-files", "-s", "-z", "--", &prefix])?,
+            ),
+            (
+                "HEAD",
+                git(top, &["ls-tree", "-z", "HEAD", "--", &prefix]).unwrap_or_default(),
+            ),
+            (rev, git(top, &["ls-tree", "-z", rev, "--", &prefix])?),
         ] {
-            let linked = listing
-                .split(|b| *b == 0)
-                .map(String::from_utf8_lossy)
-                .any(|entry| {
-                    entry.starts_with("120000 ")
-                        && entry.split_once('\t').map(|(_, p)| p) == Some(prefix.as_str())
-                });
-            if linked {
-                return Err(Error::invalid(format!(
-                    "git records {prefix} as a symbolic link: the knowledge base must be the \
-                     folder itself at {rel}, where the base's history is (a branch that moves \
-                     .vouch/ elsewhere and links it back is refused); commit the folder, not a link"
-                )));
+            match mode_in(&listing, &prefix) {
+                Some(mode) if mode == "120000" => {
+                    return Err(Error::invalid(format!(
+                        "git records {prefix} as a symbolic link (at {at}): the knowledge base \
+                         must be the folder itself at {rel}, where the base's history is (a \
+                         branch that moves .vouch/ elsewhere and links it back is refused); \
+                         commit the folder, not a link"
+                    )));
+                }
+                Some(mode) if mode == "160000" => {
+                    return Err(Error::invalid(format!(
+                        "git records {prefix} as another repository (a submodule, at {at}): the \
+                         check cannot see the knowledge base's files or history there; check \
+                         the knowledge base in its own repository (`vouch audit verify --base` \
+                         run there), or commit the folder itself"
+                    )));
+                }
+                _ => {}
             }
         }
     }
+    // At REV the KB is a folder, or absent (REV predates it): anything
+    // else is not an empty history.
+    let listing = git(top, &["ls-tree", "-z", rev, "--", rel])?;
+    if let Some(mode) = mode_in(&listing, rel)
+        && mode != "040000"
+    {
+        return Err(Error::invalid(format!(
+            "{rel} is not a folder at {rev} (git records mode {mode}): the base's history cannot \
+             be read there, and is never taken to be empty"
+        )));
+    }
     Ok(())
+}
+
+/// Where a changed path under the KB folder stands in its layout: `None`
+/// for a path vouch writes there (`claims/<id>.yaml`, `sources/<id>/meta.yaml`,
+/// `audit.log.jsonl`, …, and what `.gitignore` keeps out, which the core's
+/// check names), else why it is refused. Compared without case too: on a
+/// case-insensitive checkout (macOS, Windows) `Claims/x.yaml` is
+/// `claims/x.yaml`, so a case variant is refused rather than ignored.
+fn layout_problem(inside: &str) -> Option<String> {
+    use vouch_core::store::layout as l;
+    let known = |p: &str| {
+        let parts: Vec<&str> = p.split('/').collect();
+        match parts.as_slice() {
+            [f] => [
+                l::CONFIG_FILE,
+                l::GITIGNORE_FILE,
+                l::GITATTRIBUTES_FILE,
+                l::AUDIT_FILE,
+            ]
+            .contains(f),
+            [dir, name] => {
+                !name.is_empty() && vouch_core::store::Dir::ALL.iter().any(|d| d.name() == *dir)
+            }
+            ["sources", id, "meta.yaml" | "content"] => !id.is_empty(),
+            _ => false,
+        }
+    };
+    if known(inside) || l::never_committed(inside) {
+        return None;
+    }
+    let lower = inside.to_lowercase();
+    Some(if known(&lower) || l::never_committed(&lower) {
+        format!(
+            "{inside}: this path differs only in case from one in the knowledge base's layout; \
+             on a case-insensitive checkout (macOS, Windows) it is that file, unchecked here: \
+             written by hand, not through the gate"
+        )
+    } else {
+        format!(
+            "{inside}: not part of a knowledge base's layout (vouch never writes it): remove it \
+             from .vouch/"
+        )
+    })
 }
 
 /// Compare this KB with REV, as a pull request's check does.
@@ -142,7 +228,6 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         .map_err(|_| Error::invalid("the knowledge base is not inside the git work tree"))?
         .to_string_lossy()
         .replace('\\', "/");
-    refuse_recorded_link(&top, &rel)?;
     git(
         &top,
         &[
@@ -153,6 +238,7 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         ],
     )
     .map_err(|_| Error::invalid(format!("--base {rev:?}: git knows no such revision")))?;
+    refuse_recorded_link(&top, &rel, rev)?;
     // REV may predate the knowledge base: then its log is empty. Any other
     // failure to read it is an error, never an empty history.
     let log_at = format!("{rev}:{rel}/audit.log.jsonl");
@@ -160,32 +246,76 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         Err(_) => Vec::new(),
         Ok(_) => git(&top, &["cat-file", "blob", &log_at])?,
     };
-    let diff = git(
-        &top,
-        &[
-            "diff",
-            "--no-renames",
-            "--name-status",
-            "-z",
-            rev,
-            "--",
-            &rel,
-        ],
-    )?;
+    let config_at = format!("{rev}:{rel}/{}", vouch_core::store::layout::CONFIG_FILE);
+    let base_config = match git(&top, &["cat-file", "-e", &config_at]) {
+        Err(_) => None,
+        Ok(_) => Some(git(&top, &["cat-file", "blob", &config_at])?),
+    };
+    // The whole tree's changes, with modes: a path under the KB folder in
+    // another case is found too (compared below), and a link or gitlink
+    // inside it is refused.
+    // The work tree's (what the core's check reads) and HEAD's (what is
+    // merged: a gitlink with nothing checked out shows only there).
+    let mut diff = git(&top, &["diff", "--no-renames", "--raw", "-z", rev])?;
+    diff.extend(
+        git(&top, &["diff", "--no-renames", "--raw", "-z", rev, "HEAD"]).unwrap_or_default(),
+    );
+    let mut seen = std::collections::HashSet::new();
     let mut changed = Vec::new();
+    let mut refused = Vec::new();
     let mut wanted: Vec<(usize, String)> = Vec::new();
     let mut fields = diff.split(|b| *b == 0).filter(|f| !f.is_empty());
-    while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
-        let change = match status.first() {
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        // `:<old mode> <new mode> <old sha> <new sha> <status>`
+        let meta = String::from_utf8_lossy(meta);
+        let meta: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let (Some(new_mode), Some(status)) = (meta.get(1), meta.get(4)) else {
+            continue;
+        };
+        let path = String::from_utf8_lossy(path);
+        // Under the KB folder, compared without (ASCII) case.
+        let n = rel.len();
+        let under = path.len() > n
+            && path.is_char_boundary(n)
+            && path[..n].eq_ignore_ascii_case(&rel)
+            && path[n..].starts_with('/');
+        if !under {
+            continue;
+        }
+        let change = match status.as_bytes().first() {
             Some(b'A') => Change::Added,
             Some(b'D') => Change::Deleted,
             _ => Change::Modified,
         };
-        let path = String::from_utf8_lossy(path);
-        let inside = path
-            .strip_prefix(&format!("{rel}/"))
-            .unwrap_or(&path)
-            .to_string();
+        let inside = path[n + 1..].to_string();
+        if !path.starts_with(&format!("{rel}/")) {
+            refused.push(format!(
+                "{path}: this path is {rel}/{inside} in another case; on a case-insensitive \
+                 checkout (macOS, Windows) it is that file, unchecked here: written by hand, \
+                 not through the gate"
+            ));
+            continue;
+        }
+        if is_link_mode(new_mode) {
+            refused.push(format!(
+                "{path}: git records it as {} (mode {}): a knowledge base holds files only; \
+                 what a link or another repository holds is not what this check reads",
+                if *new_mode == "160000" {
+                    "another repository (a gitlink)"
+                } else {
+                    "a symbolic link"
+                },
+                new_mode
+            ));
+            continue;
+        }
+        if !seen.insert(path.to_string()) {
+            continue;
+        }
+        if let Some(why) = layout_problem(&inside) {
+            refused.push(format!("{rel}/{why}"));
+            continue;
+        }
         // What a lifecycle change may have touched, and what the settings
         // were, is read against REV's version of the file (all of them
         // below, with one git process).
@@ -205,5 +335,14 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
     for ((at, _), blob) in wanted.iter().zip(blobs) {
         changed[*at].before = blob;
     }
-    vouch_core::health::base::check(kb, rev, &base_log, &changed)
+    let mut report =
+        vouch_core::health::base::check(kb, rev, &base_log, base_config.as_deref(), &changed)?;
+    let mut once = std::collections::HashSet::new();
+    refused.retain(|p| once.insert(p.clone()));
+    if !refused.is_empty() {
+        report.changed_files += refused.len();
+        report.problems.extend(refused);
+        report.ok = false;
+    }
+    Ok(report)
 }

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::stored::Store;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 
 /// How a file changed since REV (git's `--name-status`).
@@ -124,6 +124,175 @@ fn fields_differing(a: &Map<String, Value>, b: &Map<String, Value>) -> Vec<Strin
         .collect()
 }
 
+/// The lifecycle state of a claim or page, as lifecycle events record it
+/// (`data.before`, `data.after`).
+fn state_of(dir: &str, fields: &Map<String, Value>) -> Map<String, Value> {
+    lifecycle_fields(dir)
+        .iter()
+        .filter(|k| **k != "updated_at")
+        .map(|k| {
+            (
+                k.to_string(),
+                fields.get(*k).cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+/// Two lifecycle states say the same ([`same_field`] for each field).
+fn same_state(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.keys()
+        .chain(b.keys())
+        .all(|k| same_field(a.get(k), b.get(k)))
+}
+
+/// `item` added to the list `key` of `state`, unless it is there.
+fn with_item(state: &mut Map<String, Value>, key: &str, item: &str) {
+    let mut list = state
+        .get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !list.iter().any(|v| v.as_str() == Some(item)) {
+        list.push(Value::String(item.to_string()));
+    }
+    state.insert(key.to_string(), Value::Array(list));
+}
+
+/// The state a lifecycle event named `name` leaves object `id` in, given
+/// its state `before`, as the runtime makes it: an archive archives, a
+/// supersede marks the old claim superseded by the new one and adds the
+/// old to the new's `supersedes`, a contradict links both (contested
+/// unless superseded, archived or redacted), a cite adds its one evidence
+/// id, a confirm sets `last_confirmed_at`, and a revert puts back what the
+/// event it reverts (an earlier lifecycle event that changed `id`, whose
+/// `after` is `before`) recorded before it. `Err` says why `id` is not
+/// something this event changes.
+fn meant_state(
+    name: &str,
+    ev: &Value,
+    id: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+    earlier: &HashMap<&str, &Value>,
+) -> std::result::Result<Map<String, Value>, String> {
+    let mut want = before.clone();
+    let set = |want: &mut Map<String, Value>, k: &str, v: &str| {
+        want.insert(k.to_string(), Value::String(v.to_string()));
+    };
+    match (name, ids(ev).as_slice()) {
+        ("claim.confirm", [c, ..]) if *c == id => match after.get("last_confirmed_at") {
+            Some(Value::String(at)) => set(&mut want, "last_confirmed_at", at),
+            _ => return Err("a confirm sets last_confirmed_at to a time".into()),
+        },
+        ("claim.archive" | "page.archive", [c, ..]) if *c == id => {
+            set(&mut want, "status", "archived")
+        }
+        ("claim.cite", [c, e, ..]) if *c == id => {
+            let cites = before
+                .get("evidence")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|v| v.as_str() == Some(e)));
+            if cites {
+                return Err(format!("it cites {e} already"));
+            }
+            with_item(&mut want, "evidence", e);
+        }
+        ("claim.supersede", [old, new, ..]) if *old == id => {
+            set(&mut want, "status", "superseded");
+            set(&mut want, "superseded_by", new);
+        }
+        ("claim.supersede", [old, new, ..]) if *new == id => {
+            with_item(&mut want, "supersedes", old);
+        }
+        ("claim.contradict", [a, b, ..]) if *a == id || *b == id => {
+            with_item(&mut want, "contradicts", if *a == id { b } else { a });
+            let status = before.get("status").and_then(Value::as_str);
+            if !matches!(status, Some("superseded" | "archived" | "redacted")) {
+                set(&mut want, "status", "contested");
+            }
+        }
+        ("lifecycle.revert", _) => {
+            let Some(reverted) = ev
+                .get("data")
+                .and_then(|d| d.get("reverts"))
+                .and_then(Value::as_str)
+            else {
+                return Err("it names no event it reverts (data.reverts)".into());
+            };
+            let Some(target) = earlier.get(reverted) else {
+                return Err(format!(
+                    "it reverts event {reverted}, which is not earlier in the log"
+                ));
+            };
+            let recorded = |key: &str| {
+                target
+                    .get("data")
+                    .and_then(|d| d.get(key))
+                    .and_then(|m| m.get(id))
+                    .and_then(Value::as_object)
+            };
+            let (Some(was), Some(made)) = (recorded("before"), recorded("after")) else {
+                return Err(format!(
+                    "event {reverted} ({}) recorded no change of {id} to put back",
+                    str_of(target, "event")
+                ));
+            };
+            if !same_state(made, before) {
+                return Err(format!(
+                    "{id} changed again after event {reverted}, and a revert puts back only \
+                     the last change"
+                ));
+            }
+            want = was.clone();
+        }
+        _ => {
+            return Err(format!(
+                "a {name} naming {} does not change {id}",
+                ids(ev).join(", ")
+            ));
+        }
+    }
+    Ok(want)
+}
+
+/// What approving each object's proposal writes, by object id, with the
+/// proposal's id ([`NewEvents::approved`]).
+type Approved = HashMap<String, (Option<Map<String, Value>>, String)>;
+
+/// Object `id`'s (file `path`'s) lifecycle state before the branch's next
+/// event: as the branch's events left it so far (`states`), else as the
+/// base has it, or as the approval that added it in this branch writes it.
+/// `None` when that cannot be told.
+fn state_before(
+    kb: &Store,
+    changed_at: &HashMap<&str, &ChangedFile>,
+    approved: &Approved,
+    states: &HashMap<String, Option<Map<String, Value>>>,
+    id: &str,
+    path: &str,
+) -> Option<Map<String, Value>> {
+    if let Some(s) = states.get(id) {
+        return s.clone();
+    }
+    let dir = path.split('/').next().unwrap_or("");
+    let fields = match changed_at.get(path) {
+        Some(f) if f.change == Change::Modified => {
+            f.before.as_deref().and_then(|b| fields_of(dir, b))
+        }
+        Some(f) if f.change == Change::Added => {
+            approved.get(id).and_then(|(fields, _)| fields.clone())
+        }
+        Some(_) => None,
+        None => kb
+            .read_file(&kb.layout().root().join(path))
+            .ok()
+            .flatten()
+            .and_then(|b| fields_of(dir, &b)),
+    };
+    fields.map(|f| state_of(dir, &f))
+}
+
 /// What `--base` found.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct BaseReport {
@@ -134,6 +303,8 @@ pub struct BaseReport {
     pub base: String,
     /// Events in REV's log (all must still be here, unchanged).
     pub base_events: usize,
+    /// Of those, how many are still here, unchanged.
+    pub kept_events: usize,
     /// Events this branch added.
     pub new_events: usize,
     /// Files under `.vouch/` changed since REV.
@@ -142,9 +313,18 @@ pub struct BaseReport {
     /// reviewing the pull request: who approved or rejected what, proposed
     /// by whom, and who imported which objects from which bundle.
     pub decisions: Vec<String>,
+    /// Every lifecycle change the branch records (archive, supersede,
+    /// contradict, confirm, cite, revert), one line each: who, what, on
+    /// which objects, through which transport and when the event says.
+    pub lifecycle_changes: Vec<String>,
     /// Every setting of `.vouch/config.yaml` the branch changed, one line
     /// each (`review.gate_lifecycle: true -> (absent)`).
     pub config_changes: Vec<String>,
+    /// What the person reviewing the pull request must confirm, one line
+    /// each: a decision or import by an actor who never decided at the base
+    /// (a new decider: confirm it is a person, or a reviewer a person
+    /// named). These do not fail the check.
+    pub warnings: Vec<String>,
     /// Every problem found, one line each, naming what is wrong.
     pub problems: Vec<String>,
 }
@@ -152,15 +332,19 @@ pub struct BaseReport {
 /// What the branch's new events say about the objects they touch.
 #[derive(Default)]
 struct NewEvents<'a> {
-    /// Ids a new event names (not a proposal's creation or rejection):
-    /// what lets a source or evidence file change.
-    named: HashSet<&'a str>,
+    /// Sources and evidence records a new `source.register` or
+    /// `evidence.register` event registered: what lets such a file be
+    /// added.
+    registered: HashSet<&'a str>,
+    /// A new import by someone who is not an agent: it may add sources and
+    /// evidence (it does not name them).
+    imports_sources: bool,
     /// Objects a new import (not an agent's) let in.
     imported: HashSet<String>,
     /// Objects a new approval wrote, with what approving its proposal
     /// writes from the payload (`None` when that cannot be told: the
     /// approval's problems say why) and the proposal's id.
-    approved: HashMap<String, (Option<Map<String, Value>>, String)>,
+    approved: Approved,
     /// What new events recorded they wrote, by path: the last one's sha256
     /// and event id.
     written: HashMap<String, (String, &'a str)>,
@@ -487,10 +671,13 @@ fn config_changes(
 }
 
 /// Check this KB's log and files against REV's.
+/// `base_config` is `.vouch/config.yaml` at REV (`None` when it had none):
+/// whether REV gated agents' lifecycle changes.
 pub fn check(
     kb: &Store,
     base: &str,
     base_log: &[u8],
+    base_config: Option<&[u8]>,
     changed: &[ChangedFile],
 ) -> Result<BaseReport> {
     let now = kb.audit_log().read_parsed()?;
@@ -499,7 +686,7 @@ pub fn check(
 
     // 1. REV's history is all still here, byte for byte (hash for hash).
     let mut base_hashes = HashSet::new();
-    let mut base_events = 0;
+    let (mut base_events, mut kept_events) = (0, 0);
     // Who proposed and decided at REV; which proposals REV decided.
     let mut actors = Actors::default();
     let mut decided_at_base: HashMap<String, String> = HashMap::new();
@@ -509,7 +696,9 @@ pub fn check(
         };
         base_events += 1;
         let h = str_of(&ev, "hash").to_string();
-        if !now_hashes.contains(h.as_str()) {
+        if now_hashes.contains(h.as_str()) {
+            kept_events += 1;
+        } else {
             problems.push(format!(
                 "event {} of {base} (line {}: {} by {}) was removed or changed: history was \
                  rewritten",
@@ -525,6 +714,32 @@ pub fn check(
         }
         base_hashes.insert(h);
     }
+    // Who decided at REV: anyone else deciding here is a new decider.
+    let base_deciders = actors.decided.clone();
+    let gate_lifecycle = base_config
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|t| {
+            crate::settings::Settings::parse(
+                std::path::Path::new(crate::store::layout::CONFIG_FILE),
+                t,
+            )
+            .ok()
+        })
+        .is_some_and(|s| s.review.gate_lifecycle);
+    let changed_at: HashMap<&str, &ChangedFile> =
+        changed.iter().map(|f| (f.path.as_str(), f)).collect();
+    // Each event by id, with its place in the log (a revert names an
+    // earlier one).
+    let at_of: HashMap<&str, usize> = now
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (str_of(e, "id"), i))
+        .collect();
+    // Each claim's or page's lifecycle state as the branch's events left
+    // it so far, by id (`None`: what it was cannot be told).
+    let mut states: HashMap<String, Option<Map<String, Value>>> = HashMap::new();
+    let mut lifecycle = Vec::new();
+    let mut warnings = Vec::new();
 
     // 2. What this branch added, and who proposed what.
     let added: Vec<&Value> = now
@@ -546,6 +761,30 @@ pub fn check(
         let mut logged = Logged::of(ev);
         // Decisions made in the branch never make an agent one who decides.
         let by_agent = actors.take(&mut logged, false);
+        let agent = actors.is_agent(actor);
+        let decision = decides(ev);
+        // Who decides or imports must have decided at the base before
+        // (or be confirmed a person by whoever reviews this).
+        if (decision.is_some() || logged.import) && !agent && !base_deciders.contains(actor) {
+            warnings.push(format!(
+                "new decider: {actor} decides here ({name}, event {event}) but never decided at \
+                 {base}: confirm {actor} is a person, or a reviewer a person named"
+            ));
+        }
+        if decision.is_some() && agent {
+            problems.push(format!(
+                "event {event} ({name}) by {actor:?}, who files proposals (at {base} or in this \
+                 branch) and decided nothing before: an agent, and an agent never decides — a \
+                 person does (`vouch review`)"
+            ));
+        }
+        match name {
+            "source.register" | "evidence.register" => {
+                new.registered.extend(ids(ev).first().copied());
+            }
+            "bundle.import" if !agent => new.imports_sources = true,
+            _ => {}
+        }
         if logged.import {
             let named: Vec<&str> = ev
                 .get("data")
@@ -582,6 +821,52 @@ pub fn check(
             .get("data")
             .and_then(|d| d.get("after"))
             .and_then(Value::as_object);
+        if rewrites {
+            let data = ev.get("data");
+            let via = data
+                .and_then(|d| d.get("via"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let applying = data
+                .and_then(|d| d.get("proposal_id"))
+                .and_then(Value::as_str)
+                .map(|p| format!(", applying proposal {p}"))
+                .unwrap_or_default();
+            lifecycle.push(format!(
+                "{actor} {name} {} (via {via}{applying}; event {event}, dated {})",
+                ids(ev).join(", "),
+                str_of(ev, "created_at")
+            ));
+            // What the runtime would have made a proposal, made directly by
+            // an agent.
+            let reverts_other = name == "lifecycle.revert"
+                && data
+                    .and_then(|d| d.get("reverts"))
+                    .and_then(Value::as_str)
+                    .and_then(|r| at_of.get(r))
+                    .is_none_or(|i| str_of(&now[*i], "actor") != actor);
+            let gated = if decision.is_some() || !agent {
+                None
+            } else if name == "claim.cite" {
+                Some("an agent's citation is always a proposal a person decides")
+            } else if gate_lifecycle {
+                Some(
+                    "the base's review.gate_lifecycle makes an agent's lifecycle change a proposal a person decides",
+                )
+            } else if reverts_other {
+                Some("an agent reverts only its own lifecycle changes")
+            } else {
+                None
+            };
+            if let Some(why) = gated {
+                problems.push(format!(
+                    "event {event} ({name}) by {actor:?}, who files proposals and decided \
+                     nothing at {base} (an agent), changes {} directly: {why}, so this change \
+                     did not go through the gate",
+                    ids(ev).join(", ")
+                ));
+            }
+        }
         if rewrites && (after.is_none() || logged.written.is_empty()) {
             problems.push(format!(
                 "event {event} ({name}) names {} but records no `after` state or no `written` \
@@ -591,30 +876,138 @@ pub fn check(
         }
         let approve = name == "proposal.approve";
         let object = ids(ev).get(1).copied();
-        for (path, sha) in logged.written {
-            let id = crate::store::layout::id_of_inside(&path);
-            let counts = (rewrites && after.is_some_and(|a| a.contains_key(id)))
-                || (approve && Some(id) != object);
+        let pid = ids(ev).first().copied().unwrap_or("?");
+        let fields = match (approve, object) {
+            (true, Some(_)) => {
+                approved_from_payload(kb, ev, created.get(pid).copied(), &mut problems)
+            }
+            _ => None,
+        };
+        // The claims approving this payload supersedes: the only files an
+        // approval writes besides its object.
+        let supersedes: Vec<String> = fields
+            .as_ref()
+            .and_then(|f| f.get("supersedes"))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut paths: HashMap<&str, String> = HashMap::new();
+        // A decision of a proposal that is not open is named below (decided
+        // twice, never proposed); what it wrote is judged as it recorded it.
+        let written = if logged.unfounded {
+            Logged::of(ev).written
+        } else {
+            std::mem::take(&mut logged.written)
+        };
+        for (path, sha) in &written {
+            let id = crate::store::layout::id_of_inside(path);
+            let counts = if rewrites {
+                after.is_some_and(|a| a.contains_key(id))
+            } else if approve && Some(id) != object {
+                let superseded = path.starts_with("claims/") && supersedes.iter().any(|s| s == id);
+                if !superseded {
+                    problems.push(format!(
+                        "event {event} (proposal.approve of {pid}) records writing {path}, which \
+                         approving the proposal does not write (it writes {} and the claims its \
+                         payload supersedes): a file rewritten by hand riding on an approval",
+                        object.unwrap_or("?")
+                    ));
+                }
+                superseded
+            } else {
+                false
+            };
             if counts {
                 new.rewritten.entry(path.clone()).or_default().push(name);
+                paths.insert(id, path.clone());
             }
-            new.written.insert(path, (sha, event));
-        }
-        if rewrites && let Some(after) = after {
-            new.after
-                .extend(after.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        match ProposalStep::of(name) {
-            Some(ProposalStep::Create | ProposalStep::Reject) => {}
-            _ => new.named.extend(ids(ev)),
+            new.written.insert(path.clone(), (sha.clone(), event));
         }
         if approve && let Some(object) = object {
-            let pid = ids(ev).first().copied().unwrap_or("?");
-            let fields = approved_from_payload(kb, ev, created.get(pid).copied(), &mut problems);
+            for old in &supersedes {
+                let path = format!("claims/{old}.yaml");
+                let mut next = state_before(kb, &changed_at, &new.approved, &states, old, &path);
+                if let Some(s) = &mut next {
+                    s.insert("status".into(), json!("superseded"));
+                    s.insert("superseded_by".into(), json!(object));
+                    new.after.insert(old.clone(), Value::Object(s.clone()));
+                }
+                states.insert(old.clone(), next);
+            }
+        }
+        if rewrites && let Some(after) = after {
+            let before = ev
+                .get("data")
+                .and_then(|d| d.get("before"))
+                .and_then(Value::as_object);
+            let earlier: HashMap<&str, &Value> = at_of
+                .iter()
+                .filter(|(_, i)| at_of.get(event).is_some_and(|here| *i < here))
+                .map(|(id, i)| (*id, &now[*i]))
+                .collect();
+            for (id, made) in after {
+                let Some(made) = made.as_object() else {
+                    problems.push(format!(
+                        "event {event} ({name}) records no state it set for {id}"
+                    ));
+                    continue;
+                };
+                let Some(path) = paths.get(id.as_str()) else {
+                    continue; // it wrote no file of it: it changes nothing here
+                };
+                let dir = path.split('/').next().unwrap_or("");
+                let made = state_of(dir, made);
+                let was = state_before(kb, &changed_at, &new.approved, &states, id, path);
+                if let Some(was) = &was {
+                    let said = before
+                        .and_then(|b| b.get(id))
+                        .and_then(Value::as_object)
+                        .map(|b| state_of(dir, b));
+                    if !said.as_ref().is_some_and(|s| same_state(s, was)) {
+                        problems.push(format!(
+                            "event {event} ({name}) records {id} as it was not before it \
+                             (data.before): its lifecycle state was {}",
+                            Value::Object(was.clone())
+                        ));
+                    }
+                    match meant_state(name, ev, id, was, &made, &earlier) {
+                        Ok(want) if same_state(&want, &made) => {}
+                        Ok(want) => {
+                            let differ: Vec<String> = want
+                                .keys()
+                                .filter(|k| !same_field(want.get(*k), made.get(*k)))
+                                .map(|k| {
+                                    let shown = |m: &Map<String, Value>| {
+                                        m.get(k).cloned().unwrap_or(Value::Null).to_string()
+                                    };
+                                    format!("{k} {} (it makes it {})", shown(&made), shown(&want))
+                                })
+                                .collect();
+                            problems.push(format!(
+                                "event {event} ({name}) sets {id}'s {}: a {name} changes only \
+                                 what its kind changes, so this one was written by hand",
+                                differ.join(", ")
+                            ))
+                        }
+                        Err(why) => {
+                            problems.push(format!("event {event} ({name}) changes {id}, but {why}"))
+                        }
+                    }
+                }
+                new.after.insert(id.clone(), Value::Object(made.clone()));
+                states.insert(id.clone(), Some(made));
+            }
+        }
+        if approve && let Some(object) = object {
             new.approved
                 .insert(object.to_string(), (fields, pid.to_string()));
         }
-        let Some(pid) = decides(ev) else {
+        let Some(pid) = decision else {
             continue;
         };
         let by = proposer(pid);
@@ -707,16 +1100,39 @@ pub fn check(
                 ))
             }
             _ if dir == "decided" => {}
-            _ if !new.named.contains(id) => problems.push(format!(
-                "{path}: this {kind} was {} with no event behind it in this branch's audit \
-                 log: written by hand, not through the gate",
-                if f.change == Change::Added {
-                    "added"
-                } else {
-                    "changed"
-                }
+            Change::Modified => problems.push(format!(
+                "{path}: this {kind} file was changed; sources and evidence are written once, \
+                 when registered, and never rewritten (register the new text as a new one)"
             )),
-            _ => {}
+            Change::Added if !new.registered.contains(id) && !new.imports_sources => {
+                problems.push(format!(
+                    "{path}: this {kind} was added with no event that registers it \
+                     ({}.register of {id}, or an import) in this branch's audit log: written \
+                     by hand, not through the gate",
+                    if dir == "sources" {
+                        "source"
+                    } else {
+                        "evidence"
+                    }
+                ))
+            }
+            Change::Added if dir == "evidence" => match kb.load::<crate::model::Evidence>(id) {
+                Ok(Some(ev)) => {
+                    let content = kb
+                        .layout()
+                        .source_content(&ev.source_id)
+                        .ok()
+                        .and_then(|c| kb.read_file(&c).ok().flatten());
+                    let why = crate::sources::evidence_id_mismatch(&ev)
+                        .or_else(|| crate::sources::evidence_mismatch(&ev, content.as_deref()?));
+                    if let Some(why) = why {
+                        problems.push(format!("{path}: evidence {id}: {why}"));
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => problems.push(format!("{path}: cannot be read: {}", e.message)),
+            },
+            Change::Added => {}
         }
         if dir == "sources"
             && f.change != Change::Deleted
@@ -736,10 +1152,13 @@ pub fn check(
         ok: problems.is_empty(),
         base: base.to_string(),
         base_events,
+        kept_events,
         new_events: added.len(),
         changed_files: changed.len(),
         decisions,
+        lifecycle_changes: lifecycle,
         config_changes: config,
+        warnings,
         problems,
     })
 }

@@ -778,36 +778,59 @@ fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
 
 /// `kb.lifecycle_changes`: lifecycle changes made over agent transports in
 /// the last `days` days that nobody has reverted, newest first — what a
-/// reviewer should look at besides the proposal queue.
+/// reviewer should look at besides the proposal queue. An event's time is
+/// what the event says, which whoever wrote the line chose: one dated
+/// before an event earlier in the log (backdated, or from a merged branch)
+/// is shown whatever its date, so a forged line cannot date itself out of
+/// the window.
 pub fn recent_changes(kb: &Kb, p: LifecycleChangesParams) -> Result<Vec<LifecycleChange>> {
     let days = p.days.unwrap_or(7).max(0);
     let since = kb.now().0 - chrono::Duration::days(days);
     let events = kb.audit_log().read_all()?;
+    let time = |e: &Value| {
+        e.get("created_at")
+            .and_then(Value::as_str)
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+    };
+    // Events dated before one earlier in the log.
+    let mut latest = None;
+    let backdated: std::collections::HashSet<usize> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let when = time(e)?;
+            let out_of_order = latest.is_some_and(|l| when < l);
+            latest = latest.max(Some(when));
+            out_of_order.then_some(i)
+        })
+        .collect();
     let reverted: std::collections::HashSet<&str> = events
         .iter()
         .filter_map(|e| e.get("data")?.get("reverts")?.as_str())
         .collect();
     let mut out: Vec<LifecycleChange> = events
         .iter()
-        .filter(|e| {
+        .enumerate()
+        .filter(|(_, e)| {
             e.get("event")
                 .and_then(Value::as_str)
                 .is_some_and(is_lifecycle_event)
         })
-        .filter(|e| {
+        .filter(|(_, e)| {
             let via = e
                 .get("data")
                 .and_then(|d| d.get("via"))
                 .and_then(Value::as_str);
             p.all || via.is_some_and(|v| v != Transport::Cli.name())
         })
-        .filter_map(|e| {
+        .filter_map(|(i, e)| {
             let id = e.get("id")?.as_str()?;
             let at = e.get("created_at")?.as_str()?;
             let when = chrono::DateTime::parse_from_rfc3339(at).ok()?;
             let event = e.get("event")?.as_str()?.to_string();
             let actor = e.get("actor")?.as_str()?.to_string();
-            (when >= since && !reverted.contains(id)).then(|| LifecycleChange {
+            let shown = when >= since || backdated.contains(&i);
+            (shown && !reverted.contains(id)).then(|| LifecycleChange {
                 event_id: id.to_string(),
                 event,
                 actor,

@@ -581,15 +581,26 @@ impl Human for AuditVerified {
         }
         if let Some(b) = &self.base {
             out.push_str(&format!(
-                "against {}: {} of its events kept, {} added, {} file(s) under .vouch/ changed: {}\n",
+                "against {}: {} of its {} events kept, {} added, {} file(s) under .vouch/ changed: {}\n",
                 b.base,
+                b.kept_events,
                 b.base_events,
                 b.new_events,
                 b.changed_files,
-                if b.ok { "OK" } else { "PROBLEMS" }
+                match (b.ok, &c.problem) {
+                    (true, None) => "OK",
+                    (true, Some(_)) => "PROBLEMS (this branch's audit log chain is broken, above)",
+                    (false, _) => "PROBLEMS",
+                }
             ));
             for d in &b.decisions {
                 out.push_str(&format!("  decision: {d}\n"));
+            }
+            for l in &b.lifecycle_changes {
+                out.push_str(&format!("  lifecycle: {l}\n"));
+            }
+            for w in &b.warnings {
+                out.push_str(&format!("  CONFIRM: {w}\n"));
             }
             for c in &b.config_changes {
                 out.push_str(&format!("  config.yaml: {c}\n"));

@@ -513,3 +513,578 @@ fn config_changes_are_named_and_a_loosened_gate_fails() {
         "{v:#}"
     );
 }
+
+// ---------------------------------------------------------------------
+// Round five: a fresh attack review of the pull-request check.
+// ---------------------------------------------------------------------
+
+/// Commit as `message`; the check must fail naming `expected`.
+fn refused(p: &Project, message: &str, expected: &str) -> Value {
+    commit(p, message);
+    let (code, v) = base_check(p);
+    assert_eq!(code, 6, "{v:#}");
+    assert!(problems(&v).contains(expected), "{expected}: {v:#}");
+    v
+}
+
+/// `branched`, with alice archiving the claim on `main` first; `feature`
+/// is checked out again. The archive event.
+fn archived_at_base(p: &Project, claim: &str) -> Value {
+    git(p.root(), &["checkout", "-q", "main"]);
+    p.ok("alice", &["archive", claim]);
+    commit(p, "archived");
+    git(p.root(), &["checkout", "-q", "-B", "feature"]);
+    events(p)
+        .into_iter()
+        .rfind(|e| e["event"] == "claim.archive")
+        .unwrap()
+}
+
+/// A claim's lifecycle state as lifecycle events record it, read from
+/// its file.
+fn state(p: &Project, claim: &str) -> Value {
+    let text = std::fs::read_to_string(claim_file(p, claim)).unwrap();
+    let status = text
+        .lines()
+        .find_map(|l| l.strip_prefix("status: "))
+        .unwrap()
+        .to_string();
+    let evidence: Vec<String> = text
+        .lines()
+        .skip_while(|l| *l != "evidence:")
+        .skip(1)
+        .map_while(|l| l.strip_prefix("- "))
+        .map(str::to_string)
+        .collect();
+    json!({"status": status, "evidence": evidence, "last_confirmed_at": null,
+           "superseded_by": null, "supersedes": [], "contradicts": []})
+}
+
+/// A lifecycle event as an attacker writes it: what it set (`after`),
+/// what it found (`before`) and the file it wrote, hashed.
+fn lifecycle(p: &Project, name: &str, actor: &str, ids: Value, data: Value) -> Value {
+    let mut ev = json!({
+        "id": format!("evt-forged-{}", name.replace('.', "-")),
+        "event": name,
+        "actor": actor,
+        "object_ids": ids,
+        "dry_run": false,
+        "reversible": true,
+        "data": data,
+    });
+    // `data.written`: every claim `data.after` names, hashed as it is now.
+    let written: serde_json::Map<String, Value> = ev["data"]["after"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|id| (format!("claims/{id}.yaml"), json!(sha(&claim_file(p, &id)))))
+        .collect();
+    ev["data"]["written"] = Value::Object(written);
+    ev
+}
+
+/// Round 5, A: a lifecycle event is checked against what its kind means
+/// and who may make it, not trusted by its name. An agent's forged revert
+/// of a person's archive (a01), a revert that names no event it reverts, an
+/// "archive" whose `after` un-archives (a08), an agent's direct cite (a02)
+/// and, under the base's `review.gate_lifecycle`, an agent's direct
+/// archive are refused; every lifecycle event is listed; a person's real
+/// revert passes.
+#[test]
+fn round5_lifecycle_events_are_checked_by_what_they_mean_and_who_made_them() {
+    let (p, claim) = branched("Access tokens expire after a day.");
+    let archive = archived_at_base(&p, &claim);
+    let archive_id = archive["id"].as_str().unwrap().to_string();
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    let file = claim_file(&p, &claim);
+    let unarchive = || edit(&file, "status: archived", "status: working");
+    let revert = |actor: &str, key: &str| {
+        lifecycle(
+            &p,
+            "lifecycle.revert",
+            actor,
+            json!([archive_id, claim]),
+            json!({key: archive_id, "before": archive["data"]["after"],
+                   "after": archive["data"]["before"], "via": "MCP"}),
+        )
+    };
+
+    // An agent reverts a person's archive.
+    unarchive();
+    forge(&p, revert("agent", "reverts"));
+    let v = refused(
+        &p,
+        "agent reverts",
+        "an agent reverts only its own lifecycle changes",
+    );
+    assert!(
+        v["base"]["lifecycle_changes"]
+            .to_string()
+            .contains(&format!("agent lifecycle.revert {archive_id}, {claim}")),
+        "{v:#}"
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A person's "revert" that names no event it reverts.
+    unarchive();
+    forge(&p, revert("alice", "reverted"));
+    refused(&p, "revert of nothing", "it names no event it reverts");
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // An "archive" that un-archives.
+    unarchive();
+    let was = state(&p, &claim);
+    let mut before = was.clone();
+    before["status"] = json!("archived");
+    forge(
+        &p,
+        lifecycle(
+            &p,
+            "claim.archive",
+            "alice",
+            json!([claim]),
+            json!({"before": {claim.clone(): before}, "after": {claim.clone(): was}, "via": "command-line"}),
+        ),
+    );
+    refused(
+        &p,
+        "archive that un-archives",
+        &format!(
+            "(claim.archive) sets {claim}'s status \\\"working\\\" (it makes it \\\"archived\\\")"
+        ),
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A person's real revert passes, and is listed.
+    p.ok("alice", &["revert", &archive_id]);
+    commit(&p, "a real revert");
+    let (code, v) = base_check(&p);
+    assert_eq!(code, 0, "{v:#}");
+    assert!(
+        v["base"]["lifecycle_changes"]
+            .to_string()
+            .contains("alice lifecycle.revert"),
+        "{v:#}"
+    );
+}
+
+/// Round 5, A: what the runtime would have made a proposal, made directly
+/// by an agent (one that files proposals at the base and decided nothing):
+/// a cite always (a02); an archive when the base sets
+/// `review.gate_lifecycle` (a08).
+#[test]
+fn round5_an_agents_direct_cite_or_gated_lifecycle_change_is_refused() {
+    let (p, claim) = branched("Deploys happen on Tuesdays only.");
+    git(p.root(), &["checkout", "-q", "main"]);
+    edit(
+        &p.vouch_dir().join("config.yaml"),
+        "  approver_role: human",
+        "  approver_role: human\n  gate_lifecycle: true",
+    );
+    commit(&p, "main gates lifecycle changes");
+    git(p.root(), &["checkout", "-q", "-B", "feature"]);
+    let other = p.source("Deploys are fine on Fridays too.\n");
+    commit(&p, "a source");
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    let file = claim_file(&p, &claim);
+    let was = state(&p, &claim);
+
+    // A direct cite.
+    let cited = was["evidence"][0].as_str().unwrap().to_string();
+    edit(
+        &file,
+        &format!("- {cited}\n"),
+        &format!("- {cited}\n- {other}\n"),
+    );
+    let mut after = was.clone();
+    after["evidence"] = json!([cited, other]);
+    forge(
+        &p,
+        lifecycle(
+            &p,
+            "claim.cite",
+            "agent",
+            json!([claim, other]),
+            json!({"before": {claim.clone(): was}, "after": {claim.clone(): after}, "via": "MCP"}),
+        ),
+    );
+    refused(
+        &p,
+        "direct cite",
+        "an agent's citation is always a proposal a person decides",
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A direct archive under the base's gate_lifecycle.
+    edit(&file, "status: working", "status: archived");
+    let mut after = was.clone();
+    after["status"] = json!("archived");
+    forge(
+        &p,
+        lifecycle(
+            &p,
+            "claim.archive",
+            "agent",
+            json!([claim]),
+            json!({"before": {claim.clone(): was}, "after": {claim.clone(): after}, "via": "MCP"}),
+        ),
+    );
+    refused(
+        &p,
+        "direct archive",
+        "the base's review.gate_lifecycle makes an agent's lifecycle change",
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A person's direct archive passes.
+    p.ok("alice", &["archive", &claim]);
+    commit(&p, "a person archives");
+    let (code, v) = base_check(&p);
+    assert_eq!(code, 0, "{v:#}");
+}
+
+/// Round 5, B (a06): an approval's `data.written` naming another claim —
+/// one the base archived, un-archived by hand — is refused: an approval
+/// writes its object and the claims its payload supersedes, nothing else.
+#[test]
+fn round5_an_approval_does_not_carry_other_files() {
+    let (p, claim) = branched("The API uses OAuth2.");
+    archived_at_base(&p, &claim);
+    let src = p.source("The API uses OAuth2 scopes.\n");
+    let (pending, _) = p.propose("The API uses OAuth2 scopes.", &src);
+    p.ok("alice", &["approve", &pending]);
+    let file = claim_file(&p, &claim);
+    edit(&file, "status: archived", "status: working");
+    let mut all = events(&p);
+    let at = all
+        .iter()
+        .rposition(|e| e["event"] == "proposal.approve")
+        .unwrap();
+    let old_hash = all[at]["hash"].as_str().unwrap().to_string();
+    all[at]["data"]["written"][format!("claims/{claim}.yaml")] = json!(sha(&file));
+    write_chain(&p, all);
+    let new_hash = events(&p)[at]["hash"].as_str().unwrap().to_string();
+    edit(
+        &p.vouch_dir().join(format!("decided/{pending}.yaml")),
+        &old_hash,
+        &new_hash,
+    );
+    refused(
+        &p,
+        "an approval carries an un-archive",
+        &format!(
+            "records writing claims/{claim}.yaml, which approving the proposal does not write"
+        ),
+    );
+}
+
+/// Round 5, D (a05): a `.vouch` that git records as another repository (a
+/// submodule's gitlink), on the branch or at the base, is refused with an
+/// error — never read as an empty history.
+#[test]
+fn round5_a_vouch_gitlink_is_refused() {
+    let (p, _) = branched("Backups run nightly.");
+    let head = git(p.root(), &["rev-parse", "HEAD"]);
+    git(p.root(), &["rm", "-r", "-q", "--cached", ".vouch"]);
+    git(
+        p.root(),
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},.vouch", head.trim()),
+        ],
+    );
+    git(p.root(), &["commit", "-q", "-m", "a submodule"]);
+    let r = p.run("x", &["audit", "verify", "--base", "main"]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("git records .vouch as another repository"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("OK"), "{}", r.stdout);
+
+    // The base's .vouch a gitlink, the branch's a folder again.
+    git(p.root(), &["branch", "-q", "-f", "main", "HEAD"]);
+    git(p.root(), &["rm", "-q", "--cached", ".vouch"]);
+    git(
+        p.root(),
+        &["add", "-f", ".vouch/audit.log.jsonl", ".vouch/claims"],
+    );
+    git(p.root(), &["commit", "-q", "-m", "a folder again"]);
+    let r = p.run("x", &["audit", "verify", "--base", "main"]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("another repository (a submodule, at main)"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Round 5, F: an agent (it files proposals at the base) never decides:
+/// its forged rejection on a branch is refused (a15, pull request 1);
+/// merged anyway, that rejection does not make it one who decides, so its
+/// import stays refused (pull request 2); and an import by a name the base
+/// never saw decide is listed for a person to confirm (a07).
+#[test]
+fn round5_an_agent_never_becomes_a_decider_and_a_new_decider_is_named() {
+    let (p, _) = branched("Deploys happen on Tuesdays only.");
+    let src = p.source("Cursor thinks so.\n");
+    let v = p.ok(
+        "cursor",
+        &["propose-claim", "Cursor thinks so.", "--evidence", &src],
+    );
+    let pid = v["proposal_id"].as_str().unwrap().to_string();
+    let ev = forge(
+        &p,
+        json!({"id": "evt-forged-reject", "event": "proposal.reject", "actor": "agent",
+               "object_ids": [pid, v["claim_id"]], "dry_run": false, "reversible": false,
+               "data": {"kind": "claim", "reason": "dup"}}),
+    );
+    let proposed = p.vouch_dir().join(format!("proposed/{pid}.yaml"));
+    let record = std::fs::read_to_string(&proposed)
+        .unwrap()
+        .replace("status: pending", "status: rejected")
+        + &format!(
+            "decided_by: agent\ndecided_at: {}\nreason: dup\ndecision_hash: {}\n",
+            ev["created_at"], ev["hash"]
+        );
+    std::fs::write(p.vouch_dir().join(format!("decided/{pid}.yaml")), record).unwrap();
+    std::fs::remove_file(&proposed).unwrap();
+    refused(
+        &p,
+        "pull request 1",
+        "(proposal.reject) by \\\"agent\\\", who files proposals",
+    );
+
+    // Merged anyway: the agent's import on the next branch is still an
+    // agent's.
+    git(p.root(), &["branch", "-q", "-f", "main", "HEAD"]);
+    let approved = std::fs::read_dir(p.vouch_dir().join("claims"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&approved).unwrap();
+    let id = "fridays-are-fine";
+    std::fs::write(claim_file(&p, id), text.replace("Tuesdays only", "any day")).unwrap();
+    let import = |actor: &str| {
+        json!({"id": "evt-forged-import", "event": "bundle.import", "actor": actor,
+               "object_ids": ["0".repeat(64)], "dry_run": false, "reversible": false,
+               "data": {"path": "team.tar.gz", "objects": [id],
+                        "written": {format!("claims/{id}.yaml"): sha(&claim_file(&p, id))}}})
+    };
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    forge(&p, import("agent"));
+    refused(&p, "pull request 2", "an agent's import files proposals");
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // A name the base never saw decide.
+    std::fs::write(claim_file(&p, id), text.replace("Tuesdays only", "any day")).unwrap();
+    forge(&p, import("vouch-sync"));
+    commit(&p, "a new name imports");
+    let (_, v) = base_check(&p);
+    assert!(
+        v["base"]["warnings"]
+            .to_string()
+            .contains("new decider: vouch-sync decides here (bundle.import"),
+        "{v:#}"
+    );
+    let text = p.run("x", &["audit", "verify", "--base", "main"]).stdout;
+    assert!(text.contains("CONFIRM: new decider: vouch-sync"), "{text}");
+}
+
+/// Round 5, C (a12): a source's `meta.yaml` and an evidence record are
+/// written once: rewritten behind any event that merely names them (here
+/// a `session.start`) they are refused; one added with no event that
+/// registers it is refused too.
+#[test]
+fn round5_sources_and_evidence_are_written_once_and_registered() {
+    let (p, _) = branched("Backups run nightly at two.");
+    let src = std::fs::read_dir(p.vouch_dir().join("sources"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let evidence = std::fs::read_dir(p.vouch_dir().join("evidence"))
+        .unwrap()
+        .next()
+        .map(|e| e.unwrap().path());
+    let meta = p.vouch_dir().join(format!("sources/{src}/meta.yaml"));
+    edit(&meta, "registered_by: agent", "registered_by: alice");
+    let mut named = vec![src.clone()];
+    if let Some(ev) = &evidence {
+        let t = std::fs::read_to_string(ev).unwrap();
+        std::fs::write(ev, t.replace("locator:", "locator: signed off,")).unwrap();
+        named.push(ev.file_stem().unwrap().to_string_lossy().into_owned());
+    }
+    let planted = "ev-0123456789abcdef";
+    std::fs::write(
+        p.vouch_dir().join(format!("evidence/{planted}.yaml")),
+        format!("id: {planted}\nsource_id: {src}\nlocator: L1-L1\nquote: Backups are optional.\ncreated_at: \"2026-01-01T00:00:00Z\"\n"),
+    )
+    .unwrap();
+    named.push(planted.to_string());
+    forge(
+        &p,
+        json!({"id": "evt-forged-session", "event": "session.start", "actor": "agent",
+               "object_ids": named, "dry_run": false, "reversible": false, "data": {}}),
+    );
+    let v = refused(
+        &p,
+        "provenance rewritten",
+        &format!("sources/{src}/meta.yaml: this source file was changed"),
+    );
+    assert!(
+        problems(&v).contains(&format!(
+            "evidence/{planted}.yaml: this evidence was added with no event that registers it"
+        )),
+        "{v:#}"
+    );
+}
+
+/// Round 5, E (a04, a11, a14): inside `.vouch/`, a link or a gitlink
+/// committed on the branch, a path in another case (`.vouch/Claims/`,
+/// `.VOUCH/claims/`, which a case-insensitive checkout reads as
+/// `.vouch/claims/`) and a path outside the layout are refused.
+#[test]
+fn round5_links_case_variants_and_unknown_paths_under_vouch_are_refused() {
+    let (p, claim) = branched("Tokens expire after a day.");
+    let text = std::fs::read_to_string(claim_file(&p, &claim)).unwrap();
+    std::fs::create_dir_all(p.vouch_dir().join("Claims")).unwrap();
+    std::fs::write(
+        p.vouch_dir().join(format!("Claims/{claim}.yaml")),
+        text.replace("after a day", "never"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.root().join(".VOUCH/claims")).unwrap();
+    std::fs::write(p.root().join(".VOUCH/claims/weekends.yaml"), &text).unwrap();
+    std::fs::write(p.vouch_dir().join("notes.txt"), "hello").unwrap();
+    std::fs::create_dir_all(p.root().join("elsewhere")).unwrap();
+    std::fs::remove_dir_all(p.vouch_dir().join("pages")).ok();
+    std::os::unix::fs::symlink("../elsewhere", p.vouch_dir().join("pages")).unwrap();
+    git(p.root(), &["add", "-A"]);
+    let head = git(p.root(), &["rev-parse", "HEAD"]);
+    git(
+        p.root(),
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{},.vouch/entities/planted.yaml", head.trim()),
+        ],
+    );
+    git(p.root(), &["commit", "-q", "-m", "around the layout"]);
+    let (code, v) = base_check(&p);
+    assert_eq!(code, 6, "{v:#}");
+    let found = problems(&v);
+    for expected in [
+        format!(".vouch/Claims/{claim}.yaml: this path differs only in case"),
+        ".VOUCH/claims/weekends.yaml: this path is .vouch/claims/weekends.yaml in another case"
+            .to_string(),
+        ".vouch/notes.txt: not part of a knowledge base's layout".to_string(),
+        ".vouch/pages: git records it as a symbolic link".to_string(),
+        ".vouch/entities/planted.yaml: git records it as another repository".to_string(),
+    ] {
+        assert!(found.contains(&expected), "{expected}: {v:#}");
+    }
+}
+
+/// Round 5, G (a13, a09): locally, an approval lets nothing in unless its
+/// proposal was created before it and not decided since: `doctor` names
+/// an approval of a proposal nobody created and a second approval of a
+/// decided one, and reads mark what they wrote.
+#[test]
+fn round5_doctor_names_approvals_of_proposals_never_made_or_decided_before() {
+    let p = Project::new();
+    let src = p.source("Backups run nightly.\n");
+    let (pid, claim) = p.propose("Backups run nightly.", &src);
+    p.ok("alice", &["approve", &pid]);
+    let approval = events(&p)
+        .into_iter()
+        .rfind(|e| e["event"] == "proposal.approve")
+        .unwrap();
+
+    // Approved again, with new text recorded as written.
+    let file = claim_file(&p, &claim);
+    edit(&file, "Backups run nightly.", "Backups are optional.");
+    let mut again = approval.clone();
+    again["id"] = json!("evt-second-approve");
+    again["actor"] = json!("bob");
+    again["data"]["written"] = json!({format!("claims/{claim}.yaml"): sha(&file)});
+    forge(&p, again);
+
+    // An approval of a proposal nobody created.
+    let id = "fridays-are-fine";
+    let forged_file = claim_file(&p, id);
+    std::fs::write(
+        &forged_file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace(&claim, id)
+            .replace("Backups are optional.", "Deploys on Fridays are fine."),
+    )
+    .unwrap();
+    let mut orphan = approval.clone();
+    orphan["id"] = json!("evt-orphan-approve");
+    orphan["object_ids"] = json!(["20260101-000000-deadbeef", id]);
+    orphan["data"]["written"] = json!({format!("claims/{id}.yaml"): sha(&forged_file)});
+    forge(&p, orphan);
+
+    let report = p.run("x", &["--json", "doctor"]).json();
+    let text = report.to_string();
+    assert!(
+        text.contains("evt-second-approve") && text.contains("decided proposal"),
+        "{report:#}"
+    );
+    assert!(
+        text.contains("evt-orphan-approve") && text.contains("no proposal.create event"),
+        "{report:#}"
+    );
+    assert!(
+        issue_kinds(&report).contains(&"unfounded-decision".to_string()),
+        "{report:#}"
+    );
+    assert!(unaudited(&hit(&p, "optional", &claim)));
+    assert!(unaudited(&hit(&p, "Fridays", id)));
+}
+
+/// Round 5, A (a01b): `vouch changes` shows a lifecycle change dated
+/// before an event earlier in the log, whatever the date it claims: a
+/// forged line cannot date itself out of the 7-day window.
+#[test]
+fn round5_a_backdated_lifecycle_change_is_still_shown() {
+    let p = Project::new();
+    let src = p.source("Access tokens expire after a day.\n");
+    let claim = p.claim("Access tokens expire after a day.", &src);
+    edit(
+        &claim_file(&p, &claim),
+        "status: working",
+        "status: archived",
+    );
+    let was = json!({"status": "working", "evidence": [src], "last_confirmed_at": null,
+                     "superseded_by": null, "supersedes": [], "contradicts": []});
+    let mut after = was.clone();
+    after["status"] = json!("archived");
+    let mut ev = lifecycle(
+        &p,
+        "claim.archive",
+        "agent",
+        json!([claim]),
+        json!({"before": {claim.clone(): was}, "after": {claim.clone(): after}, "via": "MCP"}),
+    );
+    let mut all = events(&p);
+    ev["created_at"] = json!("2020-01-01T00:00:00Z");
+    all.push(ev);
+    write_chain(&p, all);
+    let shown = p.ok("alice", &["changes"]).to_string();
+    assert!(shown.contains("evt-forged-claim-archive"), "{shown}");
+}
