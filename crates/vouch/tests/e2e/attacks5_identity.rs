@@ -106,7 +106,9 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
     let src = p.source("Tokens expire after a day.");
     let (prop, _) = p.propose("Tokens expire after a day.", &src);
     let before = p.snapshot();
-    let attempts: Vec<(&str, Vec<(&str, &str)>, Vec<&str>)> = vec![
+    // What the attempt is called, its environment, its flags.
+    type Attempt<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<&'a str>);
+    let attempts: Vec<Attempt> = vec![
         ("USER=cli", vec![("USER", "cli")], vec![]),
         (
             "--agent cli",

@@ -483,7 +483,7 @@ fn one_token_holder_cannot_take_every_connection() {
     assert_eq!(held.len(), 3, "the cap's worth are still reading");
     for r in &refused {
         assert_eq!(r.status, 429, "{}", r.text());
-        let message = error_message(&r);
+        let message = error_message(r);
         assert!(
             message.contains("hog") && message.contains("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR"),
             "{message}"
