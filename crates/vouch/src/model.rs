@@ -42,7 +42,6 @@ pub fn models_root(kb: Option<&Kb>) -> Result<PathBuf, Error> {
 mod enabled {
     use super::*;
     use serde_json::json;
-    use std::io::IsTerminal;
     use std::sync::Arc;
     use vouch_model::{ModelEmbedder, ModelSpec, install, spec};
 
