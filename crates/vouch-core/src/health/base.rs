@@ -740,6 +740,7 @@ pub fn check(
     let mut states: HashMap<String, Option<Map<String, Value>>> = HashMap::new();
     let mut lifecycle = Vec::new();
     let mut warnings = Vec::new();
+    let mut new_deciders = HashSet::new();
 
     // 2. What this branch added, and who proposed what.
     let added: Vec<&Value> = now
@@ -765,7 +766,12 @@ pub fn check(
         let decision = decides(ev);
         // Who decides or imports must have decided at the base before
         // (or be confirmed a person by whoever reviews this).
-        if (decision.is_some() || logged.import) && !agent && !base_deciders.contains(actor) {
+        // (One line for each such actor, naming its first such event.)
+        if (decision.is_some() || logged.import)
+            && !agent
+            && !base_deciders.contains(actor)
+            && new_deciders.insert(actor)
+        {
             warnings.push(format!(
                 "new decider: {actor} decides here ({name}, event {event}) but never decided at \
                  {base}: confirm {actor} is a person, or a reviewer a person named"
