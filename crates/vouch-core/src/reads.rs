@@ -263,9 +263,9 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
                 locator_differs: false,
             };
             let provenance = |c: &mut ResolvedCitation, s: &crate::model::Source| {
-                let (by, read) = crate::sources::provenance(s);
-                c.registered_by = by.map(str::to_string);
-                c.content = read.map(|r| if r { "read_from_file" } else { "supplied" }.into());
+                let (by, content) = crate::sources::provenance(kb, s);
+                c.registered_by = by;
+                c.content = content;
                 c.locator_differs = crate::sources::locator_differs(kb, s) == Some(true);
             };
             if is_source_id(&c.id) {

@@ -55,31 +55,114 @@ struct Meta {
     read_from_file: bool,
 }
 
-/// Where a source's bytes came from, recorded in its `metadata`: who
-/// registered it, and whether vouch read them from the file its locator
-/// names or the caller supplied them (and only named a locator). Review
+/// The `content` of a source said to be read from a file its locator
+/// names, when no such file is in the project now.
+pub const READ_FROM_MISSING_FILE: &str = "read_from_missing_file";
+
+/// Where a source's bytes came from: who registered it, and whether vouch
+/// read them from the file its locator names (`read_from_file`) or the
+/// caller supplied them and only named a locator (`supplied`). Review
 /// surfaces show both, so an agent's own words are never mistaken for a
-/// quote from README.md.
-pub fn provenance(s: &Source) -> (Option<&str>, Option<bool>) {
+/// quote from README.md. Both are the log's (its `source.register` event:
+/// the actor, and `data.content`), never `meta.yaml`'s, which anyone can
+/// edit; only a source registered before the event recorded `content`
+/// shows what its `meta.yaml` says. A source said to be read from a file
+/// the project no longer holds answers [`READ_FROM_MISSING_FILE`].
+pub fn provenance(kb: &Kb, s: &Source) -> (Option<String>, Option<String>) {
     let m = s.metadata.as_ref();
-    let by = m
-        .and_then(|m| m.get("registered_by"))
-        .and_then(serde_json::Value::as_str);
-    let read = m
-        .and_then(|m| m.get("content"))
-        .and_then(serde_json::Value::as_str)
-        .map(|c| c == "read_from_file");
-    (by, read)
+    let said = |k: &str| {
+        m.and_then(|m| m.get(k))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let logged = registration(kb, &s.id);
+    let by = logged
+        .as_ref()
+        .map(|r| r.actor.clone())
+        .or_else(|| said("registered_by"));
+    let content = match logged.and_then(|r| r.content) {
+        Some(c) => Some(c),
+        None => said("content"),
+    };
+    let content = content.map(|c| {
+        if c == "read_from_file" && locator_differs(kb, s).is_none() {
+            READ_FROM_MISSING_FILE.to_string()
+        } else {
+            c
+        }
+    });
+    (by, content)
 }
 
 /// [`provenance`] and [`locator_differs`] in words, for review surfaces.
 pub fn provenance_note(kb: &Kb, s: &Source) -> Option<String> {
-    let (by, read) = provenance(s);
+    let (by, content) = provenance(kb, s);
     crate::params::provenance_text(
-        by,
-        read.map(|r| if r { "read_from_file" } else { "supplied" }),
+        by.as_deref(),
+        content.as_deref(),
         locator_differs(kb, s) == Some(true),
     )
+}
+
+/// What a source's `source.register` event recorded.
+struct Registration {
+    actor: String,
+    /// `supplied` or `read_from_file`; `None` before vouch recorded it.
+    content: Option<String>,
+}
+
+/// The first `source.register` event of source `id` (a source is
+/// registered once; a later one naming it was not written by vouch).
+/// `None` when the log has none or cannot be read.
+fn registration(kb: &Kb, id: &str) -> Option<Registration> {
+    let (bytes, _) = kb.audit_log().read_from(0).ok()?;
+    let needle = format!("\"{id}\"");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| {
+            finder.find(l).is_some() && memchr::memmem::find(l, b"\"source.register\"").is_some()
+        })
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .find(|ev| {
+            ev.get("event").and_then(serde_json::Value::as_str) == Some("source.register")
+                && ev
+                    .get("object_ids")
+                    .and_then(|ids| ids.get(0))
+                    .and_then(serde_json::Value::as_str)
+                    == Some(id)
+        })
+        .map(|ev| Registration {
+            actor: ev
+                .get("actor")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            content: ev
+                .get("data")
+                .and_then(|d| d.get("content"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+        })
+}
+
+/// Sources whose `meta.yaml` is not what their `source.register` event
+/// recorded writing (`data.written`): edited by hand since. `(id, path
+/// inside .vouch/)`; a source registered before vouch recorded it is
+/// never named.
+pub fn edited_metas(kb: &Kb, trail: &crate::audit::trail::Trail) -> Vec<(String, String)> {
+    let Ok(ids) = kb.source_ids() else {
+        return Vec::new();
+    };
+    ids.into_iter()
+        .filter_map(|id| {
+            let path = kb.layout().source_meta(&id).ok()?;
+            let inside = kb.layout().inside(&path);
+            let recorded = trail.written.get(&inside)?;
+            let bytes = kb.read_file(&path).ok()??;
+            (crate::ids::content_sha256(&bytes) != *recorded).then_some((id, inside))
+        })
+        .collect()
 }
 
 /// Whether a source's locator names a file in the project whose bytes are
@@ -140,15 +223,21 @@ fn register_bytes(
         tags: meta.tags,
         extra: Default::default(),
     };
+    let meta_yaml = crate::store::yaml::to_yaml(&source)?;
+    let root = kb.layout().root();
+    let content = kb.layout().source_content(&id)?;
+    // Provenance is the log's: who (the actor), how (`content`), and the
+    // meta.yaml written, so an edit of it is seen (`data.written`).
+    let meta_path = kb.layout().inside(&kb.layout().source_meta(&id)?);
     let mut ev = kb.event(
         "source.register",
         &caller.actor,
         vec![id.clone()],
-        json!({"locator": source.locator, "bytes": bytes.len()}),
+        json!({"locator": source.locator, "bytes": bytes.len(),
+               "content": if meta.read_from_file { "read_from_file" } else { "supplied" },
+               (crate::review::gate::WRITTEN_KEY):
+                   {meta_path: crate::ids::content_sha256(meta_yaml.as_bytes())}}),
     );
-    let meta_yaml = crate::store::yaml::to_yaml(&source)?;
-    let root = kb.layout().root();
-    let content = kb.layout().source_content(&id)?;
     kb.audited(std::slice::from_mut(&mut ev), || {
         // Content first: a meta.yaml always has its content beside it. The
         // folders are made as needed (none without a link check).

@@ -381,6 +381,19 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
     } else {
         Severity::Error
     };
+    for (id, path) in crate::sources::edited_metas(kb, &trail) {
+        out.push(finding(
+            "edited-object",
+            Severity::Error,
+            &id,
+            Some(path),
+            format!(
+                "source {id}'s meta.yaml was changed since source.register wrote it (its bytes \
+                 are not the ones audit.log.jsonl records): who registered it and whether vouch \
+                 read the file are shown from the log, not from it — restore it (git checkout)"
+            ),
+        ));
+    }
     for (dir, id) in durable {
         let file = rel(KbFile::Object(dir, id.to_string()));
         if trail.admits(id)

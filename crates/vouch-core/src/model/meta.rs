@@ -107,7 +107,9 @@ pub struct ResolvedCitation {
     pub registered_by: Option<String>,
     /// `read_from_file` when vouch read the bytes from the file the locator
     /// names; `supplied` when the caller gave them and only named a
-    /// locator (recorded since this version).
+    /// locator (recorded since this version, and taken from the audit
+    /// log); `read_from_missing_file` when said to be read from a file the
+    /// project no longer holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// The locator names a project file whose bytes are not the source's.
@@ -140,6 +142,10 @@ pub fn provenance_text(by: Option<&str>, content: Option<&str>, differs: bool) -
             Some("supplied") => parts
                 .push("text supplied by the caller, not read from the file it names".to_string()),
             Some("read_from_file") => parts.push("read from the file".to_string()),
+            Some("read_from_missing_file") => parts.push(
+                "WARNING: said to be read from the file it names, which is not in the project"
+                    .to_string(),
+            ),
             _ => {}
         }
         if differs {

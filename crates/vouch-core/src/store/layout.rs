@@ -36,8 +36,14 @@ pub fn never_committed(path: &str) -> bool {
 }
 
 /// The id a knowledge file's path inside `.vouch/` names
-/// (`claims/x.yaml` → `x`, `pages/y.md` → `y`).
+/// (`claims/x.yaml` → `x`, `pages/y.md` → `y`, `sources/<id>/meta.yaml`
+/// → `<id>`).
 pub fn id_of_inside(path: &str) -> &str {
+    if let Some(rest) = path.strip_prefix("sources/")
+        && let Some((id, _)) = rest.split_once('/')
+    {
+        return id;
+    }
     let name = path.rsplit('/').next().unwrap_or(path);
     name.strip_suffix(".yaml")
         .or_else(|| name.strip_suffix(".md"))

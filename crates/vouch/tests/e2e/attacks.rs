@@ -654,8 +654,10 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     assert!(!listed.to_string().contains("planted"), "{listed}");
     std::fs::write(&honest_file, &approved).unwrap();
     // Sources too: a source's meta.yaml is a file like any other.
+    let src_meta = p.vouch_dir().join(format!("sources/{src}/meta.yaml"));
+    let registered = std::fs::read(&src_meta).unwrap();
     edit(
-        &p.vouch_dir().join(format!("sources/{src}/meta.yaml")),
+        &src_meta,
         "locator: ",
         "_meta:\n  unaudited: false\nlocator: ",
     );
@@ -669,6 +671,9 @@ fn cut_or_rewritten_logs_and_hand_written_knowledge_are_detected() {
     );
     let listed = p.ok("x", &["call", "kb.list_sources", "{}"]);
     assert!(!listed.to_string().contains("_meta"), "{listed}");
+    // (doctor reports the edited meta.yaml until it is restored.)
+    assert!(p.doctor_kinds().contains(&"edited-object".to_string()));
+    std::fs::write(&src_meta, &registered).unwrap();
 
     let log = p.vouch_dir().join("audit.log.jsonl");
     let full = std::fs::read_to_string(&log).unwrap();

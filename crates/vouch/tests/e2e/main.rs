@@ -5,6 +5,7 @@
 mod attacks;
 mod attacks4;
 mod attacks4_reads;
+mod attacks5;
 mod attacks5_identity;
 mod bundles;
 mod catalog;
