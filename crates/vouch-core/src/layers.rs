@@ -170,7 +170,13 @@ mod tests {
             let rel = file.strip_prefix(src).unwrap();
             let top = rel.components().next().unwrap().as_os_str();
             let top = top.to_str().unwrap().trim_end_matches(".rs");
-            if skip.contains(&top) || file.file_name().is_some_and(|n| n == "tests.rs") {
+            // A file of tests only (`tests.rs`, `*_tests.rs`, included under
+            // `#[cfg(test)]`) is on no floor, like an inline test module.
+            let tests_only = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == "tests.rs" || n.ends_with("_tests.rs"));
+            if skip.contains(&top) || tests_only {
                 continue;
             }
             let Some(own) = floor_of(floors, top) else {

@@ -205,7 +205,7 @@ pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
 /// else `cli`. An agent transport: --agent, VOUCH_AGENT, then "agent".
 /// Never the repository's config (`agent:` there is reported by `doctor`
 /// and ignored): a cloned repository must not choose who you act as. A
-/// name no one could read back ([`actor_name_problem`]) is refused.
+/// name no one could read back ([`vouch_core::ids::actor_name_problem`]) is refused.
 pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Result<Caller> {
     let actor = match named(agent_flag, transport)? {
         Some(actor) => actor,
@@ -242,17 +242,9 @@ pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
     }
 }
 
-/// Why `name` cannot name an actor, if it cannot
-/// ([`vouch_core::ids::actor_name_problem`]). Every way a caller is named
-/// goes through here: --agent, VOUCH_AGENT, $USER, a token's subject, a
-/// reviewer in the person's config.
-pub fn actor_name_problem(name: &str) -> Option<String> {
-    vouch_core::ids::actor_name_problem(name)
-}
-
 /// The actor someone named: --agent, VOUCH_AGENT, then (at the command
 /// line) $USER; blank values name no one, spaces around a name are not
-/// part of it, and a name [`actor_name_problem`] refuses is an error
+/// part of it, and a name [`vouch_core::ids::actor_name_problem`] refuses is an error
 /// naming where it came from.
 fn named(agent_flag: Option<&str>, transport: Transport) -> Result<Option<String>> {
     let env = |k: &str| std::env::var(k).ok();
@@ -271,7 +263,7 @@ fn named(agent_flag: Option<&str>, transport: Transport) -> Result<Option<String
     }) else {
         return Ok(None);
     };
-    match actor_name_problem(&name) {
+    match vouch_core::ids::actor_name_problem(&name) {
         None => Ok(Some(name)),
         Some(problem) => Err(Error::invalid(format!(
             "{from} {name:?} {problem}; name yourself in plain letters (--agent NAME or \

@@ -132,7 +132,7 @@ pub fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
         Value::Array(names) => {
             for n in names {
                 match n.as_str().map(str::trim) {
-                    Some(name) if crate::context::actor_name_problem(name).is_none() => {
+                    Some(name) if vouch_core::ids::actor_name_problem(name).is_none() => {
                         trust.reviewers.push(name.to_string())
                     }
                     _ => bad("reviewers", n, "an actor name"),

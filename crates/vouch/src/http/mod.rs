@@ -88,7 +88,7 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
             )));
         }
         // The subject is the actor its holder's events are signed with.
-        if let Some(problem) = crate::context::actor_name_problem(subject) {
+        if let Some(problem) = vouch_core::ids::actor_name_problem(subject) {
             return Err(Error::invalid(format!(
                 "{origin}: the subject {subject:?} {problem}"
             )));

@@ -4,6 +4,7 @@
 //! tool result, plus a text block the model reads), not only the server's
 //! stderr; and `kb.index_rebuild` returns with words and vectors complete.
 
+use crate::common::stdio::StdioServer;
 use crate::common::{Project, jsonl};
 use crate::transports::mcp::Mcp;
 use serde_json::{Value, json};
@@ -93,4 +94,46 @@ fn a_calls_warnings_reach_the_agent_on_every_transport() {
         .filter_map(|c| c["text"].as_str())
         .any(|t| t.starts_with("vouch: warning:") && t.contains("hybrid"));
     assert!(said, "the model reads the warning: {r}");
+}
+
+/// The first call of a fresh server that is a rebuild builds once: the
+/// server's own first sync built the index from the files and no one else
+/// has written it since, so the rebuild only catches up. The server is
+/// armed to abort where a rebuild clears the index: it answers. Once
+/// another process has written `state.db`, a rebuild builds again (and
+/// the armed server dies there).
+#[test]
+fn a_fresh_servers_first_rebuild_builds_once() {
+    let p = Project::new();
+    let src = p.source("Ops notes.\n");
+    let claim = p.claim("Deploys are frozen on Fridays", &src);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!(
+            "{}{suffix}",
+            p.vouch_dir().join("state.db").display()
+        ));
+    }
+    let mut cmd = p.command("agent");
+    cmd.env("VOUCH_FAILPOINT", "index.rebuild.cleared=abort")
+        .args(["serve", "--transport", "jsonl"]);
+    let mut server = StdioServer::spawn(cmd);
+    let rebuilt = server.call(1, "kb.index_rebuild", json!({}));
+    assert_eq!(rebuilt["ok"], true, "{rebuilt}");
+    assert_eq!(
+        rebuilt["result"]["indexed"], 2,
+        "a claim and its source: {rebuilt}"
+    );
+    let found = server.call(2, "kb.search", json!({"query": "fridays"}));
+    assert_eq!(found["result"][0]["id"], claim.as_str(), "{found}");
+
+    // Another process writes state.db (a rebuild of its own): the index is
+    // no longer only what this server built, and a rebuild clears it
+    // (where the server dies).
+    p.ok("x", &["index", "rebuild"]);
+    server.send_raw(&json!({"id": 3, "method": "kb.index_rebuild"}).to_string());
+    let status = server.close();
+    assert!(
+        !status.success(),
+        "the second rebuild built again: {status}"
+    );
 }

@@ -105,6 +105,13 @@ pub struct Index {
     /// The audit log lines that rows of `admitted` and `written` were
     /// checked against ([`proof`]).
     lines: std::cell::RefCell<proof::Lines>,
+    /// Its tables were made empty ([`Index::reset_schema`]) and not yet
+    /// filled by a whole sync.
+    from_empty: std::cell::Cell<bool>,
+    /// The database's `data_version` when a sync filled it from empty on
+    /// this connection: while no other connection has written since, the
+    /// index is what a rebuild from the files would make ([`Index::as_built_here`]).
+    built_here: std::cell::Cell<Option<i64>>,
 }
 
 impl Index {
@@ -115,7 +122,40 @@ impl Index {
             hashed: Default::default(),
             backed: Default::default(),
             lines: Default::default(),
+            from_empty: Default::default(),
+            built_here: Default::default(),
         }
+    }
+
+    /// `PRAGMA data_version`: moves when another connection commits.
+    fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// After a whole sync: one that filled the index from empty makes it
+    /// as built here.
+    fn note_synced(&self) -> Result<()> {
+        if self.from_empty.replace(false) {
+            self.built_here.set(Some(self.data_version()?));
+        }
+        Ok(())
+    }
+
+    /// Whether this connection filled the index from the files and no
+    /// other connection (another process, a hand) has written it since:
+    /// then it is what a rebuild would make, and a rebuild only catches up.
+    pub(crate) fn as_built_here(&self) -> Result<bool> {
+        Ok(self.built_here.get().is_some() && self.built_here.get() == Some(self.data_version()?))
+    }
+
+    /// How many documents the index holds.
+    pub(crate) fn documents(&self) -> Result<usize> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM docs", [], |r| r.get::<_, i64>(0))?
+            as usize)
     }
 
     /// Whether the file at `inside` (a path inside `.vouch/`) hashes to
@@ -371,6 +411,8 @@ impl Index {
     /// settings, every recorded scan and the audit offset forgotten (the
     /// vectors and the file's identity stay).
     pub(crate) fn reset_schema(&self, kb: &Ix) -> Result<()> {
+        self.from_empty.set(true);
+        self.built_here.set(None);
         // Whatever a hand added (a trigger, a view) goes too: vouch makes
         // none ([`schema`]).
         let extra: Vec<(String, String)> = self
@@ -803,6 +845,7 @@ impl Index {
         let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
         let stats = self.apply(kb, scan)?;
         self.sync_admitted(kb)?;
+        self.note_synced()?;
         Ok(stats)
     }
 
@@ -814,6 +857,7 @@ impl Index {
         let scan = Scan::take(kb, &self.scan_meta()?, false)?;
         let stats = self.apply(kb, scan)?;
         self.sync_admitted(kb)?;
+        self.note_synced()?;
         Ok(stats)
     }
 

@@ -372,6 +372,23 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         .index
         .lock()
         .unwrap_or_else(|e| e.into_inner());
+    let path = kb.layout().index_db();
+    // Built from the files by this process (a server's first sync) and
+    // written by no one else since: it is what a rebuild would make, so a
+    // rebuild asked for now only catches up (no second build).
+    if let Some(open) = slot.as_mut()
+        && open.identity.is_some()
+        && open.identity == file_identity(&path)
+        && open.index.as_built_here()?
+    {
+        open.index.sync(kb)?;
+        open.synced_at = std::time::Instant::now();
+        mark_ready(kb);
+        return Ok(RebuildResult {
+            ok: true,
+            indexed: open.index.documents()?,
+        });
+    }
     *slot = None;
     retire_readers(kb);
     *kb.index_state
@@ -379,7 +396,6 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         .write()
         .unwrap_or_else(|e| e.into_inner()) = None;
     kb.index_state.changed(None);
-    let path = kb.layout().index_db();
     let mut index = Index::open_path(kb)?;
     index.write(|| {
         index.reset_schema(kb)?;
@@ -501,6 +517,15 @@ mod readers_tests {
         // The main connection opens and syncs the file: readers may follow.
         let docs = with_index(&crate::testing::sqlite(&kb), count).unwrap();
         assert_eq!(search_beside(&kb, "failover").len(), 1);
+        // Another connection writes it: the index is no longer only what
+        // this process built, so the rebuild below builds.
+        rusqlite::Connection::open(kb.layout().index_db())
+            .unwrap()
+            .execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('touched', '1')",
+                [],
+            )
+            .unwrap();
 
         let (opened, reading) = std::sync::mpsc::channel();
         let (go, wait) = std::sync::mpsc::channel::<()>();
