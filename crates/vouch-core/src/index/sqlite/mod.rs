@@ -102,9 +102,6 @@ pub struct Index {
     /// What each file a hit came from derives, by (kind, id), with the
     /// signature it had ([`backed`]): a hit's row is checked against it.
     backed: std::cell::RefCell<HashMap<(String, String), backed::Derived>>,
-    /// The audit log lines that rows of `admitted` and `written` were
-    /// checked against ([`proof`]).
-    lines: std::cell::RefCell<proof::Lines>,
     /// Its tables were made empty ([`Index::reset_schema`]) and not yet
     /// filled by a whole sync.
     from_empty: std::cell::Cell<bool>,
@@ -121,7 +118,6 @@ impl Index {
             touched: Default::default(),
             hashed: Default::default(),
             backed: Default::default(),
-            lines: Default::default(),
             from_empty: Default::default(),
             built_here: Default::default(),
         }
@@ -773,7 +769,13 @@ impl Index {
             "SELECT a.at, w.path, w.sha, w.at FROM admitted a LEFT JOIN written w ON w.id = a.id \
              WHERE a.id = ?1",
         )?;
-        let mut lines = self.lines.borrow_mut();
+        // Shared by every connection of the process (a reader's lease
+        // ends with each request): an import's line may name every object.
+        let mut lines = kb
+            .index_state
+            .lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         lines.check(log)?;
         let mut out = HashSet::new();
         for &(dir, id) in objects {

@@ -6,7 +6,7 @@
 //! that let the object in, or recorded writing the file; a read checks
 //! that line in the log itself (it starts a line, it parses, and it admits
 //! that id or recorded that file's sha256). The lines read are kept for
-//! the life of the connection, while the log below them is unchanged (its
+//! the life of the process (every connection), while the log below them is unchanged (its
 //! event hash where this connection last read it), so a read costs one
 //! `pread` of a small line per event it has not seen, never a read of the
 //! whole log.

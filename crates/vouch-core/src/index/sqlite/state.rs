@@ -35,6 +35,9 @@ pub(crate) struct IndexState {
     /// step (a server's refresher) to embed them now.
     pub(crate) upkeep_asked: Mutex<bool>,
     pub(crate) upkeep_wake: Condvar,
+    /// The audit log lines that rows of `admitted` and `written` were
+    /// checked against ([`super::proof`]), for every connection.
+    pub(crate) lines: Mutex<super::proof::Lines>,
 }
 
 impl Default for IndexState {
@@ -50,6 +53,7 @@ impl Default for IndexState {
             options: RwLock::default(),
             upkeep_asked: Mutex::new(false),
             upkeep_wake: Condvar::new(),
+            lines: Mutex::default(),
         }
     }
 }
