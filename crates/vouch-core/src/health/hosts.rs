@@ -169,47 +169,14 @@ impl Seen<'_> {
                     self.launch(&argv[k..], depth + 1);
                 }
             }
-            "sh" | "bash" | "zsh" | "dash" | "ksh" | "ash" | "mksh" | "fish" => {
-                // Options up to the script; `-c` anywhere among them
-                // (`-c`, `-lc`, `-ec`) makes the first operand the script.
-                let mut c = false;
-                let mut i = 1;
-                while let Some(w) = argv.get(i) {
-                    let t = w.text.as_str();
-                    if t == "--" {
-                        i += 1;
-                        break;
-                    }
-                    if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
-                        break;
-                    }
-                    if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-                        i += 2;
-                        continue;
-                    }
-                    if !t.starts_with("--") && t.contains('c') {
-                        c = true;
-                    }
-                    i += 1;
-                }
-                if let (true, Some(script)) = (c, argv.get(i)) {
+            p if SHELLS.contains(&p) => {
+                let shell = shell_script(argv);
+                if let (true, Some(script)) = (shell.c, argv.get(shell.operand)) {
                     self.script(script, false, depth);
                 }
             }
             "cmd" => {
-                let at = argv.iter().position(|w| {
-                    w.text.eq_ignore_ascii_case("/c") || w.text.eq_ignore_ascii_case("/k")
-                });
-                if let Some(at) = at {
-                    let rest = &argv[at + 1..];
-                    let script = Word {
-                        text: rest
-                            .iter()
-                            .map(|w| w.text.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        unknown: rest.iter().any(|w| w.unknown),
-                    };
+                if let Some(script) = cmd_script(argv) {
                     self.script(&script, true, depth);
                 }
             }
@@ -382,6 +349,61 @@ const RUNS_CODE: &[&str] = &[
 /// Shells whose `-c` script is read here.
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish"];
 
+/// How a shell was started: whether `-c` is among its options (`-c`,
+/// `-lc`, `-ec`), where its first operand (the script, with `-c`) is, and
+/// a start-up file it is told to read (`--rcfile`).
+struct ShellStart {
+    c: bool,
+    operand: usize,
+    reads: Option<String>,
+}
+
+fn shell_script(argv: &[Word]) -> ShellStart {
+    let mut start = ShellStart {
+        c: false,
+        operand: 1,
+        reads: None,
+    };
+    while let Some(w) = argv.get(start.operand) {
+        let t = w.text.as_str();
+        if t == "--" {
+            start.operand += 1;
+            break;
+        }
+        if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
+            break;
+        }
+        if matches!(t, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+            if t.starts_with("--") {
+                start.reads = Some(t.to_string());
+            }
+            start.operand += 2;
+            continue;
+        }
+        if !t.starts_with("--") && t.contains('c') {
+            start.c = true;
+        }
+        start.operand += 1;
+    }
+    start
+}
+
+/// The line `cmd /c` (or `/k`) runs, as one word.
+fn cmd_script(argv: &[Word]) -> Option<Word> {
+    let at = argv
+        .iter()
+        .position(|w| w.text.eq_ignore_ascii_case("/c") || w.text.eq_ignore_ascii_case("/k"))?;
+    let rest = &argv[at + 1..];
+    Some(Word {
+        text: rest
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        unknown: rest.iter().any(|w| w.unknown),
+    })
+}
+
 /// Whether a word names vouch anywhere (decoded, in any case).
 fn mentions_vouch(w: &Word) -> bool {
     w.text.to_ascii_lowercase().contains("vouch")
@@ -421,7 +443,7 @@ fn vetted(argv: &[Word], depth: usize) -> Result<(), String> {
     let shell = SHELLS.contains(&program.as_str());
     if let Some(w) = argv
         .iter()
-        .find(|w| w.unknown && !(shell && !w.text.contains("${")))
+        .find(|w| w.unknown && (!shell || w.text.contains("${")))
     {
         return Err(format!("{:?} is expanded only when it starts", w.text));
     }
@@ -472,54 +494,19 @@ fn vetted(argv: &[Word], depth: usize) -> Result<(), String> {
             None => Err(format!("{p} runs a program not read here")),
         },
         p if SHELLS.contains(&p) => {
-            let mut c = false;
-            let mut i = 1;
-            while let Some(w) = argv.get(i) {
-                let t = w.text.as_str();
-                if t == "--" {
-                    i += 1;
-                    break;
-                }
-                if !(t.starts_with('-') || t.starts_with('+')) || t.len() < 2 {
-                    break;
-                }
-                if matches!(t, "-o" | "+o" | "-O" | "+O") {
-                    i += 2;
-                    continue;
-                }
-                if matches!(t, "--rcfile" | "--init-file") {
-                    return Err(format!("{p} reads {t}"));
-                }
-                if !t.starts_with("--") && t.contains('c') {
-                    c = true;
-                }
-                i += 1;
+            let shell = shell_script(argv);
+            if let Some(file) = shell.reads {
+                return Err(format!("{p} reads {file}"));
             }
-            match (c, argv.get(i)) {
+            match (shell.c, argv.get(shell.operand)) {
                 (true, Some(script)) => script_vetted(script, false, depth),
                 _ => Err(format!("{p} runs a script doctor cannot read")),
             }
         }
-        "cmd" => {
-            let at = argv.iter().position(|w| {
-                w.text.eq_ignore_ascii_case("/c") || w.text.eq_ignore_ascii_case("/k")
-            });
-            match at {
-                Some(at) => {
-                    let rest = &argv[at + 1..];
-                    let script = Word {
-                        text: rest
-                            .iter()
-                            .map(|w| w.text.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        unknown: false,
-                    };
-                    script_vetted(&script, true, depth)
-                }
-                None => Err("cmd runs a script doctor cannot read".into()),
-            }
-        }
+        "cmd" => match cmd_script(argv) {
+            Some(script) => script_vetted(&script, true, depth),
+            None => Err("cmd runs a script doctor cannot read".into()),
+        },
         p if argv[1..].iter().any(mentions_vouch) => {
             Err(format!("{p} runs code or a program not read here"))
         }
