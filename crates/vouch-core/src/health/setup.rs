@@ -80,9 +80,11 @@ pub(crate) fn config_findings(kb: &Kb) -> Vec<Finding> {
             &problem.key,
             path.clone(),
             format!(
-                "config.yaml `{}: {}` cannot be used ({}); the default is used instead — fix \
-                 or remove the key",
-                problem.key, problem.held, problem.why
+                "config.yaml `{}` holds {} that cannot be used ({}); the default is used instead \
+                 — fix or remove the key",
+                problem.key,
+                problem.held_shown(),
+                problem.why_shown()
             ),
         ));
     }
