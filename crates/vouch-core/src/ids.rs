@@ -208,6 +208,107 @@ pub fn actor_name_problem(name: &str) -> Option<String> {
     ))
 }
 
+/// What `name` reads as, for telling names apart by eye: case folded,
+/// compatibility forms taken as the letters they stand for (NFKC's
+/// fullwidth ASCII `ｃｌｉ`, the mathematical letters `𝐜𝐥𝐢`, the Roman
+/// numerals `ⅽⅼⅰ`), the common Cyrillic and Greek look-alikes of Latin
+/// letters as those letters (`сli` with a Cyrillic `с`, `αlice`), `0` as
+/// `o` and `1` or `|` as `l`, and what draws nothing or only a mark on a
+/// letter (invisible characters, combining accents) left out. Two names
+/// with one skeleton pass for each other; a name whose skeleton is `cli`
+/// passes for the placeholder that stands for "no name". A small table,
+/// not Unicode's whole confusables list: it covers the look-alikes an
+/// attacker reaches for first, nothing more.
+pub fn name_skeleton(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if is_format_char(c) || matches!(c, '\u{0300}'..='\u{036f}') {
+            continue;
+        }
+        let c = compatibility_letter(c);
+        match capital_look_alike(c) {
+            Some(latin) => out.push(latin),
+            None => out.extend(c.to_lowercase().map(latin_look_alike)),
+        }
+    }
+    out
+}
+
+/// The ASCII character a compatibility form stands for (NFKC): fullwidth
+/// ASCII, the mathematical alphanumeric letters and digits, the Roman
+/// numerals that are letters; any other character as it is.
+fn compatibility_letter(c: char) -> char {
+    let n = c as u32;
+    let ascii = |b: u32| char::from_u32(b).unwrap_or(c);
+    match n {
+        0xff01..=0xff5e => ascii(n - 0xfee0),
+        // Bold, italic, script, fraktur, double-struck, sans-serif and
+        // monospace A-Z a-z, 52 to a style.
+        0x1d400..=0x1d6a3 => {
+            let i = (n - 0x1d400) % 52;
+            ascii('a' as u32 + i % 26)
+        }
+        // Mathematical digits 0-9, five styles.
+        0x1d7ce..=0x1d7ff => ascii('0' as u32 + (n - 0x1d7ce) % 10),
+        _ => match c {
+            'Ⅰ' | 'ⅰ' => 'i',
+            'Ⅴ' | 'ⅴ' => 'v',
+            'Ⅹ' | 'ⅹ' => 'x',
+            'Ⅼ' | 'ⅼ' => 'l',
+            'Ⅽ' | 'ⅽ' => 'c',
+            'Ⅾ' | 'ⅾ' => 'd',
+            'Ⅿ' | 'ⅿ' => 'm',
+            _ => c,
+        },
+    }
+}
+
+/// The Latin letter a capital look-alike passes for where its own
+/// lowercase does not (Greek `Ν` is `N`, its `ν` reads as `v`).
+fn capital_look_alike(c: char) -> Option<char> {
+    Some(match c {
+        'Ν' => 'n',
+        'Μ' | 'М' => 'm',
+        'Ζ' => 'z',
+        'Υ' | 'Ү' => 'y',
+        'Н' => 'h',
+        _ => return None,
+    })
+}
+
+/// The Latin letter a lowercase look-alike from Cyrillic, Greek or IPA
+/// passes for (and `0`, `1`, `|`); any other character as it is.
+fn latin_look_alike(c: char) -> char {
+    match c {
+        'а' | 'α' | 'ɑ' => 'a',
+        'в' | 'β' | 'ь' => 'b',
+        'с' | 'ϲ' => 'c',
+        'ԁ' => 'd',
+        'е' | 'ё' | 'ε' => 'e',
+        'ɡ' => 'g',
+        'һ' | 'η' => 'h',
+        'і' | 'ї' | 'ι' | 'ı' | 'ɪ' => 'i',
+        'ј' | 'ϳ' => 'j',
+        'к' | 'κ' => 'k',
+        'ӏ' | 'ɩ' | 'ʟ' | '1' | '|' => 'l',
+        'м' => 'm',
+        'п' => 'n',
+        'о' | 'ο' | 'σ' | '0' => 'o',
+        'р' | 'ρ' => 'p',
+        'ԛ' => 'q',
+        'г' => 'r',
+        'ѕ' => 's',
+        'т' | 'τ' => 't',
+        'υ' | 'ս' => 'u',
+        'ν' | 'ѵ' => 'v',
+        'ԝ' | 'ω' => 'w',
+        'х' | 'χ' => 'x',
+        'у' | 'γ' => 'y',
+        'ʐ' => 'z',
+        _ => c,
+    }
+}
+
 /// Part of an emoji sequence a zero-width joiner may stand between
 /// (👩‍💻): pictographs, dingbats, and the emoji presentation selector.
 fn emoji_part(c: char) -> bool {
@@ -350,6 +451,51 @@ mod tests {
         for visible in ['a', 'é', '漢', '\u{1f600}', '\u{e000}', '\u{00a0}'] {
             assert!(!is_format_char(visible), "U+{:04X}", visible as u32);
         }
+    }
+
+    #[test]
+    fn a_skeleton_is_what_a_name_reads_as() {
+        // Case, fullwidth and mathematical forms, Roman numerals,
+        // Cyrillic and Greek look-alikes, invisible characters and
+        // accents: each reads as `cli`.
+        for name in [
+            "cli",
+            "CLI",
+            "Cli",
+            "cLI",
+            "ｃｌｉ",
+            "ＣＬＩ",
+            "сli",
+            "СLI",
+            "clі",
+            "c1i",
+            "c|i",
+            "ⅽⅼⅰ",
+            "𝐜𝐥𝐢",
+            "𝙲𝙻𝙸",
+            "c\u{200b}li",
+            "cl\u{0301}i",
+            "ϲӏі",
+        ] {
+            assert_eq!(name_skeleton(name), "cli", "{name:?}");
+        }
+        assert_eq!(name_skeleton("аlice"), name_skeleton("alice"));
+        assert_eq!(name_skeleton("ΑLΙCΕ"), "alice");
+        assert_eq!(name_skeleton("Νora"), "nora");
+        assert_eq!(name_skeleton("Нugo"), "hugo");
+        assert_eq!(name_skeleton("b0b"), "bob");
+        // Names that differ to the eye keep apart.
+        for (a, b) in [
+            ("alice", "alicia"),
+            ("bob", "rob"),
+            ("cli", "clio"),
+            ("ana", "anna"),
+        ] {
+            assert_ne!(name_skeleton(a), name_skeleton(b), "{a} {b}");
+        }
+        // Letters of other scripts that pass for no Latin one stay.
+        assert_eq!(name_skeleton("Дмитрий"), "дmиtpий");
+        assert_eq!(name_skeleton("李"), "李");
     }
 
     #[test]
