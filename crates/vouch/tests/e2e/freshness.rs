@@ -100,8 +100,8 @@ fn a_calls_warnings_reach_the_agent_on_every_transport() {
 /// server's own first sync built the index from the files and no one else
 /// has written it since, so the rebuild only catches up. The server is
 /// armed to abort where a rebuild clears the index: it answers. Once
-/// another process has written `state.db`, a rebuild builds again (and
-/// the armed server dies there).
+/// anything else has written `state.db` — even bytes patched without
+/// SQLite — a rebuild builds again (and the armed server dies there).
 #[test]
 fn a_fresh_servers_first_rebuild_builds_once() {
     let p = Project::new();
@@ -126,10 +126,23 @@ fn a_fresh_servers_first_rebuild_builds_once() {
     let found = server.call(2, "kb.search", json!({"query": "fridays"}));
     assert_eq!(found["result"][0]["id"], claim.as_str(), "{found}");
 
-    // Another process writes state.db (a rebuild of its own): the index is
-    // no longer only what this server built, and a rebuild clears it
-    // (where the server dies).
-    p.ok("x", &["index", "rebuild"]);
+    // Something writes state.db's bytes without SQLite (which SQLite's
+    // `data_version` never sees): here the same byte written back in
+    // place, as a planted row would be. The index is no longer only what
+    // this server built, and a rebuild clears it (where the server dies).
+    {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let mut db = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(p.vouch_dir().join("state.db"))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        db.seek(SeekFrom::Start(100)).unwrap();
+        db.read_exact(&mut byte).unwrap();
+        db.seek(SeekFrom::Start(100)).unwrap();
+        db.write_all(&byte).unwrap();
+    }
     server.send_raw(&json!({"id": 3, "method": "kb.index_rebuild"}).to_string());
     let status = server.close();
     assert!(

@@ -89,6 +89,10 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 /// A file's signature and inode change time, and its content sha256.
 type Hashed = ((Sig, i64), String);
 
+/// `state.db`'s and its `-wal`'s size, modification and inode change time
+/// (`None`: no such file).
+type FilesSig = (Option<(i64, i64, i64)>, Option<(i64, i64, i64)>);
+
 /// One open connection to `state.db`.
 pub struct Index {
     pub(crate) conn: Connection,
@@ -105,10 +109,11 @@ pub struct Index {
     /// Its tables were made empty ([`Index::reset_schema`]) and not yet
     /// filled by a whole sync.
     from_empty: std::cell::Cell<bool>,
-    /// The database's `data_version` when a sync filled it from empty on
-    /// this connection: while no other connection has written since, the
-    /// index is what a rebuild from the files would make ([`Index::as_built_here`]).
-    built_here: std::cell::Cell<Option<i64>>,
+    /// When a sync filled it from empty on this connection: the database's
+    /// `data_version` and its files' signatures then. While neither moved,
+    /// the index is what a rebuild from the files would make
+    /// ([`Index::as_built_here`]).
+    built_here: std::cell::Cell<Option<(i64, FilesSig)>>,
 }
 
 impl Index {
@@ -134,16 +139,41 @@ impl Index {
     /// as built here.
     fn note_synced(&self) -> Result<()> {
         if self.from_empty.replace(false) {
-            self.built_here.set(Some(self.data_version()?));
+            self.built_here
+                .set(Some((self.data_version()?, self.files_sig())));
         }
         Ok(())
     }
 
-    /// Whether this connection filled the index from the files and no
-    /// other connection (another process, a hand) has written it since:
-    /// then it is what a rebuild would make, and a rebuild only catches up.
+    /// The signatures of `state.db` and its `-wal`: size, modification and
+    /// inode change time. A write by anything — this connection, another,
+    /// or bytes patched without SQLite, which `data_version` never sees —
+    /// changes them, and no one can set an inode change time back.
+    fn files_sig(&self) -> FilesSig {
+        let sig = |path: &Path| {
+            std::fs::symlink_metadata(path)
+                .ok()
+                .map(|m| (mtime_ns(&m), m.len() as i64, changed_ns(path)))
+        };
+        let db = self.conn.path().map(PathBuf::from);
+        match db {
+            Some(db) => {
+                let wal = PathBuf::from(format!("{}-wal", db.display()));
+                (sig(&db), sig(&wal))
+            }
+            None => (None, None),
+        }
+    }
+
+    /// Whether this connection filled the index from the files and
+    /// nothing has written it since — no commit of another connection, no
+    /// byte of its files changed (not even by this connection): then it is
+    /// what a rebuild would make, and a rebuild only catches up.
     pub(crate) fn as_built_here(&self) -> Result<bool> {
-        Ok(self.built_here.get().is_some() && self.built_here.get() == Some(self.data_version()?))
+        let Some((version, files)) = self.built_here.get() else {
+            return Ok(false);
+        };
+        Ok(files.0.is_some() && version == self.data_version()? && files == self.files_sig())
     }
 
     /// How many documents the index holds.
@@ -441,12 +471,26 @@ impl Index {
     /// back if it fails.
     pub(crate) fn write<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        // An index built here stays so through this connection's own
+        // writes (its files' signatures followed), never through one that
+        // finds them changed by something else first.
+        let ours = match self.built_here.get() {
+            Some(_) => Some(self.as_built_here()?),
+            None => None,
+        };
         let done = f().and_then(|r| {
             self.conn.execute_batch("COMMIT")?;
             Ok(r)
         });
         if done.is_err() && !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        match ours {
+            Some(true) => self
+                .built_here
+                .set(Some((self.data_version()?, self.files_sig()))),
+            Some(false) => self.built_here.set(None),
+            None => {}
         }
         done
     }

@@ -374,7 +374,7 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         .unwrap_or_else(|e| e.into_inner());
     let path = kb.layout().index_db();
     // Built from the files by this process (a server's first sync) and
-    // written by no one else since: it is what a rebuild would make, so a
+    // written by nothing else since ([`Index::as_built_here`]): it is what a rebuild would make, so a
     // rebuild asked for now only catches up (no second build).
     if let Some(open) = slot.as_mut()
         && open.identity.is_some()

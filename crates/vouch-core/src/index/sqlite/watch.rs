@@ -648,10 +648,13 @@ mod imp {
                     .apply_changed(kb, batch.changed.into_iter().collect())?;
             }
             if full {
-                open.index.conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
-                    params![STAMP_KEY, self.token],
-                )?;
+                open.index.write(|| {
+                    open.index.conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
+                        params![STAMP_KEY, self.token],
+                    )?;
+                    Ok(())
+                })?;
             }
             // Another process's approvals admit objects too (`admitted`).
             open.index.sync_admitted(kb)?;
