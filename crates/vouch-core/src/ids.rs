@@ -234,6 +234,17 @@ pub fn name_skeleton(name: &str) -> String {
     out
 }
 
+/// The name the audit log uses for "no name": the actor of a command when
+/// nothing names anyone (no --agent, VOUCH_AGENT or $USER).
+pub const NO_NAME: &str = "cli";
+
+/// Whether `name` reads as [`NO_NAME`] ([`name_skeleton`]): `CLI`,
+/// fullwidth `ｃｌｉ`, a Cyrillic `сli`. No decision is signed with such a
+/// name: a reader of the log would take it for one nobody signed.
+pub fn reads_as_no_name(name: &str) -> bool {
+    name_skeleton(name) == NO_NAME
+}
+
 /// The ASCII character a compatibility form stands for (NFKC): fullwidth
 /// ASCII, the mathematical alphanumeric letters and digits, the Roman
 /// numerals that are letters; any other character as it is.

@@ -382,7 +382,8 @@ pub(crate) fn resolve_for(kb: &Kb, user_path: &str, rule: &str) -> Result<(PathB
 /// HFS+ ignores), or a folder git keeps a repository in: one holding
 /// `HEAD` and either `objects/` or a `commondir` file (a bare repository,
 /// the git folder a `.git` file points to, a linked worktree's folder),
-/// links followed, as git itself accepts them. Git's config
+/// links followed (and `HEAD` a link even when it leads nowhere), as git
+/// itself accepts them. Git's config
 /// may hold credentials (a source is committed with `.vouch/`) and its
 /// hooks run as code; they are never the project's knowledge.
 pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &str) -> Result<()> {
@@ -401,10 +402,15 @@ pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &s
             return refuse(".git");
         }
         walked.push(name);
-        // Followed: git reads a linked `objects` or `HEAD` as its own.
+        // Followed: git reads a linked `objects` as its own.
         let holds =
             |n: &str, dir: bool| std::fs::metadata(walked.join(n)).is_ok_and(|m| m.is_dir() == dir);
-        if holds("HEAD", false) && (holds("objects", true) || holds("commondir", false)) {
+        // A `HEAD` link is git's older form of a symbolic ref, read for
+        // what it says (`refs/heads/main`): it counts though it leads
+        // nowhere (round six, A5b).
+        let head = std::fs::symlink_metadata(walked.join("HEAD"))
+            .is_ok_and(|m| m.is_symlink() || m.is_file());
+        if head && (holds("objects", true) || holds("commondir", false)) {
             return refuse(&format!("{}, a git repository's folder", walked.display()));
         }
     }

@@ -209,14 +209,12 @@ pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
 pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Result<Caller> {
     let actor = match named(agent_flag, transport)? {
         Some(actor) => actor,
-        None if transport == Transport::Cli => NO_NAME_CLI.into(),
+        None if transport == Transport::Cli => vouch_core::ids::NO_NAME.into(),
         None => NO_NAME_AGENT.into(),
     };
     Ok(Caller::new(actor, transport))
 }
 
-/// The actor of a command when nothing names anyone.
-const NO_NAME_CLI: &str = "cli";
 /// The actor of an agent transport when nothing names anyone.
 const NO_NAME_AGENT: &str = "agent";
 
@@ -224,15 +222,20 @@ const NO_NAME_AGENT: &str = "agent";
 /// as they named themselves. The `cli` that [`caller`] falls back to when
 /// nothing names anyone (no --agent, VOUCH_AGENT or $USER, as in many
 /// containers) is no one: a decision it would sign is refused, and so is
-/// one signed `cli` by name (`USER=cli`): in the log that stands for "no
+/// one signed `cli` by name (`USER=cli`), or by a name that reads as it
+/// (`CLI`, fullwidth `ｃｌｉ`, a Cyrillic `сli`:
+/// [`vouch_core::ids::reads_as_no_name`]): in the log that stands for "no
 /// name".
 pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
     match named(agent_flag, Transport::Cli)? {
-        Some(actor) if actor != NO_NAME_CLI => Ok(Caller::new(actor, Transport::Cli)),
+        Some(actor) if !vouch_core::ids::reads_as_no_name(&actor) => {
+            Ok(Caller::new(actor, Transport::Cli))
+        }
         Some(actor) => Err(Error::denied(format!(
-            "review_gate: who is deciding? The name set is {actor:?}, which the audit log \
-             uses for \"no name\": a decision is signed with your name: pass --agent \
-             YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)"
+            "review_gate: who is deciding? The name set is {actor:?}, which reads as {:?}, \
+             the name the audit log uses for \"no name\": a decision is signed with your \
+             name: pass --agent YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)",
+            vouch_core::ids::NO_NAME
         ))),
         None => Err(Error::denied(
             "review_gate: who is deciding? No name is set: --agent, VOUCH_AGENT and $USER are \

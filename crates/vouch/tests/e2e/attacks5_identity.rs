@@ -201,3 +201,103 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
     assert_eq!(pending(&p), 0);
     assert!(!p.audit_events("alice").is_empty());
 }
+
+/// Round six, A4: a decision signed with a name that reads as `cli` — in
+/// another case, fullwidth (`ｃｌｉ`), with a Cyrillic `с` — was approved,
+/// and a reader of the log takes it for one nobody signed. Refused as
+/// `cli` is, whether the name is the decider's own or the `approver` a
+/// person names; a name that merely starts like it (`Clio`) decides.
+#[test]
+fn a_decision_is_not_signed_by_a_name_that_reads_as_no_one() {
+    let p = Project::new();
+    let src = p.source("Builds run on every push.");
+    let (prop, _) = p.propose("Builds run on every push.", &src);
+    let before = p.snapshot();
+    for name in [
+        "CLI",
+        "Cli",
+        "\u{ff43}\u{ff4c}\u{ff49}",
+        "\u{0441}li",
+        "cl\u{0456}",
+    ] {
+        for decide in [
+            vec!["approve", prop.as_str()],
+            vec!["reject", "--reason", "no", prop.as_str()],
+        ] {
+            let r = Run::from(
+                named_as(&p, &[("USER", name)])
+                    .args(&decide)
+                    .output()
+                    .unwrap(),
+            );
+            assert_ne!(r.code, 0, "{name:?} {decide:?} decided: {}", r.stdout);
+            assert!(r.stderr.contains("no name"), "{name:?}: {}", r.stderr);
+        }
+        // A person at the command line may name who approves: not one
+        // who reads as no one.
+        let r = p.call(
+            "alice",
+            "kb.approve",
+            json!({"proposal_id": prop, "approver": name}),
+        );
+        assert_ne!(r.code, 0, "approved as {name:?}: {}", r.stdout);
+        assert!(r.stderr.contains("no name"), "{name:?}: {}", r.stderr);
+    }
+    assert_eq!(before, p.snapshot(), "a refused decision wrote something");
+    assert_eq!(pending(&p), 1);
+    let r = Run::from(
+        named_as(&p, &[("USER", "Clio")])
+            .args(["approve", &prop])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(pending(&p), 0);
+}
+
+/// Round six, A5b: a bare repository whose `HEAD` is a link that leads
+/// nowhere (`refs/heads/main`, git's older form of a symbolic ref: git
+/// reads the link's text, not its target) is a repository to git, but
+/// vouch followed the link, found nothing and registered its `config` as
+/// an agent's source.
+#[test]
+fn a_bare_repository_whose_head_is_a_dangling_link_is_git_s() {
+    let p = Project::new();
+    let root = p.root();
+    git(root, &["init", "-q", "--bare", "vendor/headlink.git"]);
+    let bare = root.join("vendor/headlink.git");
+    std::fs::write(
+        bare.join("config"),
+        "[core]\n\tbare = true\n[remote \"o\"]\n\turl = https://u:s3cret@x/r\n",
+    )
+    .unwrap();
+    std::fs::remove_file(bare.join("HEAD")).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", bare.join("HEAD")).unwrap();
+    assert!(!bare.join("HEAD").exists(), "the link must lead nowhere");
+    let out = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(&bare)
+        .args(["rev-parse", "--is-bare-repository"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git does not read it: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for path in [
+        "vendor/headlink.git/config",
+        "vendor/headlink.git/description",
+    ] {
+        let r = jsonl(
+            &p,
+            "agent",
+            "kb.register_source_from_path",
+            json!({"path": path}),
+        );
+        let message = r["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{path:?} was registered: {r}"));
+        assert!(message.contains("git's own files"), "{path:?}: {message}");
+    }
+}

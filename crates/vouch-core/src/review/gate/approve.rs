@@ -25,6 +25,13 @@ pub(super) fn resolve_approver(caller: &Caller, param: Option<String>) -> Result
         None => caller.actor.clone(),
     };
     check_actor(&approver)?;
+    if crate::ids::reads_as_no_name(&approver) {
+        return Err(Error::denied(format!(
+            "review_gate: the approver {approver:?} reads as {:?}, the name the audit log \
+             uses for \"no name\"; a decision is signed with a person's name",
+            crate::ids::NO_NAME
+        )));
+    }
     Ok(approver)
 }
 
