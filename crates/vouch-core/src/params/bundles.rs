@@ -91,8 +91,9 @@ pub struct ImportCheckResult {
     /// The objects this KB holds differently.
     pub conflict_objects: Vec<ObjectRef>,
     /// Members no review let in: claims, pages, entities and relations no
-    /// approval among the bundle's own `decided/` records wrote as they
-    /// are, and whatever the manifest lists as `unreviewed`. An import
+    /// approval by a person among the bundle's own `decided/` records wrote
+    /// as they are (an approver this KB's log shows to be an agent is no
+    /// person), and whatever the manifest lists as `unreviewed`. An import
     /// writes them, but not as reviewed knowledge — they are marked
     /// unaudited here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -112,11 +113,37 @@ pub struct ObjectRef {
     /// a relation's ends and type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// True when no approval among the bundle's `decided/` records wrote it
-    /// as it is (or the manifest lists it `unreviewed`): an import writes
-    /// it marked unaudited, never as reviewed knowledge.
+    /// True when no approval by a person among the bundle's `decided/`
+    /// records wrote it as it is (or the manifest lists it `unreviewed`):
+    /// an import writes it marked unaudited, never as reviewed knowledge.
+    /// An approver this KB's log shows to be an agent is no person.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unreviewed: bool,
+    /// Who approved it, as the bundle's own `decided/` record that wrote
+    /// it says (`decided_by`). Absent when no record did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
+    /// Who that approver is in this KB's eyes. An approval by an agent of
+    /// this KB does not count: the object arrives unreviewed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<ApproverStanding>,
+}
+
+/// Who a bundle's approver is in the importing KB's eyes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ApproverStanding {
+    /// This KB's audit log shows them deciding: a person.
+    Decider,
+    /// A reviewer the person named in their own config (`review.reviewers`).
+    Reviewer,
+    /// An agent here: this KB's log shows them proposing and never
+    /// deciding. Their approval does not count; the object arrives
+    /// unreviewed.
+    Agent,
+    /// A name this KB has never seen decide (nor propose). Their approval
+    /// counts, as a person's elsewhere; check who they are before importing.
+    Unknown,
 }
 
 /// What kb.import_apply does with files that differ from this KB.

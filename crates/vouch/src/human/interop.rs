@@ -142,8 +142,24 @@ impl Human for ImportCheckResult {
         ] {
             for o in list.iter().take(SHOWN) {
                 out.push_str(&format!("    {what}: {} {}", o.kind, o.id));
+                if let Some(by) = &o.approved_by {
+                    out.push_str(&format!("  (approved by {by}, the bundle says)"));
+                }
+                match o.approver {
+                    Some(ApproverStanding::Agent) => out.push_str(
+                        "  [APPROVED BY AN AGENT: this KB's log shows them proposing and never \
+                         deciding; the approval does not count]",
+                    ),
+                    Some(ApproverStanding::Unknown) => out.push_str(
+                        "  [APPROVER UNKNOWN HERE: never seen deciding in this KB; check who \
+                         they are]",
+                    ),
+                    _ => {}
+                }
                 if o.unreviewed {
-                    out.push_str("  [UNREVIEWED: no approval in the bundle wrote it as it is]");
+                    out.push_str(
+                        "  [UNREVIEWED: no approval by a person in the bundle wrote it as it is]",
+                    );
                 }
                 out.push('\n');
                 // What agents will be served, as they will be served it.
@@ -162,8 +178,9 @@ impl Human for ImportCheckResult {
         }
         for c in &self.unreviewed {
             out.push_str(&format!(
-                "    unreviewed: {c} (no approval in the bundle wrote it as it is: written or \
-                 edited by hand where it came from; it will be marked unaudited here)\n"
+                "    unreviewed: {c} (no approval by a person in the bundle wrote it as it is: \
+                 written or edited by hand where it came from, or approved by an agent; it will \
+                 be marked unaudited here)\n"
             ));
         }
         if !self.conflict.is_empty() {
@@ -190,8 +207,9 @@ impl Human for ImportApplyResult {
         }
         if self.unreviewed > 0 {
             out.push_str(&format!(
-                "{} object(s) came unreviewed (written or edited by hand where they came from): \
-                 written, and marked unaudited here too (`vouch doctor` names them)\n",
+                "{} object(s) came unreviewed (written or edited by hand where they came from, \
+                 or approved by an agent): written, and marked unaudited here (`vouch doctor` \
+                 names them)\n",
                 self.unreviewed
             ));
         }

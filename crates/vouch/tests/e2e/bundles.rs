@@ -924,7 +924,8 @@ fn import_check_lists_what_would_come_in() {
     let new = v["new_objects"].as_array().unwrap();
     assert!(
         new.contains(&json!({"kind": "claim", "id": f.claim,
-                             "text": "Access tokens expire after 24 hours"})),
+                             "text": "Access tokens expire after 24 hours",
+                             "approved_by": "alice", "approver": "unknown"})),
         "{v:#}"
     );
     assert!(
@@ -932,7 +933,10 @@ fn import_check_lists_what_would_come_in() {
         "{v:#}"
     );
     assert!(
-        new.contains(&json!({"kind": "entity", "id": "auth-service", "text": "Auth service"})),
+        new.contains(
+            &json!({"kind": "entity", "id": "auth-service", "text": "Auth service",
+                             "approved_by": "alice", "approver": "unknown"})
+        ),
         "{v:#}"
     );
     // Every claim, page and entity is what its approval wrote: none is
@@ -1089,15 +1093,7 @@ fn a_bundle_stripped_of_its_unreviewed_list_still_imports_them_unreviewed() {
     ];
     expected.sort();
     assert_eq!(listed, expected, "{check:#}");
-    let object = |id: &str| {
-        check["new_objects"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("{id} not new: {check:#}"))
-    };
+    let object = |id: &str| new_object(&check, id);
     assert_eq!(object(&edited)["text"], "Refunds are never given");
     assert_eq!(object(&edited)["unreviewed"], true);
     assert_eq!(object("invoices-are-never-due")["unreviewed"], true);
@@ -1115,22 +1111,13 @@ fn a_bundle_stripped_of_its_unreviewed_list_still_imports_them_unreviewed() {
 
     let r = q.ok("bob", &["import-apply", stripped]);
     assert_eq!(r["unreviewed"], 2, "{r}");
-    let hits = q.ok("x", &["search", "invoices refunds"]);
-    let marked = |id: &str| {
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["id"] == id)
-            .map(|h| h["_meta"]["unaudited"] == true)
-    };
-    assert_eq!(marked(&honest), Some(false), "{hits}");
-    assert_eq!(marked(&edited), Some(true), "{hits}");
-    assert_eq!(marked("invoices-are-never-due"), Some(true), "{hits}");
-    let kinds = q.doctor_kinds();
     assert_eq!(
-        kinds.iter().filter(|k| *k == "unaudited-object").count(),
-        2,
-        "{kinds:?}"
+        unaudited(
+            &q,
+            "invoices refunds",
+            &[&honest, &edited, "invoices-are-never-due"]
+        ),
+        (vec![Some(false), Some(true), Some(true)], 2)
     );
 }
 
@@ -1167,22 +1154,13 @@ fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
     assert_eq!(listed(&check), expected, "{check}");
     let r = q.ok("bob", &["import-apply", out.to_str().unwrap()]);
     assert_eq!(r["unreviewed"], 2, "{r}");
-    let hits = q.ok("x", &["search", "invoices refunds"]);
-    let marked = |id: &str| {
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["id"] == id)
-            .map(|h| h["_meta"]["unaudited"] == true)
-    };
-    assert_eq!(marked(&honest), Some(false), "{hits}");
-    assert_eq!(marked(&edited), Some(true), "{hits}");
-    assert_eq!(marked("invoices-are-never-due"), Some(true), "{hits}");
-    let kinds = q.doctor_kinds();
     assert_eq!(
-        kinds.iter().filter(|k| *k == "unaudited-object").count(),
-        2,
-        "{kinds:?}"
+        unaudited(
+            &q,
+            "invoices refunds",
+            &[&honest, &edited, "invoices-are-never-due"]
+        ),
+        (vec![Some(false), Some(true), Some(true)], 2)
     );
 
     // A KB with nothing unreviewed exports no such list.
@@ -1194,4 +1172,117 @@ fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
     );
     let clean = p.ok("alice", &["export", out.to_str().unwrap()]);
     assert!(clean.get("unreviewed").is_none(), "{clean}");
+}
+
+/// Round six, C07: a bundle's own `decided/` records name their approver
+/// as they like. In the KB a bundle comes from, `cursor` proposes and
+/// `claude` "approves" (claude never proposed there); in the KB importing
+/// it, claude is an agent — it proposes and never decided. Its approval
+/// does not count: the claim arrives unreviewed, `import-check` names the
+/// approver and marks it an agent, search marks the claim unaudited and
+/// `doctor` names it. An approver this KB never saw decide still counts,
+/// marked so the person sees who vouched; so does a reviewer the person
+/// named, though they propose here.
+#[test]
+fn an_approval_by_an_agent_of_the_importing_kb_does_not_count() {
+    let from = Project::new();
+    let src = from.source("Deploys are frozen on Fridays. Rollbacks need two people.\n");
+    let approved = |proposer: &str, approver: &str, text: &str| -> String {
+        let v = from.ok(proposer, &["propose-claim", text, "--evidence", &src]);
+        from.ok(approver, &["approve", v["proposal_id"].as_str().unwrap()]);
+        v["claim_id"].as_str().unwrap().to_string()
+    };
+    let by_agent = approved("cursor", "claude", "Agents may deploy on Fridays");
+    let by_stranger = approved("cursor", "dave", "Deploys are frozen on Fridays");
+    let by_reviewer = approved("cursor", "rita", "Rollbacks need two people");
+    let out = export(&from, "b.tar.gz");
+    let out = out.to_str().unwrap();
+
+    // The importing KB: claude and rita propose here; alice decides; the
+    // person names rita a reviewer.
+    let q = Project::new();
+    let here = q.source("Invoices are due in 30 days.\n");
+    for agent in ["claude", "rita"] {
+        let v = q.ok(
+            agent,
+            &[
+                "propose-claim",
+                &format!("Invoices by {agent}"),
+                "--evidence",
+                &here,
+            ],
+        );
+        q.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
+    }
+    q.reviewers(&["rita"]);
+
+    let check = q.ok("alice", &["import-check", out]);
+    let object = |id: &str| new_object(&check, id);
+    assert_eq!(object(&by_agent)["approved_by"], "claude", "{check:#}");
+    assert_eq!(object(&by_agent)["approver"], "agent", "{check:#}");
+    assert_eq!(object(&by_agent)["unreviewed"], true, "{check:#}");
+    assert_eq!(object(&by_stranger)["approved_by"], "dave", "{check:#}");
+    assert_eq!(object(&by_stranger)["approver"], "unknown", "{check:#}");
+    assert!(
+        object(&by_stranger).get("unreviewed").is_none(),
+        "{check:#}"
+    );
+    assert_eq!(object(&by_reviewer)["approver"], "reviewer", "{check:#}");
+    assert!(
+        object(&by_reviewer).get("unreviewed").is_none(),
+        "{check:#}"
+    );
+    assert_eq!(
+        check["unreviewed"],
+        json!([format!("claims/{by_agent}.yaml")]),
+        "{check:#}"
+    );
+    let text = q.run("alice", &["import-check", out]).stdout;
+    assert_eq!(text.matches("[APPROVED BY AN AGENT").count(), 1, "{text}");
+    assert_eq!(text.matches("[APPROVER UNKNOWN HERE").count(), 1, "{text}");
+    assert!(
+        text.contains("(approved by claude, the bundle says)"),
+        "{text}"
+    );
+
+    let r = q.ok("alice", &["import-apply", out]);
+    assert_eq!(r["unreviewed"], 1, "{r}");
+    assert_eq!(
+        unaudited(
+            &q,
+            "deploy Fridays rollbacks",
+            &[&by_agent, &by_stranger, &by_reviewer]
+        ),
+        (vec![Some(true), Some(false), Some(false)], 1)
+    );
+}
+
+/// The new object `id` that `import-check` lists.
+fn new_object(check: &Value, id: &str) -> Value {
+    check["new_objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} not new: {check:#}"))
+}
+
+/// Whether a search for `query` marks each of `ids` unaudited (`None`:
+/// not found), and how many objects `doctor` reports unaudited.
+fn unaudited(q: &Project, query: &str, ids: &[&str]) -> (Vec<Option<bool>>, usize) {
+    let hits = q.ok("x", &["search", query]);
+    let marked = ids
+        .iter()
+        .map(|id| {
+            hits.as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["id"] == *id)
+                .map(|h| h["_meta"]["unaudited"] == true)
+        })
+        .collect();
+    let kinds = q.doctor_kinds();
+    let n = kinds.iter().filter(|k| *k == "unaudited-object").count();
+    (marked, n)
 }

@@ -87,11 +87,14 @@ pub fn import_check(kb: &Kb, caller: &Caller, p: BundlePathParams) -> Result<Imp
             ),
             KbFile::SourceMeta(id) | KbFile::SourceContent(id) => ("source", id),
         };
+        let approver = s.approved_by.get(name);
         Some(ObjectRef {
             kind: kind.to_string(),
             id: id.clone(),
             text: said(&m.parsed),
             unreviewed: is_gated(&m.file) && s.unreviewed.contains(name),
+            approved_by: approver.map(|(by, _)| by.clone()),
+            approver: approver.map(|(_, standing)| *standing),
         })
     };
     for (name, m) in &s.members {

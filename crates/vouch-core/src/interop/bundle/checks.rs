@@ -254,23 +254,85 @@ pub(crate) fn check_bundle(
         };
         check_content(&mut s, importing.then_some(kb), require);
         if importing {
-            let unapproved = unapproved(&s);
+            let deciders = Deciders::of(kb)?;
+            let (unapproved, approved_by) = unapproved(&s, &|by| deciders.counts(by));
             s.unreviewed.extend(unapproved);
+            s.approved_by = approved_by
+                .into_iter()
+                .map(|(path, by)| {
+                    let standing = deciders.standing(&by);
+                    (path, (by, standing))
+                })
+                .collect();
         }
     }
     Ok(s)
 }
 
+/// Who the importing KB takes a bundle's approval from: read from its own
+/// audit log ([`Actors`]) and the person's own config. A bundle's
+/// `decided/` record names its approver as it likes; only this KB knows
+/// who of those names is an agent here.
+///
+/// [`Actors`]: crate::audit::trail::Actors
+pub(crate) struct Deciders {
+    actors: crate::audit::trail::Actors,
+    reviewers: Vec<String>,
+}
+
+impl Deciders {
+    /// Who proposes and who decides in this KB's log, read in order.
+    pub(crate) fn of(kb: &Kb) -> Result<Deciders> {
+        use crate::audit::trail::{Admits, Logged};
+        let mut actors = crate::audit::trail::Actors::default();
+        let (bytes, _) = kb.audit_log().read_from(0)?;
+        for line in bytes.split(|b| *b == b'\n') {
+            if Admits::may_admit(line) {
+                actors.take(&mut Logged::of_line(line), true);
+            }
+        }
+        Ok(Deciders {
+            actors,
+            reviewers: kb.trust().reviewers.clone(),
+        })
+    }
+
+    /// Who `actor` is here.
+    pub(crate) fn standing(&self, actor: &str) -> ApproverStanding {
+        if self.reviewers.iter().any(|r| r == actor) {
+            ApproverStanding::Reviewer
+        } else if self.actors.is_agent(actor) {
+            ApproverStanding::Agent
+        } else if self.actors.decided.contains(actor) {
+            ApproverStanding::Decider
+        } else {
+            ApproverStanding::Unknown
+        }
+    }
+
+    /// Does an approval by `actor` count as a person's? Not an agent's
+    /// (one this KB's log shows proposing and never deciding), unless the
+    /// person named them a reviewer.
+    pub(crate) fn counts(&self, actor: &str) -> bool {
+        self.standing(actor) != ApproverStanding::Agent
+    }
+}
+
 /// The claims, pages, entities and relations of a bundle that no approval
-/// among its own `decided/` records wrote as they are: each must be what
-/// approving its proposal writes (the payload its `proposal_sha256`
-/// fingerprints, plus what approval adds — [`approved_object`]), changed
-/// since only in the fields a lifecycle change sets. The manifest's
-/// `unreviewed` list only adds to these: a bundle cannot declare its own
-/// knowledge reviewed by leaving it off.
+/// by a person (`person`, of its `decided_by`) among its own `decided/`
+/// records wrote as they are: each must be what approving its proposal
+/// writes (the payload its `proposal_sha256` fingerprints, plus what
+/// approval adds — [`approved_object`]), changed since only in the fields
+/// a lifecycle change sets. The manifest's `unreviewed` list only adds to
+/// these: a bundle cannot declare its own knowledge reviewed by leaving it
+/// off. Also who approved each member a record wrote, by bundle path (a
+/// person, when one did).
 ///
 /// [`approved_object`]: crate::review::gate::approved_object
-pub(crate) fn unapproved(scan: &Scan) -> Vec<String> {
+pub(crate) fn unapproved(
+    scan: &Scan,
+    person: &dyn Fn(&str) -> bool,
+) -> (Vec<String>, HashMap<String, String>) {
     let mut decisions: HashMap<String, Vec<Proposal>> = HashMap::new();
     for m in scan.members.values() {
         if let (KbFile::Object(Dir::Decided, _), Parsed::Decided(p)) = (&m.file, &m.parsed) {
@@ -284,20 +346,33 @@ pub(crate) fn unapproved(scan: &Scan) -> Vec<String> {
             decisions.entry(p.object_id.clone()).or_default().push(p);
         }
     }
-    scan.members
+    let mut out = Vec::new();
+    let mut approved_by = HashMap::new();
+    for (path, m) in scan
+        .members
         .iter()
         .filter(|(_, m)| super::apply::is_gated(&m.file))
-        .filter(|(_, m)| {
-            let KbFile::Object(_, id) = &m.file else {
-                return true;
-            };
-            !decisions
-                .get(id.as_str())
-                .is_some_and(|ps| ps.iter().any(|p| approval_wrote(p, &m.parsed)))
-                && !records_link(scan, &m.parsed)
-        })
-        .map(|(path, _)| path.clone())
-        .collect()
+    {
+        let KbFile::Object(_, id) = &m.file else {
+            out.push(path.clone());
+            continue;
+        };
+        let approvers: Vec<&str> = decisions
+            .get(id.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|p| approval_wrote(p, &m.parsed))
+            .filter_map(|p| p.decided_by.as_deref())
+            .collect();
+        let by_person = approvers.iter().find(|by| person(by));
+        if let Some(by) = by_person.or(approvers.first()) {
+            approved_by.insert(path.clone(), by.to_string());
+        }
+        if by_person.is_none() && !records_link(scan, &m.parsed) {
+            out.push(path.clone());
+        }
+    }
+    (out, approved_by)
 }
 
 /// Is `object` the relation vouch 1.x writes when a person supersedes a

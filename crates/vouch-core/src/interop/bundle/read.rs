@@ -66,6 +66,7 @@ pub(crate) struct Member {
 }
 
 /// What one pass over an archive found.
+#[derive(Default)]
 pub(crate) struct Scan {
     /// By bundle path, manifest.json excluded.
     pub(crate) members: BTreeMap<String, Member>,
@@ -79,6 +80,10 @@ pub(crate) struct Scan {
     /// that came later in the archive (an export puts evidence/ before
     /// sources/).
     pub(crate) quotes_checked: HashSet<String>,
+    /// Who approved each claim, page, entity and relation, by bundle path,
+    /// as the bundle's own `decided/` record that wrote it says
+    /// (`decided_by`), and who they are here (filled when importing).
+    pub(crate) approved_by: HashMap<String, (String, ApproverStanding)>,
 }
 
 impl Scan {
@@ -309,14 +314,7 @@ pub(crate) fn scan(
     keep: &dyn Fn(&KbFile) -> bool,
 ) -> Result<Scan> {
     let _one_at_a_time = SCANNING.lock().unwrap_or_else(|e| e.into_inner());
-    let mut scan = Scan {
-        members: BTreeMap::new(),
-        problems: Vec::new(),
-        manifest_files: 0,
-        bundle_requires_citations: None,
-        quotes_checked: HashSet::new(),
-        unreviewed: HashSet::new(),
-    };
+    let mut scan = Scan::default();
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut magic = [0u8; 2];
     let got = file.read(&mut magic).map_err(|e| Error::io(path, e))?;
@@ -337,14 +335,7 @@ pub(crate) fn scan(
         // (headers and that one member read; the rest only skipped, within
         // the same limits), then check every member against it as usual.
         if let Some(bytes) = find_manifest(path, limits)? {
-            scan = Scan {
-                members: BTreeMap::new(),
-                problems: Vec::new(),
-                manifest_files: 0,
-                bundle_requires_citations: None,
-                quotes_checked: HashSet::new(),
-                unreviewed: HashSet::new(),
-            };
+            scan = Scan::default();
             archive = open_archive(path, limits)?;
             fatal = scan_entries(&mut archive, &mut scan, limits, keep, Some(bytes));
         }
