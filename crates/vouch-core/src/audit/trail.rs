@@ -39,6 +39,10 @@ pub struct Trail {
     /// Approvals that let nothing in ([`Unfounded`]): event id, actor,
     /// proposal id, object and why.
     pub unfounded: Vec<(String, String, String, String, Unfounded)>,
+    /// Reverts that put back nothing ([`Actors::take`]): event id, actor,
+    /// the event it names (`data.reverts`, `?` when none) and the files it
+    /// recorded writing, none of them reviewed.
+    pub unfounded_reverts: Vec<(String, String, String, Vec<String>)>,
 }
 
 /// Why an approval lets nothing in: no `proposal.create` came before it,
@@ -105,8 +109,22 @@ pub struct Logged {
     /// The proposal it creates or decides (`object_ids[0]`), when it does.
     pub proposal: Option<String>,
     /// Set by [`Actors::take`] for a decision of a proposal that is not
-    /// open (never created, or decided already): it let nothing in.
+    /// open (never created, or decided already), or a revert of what is not
+    /// the last lifecycle change of each file it wrote: it let nothing in.
     pub unfounded: bool,
+    /// For a lifecycle event (archive, supersede, contradict, confirm, cite,
+    /// revert): its id and, for a revert, the event it names.
+    pub lifecycle: Option<LifecycleStep>,
+}
+
+/// A lifecycle event, as [`Actors::take`] reads it.
+pub struct LifecycleStep {
+    /// Its id.
+    pub event: String,
+    /// For a revert (`lifecycle.revert`), the event it names
+    /// (`data.reverts`; `Some(None)` when it names none); `None` for
+    /// another lifecycle event.
+    pub reverts: Option<Option<String>>,
 }
 
 impl Logged {
@@ -131,6 +149,7 @@ impl Logged {
             import: false,
             proposal: None,
             unfounded: false,
+            lifecycle: None,
         }
     }
 }
@@ -145,7 +164,10 @@ impl Logged {
 /// actor who has proposed one who decides: an agent that forges a
 /// decision stays an agent. And an approval lets in nothing unless its
 /// proposal is open: created by an earlier `proposal.create` and not
-/// decided since.
+/// decided since. A revert puts back nothing unless the event it names is
+/// the last lifecycle change that recorded writing each file it writes (an
+/// event that is not a lifecycle change records no state a revert may put
+/// back, whatever its `data.before` says).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Actors {
     /// Actors of `proposal.create` events.
@@ -157,6 +179,12 @@ pub struct Actors {
     /// they name, as they did.
     #[serde(default)]
     pub open: Option<std::collections::BTreeSet<String>>,
+    /// The last lifecycle event that recorded writing each file, by path
+    /// inside `.vouch/` (dropped when another event writes it): the one
+    /// event a revert of that file may name. `None` when read back from an
+    /// index written before it was kept: reverts then stand, as they did.
+    #[serde(default)]
+    pub changed_by: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Default for Actors {
@@ -165,6 +193,7 @@ impl Default for Actors {
             proposed: Default::default(),
             decided: Default::default(),
             open: Some(Default::default()),
+            changed_by: Some(Default::default()),
         }
     }
 }
@@ -208,11 +237,45 @@ impl Actors {
             }
             None => {}
         }
+        self.take_lifecycle(logged);
         if !logged.import || !self.is_agent(&logged.actor) {
             return false;
         }
         strip(logged);
         true
+    }
+
+    /// Take in what an event wrote: a revert that does not name the last
+    /// lifecycle change of every file it wrote is stripped (unfounded),
+    /// and the files of a founded lifecycle change are its own to revert.
+    fn take_lifecycle(&mut self, logged: &mut Logged) {
+        let Some(changed_by) = &mut self.changed_by else {
+            return;
+        };
+        let Some(LifecycleStep { event, reverts }) = &logged.lifecycle else {
+            for (path, _) in &logged.written {
+                changed_by.remove(path);
+            }
+            return;
+        };
+        let event = event.clone();
+        if let Some(target) = reverts.clone() {
+            let founded = logged
+                .written
+                .iter()
+                .all(|(path, _)| target.is_some() && changed_by.get(path) == target.as_ref());
+            if !founded {
+                logged.unfounded = true;
+                strip(logged);
+            }
+        }
+        for (path, _) in &logged.written {
+            if logged.unfounded {
+                changed_by.remove(path);
+            } else {
+                changed_by.insert(path.clone(), event.clone());
+            }
+        }
     }
 }
 
@@ -242,6 +305,8 @@ pub fn written(data: &Value) -> Vec<(String, String)> {
 #[derive(serde::Deserialize)]
 struct AdmitFields<'a> {
     #[serde(borrow, default)]
+    id: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
     event: std::borrow::Cow<'a, str>,
     #[serde(borrow, default)]
     actor: std::borrow::Cow<'a, str>,
@@ -264,6 +329,17 @@ impl AdmitFields<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             unfounded: false,
+            lifecycle: crate::review::lifecycle::is_lifecycle_event(&self.event).then(|| {
+                LifecycleStep {
+                    event: self.id.to_string(),
+                    reverts: (self.event == "lifecycle.revert").then(|| {
+                        self.data
+                            .get("reverts")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    }),
+                }
+            }),
         }
     }
 
@@ -406,6 +482,19 @@ impl Trail {
                     proposal,
                     object.to_string(),
                     why,
+                ));
+            }
+            if logged.unfounded
+                && let Some(LifecycleStep {
+                    event,
+                    reverts: Some(target),
+                }) = &logged.lifecycle
+            {
+                t.unfounded_reverts.push((
+                    event.clone(),
+                    logged.actor.clone(),
+                    target.clone().unwrap_or_else(|| "?".into()),
+                    logged.written.iter().map(|(p, _)| p.clone()).collect(),
                 ));
             }
             for (path, sha) in logged.written {

@@ -364,6 +364,22 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
             ),
         ));
     }
+    for (event, actor, target, files) in &trail.unfounded_reverts {
+        out.push(finding(
+            "unfounded-revert",
+            Severity::Error,
+            event,
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "audit event {event} (lifecycle.revert by {actor:?}) reverts event {target}, \
+                 which is not the last lifecycle change recorded of {}: a revert puts back only \
+                 what a lifecycle change recorded writing, so the event was written by hand and \
+                 what it wrote is not reviewed (search and context mark it `unaudited`). Put \
+                 the file back from git, or have a person archive or supersede it",
+                files.join(", ")
+            ),
+        ));
+    }
     let durable = l
         .claims
         .iter()

@@ -690,14 +690,13 @@ fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
             p.event_id, p.event_id
         )));
     }
-    let (Some(before), Some(after)) = (
+    let recorded = |key: &str| {
         ev.get("data")
-            .and_then(|d| d.get("before"))
-            .and_then(Value::as_object),
-        ev.get("data")
-            .and_then(|d| d.get("after"))
-            .and_then(Value::as_object),
-    ) else {
+            .and_then(|d| d.get(key))
+            .and_then(Value::as_object)
+            .filter(|_| is_lifecycle_event(name))
+    };
+    let (Some(before), Some(after)) = (recorded("before"), recorded("after")) else {
         return Err(Error::invalid(if is_lifecycle_event(name) {
             format!(
                 "event {} ({name}) was written by an older vouch and does not record the state \
@@ -714,6 +713,9 @@ fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
         }));
     };
     let now = kb.now();
+    let changed_by = crate::audit::trail::Trail::read(kb.audit_log())?
+        .actors
+        .changed_by;
     let mut changes = Vec::with_capacity(before.len());
     for (id, state) in before {
         let mut current = if let Some(c) = kb.load::<Claim>(id)? {
@@ -733,6 +735,29 @@ fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
                  change first — `vouch audit` lists them",
                 p.event_id
             )));
+        }
+        // Only what a lifecycle change recorded writing, as the last
+        // change of that file, is put back: any other event's `before`
+        // (a line anyone can append) is no state this object was in.
+        let path = match &current {
+            Changed::Claim(_) => kb.layout().inside(&kb.layout().file(Dir::Claims, id)?),
+            Changed::Page(_) => kb.layout().inside(&kb.layout().file(Dir::Pages, id)?),
+        };
+        let last = changed_by.as_ref().and_then(|m| m.get(&path));
+        if changed_by.is_some() && last != Some(&p.event_id) {
+            return Err(Error::conflict(match last {
+                Some(last) => format!(
+                    "the last lifecycle change recorded of {id} is event {last}, not event {}; \
+                     revert that change first — `vouch audit` lists them",
+                    p.event_id
+                ),
+                None => format!(
+                    "event {} did not record writing {path} as the last lifecycle change of it \
+                     (an older vouch's event, or another event wrote it since), so it cannot be \
+                     reverted automatically",
+                    p.event_id
+                ),
+            }));
         }
         current.restore(state, now)?;
         // The state comes from the log, which a cloned repository can
