@@ -423,10 +423,21 @@ pub(crate) fn refuse_git_dir(root: &Path, relative: &Path, given: &str, rule: &s
 /// ignores in a name dropped first (`.g\u{200c}it` is `.git` on a Mac, and
 /// git's own `is_hfs_dotgit` reads it so).
 pub(crate) fn is_git_name(name: &str) -> bool {
+    names_folder(name, ".git")
+}
+
+/// Whether a file name names the folder `folder` (`.git`, `.vouch`) on
+/// some file system: in any case, with the trailing dots and spaces and the
+/// stream suffix Windows ignores, as its 8.3 short name (`GIT~1`,
+/// `VOUCH~1`), and with the code points HFS+ ignores in a name dropped
+/// first.
+pub fn names_folder(name: &str, folder: &str) -> bool {
     let name: String = name.chars().filter(|c| !hfs_ignores(*c)).collect();
     let base = name.split(':').next().unwrap_or(&name);
     let base = base.trim_end_matches(['.', ' ']);
-    base.eq_ignore_ascii_case(".git") || base.eq_ignore_ascii_case("git~1")
+    // Windows' short name: the leading dots dropped, six characters, ~1.
+    let short: String = folder.trim_start_matches('.').chars().take(6).collect();
+    base.eq_ignore_ascii_case(folder) || base.eq_ignore_ascii_case(&format!("{short}~1"))
 }
 
 /// The code points HFS+ leaves out when it compares names (git's
@@ -810,5 +821,24 @@ mod tests {
         for name in [".github", ".gitignore", "git", "x.git", ".vouch"] {
             assert!(!is_git_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_folders_name_in_every_spelling_a_file_system_reads() {
+        use super::names_folder;
+        for name in [
+            ".vouch",
+            ".VOUCH",
+            ".vouch.",
+            ".vouch ",
+            "VOUCH~1",
+            ".vou\u{200c}ch",
+        ] {
+            assert!(names_folder(name, ".vouch"), "{name}");
+        }
+        for name in [".vouchx", "vouch", ".git", "VOUCH~2x"] {
+            assert!(!names_folder(name, ".vouch"), "{name}");
+        }
+        assert!(names_folder("KNOWLE~1", ".knowledge"));
     }
 }

@@ -196,6 +196,23 @@ fn layout_problem(inside: &str) -> Option<String> {
     })
 }
 
+/// The part of `path` inside the KB folder `rel` (`/`-separated, from the
+/// work tree's top) when some file system reads `path` as inside it: each
+/// folder of `rel` in any case, with trailing dots or spaces, as a Windows
+/// short name or with the code points HFS+ ignores
+/// ([`vouch_core::sources::names_folder`]) — the rules `.git` is refused
+/// by.
+fn under(path: &str, rel: &str) -> Option<String> {
+    let mut parts = path.split('/');
+    for folder in rel.split('/') {
+        if !vouch_core::sources::names_folder(parts.next()?, folder) {
+            return None;
+        }
+    }
+    let inside: Vec<&str> = parts.collect();
+    (!inside.is_empty()).then(|| inside.join("/"))
+}
+
 /// Compare this KB with REV, as a pull request's check does.
 pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
     if rev.starts_with('-') || rev.is_empty() {
@@ -273,26 +290,22 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             continue;
         };
         let path = String::from_utf8_lossy(path);
-        // Under the KB folder, compared without (ASCII) case.
-        let n = rel.len();
-        let under = path.len() > n
-            && path.is_char_boundary(n)
-            && path[..n].eq_ignore_ascii_case(&rel)
-            && path[n..].starts_with('/');
-        if !under {
+        // Under the KB folder, as some file system reads the path.
+        let Some(inside) = under(&path, &rel) else {
             continue;
-        }
+        };
         let change = match status.as_bytes().first() {
             Some(b'A') => Change::Added,
             Some(b'D') => Change::Deleted,
             _ => Change::Modified,
         };
-        let inside = path[n + 1..].to_string();
         if !path.starts_with(&format!("{rel}/")) {
             refused.push(format!(
-                "{path}: this path is {rel}/{inside} in another case; on a case-insensitive \
-                 checkout (macOS, Windows) it is that file, unchecked here: written by hand, \
-                 not through the gate"
+                "{}: this path is {rel}/{inside} spelled another way (in another case, with \
+                 a trailing dot or space, as a Windows short name, or with a character HFS+ \
+                 ignores); on a checkout that reads it so (macOS, Windows) it is that file, \
+                 unchecked here: written by hand, not through the gate",
+                path.escape_debug()
             ));
             continue;
         }

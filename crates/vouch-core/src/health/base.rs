@@ -7,8 +7,11 @@
 //! file added, changed or removed with no new event behind it (a claim
 //! written by hand, an edited decision); a file an approval wrote that is
 //! not its proposal's payload; a change a lifecycle event does not make (a
-//! confirm that un-archives); a proposal decided twice; a decision by its
-//! own proposer; an import by an agent; a loosened gate in `config.yaml`;
+//! confirm that un-archives); a revert of what no sound lifecycle change
+//! recorded; a proposal decided twice; a decision by its own proposer; an
+//! import by an agent; a gated change by a name the base does not know
+//! (under `review.gate_lifecycle`); a name posing as a base decider's in
+//! letters of other scripts; a loosened gate in `config.yaml`;
 //! a source whose bytes do not match its id; a file `.gitignore` keeps out
 //! of git committed anyway (`state.db`, `.staging/`, `proposed/`).
 
@@ -166,15 +169,15 @@ fn with_item(state: &mut Map<String, Value>, key: &str, item: &str) {
 /// unless superseded, archived or redacted), a cite adds its one evidence
 /// id, a confirm sets `last_confirmed_at`, and a revert puts back what the
 /// event it reverts (an earlier lifecycle event that changed `id`, whose
-/// `after` is `before`) recorded before it. `Err` says why `id` is not
-/// something this event changes.
+/// `after` is `before`) changed it from ([`Reverted::change`]). `Err` says
+/// why `id` is not something this event changes.
 fn meant_state(
     name: &str,
     ev: &Value,
     id: &str,
     before: &Map<String, Value>,
     after: &Map<String, Value>,
-    earlier: &HashMap<&str, &Value>,
+    reverted: &Reverted,
 ) -> std::result::Result<Map<String, Value>, String> {
     let mut want = before.clone();
     let set = |want: &mut Map<String, Value>, k: &str, v: &str| {
@@ -213,6 +216,7 @@ fn meant_state(
             }
         }
         ("lifecycle.revert", _) => {
+            let reverted_by = reverted;
             let Some(reverted) = ev
                 .get("data")
                 .and_then(|d| d.get("reverts"))
@@ -220,31 +224,14 @@ fn meant_state(
             else {
                 return Err("it names no event it reverts (data.reverts)".into());
             };
-            let Some(target) = earlier.get(reverted) else {
-                return Err(format!(
-                    "it reverts event {reverted}, which is not earlier in the log"
-                ));
-            };
-            let recorded = |key: &str| {
-                target
-                    .get("data")
-                    .and_then(|d| d.get(key))
-                    .and_then(|m| m.get(id))
-                    .and_then(Value::as_object)
-            };
-            let (Some(was), Some(made)) = (recorded("before"), recorded("after")) else {
-                return Err(format!(
-                    "event {reverted} ({}) recorded no change of {id} to put back",
-                    str_of(target, "event")
-                ));
-            };
-            if !same_state(made, before) {
+            let (was, made) = reverted_by.change(reverted, id)?;
+            if !same_state(&made, before) {
                 return Err(format!(
                     "{id} changed again after event {reverted}, and a revert puts back only \
                      the last change"
                 ));
             }
-            want = was.clone();
+            want = was;
         }
         _ => {
             return Err(format!(
@@ -254,6 +241,83 @@ fn meant_state(
         }
     }
     Ok(want)
+}
+
+/// What the event a revert names changed, as far as it can be trusted.
+struct Reverted<'a> {
+    /// The events before the revert, by id.
+    earlier: &'a HashMap<&'a str, &'a Value>,
+    /// The hashes of the base's events: merged, so what they record stands.
+    at_base: &'a HashSet<String>,
+    /// Each change a branch's lifecycle event made that this check found
+    /// sound, by (event, object): its state before and after.
+    verified: &'a Verified,
+    /// The file of the object the revert changes.
+    path: &'a str,
+}
+
+/// An object's lifecycle state before an event, and after it.
+type StateChange = (Map<String, Value>, Map<String, Value>);
+
+/// [`Reverted::verified`].
+type Verified = HashMap<(String, String), StateChange>;
+
+impl Reverted<'_> {
+    /// The state object `id` was in before event `reverted` and the one it
+    /// left it in: what a base's lifecycle event that recorded writing the
+    /// object's file recorded, or what this check found a branch's
+    /// lifecycle event did. Anything else — an event that is no lifecycle
+    /// change (its `data.before` is anyone's words), one that wrote no file
+    /// of `id`, one whose own checks failed — puts nothing back.
+    fn change(&self, reverted: &str, id: &str) -> std::result::Result<StateChange, String> {
+        let Some(target) = self.earlier.get(reverted) else {
+            return Err(format!(
+                "it reverts event {reverted}, which is not earlier in the log"
+            ));
+        };
+        let name = str_of(target, "event");
+        if !crate::review::lifecycle::is_lifecycle_event(name) {
+            return Err(format!(
+                "event {reverted} ({name}) is not a lifecycle change: only a lifecycle change \
+                 records a state a revert may put back, and what another event says of {id} \
+                 is anyone's words"
+            ));
+        }
+        let dir = self.path.split('/').next().unwrap_or("");
+        if !self.at_base.contains(str_of(target, "hash")) {
+            return self
+                .verified
+                .get(&(reverted.to_string(), id.to_string()))
+                .cloned()
+                .ok_or_else(|| {
+                    format!(
+                        "event {reverted} ({name}) made no change of {id} that this check \
+                         found sound (it wrote no file of {id}, or its own problems are \
+                         named), so there is nothing to put back"
+                    )
+                });
+        }
+        let wrote = target
+            .get("data")
+            .and_then(|d| d.get("written"))
+            .and_then(|w| w.get(self.path))
+            .is_some();
+        let recorded = |key: &str| {
+            target
+                .get("data")
+                .and_then(|d| d.get(key))
+                .and_then(|m| m.get(id))
+                .and_then(Value::as_object)
+                .map(|m| state_of(dir, m))
+        };
+        match (wrote, recorded("before"), recorded("after")) {
+            (true, Some(was), Some(made)) => Ok((was, made)),
+            _ => Err(format!(
+                "event {reverted} ({name}) recorded no change of {id} it wrote ({}) to put back",
+                self.path
+            )),
+        }
+    }
 }
 
 /// What approving each object's proposal writes, by object id, with the
@@ -323,7 +387,9 @@ pub struct BaseReport {
     /// What the person reviewing the pull request must confirm, one line
     /// each: a decision or import by an actor who never decided at the base
     /// (a new decider: confirm it is a person, or a reviewer a person
-    /// named). These do not fail the check.
+    /// named), a change the gate reviews by a name the base does not know,
+    /// an ASCII name that reads as a base decider's. These do not fail the
+    /// check.
     pub warnings: Vec<String>,
     /// Every problem found, one line each, naming what is wrong.
     pub problems: Vec<String>,
@@ -381,13 +447,8 @@ fn knowledge_problem(
 ) -> Result<Option<String>> {
     let path = &f.path;
     let now = kb.read_file(&kb.layout().root().join(path))?;
-    if let (Some((sha, event)), Some(bytes)) = (new.written.get(path), &now)
-        && crate::ids::content_sha256(bytes) != *sha
-    {
-        return Ok(Some(format!(
-            "{path}: this {kind} is not what event {event} recorded writing: edited by hand \
-             after the gate wrote it"
-        )));
+    if let Some(wrong) = not_as_written(new, path, kind, now.as_deref()) {
+        return Ok(Some(wrong));
     }
     if new.imported.contains(id) {
         // Admitted by id; but when the events recorded what they wrote,
@@ -492,6 +553,39 @@ fn knowledge_problem(
         }
     }
     Ok(None)
+}
+
+/// A name as the report shows it: anything beyond printable ASCII
+/// escaped (`\u{430}lice`), so a look-alike never reads as the name it
+/// imitates.
+fn shown(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c.to_string()
+            } else {
+                format!("\\u{{{:x}}}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// What a name reads as ([`crate::ids::name_skeleton`]), with a capital
+/// `I` read as the `l` it draws as in many fonts (`aIice`).
+fn reads_as(name: &str) -> String {
+    crate::ids::name_skeleton(&name.replace('I', "l"))
+}
+
+/// Why the file at `path`, holding `now`, is not what the last new event
+/// that recorded writing it recorded, if it is not.
+fn not_as_written(new: &NewEvents, path: &str, kind: &str, now: Option<&[u8]>) -> Option<String> {
+    let (sha, event) = new.written.get(path)?;
+    (crate::ids::content_sha256(now?) != *sha).then(|| {
+        format!(
+            "{path}: this {kind} is not what event {event} recorded writing: edited by hand \
+             after the gate wrote it"
+        )
+    })
 }
 
 fn ids(ev: &Value) -> Vec<&str> {
@@ -741,6 +835,10 @@ pub fn check(
     let mut lifecycle = Vec::new();
     let mut warnings = Vec::new();
     let mut new_deciders = HashSet::new();
+    // Actors whose name was compared with the base's deciders'.
+    let mut looked = HashSet::new();
+    // What each branch lifecycle event that passed its checks changed.
+    let mut verified: Verified = HashMap::new();
 
     // 2. What this branch added, and who proposed what.
     let added: Vec<&Value> = now
@@ -759,27 +857,50 @@ pub fn check(
     let mut decisions = Vec::new();
     for ev in &added {
         let (name, event, actor) = (str_of(ev, "event"), str_of(ev, "id"), str_of(ev, "actor"));
+        let who = shown(actor);
+        let problems_before = problems.len();
         let mut logged = Logged::of(ev);
         // Decisions made in the branch never make an agent one who decides.
         let by_agent = actors.take(&mut logged, false);
         let agent = actors.is_agent(actor);
+        // Neither proposed nor decided at the base: a name the base does
+        // not know.
+        let unknown = !agent && !base_deciders.contains(actor);
         let decision = decides(ev);
+        // A name that reads as a base decider's and is not it.
+        if unknown && looked.insert(actor) {
+            let alike = reads_as(actor);
+            if let Some(like) = base_deciders.iter().find(|d| reads_as(d) == alike) {
+                let line = format!(
+                    "event {event} ({name}) is by {who}, which reads as {}, who decided at \
+                     {base}, but is another name",
+                    shown(like)
+                );
+                if actor.is_ascii() {
+                    warnings.push(format!(
+                        "look-alike name: {line}: confirm {who} is not posing as {}",
+                        shown(like)
+                    ));
+                } else {
+                    problems.push(format!(
+                        "{line} (its letters from other scripts pass for Latin ones): a \
+                         look-alike name posing as a decider"
+                    ));
+                }
+            }
+        }
         // Who decides or imports must have decided at the base before
         // (or be confirmed a person by whoever reviews this).
         // (One line for each such actor, naming its first such event.)
-        if (decision.is_some() || logged.import)
-            && !agent
-            && !base_deciders.contains(actor)
-            && new_deciders.insert(actor)
-        {
+        if (decision.is_some() || logged.import) && unknown && new_deciders.insert(actor) {
             warnings.push(format!(
-                "new decider: {actor} decides here ({name}, event {event}) but never decided at \
-                 {base}: confirm {actor} is a person, or a reviewer a person named"
+                "new decider: {who} decides here ({name}, event {event}) but never decided at \
+                 {base}: confirm {who} is a person, or a reviewer a person named"
             ));
         }
         if decision.is_some() && agent {
             problems.push(format!(
-                "event {event} ({name}) by {actor:?}, who files proposals (at {base} or in this \
+                "event {event} ({name}) by {who:?}, who files proposals (at {base} or in this \
                  branch) and decided nothing before: an agent, and an agent never decides — a \
                  person does (`vouch review`)"
             ));
@@ -805,13 +926,13 @@ pub fn check(
                 .and_then(Value::as_str)
                 .unwrap_or("?");
             decisions.push(format!(
-                "{actor} bundle.import [{objects}] from bundle {bundle} ({})",
+                "{who} bundle.import [{objects}] from bundle {bundle} ({})",
                 ids(ev).first().copied().unwrap_or("?")
             ));
             let wrote = !named.is_empty() || !logged.written.is_empty();
             if by_agent && wrote {
                 problems.push(format!(
-                    "event {event} (bundle.import) by {actor:?}, who proposes and never decided \
+                    "event {event} (bundle.import) by {who:?}, who proposes and never decided \
                      at {base}, writes knowledge: an agent's import files proposals, it never \
                      writes knowledge — what it names is not let in"
                 ));
@@ -827,6 +948,8 @@ pub fn check(
             .get("data")
             .and_then(|d| d.get("after"))
             .and_then(Value::as_object);
+        // The report's line for this lifecycle event, once written.
+        let mut line_at = None;
         if rewrites {
             let data = ev.get("data");
             let via = data
@@ -838,8 +961,9 @@ pub fn check(
                 .and_then(Value::as_str)
                 .map(|p| format!(", applying proposal {p}"))
                 .unwrap_or_default();
+            line_at = Some(lifecycle.len());
             lifecycle.push(format!(
-                "{actor} {name} {} (via {via}{applying}; event {event}, dated {})",
+                "{who} {name} {} (via {via}{applying}; event {event}, dated {})",
                 ids(ev).join(", "),
                 str_of(ev, "created_at")
             ));
@@ -851,26 +975,48 @@ pub fn check(
                     .and_then(Value::as_str)
                     .and_then(|r| at_of.get(r))
                     .is_none_or(|i| str_of(&now[*i], "actor") != actor);
-            let gated = if decision.is_some() || !agent {
+            // (Why an agent may not; what the change is.)
+            let gated = if decision.is_some() {
                 None
             } else if name == "claim.cite" {
-                Some("an agent's citation is always a proposal a person decides")
+                Some((
+                    "an agent's citation is always a proposal a person decides",
+                    "a citation",
+                ))
             } else if gate_lifecycle {
-                Some(
+                Some((
                     "the base's review.gate_lifecycle makes an agent's lifecycle change a proposal a person decides",
-                )
+                    "a lifecycle change",
+                ))
             } else if reverts_other {
-                Some("an agent reverts only its own lifecycle changes")
+                Some((
+                    "an agent reverts only its own lifecycle changes",
+                    "a revert of another's lifecycle change",
+                ))
             } else {
                 None
             };
-            if let Some(why) = gated {
-                problems.push(format!(
-                    "event {event} ({name}) by {actor:?}, who files proposals and decided \
+            match gated {
+                Some((why, _)) if agent => problems.push(format!(
+                    "event {event} ({name}) by {who:?}, who files proposals and decided \
                      nothing at {base} (an agent), changes {} directly: {why}, so this change \
                      did not go through the gate",
                     ids(ev).join(", ")
-                ));
+                )),
+                Some((_, what)) if unknown && gate_lifecycle => problems.push(format!(
+                    "event {event} ({name}) by {who:?}, a name that neither proposed nor decided \
+                     at {base}, makes {what} of {} directly, which the gate reviews: under the \
+                     base's review.gate_lifecycle a name the base does not know is no person; \
+                     if {who} is one, merge a decision of theirs first (the check asks to \
+                     confirm them) or have a person who decides make the change",
+                    ids(ev).join(", ")
+                )),
+                Some((_, what)) if unknown && new_deciders.insert(actor) => warnings.push(format!(
+                    "unknown name: {who} makes {what} here, which the gate reviews \
+                         ({name}, event {event}), but neither proposed nor decided at {base}: \
+                         confirm {who} is a person, or a reviewer a person named"
+                )),
+                _ => {}
             }
         }
         if rewrites && (after.is_none() || logged.written.is_empty()) {
@@ -946,6 +1092,9 @@ pub fn check(
                 states.insert(old.clone(), next);
             }
         }
+        // The changes of this event found sound, kept (for a revert of it)
+        // when the event has no problem at all.
+        let mut sound = Vec::new();
         if rewrites && let Some(after) = after {
             let before = ev
                 .get("data")
@@ -957,6 +1106,7 @@ pub fn check(
                 .map(|(id, i)| (*id, &now[*i]))
                 .collect();
             for (id, made) in after {
+                let problems_here = problems.len();
                 let Some(made) = made.as_object() else {
                     problems.push(format!(
                         "event {event} ({name}) records no state it set for {id}"
@@ -969,6 +1119,12 @@ pub fn check(
                 let dir = path.split('/').next().unwrap_or("");
                 let made = state_of(dir, made);
                 let was = state_before(kb, &changed_at, &new.approved, &states, id, path);
+                let reverted = Reverted {
+                    earlier: &earlier,
+                    at_base: &base_hashes,
+                    verified: &verified,
+                    path,
+                };
                 if let Some(was) = &was {
                     let said = before
                         .and_then(|b| b.get(id))
@@ -981,17 +1137,26 @@ pub fn check(
                             Value::Object(was.clone())
                         ));
                     }
-                    match meant_state(name, ev, id, was, &made, &earlier) {
-                        Ok(want) if same_state(&want, &made) => {}
+                    match meant_state(name, ev, id, was, &made, &reverted) {
+                        Ok(want) if same_state(&want, &made) => {
+                            if name == "lifecycle.revert"
+                                && let Some(line) = line_at.and_then(|at| lifecycle.get_mut(at))
+                            {
+                                line.push_str(&format!(
+                                    "; puts {id} back to {}",
+                                    Value::Object(want.clone())
+                                ));
+                            }
+                        }
                         Ok(want) => {
                             let differ: Vec<String> = want
                                 .keys()
                                 .filter(|k| !same_field(want.get(*k), made.get(*k)))
                                 .map(|k| {
-                                    let shown = |m: &Map<String, Value>| {
+                                    let value = |m: &Map<String, Value>| {
                                         m.get(k).cloned().unwrap_or(Value::Null).to_string()
                                     };
-                                    format!("{k} {} (it makes it {})", shown(&made), shown(&want))
+                                    format!("{k} {} (it makes it {})", value(&made), value(&want))
                                 })
                                 .collect();
                             problems.push(format!(
@@ -1005,6 +1170,11 @@ pub fn check(
                         }
                     }
                 }
+                if let Some(was) = was
+                    && problems.len() == problems_here
+                {
+                    sound.push((id.clone(), was, made.clone()));
+                }
                 new.after.insert(id.clone(), Value::Object(made.clone()));
                 states.insert(id.clone(), Some(made));
             }
@@ -1013,42 +1183,46 @@ pub fn check(
             new.approved
                 .insert(object.to_string(), (fields, pid.to_string()));
         }
-        let Some(pid) = decision else {
-            continue;
-        };
-        let by = proposer(pid);
-        decisions.push(format!(
-            "{actor} {name} {} (proposal {pid} by {})",
-            ids(ev).get(1).copied().unwrap_or(""),
-            by.unwrap_or("nobody")
-        ));
-        if by.is_none() {
-            problems.push(format!(
-                "event {event} ({name}) decides proposal {pid}, which no proposal.create event \
-                 ever proposed"
+        if let Some(pid) = decision {
+            let by = proposer(pid);
+            decisions.push(format!(
+                "{who} {name} {} (proposal {pid} by {})",
+                ids(ev).get(1).copied().unwrap_or(""),
+                by.map_or_else(|| "nobody".to_string(), shown)
             ));
+            if by.is_none() {
+                problems.push(format!(
+                    "event {event} ({name}) decides proposal {pid}, which no proposal.create event \
+                     ever proposed"
+                ));
+            }
+            if by == Some(actor) {
+                problems.push(format!(
+                    "event {event} ({name}): {who} decided proposal {pid}, which they proposed \
+                     themselves"
+                ));
+            }
+            let before = decided_at_base
+                .get(pid)
+                .map(|e| format!("event {e} of {base}"))
+                .or_else(|| {
+                    decided_by_new
+                        .get(pid)
+                        .map(|e| format!("event {e} of this branch"))
+                });
+            if let Some(before) = before {
+                problems.push(format!(
+                    "event {event} ({name}) decides proposal {pid} again: {before} decided it \
+                     already, and a proposal is decided once (re-propose to change what it says)"
+                ));
+            }
+            decided_by_new.insert(pid, event);
         }
-        if by == Some(actor) {
-            problems.push(format!(
-                "event {event} ({name}): {actor} decided proposal {pid}, which they proposed \
-                 themselves"
-            ));
+        if problems.len() == problems_before {
+            for (id, was, made) in sound {
+                verified.insert((event.to_string(), id), (was, made));
+            }
         }
-        let before = decided_at_base
-            .get(pid)
-            .map(|e| format!("event {e} of {base}"))
-            .or_else(|| {
-                decided_by_new
-                    .get(pid)
-                    .map(|e| format!("event {e} of this branch"))
-            });
-        if let Some(before) = before {
-            problems.push(format!(
-                "event {event} ({name}) decides proposal {pid} again: {before} decided it \
-                 already, and a proposal is decided once (re-propose to change what it says)"
-            ));
-        }
-        decided_by_new.insert(pid, event);
     }
 
     // 3. Every changed knowledge file has a new event behind it.
@@ -1099,10 +1273,17 @@ pub fn check(
             Change::Modified if dir == "decided" => problems.push(format!(
                 "{path}: a decision record was edited after it was made"
             )),
+            // A person's import brings the decisions of the KB it came
+            // from, by proposal id.
+            Change::Added if dir == "decided" && new.imported.contains(id) => {
+                let now = kb.read_file(&kb.layout().root().join(path))?;
+                problems.extend(not_as_written(&new, path, kind, now.as_deref()));
+            }
             Change::Added if dir == "decided" && !decided_by_new.contains_key(id) => {
                 problems.push(format!(
-                    "{path}: a decision record with no approval or rejection of proposal {id} \
-                     in this branch's audit log: written by hand, not through the gate"
+                    "{path}: a decision record with no approval or rejection of proposal {id}, \
+                     nor an import that names it, in this branch's audit log: written by hand, \
+                     not through the gate"
                 ))
             }
             _ if dir == "decided" => {}

@@ -518,6 +518,14 @@ fn config_changes_are_named_and_a_loosened_gate_fails() {
 // Round five: a fresh attack review of the pull-request check.
 // ---------------------------------------------------------------------
 
+/// Commit as `message`; the check must pass. Its answer.
+fn passes(p: &Project, message: &str) -> Value {
+    commit(p, message);
+    let (code, v) = base_check(p);
+    assert_eq!(code, 0, "{v:#}");
+    v
+}
+
 /// Commit as `message`; the check must fail naming `expected`.
 fn refused(p: &Project, message: &str, expected: &str) -> Value {
     commit(p, message);
@@ -658,9 +666,7 @@ fn round5_lifecycle_events_are_checked_by_what_they_mean_and_who_made_them() {
 
     // A person's real revert passes, and is listed.
     p.ok("alice", &["revert", &archive_id]);
-    commit(&p, "a real revert");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 0, "{v:#}");
+    let v = passes(&p, "a real revert");
     assert!(
         v["base"]["lifecycle_changes"]
             .to_string()
@@ -675,73 +681,91 @@ fn round5_lifecycle_events_are_checked_by_what_they_mean_and_who_made_them() {
 /// `review.gate_lifecycle` (a08).
 #[test]
 fn round5_an_agents_direct_cite_or_gated_lifecycle_change_is_refused() {
-    let (p, claim) = branched("Deploys happen on Tuesdays only.");
-    git(p.root(), &["checkout", "-q", "main"]);
-    edit(
-        &p.vouch_dir().join("config.yaml"),
-        "  approver_role: human",
-        "  approver_role: human\n  gate_lifecycle: true",
-    );
-    commit(&p, "main gates lifecycle changes");
-    git(p.root(), &["checkout", "-q", "-B", "feature"]);
-    let other = p.source("Deploys are fine on Fridays too.\n");
-    commit(&p, "a source");
-    let clean = git(p.root(), &["rev-parse", "HEAD"]);
-    let file = claim_file(&p, &claim);
-    let was = state(&p, &claim);
-
-    // A direct cite.
-    let cited = was["evidence"][0].as_str().unwrap().to_string();
-    edit(
-        &file,
-        &format!("- {cited}\n"),
-        &format!("- {cited}\n- {other}\n"),
-    );
-    let mut after = was.clone();
-    after["evidence"] = json!([cited, other]);
-    forge(
-        &p,
-        lifecycle(
-            &p,
-            "claim.cite",
-            "agent",
-            json!([claim, other]),
-            json!({"before": {claim.clone(): was}, "after": {claim.clone(): after}, "via": "MCP"}),
-        ),
-    );
-    refused(
-        &p,
-        "direct cite",
+    let (p, claim) = gated_changes_refused(
+        "agent",
         "an agent's citation is always a proposal a person decides",
-    );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
-
-    // A direct archive under the base's gate_lifecycle.
-    edit(&file, "status: working", "status: archived");
-    let mut after = was.clone();
-    after["status"] = json!("archived");
-    forge(
-        &p,
-        lifecycle(
-            &p,
-            "claim.archive",
-            "agent",
-            json!([claim]),
-            json!({"before": {claim.clone(): was}, "after": {claim.clone(): after}, "via": "MCP"}),
-        ),
-    );
-    refused(
-        &p,
-        "direct archive",
         "the base's review.gate_lifecycle makes an agent's lifecycle change",
     );
-    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // A person's direct archive passes.
     p.ok("alice", &["archive", &claim]);
     commit(&p, "a person archives");
     let (code, v) = base_check(&p);
     assert_eq!(code, 0, "{v:#}");
+}
+
+/// Under the base's `review.gate_lifecycle`, `actor`'s direct cite fails
+/// the check naming `cite`, and its direct archive naming `archive`. The
+/// project, back where the base left it, and its claim.
+fn gated_changes_refused(actor: &str, cite: &str, archive: &str) -> (Project, String) {
+    let (p, claim) = branched("Deploys happen on Tuesdays only.");
+    gate_lifecycle_at_base(&p);
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    forge_cite(&p, &claim, actor);
+    refused(&p, "direct cite", cite);
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+    forge_archive(&p, &claim, actor, None);
+    refused(&p, "direct archive", archive);
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+    (p, claim)
+}
+
+/// `review.gate_lifecycle: true` committed on `main`; `feature` checked
+/// out again.
+fn gate_lifecycle_at_base(p: &Project) {
+    git(p.root(), &["checkout", "-q", "main"]);
+    edit(
+        &p.vouch_dir().join("config.yaml"),
+        "  approver_role: human",
+        "  approver_role: human\n  gate_lifecycle: true",
+    );
+    commit(p, "main gates lifecycle changes");
+    git(p.root(), &["checkout", "-q", "-B", "feature"]);
+}
+
+/// `actor` cites a new source for `claim` directly: the file rewritten and
+/// a `claim.cite` forged.
+fn forge_cite(p: &Project, claim: &str, actor: &str) {
+    let other = p.source("Deploys are fine on Fridays too.\n");
+    let was = state(p, claim);
+    let cited = was["evidence"][0].as_str().unwrap().to_string();
+    edit(
+        &claim_file(p, claim),
+        &format!("- {cited}\n"),
+        &format!("- {cited}\n- {other}\n"),
+    );
+    let mut after = was.clone();
+    after["evidence"] = json!([cited, other]);
+    forge(
+        p,
+        lifecycle(
+            p,
+            "claim.cite",
+            actor,
+            json!([claim, other]),
+            json!({"before": {claim: was}, "after": {claim: after}, "via": "MCP"}),
+        ),
+    );
+}
+
+/// `actor` archives `claim` directly: the file rewritten and a
+/// `claim.archive` forged, recording `said` as the state it was in (what
+/// it was, when `None`).
+fn forge_archive(p: &Project, claim: &str, actor: &str, said: Option<&Value>) {
+    let was = state(p, claim);
+    let mut after = was.clone();
+    after["status"] = json!("archived");
+    edit(&claim_file(p, claim), "status: working", "status: archived");
+    forge(
+        p,
+        lifecycle(
+            p,
+            "claim.archive",
+            actor,
+            json!([claim]),
+            json!({"before": {claim: said.unwrap_or(&was)}, "after": {claim: after}, "via": "MCP"}),
+        ),
+    );
 }
 
 /// Round 5, B (a06): an approval's `data.written` naming another claim —
@@ -988,8 +1012,9 @@ fn round5_links_case_variants_and_unknown_paths_under_vouch_are_refused() {
     let found = problems(&v);
     for expected in [
         format!(".vouch/Claims/{claim}.yaml: this path differs only in case"),
-        ".VOUCH/claims/weekends.yaml: this path is .vouch/claims/weekends.yaml in another case"
-            .to_string(),
+        ".VOUCH/claims/weekends.yaml: this path is .vouch/claims/weekends.yaml spelled another \
+         way"
+        .to_string(),
         ".vouch/notes.txt: not part of a knowledge base's layout".to_string(),
         ".vouch/pages: git records it as a symbolic link".to_string(),
         ".vouch/entities/planted.yaml: git records it as another repository".to_string(),
@@ -1087,4 +1112,231 @@ fn round5_a_backdated_lifecycle_change_is_still_shown() {
     write_chain(&p, all);
     let shown = p.ok("alice", &["changes"]).to_string();
     assert!(shown.contains("evt-forged-claim-archive"), "{shown}");
+}
+
+// ---------------------------------------------------------------------
+// Round six: the pull-request check attacked again.
+// ---------------------------------------------------------------------
+
+/// Round 6, C01: a revert puts back only what a lifecycle change recorded
+/// writing. A "revert" of an event that is no lifecycle change (an
+/// `index.note` whose made-up `data.before` swaps the claim's evidence and
+/// makes it `stable`) fails the check, `doctor` names it
+/// (`unfounded-revert`) and search marks the claim; the runtime refuses to
+/// revert such an event; a revert of a branch's lifecycle change whose
+/// own `before` was made up fails too; a person's real revert, and a revert
+/// of that revert, pass and are listed with the state they put back.
+#[test]
+fn round6_a_revert_puts_back_only_what_a_lifecycle_change_recorded() {
+    let (p, claim) = branched("The API uses OAuth2.");
+    let other = p.source("The API uses API keys.\n");
+    commit(&p, "a source");
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    let file = claim_file(&p, &claim);
+    let cur = state(&p, &claim);
+    let cited = cur["evidence"][0].as_str().unwrap().to_string();
+    let mut evil = cur.clone();
+    evil["evidence"] = json!([other]);
+    evil["status"] = json!("stable");
+    // The file made evil, and a revert of `target` by `actor` that
+    // recorded doing it (from `was`).
+    let revert_to_evil = |actor: &str, target: &str, was: &Value| {
+        edit(&file, &format!("- {cited}\n"), &format!("- {other}\n"));
+        edit(&file, "status: working", "status: stable");
+        forge(
+            &p,
+            lifecycle(
+                &p,
+                "lifecycle.revert",
+                actor,
+                json!([target, claim]),
+                json!({"reverts": target, "reverted_event": "claim.archive",
+                       "before": {claim.clone(): was}, "after": {claim.clone(): evil},
+                       "via": "MCP"}),
+            ),
+        );
+    };
+    let note = json!({"id": "evt-forged-note", "event": "index.note", "actor": "agent",
+                      "object_ids": [], "dry_run": false, "reversible": false,
+                      "data": {"before": {claim.clone(): evil}, "after": {claim.clone(): cur}}});
+
+    // The attack: a note, then its "revert".
+    forge(&p, note.clone());
+    revert_to_evil("agent", "evt-forged-note", &cur);
+    refused(
+        &p,
+        "revert of a note",
+        "event evt-forged-note (index.note) is not a lifecycle change",
+    );
+    assert!(
+        p.doctor_kinds().contains(&"unfounded-revert".to_string()),
+        "{:?}",
+        p.doctor_kinds()
+    );
+    assert!(unaudited(&hit(&p, "OAuth2", &claim)));
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // The runtime does not revert a note either.
+    forge(&p, note);
+    let r = p.call("agent", "kb.revert", json!({"event_id": "evt-forged-note"}));
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    assert!(r.stderr.contains("not a lifecycle change"), "{}", r.stderr);
+    assert_eq!(state(&p, &claim), cur);
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // An archive whose `before` was made up, then its revert.
+    let mut archived = cur.clone();
+    archived["status"] = json!("archived");
+    forge_archive(&p, &claim, "alice", Some(&evil));
+    edit(&file, "status: archived", "status: working");
+    revert_to_evil("alice", "evt-forged-claim-archive", &archived);
+    refused(
+        &p,
+        "revert of a made-up archive",
+        &format!("made no change of {claim} that this check found sound"),
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    // Real: an archive, its revert and the revert's revert.
+    p.ok("alice", &["archive", &claim]);
+    let archive = events(&p).pop().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.ok("alice", &["revert", &archive]);
+    let revert = events(&p).pop().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.ok("alice", &["revert", &revert]);
+    let v = passes(&p, "real reverts");
+    let lines = v["base"]["lifecycle_changes"].to_string();
+    assert!(
+        lines.contains(&format!("puts {claim} back to")) && lines.contains(r#"\"working\""#),
+        "{v:#}"
+    );
+    assert!(lines.contains(r#"\"archived\""#), "{v:#}");
+}
+
+/// Round 6, C02: a name that neither proposed nor decided at the base is
+/// unknown. Under the base's `review.gate_lifecycle` its direct cite or
+/// archive fails the check; without the gate its cite asks the reviewer to
+/// confirm who it is.
+#[test]
+fn round6_a_made_up_name_makes_no_gated_change() {
+    gated_changes_refused(
+        "claude-bot",
+        "by \\\"claude-bot\\\", a name that neither proposed nor decided at main, makes a citation",
+        "makes a lifecycle change of",
+    );
+
+    // Without the gate: a CONFIRM line.
+    let (p, claim) = branched("Deploys happen on Tuesdays only.");
+    forge_cite(&p, &claim, "claude-bot");
+    let v = passes(&p, "a cite by a made-up name");
+    assert!(
+        v["base"]["warnings"]
+            .to_string()
+            .contains("unknown name: claude-bot makes a citation"),
+        "{v:#}"
+    );
+}
+
+/// Round 6, C09: a person's import of an honestly exported bundle, with
+/// the `decided/` records of the KB it came from, passes the check on a
+/// branch (each record named by the import); a decision record beside it
+/// that the import does not name still fails.
+#[test]
+fn round6_an_honest_import_on_a_branch_passes() {
+    let a = Project::new();
+    let src = a.source("Backups run nightly at 02:00.\n");
+    a.claim("Backups run nightly at 02:00.", &src);
+    let bundle = a.root().join("kb.tar.gz");
+    a.ok("alice", &["export", bundle.to_str().unwrap()]);
+
+    let p = Project::beside(&a);
+    git(p.root(), &["init", "-q", "-b", "main"]);
+    commit(&p, "main");
+    git(p.root(), &["checkout", "-q", "-b", "feature"]);
+    p.ok("bob", &["import-apply", bundle.to_str().unwrap()]);
+    let decided: Vec<_> = std::fs::read_dir(p.vouch_dir().join("decided"))
+        .unwrap()
+        .collect();
+    assert!(!decided.is_empty(), "the bundle brings decided/");
+    let v = passes(&p, "import");
+    assert!(
+        v["base"]["decisions"]
+            .to_string()
+            .contains("bob bundle.import"),
+        "{v:#}"
+    );
+
+    let record = decided[0].as_ref().unwrap().path();
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(
+        p.vouch_dir().join("decided/20260101-000000-deadbeef.yaml"),
+        text,
+    )
+    .unwrap();
+    refused(
+        &p,
+        "a decision record by hand",
+        "decided/20260101-000000-deadbeef.yaml: a decision record with no approval",
+    );
+}
+
+/// Round 6, C03: a decision by a look-alike of a base decider's name
+/// (`\u{430}lice`, a Cyrillic а) is shown escaped and fails the check; an
+/// ASCII look-alike (`aIice`) asks the reviewer to confirm it.
+#[test]
+fn round6_a_look_alike_name_is_shown_escaped_and_named() {
+    let (p, _) = branched("Deploys happen on Tuesdays only.");
+    let clean = git(p.root(), &["rev-parse", "HEAD"]);
+    let src = p.source("Deploys on Fridays need no review.\n");
+    let (pid, _) = p.propose("Deploys on Fridays need no review.", &src);
+    p.ok("\u{430}lice", &["approve", &pid]);
+    commit(&p, "a look-alike approves");
+    let r = p.run("x", &["audit", "verify", "--base", "main"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("\\u{430}lice, which reads as alice") && !r.stdout.contains('\u{430}'),
+        "{}",
+        r.stdout
+    );
+    git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
+
+    let src = p.source("Deploys on Fridays need no review.\n");
+    let (pid, _) = p.propose("Deploys on Fridays need no review.", &src);
+    p.ok("aIice", &["approve", &pid]);
+    let v = passes(&p, "an ASCII look-alike approves");
+    assert!(
+        v["base"]["warnings"]
+            .to_string()
+            .contains("look-alike name: event"),
+        "{v:#}"
+    );
+}
+
+/// Round 6, C08: the KB folder spelled as another file system reads it —
+/// with a character HFS+ ignores, as Windows' short name, with a trailing
+/// dot or space — is refused, as `.git` is.
+#[test]
+fn round6_the_vouch_folder_spelled_another_way_is_refused() {
+    let (p, claim) = branched("Deploys happen on Tuesdays only.");
+    let text = std::fs::read(claim_file(&p, &claim)).unwrap();
+    let aliases = [".vou\u{200c}ch", "VOUCH~1", ".vouch.", ".vouch "];
+    for alias in aliases {
+        let dir = p.root().join(alias).join("claims");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("agents-may-deploy-on-fridays.yaml"), &text).unwrap();
+    }
+    let v = refused(&p, "aliases", "spelled another way");
+    for shown in [
+        r".vou\\u{200c}ch/claims",
+        "VOUCH~1/claims",
+        ".vouch./claims",
+        ".vouch /claims",
+    ] {
+        assert!(problems(&v).contains(shown), "{shown}: {v:#}");
+    }
 }
