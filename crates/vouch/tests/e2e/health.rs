@@ -572,7 +572,7 @@ fn unusable_config_values_warn_and_only_broken_yaml_stops() {
         "sources.max_bytes",
     ] {
         assert!(
-            r.stderr.contains(&format!("`{key}:")),
+            r.stderr.contains(&format!("`{key}` holds")),
             "{key}: {}",
             r.stderr
         );
