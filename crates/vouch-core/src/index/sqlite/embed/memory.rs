@@ -39,6 +39,8 @@ pub struct Vectors {
     /// The index change counter this copy was last checked against.
     pub(super) synced: u64,
     /// Documents the last check left without vectors (the budget ran out).
+    /// Set when a step starts embedding and after each of its batches, so
+    /// a read while it works says how partial it is.
     pub(super) pending: usize,
     /// Documents the model could not embed, by the signature it failed on:
     /// not tried again until their file changes.
@@ -69,9 +71,17 @@ impl Vectors {
     pub fn documents(&self) -> usize {
         self.docs.len()
     }
-    /// Documents the last check left without vectors (the budget ran out).
+    /// Documents without vectors: what the last check left (the budget ran
+    /// out) or a step embedding now has not reached yet, and what the model
+    /// failed on ([`Vectors::failed`]).
     pub fn pending(&self) -> usize {
-        self.pending
+        self.pending + self.failed.len()
+    }
+
+    /// Documents the model failed on: no step embeds them again until
+    /// their files change.
+    pub fn failed(&self) -> usize {
+        self.failed.len()
     }
 
     pub(super) fn remove(&mut self, key: &DocKey) {
@@ -135,6 +145,7 @@ impl Vectors {
         chunks: &[Vec<f32>],
     ) {
         self.remove(&key);
+        self.failed.remove(&key);
         let mut rows = Vec::with_capacity(chunks.len());
         for v in chunks {
             rows.push(self.owners.len());

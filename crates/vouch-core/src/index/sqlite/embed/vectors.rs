@@ -37,9 +37,35 @@ CREATE TABLE IF NOT EXISTS embeddings(
     PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
 
-/// Documents embedded per model call (the model sorts them by length into
-/// passes; a larger call pads less).
-const BATCH: usize = 128;
+/// Documents embedded per model call by a step with no deadline (a
+/// server's background step, a rebuild that waits): the model sorts them
+/// by length into passes (a larger call pads less), and `pending` moves
+/// after each call, so a read while it works says how partial it is.
+const BATCH: usize = 32;
+
+/// At most this many documents per model call when a deadline applies (a
+/// write's catch-up, a one-shot's before a read), fewer once the model's
+/// pace says more would not fit: the call overruns its budget by one
+/// small batch at most, never by minutes of a large one.
+const BUDGET_BATCH: usize = 8;
+
+/// The first call under a deadline, before the model's pace is known
+/// (it may load the model too).
+const BUDGET_FIRST: usize = 2;
+
+/// How many documents the next model call takes: see [`BATCH`] and
+/// [`BUDGET_BATCH`]; `per_doc` is the pace the last call showed.
+fn batch_size(budget: Budget, per_doc: Option<Duration>) -> usize {
+    match (budget, per_doc) {
+        (Budget::Unlimited, _) => BATCH,
+        (Budget::Until(_), None) => BUDGET_FIRST,
+        (Budget::Until(until), Some(pace)) => {
+            let left = until.saturating_duration_since(Instant::now());
+            let fits = left.as_nanos() / pace.as_nanos().max(1);
+            (fits as usize).clamp(1, BUDGET_BATCH)
+        }
+    }
+}
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -121,7 +147,27 @@ pub(crate) fn read_with<R>(
 /// process, pulled by git) asks the background step to embed them now and
 /// waits for it within `budget`: a search sees every approval finished
 /// before it started, by meaning as by words, and still writes nothing.
+///
+/// Documents the model failed on wait for no step: the read's answer says
+/// so (a warning, with them counted as pending).
 pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
+    catch_up_for_read(kb, embedder, budget)?;
+    let failed = kb
+        .index_state
+        .read_vectors()
+        .as_ref()
+        .map_or(0, Vectors::failed);
+    if failed > 0 {
+        kb.warn(format!(
+            "semantic search: the model failed on {failed} objects and no embedding is running \
+             for them; they are found by words only until their files change (`vouch index \
+             rebuild` from the command line tries them again)"
+        ));
+    }
+    Ok(())
+}
+
+fn catch_up_for_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
     match kb.index_upkeep() {
         IndexUpkeep::Background => {
             let until = Instant::now() + budget;
@@ -247,12 +293,29 @@ fn ensure_inner(
         .read_vectors()
         .as_ref()
         .is_some_and(|v| v.model == model);
-    let _one_at_a_time = if wait || (read_only && !loaded) {
-        // (A read with nothing loaded waits for the first load.)
+    let _one_at_a_time = if wait {
         kb.index_state
             .embedding
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    } else if read_only && !loaded {
+        // A read with nothing loaded waits for the first load, within a
+        // search's budget: the step holding the lock may be embedding for
+        // minutes (a rebuild dropped the vectors under it).
+        let until = Instant::now() + SEARCH_BUDGET;
+        loop {
+            match kb.index_state.embedding.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    not_loaded(kb)?;
+                    return Ok(None);
+                }
+            }
+        }
     } else if read_only {
         match kb.index_state.embedding.try_lock() {
             Ok(g) => g,
@@ -401,6 +464,10 @@ fn ensure_inner(
         for k in &gone {
             vectors.remove(k);
         }
+        // What the model failed on counts only while the document exists.
+        vectors.failed.retain(|k, _| {
+            present.contains(k) || scope.as_ref().is_some_and(|changed| !changed.contains(k))
+        });
         for (key, status, sig) in listed {
             match vectors.docs.get_mut(&key) {
                 Some(e) if e.sig == sig => e.status = status,
@@ -417,6 +484,9 @@ fn ensure_inner(
                 None => stale.push(Stale { key, sig, status }),
             }
         }
+        // Said from now on, not only once the step ends: a read while it
+        // embeds answers from the vectors as they are, and says so.
+        vectors.pending = stale.len();
     }
     if stats.removed > 0 && !read_only {
         // Rows of documents that no longer exist.
@@ -431,13 +501,14 @@ fn ensure_inner(
     }
     let total = stale.len();
     let mut done = 0;
-    let mut failed = 0;
     let mut model_failed = false;
-    for batch in stale.chunks(BATCH) {
+    let mut per_doc: Option<Duration> = None;
+    while done < total {
         let Some(budget) = budget else { break };
         if budget.spent() || model_failed {
             break;
         }
+        let batch = &stale[done..(done + batch_size(budget, per_doc)).min(total)];
         // Texts and reusable vectors, under the index lock.
         let mut need: Vec<(usize, String, String)> = Vec::new();
         let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
@@ -458,7 +529,10 @@ fn ensure_inner(
         let mut failures: Vec<usize> = Vec::new();
         if !need.is_empty() {
             let texts: Vec<&str> = need.iter().map(|(_, _, t)| t.as_str()).collect();
-            match embedder.embed_documents(&texts) {
+            let began = Instant::now();
+            let embedded = embedder.embed_documents(&texts);
+            per_doc = Some(began.elapsed() / texts.len() as u32);
+            match embedded {
                 Ok(vectors) => {
                     for ((i, sha, _), chunks) in need.into_iter().zip(vectors) {
                         if chunks.iter().all(|c| c.len() == dim) && !chunks.is_empty() {
@@ -477,7 +551,6 @@ fn ensure_inner(
             }
         }
         if !failures.is_empty() {
-            failed += failures.len();
             let mut guard = kb
                 .index_state
                 .vectors
@@ -511,8 +584,9 @@ fn ensure_inner(
                 stats.reused += 1;
             }
         }
-        drop(guard);
         done += batch.len();
+        vectors.pending = total - done;
+        drop(guard);
         progress(done, total);
     }
     let mut guard = kb
@@ -523,9 +597,29 @@ fn ensure_inner(
     let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
     vectors.pending = total - done;
     vectors.synced = generation;
-    stats.pending = vectors.pending + failed;
+    stats.pending = vectors.pending();
     stats.documents = vectors.documents();
     Ok(Some(stats))
+}
+
+/// A read found no vectors loaded and another step still holding them:
+/// it answers by words only, and says so — every document counted as
+/// pending.
+fn not_loaded(kb: &Ix) -> Result<()> {
+    let documents: i64 = with_main(kb, false, |idx| {
+        Ok(idx.conn.query_row(
+            "SELECT count(*) FROM docs WHERE kind != 'relation'",
+            [],
+            |r| r.get(0),
+        )?)
+    })?;
+    kb.note_vectors_pending(documents as usize);
+    kb.warn(
+        "semantic search: another step is loading or embedding the vectors; this answer is \
+         found by words only"
+            .to_string(),
+    );
+    Ok(())
 }
 
 /// Stored vectors of this text under this model: the document's own

@@ -34,6 +34,27 @@ impl Embedder for Words {
     }
 }
 
+/// [`Words`], watched: told of each call's texts before it embeds them.
+trait Watching: Send + Sync {
+    fn before(&self, texts: &[&str]);
+}
+
+impl<W: Watching> Embedder for W {
+    fn model_id(&self) -> &str {
+        Words.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        Words.dimensions()
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Words.embed_query(text)
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        self.before(texts);
+        Words.embed_documents(texts)
+    }
+}
+
 fn semantic(kb: &Kb, q: &str) -> Vec<String> {
     let caller = Caller::new("agent", Transport::Jsonl);
     dispatch(
@@ -126,22 +147,30 @@ fn a_search_waits_for_a_refresh_in_progress_and_sees_the_new_claim() {
     let kb = Arc::new(kb);
     // The "refresh" holds the embedding lock for a while, as a slow
     // refresh on a busy machine does, then lets go without embedding.
+    let releaser = hold_embedding(&kb, Duration::from_millis(300));
+    let found = semantic(&kb, "kilo lima mike");
+    releaser.join().unwrap();
+    assert_eq!(found.first(), Some(&claim), "{found:?}");
+}
+
+/// Another step holding the embedding lock for `hold`, as a slow one on a
+/// busy machine does, then letting go without embedding; returns once it
+/// holds it.
+fn hold_embedding(kb: &Arc<Kb>, hold: Duration) -> std::thread::JoinHandle<()> {
     let (locked, is_locked) = std::sync::mpsc::channel();
     let holder = kb.clone();
-    let releaser = std::thread::spawn(move || {
+    let step = std::thread::spawn(move || {
         let held = crate::testing::sqlite(&holder)
             .index_state
             .embedding
             .lock()
             .unwrap();
         locked.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(hold);
         drop(held);
     });
     is_locked.recv().unwrap();
-    let found = semantic(&kb, "kilo lima mike");
-    releaser.join().unwrap();
-    assert_eq!(found.first(), Some(&claim), "{found:?}");
+    step
 }
 
 /// An embedder that keeps every text it is given to embed.
@@ -150,20 +179,10 @@ struct RecordingWords {
     texts: std::sync::Mutex<Vec<String>>,
 }
 
-impl Embedder for RecordingWords {
-    fn model_id(&self) -> &str {
-        Words.model_id()
-    }
-    fn dimensions(&self) -> usize {
-        Words.dimensions()
-    }
-    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        Words.embed_query(text)
-    }
-    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+impl Watching for RecordingWords {
+    fn before(&self, texts: &[&str]) {
         let mut kept = self.texts.lock().unwrap();
         kept.extend(texts.iter().map(|t| t.to_string()));
-        Words.embed_documents(texts)
     }
 }
 
@@ -223,20 +242,10 @@ struct CountingWords {
     documents: std::sync::atomic::AtomicUsize,
 }
 
-impl Embedder for CountingWords {
-    fn model_id(&self) -> &str {
-        Words.model_id()
-    }
-    fn dimensions(&self) -> usize {
-        Words.dimensions()
-    }
-    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        Words.embed_query(text)
-    }
-    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+impl Watching for CountingWords {
+    fn before(&self, texts: &[&str]) {
         self.documents
             .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
-        Words.embed_documents(texts)
     }
 }
 
@@ -340,4 +349,185 @@ fn the_fast_path_still_sees_an_approval_made_a_moment_ago() {
     let second = approved_claim(&kb, "tango uniform victor");
     let found = semantic(&kb, "tango uniform victor");
     assert_eq!(found.first(), Some(&second), "{found:?}");
+}
+
+/// An embedder that records the size of each call and runs one only when
+/// the test lets it (a slow model on a loaded machine, made
+/// deterministic).
+#[derive(Default)]
+struct Held {
+    /// (calls begun, calls let through, the size of each call)
+    state: std::sync::Mutex<(usize, usize, Vec<usize>)>,
+    moved: std::sync::Condvar,
+}
+
+impl Held {
+    /// Let `n` more calls through.
+    fn allow(&self, n: usize) {
+        self.state.lock().unwrap().1 += n;
+        self.moved.notify_all();
+    }
+    /// Wait until `n` calls have begun.
+    fn begun(&self, n: usize) {
+        let s = self.state.lock().unwrap();
+        drop(self.moved.wait_while(s, |s| s.0 < n).unwrap());
+    }
+    fn sizes(&self) -> Vec<usize> {
+        self.state.lock().unwrap().2.clone()
+    }
+}
+
+impl Watching for Held {
+    fn before(&self, texts: &[&str]) {
+        let mut s = self.state.lock().unwrap();
+        s.0 += 1;
+        s.2.push(texts.len());
+        let call = s.0;
+        self.moved.notify_all();
+        drop(self.moved.wait_while(s, |s| s.1 < call).unwrap());
+    }
+}
+
+/// A KB of `n` approved claims (and their one source), with `embedder`
+/// set after they were written: every document waits for vectors.
+fn kb_waiting_for_vectors(n: usize, embedder: Arc<dyn Embedder>) -> (tempfile::TempDir, Kb) {
+    let (dir, mut kb) = crate::testing::test_kb();
+    let src = crate::testing::test_source(&kb, "notes");
+    for i in 0..n {
+        crate::testing::test_claim(&kb, &src, &format!("deploys on fridays, note {i}"));
+    }
+    kb.set_embedder(embedder);
+    kb.configure_index(|o| o.upkeep = IndexUpkeep::Background);
+    (dir, kb)
+}
+
+/// A hybrid search for the claims of [`kb_waiting_for_vectors`]: how long
+/// it took, its hits, and what its call noted.
+fn hybrid_search(kb: &Kb) -> (Duration, serde_json::Value, crate::stored::CallNotes) {
+    let began = Instant::now();
+    let (hits, notes) = crate::stored::Store::collecting_notes(|| {
+        dispatch(
+            kb,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.search",
+            json!({"query": "deploys on fridays", "backend": "hybrid", "kinds": ["claim"]}),
+        )
+        .unwrap()
+    });
+    (began.elapsed(), hits, notes)
+}
+
+fn pending(kb: &Kb) -> usize {
+    crate::testing::sqlite(kb)
+        .index_state
+        .read_vectors()
+        .as_ref()
+        .map_or(0, |v| v.pending())
+}
+
+/// Round six, A7b: while a server's background step embeds (a slow model
+/// on a loaded machine), a search answers within its budget from the
+/// vectors as they are and says partial, with the count still waiting —
+/// which moves after each of the step's batches, not only at its end.
+/// When the step is done nothing is pending and nothing is said.
+#[test]
+fn a_search_while_the_background_step_embeds_answers_in_budget_and_says_partial() {
+    let held = Arc::new(Held::default());
+    let embedder: Arc<dyn Embedder> = held.clone();
+    let (_dir, kb) = kb_waiting_for_vectors(40, embedder.clone());
+    let kb = Arc::new(kb);
+    let documents = 41;
+    let (step_kb, step_embedder) = (kb.clone(), embedder.clone());
+    let step = std::thread::spawn(move || {
+        ensure(
+            &crate::testing::sqlite(&step_kb),
+            &step_embedder,
+            Budget::Unlimited,
+            false,
+            &mut |_, _| {},
+        )
+        .unwrap()
+        .unwrap()
+    });
+    held.begun(1);
+    let search = || hybrid_search(&kb);
+    let (took, hits, notes) = search();
+    assert!(
+        took < SEARCH_BUDGET + Duration::from_secs(2),
+        "the search waited {took:?} for the model"
+    );
+    assert!(
+        !hits.as_array().unwrap().is_empty(),
+        "found by words: {hits}"
+    );
+    assert_eq!(notes.vectors_pending, Some(documents), "{notes:?}");
+    assert_eq!(notes.meta().unwrap()["partial"], true);
+    // One batch later, fewer wait, and a search says how many.
+    held.allow(1);
+    held.begun(2);
+    let first = held.sizes()[0];
+    assert_eq!(pending(&kb), documents - first);
+    let (_, _, notes) = search();
+    assert_eq!(notes.vectors_pending, Some(documents - first), "{notes:?}");
+    held.allow(usize::MAX / 2);
+    let stats = step.join().unwrap();
+    assert_eq!(stats.embedded, documents);
+    assert_eq!(stats.pending, 0);
+    assert_eq!(pending(&kb), 0);
+    let (_, _, notes) = search();
+    assert_eq!(notes.vectors_pending, None, "{notes:?}");
+}
+
+/// A catch-up with a deadline (a write's after it returns, a one-shot's
+/// before a read) gives the model small batches, so it overruns its
+/// budget by one small batch at most — never by a batch of 128 documents
+/// (minutes on a loaded machine, with the caller waiting).
+#[test]
+fn a_catch_up_with_a_deadline_gives_the_model_small_batches() {
+    let held = Arc::new(Held::default());
+    let embedder: Arc<dyn Embedder> = held.clone();
+    let (_dir, kb) = kb_waiting_for_vectors(40, embedder.clone());
+    held.allow(usize::MAX / 2);
+    let ix = crate::testing::sqlite(&kb);
+    let stats = ensure(
+        &ix,
+        &embedder,
+        Budget::Until(Instant::now() + Duration::from_millis(200)),
+        false,
+        &mut |_, _| {},
+    )
+    .unwrap()
+    .unwrap();
+    let sizes = held.sizes();
+    assert!(
+        sizes.iter().all(|n| *n <= BUDGET_BATCH),
+        "batches of {sizes:?} under a deadline"
+    );
+    assert_eq!(stats.embedded + stats.pending, 41, "{stats:?}");
+    // Without a deadline (the background step), larger batches, all done.
+    let stats = ensure(&ix, &embedder, Budget::Unlimited, false, &mut |_, _| {})
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.pending, 0, "{stats:?}");
+    assert_eq!(pending(&kb), 0);
+}
+
+/// A read that finds no vectors loaded while another step holds them (a
+/// rebuild dropped them under a background step that is embedding) waits
+/// for the first load only within its budget, then answers by words and
+/// says partial, every document counted.
+#[test]
+fn a_search_with_nothing_loaded_waits_for_the_load_only_within_its_budget() {
+    let (_dir, kb) = kb_waiting_for_vectors(3, Arc::new(Words));
+    let kb = Arc::new(kb);
+    let hold = SEARCH_BUDGET + Duration::from_secs(4);
+    let step = hold_embedding(&kb, hold);
+    let (took, hits, notes) = hybrid_search(&kb);
+    step.join().unwrap();
+    assert!(took < hold, "the search waited {took:?} for the step");
+    assert!(
+        !hits.as_array().unwrap().is_empty(),
+        "found by words: {hits}"
+    );
+    assert_eq!(notes.vectors_pending, Some(4), "{notes:?}");
 }
