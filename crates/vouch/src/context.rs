@@ -128,8 +128,8 @@ fn user_name(uid: u32) -> String {
 
 /// HTTP connection limits: the defaults, or VOUCH_HTTP_HEADER_TIMEOUT_MS,
 /// VOUCH_HTTP_BODY_TIMEOUT_MS, VOUCH_HTTP_MAX_CONNECTIONS,
-/// VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS, VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR
-/// and VOUCH_MCP_MAX_SESSIONS.
+/// VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS, VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR,
+/// VOUCH_HTTP_MAX_WAITING_CONNECTIONS and VOUCH_MCP_MAX_SESSIONS.
 pub fn http_limits() -> Result<crate::http::listen::Limits> {
     let mut limits = crate::http::listen::Limits::default();
     let num = |k: &str| -> Result<Option<u64>> {
@@ -158,6 +158,9 @@ pub fn http_limits() -> Result<crate::http::listen::Limits> {
     }
     if let Some(n) = num("VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR")? {
         limits.max_connections_per_actor = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = num("VOUCH_HTTP_MAX_WAITING_CONNECTIONS")? {
+        limits.max_waiting_connections = Some(usize::try_from(n).unwrap_or(usize::MAX));
     }
     if let Some(n) = num("VOUCH_MCP_MAX_SESSIONS")? {
         limits.max_mcp_sessions = usize::try_from(n).unwrap_or(usize::MAX);

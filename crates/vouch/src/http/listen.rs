@@ -1,11 +1,15 @@
 //! Serving the application on a socket: where it may bind (loopback
 //! unless tokens are configured), our accept loop (a header-read timeout,
 //! a cap on connections, a cap on the connections one address holds from
-//! the moment it connects), what one request may hold (a deadline for its
-//! whole body, a cap on the connections one actor holds) and a graceful
-//! shutdown on SIGINT/SIGTERM.
+//! the moment it connects, a cap on those of every address that wait for
+//! a holder), what one request may hold (a deadline for its whole body, a
+//! cap on the connections one actor holds) and a graceful shutdown on
+//! SIGINT/SIGTERM.
 
 use super::*;
+
+mod waiting;
+use waiting::{Waiter, Waiting, waiting_cap};
 
 /// Where to bind: every address `bind` resolves to must be loopback unless
 /// tokens are configured.
@@ -80,8 +84,9 @@ pub struct Limits {
     /// (on every route; a body that trickles in is not "idle"), or the
     /// request is answered 408 and the connection closed.
     pub body_timeout: Duration,
-    /// Connections served at once; more wait in the listen backlog until
-    /// one closes.
+    /// Connections served at once; more wait until one closes (or, while
+    /// any waits for a holder, one of those is closed to make room: see
+    /// [`Limits::max_waiting_connections`]).
     pub max_connections: usize,
     /// Connections one remote address (an IPv6 host by its /64) holds
     /// before any of their requests has a holder: counted from the moment
@@ -101,6 +106,16 @@ pub struct Limits {
     /// sent its latest request, until it closes; past the cap a request is
     /// answered 429 and its connection closed. `/health` is not counted.
     pub max_connections_per_actor: usize,
+    /// Connections from every address together that wait for a holder
+    /// (see [`Limits::max_connections_per_address`]: a head still
+    /// arriving, or only `/health` asked); unset, half of
+    /// `max_connections`. When they are this many, a new connection
+    /// closes the oldest waiting one of the address that has the most
+    /// waiting, rather than waiting itself; so does one that finds every
+    /// slot taken while any waits. Slow heads from many addresses, each
+    /// under its own cap, once held every slot together, and `/health`
+    /// and token holders waited unanswered (issue 39, round six).
+    pub max_waiting_connections: Option<usize>,
     /// Live MCP sessions per actor (see [`mcp::CappedSessions`]).
     pub max_mcp_sessions: usize,
 }
@@ -113,6 +128,7 @@ impl Default for Limits {
             max_connections: MAX_CONNECTIONS,
             max_connections_per_address: MAX_CONNECTIONS_PER_ADDRESS,
             max_connections_per_actor: MAX_CONNECTIONS_PER_ACTOR,
+            max_waiting_connections: None,
             max_mcp_sessions: mcp::MAX_SESSIONS_PER_ACTOR,
         }
     }
@@ -214,9 +230,9 @@ pub async fn serve_review(
 }
 
 /// Accept connections until SIGINT/SIGTERM, at most `max_connections` at
-/// once and [`holder_cap`] from one address, each with a deadline
-/// for its request heads; then let open requests finish (for up to
-/// [`SHUTDOWN_GRACE`]).
+/// once, [`holder_cap`] from one address and [`waiting_cap`] waiting for
+/// a holder, each with a deadline for its request heads; then let open
+/// requests finish (for up to [`SHUTDOWN_GRACE`]).
 ///
 /// axum's own `serve` sets no header deadline and no connection limit, so
 /// clients that open connections and never finish a request would hold a
@@ -224,7 +240,11 @@ pub async fn serve_review(
 /// counted against its address as soon as it is accepted: one that is
 /// still sending its request head has no actor yet, and a few hundred
 /// such heads from one address, each renewed as soon as its deadline
-/// closes it, held every slot (issue 39, round five).
+/// closes it, held every slot (issue 39, round five); from a dozen
+/// addresses, each under its cap, they did again (round six): now the
+/// heads of every address together wait in one line, and a newcomer
+/// closes the oldest of the address that has the most in it rather than
+/// waiting behind them.
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -242,29 +262,26 @@ async fn accept_loop(
     // What one address may hold in all: its connections still waiting for
     // a holder and those its requests without a token hold.
     let together = holder_cap(usize::MAX, max);
+    let waiting = Waiting::new(waiting_cap(limits.max_waiting_connections, max));
     let mut full_since: Option<std::time::Instant> = None;
     let mut refused_since: Option<std::time::Instant> = None;
+    let mut closed_since: Option<std::time::Instant> = None;
+    let mut closed_one = |at: Option<Holder>| {
+        let Some(at) = at else { return false };
+        if closed_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+            closed_since = Some(std::time::Instant::now());
+            eprintln!(
+                "vouch: connections without a request wait to be served (at most {} at \
+                 once, VOUCH_HTTP_MAX_WAITING_CONNECTIONS); the oldest of {at}'s was closed \
+                 to make room",
+                waiting.cap()
+            );
+        }
+        true
+    };
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if full_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
-                    full_since = Some(std::time::Instant::now());
-                    eprintln!(
-                        "vouch: {max} connections open (the limit); new ones wait until one closes"
-                    );
-                }
-                tokio::select! {
-                    slot = slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                    () = &mut shutdown => break,
-                }
-            }
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -291,43 +308,84 @@ async fn accept_loop(
                          its new ones are closed at once"
                     );
                 }
-                refuse_at_once(&stream, &at, cap);
-                // Dropping the stream closes it; the slot is free again.
+                refuse_at_once(&stream, &address_full_message(&at, cap));
+                // Dropping the stream closes it.
                 continue;
             }
         };
-        let conn_state = Conn(Arc::new(ConnState {
+        // Too many wait for a holder, or every slot is taken while some
+        // wait: the newcomer takes the place of the oldest of the address
+        // that has the most waiting (its slot is free once its task ends).
+        let made_room =
+            (waiting.full() || slots.available_permits() == 0) && closed_one(waiting.close_one());
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if !made_room && full_since.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    full_since = Some(std::time::Instant::now());
+                    eprintln!(
+                        "vouch: {max} connections open (the limit), each with a request; new \
+                         ones wait until one closes"
+                    );
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let state = Arc::new(ConnState {
             peer: peer.ip(),
             holders: holders.clone(),
             body_timeout: limits.body_timeout,
             hold: Mutex::new(None),
-            address: Mutex::new(Some(address_hold)),
-        }));
+            address: Mutex::new(None),
+            closed: tokio::sync::Notify::new(),
+            asked: std::sync::atomic::AtomicBool::new(false),
+        });
+        *lock(&state.address) = Some(waiting.enter(&state, address_hold));
+        let conn_state = Conn(state);
         let service = {
             let inner = TowerToHyperService::new(router.clone());
             let conn_state = conn_state.clone();
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                conn_state
+                    .0
+                    .asked
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 req.extensions_mut().insert(conn_state.clone());
                 hyper::service::Service::call(&inner, req)
             })
         };
         let http = http.clone();
         let mut stop = stop_rx.clone();
+        let waiting_cap = waiting.cap();
         tokio::spawn(async move {
             let _slot = slot;
+            let state = conn_state.0.clone();
             // Whatever else still holds the state, the connection is over.
             let _release = Release(conn_state);
-            let conn = http.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
+            let mut conn = http.serve_connection(TokioIo::new(stream), service);
             let mut stopping = false;
-            loop {
+            let made_room = loop {
                 tokio::select! {
-                    _ = conn.as_mut() => break,
+                    _ = &mut conn => break false,
+                    // Closed to make room while it waited for a holder.
+                    () = state.closed.notified() => break true,
                     _ = stop.changed(), if !stopping => {
                         stopping = true;
-                        conn.as_mut().graceful_shutdown();
+                        std::pin::Pin::new(&mut conn).graceful_shutdown();
                     }
                 }
+            };
+            // A head that never finished is told why, unless a response
+            // (to `/health`) may be on its way.
+            if made_room && !state.asked.load(std::sync::atomic::Ordering::Relaxed) {
+                let stream = conn.into_parts().io.into_inner();
+                refuse_at_once(&stream, &made_room_message(waiting_cap));
             }
         });
     }
@@ -358,16 +416,13 @@ fn holder_cap(cap: usize, max: usize) -> usize {
     cap.clamp(1, max.saturating_sub(reserve).max(1))
 }
 
-/// Answer a connection past its address's cap with a 429 (if the socket
-/// takes it at once: nothing here waits on the client) before it is
-/// closed; its request, if any, is never read.
-fn refuse_at_once(stream: &tokio::net::TcpStream, at: &Holder, cap: usize) {
+/// Answer a connection that is closed before its request is read (past
+/// its address's cap, or to make room) with a 429 saying why, if the
+/// socket takes it at once: nothing here waits on the client.
+fn refuse_at_once(stream: &tokio::net::TcpStream, message: &str) {
     let body = json!({"id": null, "ok": false, "error": {
         "code": "invalid_request",
-        "message": format!(
-            "{at} already holds {cap} connections to this server, the most one address may \
-             hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one"
-        ),
+        "message": message,
     }})
     .to_string();
     let response = format!(
@@ -376,6 +431,23 @@ fn refuse_at_once(stream: &tokio::net::TcpStream, at: &Holder, cap: usize) {
         body.len()
     );
     let _ = stream.try_write(response.as_bytes());
+}
+
+/// Why a connection past its address's cap is closed unread.
+fn address_full_message(at: &Holder, cap: usize) -> String {
+    format!(
+        "{at} already holds {cap} connections to this server, the most one address may \
+         hold (VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one"
+    )
+}
+
+/// Why a connection whose request never came whole is closed to make room.
+fn made_room_message(cap: usize) -> String {
+    format!(
+        "no whole request arrived on this connection while {cap} connections waited for \
+         theirs, the most this server keeps waiting (VOUCH_HTTP_MAX_WAITING_CONNECTIONS): \
+         it was closed to make room for a newer one; send the request as soon as you connect"
+    )
 }
 
 /// Who holds how many connections: per actor
@@ -497,10 +569,16 @@ struct ConnState {
     /// Whom the connection counts against now.
     hold: Mutex<Option<Hold>>,
     /// Its place among its address's connections that wait for a holder
-    /// ([`Limits::max_connections_per_address`]), from its accept until a
-    /// request on it is counted against its actor or address (`hold`).
-    /// A connection that has only asked for `/health` still waits.
-    address: Mutex<Option<Hold>>,
+    /// ([`Limits::max_connections_per_address`]) and among every
+    /// address's ([`Limits::max_waiting_connections`]), from its accept
+    /// until a request on it is counted against its actor or address
+    /// (`hold`). A connection that has only asked for `/health` still
+    /// waits.
+    address: Mutex<Option<Waiter>>,
+    /// Told when it is closed to make room while it waits.
+    closed: tokio::sync::Notify,
+    /// Whether a request head has arrived on it (one for `/health` too).
+    asked: std::sync::atomic::AtomicBool,
 }
 
 /// Gives a connection's hold back when its task ends.

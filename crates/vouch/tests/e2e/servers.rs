@@ -151,10 +151,13 @@ fn a_half_sent_request_is_dropped_after_the_header_timeout() {
 // ----- connection cap --------------------------------------------------------
 
 /// A flood of connections must not exhaust the server's file descriptors:
-/// beyond the cap, new connections wait in the listen backlog until one
-/// closes; they are then served. (Each from its own address: one address
-/// may hold only part of the slots, see
-/// `slow_heads_from_one_address_leave_the_server_to_the_others`.)
+/// beyond the cap, new connections wait until one closes; they are then
+/// served. (Each from its own address: one address may hold only part of
+/// the slots, see
+/// `slow_heads_from_one_address_leave_the_server_to_the_others`. And the
+/// open ones have each made a request, so they have a holder: one that
+/// only waits, a head or a `/health` kept alive, is closed to make room,
+/// see `slow_heads_from_many_addresses_leave_the_server_to_the_others`.)
 #[test]
 fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
     let kb = init_kb();
@@ -166,21 +169,24 @@ fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
         ],
         &[],
     );
+    let status = |close: bool| {
+        request_bytes(
+            server.port,
+            "POST",
+            "/rpc",
+            &[("Content-Type", "application/json")],
+            br#"{"id": 1, "method": "kb.status"}"#,
+            close,
+        )
+    };
     // Two keep-alive connections, each answered once (so the server has
-    // certainly accepted both), then left idle.
+    // certainly accepted both, and counts each against its address), then
+    // left idle.
     let mut idle: Vec<TcpStream> = [1, 2]
         .into_iter()
         .map(|host| {
             let mut s = connect_from(host, server.port);
-            s.write_all(&request_bytes(
-                server.port,
-                "GET",
-                "/health",
-                &[],
-                b"",
-                false,
-            ))
-            .expect("send");
+            s.write_all(&status(false)).expect("send");
             let r = read_keep_alive_response(&mut s);
             assert_eq!(r.status, 200, "{}", r.text());
             s
@@ -189,16 +195,7 @@ fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
 
     // A third: the kernel completes the handshake, the server does not serve it.
     let mut third = connect_from(3, server.port);
-    third
-        .write_all(&request_bytes(
-            server.port,
-            "GET",
-            "/health",
-            &[],
-            b"",
-            true,
-        ))
-        .expect("send");
+    third.write_all(&status(true)).expect("send");
     third
         .set_read_timeout(Some(Duration::from_millis(500)))
         .expect("read timeout");
@@ -225,15 +222,7 @@ fn connections_beyond_the_cap_wait_and_are_served_when_one_closes() {
 
     // The other idle connection is still served too.
     let s = &mut idle[0];
-    s.write_all(&request_bytes(
-        server.port,
-        "GET",
-        "/health",
-        &[],
-        b"",
-        false,
-    ))
-    .expect("send");
+    s.write_all(&status(false)).expect("send");
     assert_eq!(read_keep_alive_response(s).status, 200);
     drop(idle);
     server.terminate();
@@ -647,20 +636,7 @@ fn slow_heads(host: u8, port: u16, n: usize, settle: Duration) -> (Vec<TcpStream
         })
         .collect();
     std::thread::sleep(settle);
-    let mut open = Vec::new();
-    let mut closed = 0;
-    for mut s in conns {
-        s.set_nonblocking(true).expect("nonblocking");
-        let mut buf = [0u8; 1024];
-        match s.read(&mut buf) {
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                s.set_nonblocking(false).expect("blocking");
-                open.push(s);
-            }
-            _ => closed += 1,
-        }
-    }
-    (open, closed)
+    still_open(conns)
 }
 
 /// Round five of issue 39 (H2): with no token, 700 connections from one
@@ -752,6 +728,8 @@ fn slow_heads_from_one_address_leave_the_server_to_the_others() {
         &[
             ("VOUCH_HTTP_MAX_CONNECTIONS", "4"),
             ("VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "1000"),
+            // Every slot may wait: the address's cap is what is tested.
+            ("VOUCH_HTTP_MAX_WAITING_CONNECTIONS", "4"),
             ("VOUCH_HTTP_HEADER_TIMEOUT_MS", "60000"),
         ],
         &[],
@@ -770,6 +748,134 @@ fn slow_heads_from_one_address_leave_the_server_to_the_others() {
     assert_eq!(ask(connect_from(2, port), &health, quick).status, 200);
     drop((held, healthy));
     server.terminate();
+}
+
+/// Round six of issue 39 (A3): 720 slow heads from twelve addresses
+/// (127.0.0.2-13), sixty each — under the cap of each address — held every
+/// slot together; `/health` got no answer in 15 s, a token holder's `/rpc`
+/// took 21 s, and no 429 was sent: past the global limit a connection
+/// waited silently in the backlog. Now the connections that wait for a
+/// holder, from every address together, are at most
+/// `VOUCH_HTTP_MAX_WAITING_CONNECTIONS` (half the slots unless set): a
+/// newcomer closes the oldest of the address that has the most waiting
+/// rather than waiting behind them, so `/health` and a token holder are
+/// answered at once, and connections whose requests have a holder are
+/// never closed to make room.
+#[test]
+fn slow_heads_from_many_addresses_leave_the_server_to_the_others() {
+    let kb = init_kb();
+    let server = http_server(
+        kb.path(),
+        &[
+            ("VOUCH_HTTP_MAX_CONNECTIONS", "8"),
+            ("VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS", "3"),
+            ("VOUCH_HTTP_MAX_WAITING_CONNECTIONS", "3"),
+            // No head is cut off by its deadline during the test.
+            ("VOUCH_HTTP_HEADER_TIMEOUT_MS", "60000"),
+        ],
+        &["--token", "bob=tok-bob"],
+    );
+    let port = server.port;
+    let rpc_on = |close: bool| {
+        request_bytes(
+            port,
+            "POST",
+            "/rpc",
+            &[
+                ("Content-Type", "application/json"),
+                ("Authorization", "Bearer tok-bob"),
+            ],
+            br#"{"id": 1, "method": "kb.status"}"#,
+            close,
+        )
+    };
+    // A token holder's connection kept open: it has a holder, and stays.
+    let mut bob = connect_from(2, port);
+    bob.write_all(&rpc_on(false)).expect("send");
+    assert_eq!(read_keep_alive_response(&mut bob).status, 200);
+
+    // Three slow heads from each of six addresses, under each one's cap:
+    // eighteen, more than every slot.
+    let settle = Duration::from_millis(300);
+    let mut held = Vec::new();
+    let mut closed = 0;
+    for host in 10..16 {
+        let (open, shut) = slow_heads(host, port, 3, settle);
+        held.extend(open);
+        closed += shut;
+    }
+    // Each already open may have been closed since: read them all again.
+    std::thread::sleep(settle);
+    let (mut held, shut) = still_open(held);
+    closed += shut;
+    assert_eq!(held.len(), 3, "the waiting line holds its cap");
+    assert_eq!(closed, 15, "the rest were closed to make room");
+
+    // A token holder and /health from other addresses are answered at
+    // once, and so is bob on his open connection.
+    let quick = Duration::from_secs(5);
+    let r = ask(connect_from(3, port), &rpc_on(true), quick);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
+    let health = request_bytes(port, "GET", "/health", &[], b"", true);
+    assert_eq!(ask(connect_from(4, port), &health, quick).status, 200);
+    bob.set_read_timeout(Some(quick)).expect("read timeout");
+    bob.write_all(&rpc_on(false)).expect("send");
+    assert_eq!(read_keep_alive_response(&mut bob).status, 200);
+
+    // The heads keep coming, from address after address: still answered.
+    for host in 20..30 {
+        let (open, _) = slow_heads(host, port, 3, Duration::from_millis(50));
+        held.extend(open);
+        assert_eq!(ask(connect_from(4, port), &health, quick).status, 200);
+    }
+    let (held, _) = still_open(held);
+    assert!(held.len() <= 3, "{} heads wait", held.len());
+    drop(held);
+    std::thread::sleep(settle);
+
+    // The one closed to make room is told why: the oldest of the address
+    // with the most waiting.
+    let (mut first, _) = slow_heads(40, port, 1, Duration::ZERO);
+    let (others, _) = slow_heads(40, port, 1, Duration::ZERO);
+    let (more, _) = slow_heads(41, port, 1, settle);
+    assert_eq!(first.len() + others.len() + more.len(), 3);
+    let (newest, _) = slow_heads(42, port, 1, settle);
+    assert_eq!(newest.len(), 1, "the newcomer is served");
+    let got = wait_closed(&mut first[0], Instant::now() + quick, "the oldest head");
+    let r = parse_response(&got);
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(
+        error_message(&r).contains("VOUCH_HTTP_MAX_WAITING_CONNECTIONS"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        still_open(others).0.len(),
+        1,
+        "the second of 127.0.0.40 stays"
+    );
+    // Nothing left open for shutdown to wait on.
+    drop((bob, more, newest));
+    server.terminate();
+}
+
+/// Of `conns`, the ones the server still holds open, and how many it closed.
+fn still_open(conns: Vec<TcpStream>) -> (Vec<TcpStream>, usize) {
+    let mut open = Vec::new();
+    let mut closed = 0;
+    for mut s in conns {
+        s.set_nonblocking(true).expect("nonblocking");
+        let mut buf = [0u8; 1024];
+        match s.read(&mut buf) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                s.set_nonblocking(false).expect("blocking");
+                open.push(s);
+            }
+            _ => closed += 1,
+        }
+    }
+    (open, closed)
 }
 
 // ----- token files -----------------------------------------------------------
