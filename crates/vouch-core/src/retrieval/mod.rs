@@ -358,15 +358,28 @@ pub fn rebuild_index(
     };
     // `wait: false`: a budget already spent counts what waits and embeds
     // nothing.
-    let budget = if p.wait.unwrap_or(true) {
+    let wait = p.wait.unwrap_or(true);
+    let budget = if wait {
         crate::index::Budget::Unlimited
     } else {
         crate::index::Budget::Until(std::time::Instant::now())
     };
-    let stats = kb
+    // Without waiting, a step already embedding (a server's background
+    // one) is not waited for: what waits is counted instead.
+    let stats = match kb
         .index()
-        .embed(kb, &embedder, budget, true, &mut |_, _| {})?
-        .unwrap_or_default();
+        .embed(kb, &embedder, budget, wait, &mut |_, _| {})?
+    {
+        Some(stats) => stats,
+        None => {
+            let (documents, pending) = kb.index().vector_counts(kb, &embedder)?;
+            crate::index::EmbedStats {
+                documents,
+                pending,
+                ..Default::default()
+            }
+        }
+    };
     if stats.pending > 0 {
         kb.note_vectors_pending(stats.pending);
     }
