@@ -234,12 +234,19 @@ pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
         Some(actor) if !vouch_core::ids::reads_as_no_name(&actor) => {
             Ok(Caller::new(actor, Transport::Cli))
         }
-        Some(actor) => Err(Error::denied(format!(
-            "review_gate: who is deciding? The name set is {actor:?}, which reads as {:?}, \
-             the name the audit log uses for \"no name\": a decision is signed with your \
-             name: pass --agent YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)",
-            vouch_core::ids::NO_NAME
-        ))),
+        Some(actor) => {
+            let no_name = vouch_core::ids::NO_NAME;
+            let reads = if actor == no_name {
+                String::new()
+            } else {
+                format!(", which reads as {no_name:?}")
+            };
+            Err(Error::denied(format!(
+                "review_gate: who is deciding? The name set is {actor:?}{reads}, the name the \
+                 audit log uses for \"no name\": a decision is signed with your name: pass \
+                 --agent YOUR_NAME, or export VOUCH_AGENT=YOUR_NAME (or USER)"
+            )))
+        }
         None => Err(Error::denied(
             "review_gate: who is deciding? No name is set: --agent, VOUCH_AGENT and $USER are \
              all empty (usual in a container). A decision is signed with your name: pass \

@@ -93,6 +93,14 @@ fn parse_tokens(raw: &[TokenSpec]) -> Result<Vec<Token>, Error> {
                 "{origin}: the subject {subject:?} {problem}"
             )));
         }
+        // A token holder may decide: not under the log's "no name".
+        if vouch_core::ids::reads_as_no_name(subject) {
+            return Err(Error::invalid(format!(
+                "{origin}: the subject {subject:?} reads as {:?}, the name the audit log uses \
+                 for \"no name\"; name the token's holder",
+                vouch_core::ids::NO_NAME
+            )));
+        }
         if secret.is_empty() {
             return Err(Error::invalid(format!(
                 "{origin} ({subject}): the token after `=` is empty"

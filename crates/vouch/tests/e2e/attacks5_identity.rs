@@ -245,6 +245,21 @@ fn a_decision_is_not_signed_by_a_name_that_reads_as_no_one() {
     }
     assert_eq!(before, p.snapshot(), "a refused decision wrote something");
     assert_eq!(pending(&p), 1);
+    // Nor does an HTTP server start whose token's subject reads as it: its
+    // holder could reject (or archive) under the log's "no name".
+    let mut c = p.command("agent");
+    c.args([
+        "serve",
+        "--transport",
+        "http",
+        "--bind",
+        "127.0.0.1:0",
+        "--token",
+        "\u{0421}li=tok-cli-0123456789",
+    ]);
+    let r = run_client(c, std::time::Duration::from_secs(20));
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("no name"), "{}", r.stderr);
     let r = Run::from(
         named_as(&p, &[("USER", "Clio")])
             .args(["approve", &prop])
