@@ -184,27 +184,22 @@ impl Index {
             as usize)
     }
 
-    /// Whether the file at `inside` (a path inside `.vouch/`) hashes to
-    /// something other than `sha`; a file that is gone is not "edited".
-    fn edited(&self, kb: &Ix, inside: &str, sha: &str) -> bool {
+    /// What the file at `inside` (a path inside `.vouch/`) hashes to as
+    /// an event records it; `None` for a file that is gone or unreadable
+    /// (not "edited").
+    fn file_sha(&self, kb: &Ix, inside: &str) -> Option<String> {
         let path = kb.layout().root().join(inside);
-        let Some(sig) = file_signature(&path) else {
-            return false;
-        };
-        let sig = (sig, changed_ns(&path));
+        let sig = (file_signature(&path)?, changed_ns(&path));
         let mut hashed = self.hashed.borrow_mut();
         if let Some((seen, have)) = hashed.get(&path)
             && *seen == sig
         {
-            return have != sha;
+            return Some(have.clone());
         }
-        let Ok(Some(bytes)) = kb.read_file(&path) else {
-            return false;
-        };
+        let bytes = kb.read_file(&path).ok()??;
         let have = crate::ids::content_sha256(&bytes);
-        let edited = have != sha;
-        hashed.insert(path, (sig, have));
-        edited
+        hashed.insert(path, (sig, have.clone()));
+        Some(have)
     }
 }
 
@@ -829,13 +824,21 @@ impl Index {
                 .collect::<rusqlite::Result<_>>()?;
             let mut files: HashMap<String, String> = HashMap::new();
             let in_tail = tail.contains(id);
+            let inside = kb
+                .layout()
+                .file(dir, id)
+                .map(|f| kb.layout().inside(&f))
+                .ok();
+            // What the admitting event wrote of this object's own file
+            // stands where no row says otherwise (rows deleted by hand).
+            let mut floor = None;
             let mut backed = true;
             if let Some((admitted_at, ..)) = rows.first() {
                 match lines.at(log, *admitted_at as u64)? {
                     Some(said) if said.admits(id) => {
-                        // What the admitting event wrote of this object
-                        // stands where no later row says otherwise.
-                        files.extend(said.written_of(id).map(|(p, s)| (p.into(), s.into())));
+                        if inside.as_deref().is_some_and(|i| said.records(i)) {
+                            floor = Some(said);
+                        }
                     }
                     _ => backed = false,
                 }
@@ -851,7 +854,7 @@ impl Index {
                     continue;
                 };
                 let said = lines.at(log, at as u64)?;
-                if said.as_deref().and_then(|s| s.wrote(&path)) != Some(sha.as_str()) {
+                if !said.is_some_and(|s| s.wrote(&path, &sha)) {
                     // A row no event backs: the file is judged as unrecorded.
                     files.insert(path, String::new());
                     continue;
@@ -864,15 +867,21 @@ impl Index {
                     .filter(|(path, _)| id_of_path(path) == id)
                     .map(|(p, s)| (p.clone(), s.clone())),
             );
-            if files.is_empty() {
+            if files.is_empty() && floor.is_none() {
                 continue; // approved before vouch recorded what it wrote
             }
             // This object's own file must be one an event recorded writing:
             // a page written by hand under an approved entity's id is not.
-            let inside = kb.layout().inside(&kb.layout().file(dir, id)?);
-            let edited = match files.get(&inside) {
-                Some(sha) => self.edited(kb, &inside, sha),
-                None => file_signature(&kb.layout().root().join(&inside)).is_some(),
+            let Some(inside) = inside else {
+                out.insert((dir, id.to_string()));
+                continue;
+            };
+            let edited = match (files.get(&inside), &floor) {
+                (Some(sha), _) => self.file_sha(kb, &inside).is_some_and(|h| h != *sha),
+                (None, Some(said)) => self
+                    .file_sha(kb, &inside)
+                    .is_some_and(|h| !said.wrote(&inside, &h)),
+                (None, None) => file_signature(&kb.layout().root().join(&inside)).is_some(),
             };
             if edited {
                 out.insert((dir, id.to_string()));
