@@ -510,14 +510,19 @@ fn slow_sign_in_bodies_do_not_starve_the_server() {
     // Before the form deadline this read timed out: every slot was held.
     let r = crate::common::http::http(server.port, "GET", "/health", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
-    // The slow ones were answered (408) and closed, not served.
+    // The slow ones were answered and closed, not served: at the body's
+    // deadline (408), or sooner to make room for others (429: one address
+    // holds only its share of the connections, docs/hardening.md).
     let mut first = held.remove(0);
     first
         .set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     let mut answer = String::new();
     let _ = first.read_to_string(&mut answer);
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.starts_with("HTTP/1.1 408") || answer.starts_with("HTTP/1.1 429"),
+        "{answer}"
+    );
     drop(held);
     server.terminate();
 }
