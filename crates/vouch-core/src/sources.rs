@@ -235,7 +235,7 @@ fn register_bytes(
         vec![id.clone()],
         json!({"locator": source.locator, "bytes": bytes.len(),
                "content": if meta.read_from_file { "read_from_file" } else { "supplied" },
-               (crate::review::gate::WRITTEN_KEY):
+               (crate::audit::WRITTEN_KEY):
                    {meta_path: crate::ids::content_sha256(meta_yaml.as_bytes())}}),
     );
     kb.audited(std::slice::from_mut(&mut ev), || {

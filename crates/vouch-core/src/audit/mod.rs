@@ -23,6 +23,27 @@ use std::path::{Path, PathBuf};
 /// The `prev_hash` of the first event: 64 zeros.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// The key, in the data of an event that writes durable objects, of the
+/// sha256 of each file it wrote, by its path inside `.vouch/`
+/// (`{"claims/x.yaml": sha256}`): what `unaudited` marks, `doctor` and the
+/// pull-request check compare the files with.
+pub const WRITTEN_KEY: &str = "written";
+
+/// Lifecycle events that record before/after states (and so can be
+/// reverted).
+pub fn is_lifecycle_event(name: &str) -> bool {
+    matches!(
+        name,
+        "claim.supersede"
+            | "claim.contradict"
+            | "claim.archive"
+            | "claim.confirm"
+            | "claim.cite"
+            | "page.archive"
+            | "lifecycle.revert"
+    )
+}
+
 /// Compact JSON with sorted keys and ASCII-only output.
 pub fn canonical_json(value: &Value) -> String {
     let mut out = String::new();

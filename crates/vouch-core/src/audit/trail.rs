@@ -329,16 +329,14 @@ impl AdmitFields<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             unfounded: false,
-            lifecycle: crate::review::lifecycle::is_lifecycle_event(&self.event).then(|| {
-                LifecycleStep {
-                    event: self.id.to_string(),
-                    reverts: (self.event == "lifecycle.revert").then(|| {
-                        self.data
-                            .get("reverts")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    }),
-                }
+            lifecycle: crate::audit::is_lifecycle_event(&self.event).then(|| LifecycleStep {
+                event: self.id.to_string(),
+                reverts: (self.event == "lifecycle.revert").then(|| {
+                    self.data
+                        .get("reverts")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                }),
             }),
         }
     }

@@ -276,7 +276,7 @@ impl Reverted<'_> {
             ));
         };
         let name = str_of(target, "event");
-        if !crate::review::lifecycle::is_lifecycle_event(name) {
+        if !crate::audit::is_lifecycle_event(name) {
             return Err(format!(
                 "event {reverted} ({name}) is not a lifecycle change: only a lifecycle change \
                  records a state a revert may put back, and what another event says of {id} \
@@ -943,7 +943,7 @@ pub fn check(
         {
             new.imported.extend(ids);
         }
-        let rewrites = crate::review::lifecycle::is_lifecycle_event(name);
+        let rewrites = crate::audit::is_lifecycle_event(name);
         let after = ev
             .get("data")
             .and_then(|d| d.get("after"))

@@ -443,7 +443,7 @@ fn commit(ctx: &Ctx, plan: Plan) -> Result<LifecycleResult> {
         };
         written.insert(path, json!(sha));
     }
-    data[crate::review::gate::WRITTEN_KEY] = Value::Object(written);
+    data[crate::audit::WRITTEN_KEY] = Value::Object(written);
     let mut ev = kb.event(event, &caller.actor, object_ids, data);
     ev.reversible = true;
     // Journaled: a crash after the event is logged is finished by the next
@@ -655,21 +655,6 @@ fn cite_plan(ctx: &Ctx, p: CiteParams) -> Result<Option<Plan>> {
     }))
 }
 
-/// Lifecycle events that record before/after states (and so can be
-/// reverted).
-pub(crate) fn is_lifecycle_event(name: &str) -> bool {
-    matches!(
-        name,
-        "claim.supersede"
-            | "claim.contradict"
-            | "claim.archive"
-            | "claim.confirm"
-            | "claim.cite"
-            | "page.archive"
-            | "lifecycle.revert"
-    )
-}
-
 fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
     let kb = ctx.kb;
     let ev = kb.audit_log().find_id(&p.event_id)?.ok_or_else(|| {
@@ -694,10 +679,10 @@ fn revert_plan(ctx: &Ctx, p: RevertParams) -> Result<Plan> {
         ev.get("data")
             .and_then(|d| d.get(key))
             .and_then(Value::as_object)
-            .filter(|_| is_lifecycle_event(name))
+            .filter(|_| crate::audit::is_lifecycle_event(name))
     };
     let (Some(before), Some(after)) = (recorded("before"), recorded("after")) else {
-        return Err(Error::invalid(if is_lifecycle_event(name) {
+        return Err(Error::invalid(if crate::audit::is_lifecycle_event(name) {
             format!(
                 "event {} ({name}) was written by an older vouch and does not record the state \
                  it replaced, so it cannot be reverted automatically",
@@ -839,7 +824,7 @@ pub fn recent_changes(kb: &Kb, p: LifecycleChangesParams) -> Result<Vec<Lifecycl
         .filter(|(_, e)| {
             e.get("event")
                 .and_then(Value::as_str)
-                .is_some_and(is_lifecycle_event)
+                .is_some_and(crate::audit::is_lifecycle_event)
         })
         .filter(|(_, e)| {
             let via = e

@@ -342,7 +342,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
                "imported": result.imported, "overwritten": result.overwritten,
                "skipped": result.skipped, "identical": result.identical,
                "proposed": result.proposed, "objects": admitted,
-               (crate::review::gate::WRITTEN_KEY): shas}),
+               (crate::audit::WRITTEN_KEY): shas}),
     );
     if batch.is_empty() {
         kb.append_audit(std::slice::from_mut(&mut import_ev))?;

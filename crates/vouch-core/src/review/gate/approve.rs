@@ -102,12 +102,6 @@ pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
     ))
 }
 
-/// The key, in the data of an event that writes durable objects, of the
-/// sha256 of each file it wrote, by its path inside `.vouch/`
-/// (`{"claims/x.yaml": sha256}`): what `unaudited` marks, `doctor` and the
-/// pull-request check compare the files with.
-pub const WRITTEN_KEY: &str = "written";
-
 /// Changing objects that no approval or import let in, or that were edited
 /// by hand since: the change's event would record the hand edit's bytes as
 /// if the gate had written them. An agent is refused; a person (at the
@@ -518,7 +512,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 data["supersedes"] = json!(supersedes);
                 object_ids.extend(supersedes.iter().map(|s| s.to_string()));
             }
-            data[WRITTEN_KEY] = Value::Object(hashes[i].clone());
+            data[crate::audit::WRITTEN_KEY] = Value::Object(hashes[i].clone());
             let mut ev = kb.event("proposal.approve", &pl.actor, object_ids, data);
             ev.created_at = pl.at;
             ev
