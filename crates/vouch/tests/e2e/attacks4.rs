@@ -4,30 +4,9 @@
 //! (`sha256(prev_hash + canonical event)`).
 
 use crate::common::*;
+use crate::teams::git;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Command;
-
-/// `git` with a fixed identity and no user or system config; must succeed.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn commit(p: &Project, message: &str) {
     git(p.root(), &["add", "-A"]);
