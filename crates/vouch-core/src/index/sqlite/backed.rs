@@ -38,6 +38,41 @@ pub(crate) struct Derived {
     matched_at: Option<i64>,
 }
 
+/// What one document's file derives, kept for every connection: the
+/// file's signature and change time, and the fingerprint of its document.
+pub(crate) type FileDerived = ((Sig, i64), String);
+
+/// Beyond this many files, the process-wide cache starts again (a file is
+/// parsed again only when a hit needs it).
+const DERIVED_KEPT: usize = 100_000;
+
+/// The fingerprint `path`'s file derives at `sig`: from the process-wide
+/// cache when the file has not changed, else read and parsed (`None`: it
+/// does not parse).
+fn derived_fingerprint(kb: &Ix, key: &(String, String), sig: (Sig, i64)) -> Option<String> {
+    let derived = &kb.index_state.derived;
+    let lock = || derived.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, fingerprint)) = lock().get(key)
+        && *at == sig
+    {
+        return Some(fingerprint.clone());
+    }
+    let (kind, id) = (key.0.as_str(), key.1.as_str());
+    let doc = load_doc(kb, kind, id)?;
+    let (title, body) = if kind == "relation" {
+        ("", "")
+    } else {
+        (doc.title.as_str(), doc.body.as_str())
+    };
+    let fingerprint = fingerprint(title, body, doc.status.as_deref(), doc.confidence);
+    let mut kept = lock();
+    if kept.len() >= DERIVED_KEPT {
+        kept.clear();
+    }
+    kept.insert(key.clone(), (sig, fingerprint.clone()));
+    Some(fingerprint)
+}
+
 impl Index {
     /// Why the row of (`kind`, `id`) is not what its file says, if it is
     /// not: no file holds it, or the file derives other text. `None` for a
@@ -104,15 +139,9 @@ impl Index {
         if cache.get(&key).is_none_or(|d| d.sig != sig) {
             // An unreadable file is reported by `doctor`; its row is not
             // served meanwhile.
-            let Some(doc) = load_doc(kb, kind, id) else {
+            let Some(fingerprint) = derived_fingerprint(kb, &key, sig) else {
                 return Ok(Some("its file does not parse".into()));
             };
-            let (title, body) = if kind == "relation" {
-                ("", "")
-            } else {
-                (doc.title.as_str(), doc.body.as_str())
-            };
-            let fingerprint = fingerprint(title, body, doc.status.as_deref(), doc.confidence);
             cache.insert(
                 key.clone(),
                 Derived {

@@ -38,6 +38,12 @@ pub(crate) struct IndexState {
     /// The audit log lines that rows of `admitted` and `written` were
     /// checked against ([`super::proof`]), for every connection.
     pub(crate) lines: Mutex<super::proof::Lines>,
+    /// What each file a hit came from derives ([`super::backed`]), by
+    /// (kind, id), with the signature and change time it had, for every
+    /// connection: a reader's connection lives for one request, and its
+    /// hits' files would be parsed again by the next.
+    pub(crate) derived:
+        Mutex<std::collections::HashMap<(String, String), super::backed::FileDerived>>,
 }
 
 impl Default for IndexState {
@@ -54,6 +60,7 @@ impl Default for IndexState {
             upkeep_asked: Mutex::new(false),
             upkeep_wake: Condvar::new(),
             lines: Mutex::default(),
+            derived: Mutex::default(),
         }
     }
 }
