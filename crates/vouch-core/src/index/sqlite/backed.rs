@@ -65,11 +65,20 @@ fn derived_fingerprint(kb: &Ix, key: &(String, String), sig: (Sig, i64)) -> Opti
         (doc.title.as_str(), doc.body.as_str())
     };
     let fingerprint = fingerprint(title, body, doc.status.as_deref(), doc.confidence);
-    let mut kept = lock();
-    if kept.len() >= DERIVED_KEPT {
-        kept.clear();
+    // A file written within the last second may be written again within
+    // the same timestamp tick, keeping its signature: what it derives now
+    // is not kept for every connection (scan.rs treats such files alike).
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let racy = |t: i64| now_ns - t < 1_000_000_000;
+    if !racy(sig.0.0) && !racy(sig.1) {
+        let mut kept = lock();
+        if kept.len() >= DERIVED_KEPT {
+            kept.clear();
+        }
+        kept.insert(key.clone(), (sig, fingerprint.clone()));
     }
-    kept.insert(key.clone(), (sig, fingerprint.clone()));
     Some(fingerprint)
 }
 

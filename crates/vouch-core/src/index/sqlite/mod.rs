@@ -106,9 +106,9 @@ pub struct Index {
     /// What each file a hit came from derives, by (kind, id), with the
     /// signature it had ([`backed`]): a hit's row is checked against it.
     backed: std::cell::RefCell<HashMap<(String, String), backed::Derived>>,
-    /// Its tables were made empty ([`Index::reset_schema`]) and not yet
-    /// filled by a whole sync.
-    from_empty: std::cell::Cell<bool>,
+    /// Its tables were made empty ([`Index::reset_schema`]), at this
+    /// `data_version`, and not yet filled by a whole sync.
+    from_empty: std::cell::Cell<Option<i64>>,
     /// When a sync filled it from empty on this connection: the database's
     /// `data_version` and its files' signatures then. While neither moved,
     /// the index is what a rebuild from the files would make
@@ -138,11 +138,30 @@ impl Index {
     /// After a whole sync: one that filled the index from empty makes it
     /// as built here.
     fn note_synced(&self) -> Result<()> {
-        if self.from_empty.replace(false) {
-            self.built_here
-                .set(Some((self.data_version()?, self.files_sig())));
+        // Only when no other connection committed since the tables were
+        // made empty: a foreign row written between would not be the
+        // files'.
+        if let Some(at_reset) = self.from_empty.take()
+            && at_reset == self.data_version()?
+        {
+            self.built_here.set(Some((at_reset, self.files_sig())));
         }
         Ok(())
+    }
+
+    /// A whole sync's result, noted: a sync that failed leaves the index
+    /// neither empty nor built here (a later catch-up never makes it so).
+    fn synced(&self, r: Result<SyncStats>) -> Result<SyncStats> {
+        match r {
+            Ok(stats) => {
+                self.note_synced()?;
+                Ok(stats)
+            }
+            Err(e) => {
+                self.from_empty.set(None);
+                Err(e)
+            }
+        }
     }
 
     /// The signatures of `state.db` and its `-wal`: size, modification and
@@ -432,7 +451,7 @@ impl Index {
     /// settings, every recorded scan and the audit offset forgotten (the
     /// vectors and the file's identity stay).
     pub(crate) fn reset_schema(&self, kb: &Ix) -> Result<()> {
-        self.from_empty.set(true);
+        self.from_empty.set(Some(self.data_version()?));
         self.built_here.set(None);
         // Whatever a hand added (a trigger, a view) goes too: vouch makes
         // none ([`schema`]).
@@ -469,10 +488,13 @@ impl Index {
         // An index built here stays so through this connection's own
         // writes (its files' signatures followed), never through one that
         // finds them changed by something else first.
-        let ours = match self.built_here.get() {
-            Some(_) => Some(self.as_built_here()?),
-            None => None,
-        };
+        // (Inside the transaction: no other commit lands between. A check
+        // that fails counts as someone else's write, never as an error
+        // that would leave the transaction open.)
+        let ours = self
+            .built_here
+            .get()
+            .map(|_| self.as_built_here().unwrap_or(false));
         let done = f().and_then(|r| {
             self.conn.execute_batch("COMMIT")?;
             Ok(r)
@@ -480,12 +502,10 @@ impl Index {
         if done.is_err() && !self.conn.is_autocommit() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }
-        match ours {
-            Some(true) => self
-                .built_here
-                .set(Some((self.data_version()?, self.files_sig()))),
-            Some(false) => self.built_here.set(None),
-            None => {}
+        match (ours, self.data_version()) {
+            (Some(true), Ok(version)) => self.built_here.set(Some((version, self.files_sig()))),
+            (Some(_), _) => self.built_here.set(None),
+            (None, _) => {}
         }
         done
     }
@@ -897,11 +917,13 @@ impl Index {
     /// directory mtime has not moved is not scanned at all.
     pub(crate) fn sync(&mut self, kb: &Ix) -> Result<SyncStats> {
         let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
-        let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
-        let stats = self.apply(kb, scan)?;
-        self.sync_admitted(kb)?;
-        self.note_synced()?;
-        Ok(stats)
+        let r = (|| {
+            let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
+            let stats = self.apply(kb, scan)?;
+            self.sync_admitted(kb)?;
+            Ok(stats)
+        })();
+        self.synced(r)
     }
 
     /// [`Index::sync`] stat-ing every file whatever `retrieval.freshness`
@@ -909,11 +931,13 @@ impl Index {
     /// Only the watcher (Linux) calls it.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn sync_every_file(&mut self, kb: &Ix) -> Result<SyncStats> {
-        let scan = Scan::take(kb, &self.scan_meta()?, false)?;
-        let stats = self.apply(kb, scan)?;
-        self.sync_admitted(kb)?;
-        self.note_synced()?;
-        Ok(stats)
+        let r = (|| {
+            let scan = Scan::take(kb, &self.scan_meta()?, false)?;
+            let stats = self.apply(kb, scan)?;
+            self.sync_admitted(kb)?;
+            Ok(stats)
+        })();
+        self.synced(r)
     }
 
     /// What the last sync recorded of each kind's directory.

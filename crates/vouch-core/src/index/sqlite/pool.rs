@@ -381,7 +381,9 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         && open.identity == file_identity(&path)
         && open.index.as_built_here()?
     {
-        open.index.sync(kb)?;
+        // Every file stat-ed, whatever `retrieval.freshness` says: a file
+        // rewritten in place is what a rebuild is asked to repair.
+        open.index.sync_every_file(kb)?;
         open.synced_at = std::time::Instant::now();
         mark_ready(kb);
         return Ok(RebuildResult {
