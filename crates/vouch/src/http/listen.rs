@@ -345,6 +345,7 @@ async fn accept_loop(
             address: Mutex::new(None),
             closed: tokio::sync::Notify::new(),
             asked: std::sync::atomic::AtomicBool::new(false),
+            in_request: std::sync::atomic::AtomicBool::new(false),
         });
         *lock(&state.address) = Some(waiting.enter(&state, address_hold));
         let conn_state = Conn(state);
@@ -356,6 +357,12 @@ async fn accept_loop(
                     .0
                     .asked
                     .store(true, std::sync::atomic::Ordering::Relaxed);
+                if req.uri().path() != "/health" {
+                    conn_state
+                        .0
+                        .in_request
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 req.extensions_mut().insert(conn_state.clone());
                 hyper::service::Service::call(&inner, req)
             })
@@ -579,6 +586,10 @@ struct ConnState {
     closed: tokio::sync::Notify,
     /// Whether a request head has arrived on it (one for `/health` too).
     asked: std::sync::atomic::AtomicBool,
+    /// Whether a request other than `/health` is on it: it is about to be
+    /// counted against its holder (or refused), so it is never closed to
+    /// make room meanwhile (an authenticated request would be cut off).
+    in_request: std::sync::atomic::AtomicBool,
 }
 
 /// Gives a connection's hold back when its task ends.

@@ -91,6 +91,11 @@ impl Waiting {
             // Its request may have got a holder meanwhile: then it has left
             // the line (its `Waiter` dropped) and another is chosen.
             let left = state.upgrade().and_then(|s| {
+                // A request on it is about to get its holder (or be
+                // refused): it leaves the line, and is not cut off.
+                if s.in_request.load(std::sync::atomic::Ordering::SeqCst) {
+                    return None;
+                }
                 let waiter = lock(&s.address).take();
                 waiter.map(|w| {
                     drop(w);
