@@ -614,25 +614,35 @@ impl AuditLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&self.path, e)),
         };
-        let take = offset.min(64 * 1024);
-        let mut buf = vec![0u8; take as usize];
-        if f.seek(SeekFrom::Start(offset - take))
-            .and_then(|_| f.read_exact(&mut buf))
-            .is_err()
-        {
-            return Ok(None);
+        // The last 64 KiB, and further back while the line before `offset`
+        // began earlier still (an import naming many objects is long): a
+        // window that held no whole line would tell nothing, and a log
+        // rewritten below would go unnoticed.
+        let mut take = offset.min(64 * 1024);
+        loop {
+            let mut buf = vec![0u8; take as usize];
+            if f.seek(SeekFrom::Start(offset - take))
+                .and_then(|_| f.read_exact(&mut buf))
+                .is_err()
+            {
+                return Ok(None);
+            }
+            if buf.last() != Some(&b'\n') {
+                return Ok(None);
+            }
+            let body = &buf[..buf.len() - 1];
+            let line = match body.iter().rposition(|b| *b == b'\n') {
+                Some(i) => &body[i + 1..],
+                None if take == offset => body,
+                None => {
+                    take = take.saturating_mul(4).min(offset);
+                    continue;
+                }
+            };
+            return Ok(serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(|v| v.get("hash")?.as_str().map(str::to_string)));
         }
-        if buf.last() != Some(&b'\n') {
-            return Ok(None);
-        }
-        let body = &buf[..buf.len() - 1];
-        let line = body
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(body, |i| &body[i + 1..]);
-        Ok(serde_json::from_slice::<Value>(line)
-            .ok()
-            .and_then(|v| v.get("hash")?.as_str().map(str::to_string)))
     }
 }
 
@@ -758,6 +768,24 @@ mod torn_tail {
             hash: String::new(),
             extra: Default::default(),
         }
+    }
+
+    /// The hash before an offset is found however long the line before
+    /// it is (an import naming many objects runs past 64 KiB).
+    #[test]
+    fn the_hash_before_a_long_line_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.log.jsonl"));
+        log.append(&mut [event("e1")]).unwrap();
+        let mut long = event("e2");
+        long.data = serde_json::json!({"pad": "x".repeat(300 * 1024)});
+        log.append(&mut [long]).unwrap();
+        let events = log.read_all().unwrap();
+        let end = std::fs::metadata(log.path()).unwrap().len();
+        assert_eq!(
+            log.hash_before(end).unwrap().as_deref(),
+            events[1]["hash"].as_str()
+        );
     }
 
     #[test]
