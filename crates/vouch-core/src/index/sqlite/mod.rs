@@ -187,7 +187,12 @@ impl Index {
     /// Whether this connection filled the index from the files and
     /// nothing has written it since — no commit of another connection, no
     /// byte of its files changed (not even by this connection): then it is
-    /// what a rebuild would make, and a rebuild only catches up.
+    /// what a rebuild would make, and a rebuild only catches up. (What it
+    /// cannot see: bytes patched without SQLite within the same tick of
+    /// the file system's clock as this connection's last write, which keep
+    /// the file's times. Such rows are still never served — every hit is
+    /// checked against its file and its log line — and `doctor` names
+    /// them; a rebuild by any other process rebuilds.)
     pub(crate) fn as_built_here(&self) -> Result<bool> {
         let Some((version, files)) = self.built_here.get() else {
             return Ok(false);
