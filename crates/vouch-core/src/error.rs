@@ -124,23 +124,6 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<rusqlite::Error> for Error {
-    fn from(err: rusqlite::Error) -> Self {
-        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-        let reported = match err.sqlite_error_code() {
-            Some(DatabaseBusy | DatabaseLocked) => Self::new(
-                ErrorKind::Busy,
-                format!(
-                    "index (state.db) is locked by another process ({err}); \
-                     retry when it finishes"
-                ),
-            ),
-            _ => Error::internal(format!("index (state.db): {err}")),
-        };
-        reported.caused_by(err)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,7 +142,5 @@ mod tests {
         assert_eq!(e.source().map(|s| s.to_string()), Some("nope".into()));
         assert_eq!(e, Error::internal("claims/a.yaml: nope"));
         assert!(Error::internal("x").source().is_none());
-        let sql: Error = rusqlite::Error::InvalidQuery.into();
-        assert!(sql.source().is_some_and(|s| s.is::<rusqlite::Error>()));
     }
 }

@@ -25,6 +25,7 @@ use std::time::UNIX_EPOCH;
 mod backed;
 pub(crate) mod docs;
 pub mod embed;
+mod errors;
 mod handle;
 mod pool;
 pub(crate) mod postings;
