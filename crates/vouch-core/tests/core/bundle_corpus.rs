@@ -1,8 +1,8 @@
 //! The hostile-bundle corpus, table-driven in process: every bundle here is
 //! refused by `export_check`, `import_check` and `import_apply` with a
 //! problem naming the file and a reason, and the knowledge base is left byte
-//! for byte as it was. The app's `tests/bundles.rs` drives a few of these
-//! through the real binary; the rest need no process per case.
+//! for byte as it was. The app's `tests/e2e/bundles/hostile.rs` drives a
+//! few of these through the real binary; the rest need no process per case.
 
 #[path = "../support/tar.rs"]
 mod tarball;

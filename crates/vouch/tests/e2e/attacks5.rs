@@ -1,5 +1,5 @@
 //! Attack review, round five: source provenance read from an unaudited
-//! file. (Bundles and knowledge export: `bundles.rs`, `knowledge.rs`.)
+//! file. (Bundles and knowledge export: `bundles/`, `knowledge.rs`.)
 
 use crate::common::*;
 use serde_json::json;
