@@ -128,7 +128,7 @@ fn scenario(call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>) ->
 }
 
 /// Over stdio the actor is fixed per process, and an `approver` param naming
-/// anyone else is refused (tests/attacks.rs): alice, a person, approves at
+/// anyone else is refused (`impersonation.rs`): alice, a person, approves at
 /// the command line beside the running server.
 fn as_person(kb: &Path, method: &str, params: Value) -> Result<Value, WireErr> {
     let out = vouch(kb)
