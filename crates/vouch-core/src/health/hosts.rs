@@ -128,40 +128,14 @@ impl Seen<'_> {
         let program = program_name(&argv[0].text);
         match program.as_str() {
             "env" => {
-                let mut i = 1;
-                while let Some(w) = argv.get(i) {
-                    let t = w.text.as_str();
-                    if t == "--" {
-                        i += 1;
-                        break;
-                    }
-                    if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
-                        i += 2;
-                    } else if t == "-S" || t == "--split-string" {
-                        // `env -S "A=b prog args"`: one word split into
-                        // env's own arguments.
-                        let mut rest = vec![argv[0].clone()];
-                        rest.extend(argv.get(i + 1).map(split_words).unwrap_or_default());
-                        rest.extend(argv.iter().skip(i + 2).cloned());
-                        return self.launch(&rest, depth + 1);
-                    } else if let Some(joined) = t.strip_prefix("-S") {
-                        let mut rest = vec![argv[0].clone()];
-                        rest.extend(split_words(&Word {
-                            text: joined.to_string(),
-                            unknown: w.unknown,
-                        }));
-                        rest.extend(argv.iter().skip(i + 1).cloned());
-                        return self.launch(&rest, depth + 1);
-                    } else if t.starts_with('-') {
-                        i += 1;
-                    } else if let Some((name, value)) = assignment(w) {
-                        self.env(&name, &value);
-                        i += 1;
-                    } else {
-                        break;
-                    }
+                let env = env_command(argv);
+                for (name, value) in &env.assignments {
+                    self.env(name, value);
                 }
-                self.launch(&argv[i.min(argv.len())..], depth + 1);
+                match env.next {
+                    EnvNext::Again(rest) => self.launch(&rest, depth + 1),
+                    EnvNext::Program(at) => self.launch(&argv[at..], depth + 1),
+                }
             }
             "exec" | "nohup" | "command" => self.launch(&argv[1..], depth + 1),
             p if PASS_THROUGH.contains(&p) => {
@@ -452,42 +426,10 @@ fn vetted(argv: &[Word], depth: usize) -> Result<(), String> {
     }
     match program.as_str() {
         "vouch" => Ok(()),
-        "env" => {
-            let mut i = 1;
-            while let Some(w) = argv.get(i) {
-                let t = w.text.as_str();
-                if t == "--" {
-                    i += 1;
-                    break;
-                }
-                if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
-                    i += 2;
-                } else if t == "-S" || t == "--split-string" || t.starts_with("-S") {
-                    let joined = if t.len() > 2 && !t.starts_with("--") {
-                        t[2..].to_string()
-                    } else {
-                        argv.get(i + 1).map(|w| w.text.clone()).unwrap_or_default()
-                    };
-                    let mut rest = vec![first.clone()];
-                    rest.extend(split_words(&Word {
-                        text: joined,
-                        unknown: false,
-                    }));
-                    let skip = if t.len() > 2 && !t.starts_with("--") {
-                        1
-                    } else {
-                        2
-                    };
-                    rest.extend(argv.iter().skip(i + skip).cloned());
-                    return vetted(&rest, depth + 1);
-                } else if t.starts_with('-') || assignment(w).is_some() {
-                    i += 1;
-                } else {
-                    break;
-                }
-            }
-            vetted(&argv[i.min(argv.len())..], depth + 1)
-        }
+        "env" => match env_command(argv).next {
+            EnvNext::Again(rest) => vetted(&rest, depth + 1),
+            EnvNext::Program(at) => vetted(&argv[at..], depth + 1),
+        },
         "exec" | "nohup" | "command" => vetted(&argv[1..], depth + 1),
         p if PASS_THROUGH.contains(&p) => match runs_next(argv) {
             Some(k) => vetted(&argv[k..], depth + 1),
@@ -579,6 +521,70 @@ fn program_name(path: &str) -> String {
     let base = path.rsplit(['/', '\\']).next().unwrap_or(path);
     let base = base.to_ascii_lowercase();
     base.strip_suffix(".exe").unwrap_or(&base).to_string()
+}
+
+/// What `env …` (`argv[0]` is the `env`) does before it runs a program:
+/// the assignments it makes, then what it runs.
+struct EnvCommand {
+    assignments: Vec<(String, Word)>,
+    next: EnvNext,
+}
+
+/// What an `env` command line runs.
+enum EnvNext {
+    /// The program whose words start at this index of `argv`.
+    Program(usize),
+    /// `-S`/`--split-string`: its one word split into `env`'s own
+    /// arguments, a new `env` command line to read instead.
+    Again(Vec<Word>),
+}
+
+/// `env`'s options and assignments, read once for both [`Seen::launch`]
+/// (which keeps the assignments) and [`vetted`] (which checks what runs).
+fn env_command(argv: &[Word]) -> EnvCommand {
+    let mut assignments = Vec::new();
+    let mut i = 1;
+    while let Some(w) = argv.get(i) {
+        let t = w.text.as_str();
+        if t == "--" {
+            i += 1;
+            break;
+        }
+        if matches!(t, "-u" | "--unset" | "-C" | "--chdir") {
+            i += 2;
+        } else if t == "-S" || t == "--split-string" || t.starts_with("-S") {
+            // `env -S "A=b prog args"` or `-S"…"`: one word split into
+            // env's own arguments.
+            let (joined, skip) = match t.strip_prefix("-S").filter(|j| !j.is_empty()) {
+                Some(joined) => (
+                    Some(Word {
+                        text: joined.to_string(),
+                        unknown: w.unknown,
+                    }),
+                    1,
+                ),
+                None => (argv.get(i + 1).cloned(), 2),
+            };
+            let mut rest = vec![argv[0].clone()];
+            rest.extend(joined.as_ref().map(split_words).unwrap_or_default());
+            rest.extend(argv.iter().skip(i + skip).cloned());
+            return EnvCommand {
+                assignments,
+                next: EnvNext::Again(rest),
+            };
+        } else if t.starts_with('-') {
+            i += 1;
+        } else if let Some(assigned) = assignment(w) {
+            assignments.push(assigned);
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    EnvCommand {
+        assignments,
+        next: EnvNext::Program(i.min(argv.len())),
+    }
 }
 
 /// `NAME=value`, NAME a variable's name.
