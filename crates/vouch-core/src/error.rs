@@ -22,6 +22,9 @@ pub enum ErrorKind {
     Conflict,
     /// The review gate refused (self-approval, validation failure at approve).
     GateDenied,
+    /// What the call would store holds a secret (crate::secrets): refused
+    /// unless a person asked for it masked or as is.
+    HoldsSecret,
     /// A file under `.vouch/` could not be parsed or is inconsistent.
     Corrupt,
     /// No `.vouch/` directory could be found.

@@ -25,6 +25,7 @@ pub mod reads;
 pub mod retrieval;
 pub mod review;
 pub mod rules;
+pub mod secrets;
 pub mod services;
 pub mod settings;
 pub mod sources;

@@ -7,13 +7,45 @@ use crate::ids::{check_source_id, sha256_hex};
 use crate::kb::{Caller, Kb};
 use crate::model::{Evidence, Source, SourceType};
 use crate::params::*;
+use crate::secrets::{self, Admitted, Door};
 use crate::store::{Dir, atomic};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+/// What `vouch source add` says a secret in a source's content is.
+const SOURCE_DOOR: Door = Door {
+    command: "vouch source add",
+    maskable: true,
+};
+
+/// `bytes` as the secret scan admits them (crate::secrets): unchanged, or
+/// masked (before they are hashed, so the id is the hash of what is
+/// stored), or refused; and what the `source.register` event records of a
+/// person's decision. `field` names the content in a refusal.
+fn admitted_content(
+    caller: &Caller,
+    policy: SecretsPolicy,
+    field: String,
+    bytes: Vec<u8>,
+) -> Result<(Vec<u8>, Option<serde_json::Value>)> {
+    let found = [secrets::FieldFindings {
+        field,
+        maskable: true,
+        findings: secrets::scan(&bytes),
+    }];
+    let admitted = secrets::admit(caller, policy, SOURCE_DOOR, &found)?;
+    let recorded = secrets::recorded(admitted, &found);
+    let bytes = match admitted {
+        Admitted::Masked => secrets::mask(&bytes, &found[0].findings),
+        Admitted::Clean | Admitted::AsIs => bytes,
+    };
+    Ok((bytes, recorded))
+}
+
 /// `kb.register_source`: capture content the caller supplies as a source
 /// named by its sha256; the same content again answers the same id
-/// (`deduplicated`).
+/// (`deduplicated`). Content holding a secret is refused unless a person
+/// asked for it masked or as is.
 pub fn register_source(
     kb: &Kb,
     caller: &Caller,
@@ -29,10 +61,12 @@ pub fn register_source(
             return Err(Error::invalid(why));
         }
     }
+    let (content, secrets) =
+        admitted_content(caller, p.secrets, "content".into(), p.content.into_bytes())?;
     register_bytes(
         kb,
         caller,
-        p.content.as_bytes(),
+        &content,
         Meta {
             source_type: p.source_type.unwrap_or(SourceType::File),
             locator: p.locator,
@@ -40,6 +74,7 @@ pub fn register_source(
             media_type: p.media_type,
             tags: p.tags,
             read_from_file: false,
+            secrets,
         },
     )
 }
@@ -53,6 +88,9 @@ struct Meta {
     /// Read by vouch from the project file the locator names (not given
     /// by the caller).
     read_from_file: bool,
+    /// The secrets a person let through, masked or as is
+    /// ([`secrets::recorded`]), for the `source.register` event.
+    secrets: Option<serde_json::Value>,
 }
 
 /// The `content` of a source said to be read from a file its locator
@@ -229,15 +267,14 @@ fn register_bytes(
     // Provenance is the log's: who (the actor), how (`content`), and the
     // meta.yaml written, so an edit of it is seen (`data.written`).
     let meta_path = kb.layout().inside(&kb.layout().source_meta(&id)?);
-    let mut ev = kb.event(
-        "source.register",
-        &caller.actor,
-        vec![id.clone()],
-        json!({"locator": source.locator, "bytes": bytes.len(),
-               "content": if meta.read_from_file { "read_from_file" } else { "supplied" },
-               (crate::audit::WRITTEN_KEY):
-                   {meta_path: crate::ids::content_sha256(meta_yaml.as_bytes())}}),
-    );
+    let mut data = json!({"locator": source.locator, "bytes": bytes.len(),
+           "content": if meta.read_from_file { "read_from_file" } else { "supplied" },
+           (crate::audit::WRITTEN_KEY):
+               {meta_path: crate::ids::content_sha256(meta_yaml.as_bytes())}});
+    if let Some(secrets) = meta.secrets {
+        data["secrets"] = secrets;
+    }
+    let mut ev = kb.event("source.register", &caller.actor, vec![id.clone()], data);
     kb.audited(std::slice::from_mut(&mut ev), || {
         // Content first: a meta.yaml always has its content beside it. The
         // folders are made as needed (none without a link check).
@@ -296,6 +333,8 @@ pub fn register_source_from_path(
             p.path
         )));
     }
+    let (bytes, secrets) =
+        admitted_content(caller, p.secrets, relative.display().to_string(), bytes)?;
     let title = p
         .title
         .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()));
@@ -310,6 +349,7 @@ pub fn register_source_from_path(
             media_type: Some(media_type_for(&path).to_string()),
             tags: Vec::new(),
             read_from_file: true,
+            secrets,
         },
     )
 }
@@ -694,12 +734,19 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// `kb.register_evidence`: mint citable evidence for an exact quote of a
-/// registered source; the same quote always gets the same id.
+/// registered source; the same quote always gets the same id. A quote
+/// holding a secret is refused unless a person asked for it as is.
 pub fn register_evidence(
     kb: &Kb,
     caller: &Caller,
     p: RegisterEvidenceParams,
 ) -> Result<RegisterEvidenceResult> {
+    let door = Door {
+        command: "vouch quote",
+        maskable: false,
+    };
+    let found = [secrets::scan_field("quote", false, &p.quote)];
+    secrets::admit(caller, p.secrets, door, &found)?;
     locate_quote(kb, &p.source_id, &p.quote)?;
     let _lock = kb.lock()?;
     mint_evidence_locked(kb, caller, &p.source_id, &p.quote)

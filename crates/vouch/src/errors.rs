@@ -18,6 +18,7 @@ pub const fn mapping(kind: ErrorKind) -> Mapping {
         NotFound => (3, "invalid_request", 404),
         Conflict => (4, "invalid_request", 409),
         GateDenied => (5, "invalid_request", 403),
+        HoldsSecret => (8, "invalid_request", 422),
         Corrupt => (6, "internal_error", 500),
         NoKb => (7, "internal_error", 500),
         Busy => (4, "internal_error", 503),
@@ -40,4 +41,5 @@ pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid
 4 conflict (already decided, id taken, import conflicts with --on-conflict fail, \
 export onto a file that is not a bundle); 5 refused \
 by the review gate; 6 corrupt file or failed verification (audit verify, source verify, \
-lint or doctor with error findings); 7 no .vouch/ found.";
+lint or doctor with error findings); 7 no .vouch/ found; 8 refused: what would be stored \
+holds a secret (--mask-secrets or --allow-secrets store it).";

@@ -384,6 +384,7 @@ fn propose_page(kb: &Kb, caller: &Caller, s: &Synthesis) -> Result<String> {
             session_id: None,
             rationale: Some("kb.synthesize answer, every sentence cited".into()),
             dry_run: false,
+            secrets: Default::default(),
         },
     )?;
     if !r.valid {

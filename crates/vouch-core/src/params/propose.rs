@@ -1,6 +1,6 @@
 //! Proposing knowledge and deciding proposals.
 
-use super::sources::Citation;
+use super::sources::{Citation, SecretsPolicy};
 use super::vocab::{strict, strict_opt};
 use crate::model::meta::ReadMeta;
 use crate::model::{ClaimType, EntityType, PageType, RelationType, Scope};
@@ -50,6 +50,12 @@ pub struct ProposeClaimParams {
     /// Validate only: write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// A secret in what this proposal would store (the text, the rationale, quoted spans,
+    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
+    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
+    /// masked) and `allow` as is: a person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Params of kb.propose_page.
@@ -85,6 +91,12 @@ pub struct ProposePageParams {
     /// Validate only: write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// A secret in what this proposal would store (the title, the body, the rationale,
+    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
+    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
+    /// masked) and `allow` as is: a person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Params of kb.propose_entity.
@@ -114,6 +126,12 @@ pub struct ProposeEntityParams {
     /// Validate only: write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// A secret in what this proposal would store (the name, aliases, description and rationale,
+    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
+    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
+    /// masked) and `allow` as is: a person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Params of kb.propose_relation.
@@ -144,6 +162,12 @@ pub struct ProposeRelationParams {
     /// Validate only: write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// A secret in what this proposal would store (the rationale, quoted spans,
+    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
+    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
+    /// masked) and `allow` as is: a person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Result of every `kb.propose_*`; the object id key is named per kind

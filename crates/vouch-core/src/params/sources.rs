@@ -5,6 +5,32 @@ use crate::model::SourceType;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// What to do with a secret found in what a call would store (docs/secrets.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretsPolicy {
+    /// Refuse the call, naming each secret's field, line, column and kind.
+    #[default]
+    Refuse,
+    /// Store it with each secret replaced by `[REDACTED:<kind>]` (before a
+    /// source is hashed: its id is the hash of what is stored). A person's
+    /// choice only.
+    Mask,
+    /// Store it as is. A person's choice only.
+    Allow,
+}
+
+impl SecretsPolicy {
+    /// Its name in params.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecretsPolicy::Refuse => "refuse",
+            SecretsPolicy::Mask => "mask",
+            SecretsPolicy::Allow => "allow",
+        }
+    }
+}
+
 /// Params of kb.register_source.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +51,12 @@ pub struct RegisterSourceParams {
     /// Free-form labels.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// A secret in the content (a private key, a cloud or API token, a
+    /// password assignment: docs/secrets.md) refuses the call (`refuse`,
+    /// the default). `mask` and `allow` store it masked or as is: a
+    /// person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Params of kb.register_source_from_path.
@@ -39,6 +71,12 @@ pub struct RegisterSourceFromPathParams {
     /// Human-readable title (default: the file name).
     #[serde(default)]
     pub title: Option<String>,
+    /// A secret in the file (a private key, a cloud or API token, a
+    /// password assignment: docs/secrets.md) refuses the call (`refuse`,
+    /// the default). `mask` and `allow` store it masked or as is: a
+    /// person's choice, refused from an agent.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Result of kb.register_source and kb.register_source_from_path.
@@ -88,6 +126,11 @@ pub struct RegisterEvidenceParams {
     pub source_id: String,
     /// Exact text that occurs in the source's stored content.
     pub quote: String,
+    /// A secret in the quote refuses the call (`refuse`, the default);
+    /// `allow` stores it as is: a person's choice, refused from an agent.
+    /// A quote is the source's own bytes, so it cannot be masked.
+    #[serde(default)]
+    pub secrets: SecretsPolicy,
 }
 
 /// Result of kb.register_evidence.

@@ -170,6 +170,7 @@ pub fn crystallize(kb: &Kb, caller: &Caller, p: CrystallizeParams) -> Result<Cry
                 session_id: None,
                 rationale: Some(format!("crystallized from session {}", s.id)),
                 dry_run: false,
+                secrets: Default::default(),
             },
         )?;
         if !r.valid {

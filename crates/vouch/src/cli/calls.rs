@@ -152,6 +152,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             locator,
             title,
             source_type,
+            secrets,
         }) => {
             let source_type = vocabulary("--type", source_type)?;
             match (path, text) {
@@ -160,6 +161,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                         path: path.clone(),
                         source_type,
                         title: title.clone(),
+                        secrets: secrets.policy(),
                     })?
                 }
                 (None, Some(text)) => run.exec::<kb::RegisterSource>(RegisterSourceParams {
@@ -169,6 +171,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                     title: title.clone(),
                     media_type: None,
                     tags: Vec::new(),
+                    secrets: secrets.policy(),
                 })?,
                 _ => return Err(Error::missing("path (or --text)")),
             }
@@ -176,12 +179,19 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         Command::Source(SourceCmd::Verify { id }) => {
             run.exec::<kb::SourceVerify>(SourceVerifyParams { id: id.clone() })?
         }
-        Command::Quote { source_id, quote } => {
-            run.exec::<kb::RegisterEvidence>(RegisterEvidenceParams {
-                source_id: source_id.clone(),
-                quote: quote.clone(),
-            })?
-        }
+        Command::Quote {
+            source_id,
+            quote,
+            allow_secrets,
+        } => run.exec::<kb::RegisterEvidence>(RegisterEvidenceParams {
+            source_id: source_id.clone(),
+            quote: quote.clone(),
+            secrets: if *allow_secrets {
+                SecretsPolicy::Allow
+            } else {
+                SecretsPolicy::Refuse
+            },
+        })?,
         Command::ProposeClaim(a) => run.print(in_cli_words(run.call::<kb::ProposeClaim>(
             ProposeClaimParams {
                 text: a.text.clone(),
@@ -196,6 +206,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 session_id: a.common.session.clone(),
                 rationale: a.rationale.clone(),
                 dry_run: a.common.dry_run,
+                secrets: a.common.secrets.policy(),
             },
         )?))?,
         Command::ProposePage(a) => {
@@ -217,6 +228,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
                 session_id: a.common.session.clone(),
                 rationale: None,
                 dry_run: a.common.dry_run,
+                secrets: a.common.secrets.policy(),
             })?
         }
         Command::ProposeEntity(a) => run.exec::<kb::ProposeEntity>(ProposeEntityParams {
@@ -229,6 +241,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             session_id: a.common.session.clone(),
             rationale: None,
             dry_run: a.common.dry_run,
+            secrets: a.common.secrets.policy(),
         })?,
         Command::ProposeRelation(a) => run.exec::<kb::ProposeRelation>(ProposeRelationParams {
             source: a.source.clone(),
@@ -240,6 +253,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             session_id: a.common.session.clone(),
             rationale: None,
             dry_run: a.common.dry_run,
+            secrets: a.common.secrets.policy(),
         })?,
         Command::Pending { limit } => {
             let code = run.exec::<kb::ListPending>(ListParams {

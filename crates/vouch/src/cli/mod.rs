@@ -65,6 +65,11 @@ pub enum Command {
         source_id: String,
         /// The exact text to find in the source.
         quote: String,
+        /// Store a quote that holds a secret (docs/secrets.md) as is; by
+        /// default it is refused. A quote is the source's own bytes, so it
+        /// cannot be masked: quote around the secret instead.
+        #[arg(long)]
+        allow_secrets: bool,
     },
     /// Propose a claim for review. It must cite at least one source or evidence.
     ProposeClaim(ProposeClaimArgs),
@@ -402,6 +407,8 @@ pub enum SourceCmd {
         /// Source type: file, url, transcript, message, commit, issue, ...
         #[arg(long = "type")]
         source_type: Option<String>,
+        #[command(flatten)]
+        secrets: SecretsFlags,
     },
     /// Re-hash stored content; report missing or drifted sources.
     Verify {
@@ -594,6 +601,36 @@ pub struct ProposeCommon {
     /// Validate only; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub secrets: SecretsFlags,
+}
+
+/// What to do with a secret — a private key, a cloud or API token, a JWT,
+/// a password assignment (docs/secrets.md) — in what a command would
+/// store. Without either flag it is refused, naming the line and the kind.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct SecretsFlags {
+    /// Store it with each secret replaced by [REDACTED:<kind>] (a source
+    /// is masked before it is hashed: its id is the hash of what is
+    /// stored, and quotes are found in the masked text).
+    #[arg(long, conflicts_with = "allow_secrets")]
+    pub mask_secrets: bool,
+    /// Store it as is: the secret is then committed with the knowledge
+    /// base and shared with everyone who clones it.
+    #[arg(long)]
+    pub allow_secrets: bool,
+}
+
+impl SecretsFlags {
+    /// The `secrets` param these flags stand for.
+    pub fn policy(self) -> vouch_core::params::SecretsPolicy {
+        use vouch_core::params::SecretsPolicy;
+        match (self.mask_secrets, self.allow_secrets) {
+            (true, _) => SecretsPolicy::Mask,
+            (_, true) => SecretsPolicy::Allow,
+            _ => SecretsPolicy::Refuse,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -145,6 +145,7 @@ fn source_for(
                 source_type: None,
                 media_type: Some("application/yaml".into()),
                 tags: vec!["knowledge-file".into()],
+                secrets: Default::default(),
             },
         )?
         .id
@@ -325,6 +326,7 @@ pub fn import(kb: &Kb, caller: &Caller, p: ImportParams) -> Result<ImportResult>
                 session_id: None,
                 rationale: Some(format!("imported from knowledge file {} ({kid})", f.file)),
                 dry_run: p.dry_run,
+                secrets: Default::default(),
             },
         ));
         out.facts.push(fact);
@@ -523,6 +525,7 @@ fn related(
                         f.file
                     )),
                     dry_run: p.dry_run,
+                    secrets: Default::default(),
                 },
                 awaiting.clone(),
             )?;

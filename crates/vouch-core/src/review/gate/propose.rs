@@ -2,6 +2,7 @@
 //! object ids reserved; lifecycle proposals and imported proposals.
 
 use super::*;
+use crate::secrets;
 
 pub(super) struct ProposeInput {
     pub(super) draft: Draft,
@@ -13,6 +14,8 @@ pub(super) struct ProposeInput {
     pub(super) session_id: Option<String>,
     pub(super) rationale: Option<String>,
     pub(super) dry_run: bool,
+    /// What to do with a secret in the text it would store.
+    pub(super) secrets: SecretsPolicy,
 }
 
 pub(super) fn ids_only(cites: &[Citation]) -> Vec<String> {
@@ -65,6 +68,7 @@ fn claim_input(p: ProposeClaimParams) -> ProposeInput {
         session_id: p.session_id,
         rationale: p.rationale,
         dry_run: p.dry_run,
+        secrets: p.secrets,
     }
 }
 
@@ -94,10 +98,23 @@ pub fn propose_claims(
 fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<Vec<ProposeResult>> {
     let mut results: Vec<Option<ProposeResult>> = Vec::with_capacity(inputs.len());
     let mut batched: Vec<(usize, ProposeInput)> = Vec::new();
-    for (i, input) in inputs.into_iter().enumerate() {
+    let mut recorded: HashMap<usize, Value> = HashMap::new();
+    for (i, mut input) in inputs.into_iter().enumerate() {
         if input.session_id.is_some() {
             results.push(Some(propose(kb, caller, input)?));
             continue;
+        }
+        // One fact holding a secret is refused alone, as an invalid one is.
+        match screen(caller, &mut input) {
+            Ok(Some(r)) => {
+                recorded.insert(i, r);
+            }
+            Ok(None) => {}
+            Err(e) if matches!(e.kind, ErrorKind::HoldsSecret | ErrorKind::GateDenied) => {
+                results.push(Some(invalid(&input, vec![e.message])));
+                continue;
+            }
+            Err(e) => return Err(e),
         }
         let errors = validate(
             kb,
@@ -117,15 +134,7 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
             batched.push((i, input));
             results.push(None);
         } else {
-            let key = object_key(input.draft.kind()).to_string();
-            results.push(Some(ProposeResult {
-                proposal_id: String::new(),
-                object: BTreeMap::from([(key, String::new())]),
-                valid: false,
-                errors,
-                dry_run: input.dry_run,
-                meta: ReadMeta::default(),
-            }));
+            results.push(Some(invalid(&input, errors)));
         }
     }
     if !batched.is_empty() {
@@ -194,7 +203,12 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
                 None,
                 input.rationale.clone(),
             )?;
-            events.push(create_event(kb, caller, &proposal, json!({}))?);
+            events.push(create_event(
+                kb,
+                caller,
+                &proposal,
+                secrets_data(recorded.remove(&i)),
+            )?);
             batch.write(
                 kb.layout().file(Dir::Proposed, &proposal_id)?,
                 crate::store::yaml::to_yaml(&proposal)?.into_bytes(),
@@ -252,6 +266,7 @@ pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<Pr
             session_id: p.session_id,
             rationale: p.rationale,
             dry_run: p.dry_run,
+            secrets: p.secrets,
         },
     )
 }
@@ -275,6 +290,7 @@ pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Resul
             session_id: p.session_id,
             rationale: p.rationale,
             dry_run: p.dry_run,
+            secrets: p.secrets,
         },
     )
 }
@@ -317,6 +333,7 @@ pub(crate) fn propose_relation_awaiting(
             session_id: p.session_id,
             rationale: p.rationale,
             dry_run: p.dry_run,
+            secrets: p.secrets,
         },
     )
 }
@@ -331,8 +348,102 @@ pub(super) fn check_actor(actor: &str) -> Result<()> {
     Ok(())
 }
 
+/// The result of a proposal refused for `errors` before anything was written.
+fn invalid(input: &ProposeInput, errors: Vec<String>) -> ProposeResult {
+    ProposeResult {
+        proposal_id: String::new(),
+        object: BTreeMap::from([(object_key(input.draft.kind()).to_string(), String::new())]),
+        valid: false,
+        errors,
+        dry_run: input.dry_run,
+        meta: ReadMeta::default(),
+    }
+}
+
+/// The command a person runs to propose a draft of this kind.
+fn command_of(kind: ProposalKind) -> &'static str {
+    match kind {
+        ProposalKind::Claim => "vouch propose-claim",
+        ProposalKind::Page => "vouch propose-page",
+        ProposalKind::Entity => "vouch propose-entity",
+        _ => "vouch propose-relation",
+    }
+}
+
+/// The text a draft would store that a person may have masked, by the
+/// param it came from.
+fn texts_mut<'a>(
+    draft: &'a mut Draft,
+    rationale: &'a mut Option<String>,
+) -> Vec<(String, &'a mut String)> {
+    let mut texts: Vec<(String, &mut String)> = Vec::new();
+    match draft {
+        Draft::Claim(d) => texts.push(("text".into(), &mut d.text)),
+        Draft::Page(d) => {
+            texts.push(("title".into(), &mut d.title));
+            texts.push(("body".into(), &mut d.body));
+        }
+        Draft::Entity(d) => {
+            texts.push(("name".into(), &mut d.name));
+            for (i, a) in d.aliases.iter_mut().enumerate() {
+                texts.push((format!("aliases[{i}]"), a));
+            }
+            if let Some(desc) = &mut d.description {
+                texts.push(("description".into(), desc));
+            }
+        }
+        Draft::Relation(_) => {}
+    }
+    if let Some(r) = rationale {
+        texts.push(("rationale".into(), r));
+    }
+    texts
+}
+
+/// The secret scan over what a proposal would store (crate::secrets): its
+/// text, the rationale and quoted spans. Refused (an agent's, or a
+/// person's who did not choose), masked in place, or let through as is;
+/// what a person let through is returned for the proposal's event.
+fn screen(caller: &Caller, input: &mut ProposeInput) -> Result<Option<Value>> {
+    secrets::check_policy(caller, input.secrets)?;
+    let door = secrets::Door {
+        command: command_of(input.draft.kind()),
+        maskable: true,
+    };
+    let mut texts = texts_mut(&mut input.draft, &mut input.rationale);
+    let mut found: Vec<secrets::FieldFindings> = texts
+        .iter()
+        .map(|(field, text)| secrets::scan_field(field.clone(), true, text))
+        .collect();
+    for (i, c) in input.citations.iter().enumerate() {
+        if let Citation::Span { quote, .. } = c {
+            found.push(secrets::scan_field(
+                format!("evidence[{i}].quote"),
+                false,
+                quote,
+            ));
+        }
+    }
+    let admitted = secrets::admit(caller, input.secrets, door, &found)?;
+    if admitted == secrets::Admitted::Masked {
+        for ((_, text), f) in texts.iter_mut().zip(&found) {
+            **text = secrets::masked_text(text, f);
+        }
+    }
+    Ok(secrets::recorded(admitted, &found))
+}
+
+/// A `proposal.create` event's data with what a person let through.
+fn secrets_data(recorded: Option<Value>) -> Value {
+    match recorded {
+        Some(r) => json!({"secrets": r}),
+        None => json!({}),
+    }
+}
+
 pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Result<ProposeResult> {
     check_actor(&caller.actor)?;
+    let recorded = screen(caller, &mut input)?;
     let kind = input.draft.kind();
     let key = object_key(kind).to_string();
     let mut errors = validate(
@@ -417,7 +528,7 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
         input.session_id.clone(),
         input.rationale.clone(),
     )?;
-    let mut ev = create_event(kb, caller, &proposal, json!({}))?;
+    let mut ev = create_event(kb, caller, &proposal, secrets_data(recorded))?;
     let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
     let yaml = crate::store::yaml::to_yaml(&proposal)?;
     kb.audited(std::slice::from_mut(&mut ev), || {
