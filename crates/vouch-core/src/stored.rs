@@ -31,15 +31,20 @@ pub trait Stored: Sized {
     fn id(&self) -> &str;
 }
 
-macro_rules! yaml_stored {
+/// `Stored` for a type in folder `$dir`, written as YAML unless a decode
+/// and an encode function are given (a page's markdown).
+macro_rules! stored {
     ($t:ty, $dir:expr) => {
+        stored!($t, $dir, from_yaml, to_yaml);
+    };
+    ($t:ty, $dir:expr, $decode:ident, $encode:ident) => {
         impl Stored for $t {
             const DIR: Dir = $dir;
             fn decode(path: &Path, text: &str) -> Result<Self> {
-                from_yaml(path, text)
+                $decode(path, text)
             }
             fn encode(&self) -> Result<String> {
-                to_yaml(self)
+                $encode(self)
             }
             fn id(&self) -> &str {
                 &self.id
@@ -48,24 +53,12 @@ macro_rules! yaml_stored {
     };
 }
 
-yaml_stored!(Claim, Dir::Claims);
-yaml_stored!(Entity, Dir::Entities);
-yaml_stored!(Relation, Dir::Relations);
-yaml_stored!(Evidence, Dir::Evidence);
-yaml_stored!(Session, Dir::Sessions);
-
-impl Stored for Page {
-    const DIR: Dir = Dir::Pages;
-    fn decode(path: &Path, text: &str) -> Result<Self> {
-        page_from_markdown(path, text)
-    }
-    fn encode(&self) -> Result<String> {
-        page_to_markdown(self)
-    }
-    fn id(&self) -> &str {
-        &self.id
-    }
-}
+stored!(Claim, Dir::Claims);
+stored!(Entity, Dir::Entities);
+stored!(Relation, Dir::Relations);
+stored!(Evidence, Dir::Evidence);
+stored!(Session, Dir::Sessions);
+stored!(Page, Dir::Pages, page_from_markdown, page_to_markdown);
 
 /// Per proposal id: the file's (mtime ns, size) and its (kind, object id)
 /// (`None`: unreadable).
@@ -220,20 +213,23 @@ impl Store {
     /// Record a non-fatal problem (a file skipped while listing). Inside
     /// [`Store::collecting_warnings`] it belongs to that call; otherwise (while
     /// opening, in a background refresh) to the KB, for [`Store::take_warnings`].
-    /// The core never prints.
+    /// The core never prints. The same message twice is said once (a
+    /// catch-up before a command and again before its method).
     pub fn warn(&self, message: String) {
         let unclaimed = CALL_NOTES.with(|call| match call.borrow_mut().as_mut() {
             Some(notes) => {
-                notes.warnings.push(message);
+                if !notes.warnings.contains(&message) {
+                    notes.warnings.push(message);
+                }
                 None
             }
             None => Some(message),
         });
         if let Some(message) = unclaimed {
-            self.warnings
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(message);
+            let mut pending = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+            if !pending.contains(&message) {
+                pending.push(message);
+            }
         }
     }
 

@@ -90,15 +90,7 @@ fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
             rustix::fs::openat(&fd, *last, file_flags, Mode::empty()).map_err(nofollow)?
         }
     };
-    let file = File::from(file);
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    Ok((file, meta.len()))
+    regular_file(File::from(file), path)
 }
 
 /// Linux 5.6+: the whole walk in one `openat2` that refuses any link on
@@ -156,7 +148,12 @@ fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
     if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
         return Err(link_error(path));
     }
-    let file = File::open(path)?;
+    regular_file(File::open(path)?, path)
+}
+
+/// `file` (opened at `path`) and its size, when it is a regular file:
+/// not a folder, a FIFO or a device.
+fn regular_file(file: File, path: &Path) -> io::Result<(File, u64)> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(

@@ -399,12 +399,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_large_batch_that_cannot_stage_a_file_renames_nothing_either() {
-        // Large enough for the one-flush path.
+    /// A batch of `files` writes and one more that cannot be staged (its
+    /// folder is a file) fails, and the folder holds only the blocker: no
+    /// file renamed in, no temp file left.
+    fn cannot_stage_one_of(files: usize) {
         let dir = tempfile::tempdir().unwrap();
         let mut b = Batch::new(dir.path());
-        for i in 0..ONE_FLUSH_FROM + 10 {
+        for i in 0..files {
             b.write(dir.path().join(format!("{i}.yaml")), b"x".to_vec());
         }
         fs::write(dir.path().join("blocker"), b"a file, not a folder").unwrap();
@@ -418,17 +419,13 @@ mod tests {
     }
 
     #[test]
+    fn a_large_batch_that_cannot_stage_a_file_renames_nothing_either() {
+        // Large enough for the one-flush path.
+        cannot_stage_one_of(ONE_FLUSH_FROM + 10);
+    }
+
+    #[test]
     fn a_batch_that_cannot_stage_a_file_renames_nothing_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut b = Batch::new(dir.path());
-        b.write(dir.path().join("a.yaml"), b"a".to_vec());
-        fs::write(dir.path().join("blocker"), b"a file, not a folder").unwrap();
-        b.write(dir.path().join("blocker/b.yaml"), b"b".to_vec());
-        assert!(b.commit().is_err());
-        assert_eq!(
-            fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "only the blocker"
-        );
+        cannot_stage_one_of(1);
     }
 }
