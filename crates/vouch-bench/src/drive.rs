@@ -1,33 +1,40 @@
-//! Drivers and measuring: servers (JSONL, HTTP, MCP, the watcher) and
+//! Drivers and measuring: the setup most suites share (a generated KB,
+//! indexed), servers (JSONL, HTTP, MCP, the review pages, the watcher) and
 //! one-shot CLI runs timed, summaries, peak RSS.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vouch_clients::http::HttpResponse;
 use vouch_clients::{HttpServer, StdioServer};
 use vouch_core::Kb;
 use vouch_core::clock::SystemClock;
 
-use crate::*;
+use crate::generate::{Generated, generate};
+use crate::suites::fmt_ms;
 
 /// Latency summary of a sample, in milliseconds.
-pub struct Summary {
-    pub p50: f64,
-    pub p99: f64,
-    pub n: usize,
+pub(crate) struct Summary {
+    /// The median.
+    pub(crate) p50: f64,
+    /// The 99th percentile.
+    pub(crate) p99: f64,
+    /// How many samples.
+    pub(crate) n: usize,
 }
 
 impl Summary {
     /// `p50 / p99` for a table cell.
-    pub fn pair(&self) -> String {
+    pub(crate) fn pair(&self) -> String {
         format!("{} / {}", fmt_ms(self.p50), fmt_ms(self.p99))
     }
 }
 
-pub fn summarize(mut v: Vec<Duration>) -> Summary {
+/// The [`Summary`] of the times in `v`.
+pub(crate) fn summarize(mut v: Vec<Duration>) -> Summary {
     v.sort();
     let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
     Summary {
@@ -38,7 +45,7 @@ pub fn summarize(mut v: Vec<Duration>) -> Summary {
 }
 
 /// Peak resident set of a live process, from /proc (Linux), in MiB.
-pub fn peak_rss_mib(pid: u32) -> Option<f64> {
+pub(crate) fn peak_rss_mib(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -48,7 +55,7 @@ pub fn peak_rss_mib(pid: u32) -> Option<f64> {
 /// The `vouch` binary next to this one (`cargo build --release` builds both);
 /// `VOUCH_BENCH_BIN` names another build to measure (an older one, to
 /// compare in the same run).
-pub fn vouch_bin() -> PathBuf {
+pub(crate) fn vouch_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("VOUCH_BENCH_BIN") {
         return PathBuf::from(bin);
     }
@@ -62,12 +69,81 @@ pub fn vouch_bin() -> PathBuf {
     bin
 }
 
-pub fn open(g: &Generated) -> Kb {
+/// `vouch` in `project`, as a person runs it there.
+pub(crate) fn vouch_in(project: &Path) -> Command {
+    let mut cmd = Command::new(vouch_bin());
+    cmd.current_dir(project);
+    cmd
+}
+
+/// The knowledge base of `g` opened in process with the system clock, as
+/// a one-shot command opens it (no model attached).
+pub(crate) fn open(g: &Generated) -> Kb {
     Kb::open(&g.vouch(), Arc::new(SystemClock::default())).expect("open kb")
 }
 
+/// A generated KB of some size (seed 42) opened in process with its index
+/// rebuilt: what every suite that measures a KB of a size starts from.
+pub(crate) struct Indexed {
+    /// The generated KB's folder and what to ask it.
+    pub(crate) g: Generated,
+    /// It, open in process.
+    pub(crate) kb: Kb,
+    /// How long generating it took.
+    pub(crate) generate: Duration,
+    /// How long the full index rebuild took.
+    pub(crate) rebuild: Duration,
+}
+
+/// Generate a KB of `n` claims, open it and rebuild its index, timing
+/// both (what was made goes to stderr).
+pub(crate) fn indexed(n: usize) -> Indexed {
+    let t = Instant::now();
+    let g = generate(n, 42);
+    let generate = t.elapsed();
+    eprintln!("generated {}", g.counts);
+    let kb = open(&g);
+    let t = Instant::now();
+    let rebuilt = kb.index().rebuild(&kb).expect("rebuild");
+    let rebuild = t.elapsed();
+    eprintln!("indexed {} documents", rebuilt.indexed);
+    Indexed {
+        g,
+        kb,
+        generate,
+        rebuild,
+    }
+}
+
+/// One table: its header row and alignment row, then, for each KB size,
+/// a KB generated and indexed ([`indexed`]) that `each` measures and
+/// prints its row(s) of.
+pub(crate) fn per_size(
+    header: &str,
+    alignment: &str,
+    sizes: &[usize],
+    mut each: impl FnMut(usize, Indexed),
+) {
+    println!("{header}");
+    println!("{alignment}");
+    for &n in sizes {
+        each(n, indexed(n));
+    }
+}
+
+impl Indexed {
+    /// Close the in-process knowledge base (the server opens its own) and
+    /// start `vouch serve --transport jsonl` on it, `env` added to its
+    /// environment.
+    pub(crate) fn serve_jsonl(self, env: &[(&str, &Path)]) -> (Generated, StdioServer) {
+        drop(self.kb);
+        let server = jsonl_server(self.g.project(), env);
+        (self.g, server)
+    }
+}
+
 /// Time `f` over `calls` calls (after a short warm-up).
-pub fn time_calls(calls: usize, mut f: impl FnMut(usize)) -> Summary {
+pub(crate) fn time_calls(calls: usize, mut f: impl FnMut(usize)) -> Summary {
     for i in 0..calls.min(20) {
         f(i);
     }
@@ -84,36 +160,38 @@ pub fn time_calls(calls: usize, mut f: impl FnMut(usize)) -> Summary {
 /// the clients the end-to-end tests use; `env` adds to its environment
 /// (e.g. XDG_CACHE_HOME, where models live). Waits up to 10 minutes for an
 /// answer (a rebuild at 100,000 claims and more).
-pub fn jsonl_server(project: &Path, env: &[(&str, &Path)]) -> StdioServer {
-    let mut cmd = Command::new(vouch_bin());
-    cmd.envs(env.iter().map(|(k, v)| (*k, *v)))
-        .args(["serve", "--transport", "jsonl", "--agent", "bench-agent"])
-        .current_dir(project);
+pub(crate) fn jsonl_server(project: &Path, env: &[(&str, &Path)]) -> StdioServer {
+    let mut cmd = vouch_in(project);
+    cmd.envs(env.iter().map(|(k, v)| (*k, *v))).args([
+        "serve",
+        "--transport",
+        "jsonl",
+        "--agent",
+        "bench-agent",
+    ]);
     let mut server = StdioServer::spawn(cmd);
     server.set_timeout(Duration::from_secs(600));
     server
 }
 
 /// One-shot `vouch --json search <q>` calls: wall time of each process.
-pub fn cli_search(project: &Path, queries: &[String], runs: usize) -> Summary {
+pub(crate) fn cli_search(project: &Path, queries: &[String], runs: usize) -> Summary {
     cli_search_after(project, queries, runs, &mut |_| {})
 }
 
 /// [`cli_search`], calling `before(i)` (untimed) ahead of the i-th search.
-pub fn cli_search_after(
+pub(crate) fn cli_search_after(
     project: &Path,
     queries: &[String],
     runs: usize,
     before: &mut dyn FnMut(usize),
 ) -> Summary {
-    let bin = vouch_bin();
     let mut v = Vec::with_capacity(runs);
     for i in 0..runs + 2 {
         before(i);
         let t = Instant::now();
-        let out = Command::new(&bin)
+        let out = vouch_in(project)
             .args(["--json", "search", &queries[i % queries.len()]])
-            .current_dir(project)
             .output()
             .expect("vouch search");
         assert!(
@@ -129,18 +207,18 @@ pub fn cli_search_after(
 }
 
 /// A `vouch watch` child, ready (its first sync done) once started.
-pub struct WatchProcess {
+pub(crate) struct WatchProcess {
     child: Child,
     /// From spawn to the "watching" line: open, watch every folder, sync.
-    pub ready_after: Duration,
+    pub(crate) ready_after: Duration,
 }
 
 impl WatchProcess {
-    pub fn start(project: &Path) -> WatchProcess {
+    /// Start `vouch watch` in `project` and wait for its "watching" line.
+    pub(crate) fn start(project: &Path) -> WatchProcess {
         let t = Instant::now();
-        let mut child = Command::new(vouch_bin())
+        let mut child = vouch_in(project)
             .args(["watch"])
-            .current_dir(project)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -178,7 +256,7 @@ impl Drop for WatchProcess {
 /// Rewrite one claim file in place (no rename, as nano or VS Code save),
 /// changing one character of its text: the edit a one-shot command must
 /// see.
-pub fn edit_in_place(path: &Path, round: usize) {
+pub(crate) fn edit_in_place(path: &Path, round: usize) {
     let text = std::fs::read_to_string(path).expect("claim file");
     let mark = if round.is_multiple_of(2) {
         " edited"
@@ -198,7 +276,7 @@ pub fn edit_in_place(path: &Path, round: usize) {
 }
 
 /// Peak RSS of one `vouch` command, via GNU time when it is installed.
-pub fn cli_peak_rss_mib(project: &Path, args: &[&str]) -> Option<f64> {
+pub(crate) fn cli_peak_rss_mib(project: &Path, args: &[&str]) -> Option<f64> {
     let out = Command::new("/usr/bin/time")
         .arg("-f")
         .arg("%M")
@@ -215,20 +293,21 @@ pub fn cli_peak_rss_mib(project: &Path, args: &[&str]) -> Option<f64> {
 
 /// `vouch serve --transport http` in `project` on an ephemeral loopback
 /// port, through the clients the end-to-end tests use.
-pub fn http_server(project: &Path) -> HttpServer {
-    let mut cmd = Command::new(vouch_bin());
-    cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
-        .current_dir(project);
+pub(crate) fn http_server(project: &Path) -> HttpServer {
+    let mut cmd = vouch_in(project);
+    cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"]);
     HttpServer::spawn(cmd)
 }
 
-/// One keep-alive HTTP/1.1 connection posting JSONL envelopes to /rpc.
+/// One keep-alive HTTP/1.1 connection, as a browser or an agent's client
+/// keeps one: requests in turn, each answer read by its `Content-Length`.
 pub(crate) struct HttpConn {
     stream: BufReader<std::net::TcpStream>,
     host: String,
 }
 
 impl HttpConn {
+    /// Connect to `addr` (`127.0.0.1:port`).
     pub(crate) fn connect(addr: &str) -> HttpConn {
         let stream = std::net::TcpStream::connect(addr).expect("connect");
         stream.set_nodelay(true).ok();
@@ -237,14 +316,34 @@ impl HttpConn {
             host: addr.to_string(),
         }
     }
-    pub(crate) fn post(&mut self, body: &str) -> Vec<u8> {
-        let req = format!(
-            "POST /rpc HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+
+    /// Send one request with `headers` and `body`, and read its answer.
+    pub(crate) fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> HttpResponse {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
             self.host,
             body.len()
         );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
         self.stream.get_mut().write_all(req.as_bytes()).unwrap();
-        let mut length = 0usize;
+        let mut status_line = String::new();
+        self.stream.read_line(&mut status_line).unwrap();
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("a status line, not {status_line:?}"));
+        let mut head = Vec::new();
         let mut line = String::new();
         loop {
             line.clear();
@@ -253,21 +352,42 @@ impl HttpConn {
             if l.is_empty() {
                 break;
             }
-            if let Some((k, v)) = l.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap();
+            if let Some((k, v)) = l.split_once(':') {
+                head.push((k.trim().to_string(), v.trim().to_string()));
             }
         }
-        let mut body = vec![0u8; length];
-        self.stream.read_exact(&mut body).unwrap();
-        body
+        let mut answer = HttpResponse {
+            status,
+            headers: head,
+            body: Vec::new(),
+        };
+        assert!(
+            answer.header("transfer-encoding").is_none(),
+            "{method} {path}: a chunked answer; this client reads only sized ones"
+        );
+        let length = answer
+            .header("content-length")
+            .map_or(0, |v| v.parse().expect("Content-Length"));
+        answer.body = vec![0u8; length];
+        self.stream.read_exact(&mut answer.body).unwrap();
+        answer
+    }
+
+    /// POST a JSONL envelope to /rpc; the answer's body.
+    pub(crate) fn post(&mut self, body: &str) -> Vec<u8> {
+        self.request(
+            "POST",
+            "/rpc",
+            &[("Content-Type", "application/json")],
+            body,
+        )
+        .body
     }
 }
 
 /// Requests/second for `kb.search` with `connections` concurrent keep-alive
 /// clients over `duration`, and the per-request latency.
-pub fn http_load(
+pub(crate) fn http_load(
     addr: &str,
     queries: &[String],
     connections: usize,
@@ -305,45 +425,29 @@ pub fn http_load(
 }
 
 /// `vouch serve` (MCP on stdio): time to initialize, and `tools/list` latency.
-pub fn mcp_tools_list(project: &Path, calls: usize) -> (Duration, Summary, usize) {
+pub(crate) fn mcp_tools_list(project: &Path, calls: usize) -> (Duration, Summary, usize) {
     let t0 = Instant::now();
-    let mut child = Command::new(vouch_bin())
-        .args(["serve"])
-        .current_dir(project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn mcp server");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| {
-        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    };
-    let mut recv = || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        serde_json::from_str::<Value>(&line).expect("mcp frame")
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    let mut cmd = vouch_in(project);
+    cmd.arg("serve");
+    let mut server = StdioServer::spawn(cmd);
+    server.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "vouch-bench", "version": "0"}}}),
+        "clientInfo": {"name": "vouch-bench", "version": "0"}}})
+        .to_string(),
     );
-    recv();
+    server.read();
     let init = t0.elapsed();
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server.send_raw(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
     let mut tools = 0;
     let mut v = Vec::with_capacity(calls);
     for i in 0..calls {
         let t = Instant::now();
-        send(json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/list"}));
-        let answer = recv();
+        server
+            .send_raw(&json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/list"}).to_string());
+        let answer = server.read();
         v.push(t.elapsed());
         tools = answer["result"]["tools"].as_array().map_or(0, Vec::len);
     }
-    let _ = child.kill();
-    let _ = child.wait();
     (init, summarize(v), tools)
 }

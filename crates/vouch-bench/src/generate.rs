@@ -12,7 +12,7 @@ use vouch_core::stored::Stored;
 use vouch_core::{Caller, Kb, Transport};
 
 /// The seeded generator every run builds the same KB with.
-pub type Rng = vouch_core::clock::SeededRng;
+pub(crate) type Rng = vouch_core::clock::SeededRng;
 
 pub(crate) const SYSTEMS: &[&str] = &[
     "billing",
@@ -154,42 +154,65 @@ pub(crate) fn fill(template: &str, rng: &mut Rng) -> String {
 
 /// A generated KB and what to ask it.
 pub struct Generated {
+    /// The project folder (holding `.vouch/`), removed when dropped.
     pub dir: tempfile::TempDir,
+    /// 200 search queries: three in four name a codename, one in four is
+    /// two common words.
     pub queries: Vec<String>,
+    /// 100 context tasks, each a sentence naming a codename.
     pub tasks: Vec<String>,
+    /// How many of each thing it holds (claims by status, sources,
+    /// evidence, entities, relations, pages, pending proposals).
     pub counts: Value,
 }
 
 impl Generated {
+    /// The project folder.
     pub fn project(&self) -> &Path {
         self.dir.path()
     }
+    /// Its `.vouch/` folder.
     pub fn vouch(&self) -> PathBuf {
         self.dir.path().join(".vouch")
     }
 }
 
+/// Write `text` to `path`; panics naming the path when it cannot.
 pub(crate) fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// A realistic KB of `n` approved claims, written as files: one source per
-/// ten claims whose lines the claims quote as span evidence, entities and
-/// relations, pages that cite claims, superseded, contested and archived
-/// claims, and pending proposals made through the gate.
+/// One claim text drawn from `rng` ("The billing worker of Kelvara times
+/// out after 30 seconds"), and the codename it names, one of `codenames`.
+fn claim_text(rng: &mut Rng, codenames: usize) -> (String, String) {
+    let s = *rng.pick(SYSTEMS);
+    let c = *rng.pick(COMPONENTS);
+    let fact = fill(rng.pick::<&str>(FACTS), rng);
+    let code = codename(rng.below(codenames));
+    (format!("The {s} {c} of {code} {fact}"), code)
+}
+
+/// How many codenames a KB of `n` claims names: real KBs name many
+/// specific things (projects, hosts, customers), so a query can be as
+/// narrow as an agent's usually is.
+fn codenames_for(n: usize) -> usize {
+    (n / 20).max(50)
+}
+
 /// `n` claim texts as [`generate`] writes them.
-pub fn generate_texts(n: usize, seed: u64) -> Vec<String> {
+pub(crate) fn generate_texts(n: usize, seed: u64) -> Vec<String> {
     let mut rng = Rng::new(seed);
-    let n_codenames = (n / 20).max(50);
     (0..n)
-        .map(|_| {
-            let s = *rng.pick(SYSTEMS);
-            let c = *rng.pick(COMPONENTS);
-            let fact = fill(rng.pick::<&str>(FACTS), &mut rng);
-            let code = codename(rng.below(n_codenames));
-            format!("The {s} {c} of {code} {fact}")
-        })
+        .map(|_| claim_text(&mut rng, codenames_for(n)).0)
         .collect()
+}
+
+/// Write `object` to its file in `layout`.
+fn put<T: Stored>(layout: &vouch_core::store::Layout, object: &T) {
+    write(
+        &layout.file(T::DIR, object.id()).expect("path"),
+        &object.encode().expect("encode"),
+    );
 }
 
 /// One `bundle.import` event admitting every claim, page, entity and
@@ -229,6 +252,11 @@ fn admit_as_imported(kb: &Kb) {
         .expect("append the import event");
 }
 
+/// A realistic KB of `n` approved claims, written as files: one source per
+/// ten claims whose lines the claims quote as span evidence, entities and
+/// relations, pages that cite claims, superseded, contested and archived
+/// claims, and pending proposals made through the gate. The same `seed`
+/// writes the same KB.
 pub fn generate(n: usize, seed: u64) -> Generated {
     let dir = tempfile::tempdir().expect("tempdir");
     Kb::init(dir.path(), "bench", None).expect("init");
@@ -237,7 +265,11 @@ pub fn generate(n: usize, seed: u64) -> Generated {
     let mut rng = Rng::new(seed);
     let now = kb.now();
 
+    // Per N claims: N/20 entities and relations, N/100 pages and pending
+    // proposals.
     let n_entities = (n / 20).max(1);
+    let n_relations = n_entities;
+    let (n_pages, n_pending) = ((n / 100).max(1), (n / 100).max(1));
     let entity_ids: Vec<String> = (0..n_entities)
         .map(|i| {
             let s = SYSTEMS[i % SYSTEMS.len()];
@@ -259,10 +291,7 @@ pub fn generate(n: usize, seed: u64) -> Generated {
                 approved_by: Some("bench-reviewer".into()),
                 extra: Default::default(),
             };
-            write(
-                &layout.file(Dir::Entities, &e.id).unwrap(),
-                &e.encode().unwrap(),
-            );
+            put(layout, &e);
             e.id
         })
         .collect();
@@ -271,17 +300,10 @@ pub fn generate(n: usize, seed: u64) -> Generated {
     let mut evidence_ids: Vec<String> = Vec::with_capacity(n);
     let mut source_ids: Vec<String> = Vec::new();
     let mut texts: Vec<String> = Vec::with_capacity(n);
-    // Real KBs name many specific things (projects, hosts, customers): each
-    // claim belongs to one of n/20 codenames, so a query can be as narrow as
-    // an agent's usually is.
-    let n_codenames = (n / 20).max(50);
     let mut codenames: Vec<String> = Vec::with_capacity(n);
     for _ in 0..n {
-        let s = *rng.pick(SYSTEMS);
-        let c = *rng.pick(COMPONENTS);
-        let fact = fill(rng.pick::<&str>(FACTS), &mut rng);
-        let code = codename(rng.below(n_codenames));
-        texts.push(format!("The {s} {c} of {code} {fact}"));
+        let (text, code) = claim_text(&mut rng, codenames_for(n));
+        texts.push(text);
         codenames.push(code);
     }
     for chunk_start in (0..n).step_by(10) {
@@ -317,7 +339,9 @@ pub fn generate(n: usize, seed: u64) -> Generated {
         for (line, text) in chunk.iter().enumerate() {
             let quote = format!("{text}.");
             let ev = Evidence {
-                id: format!("ev-{}", &sha256_hex(format!("{id}{line}").as_bytes())[..16]),
+                // Derived from the source and the quote, as vouch derives
+                // it (an id that is not is refused as another span's).
+                id: vouch_core::sources::evidence_id(&id, &quote),
                 source_id: id.clone(),
                 source_type: Some(SourceType::File),
                 locator: format!("L{0}-L{0}", line + 1),
@@ -326,10 +350,7 @@ pub fn generate(n: usize, seed: u64) -> Generated {
                 created_at: now,
                 extra: Default::default(),
             };
-            write(
-                &layout.file(Dir::Evidence, &ev.id).unwrap(),
-                &ev.encode().unwrap(),
-            );
+            put(layout, &ev);
             evidence_ids.push(ev.id);
         }
         source_ids.push(id);
@@ -369,11 +390,6 @@ pub fn generate(n: usize, seed: u64) -> Generated {
             confidence: 0.5 + (rng.below(46) as f64) / 100.0,
             evidence: vec![evidence_ids[i].clone()],
             entities: vec![entity_ids[rng.below(n_entities)].clone()],
-            supersedes: if i > 0 && (i - 1) % 100 <= 4 {
-                vec![claim_ids[i - 1].clone()]
-            } else {
-                vec![]
-            },
             superseded_by,
             contradicts,
             scope: None,
@@ -383,13 +399,15 @@ pub fn generate(n: usize, seed: u64) -> Generated {
             last_confirmed_at: None,
             approved_by: Some("bench-reviewer".into()),
             extra: Default::default(),
+            // The claim before it, when that one is superseded.
+            supersedes: if i > 0 && (i - 1) % 100 <= 4 {
+                vec![claim_ids[i - 1].clone()]
+            } else {
+                vec![]
+            },
         };
-        write(
-            &layout.file(Dir::Claims, &claim.id).unwrap(),
-            &claim.encode().unwrap(),
-        );
+        put(layout, &claim);
     }
-    let n_relations = (n / 20).max(1);
     for i in 0..n_relations {
         let a = &entity_ids[rng.below(n_entities)];
         let b = &entity_ids[rng.below(n_entities)];
@@ -405,12 +423,8 @@ pub fn generate(n: usize, seed: u64) -> Generated {
             approved_by: Some("bench-reviewer".into()),
             extra: Default::default(),
         };
-        write(
-            &layout.file(Dir::Relations, &r.id).unwrap(),
-            &r.encode().unwrap(),
-        );
+        put(layout, &r);
     }
-    let n_pages = (n / 100).max(1);
     for i in 0..n_pages {
         let s = SYSTEMS[i % SYSTEMS.len()];
         let cited: Vec<usize> = (0..5).map(|_| rng.below(n)).collect();
@@ -434,15 +448,11 @@ pub fn generate(n: usize, seed: u64) -> Generated {
             extra: Default::default(),
             body: format!("# {s} runbook\n\n{body}\n"),
         };
-        write(
-            &layout.file(Dir::Pages, &page.id).unwrap(),
-            &page.encode().unwrap(),
-        );
+        put(layout, &page);
     }
     admit_as_imported(&kb);
     // Pending proposals go through the gate, as an agent's would.
     let agent = Caller::new("bench-agent", Transport::Jsonl);
-    let n_pending = (n / 100).max(1);
     for i in 0..n_pending {
         let text = format!(
             "{} (pending review {i})",

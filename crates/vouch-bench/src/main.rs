@@ -2,21 +2,15 @@
 //! --help` says which and how.
 
 use clap::{Parser, Subcommand};
-use serde_json::json;
-use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use vouch_core::clock::SystemClock;
-use vouch_core::methods::dispatch;
-use vouch_core::{Caller, Kb, Transport};
 
 /// Benchmarks that print figures (they never assert on timing).
 #[derive(Parser)]
 #[command(
     name = "vouch-bench",
-    after_help = "Build with `cargo build --release --bins`: retrieval and transports run \
-                  the release `vouch` binary beside this one. Set TMPDIR to put the generated \
+    after_help = "Build with `cargo build --release --bins`: every suite that runs `vouch` \
+                  (retrieval, transports, ui, …) runs the release binary beside this one \
+                  (VOUCH_BENCH_BIN names another). Set TMPDIR to put the generated \
                   KBs on the disk you want to measure."
 )]
 struct Args {
@@ -103,9 +97,10 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "100000")]
         claims: Vec<usize>,
     },
-    /// The review pages, rendered server-side: the queue with N pending
-    /// proposals, one proposal, a claim with H history events; and `vouch
-    /// ui` start-up (to the printed sign-in link).
+    /// The review pages as the real `vouch ui` serves them to a signed-in
+    /// browser: the queue with N pending proposals, one proposal, a claim
+    /// with H history events; and `vouch ui` start-up (to the printed
+    /// sign-in link).
     Ui {
         #[arg(long, default_value_t = 1000)]
         proposals: usize,
@@ -172,15 +167,7 @@ fn main() {
         vouch_model::embedder::settle_matmul_threads()
     };
     match Args::parse().bench {
-        Bench::Gate { claims, ops } => {
-            println!(
-                "| claims in KB | propose p50 | propose p99 | approve p50 | approve p99 | 100 single approves | 1 bulk approve of 100 |"
-            );
-            println!("|---:|---:|---:|---:|---:|---:|---:|");
-            for n in claims {
-                gate_bench(n, ops);
-            }
-        }
+        Bench::Gate { claims, ops } => vouch_bench::gate(&claims, ops),
         Bench::Retrieval { claims } => vouch_bench::retrieval(&claims),
         Bench::Audit { events, merges } => vouch_bench::audit(&events, merges),
         Bench::Generate { claims } => {
@@ -199,26 +186,12 @@ fn main() {
         }
         Bench::OnKb { project, runs } => vouch_bench::on_kb(&project, runs),
         Bench::Transports { claims } => vouch_bench::transports(&claims),
-        Bench::Bundle { claims } => {
-            println!("| claims | export | bundle size | export_check | import_apply (empty KB) |");
-            println!("|---:|---:|---:|---:|---:|");
-            for n in claims {
-                bundle_bench(n);
-            }
-        }
+        Bench::Bundle { claims } => vouch_bench::bundle(&claims),
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),
         Bench::Knowledge { facts } => vouch_bench::knowledge(&facts),
-        Bench::Ui { proposals, history } => ui_bench(proposals, history),
+        Bench::Ui { proposals, history } => vouch_bench::ui(proposals, history),
         Bench::Typed { claims } => vouch_bench::typed(&claims),
-        Bench::Scan { rows } => {
-            println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
-            println!("|---:|---:|");
-            for n in rows {
-                let mut t = vouch_core::index::sqlite::embed::memory::time_scan(n, 384, 50, 200);
-                let (p50, p99) = (percentile(&mut t, 0.5), percentile(&mut t, 0.99));
-                println!("| {n} | {} / {} |", ms(p50), ms(p99));
-            }
-        }
+        Bench::Scan { rows } => vouch_bench::scan(&rows),
         Bench::ScanRecall { kb, questions } => vouch_bench::scan_recall(&kb, &questions),
         Bench::Embeddings {
             claims,
@@ -230,275 +203,6 @@ fn main() {
             gib,
             members,
             lie,
-        } => write_bomb(&out, gib << 30, members, lie),
+        } => vouch_bench::write_bomb(&out, gib << 30, members, lie),
     }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn percentile(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
-
-/// Time `f` `runs` times; (p50, p99).
-fn timed(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
-    let mut t: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    (percentile(&mut t, 0.5), percentile(&mut t, 0.99))
-}
-
-fn ui_bench(n: usize, history: usize) {
-    use vouch::ui::pages;
-    let dir = tempfile::tempdir().expect("tempdir");
-    Kb::init(dir.path(), "bench", None).expect("init");
-    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).expect("open");
-    let agent = Caller::new("bench-agent", Transport::Jsonl);
-    let cli = Caller::new("alice", Transport::Cli);
-    let web = Caller::new("alice", Transport::Web);
-    let line = |i: usize| {
-        format!(
-            "Fact number {i} about subsystem {} is recorded here.",
-            i % 37
-        )
-    };
-    let text: String = (0..n.max(1)).map(|i| line(i) + "\n").collect();
-    let src = dispatch(
-        &kb,
-        &agent,
-        "kb.register_source",
-        json!({"content": text, "locator": "bench.md"}),
-    )
-    .expect("source");
-    let src = src["id"].as_str().expect("id").to_string();
-    let mut ids = Vec::with_capacity(n);
-    for i in 0..n.max(1) {
-        let r = dispatch(
-            &kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": format!("Fact {i} about subsystem {}", i % 37),
-                   "evidence": [{"source_id": src, "quote": line(i)}]}),
-        )
-        .expect("propose");
-        ids.push((
-            r["proposal_id"].as_str().expect("id").to_string(),
-            r["claim_id"].as_str().expect("id").to_string(),
-        ));
-    }
-    let frame = pages::Frame {
-        actor: "alice",
-        csrf: "0",
-    };
-    let (q50, q99) = timed(20, || {
-        pages::queue(&kb, &web, &frame, None).expect("queue");
-    });
-    let mid = &ids[ids.len() / 2].0;
-    let (p50, p99) = timed(50, || {
-        pages::proposal(&kb, &web, &frame, mid).expect("proposal");
-    });
-    // A claim with `history` audit events: its proposal, its approval,
-    // then confirmations.
-    let (pid, claim) = ids[0].clone();
-    dispatch(&kb, &cli, "kb.approve", json!({"proposal_id": pid})).expect("approve");
-    for _ in 2..history {
-        dispatch(&kb, &cli, "kb.confirm", json!({"id": claim})).expect("confirm");
-    }
-    let events = dispatch(&kb, &web, "kb.audit", json!({"filter": {"object": claim}}))
-        .expect("audit")
-        .as_array()
-        .map_or(0, Vec::len);
-    let (c50, c99) = timed(50, || {
-        pages::claim(&kb, &web, &frame, &claim).expect("claim");
-    });
-    // `vouch ui` from exec to the printed sign-in link.
-    let mut starts = Vec::new();
-    for _ in 0..5 {
-        let start = Instant::now();
-        let mut child = std::process::Command::new(vouch_bench::vouch_bin())
-            .args(["--kb", &dir.path().display().to_string(), "ui"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("vouch ui");
-        let mut first = [0u8; 1];
-        child
-            .stdout
-            .as_mut()
-            .expect("stdout")
-            .read_exact(&mut first)
-            .expect("the sign-in link");
-        starts.push(start.elapsed());
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    let s50 = percentile(&mut starts, 0.5);
-    println!("| page | p50 / p99 |");
-    println!("|---|---:|");
-    println!("| review queue, {n} pending | {} / {} |", ms(q50), ms(q99));
-    println!(
-        "| one proposal (its evidence in the source, similar claims) | {} / {} |",
-        ms(p50),
-        ms(p99)
-    );
-    println!(
-        "| claim page, {events} history events | {} / {} |",
-        ms(c50),
-        ms(c99)
-    );
-    println!(
-        "| `vouch ui` start-up to the sign-in link (p50 of 5) | {} |",
-        ms(s50)
-    );
-}
-
-fn gate_bench(n: usize, ops: usize) {
-    // The same realistic KB as the other suites; proposals cite one of its
-    // sources.
-    let generated = vouch_bench::generate(n, 42);
-    let kb = vouch_bench::open(&generated);
-    let src = kb.source_ids().expect("sources")[0].clone();
-    let agent = Caller::new("bench-agent", Transport::Jsonl);
-    let reviewer = Caller::new("bench-reviewer", Transport::Cli);
-    let mut propose_times = Vec::with_capacity(ops);
-    let mut ids = Vec::with_capacity(ops);
-    for i in 0..ops {
-        let t = Instant::now();
-        let r = dispatch(
-            &kb,
-            &agent,
-            "kb.propose_claim",
-            json!({"text": format!("Benchmark proposal {i} for a KB of {n}"), "evidence": [src]}),
-        )
-        .unwrap();
-        propose_times.push(t.elapsed());
-        ids.push(r["proposal_id"].as_str().unwrap().to_string());
-    }
-    let mut approve_times = Vec::with_capacity(ops);
-    for id in &ids {
-        let t = Instant::now();
-        dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": id})).unwrap();
-        approve_times.push(t.elapsed());
-    }
-    // 100 single approvals against one bulk approval of 100.
-    let mk = |tag: &str| -> Vec<String> {
-        (0..100)
-            .map(|i| {
-                dispatch(
-                    &kb,
-                    &agent,
-                    "kb.propose_claim",
-                    json!({"text": format!("{tag} proposal {i}"), "evidence": [src]}),
-                )
-                .unwrap()["proposal_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
-    };
-    let singles = mk("single");
-    let t = Instant::now();
-    for id in &singles {
-        dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": id})).unwrap();
-    }
-    let single_total = t.elapsed();
-    let bulk = mk("bulk");
-    let t = Instant::now();
-    dispatch(&kb, &reviewer, "kb.approve", json!({"proposal_id": bulk})).unwrap();
-    let bulk_total = t.elapsed();
-    println!(
-        "| {n} | {} | {} | {} | {} | {} | {} |",
-        ms(percentile(&mut propose_times, 0.5)),
-        ms(percentile(&mut propose_times, 0.99)),
-        ms(percentile(&mut approve_times, 0.5)),
-        ms(percentile(&mut approve_times, 0.99)),
-        ms(single_total),
-        ms(bulk_total),
-    );
-}
-
-fn bundle_bench(n: usize) {
-    // The realistic KB: span evidence whose quotes the checks verify.
-    let dir = vouch_bench::generate(n, 42).dir;
-    let person = Caller::new("bench-person", Transport::Cli);
-    let kb = Kb::open(&dir.path().join(".vouch"), Arc::new(SystemClock::default())).unwrap();
-    let out = dir.path().join("bench.tar.gz");
-    let path = out.to_str().unwrap();
-    let t = Instant::now();
-    let r = dispatch(&kb, &person, "kb.export", json!({"out": path})).unwrap();
-    let export = t.elapsed();
-    let t = Instant::now();
-    let c = dispatch(&kb, &person, "kb.export_check", json!({"path": path})).unwrap();
-    let check = t.elapsed();
-    assert_eq!(c["ok"], true, "{c}");
-    let target = tempfile::tempdir().expect("tempdir");
-    Kb::init(target.path(), "target", None).unwrap();
-    let kb2 = Kb::open(
-        &target.path().join(".vouch"),
-        Arc::new(SystemClock::default()),
-    )
-    .unwrap();
-    let t = Instant::now();
-    let a = dispatch(&kb2, &person, "kb.import_apply", json!({"path": path})).unwrap();
-    let apply = t.elapsed();
-    assert!(a["imported"].as_u64().unwrap() as usize >= n, "{a}");
-    println!(
-        "| {n} | {} | {:.1} MB | {} | {} |",
-        ms(export),
-        r["bytes"].as_f64().unwrap() / 1e6,
-        ms(check),
-        ms(apply)
-    );
-}
-
-/// A bundle of zeros: `total` bytes over `members` source-content members.
-/// With `lie`, the manifest claims each member is 1 byte, so only the tar
-/// headers (and the streaming counts) can stop it.
-fn write_bomb(out: &std::path::Path, total: u64, members: u64, lie: bool) {
-    use std::io::Write;
-    let each = total / members;
-    let names: Vec<String> = (0..members)
-        .map(|i| format!("sources/{:064x}/content", i + 1))
-        .collect();
-    let files: Vec<_> = names
-        .iter()
-        .map(|n| json!({"path": n, "sha256": "0".repeat(64), "bytes": if lie { 1 } else { each }}))
-        .collect();
-    let manifest = serde_json::to_vec(
-        &json!({"version": 1, "generated_at": "2026-01-01T00:00:00Z", "files": files}),
-    )
-    .unwrap();
-    let f = std::io::BufWriter::new(std::fs::File::create(out).expect("create bomb"));
-    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
-    let mut tar = tar::Builder::new(gz);
-    let mut h = tar::Header::new_gnu();
-    h.set_size(manifest.len() as u64);
-    h.set_mode(0o644);
-    tar.append_data(&mut h, "manifest.json", &manifest[..])
-        .unwrap();
-    for n in &names {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(each);
-        h.set_mode(0o644);
-        tar.append_data(&mut h, n, std::io::repeat(0).take(each))
-            .unwrap();
-    }
-    let mut gz = tar.into_inner().unwrap();
-    gz.flush().unwrap();
-    let f = gz.finish().unwrap();
-    let len = f.into_inner().ok().unwrap().metadata().unwrap().len();
-    println!(
-        "wrote {} ({} bytes compressed, {} bytes of zeros in {members} member(s))",
-        out.display(),
-        len,
-        each * members
-    );
 }

@@ -48,6 +48,8 @@ fn read_seed(seed: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The value of a top-level `key: value` line of a YAML file's `text`
+/// (quotes trimmed).
 fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(": "))
@@ -273,7 +275,7 @@ fn claim_questions(project: &Path, want: usize) -> Vec<String> {
 }
 
 /// The four short tasks people type that issue 27 measured context on.
-pub const SHORT_TASKS: &[&str] = &[
+pub(crate) const SHORT_TASKS: &[&str] = &[
     "SQS retries",
     "who owns the tracing service",
     "import",
@@ -286,7 +288,8 @@ pub const SHORT_TASKS: &[&str] = &[
 /// typed queries and tasks, and one-shot `vouch search` beside `git status
 /// --porcelain` on the same committed tree, paired run by run.
 pub fn on_kb(project: &Path, runs: usize) {
-    use crate::{TYPED_QUERIES, jsonl_server, summarize, time_calls, vouch_bin};
+    use crate::drive::{jsonl_server, summarize, time_calls, vouch_bin};
+    use crate::suites::TYPED_QUERIES;
     use std::process::Command;
     use std::time::Instant;
     let bin = vouch_bin();

@@ -2,13 +2,15 @@
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
+use vouch_core::clock::SystemClock;
 use vouch_core::methods::dispatch;
 use vouch_core::{Caller, Kb, Transport};
 
-use crate::*;
+use crate::drive::*;
+use crate::generate::{generate, generate_texts, write};
 
+/// Milliseconds for a table cell: two decimals below 100 ms, none above.
 pub(crate) fn fmt_ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0} ms")
@@ -17,6 +19,7 @@ pub(crate) fn fmt_ms(v: f64) -> String {
     }
 }
 
+/// MiB for a table cell, or `n/a` when it could not be measured.
 pub(crate) fn mib(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |m| format!("{m:.0} MiB"))
 }
@@ -24,7 +27,7 @@ pub(crate) fn mib(v: Option<f64>) -> String {
 /// What people type: short questions in the KB's common vocabulary, no
 /// rare name to narrow them (issue 14: "SQS retries", "import", "who owns
 /// the tracing service").
-pub const TYPED_QUERIES: &[&str] = &[
+pub(crate) const TYPED_QUERIES: &[&str] = &[
     "retries",
     "rate limit",
     "who owns the payments service",
@@ -57,215 +60,193 @@ pub(crate) fn time_searches(kb: &Kb, caller: &Caller, queries: &[String], calls:
 /// `vouch-bench typed`: kb.search and kb.context with [`TYPED_QUERIES`], in
 /// process and through one JSONL server, beside the codename mix.
 pub fn typed(sizes: &[usize]) {
-    println!(
-        "| claims | mix | search p50 / p99 (in process, SQL ranking: one-shot commands) | search p50 / p99 (in process, postings in memory: servers) | context p50 / p99 (in process, postings) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) |"
-    );
-    println!("|---:|---|---:|---:|---:|---:|---:|");
-    for &n in sizes {
-        let g = generate(n, 42);
-        let kb = open(&g);
-        kb.index().rebuild(&kb).expect("rebuild");
-        let caller = Caller::new("bench", Transport::Jsonl);
-        let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
-        // Without postings first: the ranking a one-shot command does.
-        let sql: Vec<Summary> = [&g.queries, &typed]
-            .iter()
-            .map(|queries| time_searches(&kb, &caller, queries, 300))
-            .collect();
-        let t = Instant::now();
-        kb.index().refresh_postings(&kb).expect("postings");
-        let read_in = t.elapsed();
-        eprintln!(
-            "postings read in {:.2} s, {:.1} MiB",
-            read_in.as_secs_f64(),
-            sqlite(&kb).postings_bytes() as f64 / 1048576.0
-        );
-        let mixes: [(&str, &Vec<String>, &Vec<String>); 2] = [
-            ("codenames", &g.queries, &g.tasks),
-            ("typed", &typed, &typed),
-        ];
-        let mut rows = Vec::new();
-        for (name, queries, tasks) in mixes {
-            let search = time_searches(&kb, &caller, queries, 300);
-            let context = time_calls(200, |i| {
-                dispatch(
-                    &kb,
-                    &caller,
-                    "kb.context",
-                    json!({"task": tasks[i % tasks.len()]}),
-                )
-                .expect("context");
-            });
-            rows.push((name, search, context));
-        }
-        drop(kb);
-        let mut server = jsonl_server(g.project(), &[]);
-        // Its first background tick reads the postings (as above) before
-        // the clock starts.
-        std::thread::sleep(Duration::from_secs(1) + read_in * 3);
-        for ((name, search, context), sql) in rows.into_iter().zip(sql) {
-            let (queries, tasks) = if name == "typed" {
-                (&typed, &typed)
-            } else {
-                (&g.queries, &g.tasks)
-            };
-            let j_search = time_calls(300, |i| {
-                server.call(i, "kb.search", json!({"query": queries[i % queries.len()]}));
-            });
-            let j_context = time_calls(200, |i| {
-                server.call(i, "kb.context", json!({"task": tasks[i % tasks.len()]}));
-            });
-            println!(
-                "| {n} | {name} | {} | {} | {} | {} | {} |",
-                sql.pair(),
-                search.pair(),
-                context.pair(),
-                j_search.pair(),
-                j_context.pair()
+    per_size(
+        "| claims | mix | search p50 / p99 (in process, SQL ranking: one-shot commands) | search p50 / p99 (in process, postings in memory: servers) | context p50 / p99 (in process, postings) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+        sizes,
+        |n, setup| {
+            let (g, kb) = (&setup.g, &setup.kb);
+            let caller = Caller::new("bench", Transport::Jsonl);
+            let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
+            // Without postings first: the ranking a one-shot command does.
+            let sql: Vec<Summary> = [&g.queries, &typed]
+                .iter()
+                .map(|queries| time_searches(kb, &caller, queries, 300))
+                .collect();
+            let t = Instant::now();
+            kb.index().refresh_postings(kb).expect("postings");
+            let read_in = t.elapsed();
+            eprintln!(
+                "postings read in {:.2} s, {:.1} MiB",
+                read_in.as_secs_f64(),
+                sqlite(kb).postings_bytes() as f64 / 1048576.0
             );
-        }
-    }
+            let mixes: [(&str, &Vec<String>, &Vec<String>); 2] = [
+                ("codenames", &g.queries, &g.tasks),
+                ("typed", &typed, &typed),
+            ];
+            let mut rows = Vec::new();
+            for (name, queries, tasks) in mixes {
+                let search = time_searches(kb, &caller, queries, 300);
+                let context = time_calls(200, |i| {
+                    dispatch(
+                        kb,
+                        &caller,
+                        "kb.context",
+                        json!({"task": tasks[i % tasks.len()]}),
+                    )
+                    .expect("context");
+                });
+                rows.push((name, search, context));
+            }
+            let (g, mut server) = setup.serve_jsonl(&[]);
+            // Its first background tick reads the postings (as above) before
+            // the clock starts.
+            std::thread::sleep(Duration::from_secs(1) + read_in * 3);
+            for ((name, search, context), sql) in rows.into_iter().zip(sql) {
+                let (queries, tasks) = if name == "typed" {
+                    (&typed, &typed)
+                } else {
+                    (&g.queries, &g.tasks)
+                };
+                let j_search = time_calls(300, |i| {
+                    server.call(i, "kb.search", json!({"query": queries[i % queries.len()]}));
+                });
+                let j_context = time_calls(200, |i| {
+                    server.call(i, "kb.context", json!({"task": tasks[i % tasks.len()]}));
+                });
+                println!(
+                    "| {n} | {name} | {} | {} | {} | {} | {} |",
+                    sql.pair(),
+                    search.pair(),
+                    context.pair(),
+                    j_search.pair(),
+                    j_context.pair()
+                );
+            }
+        },
+    );
 }
 
 /// `vouch-bench retrieval`: one table row per KB size.
 pub fn retrieval(sizes: &[usize]) {
-    println!(
-        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | same, `freshness: dirs` | same, while `vouch watch` runs | same, each after an in-place edit | peak RSS: JSONL server / one-shot search / one-shot rebuild |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for &n in sizes {
-        let t = Instant::now();
-        let g = generate(n, 42);
-        let generated = t.elapsed();
-        eprintln!("generated {}", g.counts);
-        let kb = open(&g);
-        let t = Instant::now();
-        let rebuilt = kb.index().rebuild(&kb).expect("rebuild");
-        let rebuild = t.elapsed();
-        eprintln!("indexed {} documents", rebuilt.indexed);
-        let caller = Caller::new("bench", Transport::Jsonl);
-        let search = time_calls(1000, |i| {
-            dispatch(
-                &kb,
-                &caller,
-                "kb.search",
-                json!({"query": g.queries[i % g.queries.len()]}),
+    per_size(
+        "| claims | generate | rebuild | search p50 / p99 (in process) | context p50 / p99 (in process) | search p50 / p99 (JSONL) | context p50 / p99 (JSONL) | `vouch search` one-shot p50 / p99 | same, `freshness: dirs` | same, while `vouch watch` runs | same, each after an in-place edit | peak RSS: JSONL server / one-shot search / one-shot rebuild |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        sizes,
+        |n, setup| {
+            let (g, kb) = (&setup.g, &setup.kb);
+            let (generated, rebuild) = (setup.generate, setup.rebuild);
+            let caller = Caller::new("bench", Transport::Jsonl);
+            let search = time_searches(kb, &caller, &g.queries, 1000);
+            let context = time_calls(300, |i| {
+                dispatch(
+                    kb,
+                    &caller,
+                    "kb.context",
+                    json!({"task": g.tasks[i % g.tasks.len()]}),
+                )
+                .expect("context");
+            });
+            let (g, mut server) = setup.serve_jsonl(&[]);
+            let j_search = time_calls(1000, |i| {
+                server.call(
+                    i,
+                    "kb.search",
+                    json!({"query": g.queries[i % g.queries.len()]}),
+                );
+            });
+            let j_context = time_calls(300, |i| {
+                server.call(i, "kb.context", json!({"task": g.tasks[i % g.tasks.len()]}));
+            });
+            let server_rss = peak_rss_mib(server.pid());
+            drop(server);
+            let cli = cli_search(g.project(), &g.queries, 30);
+            let config = g.vouch().join("config.yaml");
+            let original = std::fs::read_to_string(&config).expect("config");
+            std::fs::write(
+                &config,
+                original.replace("retrieval:\n", "retrieval:\n  freshness: dirs\n"),
             )
-            .expect("search");
-        });
-        let context = time_calls(300, |i| {
-            dispatch(
-                &kb,
-                &caller,
-                "kb.context",
-                json!({"task": g.tasks[i % g.tasks.len()]}),
-            )
-            .expect("context");
-        });
-        drop(kb);
-        let mut server = jsonl_server(g.project(), &[]);
-        let j_search = time_calls(1000, |i| {
-            server.call(
-                i,
-                "kb.search",
-                json!({"query": g.queries[i % g.queries.len()]}),
+            .expect("config");
+            let cli_dirs = cli_search(g.project(), &g.queries, 30);
+            std::fs::write(&config, original).expect("config");
+            let watcher = WatchProcess::start(g.project());
+            eprintln!(
+                "vouch watch ready after {:.2} s",
+                watcher.ready_after.as_secs_f64()
             );
-        });
-        let j_context = time_calls(300, |i| {
-            server.call(i, "kb.context", json!({"task": g.tasks[i % g.tasks.len()]}));
-        });
-        let server_rss = peak_rss_mib(server.pid());
-        drop(server);
-        let cli = cli_search(g.project(), &g.queries, 30);
-        let config = g.vouch().join("config.yaml");
-        let original = std::fs::read_to_string(&config).expect("config");
-        std::fs::write(
-            &config,
-            original.replace("retrieval:\n", "retrieval:\n  freshness: dirs\n"),
-        )
-        .expect("config");
-        let cli_dirs = cli_search(g.project(), &g.queries, 30);
-        std::fs::write(&config, original).expect("config");
-        let watcher = WatchProcess::start(g.project());
-        eprintln!(
-            "vouch watch ready after {:.2} s",
-            watcher.ready_after.as_secs_f64()
-        );
-        let cli_watched = cli_search(g.project(), &g.queries, 30);
-        let edited = std::fs::read_dir(g.vouch().join("claims"))
-            .expect("claims")
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .expect("a claim file");
-        let cli_edited = cli_search_after(g.project(), &g.queries, 30, &mut |i| {
-            edit_in_place(&edited, i)
-        });
-        drop(watcher);
-        let cli_rss = cli_peak_rss_mib(g.project(), &["search", &g.queries[0]]);
-        let rebuild_rss = cli_peak_rss_mib(g.project(), &["index", "rebuild"]);
-        println!(
-            "| {n} | {:.1} s | {:.2} s | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
-            generated.as_secs_f64(),
-            rebuild.as_secs_f64(),
-            search.pair(),
-            context.pair(),
-            j_search.pair(),
-            j_context.pair(),
-            cli.pair(),
-            cli_dirs.pair(),
-            cli_watched.pair(),
-            cli_edited.pair(),
-            mib(server_rss),
-            mib(cli_rss),
-            mib(rebuild_rss),
-        );
-    }
+            let cli_watched = cli_search(g.project(), &g.queries, 30);
+            let edited = std::fs::read_dir(g.vouch().join("claims"))
+                .expect("claims")
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .expect("a claim file");
+            let cli_edited = cli_search_after(g.project(), &g.queries, 30, &mut |i| {
+                edit_in_place(&edited, i)
+            });
+            drop(watcher);
+            let cli_rss = cli_peak_rss_mib(g.project(), &["search", &g.queries[0]]);
+            let rebuild_rss = cli_peak_rss_mib(g.project(), &["index", "rebuild"]);
+            println!(
+                "| {n} | {:.1} s | {:.2} s | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} |",
+                generated.as_secs_f64(),
+                rebuild.as_secs_f64(),
+                search.pair(),
+                context.pair(),
+                j_search.pair(),
+                j_context.pair(),
+                cli.pair(),
+                cli_dirs.pair(),
+                cli_watched.pair(),
+                cli_edited.pair(),
+                mib(server_rss),
+                mib(cli_rss),
+                mib(rebuild_rss),
+            );
+        },
+    );
 }
 
 /// `vouch-bench transports`: the issue-4 figures on a generated KB.
 pub fn transports(sizes: &[usize]) {
-    println!(
-        "| claims | JSONL kb.search p50 / p99 (1000 requests) | HTTP kb.search req/s (16 connections, 10 s) | HTTP latency p50 / p99 | MCP initialize | MCP tools/list p50 / p99 |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for &n in sizes {
-        let g = generate(n, 42);
-        {
-            let kb = open(&g);
-            kb.index().rebuild(&kb)
-        }
-        .expect("rebuild");
-        let mut server = jsonl_server(g.project(), &[]);
-        let jsonl = time_calls(1000, |i| {
-            server.call(
-                i,
-                "kb.search",
-                json!({"query": g.queries[i % g.queries.len()]}),
+    per_size(
+        "| claims | JSONL kb.search p50 / p99 (1000 requests) | HTTP kb.search req/s (16 connections, 10 s) | HTTP latency p50 / p99 | MCP initialize | MCP tools/list p50 / p99 |",
+        "|---:|---:|---:|---:|---:|---:|",
+        sizes,
+        |n, setup| {
+            let (g, mut server) = setup.serve_jsonl(&[]);
+            let jsonl = time_calls(1000, |i| {
+                server.call(
+                    i,
+                    "kb.search",
+                    json!({"query": g.queries[i % g.queries.len()]}),
+                );
+            });
+            drop(server);
+            let http = http_server(g.project());
+            let (rps, lat) = http_load(&http.addr(), &g.queries, 16, Duration::from_secs(10));
+            eprintln!(
+                "http: {} requests, server peak RSS {}",
+                lat.n,
+                mib(peak_rss_mib(http.child.id()))
             );
-        });
-        drop(server);
-        let http = http_server(g.project());
-        let (rps, lat) = http_load(&http.addr(), &g.queries, 16, Duration::from_secs(10));
-        eprintln!(
-            "http: {} requests, server peak RSS {}",
-            lat.n,
-            mib(peak_rss_mib(http.child.id()))
-        );
-        drop(http);
-        let (init, list, tools) = mcp_tools_list(g.project(), 200);
-        eprintln!("mcp: {tools} tools listed");
-        println!(
-            "| {n} | {} / {} | {rps:.0} | {} / {} | {} | {} / {} |",
-            fmt_ms(jsonl.p50),
-            fmt_ms(jsonl.p99),
-            fmt_ms(lat.p50),
-            fmt_ms(lat.p99),
-            fmt_ms(init.as_secs_f64() * 1000.0),
-            fmt_ms(list.p50),
-            fmt_ms(list.p99),
-        );
-    }
+            drop(http);
+            let (init, list, tools) = mcp_tools_list(g.project(), 200);
+            eprintln!("mcp: {tools} tools listed");
+            println!(
+                "| {n} | {} / {} | {rps:.0} | {} / {} | {} | {} / {} |",
+                fmt_ms(jsonl.p50),
+                fmt_ms(jsonl.p99),
+                fmt_ms(lat.p50),
+                fmt_ms(lat.p99),
+                fmt_ms(init.as_secs_f64() * 1000.0),
+                fmt_ms(list.p50),
+                fmt_ms(list.p99),
+            );
+        },
+    );
 }
 
 /// `vouch-bench embeddings`: the issue-10 figures, with the real model
@@ -315,124 +296,119 @@ pub fn embeddings(sizes: &[usize], wheel: &[PathBuf], threads: usize) {
         fmt_ms(q.p50),
         fmt_ms(q.p99)
     );
-    println!(
-        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | hybrid kb.synthesize p50 / p99 (JSONL) | hybrid kb.context p50 / p99 (JSONL, 4,000 chars) | JSONL peak RSS (vectors loaded) |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for &n in sizes {
-        let g = generate(n, 42);
-        let mut kb = open(&g);
-        // Every check re-scans the files, as a one-shot command does.
-        kb.configure_index(|o| o.sync_interval = Duration::ZERO);
-        kb.index().rebuild(&kb).expect("rebuild");
-        let approve_plain = approve_times(&kb, 100, "plain");
-        kb.set_embedder(model.clone());
-        let t = Instant::now();
-        let stats = kb
-            .index()
-            .embed(&kb, &model, Budget::Unlimited, true, &mut |done, total| {
+    per_size(
+        "| claims | documents embedded | full embed | claims/s | rebuild again (reuse) | re-index after editing one claim | approve p50 / p99 (fts only / with model) | hybrid kb.search p50 / p99 (JSONL) | embedding kb.search p50 / p99 (JSONL) | fts5 kb.search p50 / p99 (JSONL) | hybrid kb.synthesize p50 / p99 (JSONL) | hybrid kb.context p50 / p99 (JSONL, 4,000 chars) | JSONL peak RSS (vectors loaded) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        sizes,
+        |n, mut setup| {
+            // Every check re-scans the files, as a one-shot command does.
+            setup
+                .kb
+                .configure_index(|o| o.sync_interval = Duration::ZERO);
+            let approve_plain = approve_times(&setup.kb, 100, "plain");
+            setup.kb.set_embedder(model.clone());
+            let (g, kb) = (&setup.g, &setup.kb);
+            // Embed everything not embedded yet, with no time limit.
+            let embed_new = |progress: &mut dyn FnMut(usize, usize)| {
+                kb.index()
+                    .embed(kb, &model, Budget::Unlimited, true, progress)
+                    .expect("embed")
+                    .expect("ran")
+            };
+            let t = Instant::now();
+            let stats = embed_new(&mut |done, total| {
                 if done % 2048 < 32 {
                     eprintln!("embedded {done}/{total}");
                 }
-            })
-            .expect("embed")
-            .expect("ran");
-        let full = t.elapsed();
-        let t = Instant::now();
-        kb.index().rebuild(&kb).expect("rebuild");
-        let again = kb
-            .index()
-            .embed(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
-            .expect("embed")
-            .expect("ran");
-        let reuse = t.elapsed();
-        assert_eq!(again.embedded, 0, "{again:?}");
-        // Edit one claim by hand, as an editor would.
-        let claims = g.vouch().join("claims");
-        let first = std::fs::read_dir(&claims)
-            .expect("claims")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .expect("a claim");
-        let text = std::fs::read_to_string(&first).expect("claim");
-        let edited = text.replacen("text: ", "text: Edited by hand. ", 1);
-        std::fs::write(&first, edited).expect("edit");
-        let t = Instant::now();
-        let one = kb
-            .index()
-            .embed(&kb, &model, Budget::Unlimited, true, &mut |_, _| {})
-            .expect("embed")
-            .expect("ran");
-        let reindex = t.elapsed();
-        assert_eq!(one.embedded, 1, "{one:?}");
-        let approve_model = approve_times(&kb, 100, "model");
-        drop(kb);
-        let config = g.vouch().join("config.yaml");
-        let original = std::fs::read_to_string(&config).expect("config");
-        std::fs::write(
-            &config,
-            original.replace(
-                "backend: fts5",
-                &format!("backend: hybrid\n  model: {}", spec.name),
-            ),
-        )
-        .expect("config");
-        let mut server = jsonl_server(g.project(), &[("XDG_CACHE_HOME", cache.path())]);
-        // The first search loads the vectors.
-        server.call(0, "kb.search", json!({"query": queries[0]}));
-        let bench = |server: &mut vouch_clients::StdioServer, backend: &str| {
-            time_calls(300, |i| {
+            });
+            let full = t.elapsed();
+            let t = Instant::now();
+            kb.index().rebuild(kb).expect("rebuild");
+            let again = embed_new(&mut |_, _| {});
+            let reuse = t.elapsed();
+            assert_eq!(again.embedded, 0, "{again:?}");
+            // Edit one claim by hand, as an editor would.
+            let claims = g.vouch().join("claims");
+            let first = std::fs::read_dir(&claims)
+                .expect("claims")
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .expect("a claim");
+            let text = std::fs::read_to_string(&first).expect("claim");
+            let edited = text.replacen("text: ", "text: Edited by hand. ", 1);
+            std::fs::write(&first, edited).expect("edit");
+            let t = Instant::now();
+            let one = embed_new(&mut |_, _| {});
+            let reindex = t.elapsed();
+            assert_eq!(one.embedded, 1, "{one:?}");
+            let approve_model = approve_times(kb, 100, "model");
+            let config = g.vouch().join("config.yaml");
+            let original = std::fs::read_to_string(&config).expect("config");
+            std::fs::write(
+                &config,
+                original.replace(
+                    "backend: fts5",
+                    &format!("backend: hybrid\n  model: {}", spec.name),
+                ),
+            )
+            .expect("config");
+            let (g, mut server) = setup.serve_jsonl(&[("XDG_CACHE_HOME", cache.path())]);
+            // The first search loads the vectors.
+            server.call(0, "kb.search", json!({"query": queries[0]}));
+            let bench = |server: &mut vouch_clients::StdioServer, backend: &str| {
+                time_calls(300, |i| {
+                    server.call(
+                        i,
+                        "kb.search",
+                        json!({"query": g.queries[i % g.queries.len()], "backend": backend}),
+                    );
+                })
+            };
+            let hybrid = bench(&mut server, "hybrid");
+            let semantic = bench(&mut server, "embedding");
+            let fts = bench(&mut server, "fts5");
+            let synth = time_calls(300, |i| {
                 server.call(
                     i,
-                    "kb.search",
-                    json!({"query": g.queries[i % g.queries.len()], "backend": backend}),
+                    "kb.synthesize",
+                    json!({"query": g.tasks[i % g.tasks.len()]}),
                 );
-            })
-        };
-        let hybrid = bench(&mut server, "hybrid");
-        let semantic = bench(&mut server, "embedding");
-        let fts = bench(&mut server, "fts5");
-        let synth = time_calls(300, |i| {
-            server.call(
-                i,
-                "kb.synthesize",
-                json!({"query": g.tasks[i % g.tasks.len()]}),
+            });
+            let context = time_calls(300, |i| {
+                server.call(
+                    i,
+                    "kb.context",
+                    json!({"task": g.tasks[i % g.tasks.len()], "max_chars": 4000}),
+                );
+            });
+            let rss = peak_rss_mib(server.pid());
+            drop(server);
+            println!(
+                "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
+                stats.documents,
+                full.as_secs_f64(),
+                stats.embedded as f64 / full.as_secs_f64(),
+                reuse.as_secs_f64(),
+                fmt_ms(reindex.as_secs_f64() * 1000.0),
+                fmt_ms(approve_plain.p50),
+                fmt_ms(approve_plain.p99),
+                fmt_ms(approve_model.p50),
+                fmt_ms(approve_model.p99),
+                fmt_ms(hybrid.p50),
+                fmt_ms(hybrid.p99),
+                fmt_ms(semantic.p50),
+                fmt_ms(semantic.p99),
+                fmt_ms(fts.p50),
+                fmt_ms(fts.p99),
+                fmt_ms(synth.p50),
+                fmt_ms(synth.p99),
+                fmt_ms(context.p50),
+                fmt_ms(context.p99),
+                mib(rss),
             );
-        });
-        let context = time_calls(300, |i| {
-            server.call(
-                i,
-                "kb.context",
-                json!({"task": g.tasks[i % g.tasks.len()], "max_chars": 4000}),
-            );
-        });
-        let rss = peak_rss_mib(server.pid());
-        drop(server);
-        println!(
-            "| {n} | {} | {:.1} s | {:.0} | {:.2} s | {} | {} / {} ; {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} |",
-            stats.documents,
-            full.as_secs_f64(),
-            stats.embedded as f64 / full.as_secs_f64(),
-            reuse.as_secs_f64(),
-            fmt_ms(reindex.as_secs_f64() * 1000.0),
-            fmt_ms(approve_plain.p50),
-            fmt_ms(approve_plain.p99),
-            fmt_ms(approve_model.p50),
-            fmt_ms(approve_model.p99),
-            fmt_ms(hybrid.p50),
-            fmt_ms(hybrid.p99),
-            fmt_ms(semantic.p50),
-            fmt_ms(semantic.p99),
-            fmt_ms(fts.p50),
-            fmt_ms(fts.p99),
-            fmt_ms(synth.p50),
-            fmt_ms(synth.p99),
-            fmt_ms(context.p50),
-            fmt_ms(context.p99),
-            mib(rss),
-        );
-    }
+        },
+    );
 }
 
 /// Propose and approve `n` claims; the approve latencies.
@@ -468,45 +444,42 @@ pub(crate) fn approve_times(kb: &Kb, n: usize, tag: &str) -> Summary {
 
 /// `vouch-bench synthesize`: kb.synthesize through the JSONL server.
 pub fn synthesize(sizes: &[usize]) {
-    println!("| claims | kb.synthesize p50 / p99 (JSONL, fts5) | answered | mean sentences |");
-    println!("|---:|---:|---:|---:|");
-    for &n in sizes {
-        let g = generate(n, 42);
-        {
-            let kb = open(&g);
-            kb.index().rebuild(&kb)
-        }
-        .expect("rebuild");
-        let mut server = jsonl_server(g.project(), &[]);
-        let mut answered = 0usize;
-        let mut sentences = 0usize;
-        let calls = 300;
-        let t = time_calls(calls, |i| {
-            let v = server.call(
-                i,
-                "kb.synthesize",
-                json!({"query": g.tasks[i % g.tasks.len()]}),
+    per_size(
+        "| claims | kb.synthesize p50 / p99 (JSONL, fts5) | answered | mean sentences |",
+        "|---:|---:|---:|---:|",
+        sizes,
+        |n, setup| {
+            let (g, mut server) = setup.serve_jsonl(&[]);
+            let mut answered = 0usize;
+            let mut sentences = 0usize;
+            let calls = 300;
+            let t = time_calls(calls, |i| {
+                let v = server.call(
+                    i,
+                    "kb.synthesize",
+                    json!({"query": g.tasks[i % g.tasks.len()]}),
+                );
+                let k = v["result"]["sentences"].as_array().map_or(0, Vec::len);
+                if k > 0 {
+                    answered += 1;
+                }
+                sentences += k;
+            });
+            println!(
+                "| {n} | {} / {} | {:.0}% | {:.1} |",
+                fmt_ms(t.p50),
+                fmt_ms(t.p99),
+                100.0 * answered as f64 / (calls + 20) as f64,
+                sentences as f64 / (calls + 20) as f64,
             );
-            let k = v["result"]["sentences"].as_array().map_or(0, Vec::len);
-            if k > 0 {
-                answered += 1;
-            }
-            sentences += k;
-        });
-        println!(
-            "| {n} | {} / {} | {:.0}% | {:.1} |",
-            fmt_ms(t.p50),
-            fmt_ms(t.p99),
-            100.0 * answered as f64 / (calls + 20) as f64,
-            sentences as f64 / (calls + 20) as f64,
-        );
-    }
+        },
+    );
 }
 
 /// Write a knowledge folder (docs/knowledge.md) of `n` facts under `project`:
 /// global pitfalls / patterns / tool-quirks, ten repo files, three agent
 /// files, and index.json.
-pub fn generate_knowledge(project: &Path, n: usize) -> PathBuf {
+pub(crate) fn generate_knowledge(project: &Path, n: usize) -> PathBuf {
     let root = project.join("knowledge");
     let texts = generate_texts(n, 11);
     let places: Vec<(String, String, &str)> = {
@@ -585,11 +558,7 @@ pub fn knowledge(sizes: &[usize]) {
             let rss = cli_peak_rss_mib(dir.path(), args);
             (t.elapsed().as_secs_f64(), rss)
         };
-        Command::new(vouch_bin())
-            .arg("init")
-            .current_dir(dir.path())
-            .output()
-            .expect("init");
+        vouch_in(dir.path()).arg("init").output().expect("init");
         generate_knowledge(dir.path(), n);
         let validate = run(&["knowledge", "validate", "knowledge"]);
         let import = run(&["--agent", "bench-agent", "knowledge", "import", "knowledge"]);
@@ -606,7 +575,7 @@ pub fn knowledge(sizes: &[usize]) {
 /// `merges` times two branches that each appended from the same event,
 /// laid out as git's union merge lays them (one branch's events, then the
 /// other's), each joined by an `audit.merge` event.
-pub fn merged_log(n: usize, merges: usize) -> Vec<u8> {
+pub(crate) fn merged_log(n: usize, merges: usize) -> Vec<u8> {
     use vouch_core::audit::{GENESIS_HASH, canonical_json, event_hash};
     let mut out = Vec::with_capacity(n * 330);
     let mut last = GENESIS_HASH.to_string();
@@ -628,46 +597,37 @@ pub fn merged_log(n: usize, merges: usize) -> Vec<u8> {
         out.push(b'\n');
         ev["hash"].as_str().unwrap_or_default().to_string()
     };
+    // `count` events of `event` chained from `from`; the last one's hash.
+    let chain = |out: &mut Vec<u8>, from: &str, event: &str, count: usize, written: &mut usize| {
+        let mut last = from.to_string();
+        for _ in 0..count {
+            last = emit(out, &last, event, json!({"kind": "claim"}), *written);
+            *written += 1;
+        }
+        last
+    };
     let per_block = n / (merges + 1);
     for m in 0..=merges {
         let straight = if m == 0 { per_block } else { per_block / 2 };
-        for _ in 0..straight {
-            last = emit(
-                &mut out,
-                &last,
-                "proposal.approve",
-                json!({"kind": "claim"}),
-                written,
-            );
-            written += 1;
-        }
+        last = chain(&mut out, &last, "proposal.approve", straight, &mut written);
         if m == merges {
             break;
         }
         // Two branches from `last`, each a quarter block, then the join.
-        let fork = last.clone();
-        let mut a = fork.clone();
-        for _ in 0..per_block / 4 {
-            a = emit(
-                &mut out,
-                &a,
-                "proposal.create",
-                json!({"kind": "claim"}),
-                written,
-            );
-            written += 1;
-        }
-        let mut b = fork;
-        for _ in 0..per_block / 4 {
-            b = emit(
-                &mut out,
-                &b,
-                "proposal.approve",
-                json!({"kind": "claim"}),
-                written,
-            );
-            written += 1;
-        }
+        let a = chain(
+            &mut out,
+            &last,
+            "proposal.create",
+            per_block / 4,
+            &mut written,
+        );
+        let b = chain(
+            &mut out,
+            &last,
+            "proposal.approve",
+            per_block / 4,
+            &mut written,
+        );
         last = emit(
             &mut out,
             &b,
@@ -694,7 +654,7 @@ pub fn audit(sizes: &[usize], merges: usize) {
         let wall: Vec<Duration> = (0..5)
             .map(|_| {
                 let start = Instant::now();
-                let out = Command::new(vouch_bin())
+                let out = vouch_in(dir.path())
                     .args(["--json", "audit", "verify", "--kb"])
                     .arg(dir.path())
                     .env_clear()
@@ -738,7 +698,16 @@ pub fn audit(sizes: &[usize], merges: usize) {
 /// scan returns, and each scan's time.
 pub fn scan_recall(kb_dir: &Path, questions: &Path) {
     use vouch_core::retrieval::Currency;
-    let kb = vouch::context::open(Some(kb_dir)).expect("open the knowledge base");
+    // As every `vouch` command opens it: the folder named, or the one
+    // inside the project named, with the model its config names.
+    let vouch = if kb_dir.file_name().is_some_and(|n| n == ".vouch") {
+        kb_dir.to_path_buf()
+    } else {
+        kb_dir.join(".vouch")
+    };
+    let mut kb = Kb::open(&vouch, std::sync::Arc::new(SystemClock::default()))
+        .expect("open the knowledge base");
+    vouch_model::kb::attach(&mut kb);
     let embedder = kb
         .embedder()
         .cloned()
@@ -799,6 +768,17 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
         "| sign bits, then the shortlist | {} | {r10:.3} | {r50:.3} |",
         fast.pair()
     );
+}
+
+/// `vouch-bench scan`: the in-memory semantic scan alone, best 50 of
+/// each number of 384-dimension int8 vectors (200 scans each).
+pub fn scan(rows: &[usize]) {
+    println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
+    println!("|---:|---:|");
+    for &n in rows {
+        let times = vouch_core::index::sqlite::embed::memory::time_scan(n, 384, 50, 200);
+        println!("| {n} | {} |", summarize(times).pair());
+    }
 }
 
 /// The SQLite index of `kb`, for figures that look inside it.

@@ -9,28 +9,38 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A whole HTTP response, read to its end (a chunked body joined).
 pub struct HttpResponse {
+    /// The status code.
     pub status: u16,
+    /// The headers as sent, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, de-chunked.
     pub body: Vec<u8>,
 }
 
 impl HttpResponse {
+    /// The first header called `name` (any letter case).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// The body as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
+    /// The body as JSON; panics, showing the body, when it is not.
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
     }
 }
 
+/// The bytes of one HTTP/1.1 request to `127.0.0.1:port`: the request
+/// line, `Host`, `Content-Length`, `Connection: close` when `close`, the
+/// `headers`, then the body.
 pub fn request_bytes(
     port: u16,
     method: &str,

@@ -4,6 +4,8 @@
 //! benchmarks (`vouch-bench`), so what the figures measure is what the
 //! tests check.
 
+#![warn(unreachable_pub, missing_docs)]
+
 pub mod http;
 pub mod server;
 pub mod stdio;

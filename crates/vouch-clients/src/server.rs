@@ -16,7 +16,9 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// `vouch serve --transport http` on a free loopback port; killed when
 /// dropped, so a failing test leaves no server behind.
 pub struct HttpServer {
+    /// The server's process.
     pub child: Child,
+    /// The loopback port it listens on.
     pub port: u16,
     stderr: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
