@@ -230,15 +230,50 @@ impl Kb {
     /// servers say `Background` upkeep; one-shot commands may trust a
     /// watcher).
     pub fn configure_index(&mut self, change: impl FnOnce(&mut IndexOptions)) {
-        let mut options = self.index.options();
-        change(&mut options);
-        self.index.configure(options);
+        self.configure_index_shared(change);
     }
     /// Keep the index in step with every change to the files as it
     /// happens, on a thread of its own, for as long as the [`Watching`]
     /// lives.
     pub fn start_watching(&self) -> Result<Watching> {
         self.index.start_watching(self.store.clone())
+    }
+    /// The index keeper's explicit step for a process without a background
+    /// one (a one-shot command before it dispatches, a library caller):
+    /// bring the index in step with the files and the audit log, and with
+    /// `vectors`, embed what is new within that time. Reads never catch
+    /// up themselves ([`crate::index::keeper`]).
+    pub fn catch_up(
+        &self,
+        vectors: Option<std::time::Duration>,
+    ) -> Result<crate::index::keeper::CaughtUp> {
+        crate::index::keeper::catch_up(self.index(), &self.store, self.embedder.as_ref(), vectors)
+    }
+    /// A server's keeper: make the index current, then keep it so on a
+    /// background thread (watching the files where it can) — requests
+    /// only read. `report` hears what a round could not do and what it
+    /// noticed (a file that no longer parses).
+    pub fn keep_index(
+        self: &Arc<Self>,
+        report: impl Fn(Vec<String>) + Send + 'static,
+    ) -> crate::index::keeper::Upkeep {
+        self.configure_index_shared(|o| o.upkeep = crate::index::IndexUpkeep::Background);
+        crate::index::keeper::Upkeep::start(
+            self.clone(),
+            |kb: &Kb| crate::index::keeper::Parts {
+                index: kb.index(),
+                store: &kb.store,
+                embedder: kb.embedder.as_ref(),
+            },
+            self.start_watching(),
+            |kb: &Kb| kb.take_warnings(),
+            report,
+        )
+    }
+    fn configure_index_shared(&self, change: impl FnOnce(&mut IndexOptions)) {
+        let mut options = self.index.options();
+        change(&mut options);
+        self.index.configure(options);
     }
     /// Give this knowledge base a text-embedding model (the app loads it;
     /// tests inject a small one).

@@ -225,7 +225,7 @@ pub trait Call {
     /// The wire name (`kb.search`).
     const NAME: &'static str;
     /// What the method accepts.
-    type Params: DeserializeOwned + JsonSchema;
+    type Params: DeserializeOwned + JsonSchema + 'static;
     /// What it returns.
     type Output: Serialize + JsonSchema;
     /// Run the method as `caller`.
@@ -235,7 +235,88 @@ pub trait Call {
 /// Call a method with typed params, as a person's command does: no agent
 /// request limits (those guard what crosses a transport, see [`dispatch`]).
 pub fn call<M: Call>(kb: &Kb, caller: &Caller, params: M::Params) -> Result<M::Output> {
+    before_dispatch(kb, M::NAME, backend_of(&params));
     M::call(kb, caller, params)
+}
+
+/// In a process without a background keeper (a one-shot command, a
+/// library caller), the keeper's explicit step before a method runs:
+/// the index caught up with the files when its last catch-up is older
+/// than the sync interval, and — for a read by meaning — the vectors
+/// within a search's budget. Methods themselves never catch up: a read
+/// writes nothing ([`crate::index::keeper`]).
+fn before_dispatch(kb: &Kb, name: &str, backend: Option<&str>) {
+    let options = kb.index().options();
+    // A rebuild builds (or, on what this process just built, catches up)
+    // itself; the doctor first looks at how far the index is from the
+    // files, then catches up.
+    if options.upkeep == crate::index::IndexUpkeep::Background
+        || name == "kb.index_rebuild"
+        || name == "kb.doctor"
+    {
+        return;
+    }
+    let words = kb
+        .index()
+        .caught_up_at()
+        .is_none_or(|at| at.elapsed() >= options.sync_interval);
+    let vectors = reads_by_meaning(kb, name, backend)
+        .then_some(crate::index::SEARCH_BUDGET)
+        .filter(|_| kb.embedder().is_some());
+    // A catch-up that cannot run (another process holds `state.db`) is a
+    // warning: each read then answers as it can (a search by words from
+    // the files), and a write never needs it.
+    let caught = if words {
+        kb.catch_up(vectors).map(|_| ())
+    } else if let (Some(within), Some(embedder)) = (vectors, kb.embedder()) {
+        kb.index()
+            .embed(
+                kb,
+                embedder,
+                crate::index::Budget::Until(std::time::Instant::now() + within),
+                false,
+                &mut |_, _| {},
+            )
+            .map(|_| ())
+    } else {
+        Ok(())
+    };
+    if let Err(e) = caught {
+        kb.warn(format!("index: not brought in step with the files: {e}"));
+    }
+}
+
+/// Whether method `name` (asked for `backend`, if it says) reads by
+/// meaning — so a one-shot catch-up embeds what is new before it runs.
+/// A proposed claim and the review queue name near-duplicates by meaning.
+fn reads_by_meaning(kb: &Kb, name: &str, backend: Option<&str>) -> bool {
+    let semantic = |b: &str| matches!(b, "embedding" | "hybrid" | "auto");
+    let configured = matches!(
+        kb.settings().retrieval.backend,
+        crate::settings::RetrievalBackend::Embedding | crate::settings::RetrievalBackend::Hybrid
+    );
+    match name {
+        "kb.propose_claim" | "kb.list_pending" | "kb.knowledge_import" => true,
+        // Hybrid by default when a model is installed.
+        "kb.synthesize" => backend.is_none_or(semantic),
+        "kb.search" | "kb.context" | "kb.recall" | "kb.eval" => {
+            backend.map_or(configured, semantic)
+        }
+        _ => false,
+    }
+}
+
+/// The backend typed params ask for, where the method takes one.
+fn backend_of<P: 'static>(params: &P) -> Option<&str> {
+    let any = params as &dyn std::any::Any;
+    if let Some(p) = any.downcast_ref::<crate::retrieval::SearchParams>() {
+        return p.backend.as_deref();
+    }
+    if let Some(p) = any.downcast_ref::<crate::retrieval::eval::EvalParams>() {
+        return p.backend.as_deref();
+    }
+    any.downcast_ref::<crate::answer::SynthesizeParams>()
+        .and_then(|p| p.backend.as_deref())
 }
 
 /// Call a method with typed params for a caller who reached it over a
@@ -254,6 +335,7 @@ where
             .map_err(|e| Error::internal(format!("params encoding: {e}")))?;
         check_limits(&kb.settings().limits, M::NAME, &value)?;
     }
+    before_dispatch(kb, M::NAME, backend_of(&params));
     M::call(kb, caller, params)
 }
 
@@ -733,6 +815,8 @@ pub fn dispatch(kb: &Kb, caller: &Caller, name: &str, params: Value) -> Result<V
     if caller.is_agent() {
         check_limits(&kb.settings().limits, m.name, &params)?;
     }
+    let backend = params.get("backend").and_then(Value::as_str);
+    before_dispatch(kb, m.name, backend);
     (m.call)(kb, caller, params)
 }
 

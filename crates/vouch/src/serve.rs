@@ -68,45 +68,16 @@ pub fn read_token_file(path: &Path) -> Result<Vec<TokenSpec>, Error> {
     Ok(specs)
 }
 
-/// How often a server re-scans the files for outside edits (git pull, an
-/// editor). The scan runs on its own thread, so no request waits for it.
-const REFRESH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Keep the index in step with the files in the background: by watching
-/// them (inotify), which also lets one-shot commands skip their scan, or
-/// where that cannot start, by re-scanning every second. Requests fall back
-/// to syncing themselves only if this falls 5 periods behind.
+/// Keep the index in step with the files in the background (the core's
+/// index keeper: watching the files, or re-scanning them every second, and
+/// embedding what is new); requests only read. What a round could not do
+/// is said on stderr, for the person running the server.
 fn spawn_refresher(kb: Arc<Kb>) {
-    let watching = match kb.start_watching() {
-        Ok(w) => Some(w),
-        Err(e) => {
-            eprintln!("vouch: not watching the files ({e}); re-scanning them every second");
-            None
-        }
-    };
-    std::thread::spawn(move || {
-        loop {
-            // A round a second, or at once when a search finds documents
-            // without vectors.
-            kb.index().wait_for_upkeep(REFRESH_EVERY);
-            if !watching.as_ref().is_some_and(|w| w.is_running())
-                && let Err(e) = kb.index().refresh(&kb)
-            {
-                eprintln!("vouch: index refresh failed: {e}");
-            }
-            // The index's postings in memory, read again when another
-            // process wrote (this one's own writes patch them).
-            if let Err(e) = kb.index().refresh_postings(&kb) {
-                eprintln!("vouch: reading the index's postings failed: {e}");
-            }
-            // New and changed documents get their vectors here, off every
-            // request's path.
-            if let Err(e) = crate::model::refresh(&kb) {
-                eprintln!("vouch: embedding refresh failed: {e}");
-            }
-            // What the refresh (or opening) noticed, e.g. a file that no
-            // longer parses; calls report their own.
-            crate::render::print_warnings(kb.take_warnings());
+    // The keeper's thread holds what it needs (the watcher included) for
+    // as long as the server runs.
+    kb.keep_index(|lines| {
+        for line in lines {
+            eprintln!("vouch: {line}");
         }
     });
 }
@@ -302,7 +273,7 @@ pub fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> 
     let printer = kb.clone();
     std::thread::spawn(move || {
         loop {
-            std::thread::sleep(REFRESH_EVERY);
+            std::thread::sleep(vouch_core::index::keeper::ROUND_EVERY);
             crate::render::print_warnings(printer.take_warnings());
         }
     });
@@ -348,10 +319,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     // Its refresher keeps the index in step and embeds what comes from
     // outside; searches only read.
-    kb.configure_index(|o| {
-        o.sync_interval = REFRESH_EVERY * 5;
-        o.upkeep = vouch_core::IndexUpkeep::Background;
-    });
+    kb.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
     announce_gate(&kb);
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
@@ -392,10 +360,7 @@ pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     // Its refresher keeps the index in step and embeds what comes from
     // outside; searches only read.
-    kb.configure_index(|o| {
-        o.sync_interval = REFRESH_EVERY * 5;
-        o.upkeep = vouch_core::IndexUpkeep::Background;
-    });
+    kb.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
     // The approver is whoever the person named, never the `cli` nobody set.
     let person = context::decider(cli.agent.as_deref())?.actor;
     let kb = Arc::new(kb);

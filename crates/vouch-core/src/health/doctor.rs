@@ -637,7 +637,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
         .freshness(kb)?
         .is_some_and(|f| !f.in_step() && f.unusable.is_none())
     {
-        let _ = kb.index().refresh(kb);
+        let _ = kb.index().catch_up(kb);
     }
     stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
     if let Some(f) = kb.index().freshness(kb)?
@@ -663,7 +663,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
                 "state.db",
                 Some(crate::store::layout::INDEX_FILE.to_string()),
                 format!(
-                    "{state}; searches catch up on their own, or run `vouch doctor --fix` \
+                    "{state}; the next command catches up before it runs, or run `vouch doctor --fix` \
                      (rebuilds the derived index; knowledge is not touched)"
                 ),
             ));

@@ -1,20 +1,21 @@
 //! The in-memory copy of the vectors that semantic search scans: every
 //! embedded document of one model in one flat int8 array, with the
-//! document each row belongs to. `vectors.rs` keeps it in step with
-//! the `embeddings` table of `state.db`.
+//! document each row belongs to. Written once for every engine: the
+//! embedding schedule keeps it in step with an engine's stored vectors
+//! ([`crate::index::engine::VectorRead`]).
 
-use crate::index::sqlite::Sig;
+use crate::index::engine::Sig;
 use crate::index::{Currency, SEARCH_KINDS};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-pub(super) type DocKey = (&'static str, String);
+pub(crate) type DocKey = (&'static str, String);
 
-pub(super) struct DocEntry {
-    pub(super) sig: Sig,
-    pub(super) status: Option<String>,
+pub(crate) struct DocEntry {
+    pub(crate) sig: Sig,
+    pub(crate) status: Option<String>,
     /// Row numbers in [`Vectors::data`], one per chunk.
-    pub(super) rows: Vec<usize>,
+    pub(crate) rows: Vec<usize>,
 }
 
 /// Every embedded document of one model, in one flat array (rows of
@@ -23,36 +24,36 @@ pub(super) struct DocEntry {
 /// 197 MB, at 128,000 documents) and a faster scan, for a cosine within
 /// about 0.005 of the exact one. `state.db` keeps the exact f32 vectors.
 pub struct Vectors {
-    pub(super) model: String,
-    pub(super) dim: usize,
-    pub(super) data: Vec<i8>,
+    pub(crate) model: String,
+    pub(crate) dim: usize,
+    pub(crate) data: Vec<i8>,
     /// Per row: the factor that turns an int8 dot product back into a
     /// cosine.
-    pub(super) scales: Vec<f32>,
+    pub(crate) scales: Vec<f32>,
     /// Per row: the sign of each component, one bit each, in
     /// `dim.div_ceil(64)` words: what a large scan reads first
     /// ([`Vectors::nearest`]).
-    pub(super) signs: Vec<u64>,
+    pub(crate) signs: Vec<u64>,
     /// The document each row belongs to.
-    pub(super) owners: Vec<DocKey>,
-    pub(super) docs: HashMap<DocKey, DocEntry>,
+    pub(crate) owners: Vec<DocKey>,
+    pub(crate) docs: HashMap<DocKey, DocEntry>,
     /// The index change counter this copy was last checked against.
-    pub(super) synced: u64,
+    pub(crate) synced: u64,
     /// Documents the last check left without vectors (the budget ran out).
     /// Set when a step starts embedding and after each of its batches, so
     /// a read while it works says how partial it is.
-    pub(super) pending: usize,
+    pub(crate) pending: usize,
     /// Documents the model could not embed, by the signature it failed on:
     /// not tried again until their file changes.
-    pub(super) failed: HashMap<DocKey, Sig>,
+    pub(crate) failed: HashMap<DocKey, Sig>,
 }
 
-pub(super) fn kind_static(kind: &str) -> Option<&'static str> {
+pub(crate) fn kind_static(kind: &str) -> Option<&'static str> {
     SEARCH_KINDS.iter().map(|k| k.as_str()).find(|k| *k == kind)
 }
 
 impl Vectors {
-    pub(super) fn empty(model: &str, dim: usize) -> Vectors {
+    pub(crate) fn empty(model: &str, dim: usize) -> Vectors {
         Vectors {
             model: model.to_string(),
             dim,
@@ -84,7 +85,7 @@ impl Vectors {
         self.failed.len()
     }
 
-    pub(super) fn remove(&mut self, key: &DocKey) {
+    pub(crate) fn remove(&mut self, key: &DocKey) {
         let Some(entry) = self.docs.remove(key) else {
             return;
         };
@@ -117,7 +118,7 @@ impl Vectors {
         }
     }
 
-    pub(super) fn push_row(&mut self, v: &[f32]) {
+    pub(crate) fn push_row(&mut self, v: &[f32]) {
         let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
         self.data.extend(
@@ -132,12 +133,12 @@ impl Vectors {
         self.dim.div_ceil(64)
     }
 
-    pub(super) fn dot(&self, row: usize, query: &[f32]) -> f32 {
+    pub(crate) fn dot(&self, row: usize, query: &[f32]) -> f32 {
         let v = &self.data[row * self.dim..(row + 1) * self.dim];
         dot_i8(v, query) * self.scales[row]
     }
 
-    pub(super) fn insert(
+    pub(crate) fn insert(
         &mut self,
         key: DocKey,
         sig: Sig,
@@ -275,7 +276,7 @@ impl Vectors {
     /// Every row of `kinds` with its score, in row order. A large set is
     /// cut into one range per core (at most [`SCAN_THREADS`]), scanned at
     /// once: the same scores, in the same order, in a fraction of the time.
-    pub(super) fn score_rows(
+    pub(crate) fn score_rows(
         &self,
         query: &[f32],
         kinds: &[crate::model::DocKind],

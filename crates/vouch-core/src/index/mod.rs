@@ -6,6 +6,11 @@
 //! more folder beside it. Everything a caller of the index sees is defined
 //! here, below `Kb`, so `Kb` holds the index without importing it.
 
+pub(crate) mod admission;
+pub(crate) mod docs;
+pub mod engine;
+pub mod memory;
+pub mod keeper;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
@@ -20,9 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// What a derived index is asked: kept up to date by writers and a
-/// background step, and read by retrievers, context packs and answers.
-/// Reads never write knowledge; only the index's own files change.
+/// What a derived index is asked: kept up to date by writers and by the
+/// index keeper's explicit steps ([`keeper`]), and read by retrievers,
+/// context packs and answers. Reads never write: no read method syncs,
+/// embeds or changes `state.db`.
 pub trait DerivedIndex: Send + Sync {
     /// How this process keeps the index (see [`IndexOptions`]).
     fn configure(&self, options: IndexOptions);
@@ -37,9 +43,10 @@ pub trait DerivedIndex: Send + Sync {
     /// where vectors are held in memory, so the next search by meaning
     /// finds it without running the model on documents.
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>);
-    /// Catch up with changes made outside this process (a background
-    /// step's round).
-    fn refresh(&self, store: &Store) -> Result<SyncStats>;
+    /// The keeper's explicit step: catch up with the files and the audit
+    /// log (changes made outside this process), opening or building the
+    /// index if needed. Reads never do it ([`keeper`]).
+    fn catch_up(&self, store: &Store) -> Result<SyncStats>;
     /// Read again what the index keeps in memory (postings) when another
     /// process changed it; a background step's round, never a request's.
     fn refresh_postings(&self, store: &Store) -> Result<()>;
@@ -65,6 +72,9 @@ pub trait DerivedIndex: Send + Sync {
     // ----- reading ----------------------------------------------------
     /// Whether this process has the index open already.
     fn is_open(&self) -> bool;
+    /// When the keeper last made the index current in this process
+    /// (`None`: never).
+    fn caught_up_at(&self) -> Option<Instant>;
     /// How far the index is from the files, without changing it; `None`
     /// when there is none yet.
     fn freshness(&self, store: &Store) -> Result<Option<Freshness>>;
@@ -107,9 +117,10 @@ pub trait DerivedIndex: Send + Sync {
         objects: &[(crate::store::Dir, &str)],
         strict: bool,
     ) -> Result<HashSet<(crate::store::Dir, String)>>;
-    /// Before a read by meaning: the vectors loaded, and caught up within
-    /// `budget` where no background step does it. Answers how many
-    /// documents still have no vector.
+    /// Before a read by meaning: the vectors loaded (never embedding:
+    /// where a background step keeps them, it is asked for a round and
+    /// waited for within `budget`). Answers how many documents still have
+    /// no vector.
     fn vectors_for_read(
         &self,
         store: &Store,
@@ -418,12 +429,14 @@ pub struct Watcher {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IndexUpkeep {
     /// Nothing runs in the background (a one-shot command, a library
-    /// caller): the first search by meaning embeds what is new, within a
-    /// time budget, before it reads.
+    /// caller): the keeper's catch-up before a method dispatches brings the
+    /// index in step and, for a read by meaning, embeds what is new within
+    /// a time budget ([`keeper::catch_up`]).
     #[default]
     BeforeReads,
-    /// A background step does (a server's refresher): searches only read,
-    /// and what is not embedded yet is found by words until it is.
+    /// The keeper's background thread does (a server, [`keeper::Upkeep`]):
+    /// requests only read, and what is not embedded yet is found by words
+    /// until it is.
     Background,
 }
 

@@ -265,7 +265,7 @@ mod tests {
             list.extend(written.iter().map(|w| w.key().1.to_string()));
         }
         fn embed_written(&self, _: &Store, _: &Arc<dyn Embedder>) {}
-        fn refresh(&self, _: &Store) -> Result<SyncStats> {
+        fn catch_up(&self, _: &Store) -> Result<SyncStats> {
             Ok(SyncStats::default())
         }
         fn refresh_postings(&self, _: &Store) -> Result<()> {
@@ -293,6 +293,9 @@ mod tests {
         }
         fn is_open(&self) -> bool {
             true
+        }
+        fn caught_up_at(&self) -> Option<std::time::Instant> {
+            Some(std::time::Instant::now())
         }
         fn freshness(&self, _: &Store) -> Result<Option<Freshness>> {
             Ok(None)

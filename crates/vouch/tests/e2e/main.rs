@@ -25,6 +25,7 @@ mod limits;
 mod mcp_sdk;
 mod mcp_ts_sdk;
 mod planted_index;
+mod reads_write_nothing;
 mod recall;
 mod reliability;
 mod review_terminal;

@@ -98,6 +98,22 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
     let mut rng = vouch_core::clock::SeededRng::new(42);
     let mut all: Vec<(String, String)> = Vec::new();
     let (mut killed_mid, mut finished, mut caught_mid_approve, mut caught_so_far) = (0, 0, 0, 0);
+    // Kills are drawn across how long an approval of six takes here, from
+    // start to exit (measured once, unkilled): on a slower machine or
+    // with more done before dispatch, they still land inside it.
+    let warm: Vec<(String, String)> = (0..6)
+        .map(|i| p.propose(&format!("Warm-up claim {i}"), &src))
+        .collect();
+    let mut args = vec!["approve".to_string()];
+    args.extend(warm.iter().map(|(pid, _)| pid.clone()));
+    let began = std::time::Instant::now();
+    let r = p.run(
+        "alice",
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let takes = began.elapsed().as_micros() as u64;
+    all.extend(warm);
     for round in 0..40 {
         let batch: Vec<(String, String)> = (0..6)
             .map(|i| p.propose(&format!("Round {round} claim {i}"), &src))
@@ -116,7 +132,7 @@ fn sigkill_during_approve_never_leaves_half_an_approval() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_micros(
-            rng.below(6_000 + 300 * round) as u64,
+            rng.below((takes / 2 + takes * round as u64 / 40) as usize) as u64,
         ));
         let _ = child.kill(); // SIGKILL
         let status = child.wait().unwrap();

@@ -74,8 +74,8 @@ impl DerivedIndex for SqliteIndex {
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>) {
         embed::after_write(&self.at(store), embedder);
     }
-    fn refresh(&self, store: &Store) -> Result<SyncStats> {
-        super::refresh(&self.at(store))
+    fn catch_up(&self, store: &Store) -> Result<SyncStats> {
+        super::catch_up(&self.at(store))
     }
     fn refresh_postings(&self, store: &Store) -> Result<()> {
         super::postings::refresh(&self.at(store))
@@ -102,6 +102,13 @@ impl DerivedIndex for SqliteIndex {
 
     fn is_open(&self) -> bool {
         super::is_open(&self.state)
+    }
+    fn caught_up_at(&self) -> Option<std::time::Instant> {
+        self.state
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .synced_at
     }
     fn freshness(&self, store: &Store) -> Result<Option<Freshness>> {
         super::freshness(&self.at(store))

@@ -22,21 +22,21 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+mod admission;
 mod backed;
-pub(crate) mod docs;
+mod engine;
 pub mod embed;
 mod errors;
 mod handle;
 mod pool;
 pub(crate) mod postings;
-mod proof;
 mod rank;
 mod scan;
 mod schema;
 mod state;
 pub(crate) mod watch;
 pub(crate) use backed::unbacked;
-use docs::*;
+use crate::index::docs::*;
 pub use handle::SqliteIndex;
 pub(crate) use pool::*;
 pub(crate) use rank::*;
@@ -79,9 +79,6 @@ impl std::ops::Deref for Ix<'_> {
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
 pub const SCHEMA_VERSION: &str = "9";
-/// How much of the audit log past the `admitted` table a read parses
-/// itself ([`Index::unaudited`]): a few thousand events.
-const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
 
 /// How long to wait for another process's lock on state.db before answering
 /// from the files instead (search falls back to the substring backend).
@@ -244,8 +241,6 @@ fn changed_ns(path: &Path) -> i64 {
         0
     }
 }
-
-use crate::store::layout::id_of_inside as id_of_path;
 
 /// The kinds that have documents, and where their files are.
 const KINDS: &[(&str, Option<Dir>)] = &[
@@ -595,6 +590,32 @@ impl Index {
         Ok(old.map(|(_, sig)| sig))
     }
 
+    /// Whether the index holds `doc` exactly so, at `sig`: the same
+    /// signature, status, confidence, title and text.
+    fn holds(&self, doc: &Doc, sig: Sig) -> Result<bool> {
+        let row: Option<(i64, Option<String>, Option<f64>, i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, status, confidence, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2",
+            )?
+            .query_row(params![doc.kind, doc.id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()?;
+        let Some((rowid, status, confidence, mtime, size)) = row else {
+            return Ok(false);
+        };
+        if (mtime, size) != sig || status != doc.status || confidence != doc.confidence {
+            return Ok(false);
+        }
+        if doc.kind == "relation" {
+            return Ok(true);
+        }
+        Ok(self
+            .title_and_body(rowid)?
+            .is_some_and(|(title, body)| title == doc.title && body == doc.body))
+    }
+
     /// Drop a document; returns the signature it had.
     fn delete(&self, kind: &str, id: &str) -> Result<Option<Sig>> {
         let old = self.remove_row(kind, id)?;
@@ -605,16 +626,6 @@ impl Index {
     }
 
     /// The indexed text of a document (title, then body).
-    /// The text a model embeds for a document ([`docs::embedded_text`]).
-    pub(crate) fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>> {
-        let Some((rowid, _)) = self.rowid_and_confidence(kind, id)? else {
-            return Ok(None);
-        };
-        Ok(self
-            .title_and_body(rowid)?
-            .map(|(title, body)| embedded_text(kind, title, body)))
-    }
-
     /// A document's text (when `with_text`; else empty) and confidence, in
     /// two lookups by key (joined, SQLite would scan the FTS table); `None`
     /// when the index has no such document.
@@ -663,259 +674,6 @@ impl Index {
             .optional()?)
     }
 
-    /// Who the log read so far shows proposing and deciding
-    /// ([`crate::audit::trail::Actors`]).
-    fn actors(&self) -> Result<crate::audit::trail::Actors> {
-        Ok(self
-            .meta_value("audit:actors")?
-            .and_then(|v| serde_json::from_str(&v).ok())
-            .unwrap_or_default())
-    }
-
-    /// Bring the `admitted` table (ids that an approval or an import let
-    /// in, [`crate::audit::trail::Admits`]) in step with the audit log, reading
-    /// only what was appended since the last call. A log that shrank or
-    /// whose event at the last offset changed (cut or rewritten) is read
-    /// again from the start.
-    fn sync_admitted(&self, kb: &Ix) -> Result<()> {
-        let log = kb.audit_log();
-        let len = log.len()?;
-        let offset: u64 = self
-            .meta_value("audit:offset")?
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if offset == len && offset == 0 {
-            return Ok(());
-        }
-        let anchor = self.meta_value("audit:anchor")?;
-        // An index from before it kept who proposed and decided reads the
-        // log again from the start.
-        let from = if offset > len
-            || (offset > 0 && log.hash_before(offset)? != anchor)
-            || (offset > 0 && self.meta_value("audit:actors")?.is_none())
-        {
-            0
-        } else {
-            offset
-        };
-        if from == len && from == offset {
-            return Ok(());
-        }
-        let (bytes, end) = log.read_from(from)?;
-        let mut legacy = from > 0 && self.meta_value("audit:legacy_import")?.is_some();
-        let mut actors = if from > 0 {
-            self.actors()?
-        } else {
-            Default::default()
-        };
-        self.write(|| -> Result<()> {
-            if from == 0 {
-                self.conn
-                    .execute_batch("DELETE FROM admitted; DELETE FROM written;")?;
-            }
-            let mut insert = self
-                .conn
-                .prepare_cached("INSERT OR IGNORE INTO admitted(id, at) VALUES(?1, ?2)")?;
-            let mut record = self.conn.prepare_cached(
-                "INSERT OR REPLACE INTO written(path, id, sha, at) VALUES(?1, ?2, ?3, ?4)",
-            )?;
-            // Each row names the byte offset of its event's line, which a
-            // read checks ([`proof`]).
-            let mut at = from;
-            for line in bytes.split(|b| *b == b'\n') {
-                let line_at = at as i64;
-                at += line.len() as u64 + 1;
-                if !crate::audit::trail::Admits::may_admit(line) {
-                    continue;
-                }
-                let mut logged = crate::audit::trail::Logged::of_line(line);
-                actors.take(&mut logged, true);
-                match logged.admits {
-                    crate::audit::trail::Admits::Nothing => {}
-                    crate::audit::trail::Admits::Objects(ids) => {
-                        for id in ids {
-                            insert.execute(params![id, line_at])?;
-                        }
-                    }
-                    crate::audit::trail::Admits::Unnamed => legacy = true,
-                }
-                for (path, sha) in logged.written {
-                    record.execute(params![path, id_of_path(&path), sha, line_at])?;
-                }
-            }
-            let anchor = log.hash_before(end)?.unwrap_or_default();
-            let actors = serde_json::to_string(&actors)
-                .map_err(|e| Error::internal(format!("actors: {e}")))?;
-            for (k, v) in [
-                ("audit:offset", end.to_string()),
-                ("audit:anchor", anchor),
-                ("audit:actors", actors),
-            ] {
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
-                    params![k, v],
-                )?;
-            }
-            if legacy {
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES('audit:legacy_import', '1')",
-                    [],
-                )?;
-            } else {
-                self.conn
-                    .execute("DELETE FROM meta WHERE key='audit:legacy_import'", [])?;
-            }
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    /// Which of `ids` no approval or import in the audit log let in. The
-    /// `admitted` table answers for the log up to where it was brought in
-    /// step; what was appended since (a write in flight, here or in another
-    /// process) is read here, without writing, so marks hold under write
-    /// load. Nothing is marked when the log was cut or rewritten below that
-    /// point, when more than [`UNSYNCED_TAIL_LIMIT`] bytes wait, or when an
-    /// import there did not name its objects: a claim approved a moment ago
-    /// is never flagged.
-    pub(crate) fn unaudited(
-        &self,
-        kb: &Ix,
-        objects: &[(Dir, &str)],
-        strict: bool,
-    ) -> Result<HashSet<(Dir, String)>> {
-        // A mark may be lenient when the index cannot tell; a refusal may
-        // not: it is told so, and reads the log itself.
-        let cannot_tell = || {
-            if strict {
-                Err(Error::internal(
-                    "the index cannot tell what the audit log admitted",
-                ))
-            } else {
-                Ok(HashSet::new())
-            }
-        };
-        let log = kb.audit_log();
-        let offset: u64 = self
-            .meta_value("audit:offset")?
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let len = log.len()?;
-        let mut tail: HashSet<String> = HashSet::new();
-        let mut tail_written: HashMap<String, String> = HashMap::new();
-        if offset != len {
-            let cut = offset > len
-                || len - offset > UNSYNCED_TAIL_LIMIT
-                || (offset > 0 && log.hash_before(offset)? != self.meta_value("audit:anchor")?);
-            if cut {
-                return cannot_tell();
-            }
-            let (bytes, _) = log.read_from(offset)?;
-            let mut actors = self.actors()?;
-            for line in bytes.split(|b| *b == b'\n') {
-                if !crate::audit::trail::Admits::may_admit(line) {
-                    continue;
-                }
-                let mut logged = crate::audit::trail::Logged::of_line(line);
-                actors.take(&mut logged, true);
-                match logged.admits {
-                    crate::audit::trail::Admits::Nothing => {}
-                    crate::audit::trail::Admits::Objects(o) => tail.extend(o),
-                    crate::audit::trail::Admits::Unnamed => return cannot_tell(),
-                }
-                tail_written.extend(logged.written);
-            }
-        }
-        // One trip an id: no row, never admitted; else what each of its
-        // files was recorded as (none for an object approved before vouch
-        // recorded what it wrote). No row is taken on its word: each names
-        // the log line of its event, which must say the same ([`proof`]).
-        let mut known = self.conn.prepare_cached(
-            "SELECT a.at, w.path, w.sha, w.at FROM admitted a LEFT JOIN written w ON w.id = a.id \
-             WHERE a.id = ?1",
-        )?;
-        // Shared by every connection of the process (a reader's lease
-        // ends with each request): an import's line may name every object.
-        let mut lines = kb
-            .index_state
-            .lines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        lines.check(log)?;
-        let mut out = HashSet::new();
-        for &(dir, id) in objects {
-            type Row = (i64, Option<String>, Option<String>, Option<i64>);
-            let rows: Vec<Row> = known
-                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut files: HashMap<String, String> = HashMap::new();
-            let in_tail = tail.contains(id);
-            let inside = kb
-                .layout()
-                .file(dir, id)
-                .map(|f| kb.layout().inside(&f))
-                .ok();
-            // What the admitting event wrote of this object's own file
-            // stands where no row says otherwise (rows deleted by hand).
-            let mut floor = None;
-            let mut backed = true;
-            if let Some((admitted_at, ..)) = rows.first() {
-                match lines.at(log, *admitted_at as u64)? {
-                    Some(said) if said.admits(id) => {
-                        if inside.as_deref().is_some_and(|i| said.records(i)) {
-                            floor = Some(said);
-                        }
-                    }
-                    _ => backed = false,
-                }
-            }
-            if (!backed || rows.is_empty()) && !in_tail {
-                out.insert((dir, id.to_string()));
-                continue;
-            }
-            // Admitted; but is each of its files still what the last event
-            // that wrote it recorded?
-            for (_, path, sha, at) in rows {
-                let (Some(path), Some(sha), Some(at)) = (path, sha, at) else {
-                    continue;
-                };
-                let said = lines.at(log, at as u64)?;
-                if !said.is_some_and(|s| s.wrote(&path, &sha)) {
-                    // A row no event backs: the file is judged as unrecorded.
-                    files.insert(path, String::new());
-                    continue;
-                }
-                files.insert(path, sha);
-            }
-            files.extend(
-                tail_written
-                    .iter()
-                    .filter(|(path, _)| id_of_path(path) == id)
-                    .map(|(p, s)| (p.clone(), s.clone())),
-            );
-            if files.is_empty() && floor.is_none() {
-                continue; // approved before vouch recorded what it wrote
-            }
-            // This object's own file must be one an event recorded writing:
-            // a page written by hand under an approved entity's id is not.
-            let Some(inside) = inside else {
-                out.insert((dir, id.to_string()));
-                continue;
-            };
-            let edited = match (files.get(&inside), &floor) {
-                (Some(sha), _) => self.file_sha(kb, &inside).is_some_and(|h| h != *sha),
-                (None, Some(said)) => self
-                    .file_sha(kb, &inside)
-                    .is_some_and(|h| !said.wrote(&inside, &h)),
-                (None, None) => file_signature(&kb.layout().root().join(&inside)).is_some(),
-            };
-            if edited {
-                out.insert((dir, id.to_string()));
-            }
-        }
-        Ok(out)
-    }
-
     /// Bring the index in step with the files. Each kind's directory is
     /// scanned (one `fstatat` per file) and summed into a fingerprint; only a
     /// kind whose fingerprint moved is compared row by row, and only changed
@@ -923,8 +681,18 @@ impl Index {
     /// directory mtime has not moved is not scanned at all.
     pub(crate) fn sync(&mut self, kb: &Ix) -> Result<SyncStats> {
         let dirs_only = kb.settings().retrieval.freshness == crate::settings::Freshness::Dirs;
+        let scan = Scan::take(kb, &self.scan_meta()?, dirs_only);
+        match scan {
+            Ok(scan) => self.sync_scanned(kb, scan),
+            Err(e) => self.synced(Err(e)),
+        }
+    }
+
+    /// [`Index::sync`] with the files already scanned (a background round
+    /// scans without holding the main connection): what changed, then
+    /// what the audit log appended.
+    pub(crate) fn sync_scanned(&mut self, kb: &Ix, scan: Scan) -> Result<SyncStats> {
         let r = (|| {
-            let scan = Scan::take(kb, &self.scan_meta()?, dirs_only)?;
             let stats = self.apply(kb, scan)?;
             self.sync_admitted(kb)?;
             Ok(stats)
@@ -1011,12 +779,26 @@ impl Index {
                 new_meta.push((key, now.render()));
             }
         }
-        if changed.is_empty() && removed.is_empty() && new_meta.is_empty() {
-            return Ok(stats);
-        }
         // In row-id order, FTS5 and the docs table append instead of
         // splitting pages: a rebuild is about twice as fast.
         changed.sort_by_cached_key(|(kind, id, _)| stable_rowid(kind, id));
+        // A racy file re-read as the index holds it is no change, and a
+        // catch-up that finds only such files writes nothing.
+        let mut docs = Vec::with_capacity(changed.len());
+        let mut kept = Vec::with_capacity(changed.len());
+        for (doc, item) in load_docs(kb, &changed).into_iter().zip(changed) {
+            if let Some(d) = &doc
+                && self.holds(d, item.2)?
+            {
+                continue;
+            }
+            docs.push(doc);
+            kept.push(item);
+        }
+        let changed = kept;
+        if changed.is_empty() && removed.is_empty() && new_meta.is_empty() {
+            return Ok(stats);
+        }
         // Documents whose content really changed (or went), for the vectors.
         let mut moved: Vec<(String, String)> = removed
             .iter()
@@ -1027,7 +809,7 @@ impl Index {
                 self.delete(kind, id)?;
                 stats.removed += 1;
             }
-            for (doc, (kind, id, sig)) in load_docs(kb, &changed).into_iter().zip(&changed) {
+            for (doc, (kind, id, sig)) in docs.into_iter().zip(&changed) {
                 match doc {
                     Some(doc) => {
                         // A racy file re-read unchanged is no change.

@@ -1,6 +1,7 @@
-//! The open index of a process: the main connection (synced with the files
-//! before it answers), a pool of read connections for concurrent requests,
-//! the write hook, and rebuilds that never pull a file from under a reader.
+//! The open index of a process: the main connection (which the keeper's
+//! explicit step, [`catch_up`], brings in step with the files — never a
+//! read), a pool of read connections for concurrent requests, the write
+//! hook, and rebuilds that never pull a file from under a reader.
 
 use super::*;
 
@@ -92,16 +93,6 @@ impl<'a> Lease<'a> {
         })
     }
 
-    /// [`Lease::reader`], only while the main connection's last sync is
-    /// recent enough that it would not sync again before answering.
-    pub(crate) fn fresh_reader(kb: &Ix<'a>) -> Option<Lease<'a>> {
-        if synced_recently(kb) {
-            Self::reader(kb)
-        } else {
-            None
-        }
-    }
-
     /// A lease for a connection of one's own (the doctor's freshness check),
     /// whether or not the main connection has the file open. Taken under
     /// `kb.index_state.index`, which every replacement of the file holds throughout.
@@ -149,74 +140,77 @@ impl Drop for Lease<'_> {
     }
 }
 
-/// Whether the main connection's last sync is recent enough that a read
-/// would not sync again before answering.
-pub(crate) fn synced_recently(kb: &Ix) -> bool {
-    readers(kb)
-        .synced_at
-        .is_some_and(|t| t.elapsed() < kb.index_sync_interval())
-}
-
 pub(crate) fn mark_ready(kb: &Ix) {
     let mut r = readers(kb);
     r.ready = true;
     r.synced_at = Some(std::time::Instant::now());
 }
 
-/// Run `f` with an index that is in step with the files. While the main
-/// connection's last sync is recent, a read connection answers: reads never
-/// queue behind the main connection, which writers (updating the index
-/// after each write, under the knowledge base's lock) and the watcher hold.
-/// Otherwise the caller uses (and syncs) the main connection; one that
-/// finds it busy reads through a connection of its own rather than wait.
+/// How long a read in a server waits for the keeper's first round (a
+/// first build of a large KB takes seconds) before it is told to retry.
+const FIRST_ROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Run `f` on the index as the keeper last made it current — never
+/// syncing, embedding or writing: catching up is the keeper's explicit
+/// step ([`catch_up`]), taken by a one-shot command before it dispatches
+/// and by a server's background thread. A read connection answers, so
+/// reads never queue behind the main connection (which writers and the
+/// watcher hold); the main connection answers only when no reader can (the
+/// file was replaced while we read). In a process whose index the keeper
+/// never made current, a server's read waits for its first round and any
+/// other read is told to catch up first.
 pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
-    if let Some(lease) = Lease::fresh_reader(kb)
-        && let Some(answer) = with_reader(lease, &f)
-    {
-        return answer;
-    }
-    let mut slot = match kb.index_state.index.try_lock() {
-        Ok(slot) => slot,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            if let Some(lease) = Lease::reader(kb)
-                && let Some(answer) = with_reader(lease, &f)
-            {
+    let until = std::time::Instant::now() + FIRST_ROUND_WITHIN;
+    loop {
+        if let Some(lease) = Lease::reader(kb) {
+            if let Some(answer) = with_reader(lease, &f) {
                 return answer;
             }
-            // Not built yet, rebuilt while we read, or the reader failed:
-            // wait for the main connection, which is in step with the file.
-            kb.index_state
+            let slot = kb
+                .index_state
                 .index
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(open) = slot.as_ref() {
+                return f(&open.index);
+            }
         }
-    };
-    let stale = match &*slot {
-        None => true,
-        Some(o) => o.synced_at.elapsed() >= kb.index_sync_interval(),
-    };
-    if stale {
-        bring_in_step(kb, &mut slot)?;
+        if kb.index_upkeep() != crate::index::IndexUpkeep::Background
+            || std::time::Instant::now() >= until
+        {
+            return Err(not_caught_up());
+        }
+        super::embed::ask_for_upkeep(kb);
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    f(&open_in(kb, &mut slot)?.index)
+}
+
+/// A read in a process whose index was never made current.
+pub(crate) fn not_caught_up() -> Error {
+    Error::new(
+        crate::error::ErrorKind::Busy,
+        "the index has not been brought in step with the files in this process yet: the \
+         keeper's catch-up runs before a command dispatches (`Kb::catch_up`) and on a \
+         server's background thread; retry in a moment",
+    )
 }
 
 /// Sync the index open in `slot` (opening it if needed) with the files: a
 /// file another process put in its place is opened instead, and a one-shot
 /// command whose files a live watcher keeps in step skips the scan
 /// ([`super::watch`]).
-pub(crate) fn bring_in_step(kb: &Ix, slot: &mut Option<OpenIndex>) -> Result<()> {
+pub(crate) fn bring_in_step(kb: &Ix, slot: &mut Option<OpenIndex>) -> Result<SyncStats> {
     drop_if_replaced(kb, slot);
     let open = open_in(kb, slot)?;
-    if kb.trusts_watcher() && super::watch::answered(kb, open) {
+    let stats = if kb.trusts_watcher() && super::watch::answered(kb, open) {
         open.index.sync_admitted(kb)?;
+        SyncStats::default()
     } else {
-        open.index.sync(kb)?;
-    }
+        open.index.sync(kb)?
+    };
     open.synced_at = std::time::Instant::now();
     mark_ready(kb);
-    Ok(())
+    Ok(stats)
 }
 
 /// Close the index in `slot` if `state.db` is now another file (deleted and
@@ -282,16 +276,22 @@ pub(crate) fn open_in<'a>(kb: &Ix, slot: &'a mut Option<OpenIndex>) -> Result<&'
     Ok(slot.as_mut().expect("index just opened"))
 }
 
-/// Bring this process's index in step with the files without blocking
-/// searches during the file scan: long-running servers call this on a timer
-/// so no request pays for the scan. Opens the index if needed.
-pub(crate) fn refresh(kb: &Ix) -> Result<SyncStats> {
+/// The keeper's explicit step: bring this process's index in step with
+/// the files and the audit log (opening, or building, it if needed). A
+/// one-shot command takes it once before it dispatches, where a live
+/// watcher's word may spare the scan; a server's background thread takes
+/// it every round, scanning without holding the main connection so
+/// writers never wait for the scan. Nothing else syncs the index.
+pub(crate) fn catch_up(kb: &Ix) -> Result<SyncStats> {
     let stored = {
         let mut slot = kb
             .index_state
             .index
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        if kb.trusts_watcher() || slot.is_none() || !readers(kb).ready {
+            return bring_in_step(kb, &mut slot);
+        }
         drop_if_replaced(kb, &mut slot);
         open_in(kb, &mut slot)?.index.scan_meta()?
     };
@@ -303,9 +303,9 @@ pub(crate) fn refresh(kb: &Ix) -> Result<SyncStats> {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let Some(open) = slot.as_mut() else {
-        return Ok(SyncStats::default());
+        return bring_in_step(kb, &mut slot);
     };
-    let stats = open.index.apply(kb, scan)?;
+    let stats = open.index.sync_scanned(kb, scan)?;
     open.synced_at = std::time::Instant::now();
     mark_ready(kb);
     Ok(stats)
@@ -569,15 +569,17 @@ mod readers_tests {
         assert_eq!(search_beside(&kb, "failover").len(), 2);
     }
 
-    /// Reads do not wait for the main connection while its last sync is
-    /// recent: a writer holding it (updating the index under the KB lock)
-    /// does not hold up a search, which still sees the approval the writer
-    /// committed before.
+    /// Reads never wait for the main connection: a writer holding it
+    /// (updating the index under the KB lock) does not hold up a search,
+    /// which still sees the approval the writer committed before. Reads
+    /// never catch up either: before the keeper's first step a read is
+    /// told to catch up; however old that step, a reader answers.
     #[test]
     fn a_fresh_index_answers_reads_while_a_writer_holds_the_main_connection() {
         let (_dir, kb, src) = kb_with_source();
         claim(&kb, &src, "Failover drills run monthly");
-        // The main connection opens and syncs the file: readers may follow.
+        // The keeper opened and synced the file (the claim's dispatch
+        // caught up first): readers may follow.
         with_index(&crate::testing::sqlite(&kb), |_| Ok(())).unwrap();
         assert_eq!(search_beside(&kb, "failover").len(), 1);
         claim(&kb, &src, "Failover drills need two people");
@@ -586,11 +588,9 @@ mod readers_tests {
             2,
             "the approval committed before the read is seen"
         );
-        // Stale: the reader waits for the main connection to sync.
+        // However long ago the keeper's step, a reader answers.
         readers(&crate::testing::sqlite(&kb)).synced_at = None;
-        assert!(Lease::fresh_reader(&crate::testing::sqlite(&kb)).is_none());
-        mark_ready(&crate::testing::sqlite(&kb));
-        assert!(Lease::fresh_reader(&crate::testing::sqlite(&kb)).is_some());
+        assert_eq!(search_beside(&kb, "failover").len(), 2);
     }
 
     /// An approval appended to the log after the `admitted` table was

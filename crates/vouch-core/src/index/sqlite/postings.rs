@@ -757,7 +757,7 @@ mod tests {
             let (title, body) = (text(&mut rng, 3), text(&mut rng, 40));
             write_page(&kb, &format!("p-{i}"), &title, &body);
         }
-        kb.index().refresh(&kb).unwrap();
+        kb.index().catch_up(&kb).unwrap();
         // No postings yet: SQL answers.
         assert_sql_answers(&kb);
         refresh(&crate::testing::sqlite(&kb)).unwrap();
@@ -779,7 +779,7 @@ mod tests {
             std::fs::remove_file(kb.layout().file(Dir::Claims, &format!("c-{i}")).unwrap())
                 .unwrap();
         }
-        kb.index().refresh(&kb).unwrap();
+        kb.index().catch_up(&kb).unwrap();
         assert_current(&kb, "the postings were patched, not dropped");
         assert!(same_as_sql(&kb, &mut rng) > 60);
 
@@ -809,7 +809,7 @@ mod setting_tests {
 
     /// Whether the postings are in memory after a background round.
     fn postings_held_after_refresh(kb: &Kb) -> bool {
-        kb.index().refresh(kb).unwrap();
+        kb.index().catch_up(kb).unwrap();
         kb.index().refresh_postings(kb).unwrap();
         let ix = crate::testing::sqlite(kb);
         ix.index_state.memory.postings.read().unwrap().is_some()

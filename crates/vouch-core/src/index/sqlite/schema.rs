@@ -10,7 +10,7 @@ use rusqlite::Connection;
 /// The index's own tables (`meta` and the vectors are kept across a
 /// rebuild and made elsewhere). `admitted` and `written` name, for each
 /// row, the byte offset in the audit log of the event line that let the
-/// object in or recorded the file ([`super::proof`]).
+/// object in or recorded the file ([`crate::index::admission`]).
 pub(super) fn tables(tokenizer: &str) -> String {
     format!(
         "CREATE TABLE admitted(id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;

@@ -35,9 +35,10 @@ pub(crate) struct IndexState {
     /// step (a server's refresher) to embed them now.
     pub(crate) upkeep_asked: Mutex<bool>,
     pub(crate) upkeep_wake: Condvar,
-    /// The audit log lines that rows of `admitted` and `written` were
-    /// checked against ([`super::proof`]), for every connection.
-    pub(crate) lines: Mutex<super::proof::Lines>,
+    /// What the audit log lines that rows of `admitted` and `written`
+    /// were checked against say ([`crate::index::admission::proof`]), for
+    /// every connection.
+    pub(crate) proofs: crate::index::admission::Proofs,
     /// What each file a hit came from derives ([`super::backed`]), by
     /// (kind, id), with the signature and change time it had, for every
     /// connection: a reader's connection lives for one request, and its
@@ -59,7 +60,7 @@ impl Default for IndexState {
             options: RwLock::default(),
             upkeep_asked: Mutex::new(false),
             upkeep_wake: Condvar::new(),
-            lines: Mutex::default(),
+            proofs: Default::default(),
             derived: Mutex::default(),
         }
     }

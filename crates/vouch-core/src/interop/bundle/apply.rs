@@ -376,7 +376,7 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
     if kb.index().is_open() {
         kb.announce(&written);
     } else {
-        if let Err(e) = kb.index().refresh(kb) {
+        if let Err(e) = kb.index().catch_up(kb) {
             kb.warn(format!(
                 "index: not refreshed after the import ({e}); the next search will"
             ));

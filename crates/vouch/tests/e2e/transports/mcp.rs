@@ -18,6 +18,11 @@ impl Mcp {
     pub fn start(kb: &Path) -> Mcp {
         let mut cmd = vouch(kb);
         cmd.env("VOUCH_AGENT", "agent").arg("serve");
+        Mcp::spawn(cmd)
+    }
+
+    /// An MCP client over the server `cmd` starts (`vouch ... serve`).
+    pub fn spawn(cmd: std::process::Command) -> Mcp {
         let mut m = Mcp {
             server: StdioServer::spawn(cmd),
             next_id: 0,

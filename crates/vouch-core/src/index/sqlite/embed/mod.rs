@@ -4,8 +4,9 @@
 
 pub use crate::services::Embedder;
 
-pub mod memory;
+/// The in-memory scan, kept beside the index (where it lived before).
+pub use crate::index::memory;
 pub(crate) mod vectors;
 pub use memory::Vectors;
 pub(crate) use vectors::read_with;
-pub(crate) use vectors::{after_write, before_read, ensure, for_read, wait_for_upkeep};
+pub(crate) use vectors::{after_write, ask_for_upkeep, before_read, ensure, for_read, wait_for_upkeep};

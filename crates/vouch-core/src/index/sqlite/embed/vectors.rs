@@ -21,9 +21,9 @@
 use super::Embedder;
 use super::memory::{DocEntry, DocKey, Vectors, kind_static};
 use crate::error::Result;
+use crate::index::engine::{DocRead, Listed, VectorRead, VectorWrite};
 use crate::index::sqlite::{Index, IndexState, Ix, Sig};
 use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
-use rusqlite::{OptionalExtension, params};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,34 +67,18 @@ fn batch_size(budget: Budget, per_doc: Option<Duration>) -> usize {
     }
 }
 
-fn to_blob(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn from_blob(b: &[u8], dim: usize) -> Option<Vec<f32>> {
-    (b.len() == dim * 4).then(|| {
-        b.chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    })
-}
-
-/// Run `f` on the main index connection, synced with the files first when
-/// `sync` (once per check: later steps of the same check use what it saw).
-fn with_main<R>(kb: &Ix, sync: bool, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
-    let mut slot = kb
+/// Run `f` on the main index connection as the keeper last made it
+/// current (embedding follows the index; it never syncs it).
+fn with_main<R>(kb: &Ix, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
+    let slot = kb
         .index_state
         .index
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let stale = match &*slot {
-        None => true,
-        Some(o) => sync && o.synced_at.elapsed() >= kb.index_sync_interval(),
-    };
-    if stale {
-        crate::index::sqlite::bring_in_step(kb, &mut slot)?;
+    match slot.as_ref() {
+        Some(open) => f(&open.index),
+        None => Err(crate::index::sqlite::not_caught_up()),
     }
-    f(&crate::index::sqlite::open_in(kb, &mut slot)?.index)
 }
 
 /// A document that needs vectors, with what is known of it.
@@ -141,17 +125,37 @@ pub(crate) fn read_with<R>(
     Ok(kb.index_state.read_vectors().as_ref().map(f))
 }
 
-/// Before a read by meaning: a read only ([`for_read`]) where a background
-/// step keeps the vectors up to date, else a catch-up within `budget`.
-/// A read that finds documents without vectors (approved by another
-/// process, pulled by git) asks the background step to embed them now and
-/// waits for it within `budget`: a search sees every approval finished
-/// before it started, by meaning as by words, and still writes nothing.
+/// Before a read by meaning: the vectors as they are ([`for_read`]) — a
+/// read never runs the model on a document nor writes. Where a background
+/// step keeps the vectors up to date (a server), a read that finds
+/// documents without vectors (approved by another process, pulled by git)
+/// asks that step to embed them now and waits for it within `budget`, so
+/// a search sees every approval finished before it started; elsewhere the
+/// keeper's catch-up before the command embedded them. What is still
+/// pending is counted in the answer ([`crate::stored::CallNotes`]).
 ///
 /// Documents the model failed on wait for no step: the read's answer says
 /// so (a warning, with them counted as pending).
 pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
-    catch_up_for_read(kb, embedder, budget)?;
+    match kb.index_upkeep() {
+        IndexUpkeep::Background => {
+            let until = Instant::now() + budget;
+            loop {
+                for_read(kb, embedder)?;
+                let waiting = kb
+                    .index_state
+                    .read_vectors()
+                    .as_ref()
+                    .is_some_and(|v| v.pending > 0);
+                if !waiting || Instant::now() >= until {
+                    break;
+                }
+                ask_for_upkeep(kb);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        IndexUpkeep::BeforeReads => for_read(kb, embedder)?,
+    }
     let failed = kb
         .index_state
         .read_vectors()
@@ -167,37 +171,8 @@ pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duratio
     Ok(())
 }
 
-fn catch_up_for_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
-    match kb.index_upkeep() {
-        IndexUpkeep::Background => {
-            let until = Instant::now() + budget;
-            loop {
-                for_read(kb, embedder)?;
-                let waiting = kb
-                    .index_state
-                    .read_vectors()
-                    .as_ref()
-                    .is_some_and(|v| v.pending > 0);
-                if !waiting || Instant::now() >= until {
-                    return Ok(());
-                }
-                ask_for_upkeep(kb);
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-        IndexUpkeep::BeforeReads => ensure(
-            kb,
-            embedder,
-            Budget::Until(Instant::now() + budget),
-            false,
-            &mut |_, _| {},
-        )
-        .map(|_| ()),
-    }
-}
-
-/// Wake the background step (see [`wait_for_upkeep`]).
-fn ask_for_upkeep(kb: &Ix) {
+/// Ask the background step (a server's keeper thread) for a round now.
+pub(crate) fn ask_for_upkeep(kb: &Ix) {
     let mut asked = kb
         .index_state
         .upkeep_asked
@@ -271,12 +246,11 @@ fn ensure_inner(
     let up_to_date = |v: &Vectors, generation: u64| {
         v.model == model && v.synced == generation && (read_only || v.pending == 0)
     };
-    // A search's fast path: the index synced recently (a read would not
-    // sync again) and the vectors are in step with it — nothing to embed,
-    // and no lock a writer or the watcher holds is taken. The same
-    // freshness every read has: a write finished before this call bumped
+    // A search's fast path: the vectors are in step with the index as the
+    // keeper made it current — nothing to embed, and no lock a writer or
+    // the watcher holds is taken. A write finished before this call bumped
     // the generation, which sends the search the slow way.
-    if !wait && crate::index::sqlite::synced_recently(kb) {
+    if !wait {
         let generation = kb.index_state.generation();
         let v = kb.index_state.read_vectors();
         if let Some(v) = v.as_ref()
@@ -347,7 +321,7 @@ fn ensure_inner(
     };
     let dim = embedder.dimensions();
     // Sync the FTS index first: it says which documents exist now.
-    let (generation, listed, loaded) = with_main(kb, true, |idx| {
+    let (generation, listed, loaded) = with_main(kb, |idx| {
         let generation = kb.index_state.generation();
         let have = kb.index_state.read_vectors();
         let fresh = have.as_ref().is_some_and(|v| up_to_date(v, generation));
@@ -360,8 +334,7 @@ fn ensure_inner(
             // Vectors of any other model are never compared with these
             // (a read leaves them for a writer to delete).
             if !read_only {
-                idx.conn
-                    .execute("DELETE FROM embeddings WHERE model != ?1", [&model])?;
+                idx.keep_only(&model)?;
             }
             Some(load_all(idx, &model, dim)?)
         } else {
@@ -384,40 +357,11 @@ fn ensure_inner(
             *c = Some(Vec::new());
             known
         };
-        let row = |r: &rusqlite::Row| -> rusqlite::Result<(String, String, Option<String>, Sig)> {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
-            ))
-        };
-        let mut listed = Vec::new();
-        match &changes {
-            None => {
-                let mut stmt = idx.conn.prepare_cached(
-                    "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind != 'relation'",
-                )?;
-                for r in stmt.query_map([], row)? {
-                    let (kind, id, status, sig) = r?;
-                    if let Some(kind) = kind_static(&kind) {
-                        listed.push(((kind, id), status, sig));
-                    }
-                }
-            }
-            Some(keys) => {
-                let mut stmt = idx.conn.prepare_cached(
-                    "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind = ?1 AND id = ?2",
-                )?;
-                for (kind, id) in keys {
-                    if let Some(found) = stmt.query_row(params![kind, id], row).optional()?
-                        && let Some(kind) = kind_static(&found.0)
-                    {
-                        listed.push(((kind, found.1), found.2, found.3));
-                    }
-                }
-            }
-        }
+        let listed: Vec<((&'static str, String), Option<String>, Sig)> = idx
+            .listed(changes.as_deref())?
+            .into_iter()
+            .map(|Listed { key, status, sig }| (key, status, sig))
+            .collect();
         let scope = changes.map(|keys| {
             keys.into_iter()
                 .filter_map(|(k, id)| Some((kind_static(&k)?, id)))
@@ -490,14 +434,7 @@ fn ensure_inner(
     }
     if stats.removed > 0 && !read_only {
         // Rows of documents that no longer exist.
-        with_main(kb, false, |idx| {
-            idx.conn.execute(
-                "DELETE FROM embeddings WHERE NOT EXISTS (SELECT 1 FROM docs d
-                 WHERE d.kind = embeddings.kind AND d.id = embeddings.id)",
-                [],
-            )?;
-            Ok(())
-        })?;
+        with_main(kb, |idx| idx.prune())?;
     }
     let total = stale.len();
     let mut done = 0;
@@ -512,13 +449,13 @@ fn ensure_inner(
         // Texts and reusable vectors, under the index lock.
         let mut need: Vec<(usize, String, String)> = Vec::new();
         let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
-        with_main(kb, false, |idx| {
+        with_main(kb, |idx| {
             for (i, s) in batch.iter().enumerate() {
                 let Some(text) = idx.embedded_text(s.key.0, &s.key.1)? else {
                     continue;
                 };
                 let sha = crate::ids::sha256_hex(text.as_bytes());
-                match reusable(idx, &model, dim, &sha, &s.key)? {
+                match idx.reusable(&model, dim, &sha, &s.key)? {
                     Some(chunks) => ready.push((i, sha, chunks, false)),
                     None => need.push((i, sha, text)),
                 }
@@ -561,10 +498,11 @@ fn ensure_inner(
                 vectors.failed.insert(batch[i].key.clone(), batch[i].sig);
             }
         }
-        with_main(kb, false, |idx| {
-            idx.write(|| {
+        with_main(kb, |idx| {
+            idx.in_one_write(&mut || {
                 for (i, sha, chunks, _) in &ready {
-                    store(idx, &model, &batch[*i], sha, chunks)?;
+                    let s = &batch[*i];
+                    idx.put(&model, &s.key, s.sig, sha, chunks)?;
                 }
                 Ok(())
             })
@@ -606,14 +544,8 @@ fn ensure_inner(
 /// it answers by words only, and says so — every document counted as
 /// pending.
 fn not_loaded(kb: &Ix) -> Result<()> {
-    let documents: i64 = with_main(kb, false, |idx| {
-        Ok(idx.conn.query_row(
-            "SELECT count(*) FROM docs WHERE kind != 'relation'",
-            [],
-            |r| r.get(0),
-        )?)
-    })?;
-    kb.note_vectors_pending(documents as usize);
+    let documents = with_main(kb, |idx| idx.vector_documents())?;
+    kb.note_vectors_pending(documents);
     kb.warn(
         "semantic search: another step is loading or embedding the vectors; this answer is \
          found by words only"
@@ -622,87 +554,11 @@ fn not_loaded(kb: &Ix) -> Result<()> {
     Ok(())
 }
 
-/// Stored vectors of this text under this model: the document's own
-/// first, else any document's with the same text.
-fn reusable(
-    idx: &Index,
-    model: &str,
-    dim: usize,
-    sha: &str,
-    key: &DocKey,
-) -> Result<Option<Vec<Vec<f32>>>> {
-    let owner: Option<(String, String)> = idx
-        .conn
-        .prepare_cached(
-            "SELECT kind, id FROM embeddings WHERE content_sha256 = ?1 AND model = ?2
-             ORDER BY (kind = ?3 AND id = ?4) DESC LIMIT 1",
-        )?
-        .query_row(params![sha, model, key.0, key.1], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
-    let Some((kind, id)) = owner else {
-        return Ok(None);
-    };
-    let mut stmt = idx.conn.prepare_cached(
-        "SELECT vector FROM embeddings WHERE kind = ?1 AND id = ?2 AND model = ?3 ORDER BY chunk",
-    )?;
-    let blobs = stmt.query_map(params![kind, id, model], |r| r.get::<_, Vec<u8>>(0))?;
-    let mut chunks = Vec::new();
-    for b in blobs {
-        match from_blob(&b?, dim) {
-            Some(v) => chunks.push(v),
-            None => return Ok(None),
-        }
-    }
-    Ok((!chunks.is_empty()).then_some(chunks))
-}
-
-fn store(idx: &Index, model: &str, s: &Stale, sha: &str, chunks: &[Vec<f32>]) -> Result<()> {
-    idx.conn
-        .prepare_cached("DELETE FROM embeddings WHERE kind = ?1 AND id = ?2")?
-        .execute(params![s.key.0, s.key.1])?;
-    let mut insert = idx.conn.prepare_cached(
-        "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns, size, vector)
-         VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    for (n, v) in chunks.iter().enumerate() {
-        insert.execute(params![
-            s.key.0,
-            s.key.1,
-            n as i64,
-            model,
-            sha,
-            s.sig.0,
-            s.sig.1,
-            to_blob(v)
-        ])?;
-    }
-    Ok(())
-}
-
 /// Every stored vector of `model`, as the in-memory copy (statuses come
 /// from the check that follows).
-fn load_all(idx: &Index, model: &str, dim: usize) -> Result<Vectors> {
+fn load_all(idx: &dyn VectorRead, model: &str, dim: usize) -> Result<Vectors> {
     let mut v = Vectors::empty(model, dim);
-    let mut stmt = idx.conn.prepare(
-        "SELECT kind, id, mtime_ns, size, vector FROM embeddings WHERE model = ?1
-         ORDER BY kind, id, chunk",
-    )?;
-    let rows = stmt.query_map([model], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            (r.get::<_, i64>(2)?, r.get::<_, i64>(3)?),
-            r.get::<_, Vec<u8>>(4)?,
-        ))
-    })?;
-    for row in rows {
-        let (kind, id, sig, blob) = row?;
-        let (Some(kind), Some(vector)) = (kind_static(&kind), from_blob(&blob, dim)) else {
-            continue;
-        };
-        let key = (kind, id);
+    for (key, sig, vector) in idx.vectors_of(model, dim)? {
         let row_no = v.owners.len();
         v.owners.push(key.clone());
         v.push_row(&vector);

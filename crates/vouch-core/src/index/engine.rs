@@ -1,0 +1,88 @@
+//! The narrow traits an index engine implements, each a handful of
+//! methods with its read side apart from its write side (jj's
+//! `IndexStore`/`Backend` split): the keeper's code ([`super::keeper`],
+//! the embedding schedule) is written once against them, and an engine —
+//! SQLite's `state.db` today, a team server's PostgreSQL next — is one
+//! folder implementing them plus a factory line.
+//!
+//! - [`DocRead`]: the documents the index holds, as the keeper and the
+//!   vectors ask for them.
+//! - [`VectorRead`] / [`VectorWrite`]: the stored vectors of a model,
+//!   keyed by document and chunk, with each text's hash for reuse.
+//!
+//! A lexical engine answers [`super::DerivedIndex::lexical`]; what it is
+//! told of changed documents comes through the same write hook
+//! ([`super::DerivedIndex::written`]).
+
+use crate::error::Result;
+
+/// A file's signature as the index recorded it: modification time (ns)
+/// and size.
+pub type Sig = (i64, i64);
+
+/// A document's key: kind (`claim`, `page`, `entity`, `source`) and id.
+pub type DocKey = (&'static str, String);
+
+/// One document that may have vectors (relations never do), as the index
+/// holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// Its kind and id.
+    pub key: DocKey,
+    /// Its status (claims and pages), which a search by meaning filters on.
+    pub status: Option<String>,
+    /// The signature of the file it was read from.
+    pub sig: Sig,
+}
+
+/// The documents the index holds (read side).
+pub trait DocRead {
+    /// How many documents that may have vectors it holds.
+    fn vector_documents(&self) -> Result<usize>;
+    /// Those documents: every one (`None`), or just these keys (kind, id),
+    /// those the index no longer holds left out.
+    fn listed(&self, keys: Option<&[(String, String)]>) -> Result<Vec<Listed>>;
+    /// The text a model embeds for one document; `None` when not held.
+    fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>>;
+}
+
+/// One stored vector row: its document, the signature it was made at,
+/// and the vector.
+pub type StoredVector = (DocKey, Sig, Vec<f32>);
+
+/// The stored vectors (read side).
+pub trait VectorRead {
+    /// Every stored vector of `model` (of `dim` dimensions), in document
+    /// and chunk order.
+    fn vectors_of(&self, model: &str, dim: usize) -> Result<Vec<StoredVector>>;
+    /// Stored vectors of a text (by its sha256) under `model`: `key`'s own
+    /// first, else any document's with the same text.
+    fn reusable(
+        &self,
+        model: &str,
+        dim: usize,
+        sha: &str,
+        key: &DocKey,
+    ) -> Result<Option<Vec<Vec<f32>>>>;
+}
+
+/// The stored vectors (write side), each call its own transaction or
+/// inside [`VectorWrite::in_one_write`].
+pub trait VectorWrite: VectorRead {
+    /// Drop the vectors of every model but `model` (they are never
+    /// compared with its own).
+    fn keep_only(&self, model: &str) -> Result<()>;
+    /// Drop the vectors of documents the index no longer holds.
+    fn prune(&self) -> Result<()>;
+    /// Store one document's vectors (one a chunk) in place of what it had.
+    fn put(
+        &self,
+        model: &str,
+        key: &DocKey,
+        sig: Sig,
+        sha: &str,
+        chunks: &[Vec<f32>],
+    ) -> Result<()>;
+    /// Run `f` (several `put`s) in one transaction.
+    fn in_one_write(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+}
