@@ -94,6 +94,41 @@ fn pending(p: &Project) -> usize {
     p.ok("x", &["pending"]).as_array().unwrap().len()
 }
 
+/// `args` run with only the environment `vars` naming the caller.
+fn run_named(p: &Project, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    Run::from(named_as(p, vars).args(args).output().unwrap())
+}
+
+/// A person at the command line names `approver` for `proposal`: refused,
+/// saying `says`.
+fn approver_refused(p: &Project, proposal: &str, approver: &str, says: &str) {
+    let r = p.call(
+        "alice",
+        "kb.approve",
+        json!({"proposal_id": proposal, "approver": approver}),
+    );
+    assert_ne!(r.code, 0, "approved as {approver:?}: {}", r.stdout);
+    assert!(r.stderr.contains(says), "{approver:?}: {}", r.stderr);
+}
+
+/// An HTTP server with `token` (`subject=secret`) does not start, saying
+/// `says`.
+fn http_token_refused(p: &Project, token: &str, says: &str) {
+    let mut c = p.command("agent");
+    c.args([
+        "serve",
+        "--transport",
+        "http",
+        "--bind",
+        "127.0.0.1:0",
+        "--token",
+        token,
+    ]);
+    let r = run_client(c, std::time::Duration::from_secs(20));
+    assert_ne!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains(says), "{}", r.stderr);
+}
+
 /// Round five, U1b: approvals were logged with actor `cli` (`USER=cli`:
 /// the placeholder that stands for "no name") and with an invisible one
 /// (`USER=$'\u{200b}'`). Neither decides now: `cli` names no one, and a
@@ -136,7 +171,7 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
         ] {
             let mut args = flags.clone();
             args.extend(decide.iter().copied());
-            let r = Run::from(named_as(&p, vars).args(&args).output().unwrap());
+            let r = run_named(&p, vars, &args);
             assert_ne!(r.code, 0, "{label} {decide:?} decided: {}", r.stdout);
             assert!(
                 r.stderr.contains("no name") || r.stderr.contains("U+"),
@@ -147,13 +182,7 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
     }
     // A person at the command line may name who approves: not an
     // invisible one.
-    let r = p.call(
-        "alice",
-        "kb.approve",
-        json!({"proposal_id": prop, "approver": "bob\u{200b}"}),
-    );
-    assert_ne!(r.code, 0, "approved as bob\\u200b: {}", r.stdout);
-    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    approver_refused(&p, &prop, "bob\u{200b}", "U+200B");
     assert_eq!(before, p.snapshot(), "a refused decision wrote something");
     assert_eq!(pending(&p), 1);
 
@@ -166,19 +195,7 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
     assert_ne!(r.code, 0, "served as an invisible name: {}", r.stdout);
     assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
     // Nor does an HTTP server whose token's subject is one.
-    let mut c = p.command("agent");
-    c.args([
-        "serve",
-        "--transport",
-        "http",
-        "--bind",
-        "127.0.0.1:0",
-        "--token",
-        "bob\u{200b}=tok-bob-0123456789",
-    ]);
-    let r = run_client(c, std::time::Duration::from_secs(20));
-    assert_ne!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    http_token_refused(&p, "bob\u{200b}=tok-bob-0123456789", "U+200B");
     // A reviewer named with an invisible character in the person's own
     // config is no reviewer: warned about and ignored.
     p.person_config("review:\n  reviewers: [\"claude\\u200b\", \"bert\"]\n");
@@ -191,12 +208,7 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
     p.person_config("");
 
     // A name in plain letters decides, with the spaces around it dropped.
-    let r = Run::from(
-        named_as(&p, &[("USER", " alice ")])
-            .args(["approve", &prop])
-            .output()
-            .unwrap(),
-    );
+    let r = run_named(&p, &[("USER", " alice ")], &["approve", &prop]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(pending(&p), 0);
     assert!(!p.audit_events("alice").is_empty());
@@ -224,48 +236,20 @@ fn a_decision_is_not_signed_by_a_name_that_reads_as_no_one() {
             vec!["approve", prop.as_str()],
             vec!["reject", "--reason", "no", prop.as_str()],
         ] {
-            let r = Run::from(
-                named_as(&p, &[("USER", name)])
-                    .args(&decide)
-                    .output()
-                    .unwrap(),
-            );
+            let r = run_named(&p, &[("USER", name)], &decide);
             assert_ne!(r.code, 0, "{name:?} {decide:?} decided: {}", r.stdout);
             assert!(r.stderr.contains("no name"), "{name:?}: {}", r.stderr);
         }
         // A person at the command line may name who approves: not one
         // who reads as no one.
-        let r = p.call(
-            "alice",
-            "kb.approve",
-            json!({"proposal_id": prop, "approver": name}),
-        );
-        assert_ne!(r.code, 0, "approved as {name:?}: {}", r.stdout);
-        assert!(r.stderr.contains("no name"), "{name:?}: {}", r.stderr);
+        approver_refused(&p, &prop, name, "no name");
     }
     assert_eq!(before, p.snapshot(), "a refused decision wrote something");
     assert_eq!(pending(&p), 1);
     // Nor does an HTTP server start whose token's subject reads as it: its
     // holder could reject (or archive) under the log's "no name".
-    let mut c = p.command("agent");
-    c.args([
-        "serve",
-        "--transport",
-        "http",
-        "--bind",
-        "127.0.0.1:0",
-        "--token",
-        "\u{0421}li=tok-cli-0123456789",
-    ]);
-    let r = run_client(c, std::time::Duration::from_secs(20));
-    assert_ne!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stderr.contains("no name"), "{}", r.stderr);
-    let r = Run::from(
-        named_as(&p, &[("USER", "Clio")])
-            .args(["approve", &prop])
-            .output()
-            .unwrap(),
-    );
+    http_token_refused(&p, "\u{0421}li=tok-cli-0123456789", "no name");
+    let r = run_named(&p, &[("USER", "Clio")], &["approve", &prop]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(pending(&p), 0);
 }

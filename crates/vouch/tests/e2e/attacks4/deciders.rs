@@ -94,12 +94,10 @@ fn a_decided_proposal_is_not_decided_again_and_an_approval_writes_its_payload() 
     again["actor"] = json!("bob");
     again["data"]["written"] = json!({format!("claims/{claim}.yaml"): sha(&file)});
     forge(&p, again);
-    commit(&p, "approve again");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!("decides proposal {pid} again")),
-        "{v:#}"
+    let v = refused(
+        &p,
+        "approve again",
+        &format!("decides proposal {pid} again"),
     );
     assert!(
         problems(&v).contains(&format!("claims/{claim}.yaml: this claim changed in text")),
@@ -127,12 +125,10 @@ fn a_decided_proposal_is_not_decided_again_and_an_approval_writes_its_payload() 
     forged["object_ids"] = json!([rejected, object]);
     forged["data"]["written"] = json!({format!("claims/{object}.yaml"): sha(&object_file)});
     forge(&p, forged);
-    commit(&p, "approve the rejected");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!("decides proposal {rejected} again")),
-        "{v:#}"
+    let v = refused(
+        &p,
+        "approve the rejected",
+        &format!("decides proposal {rejected} again"),
     );
     assert!(problems(&v).contains("records another decision"), "{v:#}");
 
@@ -162,15 +158,13 @@ fn a_decided_proposal_is_not_decided_again_and_an_approval_writes_its_payload() 
         last["hash"].as_str().unwrap(),
         hash.as_str().unwrap(),
     );
-    commit(&p, "approved other words");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!(
+    refused(
+        &p,
+        "approved other words",
+        &format!(
             "claims/{fresh}.yaml: this claim changed in text since what approving proposal \
              {pending} writes"
-        )),
-        "{v:#}"
+        ),
     );
 }
 

@@ -78,9 +78,7 @@ fn config_changes_are_named_and_a_loosened_gate_fails() {
     git(p.root(), &["checkout", "-q", "-b", "feature"]);
 
     edit(&config, "max_bytes: 16777216", "max_bytes: 1048576");
-    commit(&p, "smaller sources");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 0, "{v:#}");
+    let v = passes(&p, "smaller sources");
     assert_eq!(
         v["base"]["config_changes"],
         json!(["sources.max_bytes: 16777216 -> 1048576"]),
@@ -112,12 +110,10 @@ fn config_changes_are_named_and_a_loosened_gate_fails() {
         "approver_role: human",
         "approver_role: trusted-agent",
     );
-    commit(&p, "trusted");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains("review.approver_role: trusted-agent would widen the gate"),
-        "{v:#}"
+    refused(
+        &p,
+        "trusted",
+        "review.approver_role: trusted-agent would widen the gate",
     );
 }
 

@@ -51,12 +51,10 @@ fn lifecycle_fields_change_only_as_a_recording_lifecycle_event_sets_them() {
     // A forged session.start naming it.
     unarchive();
     forge(&p, event("session.start", json!({"task": "tidy"})));
-    commit(&p, "session");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!("{path}: this claim was changed with no event")),
-        "{v:#}"
+    refused(
+        &p,
+        "session",
+        &format!("{path}: this claim was changed with no event"),
     );
     git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
@@ -92,23 +90,17 @@ fn lifecycle_fields_change_only_as_a_recording_lifecycle_event_sets_them() {
                    "written": {path.clone(): sha(&file)}}),
         ),
     );
-    commit(&p, "recorded confirm");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 6, "{v:#}");
-    assert!(
-        problems(&v).contains(&format!(
-            "{path}: this claim changed in evidence, status since the base"
-        )),
-        "{v:#}"
+    let v = refused(
+        &p,
+        "recorded confirm",
+        &format!("{path}: this claim changed in evidence, status since the base"),
     );
     assert!(problems(&v).contains("(claim.confirm) set only"), "{v:#}");
     git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 
     // A real lifecycle change passes.
     p.ok("alice", &["confirm", &claim]);
-    commit(&p, "a real confirm");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 0, "{v:#}");
+    passes(&p, "a real confirm");
 }
 
 /// Round 5, A: a lifecycle event is checked against what its kind means
@@ -208,9 +200,7 @@ fn round5_an_agents_direct_cite_or_gated_lifecycle_change_is_refused() {
 
     // A person's direct archive passes.
     p.ok("alice", &["archive", &claim]);
-    commit(&p, "a person archives");
-    let (code, v) = base_check(&p);
-    assert_eq!(code, 0, "{v:#}");
+    passes(&p, "a person archives");
 }
 
 /// Round 5, A (a01b): `vouch changes` shows a lifecycle change dated

@@ -168,6 +168,50 @@ fn still_open(conns: Vec<TcpStream>) -> (Vec<TcpStream>, usize) {
     (open, closed)
 }
 
+/// bob's `kb.status` on `/rpc`, with his token (`tok-bob`); `close` asks
+/// the server to close the connection after answering.
+fn bobs_status(port: u16, close: bool) -> Vec<u8> {
+    request_bytes(
+        port,
+        "POST",
+        "/rpc",
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer tok-bob"),
+        ],
+        br#"{"id": 1, "method": "kb.status"}"#,
+        close,
+    )
+}
+
+/// A connection from 127.0.0.`host` on which bob was answered once, kept
+/// open: his, not his address's.
+fn bob_kept_open(host: u8, port: u16) -> TcpStream {
+    let mut s = connect_from(host, port);
+    s.write_all(&bobs_status(port, false)).expect("send");
+    assert_eq!(read_keep_alive_response(&mut s).status, 200);
+    s
+}
+
+/// Other addresses are answered at once: bob from 127.0.0.`bob_from` and
+/// `/health` from 127.0.0.`health_from`.
+fn others_answered(port: u16, bob_from: u8, health_from: u8, within: Duration) {
+    let r = ask(
+        connect_from(bob_from, port),
+        &bobs_status(port, true),
+        within,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
+    health_answered(port, health_from, within);
+}
+
+/// `/health` from 127.0.0.`from` is answered within `within`.
+fn health_answered(port: u16, from: u8, within: Duration) {
+    let health = request_bytes(port, "GET", "/health", &[], b"", true);
+    assert_eq!(ask(connect_from(from, port), &health, within).status, 200);
+}
+
 /// Round five of issue 39 (H2): with no token, 700 connections from one
 /// address each sent part of a request head, added a header line every
 /// second and reconnected as soon as they were closed; `/health` and a
@@ -193,42 +237,16 @@ fn slow_heads_from_one_address_leave_the_server_to_the_others() {
         &["--token", "bob=tok-bob"],
     );
     let port = server.port;
-    let status = br#"{"id": 1, "method": "kb.status"}"#;
-    let rpc_on = |close: bool| {
-        request_bytes(
-            port,
-            "POST",
-            "/rpc",
-            &[
-                ("Content-Type", "application/json"),
-                ("Authorization", "Bearer tok-bob"),
-            ],
-            status,
-            close,
-        )
-    };
-    let rpc = rpc_on(true);
     // Two connections from 127.0.0.1 that showed a token, kept open: their
     // actor holds them, not their address.
-    let bobs: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            let mut s = connect_from(1, port);
-            s.write_all(&rpc_on(false)).expect("send");
-            assert_eq!(read_keep_alive_response(&mut s).status, 200);
-            s
-        })
-        .collect();
+    let bobs: Vec<TcpStream> = (0..2).map(|_| bob_kept_open(1, port)).collect();
     let (held, closed) = slow_heads(1, port, 20, Duration::from_millis(500));
     assert_eq!(held.len(), 3, "one address holds its cap's worth");
     assert_eq!(closed, 17, "past the cap, closed at once");
 
     // Another address is answered at once: a token holder and /health.
     let quick = Duration::from_secs(10);
-    let r = ask(connect_from(2, port), &rpc, quick);
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
-    let health = request_bytes(port, "GET", "/health", &[], b"", true);
-    assert_eq!(ask(connect_from(3, port), &health, quick).status, 200);
+    others_answered(port, 2, 3, quick);
 
     // The address at its cap: answered 429 naming the limit, not left
     // waiting. (A connection that sends nothing reads it whole.)
@@ -246,7 +264,7 @@ fn slow_heads_from_one_address_leave_the_server_to_the_others() {
     drop(held);
     drop(bobs);
     std::thread::sleep(Duration::from_millis(200));
-    let r = ask(connect_from(1, port), &rpc, quick);
+    let r = ask(connect_from(1, port), &bobs_status(port, true), quick);
     assert_eq!(r.status, 200, "{}", r.text());
     server.terminate();
 
@@ -273,8 +291,7 @@ fn slow_heads_from_one_address_leave_the_server_to_the_others() {
     assert_eq!(read_keep_alive_response(&mut healthy).status, 200);
     let (held, closed) = slow_heads(1, port, 10, Duration::from_millis(500));
     assert_eq!((held.len(), closed), (2, 8));
-    let health = request_bytes(port, "GET", "/health", &[], b"", true);
-    assert_eq!(ask(connect_from(2, port), &health, quick).status, 200);
+    health_answered(port, 2, quick);
     drop((held, healthy));
     server.terminate();
 }
@@ -305,23 +322,8 @@ fn slow_heads_from_many_addresses_leave_the_server_to_the_others() {
         &["--token", "bob=tok-bob"],
     );
     let port = server.port;
-    let rpc_on = |close: bool| {
-        request_bytes(
-            port,
-            "POST",
-            "/rpc",
-            &[
-                ("Content-Type", "application/json"),
-                ("Authorization", "Bearer tok-bob"),
-            ],
-            br#"{"id": 1, "method": "kb.status"}"#,
-            close,
-        )
-    };
     // A token holder's connection kept open: it has a holder, and stays.
-    let mut bob = connect_from(2, port);
-    bob.write_all(&rpc_on(false)).expect("send");
-    assert_eq!(read_keep_alive_response(&mut bob).status, 200);
+    let mut bob = bob_kept_open(2, port);
 
     // Three slow heads from each of six addresses, under each one's cap:
     // eighteen, more than every slot.
@@ -343,20 +345,16 @@ fn slow_heads_from_many_addresses_leave_the_server_to_the_others() {
     // A token holder and /health from other addresses are answered at
     // once, and so is bob on his open connection.
     let quick = Duration::from_secs(5);
-    let r = ask(connect_from(3, port), &rpc_on(true), quick);
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.json()["ok"], json!(true), "{}", r.text());
-    let health = request_bytes(port, "GET", "/health", &[], b"", true);
-    assert_eq!(ask(connect_from(4, port), &health, quick).status, 200);
+    others_answered(port, 3, 4, quick);
     bob.set_read_timeout(Some(quick)).expect("read timeout");
-    bob.write_all(&rpc_on(false)).expect("send");
+    bob.write_all(&bobs_status(port, false)).expect("send");
     assert_eq!(read_keep_alive_response(&mut bob).status, 200);
 
     // The heads keep coming, from address after address: still answered.
     for host in 20..30 {
         let (open, _) = slow_heads(host, port, 3, Duration::from_millis(50));
         held.extend(open);
-        assert_eq!(ask(connect_from(4, port), &health, quick).status, 200);
+        health_answered(port, 4, quick);
     }
     let (held, _) = still_open(held);
     assert!(held.len() <= 3, "{} heads wait", held.len());
