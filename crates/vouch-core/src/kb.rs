@@ -92,6 +92,9 @@ impl Caller {
     }
 }
 
+/// Pending claims whose vectors a process keeps for the review queue.
+const PROPOSAL_VECTORS_KEPT: usize = 4096;
+
 /// An opened knowledge base: its files ([`Store`], which `Kb` derefs to),
 /// the derived index that serves reads, and the services the app injects.
 pub struct Kb {
@@ -109,6 +112,10 @@ pub struct Kb {
     llm: Option<Arc<dyn crate::services::Llm>>,
     /// The last questions embedded (see [`QueryVectors`]).
     query_vectors: QueryVectors,
+    /// Pending claims' texts by meaning, for the reviewer's near-duplicate
+    /// flags: made by a proposal (a write) or the keeper's step, only
+    /// looked up by a read ([`Kb::embed_pending_proposals`]).
+    proposal_vectors: QueryVectors,
     /// What the person's own config allows (who reviews over agent
     /// transports); empty unless the app sets it.
     trust: crate::settings::PersonalTrust,
@@ -211,6 +218,7 @@ impl Kb {
             model_hint: None,
             llm: None,
             query_vectors: QueryVectors::default(),
+            proposal_vectors: QueryVectors::with_capacity(PROPOSAL_VECTORS_KEPT),
             trust: Default::default(),
         })
     }
@@ -266,6 +274,7 @@ impl Kb {
                 embedder: kb.embedder.as_ref(),
             },
             self.start_watching(),
+            Kb::embed_pending_proposals,
             |kb: &Kb| kb.take_warnings(),
             report,
         )
@@ -369,6 +378,36 @@ impl Kb {
     /// The last questions embedded, kept so a question is embedded once.
     pub fn query_vectors(&self) -> &QueryVectors {
         &self.query_vectors
+    }
+    /// Pending claims' vectors (see [`Kb::embed_pending_proposals`]).
+    pub fn proposal_vectors(&self) -> &QueryVectors {
+        &self.proposal_vectors
+    }
+    /// A keeper step: embed the text of every pending claim proposal whose
+    /// vector is not kept yet, so that the review queue (a read) names
+    /// near-duplicates without running the model. Returns how many it
+    /// embedded; nothing without a model.
+    pub fn embed_pending_proposals(&self) -> Result<usize> {
+        let Some(embedder) = self.embedder.as_ref() else {
+            return Ok(0);
+        };
+        let mut made = 0;
+        let pending = self.load_proposals(crate::store::Dir::Proposed)?;
+        let texts = pending
+            .iter()
+            .filter(|p| p.kind == crate::model::ProposalKind::Claim)
+            .filter_map(|p| p.payload.get("text").and_then(serde_json::Value::as_str));
+        for text in texts {
+            if self
+                .proposal_vectors
+                .kept(embedder.as_ref(), text)
+                .is_none()
+            {
+                self.proposal_vectors.get(embedder.as_ref(), text)?;
+                made += 1;
+            }
+        }
+        Ok(made)
     }
 }
 

@@ -284,6 +284,12 @@ fn before_dispatch(kb: &Kb, name: &str, backend: Option<&str>) {
     if let Err(e) = caught {
         kb.warn(format!("index: not brought in step with the files: {e}"));
     }
+    // The review queue names near-duplicates by the vectors made here.
+    if name == "kb.list_pending"
+        && let Err(e) = kb.embed_pending_proposals()
+    {
+        kb.warn(format!("review queue: proposals not embedded: {e}"));
+    }
 }
 
 /// Whether method `name` (asked for `backend`, if it says) reads by

@@ -339,15 +339,32 @@ pub fn list_pending(kb: &Kb, p: ListParams) -> Result<Vec<Read<Proposal>>> {
         .take(limit)
         .map(|pr| with_citations(kb, pr))
         .collect();
-    // With a local model, claims the KB already holds in other words.
+    // With a local model, claims the KB already holds in other words —
+    // by the vectors the keeper (or the proposal) made: a read never runs
+    // the model. One without a kept vector is counted as partial.
     if kb.embedder().is_some() {
+        let mut not_embedded = 0;
         for r in page.iter_mut() {
             if r.object.kind != crate::model::ProposalKind::Claim {
                 continue;
             }
             if let Some(text) = r.object.payload.get("text").and_then(Value::as_str) {
-                r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, text);
+                match crate::retrieval::semantic::near_duplicates(
+                    kb,
+                    text,
+                    crate::retrieval::semantic::ProposedText::KeptOnly,
+                ) {
+                    Some(found) => r.meta.possible_duplicates = found,
+                    None => not_embedded += 1,
+                }
             }
+        }
+        if not_embedded > 0 {
+            kb.note_vectors_pending(not_embedded);
+            kb.warn(format!(
+                "review queue: {not_embedded} proposals are not embedded yet, so their possible \
+                 duplicates are not named; the index keeper embeds them on its next round"
+            ));
         }
     }
     Ok(page)

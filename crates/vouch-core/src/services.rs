@@ -50,12 +50,38 @@ pub const QUERY_VECTORS_KEPT: usize = 16;
 /// that asks again for current knowledge only, or an answer that weighs a
 /// term, does not run the model a second time. The key holds the model's
 /// identity, so another model never gets these vectors.
-#[derive(Default)]
 pub struct QueryVectors {
     kept: std::sync::Mutex<std::collections::VecDeque<(String, String, Vec<f32>)>>,
+    capacity: usize,
+}
+
+impl Default for QueryVectors {
+    fn default() -> Self {
+        QueryVectors::with_capacity(QUERY_VECTORS_KEPT)
+    }
 }
 
 impl QueryVectors {
+    /// A cache that keeps the last `capacity` texts' vectors.
+    pub fn with_capacity(capacity: usize) -> Self {
+        QueryVectors {
+            kept: Default::default(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The vector of `text` by `embedder`'s model if kept — never running
+    /// the model (a read's lookup).
+    pub fn kept(&self, embedder: &dyn Embedder, text: &str) -> Option<Vec<f32>> {
+        let model = embedder.model_id();
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(m, t, _)| m == model && t == text)
+            .map(|(_, _, v)| v.clone())
+    }
+
     /// The vector of `text` by `embedder`, kept or made now.
     pub fn get(&self, embedder: &dyn Embedder, text: &str) -> Result<Vec<f32>> {
         let model = embedder.model_id();
@@ -71,7 +97,7 @@ impl QueryVectors {
         let vector = embedder.embed_query(text)?;
         let mut cache = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         if kept(&cache).is_none() {
-            if cache.len() == QUERY_VECTORS_KEPT {
+            if cache.len() >= self.capacity {
                 cache.pop_front();
             }
             cache.push_back((model.to_string(), text.to_string(), vector.clone()));

@@ -105,7 +105,9 @@ pub struct Upkeep {
 impl Upkeep {
     /// Make the index current once (a server answers its first request
     /// from a current index), then keep it so on a thread of its own.
-    /// `watching` is the watcher the caller started (or why it could not).
+    /// `watching` is the watcher the caller started (or why it could not);
+    /// `also` is the rest of a round that needs more than the index (the
+    /// review queue's vectors).
     /// `report` hears what went wrong in a round and what the round noticed
     /// (`notices`: e.g. a file that no longer parses) — the core never
     /// prints.
@@ -113,6 +115,7 @@ impl Upkeep {
         kb: Arc<K>,
         parts: for<'a> fn(&'a K) -> Parts<'a>,
         watching: Result<Watching>,
+        also: fn(&K) -> Result<usize>,
         notices: fn(&K) -> Vec<String>,
         report: impl Fn(Vec<String>) + Send + 'static,
     ) -> Upkeep {
@@ -154,7 +157,9 @@ impl Upkeep {
         }
         std::thread::spawn(move || {
             loop {
-                say(&kb, round(&parts(&kb), watched()));
+                let mut failed = round(&parts(&kb), watched());
+                failed.extend(also(&kb).err());
+                say(&kb, failed);
                 parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
             }
         });

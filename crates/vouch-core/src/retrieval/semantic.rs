@@ -105,15 +105,34 @@ pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
 /// How close in meaning a claim must be to be called a possible duplicate.
 pub const DUPLICATE_COSINE: f32 = 0.95;
 
+/// Whether [`near_duplicates`] may run the model on the proposed text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProposedText {
+    /// A proposal being made (a write): embed it, and keep its vector.
+    Embed,
+    /// The review queue (a read): only a vector the keeper or the proposal
+    /// kept ([`Kb::embed_pending_proposals`]); `None` without one.
+    KeptOnly,
+}
+
 /// Current approved claims almost the same in meaning as `text`, for a
 /// reviewer. Empty without a model; a model failure is a warning, never a
-/// failed proposal.
-pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::NearDuplicate> {
+/// failed proposal. `None` when `how` is [`ProposedText::KeptOnly`] and
+/// no vector of the text is kept.
+pub(crate) fn near_duplicates(
+    kb: &Kb,
+    text: &str,
+    how: ProposedText,
+) -> Option<Vec<crate::model::meta::NearDuplicate>> {
     let Some(embedder) = kb.embedder().cloned() else {
-        return Vec::new();
+        return Some(Vec::new());
+    };
+    let vector = match how {
+        ProposedText::Embed => kb.proposal_vectors().get(embedder.as_ref(), text),
+        ProposedText::KeptOnly => Ok(kb.proposal_vectors().kept(embedder.as_ref(), text)?),
     };
     let found = (|| -> Result<Vec<(String, f32)>> {
-        let vector = embedder.embed_query(text)?;
+        let vector = vector?;
         let index = kb.index();
         index.vectors_for_read(kb, &embedder, std::time::Duration::from_millis(500))?;
         Ok(index
@@ -123,7 +142,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
             .map(|(_, id, _, s)| (id, s))
             .collect())
     })();
-    match found {
+    Some(match found {
         Ok(list) => list
             .into_iter()
             .map(|(id, s)| {
@@ -144,7 +163,7 @@ pub(crate) fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::Ne
             kb.warn(format!("possible duplicates not checked: {e}"));
             Vec::new()
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -235,6 +254,69 @@ mod tests {
         assert_eq!(notes.vectors_pending, None, "{notes:?}");
         assert_eq!(waiting(&kb), 0);
         assert!(!hits.as_array().unwrap().is_empty(), "{hits}");
+    }
+
+    /// The review queue is a read: it names near-duplicates by vectors a
+    /// proposal or the keeper's step made, and never runs the model. A
+    /// process that kept none says its answer is partial until the
+    /// keeper's step (taken before a one-shot dispatch) embeds them.
+    #[test]
+    fn the_review_queue_names_near_duplicates_without_running_the_model() {
+        let (dir, mut kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "notes");
+        let kept = crate::testing::test_claim(&kb, &src, "deploys are frozen on fridays");
+        let counting = |id| {
+            Arc::new(Counting {
+                id,
+                runs: AtomicUsize::new(0),
+            })
+        };
+        let model = counting("counting@test/2/0");
+        kb.set_embedder(model.clone());
+        let agent = crate::Caller::new("agent", crate::Transport::Jsonl);
+        let proposed = crate::methods::dispatch(
+            &kb,
+            &agent,
+            "kb.propose_claim",
+            serde_json::json!({"text": "deploys are frozen on friday!", "evidence": [src]}),
+        )
+        .unwrap();
+        assert_eq!(
+            proposed["_meta"]["possible_duplicates"][0]["id"], kept,
+            "{proposed}"
+        );
+        let after_proposing = model.runs.load(Ordering::SeqCst);
+        assert!(after_proposing >= 1, "the proposal embedded its text");
+        let queue = |kb: &Kb| {
+            crate::stored::Store::collecting_notes(|| {
+                crate::reads::list_pending(kb, Default::default()).unwrap()
+            })
+        };
+        let (page, _) = queue(&kb);
+        assert_eq!(page[0].meta.possible_duplicates[0].id, kept);
+        assert_eq!(model.runs.load(Ordering::SeqCst), after_proposing);
+
+        // Another process: nothing kept. The read runs no model and says
+        // it is partial; the keeper's step embeds, then the read names it.
+        let mut other = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let fresh = counting("counting@test/2/0");
+        other.set_embedder(fresh.clone());
+        other
+            .catch_up(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let (page, notes) = queue(&other);
+        assert!(page[0].meta.possible_duplicates.is_empty());
+        assert_eq!(notes.vectors_pending, Some(1), "{notes:?}");
+        assert_eq!(fresh.runs.load(Ordering::SeqCst), 0, "a read ran the model");
+        assert_eq!(other.embed_pending_proposals().unwrap(), 1);
+        let (page, notes) = queue(&other);
+        assert_eq!(page[0].meta.possible_duplicates[0].id, kept);
+        assert_eq!(notes.vectors_pending, None, "{notes:?}");
+        assert_eq!(fresh.runs.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -35,7 +35,12 @@ pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<
     let text = p.text.trim().to_string();
     let mut result = propose_claim_draft(kb, caller, p)?;
     if result.valid {
-        result.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, &text);
+        result.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(
+            kb,
+            &text,
+            crate::retrieval::semantic::ProposedText::Embed,
+        )
+        .unwrap_or_default();
     }
     Ok(result)
 }
@@ -89,7 +94,12 @@ pub fn propose_claims(
     let mut results = propose_many(kb, caller, claims.into_iter().map(claim_input).collect())?;
     for (r, text) in results.iter_mut().zip(texts) {
         if r.valid && !r.dry_run {
-            r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(kb, &text);
+            r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(
+                kb,
+                &text,
+                crate::retrieval::semantic::ProposedText::Embed,
+            )
+            .unwrap_or_default();
         }
     }
     Ok(results)
