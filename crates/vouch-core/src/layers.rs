@@ -26,6 +26,7 @@ pub(crate) const FLOORS: &[&[&str]] = &[
     // interop, health.
     &[
         "rules",
+        "secrets",
         "sources",
         "review",
         "retrieval",

@@ -1,12 +1,14 @@
 //! The core's integration tests in one binary: golden on-disk formats
 //! (`format`), property round trips (`roundtrip`, `synthesize_props`) and
 //! the hostile-bundle corpus (`bundle_corpus`), the secret scan's corpus
-//! (`secrets_corpus`), through the public API.
+//! (`secrets_corpus`) and its batch path (`secrets_gate`), through the public
+//! API.
 
 mod bundle_corpus;
 mod format;
 mod roundtrip;
 mod secrets_corpus;
+mod secrets_gate;
 mod synthesize_props;
 
 /// Every file here is a module of this binary: one left out of the list

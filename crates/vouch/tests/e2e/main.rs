@@ -30,6 +30,7 @@ mod recall;
 mod reliability;
 mod review_terminal;
 mod search;
+mod secrets;
 mod semantic;
 mod servers;
 mod soak;

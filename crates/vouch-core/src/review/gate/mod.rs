@@ -244,12 +244,12 @@ mod shapes {
     }
 
     /// What an agent sends to `kb.propose_*` is its shape of the draft the
-    /// proposal carries: the same fields, plus the three every proposal
+    /// proposal carries: the same fields, plus the four every proposal
     /// takes. A field added to a kind's draft (`@draft` in model/) and not
     /// to its params, or the other way round, fails here.
     fn same_fields<P: JsonSchema, D: JsonSchema>() {
         let mut params = fields::<P>();
-        for every_proposal in ["session_id", "rationale", "dry_run"] {
+        for every_proposal in ["session_id", "rationale", "dry_run", "secrets"] {
             assert!(params.remove(every_proposal), "{every_proposal}");
         }
         assert_eq!(params, fields::<D>(), "{}", std::any::type_name::<D>());
