@@ -484,19 +484,9 @@ impl Store {
 
     /// Ids in a folder, sorted.
     pub fn ids(&self, dir: Dir) -> Result<Vec<String>> {
-        let path = self.layout.dir(dir);
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        let mut ids: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| id_from_file_name(dir, &e.file_name().to_string_lossy()))
-            .filter(|id| crate::ids::check_id("id", id).is_ok())
-            .collect();
-        ids.sort();
-        Ok(ids)
+        names_in(&self.layout.dir(dir), |name| {
+            id_from_file_name(dir, name).filter(|id| crate::ids::check_id("id", id).is_ok())
+        })
     }
 
     /// Every readable object of a kind, sorted by id. A file that does not
@@ -601,19 +591,9 @@ impl Store {
 
     /// Ids of the folders under `sources/` named by a sha256, sorted.
     pub fn source_ids(&self) -> Result<Vec<String>> {
-        let path = self.layout.sources_dir();
-        let entries = match std::fs::read_dir(&path) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        let mut ids: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| crate::ids::is_source_id(n))
-            .collect();
-        ids.sort();
-        Ok(ids)
+        names_in(&self.layout.sources_dir(), |name| {
+            crate::ids::is_source_id(name).then(|| name.to_string())
+        })
     }
 
     /// A proposal from `proposed/` or `decided/`.
@@ -726,4 +706,20 @@ mod unreadable_files {
         assert_eq!(kb.load_all::<Claim>().unwrap().len(), 1);
         assert!(kb.take_warnings().is_empty());
     }
+}
+
+/// What `keep` makes of each name in the folder at `path`, sorted; none
+/// when the folder does not exist.
+fn names_in(path: &Path, keep: impl Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| keep(&e.file_name().to_string_lossy()))
+        .collect();
+    names.sort();
+    Ok(names)
 }
