@@ -61,16 +61,7 @@ fn git_folders_git_accepts_are_git_folders() {
         "vendor/linked.git/config",
         ".g\u{200c}it/config",
     ] {
-        let r = jsonl(
-            &p,
-            "agent",
-            "kb.register_source_from_path",
-            json!({"path": path}),
-        );
-        let message = r["error"]["message"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{path:?} was registered: {r}"));
-        assert!(message.contains("git's own files"), "{path:?}: {message}");
+        refused_as_gits_own(&p, path);
     }
     let ok = jsonl(
         &p,
@@ -79,6 +70,21 @@ fn git_folders_git_accepts_are_git_folders() {
         json!({"path": "notes/plan.md"}),
     );
     assert!(ok["result"]["id"].is_string(), "{ok}");
+}
+
+/// An agent registering the file at `path` is refused: it is one of git's
+/// own files.
+fn refused_as_gits_own(p: &Project, path: &str) {
+    let r = jsonl(
+        p,
+        "agent",
+        "kb.register_source_from_path",
+        json!({"path": path}),
+    );
+    let message = r["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path:?} was registered: {r}"));
+    assert!(message.contains("git's own files"), "{path:?}: {message}");
 }
 
 fn named_as(p: &Project, vars: &[(&str, &str)]) -> std::process::Command {
@@ -288,15 +294,6 @@ fn a_bare_repository_whose_head_is_a_dangling_link_is_git_s() {
         "vendor/headlink.git/config",
         "vendor/headlink.git/description",
     ] {
-        let r = jsonl(
-            &p,
-            "agent",
-            "kb.register_source_from_path",
-            json!({"path": path}),
-        );
-        let message = r["error"]["message"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{path:?} was registered: {r}"));
-        assert!(message.contains("git's own files"), "{path:?}: {message}");
+        refused_as_gits_own(&p, path);
     }
 }

@@ -254,12 +254,7 @@ fn init_again_says_already_initialized_and_git_only_in_git() {
 
     let repo = p.root().join("repo");
     std::fs::create_dir(&repo).unwrap();
-    let git = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&repo)
-        .status()
-        .unwrap();
-    assert!(git.success());
+    crate::teams::git(&repo, &["init", "-q"]);
     let r = p.run("x", &["init", repo.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("git add .vouch"), "{}", r.stdout);

@@ -5,6 +5,20 @@
 
 use super::*;
 
+/// `approval` forged again by bob, its claim's text (`Backups run
+/// nightly.`) edited by hand and recorded as what it wrote. The claim's
+/// file.
+fn approved_again(p: &Project, approval: &Value, claim: &str) -> std::path::PathBuf {
+    let file = claim_file(p, claim);
+    edit(&file, "Backups run nightly.", "Backups are optional.");
+    let mut again = approval.clone();
+    again["id"] = json!("evt-second-approve");
+    again["actor"] = json!("bob");
+    again["data"]["written"] = json!({format!("claims/{claim}.yaml"): sha(&file)});
+    forge(p, again);
+    file
+}
+
 /// Item 1: a claim written by hand behind a forged `bundle.import` whose
 /// actor is an agent (one that proposes and never decided) is named in
 /// the check's decisions and refused; locally `doctor` names the event
@@ -87,13 +101,7 @@ fn a_decided_proposal_is_not_decided_again_and_an_approval_writes_its_payload() 
     let pid = approval["object_ids"][0].as_str().unwrap().to_string();
 
     // (a) approved again, writing new text.
-    let file = claim_file(&p, &claim);
-    edit(&file, "Backups run nightly.", "Backups are optional.");
-    let mut again = approval.clone();
-    again["id"] = json!("evt-second-approve");
-    again["actor"] = json!("bob");
-    again["data"]["written"] = json!({format!("claims/{claim}.yaml"): sha(&file)});
-    forge(&p, again);
+    let file = approved_again(&p, &approval, &claim);
     let v = refused(
         &p,
         "approve again",
@@ -293,13 +301,7 @@ fn round5_doctor_names_approvals_of_proposals_never_made_or_decided_before() {
         .unwrap();
 
     // Approved again, with new text recorded as written.
-    let file = claim_file(&p, &claim);
-    edit(&file, "Backups run nightly.", "Backups are optional.");
-    let mut again = approval.clone();
-    again["id"] = json!("evt-second-approve");
-    again["actor"] = json!("bob");
-    again["data"]["written"] = json!({format!("claims/{claim}.yaml"): sha(&file)});
-    forge(&p, again);
+    let file = approved_again(&p, &approval, &claim);
 
     // An approval of a proposal nobody created.
     let id = "fridays-are-fine";

@@ -29,6 +29,22 @@ fn kb_edited_by_hand() -> (Project, String, String) {
     (p, honest, edited)
 }
 
+/// bob imports `bundle` (made from [`kb_edited_by_hand`]) into `q`: the
+/// claims written and edited by hand arrive unreviewed and are marked
+/// unaudited; the `honest` one arrives reviewed.
+fn imported_unreviewed(q: &Project, bundle: &str, honest: &str, edited: &str) {
+    let r = q.ok("bob", &["import-apply", bundle]);
+    assert_eq!(r["unreviewed"], 2, "{r}");
+    assert_eq!(
+        unaudited(
+            q,
+            "invoices refunds",
+            &[honest, edited, "invoices-are-never-due"]
+        ),
+        (vec![Some(false), Some(true), Some(true)], 2)
+    );
+}
+
 /// Round five, B1: the manifest's `unreviewed` list is no key to the
 /// gate. Deleted from the manifest (which anyone can rewrite), the claim
 /// written by hand and the one edited by hand still arrive unreviewed —
@@ -74,16 +90,7 @@ fn a_bundle_stripped_of_its_unreviewed_list_still_imports_them_unreviewed() {
     }
     assert_eq!(text.matches("[UNREVIEWED").count(), 2, "{text}");
 
-    let r = q.ok("bob", &["import-apply", stripped]);
-    assert_eq!(r["unreviewed"], 2, "{r}");
-    assert_eq!(
-        unaudited(
-            &q,
-            "invoices refunds",
-            &[&honest, &edited, "invoices-are-never-due"]
-        ),
-        (vec![Some(false), Some(true), Some(true)], 2)
-    );
+    imported_unreviewed(&q, stripped, &honest, &edited);
 }
 
 /// Knowledge no review let in travels as such: an export lists a claim
@@ -117,16 +124,7 @@ fn unreviewed_knowledge_stays_unreviewed_through_a_bundle() {
     let q = Project::new();
     let check = q.ok("bob", &["import-check", out.to_str().unwrap()]);
     assert_eq!(listed(&check), expected, "{check}");
-    let r = q.ok("bob", &["import-apply", out.to_str().unwrap()]);
-    assert_eq!(r["unreviewed"], 2, "{r}");
-    assert_eq!(
-        unaudited(
-            &q,
-            "invoices refunds",
-            &[&honest, &edited, "invoices-are-never-due"]
-        ),
-        (vec![Some(false), Some(true), Some(true)], 2)
-    );
+    imported_unreviewed(&q, out.to_str().unwrap(), &honest, &edited);
 
     // A KB with nothing unreviewed exports no such list.
     std::fs::remove_file(claims.join("invoices-are-never-due.yaml")).unwrap();

@@ -192,12 +192,7 @@ fn init_never_overwrites_and_discovery_walks_up() {
     // review, and (in a git work tree) share.
     let repo = p.root().join("repo");
     std::fs::create_dir(&repo).unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&repo)
-        .status()
-        .unwrap();
-    assert!(git.success());
+    crate::teams::git(&repo, &["init", "-q"]);
     let r = p.run("x", &["init", repo.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let next = r.stdout.split("Next:").nth(1).unwrap_or_default();

@@ -233,39 +233,31 @@ fn knowledge_decided_differently_on_two_branches_is_reported_not_served() {
     let src = p.source("Deploys are frozen on Fridays.\n");
     commit(&p, "source");
     git(p.root(), &["checkout", "-q", "-b", "bob"]);
-    let v = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Deploys are frozen on Fridays.",
-            "-e",
-            &src,
-            "--confidence",
-            "0.4",
-        ],
-    );
-    let claim = id(&v, "claim_id");
-    p.ok("bob", &["approve", &id(&v, "proposal_id")]);
-    commit(&p, "bob");
+    // The same claim proposed on each branch, sure to another degree, and
+    // approved there by that branch's reviewer.
+    let approved = |confidence: &str, reviewer: &str| {
+        let v = p.ok(
+            "agent",
+            &[
+                "propose-claim",
+                "Deploys are frozen on Fridays.",
+                "-e",
+                &src,
+                "--confidence",
+                confidence,
+            ],
+        );
+        p.ok(reviewer, &["approve", &id(&v, "proposal_id")]);
+        commit(&p, reviewer);
+        id(&v, "claim_id")
+    };
+    let claim = approved("0.4", "bob");
     git(p.root(), &["checkout", "-q", "main"]);
-    let v = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Deploys are frozen on Fridays.",
-            "-e",
-            &src,
-            "--confidence",
-            "0.9",
-        ],
-    );
     assert_eq!(
-        id(&v, "claim_id"),
+        approved("0.9", "alice"),
         claim,
         "the same claim id on both branches"
     );
-    p.ok("alice", &["approve", &id(&v, "proposal_id")]);
-    commit(&p, "alice");
     let merged = git_output(p.root(), &["merge", "bob"]);
     let said = String::from_utf8_lossy(&merged.stdout);
     assert!(
