@@ -610,13 +610,15 @@ pub struct ProposeCommon {
 /// store. Without either flag it is refused, naming the line and the kind.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct SecretsFlags {
-    /// Store it with each secret replaced by [REDACTED:<kind>] (a source
-    /// is masked before it is hashed: its id is the hash of what is
-    /// stored, and quotes are found in the masked text).
+    /// Text holding a secret (a private key, a token, a password:
+    /// docs/secrets.md) is refused unless this or --allow-secrets is given:
+    /// store it with each secret replaced by [REDACTED:<kind>] (a source is
+    /// masked before it is hashed: its id is the hash of what is stored,
+    /// and quotes are found in the masked text).
     #[arg(long, conflicts_with = "allow_secrets")]
     pub mask_secrets: bool,
-    /// Store it as is: the secret is then committed with the knowledge
-    /// base and shared with everyone who clones it.
+    /// Store text holding a secret as is: the secret is then committed with
+    /// the knowledge base and shared with everyone who clones it.
     #[arg(long)]
     pub allow_secrets: bool,
 }
