@@ -15,7 +15,7 @@
 //! - Otherwise the test FAILS, telling you to run `scripts/test.sh`. It never
 //!   skips: a green run always means the SDK really talked to the server.
 
-use crate::common::Project;
+use crate::common::{Project, entity_relation_and_page};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -118,34 +118,7 @@ fn official_python_sdk_drives_vouch_serve() {
     let approved = p.claim("Deploys need the staging credentials loaded first.", &src);
     // An approved entity, relation and page, so every read and list result
     // the client checks against its schema holds a real object.
-    let approve = |v: Value| p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
-    let entity = approve(p.ok(
-        "agent",
-        &["propose-entity", "Deploy pipeline", "--type", "system"],
-    ));
-    let entity = entity["object_id"].as_str().unwrap();
-    approve(p.ok(
-        "agent",
-        &[
-            "propose-relation",
-            &approved,
-            "references",
-            entity,
-            "-e",
-            &src,
-        ],
-    ));
-    approve(p.ok(
-        "agent",
-        &[
-            "propose-page",
-            "Deploys",
-            "--body",
-            "# Deploys\n",
-            "--claim",
-            &approved,
-        ],
-    ));
+    entity_relation_and_page(&p, &approved, &src);
 
     let run = run_client(&python, p.root(), "staging credentials");
     assert_eq!(

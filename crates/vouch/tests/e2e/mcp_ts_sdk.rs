@@ -18,8 +18,8 @@
 //! packages must be installed in tests/mcp-ts-client/node_modules, or the
 //! test FAILS saying to run `scripts/test.sh`. It never skips.
 
-use crate::common::Project;
 use crate::common::server::http_server;
+use crate::common::{Project, entity_relation_and_page};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -121,41 +121,7 @@ fn fixture(p: &Project) -> (Value, PathBuf) {
         .as_str()
         .expect("claim id")
         .to_string();
-    let entity = approve(p.ok(
-        "agent",
-        &["propose-entity", "Deploy pipeline", "--type", "system"],
-    ))["object_id"]
-        .as_str()
-        .expect("entity id")
-        .to_string();
-    let relation = approve(p.ok(
-        "agent",
-        &[
-            "propose-relation",
-            &claim,
-            "references",
-            &entity,
-            "-e",
-            &src,
-        ],
-    ))["object_id"]
-        .as_str()
-        .expect("relation id")
-        .to_string();
-    let page = approve(p.ok(
-        "agent",
-        &[
-            "propose-page",
-            "Deploys",
-            "--body",
-            "# Deploys\n",
-            "--claim",
-            &claim,
-        ],
-    ))["object_id"]
-        .as_str()
-        .expect("page id")
-        .to_string();
+    let (entity, relation, page) = entity_relation_and_page(&p, &claim, &src);
     // A lifecycle change for kb_lifecycle_changes to list.
     p.ok("alice", &["confirm", &claim]);
     let session = p.ok("agent", &["session", "start", "--task", "check deploys"]);

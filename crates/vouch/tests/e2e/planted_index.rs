@@ -4,26 +4,13 @@
 //! is there — is never served as that page or claim: each hit is checked
 //! against its file. `doctor` names the rows; `--fix` rebuilds.
 
-use crate::common::Project;
+use crate::common::{Project, hit_names};
 use serde_json::Value;
 
 fn search(p: &Project, q: &str) -> (Vec<String>, String) {
     let r = p.run("x", &["--json", "search", q]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    let hits = r
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            format!(
-                "{}:{}",
-                h["kind"].as_str().unwrap(),
-                h["id"].as_str().unwrap()
-            )
-        })
-        .collect();
-    (hits, r.stderr)
+    (hit_names(&r.json()), r.stderr)
 }
 
 fn db(p: &Project) -> rusqlite::Connection {

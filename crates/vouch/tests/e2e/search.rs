@@ -5,19 +5,7 @@ use crate::common::*;
 use serde_json::json;
 
 fn hits(p: &Project, q: &str) -> Vec<String> {
-    p.call("x", "kb.search", json!({"query": q}))
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            format!(
-                "{}:{}",
-                h["kind"].as_str().unwrap(),
-                h["id"].as_str().unwrap()
-            )
-        })
-        .collect()
+    hit_names(&p.call("x", "kb.search", json!({"query": q})).json())
 }
 
 #[test]

@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// Stage a gitlink (another repository, as a submodule records it) at
+/// `path`, pointing at HEAD.
+fn stage_gitlink(p: &Project, path: &str) {
+    let head = git(p.root(), &["rev-parse", "HEAD"]);
+    let entry = format!("160000,{},{path}", head.trim());
+    git(p.root(), &["update-index", "--add", "--cacheinfo", &entry]);
+}
+
 /// Item 3: `.vouch` moved and replaced by a link, the log rewritten: the
 /// check does not read the moved folder's history as the base's, and no
 /// command serves the linked folder's rewritten text.
@@ -123,17 +131,8 @@ fn config_changes_are_named_and_a_loosened_gate_fails() {
 #[test]
 fn round5_a_vouch_gitlink_is_refused() {
     let (p, _) = branched("Backups run nightly.");
-    let head = git(p.root(), &["rev-parse", "HEAD"]);
     git(p.root(), &["rm", "-r", "-q", "--cached", ".vouch"]);
-    git(
-        p.root(),
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("160000,{},.vouch", head.trim()),
-        ],
-    );
+    stage_gitlink(&p, ".vouch");
     git(p.root(), &["commit", "-q", "-m", "a submodule"]);
     let r = p.run("x", &["audit", "verify", "--base", "main"]);
     assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -236,16 +235,7 @@ fn round5_links_case_variants_and_unknown_paths_under_vouch_are_refused() {
     std::fs::remove_dir_all(p.vouch_dir().join("pages")).ok();
     std::os::unix::fs::symlink("../elsewhere", p.vouch_dir().join("pages")).unwrap();
     git(p.root(), &["add", "-A"]);
-    let head = git(p.root(), &["rev-parse", "HEAD"]);
-    git(
-        p.root(),
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("160000,{},.vouch/entities/planted.yaml", head.trim()),
-        ],
-    );
+    stage_gitlink(&p, ".vouch/entities/planted.yaml");
     git(p.root(), &["commit", "-q", "-m", "around the layout"]);
     let (code, v) = base_check(&p);
     assert_eq!(code, 6, "{v:#}");

@@ -89,32 +89,7 @@ fn every_writing_command_works_in_a_fresh_clone() {
         "agent",
         &["propose-claim", "Rollbacks need two approvals.", "-e", &src],
     ));
-    let entity = approve(p.ok(
-        "agent",
-        &["propose-entity", "Deploy pipeline", "--type", "system"],
-    ));
-    approve(p.ok(
-        "agent",
-        &[
-            "propose-relation",
-            &claim,
-            "references",
-            &entity,
-            "-e",
-            &src,
-        ],
-    ));
-    approve(p.ok(
-        "agent",
-        &[
-            "propose-page",
-            "Deploys",
-            "--body",
-            "# Deploys\n",
-            "--claim",
-            &claim,
-        ],
-    ));
+    entity_relation_and_page(&p, &claim, &src);
     let rejected = p.ok("agent", &["propose-claim", "Fridays are fine.", "-e", &src]);
     p.ok(
         "alice",
