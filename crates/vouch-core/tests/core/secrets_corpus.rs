@@ -389,6 +389,9 @@ fn found(findings: &[Finding], kind: &str, span: (usize, usize)) -> bool {
         .any(|f| f.kind == kind && (f.start, f.end) == span)
 }
 
+// The figures are the test's report, printed by the harness with
+// `--nocapture`; the library itself never prints.
+#[allow(clippy::disallowed_macros)]
 #[test]
 fn the_corpus_is_scanned_with_full_precision_and_its_recall_is_printed() {
     let mut true_positives = 0;
