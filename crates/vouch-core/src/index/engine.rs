@@ -9,6 +9,7 @@
 //!   vectors ask for them.
 //! - [`VectorRead`] / [`VectorWrite`]: the stored vectors of a model,
 //!   keyed by document and chunk, with each text's hash for reuse.
+//! - [`MainConn`]: the one connection the schedule writes through.
 //!
 //! A lexical engine answers [`super::DerivedIndex::lexical`]; what it is
 //! told of changed documents comes through the same write hook
@@ -85,4 +86,17 @@ pub trait VectorWrite: VectorRead {
     ) -> Result<()>;
     /// Run `f` (several `put`s) in one transaction.
     fn in_one_write(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+}
+
+/// What the embedding schedule writes through: the documents and the
+/// vectors on one connection.
+pub trait EngineConn: DocRead + VectorWrite {}
+impl<T: DocRead + VectorWrite> EngineConn for T {}
+
+/// The engine's main connection, as the keeper's schedule borrows it: `f`
+/// runs on the index as the keeper last made it current (never syncing).
+pub trait MainConn {
+    /// Run `f` on the main connection; an error when the index was never
+    /// made current in this process.
+    fn with_main(&self, f: &mut dyn FnMut(&dyn EngineConn) -> Result<()>) -> Result<()>;
 }

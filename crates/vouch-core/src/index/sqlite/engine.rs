@@ -1,7 +1,7 @@
 //! `state.db` as the narrow engine traits see it ([`crate::index::engine`]):
 //! the documents the vectors follow (`docs`, `fts`) and the `embeddings`
 //! table. Every line of SQL the embedding schedule needs is here; the
-//! schedule itself (`embed/vectors.rs`) names none.
+//! schedule itself (`index/keeper/vectors.rs`) names none.
 
 use super::Index;
 use crate::error::Result;
@@ -9,6 +9,17 @@ use crate::index::docs::embedded_text;
 use crate::index::engine::{DocKey, DocRead, Listed, Sig, StoredVector, VectorRead, VectorWrite};
 use crate::index::memory::kind_static;
 use rusqlite::{OptionalExtension, params};
+
+/// The stored vectors: keyed by (kind, id, chunk), with the text's sha256
+/// and the model's identity.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS embeddings(
+    kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
+    model TEXT NOT NULL, content_sha256 TEXT NOT NULL,
+    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -193,5 +204,18 @@ impl VectorWrite for Index {
 
     fn in_one_write(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         self.write(f)
+    }
+}
+
+impl crate::index::engine::MainConn for super::IndexState {
+    fn with_main(
+        &self,
+        f: &mut dyn FnMut(&dyn crate::index::engine::EngineConn) -> Result<()>,
+    ) -> Result<()> {
+        let slot = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(open) => f(&open.index),
+            None => Err(super::not_caught_up()),
+        }
     }
 }

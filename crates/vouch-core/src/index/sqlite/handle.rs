@@ -2,9 +2,10 @@
 //! holds unless told otherwise. Each method opens an [`Ix`] on the state
 //! it keeps and calls the folder's functions.
 
-use super::embed::{self, Vectors};
 use super::{IndexState, Ix};
 use crate::error::Result;
+use crate::index::keeper::vectors as embed;
+use crate::index::memory::Vectors;
 use crate::index::{
     Budget, Currency, DerivedIndex, EmbedStats, Freshness, IndexOptions, Near, Query,
     RebuildResult, SearchHit, SyncStats, Watcher, Watching,
@@ -41,7 +42,7 @@ impl SqliteIndex {
         embedder: &Arc<dyn Embedder>,
         f: impl FnOnce(&Vectors) -> R,
     ) -> Result<Option<R>> {
-        embed::read_with(&self.at(store), embedder, f)
+        embed::read_with(&self.at(store).keep(), embedder, f)
     }
 
     /// This process's state, for tests that look inside.
@@ -72,7 +73,7 @@ impl DerivedIndex for SqliteIndex {
         ));
     }
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>) {
-        embed::after_write(&self.at(store), embedder);
+        embed::after_write(&self.at(store).keep(), embedder);
     }
     fn catch_up(&self, store: &Store) -> Result<SyncStats> {
         super::catch_up(&self.at(store))
@@ -91,10 +92,10 @@ impl DerivedIndex for SqliteIndex {
         wait: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<EmbedStats>> {
-        embed::ensure(&self.at(store), embedder, budget, wait, progress)
+        embed::ensure(&self.at(store).keep(), embedder, budget, wait, progress)
     }
     fn wait_for_upkeep(&self, at_most: Duration) {
-        embed::wait_for_upkeep(&self.state, at_most);
+        embed::wait_for_upkeep(&self.state.keeper, at_most);
     }
     fn start_watching(&self, store: Arc<Store>) -> Result<Watching> {
         super::watch::start(store, self.state.clone())
@@ -166,7 +167,7 @@ impl DerivedIndex for SqliteIndex {
         embedder: &Arc<dyn Embedder>,
         budget: Duration,
     ) -> Result<usize> {
-        embed::before_read(&self.at(store), embedder, budget)?;
+        embed::before_read(&self.at(store).keep(), embedder, budget)?;
         Ok(self
             .state
             .read_vectors()
@@ -174,7 +175,7 @@ impl DerivedIndex for SqliteIndex {
             .map_or(0, |v| v.pending()))
     }
     fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
-        embed::for_read(&self.at(store), embedder)?;
+        embed::for_read(&self.at(store).keep(), embedder)?;
         Ok(self
             .state
             .read_vectors()

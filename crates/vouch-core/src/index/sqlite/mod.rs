@@ -25,7 +25,6 @@ use std::time::UNIX_EPOCH;
 mod admission;
 mod backed;
 mod engine;
-pub mod embed;
 mod errors;
 mod handle;
 mod pool;
@@ -67,6 +66,10 @@ impl<'a> Ix<'a> {
     /// Who catches the vectors up with outside changes.
     pub(crate) fn index_upkeep(&self) -> crate::index::IndexUpkeep {
         self.index_state.options().upkeep
+    }
+    /// The keeper's view of this call (the embedding schedule's).
+    pub(crate) fn keep(&self) -> crate::index::keeper::Keep<'a> {
+        crate::index::keeper::Keep::new(self.store, &self.index_state.keeper, self.index_state)
     }
 }
 
@@ -347,7 +350,7 @@ impl Index {
         )?;
         // Vectors outlive a schema change of the FTS tables: they are
         // keyed by content and model, not by how the text is indexed.
-        conn.execute_batch(embed::vectors::SCHEMA)?;
+        conn.execute_batch(engine::SCHEMA)?;
         // ...but only an index this installation built is trusted: a
         // state.db that arrived with a clone (force-added past .gitignore)
         // or a copy could hold documents no file has, vectors for any text

@@ -180,7 +180,7 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
         {
             return Err(not_caught_up());
         }
-        super::embed::ask_for_upkeep(kb);
+        crate::index::keeper::vectors::ask_for_upkeep(&kb.keep());
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }

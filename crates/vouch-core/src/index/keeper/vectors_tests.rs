@@ -212,7 +212,7 @@ fn a_claims_tags_are_found_by_words_and_never_embedded() {
     )
     .unwrap();
     ensure(
-        &crate::testing::sqlite(&kb),
+        &crate::testing::sqlite(&kb).keep(),
         &embedder,
         Budget::Unlimited,
         true,
@@ -268,7 +268,7 @@ fn with_a_background_step_searches_never_embed_and_writes_do() {
     let first = approved_claim(&kb, "alpha bravo charlie");
     let background = || {
         ensure(
-            &crate::testing::sqlite(&kb),
+            &crate::testing::sqlite(&kb).keep(),
             &embedder,
             Budget::Unlimited,
             true,
@@ -445,7 +445,7 @@ fn a_search_while_the_background_step_embeds_answers_in_budget_and_says_partial(
     let (step_kb, step_embedder) = (kb.clone(), embedder.clone());
     let step = std::thread::spawn(move || {
         ensure(
-            &crate::testing::sqlite(&step_kb),
+            &crate::testing::sqlite(&step_kb).keep(),
             &step_embedder,
             Budget::Unlimited,
             false,
@@ -495,7 +495,7 @@ fn a_catch_up_with_a_deadline_gives_the_model_small_batches() {
     held.allow(usize::MAX / 2);
     let ix = crate::testing::sqlite(&kb);
     let stats = ensure(
-        &ix,
+        &ix.keep(),
         &embedder,
         Budget::Until(Instant::now() + Duration::from_millis(200)),
         false,
@@ -510,9 +510,15 @@ fn a_catch_up_with_a_deadline_gives_the_model_small_batches() {
     );
     assert_eq!(stats.embedded + stats.pending, 41, "{stats:?}");
     // Without a deadline (the background step), larger batches, all done.
-    let stats = ensure(&ix, &embedder, Budget::Unlimited, false, &mut |_, _| {})
-        .unwrap()
-        .unwrap();
+    let stats = ensure(
+        &ix.keep(),
+        &embedder,
+        Budget::Unlimited,
+        false,
+        &mut |_, _| {},
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(stats.pending, 0, "{stats:?}");
     assert_eq!(pending(&kb), 0);
 }

@@ -1,6 +1,6 @@
 //! The vectors: an `embeddings` table in `state.db`, keyed by (kind, id,
 //! chunk) and holding each text's sha256 and the model's identity, and
-//! the in-memory copy semantic search scans ([`super::memory`]).
+//! the in-memory copy semantic search scans ([`crate::index::memory`]).
 //!
 //! Keeping them in step ([`ensure`]) compares every document of the FTS
 //! index with what memory holds, by file signature. A changed document is
@@ -18,24 +18,15 @@
 //! in a server's background refresh, and — in a one-shot process, which
 //! has no background — once before its first read by meaning.
 
-use super::Embedder;
-use super::memory::{DocEntry, DocKey, Vectors, kind_static};
+use super::{Keep, KeeperState};
 use crate::error::Result;
-use crate::index::engine::{DocRead, Listed, VectorRead, VectorWrite};
-use crate::index::sqlite::{Index, IndexState, Ix, Sig};
+use crate::index::engine::{EngineConn, Listed, Sig, VectorRead};
+use crate::index::memory::{DocEntry, DocKey, Vectors, kind_static};
 use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
+use crate::services::Embedder;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub(crate) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS embeddings(
-    kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
-    model TEXT NOT NULL, content_sha256 TEXT NOT NULL,
-    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
 
 /// Documents embedded per model call by a step with no deadline (a
 /// server's background step, a rebuild that waits): the model sorts them
@@ -67,18 +58,18 @@ fn batch_size(budget: Budget, per_doc: Option<Duration>) -> usize {
     }
 }
 
-/// Run `f` on the main index connection as the keeper last made it
+/// Run `f` on the engine's main connection as the keeper last made it
 /// current (embedding follows the index; it never syncs it).
-fn with_main<R>(kb: &Ix, f: impl FnOnce(&Index) -> Result<R>) -> Result<R> {
-    let slot = kb
-        .index_state
-        .index
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    match slot.as_ref() {
-        Some(open) => f(&open.index),
-        None => Err(crate::index::sqlite::not_caught_up()),
-    }
+fn with_main<R>(kb: &Keep, f: impl FnOnce(&dyn EngineConn) -> Result<R>) -> Result<R> {
+    let mut f = Some(f);
+    let mut out = None;
+    kb.main.with_main(&mut |conn| {
+        if let Some(f) = f.take() {
+            out = Some(f(conn)?);
+        }
+        Ok(())
+    })?;
+    out.ok_or_else(|| crate::error::Error::internal("the index's main connection did not run"))
 }
 
 /// A document that needs vectors, with what is known of it.
@@ -94,7 +85,7 @@ struct Stale {
 /// Returns `None` when another thread is already doing it and `wait` is
 /// false (a search then answers from the vectors as they are).
 pub(crate) fn ensure(
-    kb: &Ix,
+    kb: &Keep,
     embedder: &Arc<dyn Embedder>,
     budget: Budget,
     wait: bool,
@@ -110,14 +101,14 @@ pub(crate) fn ensure(
 /// step. Never waits for a thread that is embedding once the vectors are
 /// loaded: what that thread adds was not approved before this read began
 /// (a write's own embedding finishes before the write returns).
-pub(crate) fn for_read(kb: &Ix, embedder: &Arc<dyn Embedder>) -> Result<()> {
+pub(crate) fn for_read(kb: &Keep, embedder: &Arc<dyn Embedder>) -> Result<()> {
     in_step(kb, embedder, None, false, &mut |_, _| {}).map(|_| ())
 }
 
 /// `f` on the vectors as a search reads them (loaded on first use): for
 /// benchmarks that look at the scan itself. `None` with nothing embedded.
 pub(crate) fn read_with<R>(
-    kb: &Ix,
+    kb: &Keep,
     embedder: &Arc<dyn Embedder>,
     f: impl FnOnce(&Vectors) -> R,
 ) -> Result<Option<R>> {
@@ -136,7 +127,7 @@ pub(crate) fn read_with<R>(
 ///
 /// Documents the model failed on wait for no step: the read's answer says
 /// so (a warning, with them counted as pending).
-pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
+pub(crate) fn before_read(kb: &Keep, embedder: &Arc<dyn Embedder>, budget: Duration) -> Result<()> {
     match kb.index_upkeep() {
         IndexUpkeep::Background => {
             let until = Instant::now() + budget;
@@ -172,7 +163,7 @@ pub(crate) fn before_read(kb: &Ix, embedder: &Arc<dyn Embedder>, budget: Duratio
 }
 
 /// Ask the background step (a server's keeper thread) for a round now.
-pub(crate) fn ask_for_upkeep(kb: &Ix) {
+pub(crate) fn ask_for_upkeep(kb: &Keep) {
     let mut asked = kb
         .index_state
         .upkeep_asked
@@ -186,7 +177,7 @@ pub(crate) fn ask_for_upkeep(kb: &Ix) {
 
 /// For the background step between rounds: returns after `at_most`, or as
 /// soon as a search asks for documents to be embedded.
-pub(crate) fn wait_for_upkeep(state: &IndexState, at_most: Duration) {
+pub(crate) fn wait_for_upkeep(state: &KeeperState, at_most: Duration) {
     let asked = state.upkeep_asked.lock().unwrap_or_else(|e| e.into_inner());
     let (mut asked, _) = state
         .upkeep_wake
@@ -200,7 +191,7 @@ pub(crate) fn wait_for_upkeep(state: &IndexState, at_most: Duration) {
 /// embedding anything. Only in a process that holds vectors in memory (a
 /// server, a review session); a one-shot writer leaves it to the next
 /// catch-up rather than load the model for one claim.
-pub(crate) fn after_write(kb: &Ix, embedder: &Arc<dyn Embedder>) {
+pub(crate) fn after_write(kb: &Keep, embedder: &Arc<dyn Embedder>) {
     if kb.index_state.read_vectors().is_none() {
         return;
     }
@@ -214,7 +205,7 @@ pub(crate) fn after_write(kb: &Ix, embedder: &Arc<dyn Embedder>) {
 
 /// `budget: None` is a read: see [`for_read`].
 fn in_step(
-    kb: &Ix,
+    kb: &Keep,
     embedder: &Arc<dyn Embedder>,
     budget: Option<Budget>,
     wait: bool,
@@ -233,7 +224,7 @@ fn in_step(
 }
 
 fn ensure_inner(
-    kb: &Ix,
+    kb: &Keep,
     embedder: &Arc<dyn Embedder>,
     budget: Option<Budget>,
     wait: bool,
@@ -543,7 +534,7 @@ fn ensure_inner(
 /// A read found no vectors loaded and another step still holding them:
 /// it answers by words only, and says so — every document counted as
 /// pending.
-fn not_loaded(kb: &Ix) -> Result<()> {
+fn not_loaded(kb: &Keep) -> Result<()> {
     let documents = with_main(kb, |idx| idx.vector_documents())?;
     kb.note_vectors_pending(documents);
     kb.warn(

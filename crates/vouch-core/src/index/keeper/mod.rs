@@ -11,6 +11,10 @@
 //!
 //! Written once for every engine: both drive a [`DerivedIndex`].
 
+mod state;
+pub(crate) mod vectors;
+pub(crate) use state::{Keep, KeeperState};
+
 use super::{Budget, DerivedIndex, EmbedStats, SyncStats, Watching};
 use crate::error::{Error, Result};
 use crate::services::Embedder;
@@ -157,10 +161,12 @@ impl Upkeep {
         }
         std::thread::spawn(move || {
             loop {
+                // A round a second (the first a second after the words
+                // above), or at once when a read asks for one.
+                parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
                 let mut failed = round(&parts(&kb), watched());
                 failed.extend(also(&kb).err());
                 say(&kb, failed);
-                parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
             }
         });
         Upkeep { watching }
