@@ -24,6 +24,13 @@ pub(crate) fn with_model() -> Project {
     p
 }
 
+/// `claims` approved, each cited from one source holding `notes`: their
+/// ids, in order.
+fn approved<const N: usize>(p: &Project, notes: &str, claims: [&str; N]) -> [String; N] {
+    let src = p.source(notes);
+    claims.map(|claim| p.claim(claim, &src))
+}
+
 fn ids(hits: &Value) -> Vec<String> {
     hits.as_array()
         .unwrap()
@@ -44,15 +51,14 @@ fn set_backend(p: &Project, backend: &str) {
 #[test]
 fn a_question_sharing_no_word_with_the_answer_is_found_by_meaning() {
     let p = with_model();
-    let src = p.source("Team notes, week 12.\n");
-    let login = p.claim("login flow uses session cookies signed by the API", &src);
-    p.claim(
-        "The mobile app supports iOS 16 and Android 12 or newer",
-        &src,
-    );
-    p.claim(
-        "Invoices are generated on the first business day of each month",
-        &src,
+    let [login, _, _] = approved(
+        &p,
+        "Team notes, week 12.\n",
+        [
+            "login flow uses session cookies signed by the API",
+            "The mobile app supports iOS 16 and Android 12 or newer",
+            "Invoices are generated on the first business day of each month",
+        ],
     );
 
     let lexical = p.ok("x", &["search", "how do we authenticate users"]);
@@ -246,11 +252,13 @@ fn vectors_follow_approvals_rebuilds_and_model_changes() {
 #[test]
 fn current_knowledge_ranks_first_in_every_backend() {
     let p = with_model();
-    let src = p.source("Session policy.\n");
-    let old = p.claim("User sessions expire after 12 hours of inactivity", &src);
-    let new = p.claim(
-        "Sessions expire after 8 hours idle since the 2026 policy",
-        &src,
+    let [old, new] = approved(
+        &p,
+        "Session policy.\n",
+        [
+            "User sessions expire after 12 hours of inactivity",
+            "Sessions expire after 8 hours idle since the 2026 policy",
+        ],
     );
     p.ok("alice", &["supersede", &old, &new]);
     for backend in ["fts5", "substring", "embedding", "hybrid"] {
@@ -283,10 +291,10 @@ fn current_knowledge_ranks_first_in_every_backend() {
 #[test]
 fn odd_queries_are_answered_and_bad_backends_named() {
     let p = with_model();
-    let src = p.source("Notes.\n");
-    let claim = p.claim(
-        "Deployments are frozen during the last week of December",
-        &src,
+    let [claim] = approved(
+        &p,
+        "Notes.\n",
+        ["Deployments are frozen during the last week of December"],
     );
     let long = "deploy freeze ".repeat(800);
     for q in [
@@ -322,10 +330,10 @@ fn odd_queries_are_answered_and_bad_backends_named() {
 #[test]
 fn a_tampered_model_is_refused_and_reported() {
     let p = with_model();
-    let src = p.source("Notes.\n");
-    p.claim(
-        "Refunds over 500 euros need approval from a finance lead",
-        &src,
+    approved(
+        &p,
+        "Notes.\n",
+        ["Refunds over 500 euros need approval from a finance lead"],
     );
     let weights = p
         .root()
@@ -439,10 +447,10 @@ fn a_near_duplicate_proposal_is_flagged_for_the_reviewer() {
 #[test]
 fn vectors_from_another_state_db_are_never_used() {
     let p = with_model();
-    let src = p.source("Ops notes.\n");
-    p.claim(
-        "Database backups run nightly and are kept for 30 days",
-        &src,
+    approved(
+        &p,
+        "Ops notes.\n",
+        ["Database backups run nightly and are kept for 30 days"],
     );
     let first = p.ok("x", &["index", "rebuild"]);
     assert_eq!(first["embeddings"]["pending"], 0, "{first}");
@@ -515,11 +523,13 @@ fn switching_to_mpnet_re_embeds_everything_with_it() {
     let v = p.ok("tester", &args);
     assert_eq!(v["installed"]["name"], "all-mpnet-base-v2", "{v}");
     assert_eq!(v["installed"]["state"], "ok", "{v}");
-    let src = p.source("Team notes, week 12.\n");
-    let login = p.claim("login flow uses session cookies signed by the API", &src);
-    p.claim(
-        "Invoices are generated on the first business day of each month",
-        &src,
+    let [login, _] = approved(
+        &p,
+        "Team notes, week 12.\n",
+        [
+            "login flow uses session cookies signed by the API",
+            "Invoices are generated on the first business day of each month",
+        ],
     );
     let minilm = p.ok("x", &["index", "rebuild"]);
     assert_eq!(minilm["embeddings"]["documents"], 3, "{minilm}");

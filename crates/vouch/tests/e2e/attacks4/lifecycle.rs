@@ -22,18 +22,8 @@ fn lifecycle_fields_change_only_as_a_recording_lifecycle_event_sets_them() {
     commit(&p, "a source");
     let clean = git(p.root(), &["rev-parse", "HEAD"]);
     let unarchive = || {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let cited = text
-            .lines()
-            .find(|l| l.starts_with("- "))
-            .unwrap()
-            .to_string();
-        std::fs::write(
-            &file,
-            text.replace("status: archived", "status: working")
-                .replace(&cited, &format!("- {other}")),
-        )
-        .unwrap();
+        edit(&file, "status: archived", "status: working");
+        swap_first_citation(&file, &other);
     };
     let event = |name: &str, data: Value| {
         json!({

@@ -115,6 +115,15 @@ fn passes(p: &Project, message: &str) -> Value {
     v
 }
 
+/// The check cannot be made: it exits with an error saying `says`, and
+/// never says OK.
+fn check_errs(p: &Project, says: &str) {
+    let r = p.run("x", &["audit", "verify", "--base", "main"]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
+    assert!(!r.stdout.contains("OK"), "{}", r.stdout);
+}
+
 /// Commit as `message`; the check must fail naming `expected`.
 fn refused(p: &Project, message: &str, expected: &str) -> Value {
     commit(p, message);

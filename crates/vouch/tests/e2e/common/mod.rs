@@ -242,6 +242,19 @@ pub fn jsonl(p: &Project, agent: &str, method: &str, params: Value) -> Value {
         .expect("a response line")
 }
 
+/// The claim file at `path` with its first citation (`- id`) swapped for
+/// `source`, as a hand edit would: the line it replaced.
+pub fn swap_first_citation(path: &Path, source: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let cited = text
+        .lines()
+        .find(|l| l.starts_with("- "))
+        .unwrap_or_else(|| panic!("no citation in {}", path.display()))
+        .to_string();
+    std::fs::write(path, text.replace(&cited, &format!("- {source}"))).unwrap();
+    cited
+}
+
 /// A search's hits as `kind:id`, in rank order.
 pub fn hit_names(hits: &Value) -> Vec<String> {
     hits.as_array()

@@ -228,13 +228,7 @@ fn the_pull_request_check_refuses_edits_riding_on_lifecycle_events_and_committed
     // Its citations swapped by hand, riding on the real confirm: the
     // lifecycle fields must be what that event recorded setting.
     let other = p.source("Tokens never expire, says this other note.\n");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let cited = text
-        .lines()
-        .find(|l| l.starts_with("- "))
-        .unwrap()
-        .to_string();
-    std::fs::write(&file, text.replace(&cited, &format!("- {other}"))).unwrap();
+    let cited = swap_first_citation(&file, &other);
     refused_against_main(
         &p,
         "citations swapped by hand",
