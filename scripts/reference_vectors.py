@@ -64,8 +64,40 @@ def bucket(rel, num_buckets=32, max_distance=128):
                             * (num_buckets - max_exact))
     return ret + min(large, num_buckets - 1)
 
-def embed_mpnet(t, cfg, ids):
+# Each layer's attention weights as the architecture names them: query,
+# key, value, output, and the LayerNorm after it.
+BERT_ATTENTION = ("attention.self.query", "attention.self.key", "attention.self.value",
+                  "attention.output.dense", "attention.output.LayerNorm")
+MPNET_ATTENTION = ("attention.attn.q", "attention.attn.k", "attention.attn.v",
+                   "attention.attn.o", "attention.LayerNorm")
+
+def encode(t, cfg, x, attention, bias=None):
+    """The encoder's layers over the embedded tokens `x`, then mean pooling
+    and L2 normalisation. `attention` names the layer's weights; `bias`
+    ([heads, q, k], MPNet's relative positions) is added to every score."""
     h = cfg["hidden_size"]; heads = cfg["num_attention_heads"]; d = h // heads
+    eps = cfg["layer_norm_eps"]
+    n = x.shape[0]
+    query, key, value, output, norm = attention
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        lin = lambda v, name: v @ t[p + name + ".weight"].T + t[p + name + ".bias"]
+        q = lin(x, query).reshape(n, heads, d).transpose(1, 0, 2)
+        k = lin(x, key).reshape(n, heads, d).transpose(1, 0, 2)
+        v = lin(x, value).reshape(n, heads, d).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
+        if bias is not None:
+            s = s + bias
+        s = np.exp(s - s.max(-1, keepdims=True)); s /= s.sum(-1, keepdims=True)
+        a = (s @ v).transpose(1, 0, 2).reshape(n, h)
+        x = layer_norm(lin(a, output) + x, t[p + norm + ".weight"], t[p + norm + ".bias"], eps)
+        inner = gelu(lin(x, "intermediate.dense"))
+        x = layer_norm(lin(inner, "output.dense") + x,
+                       t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"], eps)
+    v = x.mean(0)
+    return v / max(np.linalg.norm(v), 1e-12)
+
+def embed_mpnet(t, cfg, ids):
     eps = cfg["layer_norm_eps"]; pad = cfg["pad_token_id"]
     n = len(ids)
     pos = [pad + 1 + i for i in range(n)]
@@ -75,47 +107,16 @@ def embed_mpnet(t, cfg, ids):
     b = np.array([[bucket(k - q, cfg["relative_attention_num_buckets"]) for k in range(n)]
                   for q in range(n)])
     bias = table[b].transpose(2, 0, 1)  # [heads, q, k]
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"encoder.layer.{i}."
-        lin = lambda v, name: v @ t[p + name + ".weight"].T + t[p + name + ".bias"]
-        q = lin(x, "attention.attn.q").reshape(n, heads, d).transpose(1, 0, 2)
-        k = lin(x, "attention.attn.k").reshape(n, heads, d).transpose(1, 0, 2)
-        v = lin(x, "attention.attn.v").reshape(n, heads, d).transpose(1, 0, 2)
-        s = q @ k.transpose(0, 2, 1) / math.sqrt(d) + bias
-        s = np.exp(s - s.max(-1, keepdims=True)); s /= s.sum(-1, keepdims=True)
-        a = (s @ v).transpose(1, 0, 2).reshape(n, h)
-        x = layer_norm(lin(a, "attention.attn.o") + x,
-                       t[p + "attention.LayerNorm.weight"], t[p + "attention.LayerNorm.bias"], eps)
-        inner = gelu(lin(x, "intermediate.dense"))
-        x = layer_norm(lin(inner, "output.dense") + x,
-                       t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"], eps)
-    v = x.mean(0)
-    return v / max(np.linalg.norm(v), 1e-12)
+    return encode(t, cfg, x, MPNET_ATTENTION, bias)
 
 def embed(t, cfg, tok, ids):
-    h = cfg["hidden_size"]; heads = cfg["num_attention_heads"]; d = h // heads
     eps = cfg["layer_norm_eps"]
     n = len(ids)
     x = t["embeddings.word_embeddings.weight"][ids] \
         + t["embeddings.position_embeddings.weight"][:n] \
         + t["embeddings.token_type_embeddings.weight"][0]
     x = layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"], eps)
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"encoder.layer.{i}."
-        lin = lambda v, name: v @ t[p + name + ".weight"].T + t[p + name + ".bias"]
-        q = lin(x, "attention.self.query").reshape(n, heads, d).transpose(1, 0, 2)
-        k = lin(x, "attention.self.key").reshape(n, heads, d).transpose(1, 0, 2)
-        v = lin(x, "attention.self.value").reshape(n, heads, d).transpose(1, 0, 2)
-        s = q @ k.transpose(0, 2, 1) / math.sqrt(d)
-        s = np.exp(s - s.max(-1, keepdims=True)); s /= s.sum(-1, keepdims=True)
-        a = (s @ v).transpose(1, 0, 2).reshape(n, h)
-        x = layer_norm(lin(a, "attention.output.dense") + x,
-                       t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"], eps)
-        inner = gelu(lin(x, "intermediate.dense"))
-        x = layer_norm(lin(inner, "output.dense") + x,
-                       t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"], eps)
-    v = x.mean(0)
-    return v / max(np.linalg.norm(v), 1e-12)
+    return encode(t, cfg, x, BERT_ATTENTION)
 
 def main():
     model = sys.argv[1]
