@@ -33,16 +33,16 @@ mod armed {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    pub struct Armed {
-        pub name: String,
-        pub at: usize,
-        pub kill: bool,
-        pub enospc: bool,
+    pub(super) struct Armed {
+        pub(super) name: String,
+        pub(super) at: usize,
+        pub(super) kill: bool,
+        pub(super) enospc: bool,
     }
-    pub static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
-    pub static HITS: AtomicUsize = AtomicUsize::new(0);
+    pub(super) static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
+    pub(super) static HITS: AtomicUsize = AtomicUsize::new(0);
 
-    pub fn hit(name: &str) {
+    pub(super) fn hit(name: &str) {
         let guard = ARMED.lock().unwrap_or_else(|e| e.into_inner());
         let Some(a) = guard.as_ref() else { return };
         if a.enospc || a.name != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != a.at {
@@ -61,7 +61,7 @@ mod armed {
     }
 
     /// Whether the `enospc` action armed for `name` fires now.
-    pub fn full(name: &str) -> bool {
+    pub(super) fn full(name: &str) -> bool {
         let guard = ARMED.lock().unwrap_or_else(|e| e.into_inner());
         let Some(a) = guard.as_ref() else {
             return false;

@@ -4,7 +4,7 @@
 //! never reads the environment; the `vouch` app crate owns all I/O with people
 //! and transports.
 
-#![warn(missing_docs)]
+#![warn(unreachable_pub, missing_docs)]
 
 pub mod answer;
 pub mod audit;

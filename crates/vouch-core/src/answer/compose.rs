@@ -68,7 +68,7 @@ pub(crate) struct Composed {
 }
 
 impl Composed {
-    pub fn cites(&self, id: &str) -> bool {
+    pub(crate) fn cites(&self, id: &str) -> bool {
         self.sentences
             .iter()
             .any(|s| s.citations.iter().any(|c| c == id))
@@ -76,7 +76,7 @@ impl Composed {
 
     /// Replace the sentences with checked ones from a language model (one
     /// paragraph).
-    pub fn adopt(&mut self, sentences: Vec<Sentence>) {
+    pub(crate) fn adopt(&mut self, sentences: Vec<Sentence>) {
         self.answer.clear();
         for s in &sentences {
             append(&mut self.answer, &s.text, false);

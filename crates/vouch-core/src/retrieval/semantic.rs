@@ -10,10 +10,10 @@ use crate::model::DocKind;
 use crate::services::Embedder;
 
 /// Documents the semantic side offers a fusion (and the most it ranks).
-pub const CANDIDATES: usize = 50;
+pub(crate) const CANDIDATES: usize = 50;
 
 /// The message for a semantic search on a knowledge base without a model.
-pub fn no_model(kb: &Kb, backend: &str) -> Error {
+pub(crate) fn no_model(kb: &Kb, backend: &str) -> Error {
     Error::invalid(format!(
         "backend `{backend}` needs a local embedding model and the one configured is not \
          installed. {}",
@@ -103,7 +103,7 @@ pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
 }
 
 /// How close in meaning a claim must be to be called a possible duplicate.
-pub const DUPLICATE_COSINE: f32 = 0.95;
+pub(crate) const DUPLICATE_COSINE: f32 = 0.95;
 
 /// Whether [`near_duplicates`] may run the model on the proposed text.
 #[derive(Clone, Copy, PartialEq, Eq)]

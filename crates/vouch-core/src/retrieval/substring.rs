@@ -6,7 +6,7 @@ use crate::kb::Kb;
 use crate::model::{Claim, DocKind, Entity, Page};
 use crate::retrieval::{Query, SearchHit};
 
-pub fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
+pub(crate) fn search(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
     let Query {
         terms,
         limit,

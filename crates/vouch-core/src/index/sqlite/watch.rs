@@ -35,7 +35,7 @@ use std::time::Duration;
 
 /// How long a one-shot command waits for the watcher's answer before it
 /// scans the files itself.
-pub const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+pub(crate) const ANSWER_WITHIN: Duration = Duration::from_millis(500);
 
 /// The key in `state.db`'s meta table naming the watcher that keeps it.
 const STAMP_KEY: &str = "watch";
