@@ -483,11 +483,7 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
 #[test]
 fn dirs_freshness_sees_replaced_files_not_in_place_rewrites() {
     let p = Project::new();
-    let config = p.vouch_dir().join("config.yaml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let text = text.replace("retrieval:\n", "retrieval:\n  freshness: dirs\n");
-    assert!(text.contains("freshness: dirs"), "{text}");
-    std::fs::write(&config, text).unwrap();
+    retrieval_setting(&p, "freshness: dirs");
     let s = p.source("x");
     let c = p.claim("Blue deploys run nightly", &s);
     assert_eq!(hits(&p, "blue"), [format!("claim:{c}")]);

