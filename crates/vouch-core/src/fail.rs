@@ -20,6 +20,8 @@ pub const POINTS: &[&str] = &[
     "batch.moved",
     "journal.written",
     "approve.logged",
+    "delete.logged",
+    "delete.removed",
     "reject.logged",
     "lifecycle.logged",
     "bundle.logged",

@@ -301,7 +301,8 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
 fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
     let meta = ReadMeta {
         citations: Some(citations(kb, &proposal)),
-        change: crate::review::lifecycle::view(kb, &proposal),
+        change: crate::review::lifecycle::view(kb, &proposal)
+            .or_else(|| crate::review::gate::delete::view(kb, &proposal)),
         ..ReadMeta::default()
     };
     Read {

@@ -329,11 +329,11 @@ pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
             refused.push(format!("{rel}/{why}"));
             continue;
         }
-        // What a lifecycle change may have touched, and what the settings
-        // were, is read against REV's version of the file (all of them
-        // below, with one git process).
+        // What a lifecycle change may have touched, what a delete removed,
+        // and what the settings were, is read against REV's version of the
+        // file (all of them below, with one git process).
         let config = inside == vouch_core::store::layout::CONFIG_FILE;
-        if (change == Change::Modified && is_knowledge_path(&inside))
+        if (change != Change::Added && is_knowledge_path(&inside))
             || (config && change != Change::Added)
         {
             wanted.push((changed.len(), format!("{rev}:{path}")));

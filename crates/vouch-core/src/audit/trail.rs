@@ -202,6 +202,12 @@ impl Default for Actors {
 /// wrote: no file hashes to it, so the file never reads as reviewed.
 pub const NOT_REVIEWED: &str = "not-reviewed";
 
+/// The sha256 an approved delete records as what it wrote at the path of
+/// the file it removed (`data.written`; the removed bytes' own sha256 is
+/// in `data.removed`): no file hashes to it, so a file put back there by
+/// hand never reads as reviewed, and a file missing there is accounted for.
+pub const REMOVED: &str = "removed";
+
 impl Actors {
     /// An actor the log shows proposing and never deciding.
     pub fn is_agent(&self, actor: &str) -> bool {

@@ -410,6 +410,7 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
             ),
         ));
     }
+    out.extend(removed_by_hand(kb, &trail));
     for (dir, id) in durable {
         let file = rel(KbFile::Object(dir, id.to_string()));
         if trail.admits(id)
@@ -448,6 +449,58 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
         }
     }
     Ok(out)
+}
+
+/// Knowledge files an event recorded writing that are gone, with no
+/// approved delete after it: removed by hand (a `git rm`, a file manager),
+/// which no review decided. An approved delete records [`REMOVED`] at the
+/// path it removes, so what it removed is accounted for.
+///
+/// [`REMOVED`]: crate::audit::trail::REMOVED
+fn removed_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail) -> Vec<Finding> {
+    use crate::audit::trail::{NOT_REVIEWED, REMOVED};
+    let mut gone: Vec<(&String, Dir, &str)> = trail
+        .written
+        .iter()
+        .filter(|(_, sha)| *sha != REMOVED && *sha != NOT_REVIEWED)
+        .filter_map(|(path, _)| {
+            let (dir, name) = path.split_once('/')?;
+            let dir = match dir {
+                "claims" => Dir::Claims,
+                "pages" => Dir::Pages,
+                "entities" => Dir::Entities,
+                "relations" => Dir::Relations,
+                _ => return None,
+            };
+            let id = crate::store::layout::id_from_file_name(dir, name)?;
+            let file = kb.layout().file(dir, &id).ok()?;
+            // A folder that cannot be read is reported elsewhere.
+            let missing = matches!(
+                std::fs::symlink_metadata(&file),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound
+            );
+            missing.then_some((path, dir, crate::store::layout::id_of_inside(path)))
+        })
+        .collect();
+    gone.sort_by(|a, b| a.0.cmp(b.0));
+    gone.into_iter()
+        .map(|(path, dir, id)| {
+            let kind = dir.id_label().trim_end_matches(" id");
+            finding(
+                "removed-object",
+                Severity::Error,
+                id,
+                Some(path.clone()),
+                format!(
+                    "{kind} {id} ({path}) is gone, but no approved delete removed it (the audit \
+                     log records writing it, and no delete after that): removed by hand, which \
+                     no review decided — or an approval a crash cut short (approve it again). \
+                     Restore it (git checkout), or propose its deletion (`vouch propose-delete \
+                     {kind} {id} --reason ...`) and have a person approve it"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// `kb.doctor`: what `kb.lint` finds, plus the integrity of the files,

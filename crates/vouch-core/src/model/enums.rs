@@ -363,10 +363,23 @@ string_enum!(
     // A lifecycle change an agent asked for under `review.gate_lifecycle`.
     /// A lifecycle change to approved knowledge, held for review.
     Lifecycle = "lifecycle",
-    // vouch 1.x's request to delete an object: listed for review, decided
-    // with vouch 1.x (or rejected here).
-    /// vouch 1.x's request to delete an object.
+    // `kb.propose_delete`'s (and vouch 1.x's) request to delete an
+    // object: approving it removes the object's file.
+    /// A request to delete an approved claim, page, entity or relation.
     Delete = "delete",
+});
+
+string_enum!(
+    /// The reviewed kinds a delete proposal may remove (`kb.propose_delete`).
+    DeleteKind: "kind" {
+    /// A claim.
+    Claim = "claim",
+    /// A page.
+    Page = "page",
+    /// An entity.
+    Entity = "entity",
+    /// A relation.
+    Relation = "relation",
 });
 
 string_enum!(

@@ -25,9 +25,10 @@ pub struct ReadMeta {
     /// approved claims almost the same in meaning.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub possible_duplicates: Vec<NearDuplicate>,
-    /// Lifecycle proposals: what the change does, in words, and the
-    /// approved objects it would change as they read now (a claim's text,
-    /// a page's title), so the person sees what agents will read.
+    /// Lifecycle and delete proposals: what the change does, in words, and
+    /// the approved objects it would change or remove as they read now (a
+    /// claim's text, a page's title), so the person sees what agents will
+    /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<ChangeView>,
 }

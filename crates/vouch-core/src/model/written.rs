@@ -2,7 +2,8 @@
 
 use super::{Claim, Entity, Page, Relation, Source};
 
-/// An artifact just written through vouch, for incremental indexing.
+/// An artifact just written (or removed) through vouch, for incremental
+/// indexing.
 pub enum Written {
     /// A claim.
     Claim(Claim),
@@ -14,6 +15,15 @@ pub enum Written {
     Relation(Relation),
     /// A source.
     Source(Source),
+    /// An object whose file an approved delete removed: the index drops
+    /// its row and its vectors.
+    Removed {
+        /// Its kind as the index names it (`claim`, `page`, `entity`,
+        /// `relation`, `source`).
+        kind: &'static str,
+        /// Its id.
+        id: String,
+    },
 }
 
 impl Written {
@@ -25,6 +35,7 @@ impl Written {
             Written::Entity(e) => ("entity", &e.id),
             Written::Relation(r) => ("relation", &r.id),
             Written::Source(s) => ("source", &s.id),
+            Written::Removed { kind, id } => (kind, id),
         }
     }
 }

@@ -7,6 +7,7 @@ mod health;
 mod lifecycle;
 mod propose;
 mod reads;
+mod removal;
 mod sessions;
 mod sources;
 mod vocab;
@@ -16,6 +17,7 @@ pub use health::*;
 pub use lifecycle::*;
 pub use propose::*;
 pub use reads::*;
+pub use removal::*;
 pub use sessions::*;
 pub use sources::*;
 

@@ -255,6 +255,19 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             dry_run: a.common.dry_run,
             secrets: a.common.secrets.policy(),
         })?,
+        Command::ProposeDelete {
+            kind,
+            id,
+            reason,
+            session,
+            dry_run,
+        } => run.exec::<kb::ProposeDelete>(ProposeDeleteParams {
+            kind: vocabulary("kind", &Some(kind.clone()))?.expect("a value was given"),
+            id: id.clone(),
+            reason: reason.clone(),
+            session_id: session.clone(),
+            dry_run: *dry_run,
+        })?,
         Command::Pending { limit } => {
             let code = run.exec::<kb::ListPending>(ListParams {
                 limit: *limit,

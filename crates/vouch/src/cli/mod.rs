@@ -79,6 +79,28 @@ pub enum Command {
     ProposeEntity(ProposeEntityArgs),
     /// Propose a relation between two approved entities for review.
     ProposeRelation(ProposeRelationArgs),
+    /// Propose removing an approved claim, page, entity or relation.
+    ///
+    /// Nothing is removed until another person (or a reviewer a person
+    /// named) approves it with `vouch approve`; the audit log then records
+    /// the removed file's path and sha256, never its content. Refused while
+    /// other objects refer to it: supersede or archive it instead. Earlier
+    /// git commits keep what a delete removes (docs/redaction.md).
+    ProposeDelete {
+        /// claim, page, entity or relation.
+        kind: String,
+        /// The approved object's id.
+        id: String,
+        /// Why it must go, for the reviewer and the audit log.
+        #[arg(long, required = true)]
+        reason: String,
+        /// The work session this proposal belongs to (`vouch session start`).
+        #[arg(long)]
+        session: Option<String>,
+        /// Validate only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Proposals awaiting review, oldest first, with what each cites.
     Pending {
         /// Show at most this many.

@@ -625,13 +625,21 @@ impl Human for ProposeResult {
             }
             return out;
         }
-        let (kind, id) = ["claim_id", "page_id", "entity_id", "relation_id"]
+        const KEYS: [&str; 5] = [
+            "claim_id",
+            "page_id",
+            "entity_id",
+            "relation_id",
+            "object_id",
+        ];
+        let (kind, id) = KEYS
             .iter()
             .find_map(|k| {
                 self.object
                     .get(*k)
                     .map(|id| (k.trim_end_matches("_id"), id.as_str()))
             })
+            .map(|(k, id)| (if k == "object" { "deleting" } else { k }, id))
             .unwrap_or(("object", ""));
         if self.dry_run {
             return format!("Valid (dry run, nothing written): would propose {kind} {id}\n");

@@ -473,8 +473,9 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
             esc(str_of(payload, "body"))
         );
     }
-    if kind == "lifecycle" {
-        // What it changes, as it reads now: what agents will read.
+    if kind == "lifecycle" || kind == "delete" {
+        // What it changes (or removes), as it reads now: what agents will
+        // read, or stop reading.
         match p["_meta"]["change"]["objects"].as_array() {
             Some(objects) => {
                 for o in objects {

@@ -101,6 +101,28 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        name: "delete",
+        setup: |p| {
+            let s = source(p);
+            let a = claim(p, &s, "alpha");
+            claim(p, &s, "beta");
+            let v = p.ok(
+                "agent",
+                &["propose-delete", "claim", &a, "--reason", "not so"],
+            );
+            strings(&["approve", v["proposal_id"].as_str().unwrap()])
+        },
+        actor: "alice",
+        points: &[
+            "audit.append.synced",
+            "delete.logged",
+            "delete.removed",
+            "batch.staged",
+            "batch.renamed",
+            "batch.moved",
+        ],
+    },
+    Scenario {
         name: "reject",
         setup: |p| {
             let s = source(p);

@@ -28,6 +28,7 @@ mod planted_index;
 mod reads_write_nothing;
 mod recall;
 mod reliability;
+mod removal;
 mod review_terminal;
 mod search;
 mod secrets;

@@ -59,10 +59,14 @@ pub(super) fn changed_files(
             problems.extend(knowledge_problem(kb, f, kind, id, new)?);
             continue;
         }
+        if is_knowledge_path(path) {
+            problems.extend(removal_problem(f, kind, new));
+            continue;
+        }
         match f.change {
             Change::Deleted => problems.push(format!(
-                "{path}: a {kind} was removed; knowledge is never deleted (archive or supersede \
-                 it through the gate)"
+                "{path}: a {kind} was removed; knowledge is never deleted by hand (archive or \
+                 supersede it through the gate)"
             )),
             Change::Modified if dir == "decided" => problems.push(format!(
                 "{path}: a decision record was edited after it was made"
@@ -252,6 +256,46 @@ fn knowledge_problem(
         }
     }
     Ok(None)
+}
+
+/// What is wrong with a claim, page, entity or relation file the branch
+/// removed: the last new event that recorded writing it must be an
+/// approved delete that removed it, and what it removed must be the file
+/// as it was at the base (the sha256 its event recorded).
+fn removal_problem(f: &ChangedFile, kind: &str, new: &NewEvents) -> Option<String> {
+    let path = &f.path;
+    let by_hand = || {
+        format!(
+            "{path}: a {kind} was removed with no approved delete in this branch's audit log: \
+             removed by hand, which no review decided (restore it, or propose its deletion \
+             with `vouch propose-delete` and have a person approve it; archive or supersede \
+             keep the history)"
+        )
+    };
+    let Some((sha, event)) = new.removed.get(path.as_str()) else {
+        return Some(by_hand());
+    };
+    // A later event wrote it again: that is what the branch must hold.
+    if new
+        .written
+        .get(path.as_str())
+        .is_none_or(|(w, _)| w != crate::audit::trail::REMOVED)
+    {
+        return Some(by_hand());
+    }
+    match f.before.as_deref() {
+        Some(before) if crate::ids::content_sha256(before) == *sha => None,
+        Some(before) => Some(format!(
+            "{path}: event {event} (an approved delete) records removing bytes of sha256 {sha}, \
+             but the {kind} at the base was {}: what was removed is not what was approved for \
+             removal",
+            crate::ids::content_sha256(before)
+        )),
+        None => Some(format!(
+            "{path}: this {kind} was removed, and its version at the base cannot be read to \
+             tell whether it is what event {event} approved removing"
+        )),
+    }
 }
 
 /// Why the file at `path`, holding `now`, is not what the last new event

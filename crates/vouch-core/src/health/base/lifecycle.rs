@@ -34,7 +34,7 @@ pub(super) fn fields_of_object(object: &crate::model::Written) -> Option<Map<Str
         }),
         Written::Entity(e) => serde_json::to_value(e),
         Written::Relation(r) => serde_json::to_value(r),
-        Written::Source(_) => return None,
+        Written::Source(_) | Written::Removed { .. } => return None,
     };
     match v.ok()? {
         Value::Object(m) => Some(m),

@@ -4,7 +4,8 @@
 //! whether the branch only added to REV's history through the gate.
 //!
 //! Problems, each named: an event of REV removed or changed; a knowledge
-//! file added, changed or removed with no new event behind it (a claim
+//! file added, changed or removed with no new event behind it (removed:
+//! no approved delete that recorded removing those very bytes; a claim
 //! written by hand, an edited decision); a file an approval wrote that is
 //! not its proposal's payload; a change a lifecycle event does not make (a
 //! confirm that un-archives); a revert of what no sound lifecycle change
@@ -51,9 +52,10 @@ pub struct ChangedFile {
     pub change: Change,
     /// Its path inside `.vouch/`, `/`-separated.
     pub path: String,
-    /// Its bytes at REV, for a changed claim, page, entity or relation
-    /// (what a lifecycle change may and may not have touched is read from
-    /// them); `None` otherwise.
+    /// Its bytes at REV, for a changed or removed claim, page, entity or
+    /// relation (what a lifecycle change may and may not have touched, and
+    /// whether a delete removed what was approved, is read from them);
+    /// `None` otherwise.
     pub before: Option<Vec<u8>>,
 }
 
@@ -128,6 +130,9 @@ struct NewEvents<'a> {
     /// Each object's lifecycle state as the last new lifecycle event left
     /// it (`data.after`).
     after: HashMap<String, Value>,
+    /// Knowledge files a new approved delete removed, by path: the sha256
+    /// of the bytes it removed (`data.removed`) and its event id.
+    removed: HashMap<String, (String, &'a str)>,
 }
 
 /// A name as the report shows it: anything beyond printable ASCII
@@ -172,6 +177,72 @@ fn decides(ev: &Value) -> Option<&str> {
             .get("data")
             .and_then(|d| d.get("proposal_id"))
             .and_then(Value::as_str),
+    }
+}
+
+/// What an approval's `data.kind` says it approves (`delete` for an
+/// approved delete).
+fn kind_of(ev: &Value) -> Option<&str> {
+    ev.get("data")
+        .and_then(|d| d.get("kind"))
+        .and_then(Value::as_str)
+}
+
+/// An approved delete in the decisions' words: the object and each file
+/// it removed with the sha256 of its bytes.
+fn removed_line(ev: &Value) -> String {
+    let data = ev.get("data");
+    let files: Vec<String> = data
+        .and_then(|d| d.get(crate::review::gate::delete::REMOVED_KEY))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(path, sha)| format!("{path} sha256 {}", sha.as_str().unwrap_or("?")))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "{} {} (removes {})",
+        data.and_then(|d| d.get("object_kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("object"),
+        ids(ev).get(1).copied().unwrap_or("?"),
+        if files.is_empty() {
+            "nothing".to_string()
+        } else {
+            files.join(", ")
+        }
+    )
+}
+
+/// What a new approved delete removed: each file in `data.removed`, which
+/// its `data.written` must mark [`REMOVED`] (the only thing a delete
+/// writes). Anything else it records is a problem.
+///
+/// [`REMOVED`]: crate::audit::trail::REMOVED
+fn removals<'a>(
+    ev: &'a Value,
+    written: &[(String, String)],
+    new: &mut NewEvents<'a>,
+    problems: &mut Vec<String>,
+) {
+    use crate::audit::trail::REMOVED;
+    let event = str_of(ev, "id");
+    let removed = ev
+        .get("data")
+        .and_then(|d| d.get(crate::review::gate::delete::REMOVED_KEY))
+        .and_then(Value::as_object);
+    for (path, sha) in written {
+        let recorded = removed.and_then(|m| m.get(path)).and_then(Value::as_str);
+        match recorded {
+            Some(was) if sha == REMOVED => {
+                new.removed.insert(path.clone(), (was.to_string(), event));
+            }
+            _ => problems.push(format!(
+                "event {event} (an approved delete) records writing {path}, which a delete does \
+                 not write (it removes the file it names in data.removed, and writes nothing)"
+            )),
+        }
     }
 }
 
@@ -438,6 +509,8 @@ pub fn check(
             ));
         }
         let approve = name == "proposal.approve";
+        // An approved delete writes no object: it removes one.
+        let deletes = approve && kind_of(ev) == Some("delete");
         let object = ids(ev).get(1).copied();
         let pid = ids(ev).first().copied().unwrap_or("?");
         let fields = match (approve, object) {
@@ -490,6 +563,9 @@ pub fn check(
                 paths.insert(id, path.clone());
             }
             new.written.insert(path.clone(), (sha.clone(), event));
+        }
+        if deletes {
+            removals(ev, &written, &mut new, &mut problems);
         }
         if approve && let Some(object) = object {
             for old in &supersedes {
@@ -590,15 +666,22 @@ pub fn check(
                 states.insert(id.clone(), Some(made));
             }
         }
-        if approve && let Some(object) = object {
+        if approve
+            && !deletes
+            && let Some(object) = object
+        {
             new.approved
                 .insert(object.to_string(), (fields, pid.to_string()));
         }
         if let Some(pid) = decision {
             let by = proposer(pid);
+            let what = if deletes {
+                format!("delete {}", removed_line(ev))
+            } else {
+                ids(ev).get(1).copied().unwrap_or("").to_string()
+            };
             decisions.push(format!(
-                "{who} {name} {} (proposal {pid} by {})",
-                ids(ev).get(1).copied().unwrap_or(""),
+                "{who} {name} {what} (proposal {pid} by {})",
                 by.map_or_else(|| "nobody".to_string(), shown)
             ));
             if by.is_none() {

@@ -333,6 +333,13 @@ pub(crate) fn after_write(kb: &Ix, written: &[Written]) {
     let res = index.write_docs(kb, || {
         for w in written {
             let doc = match w {
+                // An approved delete: its row goes now, its vectors with
+                // it (read-your-writes, as for what is written).
+                Written::Removed { kind, id } => {
+                    index.delete(kind, id)?;
+                    crate::index::engine::VectorWrite::prune(index)?;
+                    continue;
+                }
                 Written::Claim(c) => claim_doc(c),
                 Written::Page(p) => page_doc(p),
                 Written::Entity(e) => entity_doc(e),

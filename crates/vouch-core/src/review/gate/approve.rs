@@ -318,6 +318,38 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                 p.reason.clone(),
             )?]);
         }
+        if proposal.kind == ProposalKind::Delete {
+            let events = proposal_events(kb, id)?;
+            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
+            if let Some(ev) = events.decision.as_ref().filter(|ev| {
+                ev.get("event")
+                    .and_then(Value::as_str)
+                    .and_then(crate::audit::trail::ProposalStep::of)
+                    == Some(crate::audit::trail::ProposalStep::Reject)
+            }) {
+                return Err(Error::conflict(format!(
+                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
+                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+                )));
+            }
+            if approver == proposal.proposed_by {
+                return Err(self_approval(&approver, &proposal));
+            }
+            if ids.len() > 1 {
+                return Err(Error::invalid(format!(
+                    "{id} is a delete proposal; approve it on its own (a list is \
+                     all-or-nothing only for new knowledge)"
+                )));
+            }
+            return Ok(vec![super::delete::approve_delete(
+                kb,
+                caller,
+                &approver,
+                proposal,
+                events.decision,
+                p.reason.clone(),
+            )?]);
+        }
         let draft = Draft::from_proposal(&proposal)?;
         let events = proposal_events(kb, id)?;
         // Every check of a fresh approve runs on a recovery too: a decision
@@ -593,7 +625,9 @@ pub(super) fn materialize(
         Written::Page(pg) => kb.stage(batch, pg)?,
         Written::Entity(e) => kb.stage(batch, e)?,
         Written::Relation(r) => kb.stage(batch, r)?,
-        Written::Source(_) => unreachable!("a draft is never a source"),
+        Written::Source(_) | Written::Removed { .. } => {
+            unreachable!("a draft is never a source nor a removal")
+        }
     };
     Ok((object, sha))
 }

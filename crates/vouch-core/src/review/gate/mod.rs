@@ -17,10 +17,12 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod approve;
+pub mod delete;
 mod propose;
 mod validate;
 
 pub use approve::*;
+pub use delete::propose_delete;
 pub use propose::*;
 use validate::*;
 
@@ -99,10 +101,8 @@ impl Draft {
                 )));
             }
             ProposalKind::Delete => {
-                return Err(Error::invalid(format!(
-                    "proposal {} asks vouch 1.x to delete {}; this vouch does not delete \
-                     reviewed knowledge (archive or supersede it instead): reject it here, or \
-                     decide it with vouch 1.x",
+                return Err(Error::internal(format!(
+                    "proposal {} asks to delete {}, not to add a draft",
                     p.id, p.object_id
                 )));
             }
@@ -116,8 +116,8 @@ pub(super) fn object_dir(kind: ProposalKind) -> Dir {
         ProposalKind::Page => Dir::Pages,
         ProposalKind::Entity => Dir::Entities,
         ProposalKind::Relation => Dir::Relations,
-        // Lifecycle (and 1.x delete) proposals change existing objects;
-        // they reserve no new id.
+        // Lifecycle and delete proposals change existing objects; they
+        // reserve no new id.
         ProposalKind::Lifecycle | ProposalKind::Delete => Dir::Claims,
     }
 }

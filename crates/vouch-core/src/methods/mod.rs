@@ -12,8 +12,15 @@ use crate::{health, reads, sources};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::OnceLock;
+
+mod limits;
+mod schema;
+
+pub use limits::check_limits;
+pub use schema::{STANDARD_FORMATS, portable};
+use schema::{result_schema, schema};
 
 /// What a method does to the knowledge base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -68,110 +75,6 @@ impl Method {
     /// MCP tool name: dots become underscores (`kb.search` → `kb_search`).
     pub fn tool_name(&self) -> String {
         self.name.replace('.', "_")
-    }
-}
-
-/// The schema of what a method accepts.
-fn schema<T: JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
-    portable(&mut schema);
-    schema
-}
-
-/// The schema of what a method returns: as serialized, so a field left out
-/// when empty (`skip_serializing_if`) is not required (MCP clients validate
-/// results against it).
-fn result_schema<T: JsonSchema>() -> Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    let mut schema =
-        serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null);
-    portable(&mut schema);
-    schema
-}
-
-/// The formats JSON Schema (draft 2020-12) defines; a client's validator
-/// knows these and warns about any other.
-pub const STANDARD_FORMATS: &[&str] = &[
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "idn-email",
-    "hostname",
-    "idn-hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "iri",
-    "iri-reference",
-    "uuid",
-    "uri-template",
-    "json-pointer",
-    "relative-json-pointer",
-    "regex",
-];
-
-/// Keywords whose value is one subschema.
-const SUBSCHEMA: &[&str] = &[
-    "additionalProperties",
-    "items",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contentSchema",
-];
-/// Keywords whose value is a list of subschemas.
-const SUBSCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-/// Keywords whose value maps names to subschemas.
-const SUBSCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-
-/// Make a generated schema one every MCP client accepts: every subschema an
-/// object (the TypeScript SDK refuses a property schema of `true`; `{}`
-/// means the same), and only formats JSON Schema defines (schemars writes
-/// Rust's `uint64`, `double`, … which validators warn about: an unsigned
-/// integer keeps its `minimum: 0` instead). `additionalProperties: false`
-/// stays: it is the closed-object idiom every client reads.
-pub fn portable(schema: &mut Value) {
-    let Value::Object(map) = schema else {
-        if let Value::Bool(b) = schema {
-            *schema = if *b { json!({}) } else { json!({"not": {}}) };
-        }
-        return;
-    };
-    if let Some(format) = map.get("format").and_then(Value::as_str)
-        && !STANDARD_FORMATS.contains(&format)
-    {
-        if format.starts_with('u') && !map.contains_key("minimum") {
-            map.insert("minimum".into(), json!(0));
-        }
-        map.remove("format");
-    }
-    for (key, value) in map.iter_mut() {
-        let key = key.as_str();
-        if SUBSCHEMA.contains(&key) {
-            if !(key == "additionalProperties" && *value == Value::Bool(false)) {
-                portable(value);
-            }
-        } else if let (true, Value::Array(items)) = (SUBSCHEMA_LISTS.contains(&key), &mut *value) {
-            items.iter_mut().for_each(portable);
-        } else if let (true, Value::Object(named)) = (SUBSCHEMA_MAPS.contains(&key), value) {
-            named.values_mut().for_each(portable);
-        }
     }
 }
 
@@ -650,6 +553,11 @@ registry! {
         "Propose a typed edge between two approved objects.",
         "Propose a relation (uses, depends_on, supersedes, supports, references, mentions, relates_to, ...) between two existing objects — claims, entities, pages, relations, evidence or sources — optionally citing evidence. Pending until a reviewer approves it. dry_run: true validates only.",
         gate::propose_relation;
+    ProposeDelete: "kb.propose_delete", Propose, ProposeDeleteParams => ProposeResult,
+        "Propose a delete",
+        "Propose removing an approved claim, page, entity or relation, for human review.",
+        "Ask for an approved claim, page, entity or relation to be removed: kind, id and a reason. Nothing is removed until a person (or a reviewer the person named) approves it with kb.approve; approving removes the object's file, and the audit log and the decided record keep its path and sha256, never its content. Refused (valid: false, the errors naming them) while other objects refer to it: prefer kb.supersede or kb.archive, which keep the history. Earlier git commits still hold what a delete removes (docs/redaction.md). dry_run: true validates only.",
+        gate::propose_delete;
     Approve: "kb.approve", Review + idempotent, ApproveParams => ApproveOutput,
         "Approve proposals",
         "Approve one or many pending proposals, writing durable knowledge.",
@@ -824,100 +732,4 @@ pub fn dispatch(kb: &Kb, caller: &Caller, name: &str, params: Value) -> Result<V
     let backend = params.get("backend").and_then(Value::as_str);
     before_dispatch(kb, m.name, backend);
     (m.call)(kb, caller, params)
-}
-
-/// What an agent transport may send: nesting, string and array sizes, and
-/// the `limit` it asks for (`limits:` in config.yaml). Each refusal names
-/// the limit and its key.
-pub fn check_limits(
-    limits: &crate::settings::LimitsSettings,
-    method: &str,
-    params: &Value,
-) -> Result<()> {
-    // `path` names where a value sits only when a refusal needs it: a
-    // request within every limit allocates nothing for it.
-    fn walk(
-        l: &crate::settings::LimitsSettings,
-        method: &str,
-        v: &Value,
-        path: &dyn Fn() -> String,
-        depth: u64,
-        exempt: bool,
-    ) -> Result<()> {
-        let refuse = |what: String, key: &str, value: u64| {
-            Err(Error::invalid(format!(
-                "{method}: {what} (limit {value}; config.yaml `limits.{key}`)"
-            )))
-        };
-        if depth > l.max_json_depth {
-            return refuse(
-                format!(
-                    "params nest deeper than {} levels at {}",
-                    l.max_json_depth,
-                    path()
-                ),
-                "max_json_depth",
-                l.max_json_depth,
-            );
-        }
-        match v {
-            Value::String(s) if !exempt && s.len() as u64 > l.max_string_bytes => {
-                return refuse(
-                    format!("{} is {} bytes", path(), s.len()),
-                    "max_string_bytes",
-                    l.max_string_bytes,
-                );
-            }
-            Value::Array(a) => {
-                if a.len() as u64 > l.max_array_items {
-                    return refuse(
-                        format!("{} has {} items", path(), a.len()),
-                        "max_array_items",
-                        l.max_array_items,
-                    );
-                }
-                for (i, x) in a.iter().enumerate() {
-                    walk(
-                        l,
-                        method,
-                        x,
-                        &|| format!("{}[{i}]", path()),
-                        depth + 1,
-                        false,
-                    )?;
-                }
-            }
-            Value::Object(o) => {
-                for (k, x) in o {
-                    // A source's text is bounded by `sources.max_bytes`.
-                    let content = depth == 1 && k == "content" && method == "kb.register_source";
-                    walk(
-                        l,
-                        method,
-                        x,
-                        &|| format!("{}.{k}", path()),
-                        depth + 1,
-                        content,
-                    )?;
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-    walk(limits, method, params, &|| "params".to_string(), 1, false)?;
-    // `limit` (lists, search) and `tail` (the audit log) ask for results.
-    for key in ["limit", "tail"] {
-        let Some(v) = params.get(key).filter(|v| v.is_number()) else {
-            continue;
-        };
-        if v.as_f64().is_some_and(|n| n > limits.max_results as f64) {
-            return Err(Error::invalid(format!(
-                "{method}: {key} {v} asks for more than {} results (config.yaml \
-                 `limits.max_results`); page with `offset` instead",
-                limits.max_results
-            )));
-        }
-    }
-    Ok(())
 }
