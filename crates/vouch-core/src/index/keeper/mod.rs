@@ -11,6 +11,7 @@
 //!
 //! Written once for every engine: both drive a [`DerivedIndex`].
 
+pub(crate) mod scan;
 mod state;
 pub(crate) mod vectors;
 pub(crate) use state::{Keep, KeeperState};

@@ -247,14 +247,6 @@ fn changed_ns(path: &Path) -> i64 {
     }
 }
 
-/// The kinds that have documents, and where their files are.
-const KINDS: &[(&str, Option<Dir>)] = &[
-    ("claim", Some(Dir::Claims)),
-    ("page", Some(Dir::Pages)),
-    ("entity", Some(Dir::Entities)),
-    ("relation", Some(Dir::Relations)),
-    ("source", None),
-];
 
 fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
     match kind {

@@ -1,0 +1,184 @@
+//! The freshness scan, written once for every engine: which files under
+//! `.vouch/` changed since the index last looked, from fingerprinted
+//! directory scans (one `fstatat` a file; a kind whose fingerprint did not
+//! move is not compared row by row). An engine stores what a scan saw of
+//! each kind ([`ScanMeta`]) and applies the changes.
+
+use crate::error::{Error, Result};
+use crate::store::Dir;
+use crate::stored::Store;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::UNIX_EPOCH;
+
+/// The kinds that have documents, and where their files are.
+pub(crate) const KINDS: &[(&str, Option<Dir>)] = &[
+    ("claim", Some(Dir::Claims)),
+    ("page", Some(Dir::Pages)),
+    ("entity", Some(Dir::Entities)),
+    ("relation", Some(Dir::Relations)),
+    ("source", None),
+];
+
+pub(crate) use crate::index::engine::Sig;
+
+/// File timestamps tick coarsely (often 1-4 ms), so a second write in the
+/// same tick keeps the mtime. Anything modified this recently is re-read
+/// rather than trusted by signature (git's "racy" rule).
+pub(crate) const RACY_NS: i64 = 2_000_000_000;
+
+/// What the last sync saw of one kind's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScanMeta {
+    pub(crate) dir_mtime: i64,
+    /// Wrapping sum of [`entry_hash`] over the kind's files: order-free, and
+    /// cheap to adjust for one file.
+    pub(crate) fingerprint: u64,
+    pub(crate) count: usize,
+}
+
+impl ScanMeta {
+    pub(crate) fn parse(v: &str) -> Option<ScanMeta> {
+        let mut it = v.split(';');
+        Some(ScanMeta {
+            dir_mtime: it.next()?.parse().ok()?,
+            fingerprint: u64::from_str_radix(it.next()?, 16).ok()?,
+            count: it.next()?.parse().ok()?,
+        })
+    }
+    pub(crate) fn render(&self) -> String {
+        format!(
+            "{};{:016x};{}",
+            self.dir_mtime, self.fingerprint, self.count
+        )
+    }
+}
+
+pub(crate) fn entry_hash(id: &str, sig: Sig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (id, sig).hash(&mut h);
+    h.finish()
+}
+
+pub(crate) use crate::store::mtime_ns;
+
+/// The file system's side of a sync; taken without holding the index.
+pub(crate) struct Scan {
+    pub(crate) kinds: Vec<KindScan>,
+    /// Files modified after this (ns since the epoch) are re-read regardless.
+    pub(crate) racy_after: i64,
+}
+
+impl Scan {
+    pub(crate) fn take(
+        kb: &Store,
+        stored: &HashMap<String, ScanMeta>,
+        dirs_only: bool,
+    ) -> Result<Scan> {
+        // A file or directory modified within RACY_NS of this scan may change
+        // again within the same timestamp tick; it is never trusted unread.
+        let racy_after = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0)
+            - RACY_NS;
+        Ok(Scan {
+            kinds: scan_all(kb, stored, dirs_only, racy_after)?,
+            racy_after,
+        })
+    }
+}
+
+/// One kind's files as a scan found them; `files` is `None` when the scan
+/// was skipped (freshness `dirs` and an unmoved directory).
+pub(crate) struct KindScan {
+    pub(crate) kind: &'static str,
+    pub(crate) dir_mtime: i64,
+    pub(crate) files: Option<Vec<(String, Sig)>>,
+}
+
+pub(crate) fn kind_dir(kb: &Store, dir: Option<Dir>) -> PathBuf {
+    match dir {
+        Some(d) => kb.layout().dir(d),
+        None => kb.layout().sources_dir(),
+    }
+}
+
+/// Every file of one kind with its signature, one `fstatat` each (relative
+/// to the open directory, so no path is resolved); large directories are
+/// stat-ed on two threads.
+pub(crate) fn scan_kind(kb: &Store, dir: Option<Dir>) -> Result<Vec<(String, Sig)>> {
+    let path = kind_dir(kb, dir);
+    let entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&path) {
+        Ok(e) => e.filter_map(|e| e.ok()).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let one = |entry: &std::fs::DirEntry| -> Option<(String, Sig)> {
+        let name = entry.file_name();
+        let name = name.to_str()?;
+        let (id, meta) = match dir {
+            Some(d) => {
+                let id = crate::store::layout::id_from_file_name(d, name)?;
+                crate::ids::check_id("id", &id).ok()?;
+                // A link is never followed (store::nofollow): not a document.
+                (id, entry.metadata().ok()?)
+            }
+            None => {
+                if !crate::ids::is_source_id(name) {
+                    return None;
+                }
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    return None;
+                }
+                let meta = std::fs::symlink_metadata(kb.layout().source_meta(name).ok()?).ok()?;
+                (name.to_string(), meta)
+            }
+        };
+        meta.is_file()
+            .then(|| (id, (mtime_ns(&meta), meta.len() as i64)))
+    };
+    if entries.len() < 4096 {
+        return Ok(entries.iter().filter_map(one).collect());
+    }
+    let (a, b) = entries.split_at(entries.len() / 2);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| b.iter().filter_map(one).collect::<Vec<_>>());
+        let mut out: Vec<(String, Sig)> = a.iter().filter_map(one).collect();
+        out.extend(
+            other
+                .join()
+                .map_err(|_| Error::internal("index: a scanning thread panicked"))?,
+        );
+        Ok(out)
+    })
+}
+
+/// Scan every kind.
+pub(crate) fn scan_all(
+    kb: &Store,
+    stored: &HashMap<String, ScanMeta>,
+    dirs_only: bool,
+    racy_after: i64,
+) -> Result<Vec<KindScan>> {
+    let one = |kind: &'static str, dir: Option<Dir>| -> Result<KindScan> {
+        let dir_mtime = std::fs::metadata(kind_dir(kb, dir))
+            .map(|m| mtime_ns(&m))
+            .unwrap_or(0);
+        let unmoved = stored
+            .get(&format!("scan:{kind}"))
+            .is_some_and(|m| m.dir_mtime == dir_mtime && dir_mtime < racy_after);
+        let files = if dirs_only && unmoved {
+            None
+        } else {
+            Some(scan_kind(kb, dir)?)
+        };
+        Ok(KindScan {
+            kind,
+            dir_mtime,
+            files,
+        })
+    };
+    KINDS.iter().map(|(kind, dir)| one(kind, *dir)).collect()
+}
