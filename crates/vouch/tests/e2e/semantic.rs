@@ -39,6 +39,15 @@ fn ids(hits: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Each hit's score, in rank order.
+fn scores(hits: &Value) -> Vec<&Value> {
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["score"])
+        .collect()
+}
+
 fn set_backend(p: &Project, backend: &str) {
     let path = p.vouch_dir().join("config.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -230,21 +239,9 @@ fn vectors_follow_approvals_rebuilds_and_model_changes() {
     assert_eq!(other, 0);
     assert_eq!(count(&a), 1);
     // The same answers as before the switch, score for score.
-    let before_scores: Vec<&Value> = before
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| &h["score"])
-        .collect();
     let again = p.ok("x", &["search", "--semantic", "when can we ship to prod"]);
-    let again_scores: Vec<&Value> = again
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| &h["score"])
-        .collect();
     assert_eq!(ids(&before), ids(&again));
-    assert_eq!(before_scores, again_scores);
+    assert_eq!(scores(&before), scores(&again));
 }
 
 /// A successor ranks above what it superseded in every backend, and the
