@@ -10,6 +10,7 @@
 //! - [`VectorRead`] / [`VectorWrite`]: the stored vectors of a model,
 //!   keyed by document and chunk, with each text's hash for reuse.
 //! - [`MainConn`]: the one connection the schedule writes through.
+//! - [`WatchTarget`]: what the keeper's watcher has the engine apply.
 //!
 //! A lexical engine answers [`super::DerivedIndex::lexical`]; what it is
 //! told of changed documents comes through the same write hook
@@ -99,4 +100,22 @@ pub trait MainConn {
     /// Run `f` on the main connection; an error when the index was never
     /// made current in this process.
     fn with_main(&self, f: &mut dyn FnMut(&dyn EngineConn) -> Result<()>) -> Result<()>;
+}
+
+/// What the keeper's watcher asks of the engine it keeps in step: the
+/// watcher hears of changes; the engine applies them.
+pub trait WatchTarget: Send + Sync {
+    /// Whether the next batch must be a full pass: the index was (re)opened
+    /// just now, or does not carry this watcher's `token`.
+    fn needs_full(&self, store: &crate::stored::Store, token: &str) -> Result<bool>;
+    /// Apply one batch: with `full`, every file stat-ed and the index
+    /// stamped with `token`; the files the kernel named re-read; then what
+    /// the audit log appended. The index is current when it returns.
+    fn apply_watched(
+        &self,
+        store: &crate::stored::Store,
+        full: bool,
+        changed: Vec<(&'static str, String)>,
+        token: &str,
+    ) -> Result<()>;
 }

@@ -14,6 +14,7 @@
 pub(crate) mod scan;
 mod state;
 pub(crate) mod vectors;
+pub(crate) mod watch;
 pub(crate) use state::{Keep, KeeperState};
 
 use super::{Budget, DerivedIndex, EmbedStats, SyncStats, Watching};

@@ -98,7 +98,10 @@ impl DerivedIndex for SqliteIndex {
         embed::wait_for_upkeep(&self.state.keeper, at_most);
     }
     fn start_watching(&self, store: Arc<Store>) -> Result<Watching> {
-        super::watch::start(store, self.state.clone())
+        super::watch::start(
+            store,
+            self.state.clone() as std::sync::Arc<dyn crate::index::engine::WatchTarget>,
+        )
     }
 
     fn is_open(&self) -> bool {
