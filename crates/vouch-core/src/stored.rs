@@ -111,8 +111,11 @@ impl CallNotes {
 
     /// The notes as the `_meta` object an agent receives: `partial` when
     /// the answer is known to be incomplete, the count of documents not
-    /// embedded yet, and every warning. `None` when there is nothing to say.
-    pub fn meta(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+    /// embedded yet, and every warning — with the server's own paths
+    /// written relative to the project that holds `root` (the `.vouch/`
+    /// folder): a remote caller learns nothing of the server's disk.
+    /// `None` when there is nothing to say.
+    pub fn meta(&self, root: &Path) -> Option<serde_json::Map<String, serde_json::Value>> {
         if self.is_empty() {
             return None;
         }
@@ -122,7 +125,20 @@ impl CallNotes {
             meta.insert("vectors_pending".into(), n.into());
         }
         if !self.warnings.is_empty() {
-            meta.insert("warnings".into(), self.warnings.clone().into());
+            let project = root.parent().unwrap_or(root);
+            let prefix = format!("{}/", project.display());
+            let relative: Vec<String> = self
+                .warnings
+                .iter()
+                .map(|w| {
+                    if project.as_os_str().len() > 1 {
+                        w.replace(&prefix, "")
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            meta.insert("warnings".into(), relative.into());
         }
         Some(meta)
     }
@@ -722,4 +738,33 @@ fn names_in(path: &Path, keep: impl Fn(&str) -> Option<String>) -> Result<Vec<St
         .collect();
     names.sort();
     Ok(names)
+}
+
+#[cfg(test)]
+mod call_notes {
+    use super::CallNotes;
+    use std::path::Path;
+
+    /// A warning an agent receives names files relative to the project,
+    /// never by the server's absolute path; counts say the answer is
+    /// partial.
+    #[test]
+    fn notes_name_files_relative_to_the_project_and_say_what_is_partial() {
+        let notes = CallNotes {
+            warnings: vec![
+                "skipped /srv/team/kb/.vouch/claims/broken.yaml: bad YAML".into(),
+                "no path here".into(),
+            ],
+            vectors_pending: Some(3),
+        };
+        let meta = notes.meta(Path::new("/srv/team/kb/.vouch")).unwrap();
+        assert_eq!(meta["partial"], true);
+        assert_eq!(meta["vectors_pending"], 3);
+        assert_eq!(
+            meta["warnings"][0],
+            "skipped .vouch/claims/broken.yaml: bad YAML"
+        );
+        assert_eq!(meta["warnings"][1], "no path here");
+        assert!(CallNotes::default().meta(Path::new("/x/.vouch")).is_none());
+    }
 }

@@ -71,7 +71,7 @@ pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) 
             methods::dispatch(kb, caller, method, params)
         }))
     });
-    let meta = notes.meta();
+    let meta = notes.meta(kb.layout().root());
     crate::render::print_warnings(notes.warnings);
     let mut envelope = match res {
         Ok(Ok(result)) => json!({"id": id, "ok": true, "result": result}),

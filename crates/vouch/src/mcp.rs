@@ -214,17 +214,23 @@ impl ServerHandler for Handler {
         let joined = tokio::task::spawn_blocking(move || {
             // Through the registry's one entry point, so MCP callers meet
             // the same limits as every other agent transport.
+            // A panic is caught here, inside the notes' collection, so
+            // what the call raised before it still reaches the caller.
             let (res, notes) = vouch_core::stored::Store::collecting_notes(|| {
-                vouch_core::methods::dispatch(&kb, &caller, method.name, params)
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    vouch_core::methods::dispatch(&kb, &caller, method.name, params)
+                }))
             });
-            let meta = notes.meta();
+            let meta = notes.meta(kb.layout().root());
             crate::render::print_warnings(notes.warnings);
             (res, meta)
         })
         .await;
         let (joined, meta) = match joined {
-            Ok((res, meta)) => (Ok(res), meta),
-            Err(e) => (Err(e), None),
+            Ok((Ok(res), meta)) => (Ok(res), meta),
+            // A panic inside the call (its notes kept), or the task lost.
+            Ok((Err(_), meta)) => (Err(()), meta),
+            Err(_) => (Err(()), None),
         };
         let mut result = match joined {
             Ok(Ok(value)) => {

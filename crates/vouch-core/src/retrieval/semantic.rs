@@ -230,7 +230,7 @@ mod tests {
         };
         let (_, notes) = search(&kb);
         assert!(notes.vectors_pending.is_some_and(|n| n >= 2), "{notes:?}");
-        let meta = notes.meta().unwrap();
+        let meta = notes.meta(kb.layout().root()).unwrap();
         assert_eq!(meta["partial"], true, "{meta:?}");
         // kb.status counts them too, embedding nothing.
         let waiting = |kb: &Kb| {

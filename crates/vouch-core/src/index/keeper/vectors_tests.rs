@@ -466,7 +466,7 @@ fn a_search_while_the_background_step_embeds_answers_in_budget_and_says_partial(
         "found by words: {hits}"
     );
     assert_eq!(notes.vectors_pending, Some(documents), "{notes:?}");
-    assert_eq!(notes.meta().unwrap()["partial"], true);
+    assert_eq!(notes.meta(kb.layout().root()).unwrap()["partial"], true);
     // One batch later, fewer wait, and a search says how many.
     held.allow(1);
     held.begun(2);
