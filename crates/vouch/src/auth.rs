@@ -11,7 +11,7 @@ pub(crate) fn digest(secret: &[u8]) -> [u8; 32] {
 /// Constant-time equality of two digests: always 32 byte comparisons, so
 /// the time reveals neither where they differ nor anything about the
 /// secret's length (both sides are hashes).
-pub fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+pub(crate) fn ct_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     let mut diff = 0u8;
     for i in 0..32 {
         diff |= a[i] ^ b[i];

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use vouch_core::methods::REGISTRY;
 
-pub fn json() -> Value {
+pub(crate) fn json() -> Value {
     Value::Array(
         REGISTRY
             .iter()
@@ -27,7 +27,7 @@ pub fn json() -> Value {
     )
 }
 
-pub fn markdown() -> String {
+pub(crate) fn markdown() -> String {
     let mut out = String::from(
         "# kb.* methods\n\n\
          Generated from the method registry by `vouch methods --markdown`; a test keeps it current.\n\

@@ -12,7 +12,7 @@ use vouch_core::audit::checkpoints::Checkpoint;
 use vouch_core::{Error, Kb};
 
 /// Where the key is (it may not exist yet).
-pub fn key_path(explicit: Option<&Path>) -> Result<PathBuf, Error> {
+pub(crate) fn key_path(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(p) = explicit {
         return Ok(p.to_path_buf());
     }
@@ -27,7 +27,7 @@ pub fn key_path(explicit: Option<&Path>) -> Result<PathBuf, Error> {
 
 /// The key, creating one (32 random bytes, hex, mode 600) if `create` and
 /// none exists. `Ok(None)`: no key and none created.
-pub fn load_key(kb: &Kb, path: &Path, create: bool) -> Result<Option<Vec<u8>>, Error> {
+pub(crate) fn load_key(kb: &Kb, path: &Path, create: bool) -> Result<Option<Vec<u8>>, Error> {
     let shown = path.display();
     let found = std::fs::symlink_metadata(path);
     if matches!(&found, Err(e) if e.kind() == std::io::ErrorKind::NotFound) && !create {
@@ -121,12 +121,12 @@ fn kept_path(kb: &Kb, key_path: &Path) -> PathBuf {
         .join(format!("{id}.json"))
 }
 
-pub fn read_kept(kb: &Kb, key_path: &Path) -> Option<Checkpoint> {
+pub(crate) fn read_kept(kb: &Kb, key_path: &Path) -> Option<Checkpoint> {
     let text = std::fs::read_to_string(kept_path(kb, key_path)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
-pub fn write_kept(kb: &Kb, key_path: &Path, cp: &Checkpoint) -> Result<(), Error> {
+pub(crate) fn write_kept(kb: &Kb, key_path: &Path, cp: &Checkpoint) -> Result<(), Error> {
     let path = kept_path(kb, key_path);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)

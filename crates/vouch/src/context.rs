@@ -10,7 +10,7 @@ use vouch_core::{Caller, Error, ErrorKind, Kb, Result, Transport};
 /// `--kb PATH` (or VOUCH_KB_PATH) may name the `.vouch/` folder or the
 /// project holding it; otherwise walk up from the current directory like git,
 /// stopping at $HOME.
-pub fn locate(kb_flag: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn locate(kb_flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = kb_flag {
         let direct = if p.file_name().is_some_and(|n| n == ".vouch") {
             p.to_path_buf()
@@ -130,7 +130,7 @@ fn user_name(uid: u32) -> String {
 /// VOUCH_HTTP_BODY_TIMEOUT_MS, VOUCH_HTTP_MAX_CONNECTIONS,
 /// VOUCH_HTTP_MAX_CONNECTIONS_PER_ADDRESS, VOUCH_HTTP_MAX_CONNECTIONS_PER_ACTOR,
 /// VOUCH_HTTP_MAX_WAITING_CONNECTIONS and VOUCH_MCP_MAX_SESSIONS.
-pub fn http_limits() -> Result<crate::http::listen::Limits> {
+pub(crate) fn http_limits() -> Result<crate::http::listen::Limits> {
     let mut limits = crate::http::listen::Limits::default();
     let num = |k: &str| -> Result<Option<u64>> {
         match std::env::var(k) {
@@ -170,7 +170,7 @@ pub fn http_limits() -> Result<crate::http::listen::Limits> {
 
 /// Time and ids: VOUCH_TIMESTAMP pins the clock (advancing 1 s per reading),
 /// VOUCH_SEED pins the random ids.
-pub fn clock() -> Arc<dyn Clock> {
+pub(crate) fn clock() -> Arc<dyn Clock> {
     let seed = std::env::var("VOUCH_SEED")
         .ok()
         .and_then(|s| s.parse::<u64>().ok());
@@ -187,7 +187,7 @@ pub fn clock() -> Arc<dyn Clock> {
 }
 
 /// Open the knowledge base, with its embedding model when one is installed.
-pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
+pub(crate) fn open(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open(&locate(kb_flag)?, clock())?;
     crate::personal::attach(&mut kb);
     crate::model::attach(&mut kb);
@@ -196,7 +196,7 @@ pub fn open(kb_flag: Option<&Path>) -> Result<Kb> {
 }
 
 /// Open even with an unparseable config.yaml (for `vouch doctor`).
-pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
+pub(crate) fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
     let mut kb = Kb::open_tolerant(&locate(kb_flag)?, clock())?;
     crate::personal::attach(&mut kb);
     crate::model::attach(&mut kb);
@@ -209,7 +209,7 @@ pub fn open_tolerant(kb_flag: Option<&Path>) -> Result<Kb> {
 /// Never the repository's config (`agent:` there is reported by `doctor`
 /// and ignored): a cloned repository must not choose who you act as. A
 /// name no one could read back ([`vouch_core::ids::actor_name_problem`]) is refused.
-pub fn caller(agent_flag: Option<&str>, transport: Transport) -> Result<Caller> {
+pub(crate) fn caller(agent_flag: Option<&str>, transport: Transport) -> Result<Caller> {
     let actor = match named(agent_flag, transport)? {
         Some(actor) => actor,
         None if transport == Transport::Cli => vouch_core::ids::NO_NAME.into(),
@@ -229,7 +229,7 @@ const NO_NAME_AGENT: &str = "agent";
 /// (`CLI`, fullwidth `ｃｌｉ`, a Cyrillic `сli`:
 /// [`vouch_core::ids::reads_as_no_name`]): in the log that stands for "no
 /// name".
-pub fn decider(agent_flag: Option<&str>) -> Result<Caller> {
+pub(crate) fn decider(agent_flag: Option<&str>) -> Result<Caller> {
     match named(agent_flag, Transport::Cli)? {
         Some(actor) if !vouch_core::ids::reads_as_no_name(&actor) => {
             Ok(Caller::new(actor, Transport::Cli))

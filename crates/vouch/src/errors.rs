@@ -3,13 +3,13 @@
 
 use vouch_core::ErrorKind;
 
-pub struct Mapping {
+pub(crate) struct Mapping {
     pub exit_code: i32,
     pub wire_code: &'static str,
     pub http_status: u16,
 }
 
-pub const fn mapping(kind: ErrorKind) -> Mapping {
+pub(crate) const fn mapping(kind: ErrorKind) -> Mapping {
     use ErrorKind::*;
     let (exit_code, wire_code, http_status) = match kind {
         InvalidParams => (2, "invalid_request", 400),
@@ -33,10 +33,10 @@ pub const fn mapping(kind: ErrorKind) -> Mapping {
 
 /// Exit code when a proposal did not validate (`valid: false`), and when
 /// `export-check` / `import-check` find a bundle's problems.
-pub const EXIT_INVALID_PROPOSAL: i32 = 2;
+pub(crate) const EXIT_INVALID_PROPOSAL: i32 = 2;
 
 /// Documented in `vouch --help` and the README.
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
+pub(crate) const EXIT_CODES_HELP: &str = "Exit codes: 0 ok; 1 internal error; 2 invalid input \
 (bad params, invalid proposal, unknown method, a bundle with problems); 3 not found; \
 4 conflict (already decided, id taken, import conflicts with --on-conflict fail, \
 export onto a file that is not a bundle); 5 refused \

@@ -214,7 +214,7 @@ fn under(path: &str, rel: &str) -> Option<String> {
 }
 
 /// Compare this KB with REV, as a pull request's check does.
-pub fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
+pub(crate) fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
     if rev.starts_with('-') || rev.is_empty() {
         return Err(Error::invalid(format!(
             "--base {rev:?}: name a revision (a branch such as origin/main, a tag or a commit)"

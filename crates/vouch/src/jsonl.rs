@@ -18,7 +18,7 @@ pub fn handle_line(kb: &Kb, caller: &Caller, line: &[u8]) -> Value {
 }
 
 /// Answer one request already parsed (or not) from its bytes.
-pub fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value>) -> Value {
+pub(crate) fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value>) -> Value {
     let req: Value = match parsed {
         Ok(v) => v,
         Err(e) => {
@@ -65,7 +65,7 @@ pub fn handle_request(kb: &Kb, caller: &Caller, parsed: serde_json::Result<Value
 }
 
 /// Dispatch and wrap in the envelope; a panic becomes `internal_error`.
-pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) -> Value {
+pub(crate) fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) -> Value {
     let (res, notes) = vouch_core::stored::Store::collecting_notes(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             methods::dispatch(kb, caller, method, params)
@@ -91,7 +91,7 @@ pub fn answer(kb: &Kb, caller: &Caller, id: Value, method: &str, params: Value) 
 }
 
 /// Serve until stdin closes.
-pub fn serve(kb: &Kb, caller: &Caller) -> std::io::Result<()> {
+pub(crate) fn serve(kb: &Kb, caller: &Caller) -> std::io::Result<()> {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let stdout = std::io::stdout();

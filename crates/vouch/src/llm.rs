@@ -23,10 +23,10 @@ use vouch_core::Kb;
 use vouch_core::answer::llm::Llm;
 
 /// Most bytes read from the command's stdout.
-pub const MAX_REPLY_BYTES: usize = 1024 * 1024;
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_REPLY_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub struct CommandLlm {
+pub(crate) struct CommandLlm {
     pub argv: Vec<String>,
     pub timeout: Duration,
     /// Variables passed beyond [`LLM_ENV_ALLOWED`] (`synthesize.llm_env`).
@@ -119,7 +119,7 @@ impl Llm for CommandLlm {
 /// programs and files, and the locale. Others only when the person names
 /// them in their own config (`synthesize.llm_env: [OPENAI_API_KEY]`);
 /// everything else, every vouch token and key included, is withheld.
-pub const LLM_ENV_ALLOWED: &[&str] = &[
+pub(crate) const LLM_ENV_ALLOWED: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
 ];
 
@@ -133,7 +133,7 @@ fn argv_of(v: &Value) -> Option<Vec<String>> {
 }
 
 /// Give `kb` the configured language model command, if there is one.
-pub fn attach(kb: &mut Kb) {
+pub(crate) fn attach(kb: &mut Kb) {
     if kb
         .settings()
         .extra

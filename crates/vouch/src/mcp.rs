@@ -127,14 +127,14 @@ fn every_branch_an_object(schema: &JsonObject) -> bool {
 }
 
 /// Every tool, built once from the registry.
-pub fn tools() -> &'static [Tool] {
+pub(crate) fn tools() -> &'static [Tool] {
     static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
     TOOLS.get_or_init(|| REGISTRY.iter().map(tool).collect())
 }
 
 /// The MCP server: one per stdio process or per HTTP session.
 #[derive(Clone)]
-pub struct Handler {
+pub(crate) struct Handler {
     kb: Arc<Kb>,
     /// The actor for stdio. `None` over HTTP: there the caller comes from the
     /// authenticated request (see `http.rs`), and a request without one is
@@ -144,7 +144,7 @@ pub struct Handler {
 
 impl Handler {
     /// A handler whose actor is fixed for the process (stdio).
-    pub fn stdio(kb: Arc<Kb>, caller: Caller) -> Self {
+    pub(crate) fn stdio(kb: Arc<Kb>, caller: Caller) -> Self {
         Handler {
             kb,
             caller: Some(caller),
@@ -152,7 +152,7 @@ impl Handler {
     }
 
     /// A handler whose actor comes from each HTTP request's extensions.
-    pub fn http(kb: Arc<Kb>) -> Self {
+    pub(crate) fn http(kb: Arc<Kb>) -> Self {
         Handler { kb, caller: None }
     }
 
@@ -259,7 +259,7 @@ impl ServerHandler for Handler {
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(kb: Arc<Kb>, caller: Caller) -> std::io::Result<()> {
+pub(crate) async fn serve_stdio(kb: Arc<Kb>, caller: Caller) -> std::io::Result<()> {
     let service = Handler::stdio(kb, caller)
         .serve(rmcp::transport::stdio())
         .await
@@ -276,16 +276,16 @@ pub async fn serve_stdio(kb: Arc<Kb>, caller: Caller) -> std::io::Result<()> {
 tokio::task_local! {
     /// The actor of the HTTP request being served, set by `http.rs` around
     /// every request so [`CappedSessions`] knows whose session it creates.
-    pub static SESSION_OWNER: String;
+    pub(crate) static SESSION_OWNER: String;
 }
 
 /// Live MCP sessions one actor may hold over HTTP. A new session beyond it
 /// closes that actor's least recently used one (its client gets 404 on its
 /// next request and, as the MCP spec requires, initializes again).
-pub const MAX_SESSIONS_PER_ACTOR: usize = 64;
+pub(crate) const MAX_SESSIONS_PER_ACTOR: usize = 64;
 
 /// A session with no request for this long is closed.
-pub const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(300);
 
 struct Owned {
     owner: String,
@@ -299,7 +299,7 @@ struct Owned {
 /// rmcp keeps one session per `initialize` for its idle lifetime (about
 /// 55 KB each), so without a cap a caller could grow the server without
 /// bound by initializing in a loop.
-pub struct CappedSessions {
+pub(crate) struct CappedSessions {
     inner: LocalSessionManager,
     max_per_owner: usize,
     owners: Mutex<HashMap<SessionId, Owned>>,
@@ -308,7 +308,7 @@ pub struct CappedSessions {
 }
 
 impl CappedSessions {
-    pub fn new(max_per_owner: usize, idle: std::time::Duration) -> Self {
+    pub(crate) fn new(max_per_owner: usize, idle: std::time::Duration) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle);
         CappedSessions {
@@ -317,15 +317,6 @@ impl CappedSessions {
             owners: Mutex::new(HashMap::new()),
             logged: Mutex::new(None),
         }
-    }
-
-    /// Live sessions (all actors).
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Owned>> {

@@ -1,5 +1,5 @@
 //! The embedding model, as the app wires it: `vouch model import | list |
-//! verify | remove`, and embedding what is new on a server. Where models
+//! verify | remove` (a server's index keeper embeds what is new). Where models
 //! are installed (the user's cache folder, or `.vouch/models/` when
 //! `retrieval.model_dir` says so) and giving an opened knowledge base its
 //! model are `vouch_model::kb`'s, which the benchmarks share.
@@ -14,7 +14,7 @@ mod enabled {
     use vouch_model::kb::{configured, known_names, models_root};
     use vouch_model::{ModelSpec, install, spec};
 
-    pub use vouch_model::kb::attach;
+    pub(crate) use vouch_model::kb::attach;
 
     fn spec_named(name: Option<&str>, kb: Option<&Kb>) -> Result<&'static ModelSpec, Error> {
         match name {
@@ -25,7 +25,7 @@ mod enabled {
         }
     }
 
-    pub fn import(
+    pub(crate) fn import(
         kb: Option<&Kb>,
         srcs: &[std::path::PathBuf],
         name: Option<&str>,
@@ -40,7 +40,7 @@ mod enabled {
         Ok(json!({"ok": true, "installed": got}))
     }
 
-    pub fn list(kb: Option<&Kb>) -> Result<Value, Error> {
+    pub(crate) fn list(kb: Option<&Kb>) -> Result<Value, Error> {
         let root = models_root(kb)?;
         let configured = configured(kb).ok().map(|s| s.name);
         let known: Vec<Value> = spec::MODELS
@@ -59,7 +59,7 @@ mod enabled {
         Ok(json!({"root": root.display().to_string(), "models": known}))
     }
 
-    pub fn verify(kb: Option<&Kb>, name: Option<&str>) -> Result<Value, Error> {
+    pub(crate) fn verify(kb: Option<&Kb>, name: Option<&str>) -> Result<Value, Error> {
         let spec = spec_named(name, kb)?;
         let root = models_root(kb)?;
         if !install::is_installed(&root, spec)
@@ -76,30 +76,16 @@ mod enabled {
         Ok(json!({"ok": got.problems.is_empty(), "model": got}))
     }
 
-    pub fn remove(kb: Option<&Kb>, name: &str) -> Result<Value, Error> {
+    pub(crate) fn remove(kb: Option<&Kb>, name: &str) -> Result<Value, Error> {
         let spec = spec_named(Some(name), kb)?;
         let root = models_root(kb)?;
         let removed = install::remove(&root, spec)?;
         Ok(json!({"ok": true, "removed": removed, "name": spec.name}))
     }
-
-    /// Servers: embed what is new in the background (approve never waits).
-    pub fn refresh(kb: &Kb) -> Result<(), Error> {
-        if let Some(embedder) = kb.embedder().cloned() {
-            kb.index().embed(
-                kb,
-                &embedder,
-                vouch_core::index::Budget::Unlimited,
-                false,
-                &mut |_, _| {},
-            )?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(feature = "embeddings")]
-pub use enabled::*;
+pub(crate) use enabled::*;
 
 #[cfg(not(feature = "embeddings"))]
 mod disabled {
@@ -111,27 +97,24 @@ mod disabled {
              feature); searches use fts5",
         )
     }
-    pub fn attach(_kb: &mut Kb) {}
-    pub fn import(
+    pub(crate) fn attach(_kb: &mut Kb) {}
+    pub(crate) fn import(
         _: Option<&Kb>,
         _: &[std::path::PathBuf],
         _: Option<&str>,
     ) -> Result<Value, Error> {
         Err(off())
     }
-    pub fn list(_: Option<&Kb>) -> Result<Value, Error> {
+    pub(crate) fn list(_: Option<&Kb>) -> Result<Value, Error> {
         Err(off())
     }
-    pub fn verify(_: Option<&Kb>, _: Option<&str>) -> Result<Value, Error> {
+    pub(crate) fn verify(_: Option<&Kb>, _: Option<&str>) -> Result<Value, Error> {
         Err(off())
     }
-    pub fn remove(_: Option<&Kb>, _: &str) -> Result<Value, Error> {
+    pub(crate) fn remove(_: Option<&Kb>, _: &str) -> Result<Value, Error> {
         Err(off())
-    }
-    pub fn refresh(_: &Kb) -> Result<(), Error> {
-        Ok(())
     }
 }
 
 #[cfg(not(feature = "embeddings"))]
-pub use disabled::*;
+pub(crate) use disabled::*;

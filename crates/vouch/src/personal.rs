@@ -24,7 +24,7 @@ use vouch_core::Kb;
 use vouch_core::settings::PersonalTrust;
 
 /// The folder of the person's vouch files (`…/.config/vouch`).
-pub fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -33,12 +33,12 @@ pub fn config_dir() -> Option<PathBuf> {
 }
 
 /// The person's `config.yaml`.
-pub fn config_path() -> Option<PathBuf> {
+pub(crate) fn config_path() -> Option<PathBuf> {
     config_dir().map(|d| d.join("config.yaml"))
 }
 
 /// How the path is named in messages.
-pub fn shown() -> String {
+pub(crate) fn shown() -> String {
     config_path().map_or("~/.config/vouch/config.yaml".into(), |p| {
         p.display().to_string()
     })
@@ -46,7 +46,7 @@ pub fn shown() -> String {
 
 /// The person's config as a tree, when there is one that may be used for
 /// `kb` (warned about on `kb` otherwise). `None` when absent.
-pub fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
+pub(crate) fn read(kb: &Kb) -> Option<(PathBuf, Value)> {
     let path = config_path()?;
     let text = std::fs::read_to_string(&path).ok()?;
     // Inside the project, or the git work tree holding it (a nested KB),
@@ -115,7 +115,7 @@ fn inside(path: &Path, dir: &Path) -> bool {
 
 /// What the tree allows; a value of the wrong shape is warned about and
 /// ignored (the strict default holds).
-pub fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
+pub(crate) fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
     let review = &cfg["review"];
     let mut trust = PersonalTrust {
         source: Some(path.display().to_string()),
@@ -156,7 +156,7 @@ pub fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
 }
 
 /// Give `kb` what the person's own config allows.
-pub fn attach(kb: &mut Kb) {
+pub(crate) fn attach(kb: &mut Kb) {
     if let Some((path, cfg)) = read(kb) {
         let trust = trust_of(kb, &path, &cfg);
         kb.set_trust(trust);

@@ -7,7 +7,7 @@ use vouch_core::ids::steers_terminal;
 
 /// Write to stdout. A reader that went away (`vouch search x | head -1`)
 /// is not an error: exit 0 quietly, as ripgrep does.
-pub fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let res = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -24,7 +24,7 @@ pub fn emit(text: &str) {
 /// thousands of files this vouch cannot read) are summed up after the
 /// first few, so a command's output stays readable; `vouch doctor` lists
 /// every one.
-pub fn print_warnings(warnings: Vec<String>) {
+pub(crate) fn print_warnings(warnings: Vec<String>) {
     const SHOWN: usize = 5;
     let mut seen: std::collections::HashMap<String, usize> = Default::default();
     let mut order: Vec<String> = Vec::new();
@@ -54,7 +54,7 @@ pub fn print_warnings(warnings: Vec<String>) {
 /// Pretty JSON and a newline. serde_json leaves C1 controls and bidi
 /// overrides raw; they are written as `\uXXXX` escapes, which decode to the
 /// same string.
-pub fn emit_json(v: &Value) {
+pub(crate) fn emit_json(v: &Value) {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     emit(&(json_safe(&text).into_owned() + "\n"));
 }
@@ -63,7 +63,7 @@ pub fn emit_json(v: &Value) {
 /// reads written as a visible escape: `\uXXXX`, or `\u{XXXXX}` beyond
 /// U+FFFF. Every human-facing output passes through here: proposals and
 /// sources come from agents and from cloned repositories.
-pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     escaped(text, |c, out| {
         if (c as u32) > 0xffff {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
@@ -76,7 +76,7 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
 /// [`terminal_safe`] for JSON text: the same characters escaped as JSON
 /// escapes them (beyond U+FFFF, as a UTF-16 pair), so `--json` output
 /// still decodes to the same string.
-pub fn json_safe(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn json_safe(text: &str) -> std::borrow::Cow<'_, str> {
     escaped(text, |c, out| {
         for unit in c.encode_utf16(&mut [0u16; 2]) {
             out.push_str(&format!("\\u{unit:04x}"));
@@ -103,7 +103,7 @@ use crate::human::{HIGHLIGHT_END, HIGHLIGHT_START};
 
 /// `--color`: when the terminal shows highlights in colour.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// When stdout is a terminal and NO_COLOR is not set.
     #[default]
     Auto,
@@ -114,7 +114,7 @@ pub enum ColorChoice {
 static COLOR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
 /// Decide once, at start, whether highlights are painted.
-pub fn set_color(choice: ColorChoice) {
+pub(crate) fn set_color(choice: ColorChoice) {
     use std::io::IsTerminal;
     let on = match choice {
         ColorChoice::Always => true,
@@ -127,7 +127,7 @@ pub fn set_color(choice: ColorChoice) {
 }
 
 /// `text` with its highlight marks as bold yellow, or removed.
-pub fn paint(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn paint(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains([HIGHLIGHT_START, HIGHLIGHT_END]) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -145,7 +145,7 @@ pub fn paint(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Print a result: as the wire carries it with `--json`, else as a person
 /// reads it (escaped, highlights painted, ending in a newline).
-pub fn print<T: Human>(json: bool, result: &T) {
+pub(crate) fn print<T: Human>(json: bool, result: &T) {
     if json {
         emit_json(&serde_json::to_value(result).unwrap_or_default());
         return;

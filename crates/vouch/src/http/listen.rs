@@ -76,7 +76,7 @@ async fn shutdown_signal() {
 
 /// Connection limits for [`serve`].
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A connection that has not sent a complete request head this long
     /// after it opened (or after its previous response) is closed.
     pub header_read_timeout: Duration,
@@ -135,19 +135,19 @@ impl Default for Limits {
 }
 
 /// Default for [`Limits::header_read_timeout`].
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::body_timeout`].
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::max_connections`].
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 /// Default for [`Limits::max_connections_per_actor`]: a quarter of
 /// [`MAX_CONNECTIONS`], so one actor never holds them all.
-pub const MAX_CONNECTIONS_PER_ACTOR: usize = 64;
+pub(crate) const MAX_CONNECTIONS_PER_ACTOR: usize = 64;
 /// Default for [`Limits::max_connections_per_address`]: a quarter of
 /// [`MAX_CONNECTIONS`]. Every local client of a server on loopback is
 /// 127.0.0.1 (or ::1), so this is also how many connections all of them
 /// hold together: far more than agents and a browser open.
-pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
+pub(crate) const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
 /// How long shutdown waits for open requests before exiting anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -162,7 +162,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 
 /// Serve HTTP until SIGINT/SIGTERM. `anonymous` is the actor when no token
 /// is configured.
-pub async fn serve(
+pub(crate) async fn serve(
     kb: Arc<Kb>,
     anonymous: Caller,
     bind: &str,
@@ -197,7 +197,7 @@ pub async fn serve(
 /// Bind `bind` (loopback only unless tokens are configured, the shortest
 /// at least [`MIN_REMOTE_TOKEN_CHARS`]); returns the listener
 /// and the address it got (the port, when `bind` asked for port 0).
-pub async fn bind_listener(
+pub(crate) async fn bind_listener(
     bind: &str,
     shortest_token: Option<&(String, usize)>,
 ) -> Result<(tokio::net::TcpListener, SocketAddr), Error> {
@@ -214,7 +214,7 @@ pub async fn bind_listener(
 /// `vouch ui`: serve the review pages for `person` on `bind` (a free
 /// loopback port by default) until SIGINT/SIGTERM; `announce` gets the
 /// sign-in URL once the port is bound.
-pub async fn serve_review(
+pub(crate) async fn serve_review(
     kb: Arc<Kb>,
     person: &str,
     bind: &str,

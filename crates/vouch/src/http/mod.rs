@@ -15,8 +15,8 @@
 //! guard against DNS rebinding), and `/rpc` only takes `application/json`
 //! (so a web page cannot post to it without a CORS preflight).
 
-pub use crate::auth::ct_eq;
-pub mod listen;
+pub(crate) use crate::auth::ct_eq;
+pub(crate) mod listen;
 
 use crate::auth::digest;
 use crate::errors::mapping;
@@ -58,12 +58,12 @@ struct Token {
 /// characters, 128 bits as hex (`openssl rand -hex 16`). A guessable
 /// token there is the review gate's key handed to the network, and the
 /// sign-in form is the place to guess it.
-pub const MIN_REMOTE_TOKEN_CHARS: usize = 32;
+pub(crate) const MIN_REMOTE_TOKEN_CHARS: usize = 32;
 
 /// A `SUBJECT=TOKEN` value and where it came from (`--token #2`,
 /// `tokens.txt line 3`), for messages that must never contain the token.
 #[derive(Debug, Clone)]
-pub struct TokenSpec {
+pub(crate) struct TokenSpec {
     pub origin: String,
     pub raw: String,
 }
@@ -492,7 +492,7 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
 
 /// The HTTP application without a listener: routes, bearer-token auth,
 /// body limit and the MCP service, so tests can drive it in process.
-pub struct Application {
+pub(crate) struct Application {
     pub router: Router,
     /// Ends rmcp's open SSE streams (on shutdown), so their connections
     /// can close.
@@ -509,7 +509,7 @@ pub struct Application {
 /// Only the review pages, signing in `person` by a one-time link: what
 /// `vouch ui` serves. No `/rpc` or `/mcp`: a local process must not reach
 /// the person's identity through this server.
-pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
+pub(crate) fn review_application(kb: Arc<Kb>, person: &str) -> Application {
     let max_body = kb.settings().limits.http_max_body_bytes as usize;
     let (ui, link) = crate::ui::Ui::with_link(person);
     let app = Arc::new(App {
@@ -537,7 +537,7 @@ pub fn review_application(kb: Arc<Kb>, person: &str) -> Application {
 
 /// Build the application. `anonymous` is the actor when no token is
 /// configured.
-pub fn application(
+pub(crate) fn application(
     kb: Arc<Kb>,
     anonymous: Caller,
     raw_tokens: &[TokenSpec],

@@ -19,7 +19,7 @@ use vouch_core::retrieval::pack::ContextPack;
 mod interop;
 
 /// A result as a person reads it, and the exit code it stands for.
-pub trait Human: Serialize {
+pub(crate) trait Human: Serialize {
     /// The text for a terminal (escaped by the caller). By default the
     /// result's fields as indented `key: value` lines.
     fn human(&self) -> String {
@@ -80,7 +80,7 @@ impl Human for SourceVerifyResult {
 /// `vouch init`: what it made, and what to do next (the git step only
 /// inside a git work tree).
 #[derive(Serialize)]
-pub struct Initialized {
+pub(crate) struct Initialized {
     #[serde(flatten)]
     pub report: vouch_core::kb::InitReport,
     #[serde(skip)]
@@ -171,7 +171,7 @@ impl Human for StatusResult {
 }
 
 /// One citation of a proposal, for a reviewer.
-pub fn citation_line(c: &ResolvedCitation) -> String {
+pub(crate) fn citation_line(c: &ResolvedCitation) -> String {
     let mut line = citation_head(c);
     if let Some(p) = c.provenance() {
         line.push_str(&format!("      ({p})\n"));
@@ -504,7 +504,7 @@ impl Human for Vec<AuditRecord> {
 
 /// `vouch audit verify`: the chain, and the keyed checkpoints when a key
 /// is at hand; `ok` speaks for both.
-pub struct AuditVerified {
+pub(crate) struct AuditVerified {
     pub chain: VerifyReport,
     pub checkpoints: Option<vouch_core::audit::checkpoints::CheckpointReport>,
     /// `--base REV`: what the branch changed, against REV.
@@ -657,7 +657,7 @@ impl Human for ProposeResult {
 /// `vouch reject`: the decision in a sentence (`--json`: the method's
 /// `{"ok": true}`).
 #[derive(Serialize)]
-pub struct Rejected {
+pub(crate) struct Rejected {
     #[serde(flatten)]
     pub result: OkResult,
     #[serde(skip)]
@@ -736,7 +736,7 @@ impl Human for HealthReport {
 /// `vouch index rebuild`: the index, and what the local model embedded
 /// after it.
 #[derive(Serialize)]
-pub struct Rebuilt {
+pub(crate) struct Rebuilt {
     #[serde(flatten)]
     pub index: vouch_core::retrieval::RebuildResult,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -747,7 +747,7 @@ impl Human for Rebuilt {}
 
 /// `vouch show`: one object of any kind, and what it is connected to.
 #[derive(Serialize)]
-pub struct Shown {
+pub(crate) struct Shown {
     pub kind: &'static str,
     pub object: Value,
     /// A proposal's citations, resolved (also under `object._meta`).
@@ -796,7 +796,7 @@ impl Human for Shown {
 }
 
 /// Indented `key: value` lines for any JSON.
-pub fn generic(v: &Value, depth: usize) -> String {
+pub(crate) fn generic(v: &Value, depth: usize) -> String {
     let pad = "  ".repeat(depth);
     match v {
         Value::Object(m) => {
@@ -840,7 +840,7 @@ pub fn generic(v: &Value, depth: usize) -> String {
 
 /// `snippet` with its `highlights` (character ranges) marked for
 /// [`crate::render::paint`].
-pub fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
+pub(crate) fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
     let mut out = String::with_capacity(snippet.len() + 8 * highlights.len());
     let mut spans = highlights.iter().peekable();
     let mut open = false;
@@ -867,5 +867,5 @@ pub fn highlighted(snippet: &str, highlights: &[[usize; 2]]) -> String {
 /// Around highlighted words (a search's matches) in human text; painted,
 /// or dropped, by [`crate::render::paint`] only after
 /// [`crate::render::terminal_safe`] has escaped everything else.
-pub const HIGHLIGHT_START: char = '\u{E000}';
-pub const HIGHLIGHT_END: char = '\u{E001}';
+pub(crate) const HIGHLIGHT_START: char = '\u{E000}';
+pub(crate) const HIGHLIGHT_END: char = '\u{E001}';

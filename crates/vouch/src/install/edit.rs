@@ -199,7 +199,7 @@ pub(super) fn edit_toml(
 ///   `Edit(…)` for every file-writing tool.
 ///
 /// [`Method::decides`]: vouch_core::methods::Method::decides
-pub fn claude_code_deny() -> Vec<String> {
+pub(crate) fn claude_code_deny() -> Vec<String> {
     let mut rules: Vec<String> = ["review", "ui", "serve"]
         .iter()
         .map(|c| format!("Bash(vouch {c}:*)"))

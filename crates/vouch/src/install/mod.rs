@@ -15,12 +15,12 @@ use vouch_core::Error;
 mod edit;
 mod files;
 
-pub use edit::claude_code_deny;
+pub(crate) use edit::claude_code_deny;
 use edit::{edit_deny, edit_json, edit_toml};
 use files::{backup, diff, lock_dir, replace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Host {
+pub(crate) enum Host {
     /// Claude Code: the project's `.mcp.json`.
     ClaudeCode,
     /// Claude Desktop: `claude_desktop_config.json` in the OS's app config.
@@ -36,7 +36,7 @@ pub enum Host {
 }
 
 #[derive(Args, Debug)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// The host whose config to edit.
     #[arg(value_enum)]
     pub host: Host,
@@ -357,7 +357,7 @@ fn resolve_link(path: &mut PathBuf, per_project: bool) -> Result<(), Error> {
 /// (or, with `--dry-run`, that would be) under `files`, each with its
 /// outcome and diff or backup; `note` says whether the host will find the
 /// command.
-pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
+pub(crate) fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Value, Error> {
     let host = args.host;
     let project = kb.parent().unwrap_or(kb);
     let mut t = target(host, project)?;
@@ -410,7 +410,7 @@ pub fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Result<Val
 
 /// `install`'s answer for a person: each file's diff (a dry run) and
 /// outcome, the agent, and whether the host will find `vouch`.
-pub fn render(v: &Value) -> String {
+pub(crate) fn render(v: &Value) -> String {
     let mut text = String::new();
     for f in v["files"].as_array().into_iter().flatten() {
         if let Some(d) = f["diff"].as_str() {

@@ -12,7 +12,7 @@ use vouch_core::{Caller, Error, Kb, methods};
 
 /// What the browse page is asked: a kind and, for claims, field filters.
 #[derive(Default, Debug, Clone)]
-pub struct Browse {
+pub(crate) struct Browse {
     /// claims (default), pages or entities.
     pub kind: String,
     pub status: String,
@@ -34,7 +34,7 @@ const CHANGE_EVENTS: &[&str] = &[
 
 /// `/ui/browse`: approved knowledge by kind, claims filtered by status,
 /// type, tag and entity, and what changed lately.
-pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<String, Error> {
+pub(crate) fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<String, Error> {
     const SHOWN: i64 = 200;
     let kind = match q.kind.as_str() {
         "pages" | "entities" => q.kind.as_str(),
@@ -192,7 +192,7 @@ pub fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Result<Str
 
 /// `/ui/health`: every `doctor` finding (lint's included), errors first,
 /// each with what to do; the command that repairs what is derivable.
-pub fn health(kb: &Kb, caller: &Caller, frame: &Frame) -> Result<String, Error> {
+pub(crate) fn health(kb: &Kb, caller: &Caller, frame: &Frame) -> Result<String, Error> {
     let report = vouch_core::health::doctor(kb, caller, Default::default())?;
     let mut issues = report.issues.clone();
     issues.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));

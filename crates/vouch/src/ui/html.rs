@@ -7,7 +7,7 @@ use std::fmt::Write;
 use vouch_core::{Caller, Error, Kb, methods};
 
 /// HTML-escape text for element content and quoted attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
@@ -32,7 +32,7 @@ pub fn esc(s: &str) -> String {
 /// A snippet, escaped, with its highlights (`[start, end)` character
 /// ranges, as `kb.search` returns them) in `<mark>`. Ranges that are not
 /// well formed are ignored; the text is shown whole either way.
-pub fn marked(snippet: &str, highlights: &[[usize; 2]]) -> String {
+pub(crate) fn marked(snippet: &str, highlights: &[[usize; 2]]) -> String {
     let spans = highlights.iter().map(|[start, end]| (*start, *end));
     let chars: Vec<char> = snippet.chars().collect();
     let mut out = String::with_capacity(snippet.len() + 16 * highlights.len());
@@ -53,7 +53,7 @@ pub fn marked(snippet: &str, highlights: &[[usize; 2]]) -> String {
 
 /// An id as one URL path segment: anything but `[A-Za-z0-9._-]` is
 /// percent-encoded, so an id can never add a segment or a query.
-pub fn url_id(id: &str) -> String {
+pub(crate) fn url_id(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for b in id.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
@@ -67,7 +67,9 @@ pub fn url_id(id: &str) -> String {
 
 /// Who is signed in, and the CSRF token every form of the page carries.
 pub struct Frame<'a> {
+    /// The signed-in person's name, shown in the page's header.
     pub actor: &'a str,
+    /// The session's CSRF token, a hidden field of every form.
     pub csrf: &'a str,
 }
 
@@ -97,7 +99,7 @@ textarea{width:100%;min-height:4em;font:inherit}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:.4em 0}dt{color:#666}dd{margin:0}
 ";
 
-pub fn layout(title: &str, frame: &Frame, body: &str) -> String {
+pub(crate) fn layout(title: &str, frame: &Frame, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -115,7 +117,7 @@ pub fn layout(title: &str, frame: &Frame, body: &str) -> String {
 }
 
 /// A page for someone not signed in, or an error; no forms but sign-in.
-pub fn bare(title: &str, body: &str) -> String {
+pub(crate) fn bare(title: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>{t} · vouch</title><style>{CSS}</style></head><body>\
@@ -125,7 +127,7 @@ pub fn bare(title: &str, body: &str) -> String {
 }
 
 /// An error inside the signed-in frame, with a way back.
-pub fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
+pub(crate) fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
     let back = back
         .map(|b| format!("<p><a href=\"{}\">Back</a></p>", esc(b)))
         .unwrap_or_default();
@@ -142,7 +144,7 @@ pub fn error(frame: &Frame, message: &str, back: Option<&str>) -> String {
 
 /// A method called with typed params for its typed result, as `vouch
 /// review` calls it (an agent session's params meet the wire's limits).
-pub fn call_typed<M: methods::Call>(
+pub(crate) fn call_typed<M: methods::Call>(
     kb: &Kb,
     caller: &Caller,
     params: M::Params,
@@ -154,7 +156,7 @@ where
 }
 
 /// A claim by id, typed (`None` when there is none).
-pub fn read_claim(
+pub(crate) fn read_claim(
     kb: &Kb,
     caller: &Caller,
     id: &str,
@@ -167,7 +169,7 @@ pub fn read_claim(
 }
 
 /// The audit log's events, as `kb.audit` returns them.
-pub fn audit_events(
+pub(crate) fn audit_events(
     kb: &Kb,
     caller: &Caller,
     params: vouch_core::params::AuditParams,
@@ -178,27 +180,27 @@ pub fn audit_events(
         .collect())
 }
 
-pub fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+pub(crate) fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-pub fn badge(status: &str) -> String {
+pub(crate) fn badge(status: &str) -> String {
     format!(
         "<span class=\"badge st-{0}\">{0}</span>",
         esc(status).replace(' ', "-")
     )
 }
 
-pub fn claim_link(id: &str) -> String {
+pub(crate) fn claim_link(id: &str) -> String {
     format!("<a href=\"/ui/claim/{}\">{}</a>", url_id(id), esc(id))
 }
 
-pub fn strings(v: &Value) -> Vec<String> {
+pub(crate) fn strings(v: &Value) -> Vec<String> {
     vouch_core::params::string_list(Some(v))
 }
 
 /// Audit events as a table (newest last).
-pub fn events_table(events: &[Value]) -> String {
+pub(crate) fn events_table(events: &[Value]) -> String {
     let mut out = String::from(
         "<table class=\"events\"><thead><tr><th>When</th><th>Event</th><th>Actor</th><th>Objects</th><th>Data</th></tr></thead><tbody>",
     );

@@ -19,7 +19,7 @@
 //! stays refused.
 
 mod browse;
-pub mod html;
+pub(crate) mod html;
 pub mod pages;
 
 use crate::auth::{ct_eq, digest};
@@ -58,7 +58,7 @@ const SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(12 
 const SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// 32 random bytes from the OS, hex.
-pub fn secret() -> String {
+pub(crate) fn secret() -> String {
     let mut b = [0u8; 32];
     // No randomness from the OS means no safe secret: refuse to run.
     getrandom::fill(&mut b).expect("the OS random source failed");
@@ -87,7 +87,7 @@ impl Session {
 }
 
 /// The sign-in state of one server.
-pub struct Ui {
+pub(crate) struct Ui {
     /// The person the one-time link signs in, and the digest of its secret
     /// (`None` once used, or on a server with tokens).
     login: Mutex<Option<(String, [u8; 32])>>,
@@ -101,11 +101,11 @@ pub struct Ui {
 /// is refused unheard until the minute is over. Guessing a token (or a
 /// link's secret) is then capped at this rate, whatever it costs the
 /// guesser; a person locked out meanwhile still has the command line.
-pub const MAX_FAILED_SIGN_INS_PER_MINUTE: usize = 20;
+pub(crate) const MAX_FAILED_SIGN_INS_PER_MINUTE: usize = 20;
 
 impl Ui {
     /// Sign-in for `owner` by a one-time link; returns the link's path.
-    pub fn with_link(owner: &str) -> (Ui, String) {
+    pub(crate) fn with_link(owner: &str) -> (Ui, String) {
         let s = secret();
         let ui = Ui {
             login: Mutex::new(Some((owner.to_string(), digest(s.as_bytes())))),
@@ -115,7 +115,7 @@ impl Ui {
     }
 
     /// Sign-in by bearer token only.
-    pub fn tokens_only() -> Ui {
+    pub(crate) fn tokens_only() -> Ui {
         Ui {
             login: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
@@ -889,7 +889,7 @@ pub(crate) async fn logout<H: Host>(
 
 /// Whether a path belongs to the review pages (signed in by cookie, not
 /// by bearer token).
-pub fn is_ui_path(path: &str) -> bool {
+pub(crate) fn is_ui_path(path: &str) -> bool {
     path == "/" || path.starts_with("/ui/")
 }
 

@@ -5,7 +5,8 @@
 //! whole page; every piece of stored text is escaped here, since it came
 //! from an agent or a cloned repository.
 
-pub use super::html::*;
+pub use super::html::Frame;
+pub(crate) use super::html::*;
 use serde_json::{Value, json};
 use std::fmt::Write;
 use vouch_core::params::{AuditFilter, AuditParams, IdParams, ListParams, NoParams};
@@ -44,7 +45,7 @@ const QUEUE_ROWS: usize = 500;
 
 /// The review queue, oldest first, with counts by kind. `notice` is a
 /// fixed sentence the handler chose (never request text).
-pub fn queue(
+pub(crate) fn queue(
     kb: &Kb,
     _caller: &Caller,
     frame: &Frame,
@@ -125,7 +126,7 @@ pub fn queue(
 /// Proposals reviewed together: one agent session's, or one agent's made
 /// outside any session.
 #[derive(PartialEq, Eq, Clone, Debug)]
-pub enum Group {
+pub(crate) enum Group {
     Session(String),
     By(String),
 }
@@ -161,7 +162,7 @@ impl Group {
 /// a form without it): `j`/`k` move between proposals, `o` opens one, `x`
 /// selects or deselects it, `a` approves (the selection, on a group), `r`
 /// goes to the reason to reject.
-pub const KEYS_JS: &str = "(function(){\
+pub(crate) const KEYS_JS: &str = "(function(){\
 var items=Array.prototype.slice.call(document.querySelectorAll('.item,a.together,a.proposal'));var at=-1;\
 function go(i){if(!items.length)return;at=Math.max(0,Math.min(items.length-1,i));items[at].focus();}\
 document.addEventListener('keydown',function(e){\
@@ -207,7 +208,7 @@ fn queue_row(body: &mut String, p: &Value) {
 /// Proposals a group page shows whole at once.
 const GROUP_PAGE: usize = 50;
 
-pub fn group(kb: &Kb, caller: &Caller, frame: &Frame, g: &Group) -> Result<String, Error> {
+pub(crate) fn group(kb: &Kb, caller: &Caller, frame: &Frame, g: &Group) -> Result<String, Error> {
     let members: Vec<Value> = vouch_core::review::gate::list_pending(kb)?
         .iter()
         .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
@@ -575,7 +576,7 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
 
 /// Two texts side by side, escaped, with the words that changed marked:
 /// removed ones in the old (`<del>`), added ones in the new (`<mark>`).
-pub fn word_diff(old: &str, new: &str) -> (String, String) {
+pub(crate) fn word_diff(old: &str, new: &str) -> (String, String) {
     let html = |runs: Vec<vouch_core::review::Words>, tag: &str| -> String {
         runs.iter()
             .map(|w| {
@@ -626,7 +627,12 @@ fn decide_forms(body: &mut String, frame: &Frame, p: &Value, id: &str, status: &
 
 /// One claim: status, text, citations, relations and its history from the
 /// audit log. `None` when no such claim exists.
-pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option<String>, Error> {
+pub(crate) fn claim(
+    kb: &Kb,
+    caller: &Caller,
+    frame: &Frame,
+    id: &str,
+) -> Result<Option<String>, Error> {
     let Some(read) = read_claim(kb, caller, id)? else {
         return Ok(None);
     };
@@ -728,7 +734,7 @@ pub fn claim(kb: &Kb, caller: &Caller, frame: &Frame, id: &str) -> Result<Option
 }
 
 /// Search with the backend shown; `backend` empty means the configured one.
-pub fn search(
+pub(crate) fn search(
     kb: &Kb,
     caller: &Caller,
     frame: &Frame,
@@ -805,7 +811,7 @@ pub fn search(
 }
 
 /// The audit log's tail with the chain's verify result.
-pub fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
+pub(crate) fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
     let verify = call_typed::<methods::kb::AuditVerify>(kb, caller, NoParams {})?;
     let events = audit_events(
         kb,
