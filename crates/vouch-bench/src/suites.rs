@@ -708,6 +708,9 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
     let mut kb = Kb::open(&vouch, std::sync::Arc::new(SystemClock::default()))
         .expect("open the knowledge base");
     vouch_model::kb::attach(&mut kb);
+    // A command brings the index in step before it reads (embedding
+    // nothing: the vectors measured are the ones on disk).
+    kb.catch_up(None).expect("bring the index in step");
     let embedder = kb
         .embedder()
         .cloned()
@@ -728,14 +731,14 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
                 let exact = v.nearest_by(
                     q,
                     (kinds, Currency::Current, 50),
-                    vouch_core::index::sqlite::embed::memory::Scan::Exact,
+                    vouch_core::index::memory::Scan::Exact,
                 );
                 exact_t.push(t.elapsed());
                 let t = Instant::now();
                 let fast = v.nearest(q, kinds, Currency::Current, 50);
                 fast_t.push(t.elapsed());
                 let ids =
-                    |hits: &[(vouch_core::index::sqlite::embed::memory::DocKeyRef, f32)],
+                    |hits: &[(vouch_core::index::memory::DocKeyRef, f32)],
                      n: usize| {
                         hits.iter()
                             .take(n)
@@ -759,7 +762,7 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
     println!(
         "{} questions, {documents} documents with vectors, shortlist {} rows a hit",
         vectors.len(),
-        vouch_core::index::sqlite::embed::memory::SHORTLIST_PER_HIT
+        vouch_core::index::memory::SHORTLIST_PER_HIT
     );
     println!("| scan | p50 / p99 | exact top 10 kept | exact top 50 kept |");
     println!("|---|---:|---:|---:|");
@@ -776,7 +779,7 @@ pub fn scan(rows: &[usize]) {
     println!("| vectors (384 dims) | scan p50 / p99 (best 50) |");
     println!("|---:|---:|");
     for &n in rows {
-        let times = vouch_core::index::sqlite::embed::memory::time_scan(n, 384, 50, 200);
+        let times = vouch_core::index::memory::time_scan(n, 384, 50, 200);
         println!("| {n} | {} |", summarize(times).pair());
     }
 }
