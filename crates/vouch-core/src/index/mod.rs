@@ -9,8 +9,8 @@
 pub(crate) mod admission;
 pub(crate) mod docs;
 pub mod engine;
-pub mod memory;
 pub mod keeper;
+pub mod memory;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
@@ -29,13 +29,33 @@ use std::time::{Duration, Instant};
 /// index keeper's explicit steps ([`keeper`]), and read by retrievers,
 /// context packs and answers. Reads never write: no read method syncs,
 /// embeds or changes `state.db`.
-pub trait DerivedIndex: Send + Sync {
+///
+/// Narrow traits by job, each a handful of methods: [`Configured`],
+/// [`WriteHook`], [`Upkeep`], [`LexicalIndex`], [`VectorIndex`],
+/// [`IndexChecks`]. An engine implements each; `Kb` holds the whole.
+pub trait DerivedIndex:
+    Configured + WriteHook + Upkeep + LexicalIndex + VectorIndex + IndexChecks + Send + Sync
+{
+    /// The implementation itself, for benchmarks that measure its parts.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// How one process keeps its index, and whether it made it current.
+pub trait Configured {
     /// How this process keeps the index (see [`IndexOptions`]).
     fn configure(&self, options: IndexOptions);
     /// How this process keeps the index now (what `configure` set).
     fn options(&self) -> IndexOptions;
 
-    // ----- keeping it up to date --------------------------------------
+    /// Whether this process has the index open already.
+    fn is_open(&self) -> bool;
+    /// When the keeper last made the index current in this process
+    /// (`None`: never).
+    fn caught_up_at(&self) -> Option<Instant>;
+}
+
+/// What a write through vouch tells the index (read-your-writes).
+pub trait WriteHook {
     /// Objects just written through vouch, under the KB lock: the index
     /// takes them at once (read-your-writes).
     fn written(&self, store: &Store, written: &[Written]);
@@ -43,6 +63,10 @@ pub trait DerivedIndex: Send + Sync {
     /// where vectors are held in memory, so the next search by meaning
     /// finds it without running the model on documents.
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>);
+}
+
+/// The keeper's calls into the engine: catching up, rebuilding, embedding, watching.
+pub trait Upkeep {
     /// The keeper's explicit step: catch up with the files and the audit
     /// log (changes made outside this process), opening or building the
     /// index if needed. Reads never do it ([`keeper`]).
@@ -68,18 +92,12 @@ pub trait DerivedIndex: Send + Sync {
     /// Keep the index in step with every change as it happens, on a thread
     /// of its own (see `sqlite::watch`).
     fn start_watching(&self, store: Arc<Store>) -> Result<Watching>;
-
-    // ----- reading ----------------------------------------------------
-    /// Whether this process has the index open already.
-    fn is_open(&self) -> bool;
-    /// When the keeper last made the index current in this process
-    /// (`None`: never).
-    fn caught_up_at(&self) -> Option<Instant>;
-    /// How far the index is from the files, without changing it; `None`
-    /// when there is none yet.
-    fn freshness(&self, store: &Store) -> Result<Option<Freshness>>;
     /// Who keeps the index in step for other processes, if anyone.
     fn watcher(&self, store: &Store) -> Option<Watcher>;
+}
+
+/// Reading by words: ranked hits, and the texts and confidence a ranking weighs.
+pub trait LexicalIndex {
     /// Ranked hits for the query's words (BM25), best first.
     fn lexical(&self, store: &Store, q: &Query) -> Result<Vec<SearchHit>>;
     /// Each document's text (where its flag asks) and confidence, in one
@@ -89,6 +107,41 @@ pub trait DerivedIndex: Send + Sync {
         store: &Store,
         keys: &[(DocKind, &str, bool)],
     ) -> Result<Vec<(String, Option<f64>)>>;
+}
+
+/// Reading by meaning: the vectors as the keeper made them.
+pub trait VectorIndex {
+    /// Before a read by meaning: the vectors loaded (never embedding:
+    /// where a background step keeps them, it is asked for a round and
+    /// waited for within `budget`). Answers how many documents still have
+    /// no vector.
+    fn vectors_for_read(
+        &self,
+        store: &Store,
+        embedder: &Arc<dyn Embedder>,
+        budget: Duration,
+    ) -> Result<usize>;
+    /// Documents with vectors of `embedder`'s model, and documents still
+    /// without (embedding nothing: for `kb.status`).
+    fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)>;
+    /// The `want` documents nearest `query` by cosine, best first (empty
+    /// until vectors are loaded).
+    fn nearest(
+        &self,
+        query: &[f32],
+        kinds: &[DocKind],
+        currency: Currency,
+        want: usize,
+    ) -> Vec<Near>;
+    /// The cosine of one document's best chunk with `query`, if embedded.
+    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Option<f32>;
+}
+
+/// What the index can tell of its own trust: how far it is from the files, rows no file backs, objects no audit event admitted.
+pub trait IndexChecks {
+    /// How far the index is from the files, without changing it; `None`
+    /// when there is none yet.
+    fn freshness(&self, store: &Store) -> Result<Option<Freshness>>;
     /// Which of these hits their files do not back: no file holds the
     /// document, or its file derives other text, status or confidence than
     /// the index holds (a row planted in `state.db`). Such a hit is never
@@ -117,34 +170,7 @@ pub trait DerivedIndex: Send + Sync {
         objects: &[(crate::store::Dir, &str)],
         strict: bool,
     ) -> Result<HashSet<(crate::store::Dir, String)>>;
-    /// Before a read by meaning: the vectors loaded (never embedding:
-    /// where a background step keeps them, it is asked for a round and
-    /// waited for within `budget`). Answers how many documents still have
-    /// no vector.
-    fn vectors_for_read(
-        &self,
-        store: &Store,
-        embedder: &Arc<dyn Embedder>,
-        budget: Duration,
-    ) -> Result<usize>;
-    /// Documents with vectors of `embedder`'s model, and documents still
-    /// without (embedding nothing: for `kb.status`).
-    fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)>;
-    /// The `want` documents nearest `query` by cosine, best first (empty
-    /// until vectors are loaded).
-    fn nearest(
-        &self,
-        query: &[f32],
-        kinds: &[DocKind],
-        currency: Currency,
-        want: usize,
-    ) -> Vec<Near>;
-    /// The cosine of one document's best chunk with `query`, if embedded.
-    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Option<f32>;
-    /// The implementation itself, for benchmarks that measure its parts.
-    fn as_any(&self) -> &dyn std::any::Any;
 }
-
 /// How long a search may spend embedding what is new before it answers
 /// with what is embedded (the rest is named in a warning).
 pub const SEARCH_BUDGET: Duration = Duration::from_secs(2);

@@ -253,18 +253,35 @@ mod tests {
         options: Mutex<IndexOptions>,
     }
 
-    impl DerivedIndex for Fixed {
+    impl crate::index::DerivedIndex for Fixed {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+    impl crate::index::Configured for Fixed {
         fn configure(&self, options: IndexOptions) {
             *self.options.lock().unwrap() = options;
         }
         fn options(&self) -> IndexOptions {
             *self.options.lock().unwrap()
         }
+        fn is_open(&self) -> bool {
+            true
+        }
+        fn caught_up_at(&self) -> Option<std::time::Instant> {
+            Some(std::time::Instant::now())
+        }
+    }
+
+    impl crate::index::WriteHook for Fixed {
         fn written(&self, _: &Store, written: &[Written]) {
             let mut list = self.written.lock().unwrap();
             list.extend(written.iter().map(|w| w.key().1.to_string()));
         }
         fn embed_written(&self, _: &Store, _: &Arc<dyn Embedder>) {}
+    }
+
+    impl crate::index::Upkeep for Fixed {
         fn catch_up(&self, _: &Store) -> Result<SyncStats> {
             Ok(SyncStats::default())
         }
@@ -291,18 +308,12 @@ mod tests {
         fn start_watching(&self, _: Arc<Store>) -> Result<Watching> {
             Err(crate::Error::invalid("not watched"))
         }
-        fn is_open(&self) -> bool {
-            true
-        }
-        fn caught_up_at(&self) -> Option<std::time::Instant> {
-            Some(std::time::Instant::now())
-        }
-        fn freshness(&self, _: &Store) -> Result<Option<Freshness>> {
-            Ok(None)
-        }
         fn watcher(&self, _: &Store) -> Option<Watcher> {
             None
         }
+    }
+
+    impl crate::index::LexicalIndex for Fixed {
         fn lexical(&self, _: &Store, q: &Query) -> Result<Vec<SearchHit>> {
             Ok(vec![SearchHit {
                 kind: DocKind::Claim,
@@ -324,14 +335,9 @@ mod tests {
         ) -> Result<Vec<(String, Option<f64>)>> {
             Ok(vec![Default::default(); keys.len()])
         }
-        fn unaudited(
-            &self,
-            _: &Store,
-            objects: &[(crate::store::Dir, &str)],
-            _: bool,
-        ) -> Result<HashSet<(crate::store::Dir, String)>> {
-            Ok(objects.iter().map(|(d, id)| (*d, id.to_string())).collect())
-        }
+    }
+
+    impl crate::index::VectorIndex for Fixed {
         fn vectors_for_read(&self, _: &Store, _: &Arc<dyn Embedder>, _: Duration) -> Result<usize> {
             Ok(0)
         }
@@ -344,8 +350,19 @@ mod tests {
         fn similarity(&self, _: DocKind, _: &str, _: &[f32]) -> Option<f32> {
             None
         }
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
+    }
+
+    impl crate::index::IndexChecks for Fixed {
+        fn freshness(&self, _: &Store) -> Result<Option<Freshness>> {
+            Ok(None)
+        }
+        fn unaudited(
+            &self,
+            _: &Store,
+            objects: &[(crate::store::Dir, &str)],
+            _: bool,
+        ) -> Result<HashSet<(crate::store::Dir, String)>> {
+            Ok(objects.iter().map(|(d, id)| (*d, id.to_string())).collect())
         }
     }
 

@@ -7,8 +7,8 @@ use crate::error::Result;
 use crate::index::keeper::vectors as embed;
 use crate::index::memory::Vectors;
 use crate::index::{
-    Budget, Currency, DerivedIndex, EmbedStats, Freshness, IndexOptions, Near, Query,
-    RebuildResult, SearchHit, SyncStats, Watcher, Watching,
+    Budget, Currency, EmbedStats, Freshness, IndexOptions, Near, Query, RebuildResult, SearchHit,
+    SyncStats, Watcher, Watching,
 };
 use crate::model::{DocKind, Written};
 use crate::services::Embedder;
@@ -52,7 +52,12 @@ impl SqliteIndex {
     }
 }
 
-impl DerivedIndex for SqliteIndex {
+impl crate::index::DerivedIndex for SqliteIndex {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+impl crate::index::Configured for SqliteIndex {
     fn configure(&self, options: IndexOptions) {
         self.state.configure(options);
     }
@@ -60,6 +65,19 @@ impl DerivedIndex for SqliteIndex {
         self.state.options()
     }
 
+    fn is_open(&self) -> bool {
+        super::is_open(&self.state)
+    }
+    fn caught_up_at(&self) -> Option<std::time::Instant> {
+        self.state
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .synced_at
+    }
+}
+
+impl crate::index::WriteHook for SqliteIndex {
     fn written(&self, store: &Store, written: &[Written]) {
         super::after_write(&self.at(store), written);
         self.state.changed(Some(
@@ -75,6 +93,9 @@ impl DerivedIndex for SqliteIndex {
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>) {
         embed::after_write(&self.at(store).keep(), embedder);
     }
+}
+
+impl crate::index::Upkeep for SqliteIndex {
     fn catch_up(&self, store: &Store) -> Result<SyncStats> {
         super::catch_up(&self.at(store))
     }
@@ -103,23 +124,12 @@ impl DerivedIndex for SqliteIndex {
             self.state.clone() as std::sync::Arc<dyn crate::index::engine::WatchTarget>,
         )
     }
-
-    fn is_open(&self) -> bool {
-        super::is_open(&self.state)
-    }
-    fn caught_up_at(&self) -> Option<std::time::Instant> {
-        self.state
-            .readers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .synced_at
-    }
-    fn freshness(&self, store: &Store) -> Result<Option<Freshness>> {
-        super::freshness(&self.at(store))
-    }
     fn watcher(&self, store: &Store) -> Option<Watcher> {
         super::watch::watcher(store)
     }
+}
+
+impl crate::index::LexicalIndex for SqliteIndex {
     fn lexical(&self, store: &Store, q: &Query) -> Result<Vec<SearchHit>> {
         super::fts_search(&self.at(store), q)
     }
@@ -141,29 +151,9 @@ impl DerivedIndex for SqliteIndex {
                 .collect()
         })
     }
-    fn unbacked(
-        &self,
-        store: &Store,
-        hits: &[(DocKind, &str)],
-    ) -> Result<HashSet<(DocKind, String)>> {
-        if hits.is_empty() {
-            return Ok(HashSet::new());
-        }
-        super::unbacked(&self.at(store), hits)
-    }
-    fn stray_rows(&self, store: &Store) -> Result<Vec<(String, String, String)>> {
-        let ix = self.at(store);
-        super::with_index(&ix, |idx| idx.stray_rows(&ix))
-    }
-    fn unaudited(
-        &self,
-        store: &Store,
-        objects: &[(crate::store::Dir, &str)],
-        strict: bool,
-    ) -> Result<HashSet<(crate::store::Dir, String)>> {
-        let ix = self.at(store);
-        super::with_index(&ix, |idx| idx.unaudited(&ix, objects, strict))
-    }
+}
+
+impl crate::index::VectorIndex for SqliteIndex {
     fn vectors_for_read(
         &self,
         store: &Store,
@@ -215,7 +205,33 @@ impl DerivedIndex for SqliteIndex {
             .as_ref()?
             .similarity(kind.as_str(), id, query)
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+}
+
+impl crate::index::IndexChecks for SqliteIndex {
+    fn freshness(&self, store: &Store) -> Result<Option<Freshness>> {
+        super::freshness(&self.at(store))
+    }
+    fn unbacked(
+        &self,
+        store: &Store,
+        hits: &[(DocKind, &str)],
+    ) -> Result<HashSet<(DocKind, String)>> {
+        if hits.is_empty() {
+            return Ok(HashSet::new());
+        }
+        super::unbacked(&self.at(store), hits)
+    }
+    fn stray_rows(&self, store: &Store) -> Result<Vec<(String, String, String)>> {
+        let ix = self.at(store);
+        super::with_index(&ix, |idx| idx.stray_rows(&ix))
+    }
+    fn unaudited(
+        &self,
+        store: &Store,
+        objects: &[(crate::store::Dir, &str)],
+        strict: bool,
+    ) -> Result<HashSet<(crate::store::Dir, String)>> {
+        let ix = self.at(store);
+        super::with_index(&ix, |idx| idx.unaudited(&ix, objects, strict))
     }
 }
