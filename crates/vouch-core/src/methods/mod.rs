@@ -156,6 +156,7 @@ fn before_dispatch(kb: &Kb, name: &str, backend: Option<&str>) {
     if options.upkeep == crate::index::IndexUpkeep::Background
         || name == "kb.index_rebuild"
         || name == "kb.doctor"
+        || !reads_the_index(kb, name)
     {
         return;
     }
@@ -192,6 +193,30 @@ fn before_dispatch(kb: &Kb, name: &str, backend: Option<&str>) {
         && let Err(e) = kb.embed_pending_proposals()
     {
         kb.warn(format!("review queue: proposals not embedded: {e}"));
+    }
+}
+
+/// Whether method `name` reads the derived index at all: these work on
+/// the files alone (capturing sources and evidence, sessions, proposals
+/// that check nothing by meaning, a rejection, checks of a folder or a
+/// bundle), and a one-shot command running them pays no catch-up.
+fn reads_the_index(kb: &Kb, name: &str) -> bool {
+    match name {
+        "kb.register_source"
+        | "kb.register_source_from_path"
+        | "kb.register_evidence"
+        | "kb.session_start"
+        | "kb.session_end"
+        | "kb.propose_page"
+        | "kb.propose_entity"
+        | "kb.propose_relation"
+        | "kb.reject"
+        | "kb.capabilities"
+        | "kb.knowledge_validate"
+        | "kb.export_check" => false,
+        // Near-duplicates by meaning, with a model only.
+        "kb.propose_claim" => kb.embedder().is_some(),
+        _ => true,
     }
 }
 

@@ -127,16 +127,6 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
     };
     // One command, then exit: a live watcher's word spares the scan.
     kb.configure_index(|o| o.trust_watcher = true);
-    // The index keeper's explicit step, before the command dispatches:
-    // reads never catch up themselves. A rebuild builds on its own; the
-    // doctor first looks at how far the index is from the files.
-    if !matches!(
-        cli.command,
-        Command::Index(crate::cli::IndexCmd::Rebuild) | Command::Doctor { .. }
-    ) && let Err(e) = kb.catch_up(None)
-    {
-        kb.warn(format!("index: not brought in step with the files: {e}"));
-    }
     // A decision is signed by the person who named themselves, never by
     // the `cli` nobody set.
     let caller = if decides(&cli.command) {
@@ -149,8 +139,15 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         caller: &caller,
         json: cli.json,
     };
+    // A command that stands for one method: the registry takes the index
+    // keeper's step before it dispatches, where the method reads the index.
     if let Some(code) = run_method(cli, &run)? {
         return Ok(code);
+    }
+    // Any other command reads as it likes: the keeper's explicit step
+    // first (reads never catch up themselves).
+    if let Err(e) = kb.catch_up(None) {
+        kb.warn(format!("index: not brought in step with the files: {e}"));
     }
     match &cli.command {
         Command::Call { method, params } => {
