@@ -14,6 +14,7 @@ pub mod fail;
 pub mod health;
 pub mod ids;
 pub mod index;
+pub mod insight;
 pub mod interop;
 pub mod kb;
 #[cfg(test)]

@@ -242,6 +242,13 @@ pub fn citations(kb: &Kb, p: &Proposal) -> Vec<ResolvedCitation> {
             ids.push(id);
         }
     }
+    resolve_citations(kb, ids)
+}
+
+/// Cited ids (sources' sha256 and evidence ids) resolved for a reader:
+/// each source with its locator and title, each evidence span with its
+/// quote and the locator of the source it quotes.
+pub fn resolve_citations(kb: &Kb, ids: Vec<String>) -> Vec<ResolvedCitation> {
     ids.into_iter()
         .map(|id| {
             let mut c = ResolvedCitation {

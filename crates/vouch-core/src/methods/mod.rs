@@ -593,6 +593,11 @@ registry! {
         "Reject a pending proposal with a reason.",
         "Reject a pending proposal; a reason is required and recorded. On agent transports only a reviewer the person named in their own config (review.reviewers) may reject. Nothing durable is written; the proposal moves to decided/.",
         gate::reject;
+    Expire: "kb.expire", Review, ExpireParams => ExpireResult,
+        "Expire stale proposals",
+        "A person rejects proposals pending longer than an age, with a recorded reason; a dry run by default.",
+        "Reject every proposal pending longer than older_than (30d, 12h, 2w), oldest first, each through kb.reject with the reason given (default `expired: pending longer than <older_than>`), so each is audited and moved to decided/. dry_run defaults to true: it lists what would be rejected and rejects nothing; pass dry_run: false to reject. A person's decision: refused over agent transports unless the person's own config trusts agents.",
+        crate::insight::expire;
     Supersede: "kb.supersede", Write + decides, SupersedeParams => LifecycleResult,
         "Supersede a claim",
         "Mark an approved claim as superseded by a newer one.",
@@ -653,6 +658,26 @@ registry! {
         "Verify the audit log's hash chain; name the first bad line.",
         "Check the audit log's hash chain. Reports the first edited, reordered, deleted or truncated line.",
         |kb, _, _| kb.audit_log().verify();
+    Why: "kb.why", Read, ObjectParams => WhyResult,
+        "Why an object is there",
+        "The whole story of an object: proposal, proposer, approver, citations with quotes, supersession chain, audit events.",
+        "Tell how a claim, page, entity, relation, evidence record or source came to be, in one read: the object; the proposals that made or changed it (proposer, when, who decided, when, the reason); what it cites, resolved with the quoted text; a claim's supersession and contradiction chain; every audit event naming it or its proposals, oldest first; and unaudited: true when its file is not what an approval wrote (edited by hand). kind disambiguates an id two kinds share. An id nothing holds is not_found; an id with path characters is refused. Reads only.",
+        |kb, _, p| crate::insight::why(kb, p);
+    Impact: "kb.impact", Read, ObjectParams => ImpactResult,
+        "What rests on an object",
+        "What cites a source or evidence, what supersedes or contradicts a claim, the pages and relations naming it.",
+        "List every stored object that refers to a claim, page, entity, relation, evidence record or source, with how: claims that cite it (directly or through evidence quoting a source), supersede, are superseded by, contradict or are about it; pages that draw on, are about or cite it; relations that start from, point to or cite it; evidence quoting a source. The same finder the reviewed delete uses to refuse removing what others rest on. Reads only.",
+        |kb, _, p| crate::insight::impact(kb, p);
+    Neighbors: "kb.neighbors", Read, NeighborsParams => NeighborsResult,
+        "Neighbors of a node",
+        "Entities, claims, pages and relations around a node, 1 to 3 hops out.",
+        "Walk the knowledge graph breadth first from an id, depth 1 to 3 hops (default 1): relations in either direction, claims and pages naming an entity (about), pages drawing on a claim (draws_on). Returns the nodes reached (id, kind, label, depth) and the edges among them; at most limit nodes (default 100, max 1000), truncated: true when cut. Reads only.",
+        |kb, _, p| crate::insight::neighbors(kb, p);
+    GateStats: "kb.gate_stats", Read, GateStatsParams => GateStats,
+        "Review gate statistics",
+        "Queue size and age, proposals and decisions by agent and reviewer, approval rates, median time to decision.",
+        "How the review gate fares: the pending queue (size, oldest and its age, median age), and over a window (since: an RFC 3339 time or an age such as 30d; default all time) the proposals made, approvals and rejections, approval and rejection rates, the median time from proposal to decision, by proposing agent and by reviewer. Read from proposed/ and decided/. Reads only.",
+        |kb, _, p| crate::insight::gate_stats(kb, p);
     Search: "kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
         "Search knowledge",
         "Full-text search over approved claims, pages, entities and sources.",

@@ -4,6 +4,7 @@
 
 mod bundles;
 mod health;
+mod insight;
 mod lifecycle;
 mod propose;
 mod reads;
@@ -14,6 +15,7 @@ mod vocab;
 
 pub use bundles::*;
 pub use health::*;
+pub use insight::*;
 pub use lifecycle::*;
 pub use propose::*;
 pub use reads::*;

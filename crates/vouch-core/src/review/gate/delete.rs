@@ -60,53 +60,17 @@ pub fn dir_of(kind: DeleteKind) -> Dir {
 /// it; a page that draws on it or is about it; a relation that starts from
 /// or points to it. Deleting it would leave each of them dangling.
 pub fn referrers(kb: &Kb, kind: DeleteKind, id: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let has = |list: &[String]| list.iter().any(|x| x == id);
-    for c in kb.load_all::<Claim>()? {
-        let mut how = Vec::new();
-        match kind {
-            DeleteKind::Claim if c.id != id => {
-                if has(&c.supersedes) {
-                    how.push("supersedes it");
-                }
-                if c.superseded_by.as_deref() == Some(id) {
-                    how.push("is superseded by it");
-                }
-                if has(&c.contradicts) {
-                    how.push("contradicts it");
-                }
-            }
-            DeleteKind::Entity if has(&c.entities) => how.push("is about it"),
-            _ => {}
-        }
-        if !how.is_empty() {
-            out.push(format!("claim {} ({})", c.id, how.join(", ")));
-        }
-    }
-    for pg in kb.load_all::<Page>()? {
-        let how = match kind {
-            DeleteKind::Claim if has(&pg.claims) => "draws on it",
-            DeleteKind::Entity if has(&pg.entities) => "is about it",
-            _ => continue,
-        };
-        out.push(format!("page {} ({how})", pg.id));
-    }
-    for r in kb.load_all::<Relation>()? {
-        if kind == DeleteKind::Relation && r.id == id {
-            continue;
-        }
-        let mut how = Vec::new();
-        if r.source == id {
-            how.push("starts from it");
-        }
-        if r.target == id {
-            how.push("points to it");
-        }
-        if !how.is_empty() {
-            out.push(format!("relation {} ({})", r.id, how.join(", ")));
-        }
-    }
-    Ok(out)
+    // One finder for this refusal and for `kb.impact`.
+    let kind = match kind {
+        DeleteKind::Claim => crate::insight::ObjectKind::Claim,
+        DeleteKind::Page => crate::insight::ObjectKind::Page,
+        DeleteKind::Entity => crate::insight::ObjectKind::Entity,
+        DeleteKind::Relation => crate::insight::ObjectKind::Relation,
+    };
+    Ok(crate::insight::referring(kb, kind, id)?
+        .into_iter()
+        .map(|r| format!("{} {} ({})", r.kind, r.id, r.how.join(", ")))
+        .collect())
 }
 
 /// Why `id` cannot be deleted while `referring` refer to it, and what to
