@@ -8,7 +8,7 @@ use crate::methods::dispatch;
 use std::sync::Arc;
 
 /// A fresh KB in a temp dir, on the system clock.
-pub fn test_kb() -> (tempfile::TempDir, Kb) {
+pub(crate) fn test_kb() -> (tempfile::TempDir, Kb) {
     let dir = tempfile::tempdir().unwrap();
     Kb::init(dir.path(), "t", None).unwrap();
     let kb = Kb::open(
@@ -20,7 +20,7 @@ pub fn test_kb() -> (tempfile::TempDir, Kb) {
 }
 
 /// Register `content` as a source (as an agent); its id.
-pub fn test_source(kb: &Kb, content: &str) -> String {
+pub(crate) fn test_source(kb: &Kb, content: &str) -> String {
     dispatch(
         kb,
         &Caller::new("agent", Transport::Jsonl),
@@ -35,7 +35,7 @@ pub fn test_source(kb: &Kb, content: &str) -> String {
 
 /// A claim citing `src`, proposed by an agent and approved by a person;
 /// its id.
-pub fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
+pub(crate) fn test_claim(kb: &Kb, src: &str, text: &str) -> String {
     let proposed = dispatch(
         kb,
         &Caller::new("agent", Transport::Jsonl),
@@ -62,4 +62,19 @@ pub(crate) fn sqlite(kb: &Kb) -> crate::index::sqlite::Ix<'_> {
         .downcast_ref::<crate::index::sqlite::SqliteIndex>()
         .expect("the SQLite index");
     crate::index::sqlite::Ix::new(kb, index.state())
+}
+
+/// Claims found by words for `q`, through the search every transport
+/// calls (the index as the keeper last made it current).
+pub(crate) fn claim_hits(kb: &Kb, q: &str) -> Vec<crate::index::SearchHit> {
+    crate::retrieval::search(
+        kb,
+        crate::retrieval::SearchParams {
+            query: q.into(),
+            limit: None,
+            kinds: Some(vec!["claim".into()]),
+            backend: None,
+        },
+    )
+    .unwrap()
 }

@@ -231,8 +231,8 @@ impl RetrievalState {
 mod tests {
     use super::*;
     use crate::index::{
-        Budget, Currency, DerivedIndex, EmbedStats, Freshness, IndexOptions, Near, RebuildResult,
-        SyncStats, Watcher, Watching,
+        Budget, Currency, EmbedStats, Freshness, IndexOptions, Near, RebuildResult, SyncStats,
+        Watcher, Watching,
     };
     use crate::methods::dispatch;
     use crate::model::{DocKind, Written};

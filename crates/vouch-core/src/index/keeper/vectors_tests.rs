@@ -71,6 +71,19 @@ fn semantic(kb: &Kb, q: &str) -> Vec<String> {
     .collect()
 }
 
+/// A background step's round of embedding, waiting for any other: every
+/// document gets its vectors.
+fn embed_all(kb: &Kb, embedder: &Arc<dyn Embedder>) {
+    ensure(
+        &crate::testing::sqlite(kb).keep(),
+        embedder,
+        Budget::Unlimited,
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap();
+}
+
 /// A claim proposed by an agent citing the one source "notes", approved by a
 /// person; its id.
 fn approved_claim(kb: &Kb, text: &str) -> String {
@@ -211,14 +224,7 @@ fn a_claims_tags_are_found_by_words_and_never_embedded() {
         json!({"proposal_id": proposed["proposal_id"]}),
     )
     .unwrap();
-    ensure(
-        &crate::testing::sqlite(&kb).keep(),
-        &embedder,
-        Budget::Unlimited,
-        true,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    embed_all(&kb, &embedder);
     let embedded = recording.texts.lock().unwrap().clone();
     assert!(embedded.iter().any(|t| t == text), "{embedded:?}");
     assert!(
@@ -266,16 +272,7 @@ fn with_a_background_step_searches_never_embed_and_writes_do() {
     // The keeper's step a server's thread takes (none runs here).
     kb.catch_up(None).unwrap();
     let first = approved_claim(&kb, "alpha bravo charlie");
-    let background = || {
-        ensure(
-            &crate::testing::sqlite(&kb).keep(),
-            &embedder,
-            Budget::Unlimited,
-            true,
-            &mut |_, _| {},
-        )
-        .unwrap();
-    };
+    let background = || embed_all(&kb, &embedder);
     background();
     assert_eq!(semantic(&kb, "alpha bravo charlie")[0], first);
     let embedded = || words.documents.load(SeqCst);

@@ -215,22 +215,12 @@ pub(crate) fn unbacked(kb: &Ix, hits: &[(DocKind, &str)]) -> Result<HashSet<(Doc
 
 #[cfg(test)]
 mod tests {
-    use crate::retrieval::SearchParams;
 
     fn found(kb: &crate::Kb, q: &str) -> Vec<(String, String)> {
-        crate::retrieval::search(
-            kb,
-            SearchParams {
-                query: q.into(),
-                limit: None,
-                kinds: Some(vec!["claim".into()]),
-                backend: None,
-            },
-        )
-        .unwrap()
-        .into_iter()
-        .map(|h| (h.id, h.snippet))
-        .collect()
+        crate::testing::claim_hits(kb, q)
+            .into_iter()
+            .map(|h| (h.id, h.snippet))
+            .collect()
     }
 
     /// A long-lived process remembers that a row matched its file; another

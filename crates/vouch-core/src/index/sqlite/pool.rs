@@ -457,19 +457,10 @@ mod readers_tests {
         let _busy = crate::testing::sqlite(kb).index_state.index.lock().unwrap();
         std::thread::scope(|s| {
             s.spawn(|| {
-                search(
-                    kb,
-                    SearchParams {
-                        query: q.into(),
-                        limit: None,
-                        kinds: Some(vec!["claim".into()]),
-                        backend: None,
-                    },
-                )
-                .unwrap()
-                .into_iter()
-                .map(|h| h.id)
-                .collect()
+                crate::testing::claim_hits(kb, q)
+                    .into_iter()
+                    .map(|h| h.id)
+                    .collect()
             })
             .join()
             .unwrap()
