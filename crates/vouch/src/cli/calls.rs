@@ -146,6 +146,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
     use methods::kb;
     Ok(Some(match &cli.command {
         Command::Status => run.exec::<kb::Status>(NoParams {})?,
+        Command::Insight(c) => c.run(run)?,
         Command::Source(SourceCmd::Add {
             path,
             text,

@@ -5,6 +5,7 @@
 //! own.
 
 mod calls;
+mod insight;
 mod run;
 
 pub use run::run;
@@ -220,6 +221,8 @@ pub(crate) enum Command {
     },
     /// Show audit events (oldest first), or verify the hash chain.
     Audit(AuditArgs),
+    #[command(flatten)]
+    Insight(insight::InsightCmd),
     /// Full-text search over approved knowledge.
     ///
     /// Hits come best first. A score ranks hits within one search only,

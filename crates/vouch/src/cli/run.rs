@@ -241,6 +241,7 @@ fn decides(command: &Command) -> bool {
         Command::Cite { .. } => "kb.cite".to_string(),
         Command::Revert { .. } => "kb.revert".to_string(),
         Command::ImportApply { .. } => "kb.import_apply".to_string(),
+        Command::Insight(c) => c.method().to_string(),
         Command::Call { method, .. } => method_name(method),
         _ => return false,
     };

@@ -16,6 +16,7 @@ use vouch_core::retrieval::SearchHit;
 use vouch_core::retrieval::eval::EvalReport;
 use vouch_core::retrieval::pack::ContextPack;
 
+mod insight;
 mod interop;
 
 /// A result as a person reads it, and the exit code it stands for.

@@ -16,6 +16,7 @@ mod freshness;
 mod fuzz;
 mod gate;
 mod health;
+mod insight;
 mod install_mcp;
 mod interop_1x;
 mod interop_real_1x;
