@@ -18,10 +18,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod approve;
 pub mod delete;
+mod lifecycle_proposals;
 mod propose;
 mod validate;
 
 pub use approve::*;
+pub(crate) use lifecycle_proposals::*;
 pub use delete::propose_delete;
 pub use propose::*;
 use validate::*;
