@@ -49,19 +49,38 @@ fn relation(kb: &Kb, from: &str, to: &str) -> String {
     p["relation_id"].as_str().unwrap().to_string()
 }
 
+/// Evidence quoting `quote` in source `src`; its id.
+fn evidence(kb: &Kb, src: &str, quote: &str) -> String {
+    call(
+        kb,
+        &agent(),
+        "kb.register_evidence",
+        json!({"source_id": src, "quote": quote}),
+    )["evidence_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Two approved claims, the first superseded by the second: (old, new).
+fn superseded(kb: &Kb) -> (String, String) {
+    let src = test_source(kb, "notes");
+    let old = test_claim(kb, &src, "The limit is 100");
+    let new = test_claim(kb, &src, "The limit is 200");
+    call(
+        kb,
+        &person(),
+        "kb.supersede",
+        json!({"old_id": old, "new_id": new, "reason": "raised"}),
+    );
+    (old, new)
+}
+
 #[test]
 fn why_tells_proposal_decision_citation_and_events() {
     let (_d, kb) = test_kb();
     let src = test_source(&kb, "The API allows 100 requests per minute per tenant.");
-    let ev = call(
-        &kb,
-        &agent(),
-        "kb.register_evidence",
-        json!({"source_id": src, "quote": "100 requests per minute"}),
-    )["evidence_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ev = evidence(&kb, &src, "100 requests per minute");
     let claim = test_claim(&kb, &ev, "The API allows 100 requests a minute");
     let why = call(&kb, &agent(), "kb.why", json!({"id": claim}));
     assert_eq!(why["kind"], "claim");
@@ -96,15 +115,7 @@ fn why_marks_a_claim_edited_by_hand() {
 #[test]
 fn why_follows_the_supersession_chain() {
     let (_d, kb) = test_kb();
-    let src = test_source(&kb, "notes");
-    let old = test_claim(&kb, &src, "The limit is 100");
-    let new = test_claim(&kb, &src, "The limit is 200");
-    call(
-        &kb,
-        &person(),
-        "kb.supersede",
-        json!({"old_id": old, "new_id": new, "reason": "raised"}),
-    );
+    let (old, new) = superseded(&kb);
     let why = call(&kb, &person(), "kb.why", json!({"id": old}));
     assert_eq!(why["chain"][0]["relation"], "superseded_by");
     assert_eq!(why["chain"][0]["id"], new.as_str());
@@ -130,15 +141,7 @@ fn why_and_impact_refuse_path_tricks_and_unknown_ids() {
 fn impact_lists_what_cites_a_source_directly_and_through_evidence() {
     let (_d, kb) = test_kb();
     let src = test_source(&kb, "Redis holds the sessions. Postgres holds the orders.");
-    let ev = call(
-        &kb,
-        &agent(),
-        "kb.register_evidence",
-        json!({"source_id": src, "quote": "Redis holds the sessions."}),
-    )["evidence_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let ev = evidence(&kb, &src, "Redis holds the sessions.");
     let direct = test_claim(&kb, &src, "Postgres holds the orders");
     let quoted = test_claim(&kb, &ev, "Redis holds the sessions");
     let impact = call(&kb, &agent(), "kb.impact", json!({"id": src}));
@@ -156,15 +159,7 @@ fn impact_lists_what_cites_a_source_directly_and_through_evidence() {
 #[test]
 fn impact_of_a_claim_names_what_supersedes_it() {
     let (_d, kb) = test_kb();
-    let src = test_source(&kb, "notes");
-    let old = test_claim(&kb, &src, "The limit is 100");
-    let new = test_claim(&kb, &src, "The limit is 200");
-    call(
-        &kb,
-        &person(),
-        "kb.supersede",
-        json!({"old_id": old, "new_id": new, "reason": "raised"}),
-    );
+    let (old, new) = superseded(&kb);
     let impact = call(&kb, &agent(), "kb.impact", json!({"id": old}));
     let refs = impact["referrers"].as_array().unwrap();
     assert_eq!(refs.len(), 1, "{refs:?}");

@@ -5,6 +5,15 @@
 use crate::common::{Project, entity_relation_and_page, jsonl};
 use serde_json::{Value, json};
 
+/// The `id` of each item of a list.
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A source, evidence quoting it and a claim citing the evidence, approved
 /// by alice: (source, evidence, claim).
 fn cited_claim(p: &Project) -> (String, String, String) {
@@ -96,26 +105,14 @@ fn impact_and_neighbors_name_what_rests_on_and_lies_around_an_object() {
     assert!(text.stdout.contains("(draws on it)"), "{}", text.stdout);
 
     let around = p.ok("x", &["neighbors", &entity]);
-    let ids: Vec<&str> = around["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec![claim.as_str()], "{around}");
+    assert_eq!(ids(&around["nodes"]), vec![claim.clone()], "{around}");
     let two = jsonl(
         &p,
         "agent",
         "kb.neighbors",
         json!({"id": entity, "depth": 2}),
     );
-    let ids: Vec<&str> = two["result"]["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["id"].as_str().unwrap())
-        .collect();
-    assert!(ids.contains(&page.as_str()), "{two}");
+    assert!(ids(&two["result"]["nodes"]).contains(&page), "{two}");
     let r = jsonl(
         &p,
         "agent",
@@ -205,13 +202,7 @@ fn expire_lists_first_rejects_on_apply_and_is_a_persons_decision() {
     let (fresh, _) = p.propose("A fresh claim", &src);
     let dry = p.ok("alice", &["expire", "--older-than", "6h"]);
     assert_eq!(dry["dry_run"], true);
-    let listed: Vec<&str> = dry["expired"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(listed, vec![old.as_str()], "{dry}");
+    assert_eq!(ids(&dry["expired"]), vec![old.clone()], "{dry}");
     assert_eq!(p.ok("x", &["stats"])["queue"]["pending"], 2);
     // An agent may not sweep the queue.
     let r = jsonl(
@@ -244,12 +235,5 @@ fn expire_lists_first_rejects_on_apply_and_is_a_persons_decision() {
         events.contains(&"proposal.reject".to_string()),
         "{events:?}"
     );
-    let left = p.ok("x", &["pending"]);
-    let left: Vec<&str> = left
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| q["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(left, vec![fresh.as_str()]);
+    assert_eq!(ids(&p.ok("x", &["pending"])), vec![fresh]);
 }
