@@ -1,13 +1,12 @@
 //! The pages for looking around rather than deciding: approved knowledge
 //! by kind and field (`/ui/browse`, with what changed lately) and the
-//! knowledge base's health (`/ui/health`, what `vouch doctor` reports).
+//! knowledge base's health (`/ui/health`, what `vouch doctor` reports),
+//! and the audit log's tail (`/ui/audit`).
 
-use super::html::{
-    Frame, audit_events, badge, call_typed, claim_link, esc, events_table, layout, str_of,
-};
+use super::html::*;
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vouch_core::params::{AuditParams, ListParams};
+use vouch_core::params::{AuditParams, ListParams, NoParams};
 use vouch_core::{Caller, Error, Kb, methods};
 
 /// What the browse page is asked: a kind and, for claims, field filters.
@@ -231,4 +230,37 @@ pub(crate) fn health(kb: &Kb, caller: &Caller, frame: &Frame) -> Result<String, 
     }
     body.push_str("</tbody></table>");
     Ok(layout("Health", frame, &body))
+}
+
+/// The audit log's tail with the chain's verify result.
+pub(crate) fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
+    let verify = call_typed::<methods::kb::AuditVerify>(kb, caller, NoParams {})?;
+    let events = audit_events(
+        kb,
+        caller,
+        AuditParams {
+            tail: Some(tail as i64),
+            filter: None,
+        },
+    )?;
+    let mut body = String::from("<h1>Audit log</h1>");
+    if verify.ok {
+        let _ = write!(
+            body,
+            "<p class=\"notice\" id=\"verify\">The hash chain verifies: {} events.</p>",
+            verify.events
+        );
+    } else {
+        let _ = write!(
+            body,
+            "<p class=\"error\" id=\"verify\">The hash chain does not verify at line {}: {}</p>",
+            verify
+                .first_bad_line
+                .map_or("?".to_string(), |l| l.to_string()),
+            esc(verify.problem.as_deref().unwrap_or(""))
+        );
+    }
+    let _ = write!(body, "<h2>Last {} events</h2>", events.len());
+    body.push_str(&events_table(&events));
+    Ok(layout("Audit log", frame, &body))
 }

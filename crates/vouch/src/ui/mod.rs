@@ -544,7 +544,7 @@ pub(crate) async fn search<H: Host>(
 
 pub(crate) async fn audit<H: Host>(State(app): State<Arc<H>>, headers: HeaderMap) -> Response {
     signed_page(app.clone(), &headers, move |app, caller, frame| {
-        pages::audit(app.kb(), caller, frame, 200).map(Some)
+        browse::audit(app.kb(), caller, frame, 200).map(Some)
     })
     .await
 }

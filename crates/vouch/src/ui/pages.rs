@@ -9,7 +9,7 @@ pub use super::html::Frame;
 pub(crate) use super::html::*;
 use serde_json::{Value, json};
 use std::fmt::Write;
-use vouch_core::params::{AuditFilter, AuditParams, IdParams, ListParams, NoParams};
+use vouch_core::params::{AuditFilter, AuditParams, IdParams, ListParams};
 use vouch_core::retrieval::{SearchHit, SearchParams};
 use vouch_core::{Caller, Error, Kb, methods};
 
@@ -808,39 +808,6 @@ pub(crate) fn search(
     }
     body.push_str("</tbody></table>");
     Ok(layout("Search", frame, &body))
-}
-
-/// The audit log's tail with the chain's verify result.
-pub(crate) fn audit(kb: &Kb, caller: &Caller, frame: &Frame, tail: usize) -> Result<String, Error> {
-    let verify = call_typed::<methods::kb::AuditVerify>(kb, caller, NoParams {})?;
-    let events = audit_events(
-        kb,
-        caller,
-        AuditParams {
-            tail: Some(tail as i64),
-            filter: None,
-        },
-    )?;
-    let mut body = String::from("<h1>Audit log</h1>");
-    if verify.ok {
-        let _ = write!(
-            body,
-            "<p class=\"notice\" id=\"verify\">The hash chain verifies: {} events.</p>",
-            verify.events
-        );
-    } else {
-        let _ = write!(
-            body,
-            "<p class=\"error\" id=\"verify\">The hash chain does not verify at line {}: {}</p>",
-            verify
-                .first_bad_line
-                .map_or("?".to_string(), |l| l.to_string()),
-            esc(verify.problem.as_deref().unwrap_or(""))
-        );
-    }
-    let _ = write!(body, "<h2>Last {} events</h2>", events.len());
-    body.push_str(&events_table(&events));
-    Ok(layout("Audit log", frame, &body))
 }
 
 #[cfg(test)]
