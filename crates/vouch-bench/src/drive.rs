@@ -14,7 +14,6 @@ use vouch_core::Kb;
 use vouch_core::clock::SystemClock;
 
 use crate::generate::{Generated, generate};
-use crate::suites::fmt_ms;
 
 /// Latency summary of a sample, in milliseconds.
 pub(crate) struct Summary {
@@ -450,4 +449,13 @@ pub(crate) fn mcp_tools_list(project: &Path, calls: usize) -> (Duration, Summary
         tools = answer["result"]["tools"].as_array().map_or(0, Vec::len);
     }
     (init, summarize(v), tools)
+}
+
+/// Milliseconds for a table cell: two decimals below 100 ms, none above.
+pub(crate) fn fmt_ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
 }

@@ -12,8 +12,8 @@ use vouch_core::clock::SystemClock;
 use vouch_core::methods::dispatch;
 use vouch_core::{Caller, Kb, Transport};
 
+use crate::drive::fmt_ms;
 use crate::drive::{HttpConn, Summary, summarize, time_calls, vouch_in};
-use crate::suites::fmt_ms;
 
 /// A running `vouch ui` and the sign-in link it printed; killed when
 /// dropped.

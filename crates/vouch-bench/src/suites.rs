@@ -10,15 +10,6 @@ use vouch_core::{Caller, Kb, Transport};
 use crate::drive::*;
 use crate::generate::{generate, generate_texts, write};
 
-/// Milliseconds for a table cell: two decimals below 100 ms, none above.
-pub(crate) fn fmt_ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} ms")
-    } else {
-        format!("{v:.2} ms")
-    }
-}
-
 /// MiB for a table cell, or `n/a` when it could not be measured.
 pub(crate) fn mib(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |m| format!("{m:.0} MiB"))
@@ -740,14 +731,12 @@ pub fn scan_recall(kb_dir: &Path, questions: &Path) {
                 let t = Instant::now();
                 let fast = v.nearest(q, kinds, Currency::Current, 50);
                 fast_t.push(t.elapsed());
-                let ids =
-                    |hits: &[(vouch_core::index::memory::DocKeyRef, f32)],
-                     n: usize| {
-                        hits.iter()
-                            .take(n)
-                            .map(|(k, _)| (k.kind, k.id.to_string()))
-                            .collect::<std::collections::HashSet<_>>()
-                    };
+                let ids = |hits: &[(vouch_core::index::memory::DocKeyRef, f32)], n: usize| {
+                    hits.iter()
+                        .take(n)
+                        .map(|(k, _)| (k.kind, k.id.to_string()))
+                        .collect::<std::collections::HashSet<_>>()
+                };
                 kept10 += ids(&exact, 10).intersection(&ids(&fast, 10)).count();
                 kept50 += ids(&exact, 50).intersection(&ids(&fast, 50)).count();
             }

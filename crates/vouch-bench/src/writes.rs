@@ -11,8 +11,8 @@ use vouch_core::clock::SystemClock;
 use vouch_core::methods::dispatch;
 use vouch_core::{Caller, Kb, Transport};
 
+use crate::drive::fmt_ms;
 use crate::drive::{per_size, summarize};
-use crate::suites::fmt_ms;
 
 /// `vouch-bench gate`: propose and approve latency (p50, p99) over `ops`
 /// of each on the realistic KB of each size, then 100 single approvals
