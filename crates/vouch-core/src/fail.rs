@@ -22,6 +22,7 @@ pub const POINTS: &[&str] = &[
     "approve.logged",
     "delete.logged",
     "delete.removed",
+    "redact.logged",
     "reject.logged",
     "lifecycle.logged",
     "bundle.logged",

@@ -309,7 +309,8 @@ fn with_citations(kb: &Kb, proposal: Proposal) -> Read<Proposal> {
     let meta = ReadMeta {
         citations: Some(citations(kb, &proposal)),
         change: crate::review::lifecycle::view(kb, &proposal)
-            .or_else(|| crate::review::gate::delete::view(kb, &proposal)),
+            .or_else(|| crate::review::gate::delete::view(kb, &proposal))
+            .or_else(|| crate::review::gate::redact::view(kb, &proposal)),
         ..ReadMeta::default()
     };
     Read {

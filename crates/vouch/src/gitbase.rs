@@ -333,9 +333,7 @@ pub(crate) fn check(kb: &Kb, rev: &str) -> Result<BaseReport, Error> {
         // and what the settings were, is read against REV's version of the
         // file (all of them below, with one git process).
         let config = inside == vouch_core::store::layout::CONFIG_FILE;
-        if (change != Change::Added && is_knowledge_path(&inside))
-            || (config && change != Change::Added)
-        {
+        if change != Change::Added && (is_knowledge_path(&inside) || config) {
             wanted.push((changed.len(), format!("{rev}:{path}")));
         }
         changed.push(ChangedFile {

@@ -583,8 +583,13 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             format!("source {}: {}; {advice}", i.id, i.detail),
         ));
     }
-    // A quoted span must still say what its source says, under its own id.
+    // A quoted span must still say what its source says, under its own id
+    // (unless a redaction the log records took its quote).
+    let trail = crate::audit::trail::Trail::of(kb.audit_log().read_parsed()?);
     for ev in &l.evidence {
+        if crate::review::gate::redact::redacted_evidence(kb, &trail, ev) {
+            continue;
+        }
         if let Some(why) = crate::sources::evidence_id_mismatch(ev) {
             issues.push(finding(
                 "evidence-id-mismatch",

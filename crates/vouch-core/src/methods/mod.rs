@@ -583,6 +583,11 @@ registry! {
         "Propose removing an approved claim, page, entity or relation, for human review.",
         "Ask for an approved claim, page, entity or relation to be removed: kind, id and a reason. Nothing is removed until a person (or a reviewer the person named) approves it with kb.approve; approving removes the object's file, and the audit log and the decided record keep its path and sha256, never its content. Refused (valid: false, the errors naming them) while other objects refer to it: prefer kb.supersede or kb.archive, which keep the history. Earlier git commits still hold what a delete removes (docs/redaction.md). dry_run: true validates only.",
         gate::propose_delete;
+    ProposeRedact: "kb.propose_redact", Propose, RedactParams => ProposeResult,
+        "Propose a redaction",
+        "Ask a person to redact what holds a secret: a source's content, a claim's text, a quote, a page's body.",
+        "Ask for a source, evidence, claim or page that holds a secret (a key, a token, a password) to be redacted: kind, id and a reason (never the secret itself). Nothing changes until a person (or a reviewer the person named) approves it with kb.approve. Approving it turns a source's content into a tombstone that keeps its id and length (evidence quoting it loses the quote; claims citing it stay, shown as evidence redacted), masks a claim's text or a page's body (status redacted) and drops them from search, context, synthesis, recall, exports and bundles; the audit log records the sha256 of what was removed, never the bytes. Earlier git commits still hold the bytes until a person purges them (docs/redaction.md). Refused when the object does not exist or is redacted already. dry_run: true checks only.",
+        gate::propose_redact;
     Approve: "kb.approve", Review + idempotent, ApproveParams => ApproveOutput,
         "Approve proposals",
         "Approve one or many pending proposals, writing durable knowledge.",
@@ -598,6 +603,11 @@ registry! {
         "A person rejects proposals pending longer than an age, with a recorded reason; a dry run by default.",
         "Reject every proposal pending longer than older_than (30d, 12h, 2w), oldest first, each through kb.reject with the reason given (default `expired: pending longer than <older_than>`), so each is audited and moved to decided/. dry_run defaults to true: it lists what would be rejected and rejects nothing; pass dry_run: false to reject. A person's decision: refused over agent transports unless the person's own config trusts agents.",
         crate::insight::expire;
+    Redact: "kb.redact", Write + destructive + decides, RedactParams => RedactResult,
+        "Redact a secret",
+        "A person redacts what holds a secret: a source's content, a claim's text, a quote, a page's body.",
+        "Redact, as a person, a source (its content becomes a tombstone that keeps its id, length and who/when/why; evidence quoting it loses the quote), evidence (its quote goes), a claim (its text is masked, status redacted) or a page (its body is masked): the bytes leave the working tree and the index, and the decided record of its approval is masked too. The audit event (object.redact) records each file it rewrote or removed with the sha256 of what it took out, never the bytes; `purge` lists the paths whose earlier git commits still hold them (docs/redaction.md: purge them, then rotate the credential). Over an agent transport it is refused (unless the person's own config trusts agents): propose it with kb.propose_redact. dry_run: true reports what would go and writes nothing.",
+        gate::redact;
     Supersede: "kb.supersede", Write + decides, SupersedeParams => LifecycleResult,
         "Supersede a claim",
         "Mark an approved claim as superseded by a newer one.",

@@ -347,6 +347,9 @@ open_enum!(
     Stale = "stale",
     /// Retired by `kb.archive`: kept, left out of context packs and answers.
     Archived = "archived",
+    /// Its body masked by a person's redaction (`vouch redact`): never
+    /// served.
+    Redacted = "redacted",
 });
 
 string_enum!(
@@ -367,6 +370,9 @@ string_enum!(
     // object: approving it removes the object's file.
     /// A request to delete an approved claim, page, entity or relation.
     Delete = "delete",
+    /// A request to redact a source, evidence, claim or page
+    /// (`kb.propose_redact`): approving it masks what it names.
+    Redact = "redact",
 });
 
 string_enum!(
@@ -380,6 +386,19 @@ string_enum!(
     Entity = "entity",
     /// A relation.
     Relation = "relation",
+});
+
+string_enum!(
+    /// What a redaction may mask (`vouch redact`, `kb.propose_redact`).
+    RedactKind: "kind" {
+    /// A source: its content becomes a tombstone.
+    Source = "source",
+    /// A claim: its text is masked.
+    Claim = "claim",
+    /// Evidence: its quote goes.
+    Evidence = "evidence",
+    /// A page: its body is masked.
+    Page = "page",
 });
 
 string_enum!(

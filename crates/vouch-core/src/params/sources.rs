@@ -102,8 +102,10 @@ pub struct SourceVerifyParams {
 pub struct SourceIssue {
     /// The source id.
     pub id: String,
-    /// `missing` (no meta or no content), `unparseable` (meta.yaml does not parse),
-    /// `drifted` (content hash differs), `unreadable`.
+    /// `missing` (no meta or no content, or a tombstone no redaction
+    /// wrote), `unparseable` (meta.yaml does not parse), `drifted` (content
+    /// hash differs), `unredacted` (content put back after a redaction),
+    /// `unreadable`.
     pub kind: String,
     /// What was found, in words.
     pub detail: String,
@@ -116,6 +118,11 @@ pub struct SourceVerifyResult {
     pub ok: bool,
     /// One entry per problem found.
     pub issues: Vec<SourceIssue>,
+    /// Sources a person redacted: their content is a tombstone (meta.yaml
+    /// keeps the id, the length and who/when/why), as the audit log's
+    /// `object.redact` event records. Not an issue.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
 }
 
 /// Params of kb.register_evidence.

@@ -129,6 +129,11 @@ pub struct Citation {
     /// The quoted span, cut to 200 characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quote: Option<String>,
+    /// A person redacted what it cited (`vouch redact`): the span's quote,
+    /// or the source's content, is gone; the claim stands, its evidence
+    /// shown as redacted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 /// A candidate left out of a pack, and why.
@@ -233,7 +238,19 @@ pub(crate) fn citations(kb: &Kb, references: &[String]) -> Vec<Citation> {
 
 /// Resolve one evidence reference (an evidence id or a source id).
 fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
+    let marked =
+        |extra: &crate::model::Extra| extra.contains_key(crate::review::gate::redact::REDACTED_KEY);
     if let Ok(Some(ev)) = kb.load::<Evidence>(reference) {
+        // Its quote redacted: nothing of it is served but that it was.
+        if ev.quote.is_none() && marked(&ev.extra) {
+            return Some(Citation {
+                source_id: ev.source_id,
+                evidence_id: Some(ev.id),
+                locator: ev.locator,
+                quote: None,
+                redacted: true,
+            });
+        }
         // A record edited after approval no longer derives its id: its
         // quote is not what was reviewed, so it is not served. (A 1.x
         // span id binds the span, so its quote is checked against the
@@ -252,10 +269,12 @@ fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
             evidence_id: Some(ev.id),
             locator: ev.locator,
             quote: ev.quote.map(|q| cut(&q, QUOTE_CHARS)),
+            redacted: false,
         });
     }
     match kb.load_source(reference) {
         Ok(Some(s)) => Some(Citation {
+            redacted: marked(&s.extra),
             source_id: s.id,
             evidence_id: None,
             locator: s.locator,
@@ -344,6 +363,12 @@ fn render(n: usize, item: &ContextItem) -> String {
             .citations
             .iter()
             .map(|c| match (&c.evidence_id, &c.quote) {
+                _ if c.redacted => format!(
+                    "{} (evidence redacted; source {} {})",
+                    c.evidence_id.as_deref().unwrap_or("source"),
+                    short(&c.source_id),
+                    c.locator
+                ),
                 (Some(ev), Some(q)) => format!(
                     "{ev} \"{q}\" (source {} {})",
                     short(&c.source_id),

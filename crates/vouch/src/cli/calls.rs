@@ -269,6 +269,17 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
             session_id: session.clone(),
             dry_run: *dry_run,
         })?,
+        Command::Redact {
+            kind,
+            id,
+            reason,
+            dry_run,
+        } => run.exec::<kb::Redact>(RedactParams {
+            kind: vocabulary("kind", &Some(kind.clone()))?.expect("a value was given"),
+            id: id.clone(),
+            reason: reason.clone(),
+            dry_run: *dry_run,
+        })?,
         Command::Pending { limit } => {
             let code = run.exec::<kb::ListPending>(ListParams {
                 limit: *limit,

@@ -102,6 +102,28 @@ pub(crate) enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Redact what holds a secret, as a person: a source's content becomes
+    /// a tombstone, a claim's text or a page's body is masked, evidence
+    /// loses its quote.
+    ///
+    /// The bytes leave the working tree, the index and every answer; the
+    /// audit log records their sha256, never them. Prints the paths whose
+    /// earlier git commits still hold them and the commands that purge
+    /// them (docs/redaction.md); rotate the credential too. An agent
+    /// proposes a redaction instead (kb.propose_redact), for a person to
+    /// approve.
+    Redact {
+        /// source, claim, evidence or page.
+        kind: String,
+        /// Its id (a source's sha256, or an evidence, claim or page id).
+        id: String,
+        /// Why, recorded in the audit log (never the secret itself).
+        #[arg(long, required = true)]
+        reason: String,
+        /// Show what would go; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Proposals awaiting review, oldest first, with what each cites.
     Pending {
         /// Show at most this many.

@@ -242,6 +242,7 @@ fn decides(command: &Command) -> bool {
         Command::Revert { .. } => "kb.revert".to_string(),
         Command::ImportApply { .. } => "kb.import_apply".to_string(),
         Command::Insight(c) => c.method().to_string(),
+        Command::Redact { .. } => "kb.redact".to_string(),
         Command::Call { method, .. } => method_name(method),
         _ => return false,
     };

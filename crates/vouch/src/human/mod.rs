@@ -18,6 +18,7 @@ use vouch_core::retrieval::pack::ContextPack;
 
 mod insight;
 mod interop;
+mod removal;
 
 /// A result as a person reads it, and the exit code it stands for.
 pub(crate) trait Human: Serialize {

@@ -123,6 +123,31 @@ const SCENARIOS: &[Scenario] = &[
         ],
     },
     Scenario {
+        name: "redact a source",
+        setup: |p| {
+            let s = source(p);
+            let v = p.ok(
+                "agent",
+                &[
+                    "propose-claim",
+                    "crashtest alpha holds",
+                    "--quote",
+                    &format!("{s}=crashtest alpha."),
+                ],
+            );
+            p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
+            strings(&["redact", "source", &s, "--reason", "a key"])
+        },
+        actor: "alice",
+        points: &[
+            "journal.written",
+            "audit.append.synced",
+            "redact.logged",
+            "batch.renamed",
+            "batch.moved",
+        ],
+    },
+    Scenario {
         name: "reject",
         setup: |p| {
             let s = source(p);

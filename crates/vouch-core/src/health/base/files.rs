@@ -55,6 +55,10 @@ pub(super) fn changed_files(
             _ => continue, // the log, sessions, ignored files
         };
         let path = &f.path;
+        if new.redacted.contains(path.as_str()) {
+            problems.extend(redaction_problem(kb, f, kind, id, new)?);
+            continue;
+        }
         if is_knowledge_path(path) && f.change != Change::Deleted {
             problems.extend(knowledge_problem(kb, f, kind, id, new)?);
             continue;
@@ -254,6 +258,89 @@ fn knowledge_problem(
                 differ.join(", ")
             )));
         }
+    }
+    Ok(None)
+}
+
+/// What is wrong with a file a new redaction recorded rewriting or
+/// removing: a removed one (a source's content) must be gone and be what
+/// the redaction recorded taking out (bytes hashing to the source's id); a
+/// rewritten one must be what it recorded writing, carry the redaction's
+/// mark, and — a claim or a page — differ from the base only in what a
+/// redaction masks (the text or body, the status, the time, the mark).
+fn redaction_problem(
+    kb: &Store,
+    f: &ChangedFile,
+    kind: &str,
+    id: &str,
+    new: &NewEvents,
+) -> Result<Option<String>> {
+    use crate::review::gate::redact::{MASK, REDACTED_KEY};
+    let path = &f.path;
+    if f.change == Change::Deleted {
+        let content_of = path
+            .strip_prefix("sources/")
+            .and_then(|p| p.strip_suffix("/content"));
+        let taken = new.removed.get(path.as_str());
+        return Ok(match (content_of, taken) {
+            (Some(source), Some((sha, _))) if sha == source => None,
+            _ => Some(format!(
+                "{path}: removed, but the redaction that names it removes only a source's \
+                 content, and records its bytes as hashing to the source's id"
+            )),
+        });
+    }
+    let now = kb.read_file(&kb.layout().root().join(path))?;
+    if let Some(wrong) = not_as_written(new, path, kind, now.as_deref()) {
+        return Ok(Some(wrong));
+    }
+    let text = now
+        .as_deref()
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or("");
+    if !text
+        .lines()
+        .any(|l| l.starts_with(&format!("{REDACTED_KEY}:")))
+    {
+        return Ok(Some(format!(
+            "{path}: a redaction records writing this {kind}, which does not carry its mark \
+             (`{REDACTED_KEY}:`)"
+        )));
+    }
+    let dir = path.split('/').next().unwrap_or("");
+    if !is_knowledge_path(path) {
+        return Ok(None);
+    }
+    let (Some(before), Some(after)) = (
+        f.before.as_deref().and_then(|b| fields_of(dir, b)),
+        now.as_deref().and_then(|b| fields_of(dir, b)),
+    ) else {
+        return Ok(Some(format!(
+            "{path}: this {kind} was redacted, and its version at the base cannot be read to \
+             tell what the redaction changed"
+        )));
+    };
+    let masked = if dir == "claims" { "text" } else { "body" };
+    let may = [masked, "status", "updated_at", REDACTED_KEY];
+    let moved: Vec<String> = fields_differing(&before, &after)
+        .into_iter()
+        .filter(|k| !may.contains(&k.as_str()))
+        .collect();
+    let mask_ok = after
+        .get(masked)
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.trim_end() == MASK);
+    let status_ok = after.get("status").and_then(Value::as_str) == Some("redacted");
+    if !moved.is_empty() || !mask_ok || !status_ok {
+        return Ok(Some(format!(
+            "{path}: {kind} {id} was rewritten by a redaction, which masks only its {masked} \
+             and sets its status to redacted; {}: edited by hand",
+            if moved.is_empty() {
+                format!("its {masked} or status is not what a redaction writes")
+            } else {
+                format!("it also changed {}", moved.join(", "))
+            }
+        )));
     }
     Ok(None)
 }

@@ -130,9 +130,12 @@ struct NewEvents<'a> {
     /// Each object's lifecycle state as the last new lifecycle event left
     /// it (`data.after`).
     after: HashMap<String, Value>,
-    /// Knowledge files a new approved delete removed, by path: the sha256
-    /// of the bytes it removed (`data.removed`) and its event id.
+    /// Knowledge files a new approved delete (or source contents a new
+    /// redaction) removed, by path: the sha256 of the bytes it removed
+    /// (`data.removed`) and its event id.
     removed: HashMap<String, (String, &'a str)>,
+    /// Files a new redaction rewrote or removed, by path.
+    redacted: HashSet<String>,
 }
 
 /// A name as the report shows it: anything beyond printable ASCII
@@ -188,8 +191,9 @@ fn kind_of(ev: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// An approved delete in the decisions' words: the object and each file
-/// it removed with the sha256 of its bytes.
+/// An approved delete or a redaction in the decisions' words: the object
+/// and each file it removed or rewrote with the sha256 of the bytes it
+/// took out.
 fn removed_line(ev: &Value) -> String {
     let data = ev.get("data");
     let files: Vec<String> = data
@@ -201,12 +205,19 @@ fn removed_line(ev: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    let approval = str_of(ev, "event") == "proposal.approve";
     format!(
-        "{} {} (removes {})",
+        "{} {} ({} {})",
         data.and_then(|d| d.get("object_kind"))
             .and_then(Value::as_str)
             .unwrap_or("object"),
-        ids(ev).get(1).copied().unwrap_or("?"),
+        // An approval names its proposal first, a redaction its object.
+        ids(ev).get(usize::from(approval)).copied().unwrap_or("?"),
+        if approval {
+            "removes"
+        } else {
+            "takes the bytes out of"
+        },
         if files.is_empty() {
             "nothing".to_string()
         } else {
@@ -215,9 +226,10 @@ fn removed_line(ev: &Value) -> String {
     )
 }
 
-/// What a new approved delete removed: each file in `data.removed`, which
-/// its `data.written` must mark [`REMOVED`] (the only thing a delete
-/// writes). Anything else it records is a problem.
+/// What a new approved delete removed, or a new redaction removed or
+/// rewrote: each file in `data.removed`. A delete's `data.written` must
+/// mark each [`REMOVED`] (the only thing a delete writes); a redaction's
+/// may also record what it rewrote. Anything else it records is a problem.
 ///
 /// [`REMOVED`]: crate::audit::trail::REMOVED
 fn removals<'a>(
@@ -232,15 +244,21 @@ fn removals<'a>(
         .get("data")
         .and_then(|d| d.get(crate::review::gate::delete::REMOVED_KEY))
         .and_then(Value::as_object);
+    let redacts = str_of(ev, "event") == crate::review::gate::redact::EVENT;
     for (path, sha) in written {
         let recorded = removed.and_then(|m| m.get(path)).and_then(Value::as_str);
+        if redacts && recorded.is_some() {
+            new.redacted.insert(path.clone());
+        }
         match recorded {
             Some(was) if sha == REMOVED => {
                 new.removed.insert(path.clone(), (was.to_string(), event));
             }
+            Some(_) if redacts => {}
             _ => problems.push(format!(
-                "event {event} (an approved delete) records writing {path}, which a delete does \
-                 not write (it removes the file it names in data.removed, and writes nothing)"
+                "event {event} ({}) records writing {path}, which it does not write (it \
+                 removes or rewrites only the files it names in data.removed)",
+                str_of(ev, "event")
             )),
         }
     }
@@ -379,6 +397,26 @@ pub fn check(
                 "new decider: {who} decides here ({name}, event {event}) but never decided at \
                  {base}: confirm {who} is a person, or a reviewer a person named"
             ));
+        }
+        let redacts = name == crate::review::gate::redact::EVENT;
+        if redacts && decision.is_none() && agent {
+            problems.push(format!(
+                "event {event} ({name}) by {who:?}, who files proposals and decided nothing \
+                 before (an agent), redacts {} directly: a redaction is a person's decision — an \
+                 agent proposes it (kb.propose_redact)",
+                ids(ev).join(", ")
+            ));
+        }
+        if redacts {
+            let applying = decision
+                .map(|pid| {
+                    format!(
+                        "; proposal {pid} by {}",
+                        proposer(pid).map_or_else(|| "nobody".to_string(), shown)
+                    )
+                })
+                .unwrap_or_default();
+            decisions.push(format!("{who} {name} {}{applying}", removed_line(ev)));
         }
         if decision.is_some() && agent {
             problems.push(format!(
@@ -564,7 +602,7 @@ pub fn check(
             }
             new.written.insert(path.clone(), (sha.clone(), event));
         }
-        if deletes {
+        if deletes || redacts {
             removals(ev, &written, &mut new, &mut problems);
         }
         if approve && let Some(object) = object {
@@ -680,10 +718,12 @@ pub fn check(
             } else {
                 ids(ev).get(1).copied().unwrap_or("").to_string()
             };
-            decisions.push(format!(
-                "{who} {name} {what} (proposal {pid} by {})",
-                by.map_or_else(|| "nobody".to_string(), shown)
-            ));
+            if !redacts {
+                decisions.push(format!(
+                    "{who} {name} {what} (proposal {pid} by {})",
+                    by.map_or_else(|| "nobody".to_string(), shown)
+                ));
+            }
             if by.is_none() {
                 problems.push(format!(
                     "event {event} ({name}) decides proposal {pid}, which no proposal.create event \

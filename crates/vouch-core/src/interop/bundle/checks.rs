@@ -96,6 +96,11 @@ pub(crate) fn member_problems(
             .into_iter()
             .filter_map(|(field, text)| crate::ids::hidden_char_problem(field, text)),
     );
+    if let Some(kb) = refs.kb
+        && let Some(why) = brings_back_redacted(kb, m)
+    {
+        out.push(why);
+    }
     match &m.parsed {
         Parsed::Claim(c) => {
             if c.evidence.is_empty() && c.status.needs_citation(require_citations) {
@@ -181,6 +186,52 @@ pub(crate) fn member_problems(
         _ => {}
     }
     out
+}
+
+/// Why importing member `m` would bring back bytes a person redacted in
+/// `kb` (`vouch redact`), if it would: a tombstone's content, a redacted
+/// claim's text or page's body, a redacted quote, or the words of a masked
+/// decided record — whatever `on_conflict` says, such a bundle is refused.
+fn brings_back_redacted(kb: &Kb, m: &Member) -> Option<String> {
+    use crate::review::gate::redact::REDACTED_KEY;
+    let marked = |extra: &crate::model::Extra| extra.contains_key(REDACTED_KEY);
+    let what = match (&m.parsed, &m.file) {
+        (Parsed::Content, KbFile::SourceContent(id)) => kb
+            .load_source(id)
+            .ok()
+            .flatten()
+            .filter(|s| marked(&s.extra))
+            .map(|_| format!("the content of source {id}")),
+        (Parsed::Claim(c), _) if c.status != crate::model::ClaimStatus::Redacted => kb
+            .load::<crate::model::Claim>(&c.id)
+            .ok()
+            .flatten()
+            .filter(|here| marked(&here.extra))
+            .map(|_| format!("the text of claim {}", c.id)),
+        (Parsed::Page(pg), _) if pg.status != crate::model::PageStatus::Redacted => kb
+            .load::<crate::model::Page>(&pg.id)
+            .ok()
+            .flatten()
+            .filter(|here| marked(&here.extra))
+            .map(|_| format!("the body of page {}", pg.id)),
+        (Parsed::Evidence(ev), _) if ev.quote.is_some() => kb
+            .load::<crate::model::Evidence>(&ev.id)
+            .ok()
+            .flatten()
+            .filter(|here| marked(&here.extra))
+            .map(|_| format!("the quote of evidence {}", ev.id)),
+        (Parsed::Decided(p), _) if !marked(&p.extra) => kb
+            .load_proposal(Dir::Decided, &p.id)
+            .ok()
+            .flatten()
+            .filter(|here| marked(&here.extra))
+            .map(|_| format!("the words of decided record {}", p.id)),
+        _ => None,
+    }?;
+    Some(format!(
+        "{what}: redacted in this KB (`vouch redact`), and importing this would bring the \
+         redacted bytes back; export the bundle again from a KB that redacted them too"
+    ))
 }
 
 /// Knowledge-level checks of every member.

@@ -27,6 +27,13 @@ pub(crate) fn bundle_files(kb: &Kb, without_decided: bool) -> Result<Vec<(String
         if !crate::store::nofollow::is_file(&path) {
             continue; // gone, or a link (never followed; doctor reports it)
         }
+        // A redacted claim or page is not knowledge: it never leaves in a
+        // bundle (its citations' tombstones do, so nothing dangles).
+        if let KbFile::Object(dir @ (Dir::Claims | Dir::Pages), id) = &f
+            && redacted(kb, *dir, id)
+        {
+            continue;
+        }
         // Content that does not hash to its source id is never served.
         if let KbFile::SourceContent(id) = &f
             && let Err(e) = kb.source_content(id)
@@ -38,6 +45,22 @@ pub(crate) fn bundle_files(kb: &Kb, without_decided: bool) -> Result<Vec<(String
     }
     out.sort();
     Ok(out)
+}
+
+/// Whether the claim or page `id` is redacted.
+fn redacted(kb: &Kb, dir: Dir, id: &str) -> bool {
+    match dir {
+        Dir::Claims => kb
+            .load::<crate::model::Claim>(id)
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.status == crate::model::ClaimStatus::Redacted),
+        _ => kb
+            .load::<crate::model::Page>(id)
+            .ok()
+            .flatten()
+            .is_some_and(|p| p.status == crate::model::PageStatus::Redacted),
+    }
 }
 
 /// The time of the KB's last change: the newest audit event that is not an

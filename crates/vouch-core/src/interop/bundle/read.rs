@@ -727,7 +727,12 @@ pub(crate) fn scan_entries<R: Read>(
         if let Parsed::Config(s) = &parsed {
             scan.bundle_requires_citations = Some(s.review.require_citations);
         }
+        // A redacted record quotes nothing on purpose (`vouch redact`).
         if let Parsed::Evidence(ev) = &parsed
+            && !(ev.quote.is_none()
+                && ev
+                    .extra
+                    .contains_key(crate::review::gate::redact::REDACTED_KEY))
             && let Some(why) = crate::sources::evidence_id_mismatch(ev)
         {
             scan.problem(&name, why);

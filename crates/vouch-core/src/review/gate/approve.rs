@@ -86,7 +86,7 @@ pub fn proposal_fingerprint(p: &Proposal) -> Result<String> {
     let payload = match p.kind {
         ProposalKind::Lifecycle => serde_json::to_value(lifecycle_change(p)?)
             .map_err(|e| Error::internal(format!("payload encoding: {e}")))?,
-        ProposalKind::Delete => p.payload.clone(),
+        ProposalKind::Delete | ProposalKind::Redact => p.payload.clone(),
         _ => Draft::from_proposal(p)?.to_payload()?,
     };
     let identity = json!({
@@ -292,6 +292,33 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             }
             Err(e) => return Err(e),
         };
+        if proposal.kind == ProposalKind::Redact {
+            let events = proposal_events(kb, id)?;
+            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
+            if let Some(ev) = &events.decision {
+                return Err(Error::conflict(format!(
+                    "proposal {id} was decided by audit event {} (a redaction is decided by \
+                     its own object.redact event); finish with `vouch reject`",
+                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+                )));
+            }
+            if approver == proposal.proposed_by {
+                return Err(self_approval(&approver, &proposal));
+            }
+            if ids.len() > 1 {
+                return Err(Error::invalid(format!(
+                    "{id} is a redact proposal; approve it on its own (a list is \
+                     all-or-nothing only for new knowledge)"
+                )));
+            }
+            return Ok(vec![super::redact::approve_redact(
+                kb,
+                caller,
+                &approver,
+                proposal,
+                p.reason.clone(),
+            )?]);
+        }
         if proposal.kind == ProposalKind::Lifecycle {
             let events = proposal_events(kb, id)?;
             check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
@@ -728,9 +755,12 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
     kb.may_decide(caller)?;
     let _lock = kb.lock()?;
     let proposal = load_pending(kb, &p.proposal_id)?;
-    // A lifecycle proposal's approval is the lifecycle event that names it.
-    if proposal.kind == ProposalKind::Lifecycle
-        && let Some(ev) = lifecycle_decision(kb, &proposal.id)?
+    // A lifecycle (or redact) proposal's approval is the event that
+    // carries it out, naming it.
+    if matches!(
+        proposal.kind,
+        ProposalKind::Lifecycle | ProposalKind::Redact
+    ) && let Some(ev) = lifecycle_decision(kb, &proposal.id)?
     {
         return Err(Error::conflict(format!(
             "proposal {} was approved (audit event {}); run approve again to finish it",

@@ -160,50 +160,17 @@ pub fn propose_delete(kb: &Kb, caller: &Caller, p: ProposeDeleteParams) -> Resul
         reason: p.reason.trim().to_string(),
         sha256: sha,
     };
-    let now = kb.now();
-    let proposal_id = new_proposal_id(kb, &now)?;
-    let proposal = Proposal {
-        id: proposal_id.clone(),
-        kind: ProposalKind::Delete,
-        status: ProposalStatus::Pending,
-        object_id: p.id.clone(),
-        proposed_by: caller.actor.clone(),
-        created_at: now,
-        session_id: p.session_id.clone(),
-        rationale: None,
-        payload: serde_json::to_value(&payload)
-            .map_err(|e| Error::internal(format!("payload encoding: {e}")))?,
-        decided_by: None,
-        decided_at: None,
-        reason: None,
-        decision_hash: None,
-        extra: Default::default(),
-    };
-    let mut ev = kb.event(
-        "proposal.create",
-        &caller.actor,
-        vec![proposal_id.clone(), p.id.clone()],
-        json!({"kind": ProposalKind::Delete.as_str(),
-               "object_kind": p.kind.as_str(),
-               FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
-    );
-    let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
-    let yaml = crate::store::yaml::to_yaml(&proposal)?;
-    kb.audited(std::slice::from_mut(&mut ev), || {
-        if atomic::create_new(kb.layout().root(), &path, yaml.as_bytes())? {
-            Ok(())
-        } else {
-            Err(Error::internal(format!(
-                "proposal id {proposal_id} collided; retry"
-            )))
-        }
-    })?;
-    if let Some(sid) = &p.session_id
-        && let Some(mut s) = kb.load::<Session>(sid)?
-    {
-        s.proposals.push(proposal_id.clone());
-        kb.store(&s)?;
-    }
+    let payload = serde_json::to_value(&payload)
+        .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
+    let proposal_id = file_change_proposal(
+        kb,
+        caller,
+        ProposalKind::Delete,
+        &p.id,
+        payload,
+        p.session_id.clone(),
+        json!({"object_kind": p.kind.as_str()}),
+    )?;
     Ok(result(proposal_id, Vec::new()))
 }
 
@@ -343,42 +310,68 @@ pub(super) fn approve_delete(
 /// the object as it reads now. `None` for another kind of proposal.
 pub fn view(kb: &Kb, p: &Proposal) -> Option<crate::model::meta::ChangeView> {
     let d = DeletePayload::of(p)?;
-    let object = check_id("id", &d.id).ok().and_then(|()| {
-        let (text, status) = match d.kind {
-            DeleteKind::Claim => kb
-                .load::<Claim>(&d.id)
-                .ok()
-                .flatten()
-                .map(|c| (c.text, c.status.as_str().to_string())),
-            DeleteKind::Page => kb
-                .load::<Page>(&d.id)
-                .ok()
-                .flatten()
-                .map(|x| (x.title, x.status.as_str().to_string())),
-            DeleteKind::Entity => kb
-                .load::<Entity>(&d.id)
-                .ok()
-                .flatten()
-                .map(|e| (e.name, e.entity_type.as_str().to_string())),
-            DeleteKind::Relation => kb.load::<Relation>(&d.id).ok().flatten().map(|r| {
-                (
-                    format!("{} {} {}", r.source, r.relation, r.target),
-                    String::new(),
-                )
-            }),
-        }?;
-        Some(crate::model::meta::ChangedObject {
-            kind: d.kind.as_str().into(),
-            id: d.id.clone(),
-            text,
-            status,
-        })
-    });
-    Some(crate::model::meta::ChangeView {
-        summary: format!(
+    Some(change_view(
+        kb,
+        d.kind.as_str(),
+        &d.id,
+        format!(
             "delete {} {} (its file leaves the working tree; earlier commits keep it); reason: {}",
             d.kind, d.id, d.reason
         ),
-        objects: object.into_iter().collect(),
-    })
+    ))
+}
+
+/// What a proposal to delete or redact `kind` `id` shows a reviewer:
+/// `summary`, and the object as it reads now (a claim's text and status, a
+/// page's title and status, an entity's name and type, a relation's ends, a
+/// source's title, an evidence span's place), when it exists.
+pub(super) fn change_view(
+    kb: &Kb,
+    kind: &str,
+    id: &str,
+    summary: String,
+) -> crate::model::meta::ChangeView {
+    let shown = check_id("id", id).ok().and_then(|()| match kind {
+        "claim" => kb
+            .load::<Claim>(id)
+            .ok()?
+            .map(|c| (c.text, c.status.as_str().to_string())),
+        "page" => kb
+            .load::<Page>(id)
+            .ok()?
+            .map(|x| (x.title, x.status.as_str().to_string())),
+        "entity" => kb
+            .load::<Entity>(id)
+            .ok()?
+            .map(|e| (e.name, e.entity_type.as_str().to_string())),
+        "relation" => kb.load::<Relation>(id).ok()?.map(|r| {
+            (
+                format!("{} {} {}", r.source, r.relation, r.target),
+                String::new(),
+            )
+        }),
+        "source" => kb
+            .load_source(id)
+            .ok()?
+            .map(|s| (s.title.unwrap_or(s.locator), String::new())),
+        "evidence" => kb.load::<Evidence>(id).ok()?.map(|e| {
+            (
+                format!("{} of source {}", e.locator, e.source_id),
+                String::new(),
+            )
+        }),
+        _ => None,
+    });
+    crate::model::meta::ChangeView {
+        summary,
+        objects: shown
+            .map(|(text, status)| crate::model::meta::ChangedObject {
+                kind: kind.into(),
+                id: id.to_string(),
+                text,
+                status,
+            })
+            .into_iter()
+            .collect(),
+    }
 }

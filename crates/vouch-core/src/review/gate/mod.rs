@@ -20,12 +20,14 @@ mod approve;
 pub mod delete;
 mod lifecycle_proposals;
 mod propose;
+pub mod redact;
 mod validate;
 
 pub use approve::*;
-pub(crate) use lifecycle_proposals::*;
 pub use delete::propose_delete;
+pub(crate) use lifecycle_proposals::*;
 pub use propose::*;
+pub use redact::{propose_redact, redact};
 use validate::*;
 
 // ----- drafts: the normalized payload a proposal carries ---------------------
@@ -102,10 +104,10 @@ impl Draft {
                     p.id
                 )));
             }
-            ProposalKind::Delete => {
+            ProposalKind::Delete | ProposalKind::Redact => {
                 return Err(Error::internal(format!(
-                    "proposal {} asks to delete {}, not to add a draft",
-                    p.id, p.object_id
+                    "proposal {} asks to {} {}, not to add a draft",
+                    p.id, p.kind, p.object_id
                 )));
             }
         })
@@ -118,9 +120,9 @@ pub(super) fn object_dir(kind: ProposalKind) -> Dir {
         ProposalKind::Page => Dir::Pages,
         ProposalKind::Entity => Dir::Entities,
         ProposalKind::Relation => Dir::Relations,
-        // Lifecycle and delete proposals change existing objects; they
-        // reserve no new id.
-        ProposalKind::Lifecycle | ProposalKind::Delete => Dir::Claims,
+        // Lifecycle, delete and redact proposals change existing objects;
+        // they reserve no new id.
+        ProposalKind::Lifecycle | ProposalKind::Delete | ProposalKind::Redact => Dir::Claims,
     }
 }
 
@@ -130,7 +132,7 @@ pub(super) fn object_key(kind: ProposalKind) -> &'static str {
         ProposalKind::Page => "page_id",
         ProposalKind::Entity => "entity_id",
         ProposalKind::Relation => "relation_id",
-        ProposalKind::Lifecycle | ProposalKind::Delete => "object_id",
+        ProposalKind::Lifecycle | ProposalKind::Delete | ProposalKind::Redact => "object_id",
     }
 }
 
@@ -172,6 +174,64 @@ pub(super) fn decided(
     decided.reason = reason;
     decided.decision_hash = event_hash;
     decided
+}
+
+/// File a pending proposal of a change to an existing object (a delete, a
+/// redaction) by `caller`: its `proposal.create` event — `data` with the
+/// proposal's kind and fingerprint added — is logged, then the file is
+/// created; a session it names lists it. Caller holds the lock. Returns
+/// the proposal's id.
+pub(super) fn file_change_proposal(
+    kb: &Kb,
+    caller: &Caller,
+    kind: ProposalKind,
+    object_id: &str,
+    payload: Value,
+    session_id: Option<String>,
+    mut data: Value,
+) -> Result<String> {
+    let now = kb.now();
+    let id = new_proposal_id(kb, &now)?;
+    let proposal = Proposal {
+        id: id.clone(),
+        kind,
+        status: ProposalStatus::Pending,
+        object_id: object_id.to_string(),
+        proposed_by: caller.actor.clone(),
+        created_at: now,
+        session_id: session_id.clone(),
+        rationale: None,
+        payload,
+        decided_by: None,
+        decided_at: None,
+        reason: None,
+        decision_hash: None,
+        extra: Default::default(),
+    };
+    data["kind"] = json!(kind.as_str());
+    data[FINGERPRINT_KEY] = json!(proposal_fingerprint(&proposal)?);
+    let mut ev = kb.event(
+        "proposal.create",
+        &caller.actor,
+        vec![id.clone(), object_id.to_string()],
+        data,
+    );
+    let path = kb.layout().file(Dir::Proposed, &id)?;
+    let yaml = crate::store::yaml::to_yaml(&proposal)?;
+    kb.audited(std::slice::from_mut(&mut ev), || {
+        if atomic::create_new(kb.layout().root(), &path, yaml.as_bytes())? {
+            Ok(())
+        } else {
+            Err(Error::internal(format!("proposal id {id} collided; retry")))
+        }
+    })?;
+    if let Some(sid) = &session_id
+        && let Some(mut s) = kb.load::<Session>(sid)?
+    {
+        s.proposals.push(id.clone());
+        kb.store(&s)?;
+    }
+    Ok(id)
 }
 
 /// Write a decided proposal to `decided/` and drop it from `proposed/`,

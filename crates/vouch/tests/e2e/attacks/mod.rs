@@ -9,7 +9,7 @@ mod gate;
 mod tamper;
 
 /// The audit log's events, parsed.
-fn events(p: &Project) -> Vec<Value> {
+pub(crate) fn events(p: &Project) -> Vec<Value> {
     std::fs::read_to_string(p.vouch_dir().join("audit.log.jsonl"))
         .unwrap()
         .lines()

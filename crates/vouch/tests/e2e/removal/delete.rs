@@ -2,7 +2,7 @@
 //! transport, approved by a person, refused while referenced; doctor and
 //! the pull-request check accept it and refuse a delete by hand.
 
-use super::{WireErr, envelope, events, eventually};
+use super::{Call, Who, events, eventually, on_every_transport};
 use crate::common::{Project, entity_relation_and_page};
 use crate::teams::git;
 use serde_json::{Value, json};
@@ -17,24 +17,13 @@ struct Outcome {
     read_after: Value,
     found_after: bool,
     removed: Value,
-    doctor: Vec<String>,
-}
-
-/// Who calls: the agent over the transport, or the person.
-#[derive(Clone, Copy)]
-enum Who {
-    Agent,
-    Alice,
 }
 
 /// On `p` (a claim approved), the agent proposes deleting it over the
 /// transport, fails to approve its own proposal, alice approves; then the
 /// claim is gone from the files, reads and search, and the log records
 /// the file's path and sha256, never its words.
-fn delete_over(
-    p: &Project,
-    call: &mut dyn FnMut(Who, &str, Value) -> Result<Value, WireErr>,
-) -> Outcome {
+fn delete_over(p: &Project, call: &mut Call) -> Outcome {
     let claim = "deploys-need-a-sign-off-from-the-ops-rota";
     let path = p.vouch_dir().join(format!("claims/{claim}.yaml"));
     let bytes = std::fs::read(&path).expect("the approved claim's file");
@@ -91,7 +80,6 @@ fn delete_over(
         read_after,
         found_after,
         removed: json!(removed.as_object().map(|m| m.len())),
-        doctor: p.doctor_kinds(),
     }
 }
 
@@ -103,90 +91,19 @@ fn with_claim() -> Project {
     p
 }
 
-/// alice approves at the command line, beside the running server.
-fn as_alice(p: &Project, method: &str, params: Value) -> Result<Value, WireErr> {
-    let r = p.run("alice", &["--json", "call", method, &params.to_string()]);
-    if r.code == 0 {
-        Ok(r.json())
-    } else {
-        Err((format!("exit {}", r.code), r.stderr))
-    }
-}
-
-fn on_jsonl() -> Outcome {
-    let p = with_claim();
-    let mut s = crate::common::stdio::jsonl(&p, "agent");
-    let mut n = 0;
-    let out = delete_over(&p, &mut |who, method, params| {
-        if let Who::Alice = who {
-            return as_alice(&p, method, params);
-        }
-        n += 1;
-        s.send_raw(&json!({"id": n, "method": method, "params": params}).to_string());
-        envelope(s.read())
-    });
-    s.finish();
-    out
-}
-
-fn on_mcp() -> Outcome {
-    let p = with_claim();
-    let mut cmd = p.command("agent");
-    cmd.arg("serve");
-    let mut m = crate::transports::mcp::Mcp::spawn(cmd);
-    let tools = m.request("tools/list", json!({})).expect("tools/list");
-    let listed = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "kb_propose_delete")
-        .cloned()
-        .expect("kb_propose_delete is a tool");
-    let required = listed["inputSchema"]["required"].to_string();
-    for field in ["kind", "id", "reason"] {
-        assert!(required.contains(field), "{listed}");
-    }
-    let out = delete_over(&p, &mut |who, method, params| match who {
-        Who::Alice => as_alice(&p, method, params),
-        Who::Agent => m.call(method, params),
-    });
-    m.server.finish();
-    out
-}
-
-fn on_http() -> Outcome {
-    let p = with_claim();
-    // alice decides over HTTP with her token: a reviewer the person named.
-    p.reviewers(&["alice"]);
-    let mut cmd = p.command("server");
-    cmd.args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
-        .args(["--token", "agent=tok1", "--token", "alice=tok2"]);
-    let server = vouch_clients::HttpServer::spawn(cmd);
-    let mut n = 0;
-    let out = delete_over(&p, &mut |who, method, params| {
-        n += 1;
-        let token = match who {
-            Who::Agent => "tok1",
-            Who::Alice => "tok2",
-        };
-        let req = json!({"id": n, "method": method, "params": params});
-        let r = server.rpc(Some(token), req.to_string().as_bytes());
-        envelope(r.json())
-    });
-    server.terminate();
-    out
-}
-
 #[test]
 fn an_approved_delete_removes_the_object_alike_on_every_transport() {
-    let jsonl = on_jsonl();
+    let outcomes = on_every_transport(with_claim, delete_over);
+    let jsonl = &outcomes[0].0;
     assert_eq!(jsonl.proposal_valid, true);
     assert_eq!(jsonl.self_approve_code, "invalid_request");
     assert_eq!(jsonl.read_after, Value::Null);
     assert!(!jsonl.found_after);
-    assert!(jsonl.doctor.is_empty(), "{:?}", jsonl.doctor);
-    assert_eq!(jsonl, on_mcp(), "JSONL vs MCP");
-    assert_eq!(jsonl, on_http(), "JSONL vs HTTP");
+    for (_, p) in &outcomes {
+        assert!(p.doctor_kinds().is_empty(), "{:?}", p.doctor_kinds());
+    }
+    assert_eq!(jsonl, &outcomes[1].0, "JSONL vs MCP");
+    assert_eq!(jsonl, &outcomes[2].0, "JSONL vs HTTP");
 }
 
 /// The first line of a refused `vouch propose-delete`'s errors.

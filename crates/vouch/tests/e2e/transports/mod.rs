@@ -23,7 +23,7 @@ pub(crate) mod mcp;
 mod scenario;
 
 /// A wire error: (code, message).
-type WireErr = (String, String);
+pub(crate) type WireErr = (String, String);
 
 /// `vouch serve --transport jsonl` on `kb`, as "agent".
 fn jsonl_server(kb: &Path) -> StdioServer {
@@ -34,7 +34,7 @@ fn jsonl_server(kb: &Path) -> StdioServer {
 }
 
 /// A JSONL or HTTP envelope: its result, or its error as a WireErr.
-fn envelope_result(v: Value) -> Result<Value, WireErr> {
+pub(crate) fn envelope_result(v: Value) -> Result<Value, WireErr> {
     if v["ok"] == json!(true) {
         Ok(v["result"].clone())
     } else {
@@ -49,7 +49,7 @@ fn envelope_result(v: Value) -> Result<Value, WireErr> {
 }
 
 /// Poll `ok` every 100 ms; fail naming `what` after 10 s.
-fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
+pub(crate) fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !ok() {
         assert!(std::time::Instant::now() < deadline, "{what} never seen");

@@ -12,6 +12,10 @@ use crate::store::{Dir, atomic};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+mod verify;
+
+pub use verify::source_verify;
+
 /// What `vouch source add` says a secret in a source's content is.
 const SOURCE_DOOR: Door = Door {
     command: "vouch source add",
@@ -507,57 +511,6 @@ fn media_type_for(path: &Path) -> &'static str {
         Some("rs" | "py" | "js" | "ts" | "go" | "c" | "h" | "toml" | "txt" | "csv") => "text/plain",
         _ => "application/octet-stream",
     }
-}
-
-/// `kb.source_verify`: re-hash one source's stored content, or every
-/// source's, against its id; lists what is missing, drifted or unreadable.
-pub fn source_verify(kb: &Kb, p: SourceVerifyParams) -> Result<SourceVerifyResult> {
-    let ids = match p.id {
-        Some(id) => {
-            check_source_id(&id)?;
-            if !kb.layout().source_dir(&id)?.exists() {
-                return Err(Error::not_found(format!("source {id} is not registered")));
-            }
-            vec![id]
-        }
-        None => kb.source_ids()?,
-    };
-    let mut issues = Vec::new();
-    for id in ids {
-        let issue = |kind: &str, detail: String| SourceIssue {
-            id: id.clone(),
-            kind: kind.to_string(),
-            detail,
-        };
-        if !kb.source_exists(&id) {
-            issues.push(issue("missing", "meta.yaml is missing".into()));
-        } else if let Err(e) = kb.load_source(&id) {
-            issues.push(issue(
-                "unparseable",
-                format!("meta.yaml does not parse: {e}"),
-            ));
-        }
-        let content = kb.layout().source_content(&id)?;
-        match crate::store::nofollow::read(kb.layout().root(), &content) {
-            Ok(bytes) => {
-                let actual = sha256_hex(&bytes);
-                if actual != id {
-                    issues.push(issue(
-                        "drifted",
-                        format!("content hashes to {actual}, not to its id"),
-                    ));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                issues.push(issue("missing", "stored content is missing".into()));
-            }
-            Err(e) => issues.push(issue("unreadable", e.to_string())),
-        }
-    }
-    Ok(SourceVerifyResult {
-        ok: issues.is_empty(),
-        issues,
-    })
 }
 
 /// Where a quote sits in a source: byte range and 1-based line range.
