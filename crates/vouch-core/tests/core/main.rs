@@ -6,6 +6,7 @@
 
 mod bundle_corpus;
 mod format;
+mod redaction_corpus;
 mod roundtrip;
 mod secrets_corpus;
 mod secrets_gate;

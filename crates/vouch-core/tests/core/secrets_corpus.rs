@@ -48,10 +48,10 @@ fn pem(label: &str, lines: usize, seed: u64, newline: &str) -> String {
 }
 
 /// A text holding secrets, each named by its kind and its exact bytes.
-struct Positive {
-    name: &'static str,
-    text: String,
-    secrets: Vec<(&'static str, String)>,
+pub(crate) struct Positive {
+    pub(crate) name: &'static str,
+    pub(crate) text: String,
+    pub(crate) secrets: Vec<(&'static str, String)>,
 }
 
 fn positive(name: &'static str, kind: &'static str, secret: String, line: String) -> Positive {
@@ -62,7 +62,7 @@ fn positive(name: &'static str, kind: &'static str, secret: String, line: String
     }
 }
 
-fn positives() -> Vec<Positive> {
+pub(crate) fn positives() -> Vec<Positive> {
     let private = concat!("PRIVATE", " KEY");
     let rsa = pem(&format!("RSA {private}"), 6, 1, "\n");
     let openssh = pem(&format!("OPENSSH {private}"), 4, 2, "\n");
@@ -316,7 +316,7 @@ fn positives() -> Vec<Positive> {
 /// Secrets the scan misses on purpose (precision first, docs/secrets.md):
 /// a plain word as a password, a secret with no name or shape, a scheme
 /// the rules do not know. They count against recall.
-fn misses_by_design() -> Vec<Positive> {
+pub(crate) fn misses_by_design() -> Vec<Positive> {
     vec![
         positive(
             "a plain word as a password",

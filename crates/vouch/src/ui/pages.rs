@@ -474,7 +474,7 @@ fn proposal_view(kb: &Kb, caller: &Caller, p: &Value, text_id: &str) -> Result<S
             esc(str_of(payload, "body"))
         );
     }
-    if kind == "lifecycle" || kind == "delete" {
+    if matches!(kind, "lifecycle" | "delete" | "redact") {
         // What it changes (or removes), as it reads now: what agents will
         // read, or stop reading.
         match p["_meta"]["change"]["objects"].as_array() {

@@ -55,13 +55,22 @@ impl Draft {
             Draft::Relation(_) => ProposalKind::Relation,
         }
     }
+    /// What the object's id is a slug of, with every secret the scan
+    /// finds in it masked: an id is never redacted (the audit log names it
+    /// in every event), so a text a person let in with a secret as is must
+    /// not carry the secret into its id.
     fn slug_seed(&self) -> String {
-        match self {
+        let seed = match self {
             Draft::Claim(d) => d.text.clone(),
             Draft::Page(d) => d.title.clone(),
             Draft::Entity(d) => d.name.clone(),
             Draft::Relation(d) => format!("{} {} {}", d.source, d.relation, d.target),
+        };
+        let found = crate::secrets::scan(seed.as_bytes());
+        if found.is_empty() {
+            return seed;
         }
+        String::from_utf8_lossy(&crate::secrets::mask(seed.as_bytes(), &found)).into_owned()
     }
     fn to_payload(&self) -> Result<Value> {
         let v = match self {
