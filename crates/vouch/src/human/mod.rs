@@ -419,6 +419,10 @@ impl Human for vouch_core::answer::Synthesis {
             ));
             for e in &c.evidence {
                 match &e.quote {
+                    _ if e.redacted => out.push_str(&format!(
+                        "    source {} ({}): evidence redacted\n",
+                        e.source_id, e.locator
+                    )),
                     Some(q) => out.push_str(&format!("    {}: \"{q}\"\n", e.locator)),
                     None => out.push_str(&format!("    source {} ({})\n", e.source_id, e.locator)),
                 }

@@ -150,6 +150,12 @@ fn a_person_redacts_a_source_and_nothing_serves_its_bytes() {
     );
     let answer = p.ok("x", &["synthesize", "how do deploys run"]);
     assert!(answer.to_string().contains("\"redacted\":true"), "{answer}");
+    for shown in [
+        p.run("x", &["synthesize", "how do deploys run"]).stdout,
+        p.run("x", &["context", "deploys ops box"]).stdout,
+    ] {
+        assert!(shown.contains("evidence redacted"), "{shown}");
+    }
     assert_eq!(p.ok("x", &["search", "token"]), json!([]));
 
     // Accepted as what a redaction did.
