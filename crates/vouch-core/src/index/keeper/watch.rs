@@ -102,9 +102,7 @@ pub(crate) fn cookie_answered(kb: &Store) -> Option<String> {
     if !kb.settings().retrieval.watch {
         return None;
     }
-    let Some((watcher, token)) = live_watcher(kb) else {
-        return None;
-    };
+    let (watcher, token) = live_watcher(kb)?;
     let dir = kb.layout().watch_cookies();
     if !crate::store::nofollow::is_dir(&dir) {
         return None;

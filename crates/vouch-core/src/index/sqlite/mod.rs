@@ -590,7 +590,9 @@ impl Index {
     /// Whether the index holds `doc` exactly so, at `sig`: the same
     /// signature, status, confidence, title and text.
     fn holds(&self, doc: &Doc, sig: Sig) -> Result<bool> {
-        let row: Option<(i64, Option<String>, Option<f64>, i64, i64)> = self
+        /// A row as `holds` compares it: rowid, status, confidence, signature.
+        type Held = (i64, Option<String>, Option<f64>, i64, i64);
+        let row: Option<Held> = self
             .conn
             .prepare_cached(
                 "SELECT rowid, status, confidence, mtime_ns, size FROM docs WHERE kind=?1 AND id=?2",
