@@ -308,6 +308,33 @@ pub fn import_apply(kb: &Kb, caller: &Caller, p: ImportApplyParams) -> Result<Im
             };
             shas.insert(kb.layout().inside(&target), json!(sha));
         }
+        // A tombstone or a quote a redaction took (in the KB the bundle
+        // came from) is recorded as written, the tombstone's content as
+        // removed: `doctor` and `source_verify` tell them from a tombstone
+        // written by hand.
+        let redacted = |extra: &crate::model::Extra| {
+            extra.contains_key(crate::review::gate::redact::REDACTED_KEY)
+        };
+        match (&m.parsed, &m.file) {
+            (Parsed::Source(src), KbFile::SourceMeta(id)) if redacted(&src.extra) => {
+                shas.insert(
+                    kb.layout().inside(&target),
+                    json!(crate::ids::content_sha256(&content)),
+                );
+                let gone = kb.layout().source_content(id)?;
+                shas.insert(
+                    kb.layout().inside(&gone),
+                    json!(crate::audit::trail::REMOVED),
+                );
+            }
+            (Parsed::Evidence(ev), _) if ev.quote.is_none() && redacted(&ev.extra) => {
+                shas.insert(
+                    kb.layout().inside(&target),
+                    json!(crate::ids::content_sha256(&content)),
+                );
+            }
+            _ => {}
+        }
         batch.write(target, content);
         // Durable knowledge and review records the import lets in are named
         // in its event, so `doctor` can tell them from hand-written files.

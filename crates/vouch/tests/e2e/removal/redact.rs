@@ -171,6 +171,18 @@ fn a_person_redacts_a_source_and_nothing_serves_its_bytes() {
     let mut plain = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut plain).unwrap();
     assert!(!plain.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()));
+    // Another KB takes the tombstone as what a redaction left.
+    let other = Project::beside(&p);
+    other.ok("alice", &["import-apply", after.to_str().unwrap()]);
+    assert_eq!(
+        other.ok("x", &["source", "verify"])["redacted"],
+        json!([src])
+    );
+    assert!(
+        other.doctor_kinds().is_empty(),
+        "{:?}",
+        other.doctor_kinds()
+    );
     let r = p.run(
         "alice",
         &["--json", "import-apply", before.to_str().unwrap()],
