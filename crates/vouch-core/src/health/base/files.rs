@@ -59,6 +59,22 @@ pub(super) fn changed_files(
             problems.extend(redaction_problem(kb, f, kind, id, new)?);
             continue;
         }
+        // A redacted source's content back (a merge of a branch that still
+        // holds it, or a hand copy): the redacted bytes return.
+        if dir == "sources"
+            && path.ends_with("/content")
+            && f.change != Change::Deleted
+            && kb.load_source(id).ok().flatten().is_some_and(|s| {
+                s.extra
+                    .contains_key(crate::review::gate::redact::REDACTED_KEY)
+            })
+        {
+            problems.push(format!(
+                "{path}: source {id} was redacted (its meta.yaml is a tombstone), and this brings \
+                 its bytes back; remove the file (a merge keeps the redaction: take its side)"
+            ));
+            continue;
+        }
         if is_knowledge_path(path) && f.change != Change::Deleted {
             problems.extend(knowledge_problem(kb, f, kind, id, new)?);
             continue;

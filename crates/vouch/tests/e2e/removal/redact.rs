@@ -288,9 +288,18 @@ fn redactions_pass_the_checks_and_the_same_by_hand_does_not() {
         "{decisions}"
     );
 
+    // A branch of it that brings the bytes back (a hand copy from main).
+    git(p.root(), &["checkout", "-q", "-b", "brought-back"]);
+    let content = format!(".vouch/sources/{src}/content");
+    let bytes = git(p.root(), &["show", &format!("main:{content}")]);
+    std::fs::write(p.root().join(&content), bytes).unwrap();
+    commit(&p, "the content back");
+    let r = p.run("x", &["--json", "audit", "verify", "--base", "redacts"]);
+    assert_eq!(r.code, 6, "{}", r.stdout);
+    assert!(r.stdout.contains("brings its bytes back"), "{}", r.stdout);
+
     git(p.root(), &["checkout", "-q", "main"]);
     git(p.root(), &["checkout", "-q", "-b", "by-hand"]);
-    let content = format!(".vouch/sources/{src}/content");
     git(p.root(), &["rm", "-q", &content]);
     commit(&p, "content removed by hand");
     let r = p.run("x", &["--json", "audit", "verify", "--base", "main"]);
