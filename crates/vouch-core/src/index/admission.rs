@@ -323,8 +323,9 @@ pub(crate) fn unaudited(
         let edited = match (files.get(&inside), &floor) {
             (Some(sha), _) => file_sha(&inside).is_some_and(|h| h != *sha),
             (None, Some(said)) => file_sha(&inside).is_some_and(|h| !said.wrote(&inside, &h)),
-            (None, None) => std::fs::symlink_metadata(layout.root().join(&inside))
-                .is_ok_and(|m| m.is_file()),
+            (None, None) => {
+                std::fs::symlink_metadata(layout.root().join(&inside)).is_ok_and(|m| m.is_file())
+            }
         };
         if edited {
             out.insert((dir, id.to_string()));

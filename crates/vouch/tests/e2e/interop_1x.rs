@@ -154,7 +154,8 @@ fn a_1x_delete_proposal_is_listed_and_can_only_be_rejected_here() {
     let r = p.run("alice", &["approve", pid]);
     assert_ne!(r.code, 0);
     assert!(
-        r.stderr.contains("propose the deletion again with kb.propose_delete"),
+        r.stderr
+            .contains("propose the deletion again with kb.propose_delete"),
         "{}",
         r.stderr
     );

@@ -230,7 +230,11 @@ impl<R: Read> Cursor<R> {
         let start = self.i + 1;
         let mut from = start;
         loop {
-            if let Some(n) = self.buf.get(from - self.base..).and_then(|b| memchr(b'"', b)) {
+            if let Some(n) = self
+                .buf
+                .get(from - self.base..)
+                .and_then(|b| memchr(b'"', b))
+            {
                 let end = from + n;
                 if self.wide && std::str::from_utf8(self.slice((start, end))).is_err() {
                     return None;
@@ -427,9 +431,9 @@ impl<R: Read> Cursor<R> {
 #[cfg(test)]
 mod tests {
     use super::{Item, read};
-    use std::io::Read as _;
     use proptest::prelude::*;
     use serde_json::{Value, json};
+    use std::io::Read as _;
 
     /// What a line says read here: (event, objects, written), or `None`.
     type Read = (String, Vec<String>, Vec<(String, String)>);
@@ -540,7 +544,11 @@ mod tests {
             .unwrap()
             .expect("plain");
             assert_eq!(plain.len, line.len() as u64);
-            assert_eq!((s(&plain.event), objects, written), whole, "split at {split}");
+            assert_eq!(
+                (s(&plain.event), objects, written),
+                whole,
+                "split at {split}"
+            );
         }
     }
 

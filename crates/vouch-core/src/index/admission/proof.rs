@@ -126,8 +126,13 @@ impl Said {
     /// Whether it answers for these names.
     fn covers(&self, want: &Want) -> bool {
         self.asked.as_ref().is_none_or(|asked| {
-            want.ids.iter().all(|i| asked.0.contains(&keyed(i.as_bytes())))
-                && want.paths.iter().all(|p| asked.1.contains(&keyed(p.as_bytes())))
+            want.ids
+                .iter()
+                .all(|i| asked.0.contains(&keyed(i.as_bytes())))
+                && want
+                    .paths
+                    .iter()
+                    .all(|p| asked.1.contains(&keyed(p.as_bytes())))
         })
     }
 
@@ -547,13 +552,7 @@ mod tests {
         let proofs = Proofs::default();
         let ask = |ids: Vec<&'static str>| {
             BTreeMap::from([
-                (
-                    at,
-                    Want {
-                        ids,
-                        paths: vec![],
-                    },
-                ),
+                (at, Want { ids, paths: vec![] }),
                 (
                     at + 1,
                     Want {

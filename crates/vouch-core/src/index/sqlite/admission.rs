@@ -31,7 +31,9 @@ impl AdmissionStore for Index {
             at: offset(*at),
             written: rows
                 .iter()
-                .filter_map(|(_, path, sha, at)| Some((path.clone()?, sha.clone()?, offset((*at)?))))
+                .filter_map(|(_, path, sha, at)| {
+                    Some((path.clone()?, sha.clone()?, offset((*at)?)))
+                })
                 .collect(),
         }))
     }
@@ -209,7 +211,12 @@ mod tests {
         let sha = crate::ids::content_sha256(&std::fs::read(&file).unwrap());
         let written: serde_json::Map<String, serde_json::Value> = objects
             .iter()
-            .map(|o| (format!("claims/{o}.yaml"), serde_json::json!("0".repeat(64))))
+            .map(|o| {
+                (
+                    format!("claims/{o}.yaml"),
+                    serde_json::json!("0".repeat(64)),
+                )
+            })
             .chain([(kb.layout().inside(&file), serde_json::json!(sha))])
             .collect();
         let mut ev = kb.event(

@@ -247,7 +247,6 @@ fn changed_ns(path: &Path) -> i64 {
     }
 }
 
-
 fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
     match kind {
         "claim" => kb.layout().file(Dir::Claims, id),
