@@ -31,9 +31,11 @@
 
 use crate::error::{Error, Result};
 use crate::index::engine::WatchTarget;
+#[cfg(target_os = "linux")]
 use crate::index::keeper::scan::{KINDS, kind_dir};
 use crate::index::{Watcher, Watching};
 use crate::stored::Store;
+#[cfg(target_os = "linux")]
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
