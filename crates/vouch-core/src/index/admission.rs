@@ -44,8 +44,9 @@ const LEGACY_IMPORT: &str = "audit:legacy_import";
 pub(crate) trait AdmissionStore {
     /// A value stored under `key` (one of the `audit:` keys).
     fn admission_meta(&self, key: &str) -> Result<Option<String>>;
-    /// The rows of `id`: `None` when no row admits it.
-    fn admission(&self, id: &str) -> Result<Option<Admitted>>;
+    /// The rows of each of `ids` that a row admits (in one trip where the
+    /// engine can).
+    fn admissions(&self, ids: &[&str]) -> Result<HashMap<String, Admitted>>;
     /// Apply `change` in one transaction: all of it or none.
     fn record_admission(&self, change: Recorded) -> Result<()>;
 }
@@ -89,6 +90,28 @@ fn actors(rows: &dyn AdmissionStore) -> Result<Actors> {
         .unwrap_or_default())
 }
 
+/// Each line of `bytes` (read from byte `from` of the log) that may admit
+/// anything or record what it wrote: its offset, and what it says once
+/// `actors` took it in (an agent's import or a decision of no open
+/// proposal stripped).
+fn logged<'a>(
+    bytes: &'a [u8],
+    from: u64,
+    actors: &'a mut Actors,
+) -> impl Iterator<Item = (u64, Logged)> + 'a {
+    let mut at = from;
+    bytes.split(|b| *b == b'\n').filter_map(move |line| {
+        let line_at = at;
+        at += line.len() as u64 + 1;
+        if !Admits::may_admit(line) {
+            return None;
+        }
+        let mut logged = Logged::of_line(line);
+        actors.take(&mut logged, true);
+        Some((line_at, logged))
+    })
+}
+
 /// Bring the rows (ids that an approval or an import let in, [`Admits`],
 /// and the files each event recorded writing) in step with the audit log,
 /// reading only what was appended since the last call. A log that shrank
@@ -127,15 +150,7 @@ pub(crate) fn sync(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<()> {
     };
     // Each row names the byte offset of its event's line, which a read
     // checks ([`proof`]).
-    let mut at = from;
-    for line in bytes.split(|b| *b == b'\n') {
-        let line_at = at;
-        at += line.len() as u64 + 1;
-        if !Admits::may_admit(line) {
-            continue;
-        }
-        let mut logged = Logged::of_line(line);
-        actors.take(&mut logged, true);
+    for (line_at, logged) in logged(&bytes, from, &mut actors) {
         match logged.admits {
             Admits::Nothing => {}
             Admits::Objects(ids) => change
@@ -181,12 +196,7 @@ fn unread_tail(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<Option<Tail>
     }
     let (bytes, _) = log.read_from(offset)?;
     let mut actors = actors(rows)?;
-    for line in bytes.split(|b| *b == b'\n') {
-        if !Admits::may_admit(line) {
-            continue;
-        }
-        let mut logged = Logged::of_line(line);
-        actors.take(&mut logged, true);
+    for (_, logged) in logged(&bytes, offset, &mut actors) {
         match logged.admits {
             Admits::Nothing => {}
             Admits::Objects(o) => tail.0.extend(o),
@@ -203,7 +213,7 @@ struct Asked<'a> {
     id: &'a str,
     /// Its own file's path inside `.vouch/`.
     inside: Option<String>,
-    rows: Option<Admitted>,
+    rows: Option<&'a Admitted>,
 }
 
 /// Which of `objects` no approval or import in the audit log let in, or
@@ -240,17 +250,17 @@ pub(crate) fn unaudited(
     // was recorded as (none for an object approved before vouch recorded
     // what it wrote).
     let layout = store.layout();
+    let ids: Vec<&str> = objects.iter().map(|(_, id)| *id).collect();
+    let admitted = rows.admissions(&ids)?;
     let asked: Vec<Asked> = objects
         .iter()
-        .map(|&(dir, id)| {
-            Ok(Asked {
-                dir,
-                id,
-                inside: layout.file(dir, id).map(|f| layout.inside(&f)).ok(),
-                rows: rows.admission(id)?,
-            })
+        .map(|&(dir, id)| Asked {
+            dir,
+            id,
+            inside: layout.file(dir, id).map(|f| layout.inside(&f)).ok(),
+            rows: admitted.get(id),
         })
-        .collect::<Result<_>>()?;
+        .collect();
     // No row is taken on its word: each names the log line of its event,
     // which must say the same ([`proof`]). Each line is read once, for
     // every name asked of it.
@@ -280,7 +290,7 @@ pub(crate) fn unaudited(
         // where no row says otherwise (rows deleted by hand).
         let mut floor = None;
         let mut backed = true;
-        if let Some(r) = &rows {
+        if let Some(r) = rows {
             match said_at(r.at) {
                 Some(s) if s.admits(id) => {
                     if inside.as_deref().is_some_and(|i| s.records(i)) {
@@ -297,13 +307,13 @@ pub(crate) fn unaudited(
         // Admitted; but is each of its files still what the last event
         // that wrote it recorded?
         let mut files: HashMap<String, String> = HashMap::new();
-        for (path, sha, at) in rows.map(|r| r.written).unwrap_or_default() {
-            if !said_at(at).is_some_and(|s| s.wrote(&path, &sha)) {
-                // A row no event backs: the file is judged as unrecorded.
-                files.insert(path, String::new());
-                continue;
-            }
-            files.insert(path, sha);
+        for (path, sha, at) in rows.iter().flat_map(|r| &r.written) {
+            // A row no event backs: the file is judged as unrecorded.
+            let backed = said_at(*at).is_some_and(|s| s.wrote(path, sha));
+            files.insert(
+                path.clone(),
+                if backed { sha.clone() } else { String::new() },
+            );
         }
         files.extend(
             tail_written

@@ -48,8 +48,11 @@ pub(crate) struct Said {
     /// `None`: all the line says is here. Else only what it says of these
     /// ids and paths, the ones it was read for (of any other it answers
     /// "no", which marks: never a wrong admission).
-    asked: Option<Box<(HashSet<u64, Unhashed>, HashSet<u64, Unhashed>)>>,
+    asked: Option<Box<(Keys, Keys)>>,
 }
+
+/// Names as their keyed hashes.
+type Keys = HashSet<u64, Unhashed>;
 
 /// Keys that are hashes already.
 type Unhashed = std::hash::BuildHasherDefault<Identity>;

@@ -8,34 +8,44 @@ use crate::error::Result;
 use crate::index::admission::{self, AdmissionStore, Admitted, Recorded};
 use crate::store::Dir;
 use rusqlite::params;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 impl AdmissionStore for Index {
     fn admission_meta(&self, key: &str) -> Result<Option<String>> {
         self.meta_value(key)
     }
 
-    fn admission(&self, id: &str) -> Result<Option<Admitted>> {
+    fn admissions(&self, ids: &[&str]) -> Result<HashMap<String, Admitted>> {
         type Row = (i64, Option<String>, Option<String>, Option<i64>);
-        let rows: Vec<Row> = self
-            .conn
-            .prepare_cached(
-                "SELECT a.at, w.path, w.sha, w.at FROM admitted a \
-                 LEFT JOIN written w ON w.id = a.id WHERE a.id = ?1",
-            )?
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut rows_of = self.conn.prepare_cached(
+            "SELECT a.at, w.path, w.sha, w.at FROM admitted a \
+             LEFT JOIN written w ON w.id = a.id WHERE a.id = ?1",
+        )?;
         // An offset no line can start at (negative, planted) names none.
         let offset = |at: i64| u64::try_from(at).unwrap_or(u64::MAX);
-        Ok(rows.first().map(|(at, ..)| Admitted {
-            at: offset(*at),
-            written: rows
+        let mut out = HashMap::with_capacity(ids.len());
+        for id in ids {
+            let rows: Vec<Row> = rows_of
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            let Some((at, ..)) = rows.first() else {
+                continue;
+            };
+            let written = rows
                 .iter()
                 .filter_map(|(_, path, sha, at)| {
                     Some((path.clone()?, sha.clone()?, offset((*at)?)))
                 })
-                .collect(),
-        }))
+                .collect();
+            out.insert(
+                id.to_string(),
+                Admitted {
+                    at: offset(*at),
+                    written,
+                },
+            );
+        }
+        Ok(out)
     }
 
     fn record_admission(&self, change: Recorded) -> Result<()> {
