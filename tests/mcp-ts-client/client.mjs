@@ -186,6 +186,10 @@ function readArgs(f) {
     kb_lint: {},
     kb_export_check: { path: f.bundle },
     kb_import_check: { path: f.bundle },
+    kb_why: { id: f.claim },
+    kb_impact: { id: f.source },
+    kb_neighbors: { id: f.entity },
+    kb_gate_stats: {},
   };
 }
 
