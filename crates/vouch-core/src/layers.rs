@@ -23,7 +23,7 @@ pub(crate) const FLOORS: &[&[&str]] = &[
     // `Kb`: the files, the index and the services together.
     &["kb"],
     // What a knowledge base does: reading, the gate, retrieval, answers,
-    // interop, health.
+    // interop, health, provenance and the gate's health (insight).
     &[
         "rules",
         "secrets",
@@ -34,6 +34,7 @@ pub(crate) const FLOORS: &[&[&str]] = &[
         "interop",
         "health",
         "reads",
+        "insight",
         "params",
     ],
     // The `kb.*` registry every transport reads.
