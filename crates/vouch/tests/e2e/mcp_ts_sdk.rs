@@ -121,7 +121,7 @@ fn fixture(p: &Project) -> (Value, PathBuf) {
         .as_str()
         .expect("claim id")
         .to_string();
-    let (entity, relation, page) = entity_relation_and_page(&p, &claim, src);
+    let (entity, relation, page) = entity_relation_and_page(p, &claim, &src);
     // A lifecycle change for kb_lifecycle_changes to list.
     p.ok("alice", &["confirm", &claim]);
     let session = p.ok("agent", &["session", "start", "--task", "check deploys"]);
