@@ -24,8 +24,9 @@ const MAX_DEPTH: u32 = 64;
 /// The longest integer read here: every one fits any JSON number type.
 const MAX_DIGITS: usize = 18;
 
-/// The most read at once (the window grows only for a longer string).
-const CHUNK: u64 = 1 << 20;
+/// The most read at once: the window stays in the processor's cache (it
+/// grows only for a longer string).
+const CHUNK: usize = 256 * 1024;
 
 /// What a plain line says that is read here.
 pub(crate) enum Item<'a> {
@@ -54,7 +55,8 @@ pub(crate) fn read_from<R: Read>(
 ) -> std::io::Result<Option<Plain>> {
     let mut c = Cursor {
         src: rest,
-        buf: Vec::new(),
+        end: start.len(),
+        buf: start,
         base: 0,
         i: 0,
         keep: usize::MAX,
@@ -65,7 +67,7 @@ pub(crate) fn read_from<R: Read>(
         wide: false,
         err: None,
     };
-    c.take_in(start);
+    c.check_from(0);
     let event = c.event_object(visit);
     c.ws();
     if let Some(e) = c.err {
@@ -74,7 +76,7 @@ pub(crate) fn read_from<R: Read>(
     let whole = c.byte(c.i).is_none() && c.done && !c.torn && !c.odd;
     Ok(event.filter(|_| whole).map(|event| Plain {
         event,
-        len: (c.base + c.buf.len()) as u64,
+        len: (c.base + c.end) as u64,
     }))
 }
 
@@ -90,7 +92,10 @@ pub(crate) fn read(line: &[u8], visit: &mut impl FnMut(Item<'_>)) -> Option<Vec<
 /// more are read.
 struct Cursor<R> {
     src: R,
+    /// The window's bytes are `buf[..end]`; the rest is room, written
+    /// once (so a refill never clears it again).
     buf: Vec<u8>,
+    end: usize,
     /// The line offset of `buf[0]`.
     base: usize,
     /// The next byte to read.
@@ -98,7 +103,7 @@ struct Cursor<R> {
     /// Kept at a refill from here on, too (`usize::MAX`: only from `i`).
     keep: usize,
     /// How much the next refill reads.
-    chunk: u64,
+    chunk: usize,
     /// The line's newline (cut off), or the end of the source, was met.
     done: bool,
     /// The source ended with no newline: no whole line.
@@ -111,25 +116,19 @@ struct Cursor<R> {
 }
 
 impl<R: Read> Cursor<R> {
-    /// Append bytes read (up to the line's newline), checking each: no
-    /// backslash, no control byte.
-    fn take_in(&mut self, more: Vec<u8>) {
-        let had = self.buf.len();
-        if had == 0 {
-            self.buf = more;
-        } else {
-            self.buf.extend_from_slice(&more);
-        }
-        self.check_from(had);
+    fn window(&self) -> &[u8] {
+        &self.buf[..self.end]
     }
 
+    /// Check the bytes read from `had` on (up to the line's newline): no
+    /// backslash, no control byte.
     fn check_from(&mut self, had: usize) {
-        if let Some(nl) = memchr(b'\n', &self.buf[had..]) {
-            self.buf.truncate(had + nl);
+        if let Some(nl) = memchr(b'\n', &self.buf[had..self.end]) {
+            self.end = had + nl;
             self.done = true;
         }
         // Passes the compiler or the library vectorise.
-        let new = &self.buf[had..];
+        let new = &self.buf[had..self.end];
         let least = new.iter().fold(u8::MAX, |m, b| m.min(*b));
         self.odd |= least < 0x20 || memchr(b'\\', new).is_some();
         self.wide |= !new.is_ascii();
@@ -144,16 +143,26 @@ impl<R: Read> Cursor<R> {
             return false;
         }
         let cut = self.keep.min(self.i) - self.base;
-        self.buf.drain(..cut);
+        self.buf.copy_within(cut..self.end, 0);
+        self.end -= cut;
         self.base += cut;
-        let had = self.buf.len();
-        match (&mut self.src).take(self.chunk).read_to_end(&mut self.buf) {
+        let (had, room) = (self.end, self.end + self.chunk);
+        if self.buf.len() < room {
+            self.buf.resize(room, 0);
+        }
+        let got = loop {
+            match self.src.read(&mut self.buf[had..room]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                got => break got,
+            }
+        };
+        match got {
             Ok(0) => {
                 self.done = true;
                 self.torn = true;
                 return false;
             }
-            Ok(_) => {}
+            Ok(n) => self.end += n,
             Err(e) => {
                 self.err = Some(e);
                 self.done = true;
@@ -162,12 +171,12 @@ impl<R: Read> Cursor<R> {
         }
         self.chunk = (self.chunk * 2).min(CHUNK);
         self.check_from(had);
-        !self.odd && self.buf.len() > had
+        !self.odd && self.end > had
     }
 
     /// The byte at line offset `at`, reading on to it.
     fn byte(&mut self, at: usize) -> Option<u8> {
-        while at >= self.base + self.buf.len() {
+        while at >= self.base + self.end {
             if !self.refill() {
                 return None;
             }
@@ -205,7 +214,7 @@ impl<R: Read> Cursor<R> {
     /// After a member: `true` at a comma, `false` at `close` (taken).
     fn more(&mut self, close: u8) -> Option<bool> {
         // No space before it, and already in the window: how vouch writes.
-        let next = match self.buf.get(self.i - self.base) {
+        let next = match self.window().get(self.i - self.base) {
             Some(c) if !self.odd && *c != b' ' => *c,
             _ => self.peek()?,
         };
@@ -231,7 +240,7 @@ impl<R: Read> Cursor<R> {
         let mut from = start;
         loop {
             if let Some(n) = self
-                .buf
+                .window()
                 .get(from - self.base..)
                 .and_then(|b| memchr(b'"', b))
             {
@@ -242,7 +251,7 @@ impl<R: Read> Cursor<R> {
                 self.i = end + 1;
                 return Some((start, end));
             }
-            from = self.base + self.buf.len();
+            from = self.base + self.end;
             if !self.refill() {
                 return None;
             }
@@ -253,7 +262,7 @@ impl<R: Read> Cursor<R> {
     /// in the window (no refill, no space): where its bytes are. `None`
     /// sends the caller the long way ([`Cursor::string`]).
     fn string_here(&self, at: usize) -> Option<(usize, usize)> {
-        let w = &self.buf[at - self.base..];
+        let w = &self.buf[at - self.base..self.end];
         if w.first() != Some(&b'"') {
             return None;
         }
@@ -356,7 +365,7 @@ impl<R: Read> Cursor<R> {
         self.each(b'{', b'}', |c| {
             // `"path":"sha"` in the window as vouch writes it: taken at once.
             if let Some(path) = c.string_here(c.i)
-                && c.buf.get(path.1 + 1 - c.base) == Some(&b':')
+                && c.window().get(path.1 + 1 - c.base) == Some(&b':')
                 && let Some(sha) = c.string_here(path.1 + 2)
             {
                 visit(Item::Written(c.slice(path), c.slice(sha)));

@@ -101,7 +101,10 @@ impl<'n> Names<'n> {
         Some(Names(by_len))
     }
     fn has(&self, name: &[u8]) -> bool {
-        self.0.get(name.len()).is_some_and(|v| v.contains(&name))
+        // Ids share long prefixes and differ at the end: that end first.
+        self.0
+            .get(name.len())
+            .is_some_and(|v| v.iter().any(|n| n.last() == name.last() && *n == name))
     }
 }
 
