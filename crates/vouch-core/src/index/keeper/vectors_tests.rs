@@ -110,28 +110,23 @@ fn vectors_follow_writes_and_outside_edits_by_key() {
     kb.set_embedder(Arc::new(Words));
     kb.configure_index(|o| o.sync_interval = Duration::ZERO);
     let claim = |text: &str| approved_claim(&kb, text);
+    // Which documents changed since the vectors last looked.
+    let changes = || {
+        crate::testing::sqlite(&kb)
+            .index_state
+            .doc_changes
+            .lock()
+            .unwrap()
+            .clone()
+    };
     let a = claim("alpha bravo charlie");
     assert_eq!(semantic(&kb, "alpha bravo charlie")[0], a);
     // Looked once at everything; from now on only at what changed.
-    assert_eq!(
-        *crate::testing::sqlite(&kb)
-            .index_state
-            .doc_changes
-            .lock()
-            .unwrap(),
-        Some(Vec::new())
-    );
+    assert_eq!(changes(), Some(Vec::new()));
     let b = claim("delta echo foxtrot");
     // The write's own catch-up took the one key the write hook named
     // (`None` would have sent it to every document).
-    assert_eq!(
-        *crate::testing::sqlite(&kb)
-            .index_state
-            .doc_changes
-            .lock()
-            .unwrap(),
-        Some(Vec::new())
-    );
+    assert_eq!(changes(), Some(Vec::new()));
     assert_eq!(semantic(&kb, "delta echo foxtrot")[0], b);
     // Edited by hand: the sync names it, and its vector follows.
     let path = edit_by_hand(&kb, &a, "alpha bravo charlie", "golf hotel india");
