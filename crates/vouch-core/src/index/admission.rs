@@ -127,7 +127,7 @@ pub(crate) fn sync(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<()> {
     // An index from before it kept who proposed and decided reads the
     // log again from the start.
     let from = if offset > len
-        || (offset > 0 && log.hash_before(offset)? != anchor)
+        || (offset > 0 && proof::hash_before(log, offset)? != anchor)
         || (offset > 0 && rows.admission_meta(ACTORS)?.is_none())
     {
         0
@@ -163,7 +163,7 @@ pub(crate) fn sync(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<()> {
             change.written.push((path, id, sha, line_at));
         }
     }
-    let anchor = log.hash_before(end)?.unwrap_or_default();
+    let anchor = proof::hash_before(log, end)?.unwrap_or_default();
     let actors =
         serde_json::to_string(&actors).map_err(|e| Error::internal(format!("actors: {e}")))?;
     change.meta = vec![
@@ -190,7 +190,7 @@ fn unread_tail(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<Option<Tail>
     }
     let cut = offset > len
         || len - offset > UNSYNCED_TAIL_LIMIT
-        || (offset > 0 && log.hash_before(offset)? != rows.admission_meta(ANCHOR)?);
+        || (offset > 0 && proof::hash_before(log, offset)? != rows.admission_meta(ANCHOR)?);
     if cut {
         return Ok(None);
     }

@@ -36,10 +36,12 @@ pub(crate) enum Item<'a> {
     Written(&'a [u8], &'a [u8]),
 }
 
-/// A plain line, read: its top-level `event` (empty when it has none) and
-/// its length in bytes (without the newline).
+/// A plain line, read: its top-level `event` (empty when it has none), its
+/// own `hash` (when it has one), and its length in bytes (without the
+/// newline).
 pub(crate) struct Plain {
     pub(crate) event: Vec<u8>,
+    pub(crate) hash: Option<Vec<u8>>,
     pub(crate) len: u64,
 }
 
@@ -74,8 +76,9 @@ pub(crate) fn read_from<R: Read>(
         return Err(e);
     }
     let whole = c.byte(c.i).is_none() && c.done && !c.torn && !c.odd;
-    Ok(event.filter(|_| whole).map(|event| Plain {
+    Ok(event.filter(|_| whole).map(|(event, hash)| Plain {
         event,
+        hash,
         len: (c.base + c.end) as u64,
     }))
 }
@@ -300,9 +303,13 @@ impl<R: Read> Cursor<R> {
         Some(key)
     }
 
-    /// The top-level object: its `event`.
-    fn event_object(&mut self, visit: &mut impl FnMut(Item<'_>)) -> Option<Vec<u8>> {
+    /// The top-level object: its `event` and its `hash`.
+    fn event_object(
+        &mut self,
+        visit: &mut impl FnMut(Item<'_>),
+    ) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
         let mut event = Vec::new();
+        let mut hash = None;
         let mut seen: Vec<Vec<u8>> = Vec::new();
         self.each(b'{', b'}', |c| {
             let key = c.key()?;
@@ -316,6 +323,11 @@ impl<R: Read> Cursor<R> {
                     let s = c.string()?;
                     event = c.slice(s).to_vec();
                 }
+                // A hash that is no string is read the usual way.
+                b"hash" => {
+                    let s = c.string()?;
+                    hash = Some(c.slice(s).to_vec());
+                }
                 // The fields the usual reading takes as strings and a list.
                 b"id" | b"actor" => {
                     c.string()?;
@@ -326,7 +338,7 @@ impl<R: Read> Cursor<R> {
             seen.push(key);
             Some(())
         })?;
-        Some(event)
+        Some((event, hash))
     }
 
     /// `data`: an object whose `objects` and `written` are visited (each

@@ -286,6 +286,30 @@ impl Proofs {
     }
 }
 
+/// The `hash` of the event whose line ends just before byte `offset`, as
+/// [`AuditLog::hash_before`] answers it — but a long line (an import's,
+/// when it is the log's last) is read without building its JSON
+/// ([`plain`]): every catch-up of a one-shot command asks it.
+pub(crate) fn hash_before(log: &AuditLog, offset: u64) -> Result<Option<String>> {
+    if let Some(file) = LogFile::open(log)?
+        && let Some(start) = file.start_of_line_before(offset)?
+        && offset - 1 - start > PLAIN_FROM as u64
+    {
+        let rest = At {
+            log: &file,
+            pos: start,
+        };
+        let plain =
+            plain::read_from(Vec::new(), rest, &mut |_| {}).map_err(|e| Error::io(file.path, e))?;
+        if let Some(plain) = plain
+            && plain.len == offset - 1 - start
+        {
+            return Ok(plain.hash.and_then(|h| String::from_utf8(h).ok()));
+        }
+    }
+    log.hash_before(offset)
+}
+
 /// The audit log, open for reading lines at offsets.
 struct LogFile<'a> {
     file: File,
@@ -368,6 +392,33 @@ impl<'a> LogFile<'a> {
         Ok(self
             .line_at(at)?
             .map(|line| (Shape::of(&line), Said::usual(&line))))
+    }
+
+    /// Where the line that ends just before byte `offset` (its newline at
+    /// `offset - 1`) starts; `None` when no line ends there.
+    fn start_of_line_before(&self, offset: u64) -> Result<Option<u64>> {
+        let mut newline = [0u8; 1];
+        if offset == 0
+            || offset > self.len
+            || self.read_at(offset - 1, &mut newline)? != 1
+            || newline[0] != b'\n'
+        {
+            return Ok(None);
+        }
+        let mut end = offset - 1;
+        let mut buf = vec![0u8; 256 * 1024];
+        while end > 0 {
+            let from = end.saturating_sub(buf.len() as u64);
+            let piece = &mut buf[..(end - from) as usize];
+            if self.read_at(from, piece)? != piece.len() {
+                return Ok(None);
+            }
+            if let Some(i) = memchr::memrchr(b'\n', piece) {
+                return Ok(Some(from + i as u64 + 1));
+            }
+            end = from;
+        }
+        Ok(Some(0))
     }
 
     /// The last [`TAIL`] bytes (at most) of the `len` bytes from `at`.
@@ -538,6 +589,35 @@ mod tests {
             paths: vec![],
         };
         assert!(!said.covers(&other));
+    }
+
+    /// The hash before an offset is the log's own answer, however long
+    /// the line before it — read plainly or, with an escape in it, the
+    /// usual way — and none where no line ends.
+    #[test]
+    fn the_hash_before_a_long_line_is_the_logs() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let objects: Vec<String> = (0..8000).map(|i| format!("claim-{i}")).collect();
+        let log = kb.audit_log();
+        for pad in ["", "a\\b"] {
+            let mut ev = kb.event(
+                "bundle.import",
+                "alice",
+                vec![],
+                serde_json::json!({"objects": objects, "pad": pad}),
+            );
+            kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+            let end = log.len().unwrap();
+            let want = log.hash_before(end).unwrap();
+            assert_eq!(want.as_deref(), Some(ev.hash.as_str()), "{pad}");
+            assert_eq!(super::hash_before(log, end).unwrap(), want, "{pad}");
+            for at in [0, 1, end - 1, end + 5] {
+                assert_eq!(
+                    super::hash_before(log, at).unwrap(),
+                    log.hash_before(at).unwrap()
+                );
+            }
+        }
     }
 
     /// The process's lines are trusted only while the log holds the same
