@@ -406,7 +406,8 @@ impl<'a> LogFile<'a> {
             return Ok(None);
         }
         let mut end = offset - 1;
-        let mut buf = vec![0u8; 256 * 1024];
+        // Most lines are short: the first piece just tells a long one.
+        let mut buf = vec![0u8; PLAIN_FROM + 1];
         while end > 0 {
             let from = end.saturating_sub(buf.len() as u64);
             let piece = &mut buf[..(end - from) as usize];
@@ -417,6 +418,7 @@ impl<'a> LogFile<'a> {
                 return Ok(Some(from + i as u64 + 1));
             }
             end = from;
+            buf.resize(256 * 1024, 0);
         }
         Ok(Some(0))
     }
