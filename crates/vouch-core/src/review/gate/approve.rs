@@ -260,6 +260,21 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             p.id
         ))
     };
+    // A change to what exists (a lifecycle change, a delete, a redaction)
+    // is approved by someone other than its proposer, and on its own.
+    let change_alone = |approver: &str, what: &str, p: &Proposal| -> Result<()> {
+        if approver == p.proposed_by {
+            return Err(self_approval(approver, p));
+        }
+        if ids.len() > 1 {
+            return Err(Error::invalid(format!(
+                "{} is a {what} proposal; approve it on its own (a list is all-or-nothing \
+                 only for new knowledge)",
+                p.id
+            )));
+        }
+        Ok(())
+    };
     // Claims approved in this list: a relation listed with them may join
     // them (they are written together).
     let claims_in_list: HashSet<String> = if ids.len() > 1 {
@@ -302,15 +317,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                     ev.get("id").and_then(Value::as_str).unwrap_or("?")
                 )));
             }
-            if approver == proposal.proposed_by {
-                return Err(self_approval(&approver, &proposal));
-            }
-            if ids.len() > 1 {
-                return Err(Error::invalid(format!(
-                    "{id} is a redact proposal; approve it on its own (a list is \
-                     all-or-nothing only for new knowledge)"
-                )));
-            }
+            change_alone(&approver, "redact", &proposal)?;
             return Ok(vec![super::redact::approve_redact(
                 kb,
                 caller,
@@ -328,15 +335,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                     ev.get("id").and_then(Value::as_str).unwrap_or("?")
                 )));
             }
-            if approver == proposal.proposed_by {
-                return Err(self_approval(&approver, &proposal));
-            }
-            if ids.len() > 1 {
-                return Err(Error::invalid(format!(
-                    "{id} is a lifecycle proposal; approve it on its own (a list is \
-                     all-or-nothing only for new knowledge)"
-                )));
-            }
+            change_alone(&approver, "lifecycle", &proposal)?;
             return Ok(vec![approve_lifecycle(
                 kb,
                 caller,
@@ -359,15 +358,7 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                     ev.get("id").and_then(Value::as_str).unwrap_or("?")
                 )));
             }
-            if approver == proposal.proposed_by {
-                return Err(self_approval(&approver, &proposal));
-            }
-            if ids.len() > 1 {
-                return Err(Error::invalid(format!(
-                    "{id} is a delete proposal; approve it on its own (a list is \
-                     all-or-nothing only for new knowledge)"
-                )));
-            }
+            change_alone(&approver, "delete", &proposal)?;
             return Ok(vec![super::delete::approve_delete(
                 kb,
                 caller,

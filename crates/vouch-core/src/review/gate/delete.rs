@@ -225,13 +225,7 @@ pub(super) fn approve_delete(
                     proposal.id, proposal.id
                 )));
             }
-            let (actor, at, hash) = logged_decision(kb, &ev, approver);
-            if actor == proposal.proposed_by {
-                return Err(Error::denied(format!(
-                    "{actor} proposed {} and cannot also approve it",
-                    proposal.id
-                )));
-            }
+            let (actor, at, hash) = logged_approval(kb, &ev, approver, &proposal)?;
             (actor, at, hash, true)
         }
         None => {

@@ -68,40 +68,15 @@ pub(crate) fn propose_lifecycle(
         payload = serde_json::to_value(&minted)
             .map_err(|e| Error::internal(format!("payload encoding: {e}")))?;
     }
-    let now = kb.now();
-    let id = new_proposal_id(kb, &now)?;
-    let proposal = Proposal {
-        id: id.clone(),
-        kind: ProposalKind::Lifecycle,
-        status: ProposalStatus::Pending,
-        object_id: subject.clone(),
-        proposed_by: caller.actor.clone(),
-        created_at: now,
-        session_id: None,
-        rationale: None,
+    let id = file_change_proposal(
+        kb,
+        caller,
+        ProposalKind::Lifecycle,
+        &subject,
         payload,
-        decided_by: None,
-        decided_at: None,
-        reason: None,
-        decision_hash: None,
-        extra: Default::default(),
-    };
-    let mut ev = kb.event(
-        "proposal.create",
-        &caller.actor,
-        vec![id.clone(), subject],
-        json!({"kind": ProposalKind::Lifecycle.as_str(),
-               FINGERPRINT_KEY: proposal_fingerprint(&proposal)?}),
-    );
-    let path = kb.layout().file(Dir::Proposed, &id)?;
-    let yaml = crate::store::yaml::to_yaml(&proposal)?;
-    kb.audited(std::slice::from_mut(&mut ev), || {
-        if atomic::create_new(kb.layout().root(), &path, yaml.as_bytes())? {
-            Ok(())
-        } else {
-            Err(Error::internal(format!("proposal id {id} collided; retry")))
-        }
-    })?;
+        None,
+        json!({}),
+    )?;
     Ok(Some(id))
 }
 

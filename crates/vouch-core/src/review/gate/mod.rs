@@ -166,6 +166,24 @@ pub(super) fn logged_decision(
     )
 }
 
+/// [`logged_decision`] of an interrupted approval being finished (a
+/// delete, a redaction): refused when the one who logged it proposed it.
+pub(super) fn logged_approval(
+    kb: &Kb,
+    ev: &Value,
+    approver: &str,
+    proposal: &Proposal,
+) -> Result<(String, Timestamp, Option<String>)> {
+    let (actor, at, hash) = logged_decision(kb, ev, approver);
+    if actor == proposal.proposed_by {
+        return Err(Error::denied(format!(
+            "{actor} proposed {} and cannot also approve it",
+            proposal.id
+        )));
+    }
+    Ok((actor, at, hash))
+}
+
 /// The proposal as decided: its status, who decided, when, why, and the
 /// hash of the audit event that decided it.
 pub(super) fn decided(

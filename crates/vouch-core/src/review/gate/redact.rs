@@ -507,13 +507,7 @@ pub(super) fn approve_redact(
     })?;
     let (actor, at, hash, recovered) = match redaction_of(kb, &proposal.id)? {
         Some(ev) => {
-            let (actor, at, hash) = logged_decision(kb, &ev, approver);
-            if actor == proposal.proposed_by {
-                return Err(Error::denied(format!(
-                    "{actor} proposed {} and cannot also approve it",
-                    proposal.id
-                )));
-            }
+            let (actor, at, hash) = logged_approval(kb, &ev, approver, &proposal)?;
             (actor, at, hash, true)
         }
         None => {
