@@ -316,10 +316,9 @@ fn announce_gate(kb: &vouch_core::Kb) {
 }
 
 pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
-    let mut kb = context::open(cli.kb.as_deref())?;
-    // Its refresher keeps the index in step and embeds what comes from
-    // outside; searches only read.
-    kb.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
+    // Its index keeper (`spawn_refresher`, which sets the background
+    // upkeep) keeps the index in step; requests only read.
+    let kb = context::open(cli.kb.as_deref())?;
     announce_gate(&kb);
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
@@ -357,10 +356,9 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
 
 /// `vouch ui`: the review pages for the person running it.
 pub(crate) fn run_ui(cli: &Cli, args: &UiArgs) -> Result<i32, Error> {
-    let mut kb = context::open(cli.kb.as_deref())?;
-    // Its refresher keeps the index in step and embeds what comes from
-    // outside; searches only read.
-    kb.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
+    // Its index keeper (`spawn_refresher`, which sets the background
+    // upkeep) keeps the index in step; requests only read.
+    let kb = context::open(cli.kb.as_deref())?;
     // The approver is whoever the person named, never the `cli` nobody set.
     let person = context::decider(cli.agent.as_deref())?.actor;
     let kb = Arc::new(kb);
