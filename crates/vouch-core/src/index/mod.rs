@@ -7,6 +7,7 @@
 //! here, below `Kb`, so `Kb` holds the index without importing it.
 
 pub(crate) mod admission;
+pub(crate) mod bm25;
 pub(crate) mod docs;
 pub mod engine;
 pub mod keeper;

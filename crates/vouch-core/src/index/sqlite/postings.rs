@@ -1,9 +1,10 @@
 //! The FTS index's postings held in memory by a long-running process, so
 //! that ranking a query whose words are in thousands of documents costs
-//! a pass over packed lists instead of FTS5's `bm25()` per row (each one a
-//! statement to read the row's size and a walk of its position lists:
-//! ~1 µs a row, 10 ms for the 10,000 rows that share a common phrase at
-//! 100,000 claims).
+//! the best k found over packed lists ([`crate::index::bm25`]: blocks and
+//! windows that cannot reach the k-th best are skipped) instead of FTS5's
+//! `ORDER BY rank`, which scores every match (each one a statement to
+//! read the row's size and a walk of its position lists: ~1 µs a row, 10
+//! ms for the 10,000 rows that share a common phrase at 100,000 claims).
 //!
 //! Exact, not approximate: the postings are read from FTS5's own index
 //! (`fts5vocab`, so every token is the one FTS5 made), words are turned
@@ -18,45 +19,22 @@
 //! [`refresh`] (the server's background tick) reads them again.
 
 use super::*;
+use crate::index::bm25::Postings;
 use std::sync::Mutex;
 
 /// Past this many documents changed in one write, the postings are read
 /// again rather than patched.
 const PATCH_AT_MOST: usize = 256;
 
-/// One document's share of one token.
-#[derive(Debug, Clone, Copy)]
-struct Posting {
-    slot: u32,
-    /// Occurrences in the title (bm25 weight 2) and in the body (weight 1).
-    title: u16,
-    body: u16,
-}
-
-struct Slot {
-    rowid: i64,
-    tokens: u32,
-    live: bool,
-}
-
 /// Which file (`meta.vectors_file`), which generation of it and which
 /// schema (tokenizer included) a connection sees. No generation (a file an
 /// older vouch wrote) never matches.
 type Version = (String, Option<i64>, Option<String>);
 
-pub(crate) struct Postings {
+/// The postings of one version of the FTS tables.
+pub(crate) struct Held {
     version: Version,
-    /// False once a count outgrew its `u16`: then SQL ranks, exactly.
-    exact: bool,
-    tokens: HashMap<Box<str>, u32>,
-    /// Per token, ascending by slot (slots are only ever appended).
-    lists: Vec<Vec<Posting>>,
-    slots: Vec<Slot>,
-    by_rowid: HashMap<i64, u32>,
-    /// Live rows and their tokens (FTS5's row count and total size).
-    rows: i64,
-    total_tokens: i64,
-    dead: usize,
+    postings: Postings,
 }
 
 /// An in-memory FTS5 table with the index's tokenizer: turns words and
@@ -114,7 +92,7 @@ impl Tokenizer {
 /// This process's postings and tokenizer (in `Kb`).
 #[derive(Default)]
 pub(crate) struct Memory {
-    pub(crate) postings: std::sync::RwLock<Option<Postings>>,
+    pub(crate) postings: std::sync::RwLock<Option<Held>>,
     tokenizer: Mutex<Option<Tokenizer>>,
     /// Word → token, for words that make exactly one token.
     words: Mutex<HashMap<String, Option<Box<str>>>>,
@@ -172,212 +150,36 @@ pub(crate) fn fresh_generation(conn: &Connection) -> Result<()> {
 /// A change to one FTS row: its text now, or `None` when it went.
 pub(crate) type Touched = (i64, Option<(String, String)>);
 
-impl Postings {
-    /// Read every posting of `conn`'s FTS index, in one read transaction.
-    fn read(conn: &Connection) -> Result<Postings> {
-        conn.execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vouch_fts_i
-                 USING fts5vocab(main, fts, instance);
-             BEGIN;",
-        )?;
-        let res = (|| -> Result<Postings> {
-            let version = version(conn)?;
-            let mut rowids: Vec<i64> = conn
-                .prepare("SELECT id FROM fts_docsize")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            rowids.sort_unstable();
-            let by_rowid: HashMap<i64, u32> = rowids
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (*r, i as u32))
-                .collect();
-            let mut slots: Vec<Slot> = rowids
-                .iter()
-                .map(|&rowid| Slot {
-                    rowid,
-                    tokens: 0,
-                    live: true,
-                })
-                .collect();
-            let mut tokens: HashMap<Box<str>, u32> = HashMap::new();
-            let mut lists: Vec<Vec<Posting>> = Vec::new();
-            let mut exact = true;
-            let mut stmt = conn.prepare("SELECT term, doc, col FROM temp.vouch_fts_i")?;
-            let mut rows = stmt.query([])?;
-            let mut current: Option<(String, u32)> = None;
-            while let Some(r) = rows.next()? {
-                let term = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-                let doc: i64 = r.get(1)?;
-                let title = r.get_ref(2)?.as_str().map_err(rusqlite::Error::from)? == "title";
-                let Some(&slot) = by_rowid.get(&doc) else {
-                    continue;
-                };
-                let t = match &current {
-                    Some((name, t)) if name == term => *t,
-                    _ => {
-                        let t = match tokens.get(term) {
-                            Some(t) => *t,
-                            None => {
-                                lists.push(Vec::new());
-                                let t = (lists.len() - 1) as u32;
-                                tokens.insert(term.into(), t);
-                                t
-                            }
-                        };
-                        current = Some((term.to_string(), t));
-                        t
-                    }
-                };
-                slots[slot as usize].tokens += 1;
-                exact &= add(&mut lists[t as usize], slot, title);
-            }
-            for list in &mut lists {
-                list.shrink_to_fit();
-            }
-            let total_tokens = slots.iter().map(|s| s.tokens as i64).sum();
-            Ok(Postings {
-                version,
-                exact,
-                rows: slots.len() as i64,
-                total_tokens,
-                tokens,
-                lists,
-                slots,
-                by_rowid,
-                dead: 0,
-            })
-        })();
-        conn.execute_batch("COMMIT")?;
-        res
-    }
-
-    fn remove(&mut self, rowid: i64) {
-        if let Some(slot) = self.by_rowid.remove(&rowid) {
-            let s = &mut self.slots[slot as usize];
-            s.live = false;
-            self.rows -= 1;
-            self.total_tokens -= s.tokens as i64;
-            self.dead += 1;
+/// Read every posting of `conn`'s FTS index, in one read transaction.
+fn read(conn: &Connection) -> Result<Held> {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vouch_fts_i
+             USING fts5vocab(main, fts, instance);
+         BEGIN;",
+    )?;
+    let res = (|| -> Result<Held> {
+        let version = version(conn)?;
+        let mut rowids: Vec<i64> = conn
+            .prepare("SELECT id FROM fts_docsize")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        rowids.sort_unstable();
+        let mut postings = Postings::builder(&rowids);
+        let mut stmt = conn.prepare("SELECT term, doc, col FROM temp.vouch_fts_i")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let term = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let doc: i64 = r.get(1)?;
+            let title = r.get_ref(2)?.as_str().map_err(rusqlite::Error::from)? == "title";
+            postings.push(term, doc, title);
         }
-    }
-
-    fn insert(&mut self, rowid: i64, tokens: &[(String, u8)]) {
-        self.remove(rowid);
-        let slot = self.slots.len() as u32;
-        self.slots.push(Slot {
-            rowid,
-            tokens: tokens.len() as u32,
-            live: true,
-        });
-        self.by_rowid.insert(rowid, slot);
-        self.rows += 1;
-        self.total_tokens += tokens.len() as i64;
-        for (term, col) in tokens {
-            let t = match self.tokens.get(term.as_str()) {
-                Some(t) => *t,
-                None => {
-                    self.lists.push(Vec::new());
-                    let t = (self.lists.len() - 1) as u32;
-                    self.tokens.insert(term.as_str().into(), t);
-                    t
-                }
-            };
-            self.exact &= add(&mut self.lists[t as usize], slot, *col == 0);
-        }
-    }
-
-    /// `(bm25, rowid)` of every live document matching all (`all`) or any
-    /// of the tokens (one per phrase, in query order), as FTS5's
-    /// `bm25(fts, 2.0, 1.0)` scores them.
-    fn score(&self, phrases: &[Option<u32>], all: bool) -> Vec<(f64, i64)> {
-        const K1: f64 = 1.2;
-        const B: f64 = 0.75;
-        let lists: Vec<&[Posting]> = phrases
-            .iter()
-            .map(|t| t.map_or(&[][..], |t| &self.lists[t as usize][..]))
-            .collect();
-        if all && lists.iter().any(|l| l.is_empty()) {
-            return Vec::new();
-        }
-        // Rows holding each phrase, for its idf (FTS5 counts them per
-        // query), and each live match's weighted frequencies.
-        let live = |p: &&Posting| self.slots[p.slot as usize].live;
-        let hits: Vec<i64> = lists
-            .iter()
-            .map(|l| l.iter().filter(live).count() as i64)
-            .collect();
-        let n = self.rows;
-        let idf: Vec<f64> = hits
-            .iter()
-            .map(|&h| {
-                let idf = ((n - h) as f64 + 0.5) / (h as f64 + 0.5);
-                let idf = idf.ln();
-                if idf <= 0.0 { 1e-6 } else { idf }
-            })
-            .collect();
-        let avgdl = self.total_tokens as f64 / n as f64;
-        let mut cursors = vec![0usize; lists.len()];
-        let mut freq = vec![0f64; lists.len()];
-        let mut out = Vec::new();
-        // Slot by slot: the smallest under any cursor next.
-        while let Some(slot) = lists
-            .iter()
-            .zip(&cursors)
-            .filter_map(|(l, &c)| l.get(c).map(|p| p.slot))
-            .min()
-        {
-            let mut matched = 0;
-            for (i, l) in lists.iter().enumerate() {
-                freq[i] = 0.0;
-                if let Some(p) = l.get(cursors[i])
-                    && p.slot == slot
-                {
-                    freq[i] = 2.0 * p.title as f64 + p.body as f64;
-                    cursors[i] += 1;
-                    matched += 1;
-                }
-            }
-            let s = &self.slots[slot as usize];
-            if !s.live || (all && matched < lists.len()) {
-                continue;
-            }
-            let d = s.tokens as f64;
-            let mut score = 0.0;
-            for i in 0..lists.len() {
-                score +=
-                    idf[i] * ((freq[i] * (K1 + 1.0)) / (freq[i] + K1 * (1.0 - B + B * d / avgdl)));
-            }
-            // FTS5 returns `-1.0 * score`: the same bits as negation.
-            out.push((-score, s.rowid));
-        }
-        out
-    }
-}
-
-/// Count one occurrence; false when a count could not hold it (the
-/// postings are then no longer exact).
-fn add(list: &mut Vec<Posting>, slot: u32, title: bool) -> bool {
-    match list.last_mut() {
-        Some(p) if p.slot == slot => {
-            let count = if title { &mut p.title } else { &mut p.body };
-            match count.checked_add(1) {
-                Some(n) => {
-                    *count = n;
-                    true
-                }
-                None => false,
-            }
-        }
-        _ => {
-            list.push(Posting {
-                slot,
-                title: u16::from(title),
-                body: u16::from(!title),
-            });
-            true
-        }
-    }
+        Ok(Held {
+            version,
+            postings: postings.finish(),
+        })
+    })();
+    conn.execute_batch("COMMIT")?;
+    res
 }
 
 impl Memory {
@@ -416,55 +218,59 @@ impl Memory {
     }
 }
 
-/// The matches of `words` (all of them, or any) with the score
-/// `bm25(fts, 2.0, 1.0)` gives them, unordered ([`first`] orders them) —
-/// when this process holds postings current for `idx`'s file. `None`: ask
-/// SQL.
-pub(crate) fn ranked_rows(
+/// The current held postings and the phrases `words` make in them, when
+/// this process holds postings current for `idx`'s file and every word
+/// makes exactly one token. `None`: ask SQL.
+fn with_phrases<R>(
     kb: &Ix,
     idx: &Index,
     words: &[&String],
-    all: bool,
-) -> Result<Option<Vec<(f64, i64)>>> {
+    f: impl FnOnce(&Postings, &[Option<u32>]) -> R,
+) -> Result<Option<R>> {
     let memory = &kb.index_state.memory;
     let guard = memory.postings.read().unwrap_or_else(|e| e.into_inner());
-    let Some(postings) = guard.as_ref() else {
+    let Some(held) = guard.as_ref() else {
         return Ok(None);
     };
-    if !postings.exact || postings.version != version(&idx.conn)? {
+    if !held.postings.exact() || held.version != version(&idx.conn)? {
         return Ok(None);
     }
     // A word the tokenizer could not take is SQL's to rank.
     let Ok(Some(tokens)) = memory.tokens_of(kb, words) else {
         return Ok(None);
     };
-    let phrases: Vec<Option<u32>> = tokens
-        .iter()
-        .map(|t| postings.tokens.get(t).copied())
-        .collect();
-    Ok(Some(postings.score(&phrases, all)))
+    let phrases: Vec<Option<u32>> = tokens.iter().map(|t| held.postings.token(t)).collect();
+    Ok(Some(f(&held.postings, &phrases)))
 }
 
-/// The first `n` of `rows` in `ORDER BY bm25, rowid` order (sorting only
-/// those).
-pub(crate) fn first(rows: &mut [(f64, i64)], n: usize) -> &[(f64, i64)] {
-    let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-    let n = n.min(rows.len());
-    if n == 0 {
-        return &[];
-    }
-    if n < rows.len() {
-        rows.select_nth_unstable_by(n - 1, order);
-    }
-    rows[..n].sort_unstable_by(order);
-    &rows[..n]
+/// The best `want` matches of `words` (all of them, or any) in `ORDER BY
+/// bm25(fts, 2.0, 1.0), rowid` order, with FTS5's scores — when this
+/// process holds postings current for `idx`'s file. `None`: ask SQL.
+pub(crate) fn ranked_rows(
+    kb: &Ix,
+    idx: &Index,
+    words: &[&String],
+    all: bool,
+    want: usize,
+) -> Result<Option<Vec<(f64, i64)>>> {
+    with_phrases(kb, idx, words, |postings, phrases| {
+        postings.top(phrases, all, want)
+    })
+}
+
+/// How many documents hold `word` now (as `SELECT count(*) ... MATCH`
+/// counts them), from the postings when current. `None`: ask SQL.
+pub(crate) fn doc_freq(kb: &Ix, idx: &Index, word: &String) -> Result<Option<usize>> {
+    with_phrases(kb, idx, &[word], |postings, phrases| {
+        phrases[0].map_or(0, |t| postings.live_count(t) as usize)
+    })
 }
 
 /// After this process committed a write to the FTS tables: patch its
 /// postings if they were current just before, or let them go.
 pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]) {
     let memory = &kb.index_state.memory;
-    let current = |p: &Option<Postings>| {
+    let current = |p: &Option<Held>| {
         p.as_ref()
             .is_some_and(|p| p.version.1 == Some(generations.0))
     };
@@ -492,9 +298,10 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]
         }
         return;
     };
-    let Some(postings) = guard.as_mut() else {
+    let Some(held) = guard.as_mut() else {
         return;
     };
+    let postings = &mut held.postings;
     made.reverse();
     for (rowid, text) in touched {
         match text {
@@ -505,9 +312,10 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]
             None => postings.remove(*rowid),
         }
     }
-    postings.version.1 = Some(generations.1);
+    held.version.1 = Some(generations.1);
     // Mostly tombstones: read afresh on the next refresh.
-    if postings.dead > postings.slots.len() / 4 + 1024 {
+    let (slots, dead) = held.postings.slots();
+    if dead > slots / 4 + 1024 {
         *guard = None;
     }
 }
@@ -551,7 +359,7 @@ pub(crate) fn refresh(kb: &Ix) -> Result<()> {
             return Ok(());
         }
     }
-    let fresh = Postings::read(&conn)?;
+    let fresh = read(&conn)?;
     *kb.index_state
         .memory
         .postings
@@ -567,12 +375,7 @@ pub(crate) fn postings_bytes(state: &IndexState) -> usize {
         .postings
         .read()
         .unwrap_or_else(|e| e.into_inner());
-    guard.as_ref().map_or(0, |p| {
-        p.lists.iter().map(|l| l.capacity() * 8).sum::<usize>()
-            + p.slots.capacity() * std::mem::size_of::<Slot>()
-            + p.by_rowid.capacity() * 16
-            + p.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
-    })
+    guard.as_ref().map_or(0, |held| held.postings.bytes())
 }
 
 #[cfg(test)]
@@ -702,20 +505,23 @@ mod tests {
                 let words: Vec<&String> = words.iter().collect();
                 let all = *all;
                 let want = by_sql(idx, &words, all);
-                let mut got = ranked_rows(&crate::testing::sqlite(kb), idx, &words, all)?
-                    .unwrap_or_else(|| panic!("postings not used for {words:?}"));
-                let n = got.len();
-                let got = first(&mut got, n);
-                assert_eq!(got.len(), want.len(), "{words:?} all={all}");
-                for (g, w) in got.iter().zip(&want) {
-                    assert_eq!(g.1, w.1, "{words:?} all={all}: order differs");
-                    assert_eq!(
-                        g.0.to_bits(),
-                        w.0.to_bits(),
-                        "{words:?}: score {} vs {}",
-                        g.0,
-                        w.0
-                    );
+                // The best k for several k (ties at the k-th place
+                // included), and every match.
+                for k in [1, 3, 10, usize::MAX] {
+                    let got = ranked_rows(&crate::testing::sqlite(kb), idx, &words, all, k)?
+                        .unwrap_or_else(|| panic!("postings not used for {words:?}"));
+                    let want = &want[..want.len().min(k)];
+                    assert_eq!(got.len(), want.len(), "{words:?} all={all} k={k}");
+                    for (g, w) in got.iter().zip(want) {
+                        assert_eq!(g.1, w.1, "{words:?} all={all} k={k}: order differs");
+                        assert_eq!(
+                            g.0.to_bits(),
+                            w.0.to_bits(),
+                            "{words:?}: score {} vs {}",
+                            g.0,
+                            w.0
+                        );
+                    }
                 }
                 matched += usize::from(!want.is_empty());
             }
@@ -728,7 +534,7 @@ mod tests {
     fn assert_sql_answers(kb: &Kb) {
         let w = "queue".to_string();
         let unused = with_index(&crate::testing::sqlite(kb), |idx| {
-            Ok(ranked_rows(&crate::testing::sqlite(kb), idx, &[&w], true)?.is_none())
+            Ok(ranked_rows(&crate::testing::sqlite(kb), idx, &[&w], true, 10)?.is_none())
         });
         assert!(unused.unwrap());
     }

@@ -23,7 +23,6 @@ pub(crate) fn ranked(
     kinds: &[DocKind],
     currency: Currency,
 ) -> Result<Vec<(i64, SearchHit)>> {
-    let mut in_memory = postings::ranked_rows(kb, idx, words, all)?;
     let q = words
         .iter()
         .map(|t| format!("\"{t}\""))
@@ -38,11 +37,8 @@ pub(crate) fn ranked(
         .prepare_cached("SELECT kind, id, status, confidence FROM docs WHERE rowid = ?1")?;
     let mut page = want * 2 + 16;
     loop {
-        let rows: Vec<(i64, f64)> = match &mut in_memory {
-            Some(all_rows) => postings::first(all_rows, page)
-                .iter()
-                .map(|(r, rowid)| (*rowid, *r))
-                .collect(),
+        let rows: Vec<(i64, f64)> = match postings::ranked_rows(kb, idx, words, all, page)? {
+            Some(best) => best.into_iter().map(|(r, rowid)| (rowid, r)).collect(),
             None => rank
                 .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?,
@@ -128,7 +124,12 @@ pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
         if hits.len() < limit && all.len() > 1 {
             // Any of the same words (stop words left out the same way).
             let any = required;
+            // From the postings when this process holds them: counting a
+            // common word's matches in SQL reads every one of them.
             let df = |t: &String, cap: usize| -> Result<usize> {
+                if let Some(n) = postings::doc_freq(kb, idx, t)? {
+                    return Ok(n.min(cap));
+                }
                 Ok(idx
                     .conn
                     .prepare_cached(

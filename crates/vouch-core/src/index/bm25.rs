@@ -1,0 +1,738 @@
+//! Postings held in memory and the best k documents for a query, scored
+//! exactly as FTS5's `bm25(fts, 2.0, 1.0)` scores them — without scoring
+//! every match.
+//!
+//! Scoring every document that holds a common word costs in proportion to
+//! the matches (10 ms at a million claims for a word in half of them), and
+//! a search wants ten. So each list keeps, per block of [`BLOCK`]
+//! postings, what bounds any of its documents' scores (block-max), and
+//! the search walks the slots in windows: a window whose bounds cannot
+//! beat the k-th best found so far is skipped without reading a posting;
+//! inside one, a word whose bound alone cannot lift a document into the
+//! best k is only looked up for documents the other words brought
+//! (MaxScore). Lucene's and tantivy's block-max MaxScore/WAND, on FTS5's
+//! own tokens and formula.
+//!
+//! Exact, not approximate: a bound is computed with the score's own
+//! floating-point operations in the score's order, on counts at least a
+//! document's and a length at most its (IEEE rounding is monotone), so a
+//! skipped document could not have scored above the k-th best, nor tied it
+//! with a smaller rowid. The result is the first k rows of `ORDER BY
+//! bm25, rowid`, to the bit (tests compare it with SQL and with scoring
+//! every match).
+//!
+//! Engine-free: the SQLite engine fills it from `fts5vocab` and patches it
+//! with its writes (`sqlite::postings`); another engine could do the same.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Mutex;
+
+/// Postings a block holds; the last, partial block of a list has its bound
+/// worked out when asked (at most this many postings read).
+const BLOCK: usize = 128;
+/// Slots a window spans, at most.
+const WINDOW: u32 = 1024;
+
+/// FTS5's bm25 parameters.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// One document's share of one token.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    slot: u32,
+    /// Occurrences in the title (bm25 weight 2) and in the body (weight 1).
+    title: u16,
+    body: u16,
+}
+
+impl Posting {
+    /// The weighted frequency FTS5's bm25 sums (exact in `f64`).
+    fn freq(&self) -> f64 {
+        2.0 * self.title as f64 + self.body as f64
+    }
+}
+
+struct Slot {
+    rowid: i64,
+    tokens: u32,
+    live: bool,
+}
+
+/// What bounds the scores of a full block's documents.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    /// The highest weighted frequency and the fewest tokens of any of its
+    /// documents: together a bound at any average length.
+    max_freq: u32,
+    min_tokens: u32,
+    /// The frequency and length of its best document at the average
+    /// length the bounds were made under ([`Postings::bounds_at`]): the
+    /// exact best while that average holds.
+    best_freq: u32,
+    best_tokens: u32,
+    /// Its smallest rowid, for ties.
+    min_rowid: i64,
+}
+
+/// `bm25`'s frequency part for one phrase, in FTS5's order of operations.
+fn tf(freq: f64, tokens: f64, avgdl: f64) -> f64 {
+    (freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * tokens / avgdl))
+}
+
+/// FTS5's idf for a phrase `hits` of `rows` documents hold.
+fn idf(rows: i64, hits: i64) -> f64 {
+    let idf = ((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5);
+    let idf = idf.ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
+}
+
+/// Every document's postings by token, for one FTS table.
+pub(crate) struct Postings {
+    /// False once a count outgrew its `u16`: then SQL ranks, exactly.
+    exact: bool,
+    tokens: HashMap<Box<str>, u32>,
+    /// Per token, ascending by slot (slots are only ever appended).
+    lists: Vec<Vec<Posting>>,
+    /// Per token, one per full block of its list.
+    bounds: Vec<Vec<Bound>>,
+    slots: Vec<Slot>,
+    by_rowid: HashMap<i64, u32>,
+    /// Live rows and their tokens (FTS5's row count and total size).
+    rows: i64,
+    total_tokens: i64,
+    dead: usize,
+    /// The average length the blocks' best documents were chosen under.
+    bounds_at: f64,
+    /// Live postings per token, once counted since the last removal
+    /// (FTS5's idf counts the documents holding a phrase now).
+    live_counts: Mutex<HashMap<u32, i64>>,
+}
+
+/// A `Postings` being read, token by token.
+pub(crate) struct Builder {
+    postings: Postings,
+    /// The token the last posting was of, by name, to skip the lookup.
+    current: Option<(Box<str>, u32)>,
+}
+
+impl Builder {
+    /// One occurrence of `token` in document `rowid` (one of those the
+    /// builder was made with), in the title or the body. Occurrences come
+    /// by token, and within a token by ascending rowid.
+    pub(crate) fn push(&mut self, token: &str, rowid: i64, title: bool) {
+        let p = &mut self.postings;
+        let Some(&slot) = p.by_rowid.get(&rowid) else {
+            return;
+        };
+        let t = match &self.current {
+            Some((name, t)) if &**name == token => *t,
+            _ => {
+                let t = p.token_or_new(token);
+                self.current = Some((token.into(), t));
+                t
+            }
+        };
+        p.slots[slot as usize].tokens += 1;
+        p.exact &= add(&mut p.lists[t as usize], slot, title);
+    }
+
+    /// The postings, their blocks bounded.
+    pub(crate) fn finish(self) -> Postings {
+        let mut p = self.postings;
+        for list in &mut p.lists {
+            list.shrink_to_fit();
+        }
+        p.total_tokens = p.slots.iter().map(|s| s.tokens as i64).sum();
+        p.bounds_at = p.avgdl();
+        p.bounds = vec![Vec::new(); p.lists.len()];
+        for t in 0..p.lists.len() {
+            p.bound_full_blocks(t);
+        }
+        p
+    }
+}
+
+impl Postings {
+    /// A builder for the documents `rowids` (ascending), which become
+    /// slots in that order.
+    pub(crate) fn builder(rowids: &[i64]) -> Builder {
+        let slots: Vec<Slot> = rowids
+            .iter()
+            .map(|&rowid| Slot {
+                rowid,
+                tokens: 0,
+                live: true,
+            })
+            .collect();
+        let by_rowid = rowids
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, i as u32))
+            .collect();
+        Builder {
+            postings: Postings {
+                exact: true,
+                tokens: HashMap::new(),
+                lists: Vec::new(),
+                bounds: Vec::new(),
+                rows: slots.len() as i64,
+                slots,
+                by_rowid,
+                total_tokens: 0,
+                dead: 0,
+                bounds_at: f64::NAN,
+                live_counts: Mutex::new(HashMap::new()),
+            },
+            current: None,
+        }
+    }
+
+    /// Whether every count fitted (else the postings must not rank).
+    pub(crate) fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// The token's number, if any document ever held it.
+    pub(crate) fn token(&self, token: &str) -> Option<u32> {
+        self.tokens.get(token).copied()
+    }
+
+    /// Slots ever made, and how many of them are dead.
+    pub(crate) fn slots(&self) -> (usize, usize) {
+        (self.slots.len(), self.dead)
+    }
+
+    /// Bytes held (approximately), for benchmarks.
+    pub(crate) fn bytes(&self) -> usize {
+        self.lists
+            .iter()
+            .map(|l| l.capacity() * size_of::<Posting>())
+            .sum::<usize>()
+            + self
+                .bounds
+                .iter()
+                .map(|b| b.capacity() * size_of::<Bound>() + size_of::<Vec<Bound>>())
+                .sum::<usize>()
+            + self.lists.capacity() * size_of::<Vec<Posting>>()
+            + self.slots.capacity() * size_of::<Slot>()
+            + self.by_rowid.capacity() * 16
+            + self.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
+    }
+
+    fn token_or_new(&mut self, token: &str) -> u32 {
+        if let Some(&t) = self.tokens.get(token) {
+            return t;
+        }
+        self.lists.push(Vec::new());
+        self.bounds.push(Vec::new());
+        let t = (self.lists.len() - 1) as u32;
+        self.tokens.insert(token.into(), t);
+        t
+    }
+
+    fn avgdl(&self) -> f64 {
+        self.total_tokens as f64 / self.rows as f64
+    }
+
+    fn changed(&mut self) {
+        self.live_counts
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// The document `rowid` went (or is about to be written again).
+    pub(crate) fn remove(&mut self, rowid: i64) {
+        if let Some(slot) = self.by_rowid.remove(&rowid) {
+            let s = &mut self.slots[slot as usize];
+            s.live = false;
+            self.rows -= 1;
+            self.total_tokens -= s.tokens as i64;
+            self.dead += 1;
+            self.changed();
+        }
+    }
+
+    /// The document `rowid` now holds `tokens` (each with its column: 0
+    /// the title), in a new slot.
+    pub(crate) fn insert(&mut self, rowid: i64, tokens: &[(String, u8)]) {
+        self.remove(rowid);
+        self.changed();
+        let slot = self.slots.len() as u32;
+        self.slots.push(Slot {
+            rowid,
+            tokens: tokens.len() as u32,
+            live: true,
+        });
+        self.by_rowid.insert(rowid, slot);
+        self.rows += 1;
+        self.total_tokens += tokens.len() as i64;
+        let mut touched = Vec::new();
+        for (term, col) in tokens {
+            let t = self.token_or_new(term);
+            self.exact &= add(&mut self.lists[t as usize], slot, *col == 0);
+            touched.push(t);
+        }
+        // A block is bounded once full; the new slot's postings are the
+        // last of their lists, all counted by now.
+        touched.sort_unstable();
+        touched.dedup();
+        for t in touched {
+            self.bound_full_blocks(t as usize);
+        }
+    }
+
+    /// Bound the full blocks of list `t` that have no bound yet.
+    fn bound_full_blocks(&mut self, t: usize) {
+        let list = &self.lists[t];
+        let have = self.bounds[t].len();
+        let full = list.len() / BLOCK;
+        let made: Vec<Bound> = (have..full)
+            .map(|b| self.bound_of(&list[b * BLOCK..(b + 1) * BLOCK]))
+            .collect();
+        self.bounds[t].extend(made);
+    }
+
+    fn bound_of(&self, block: &[Posting]) -> Bound {
+        let mut bound = Bound {
+            max_freq: 0,
+            min_tokens: u32::MAX,
+            best_freq: 0,
+            best_tokens: 0,
+            min_rowid: i64::MAX,
+        };
+        let mut best = f64::NEG_INFINITY;
+        for p in block {
+            let s = &self.slots[p.slot as usize];
+            let freq = 2 * p.title as u32 + p.body as u32;
+            bound.max_freq = bound.max_freq.max(freq);
+            bound.min_tokens = bound.min_tokens.min(s.tokens);
+            bound.min_rowid = bound.min_rowid.min(s.rowid);
+            let score = tf(p.freq(), s.tokens as f64, self.bounds_at);
+            if score > best {
+                best = score;
+                (bound.best_freq, bound.best_tokens) = (freq, s.tokens);
+            }
+        }
+        bound
+    }
+
+    /// Documents holding token `t` now.
+    pub(crate) fn live_count(&self, t: u32) -> i64 {
+        let list = &self.lists[t as usize];
+        if self.dead == 0 {
+            return list.len() as i64;
+        }
+        let mut counted = self.live_counts.lock().unwrap_or_else(|e| e.into_inner());
+        *counted.entry(t).or_insert_with(|| {
+            list.iter()
+                .filter(|p| self.slots[p.slot as usize].live)
+                .count() as i64
+        })
+    }
+
+    /// The best `k` live documents matching all (`all`) or any of the
+    /// phrases (a token each, `None` for one no document holds, in query
+    /// order), as `(bm25, rowid)` in `ORDER BY bm25(fts, 2.0, 1.0), rowid`
+    /// order: FTS5's negated score, to the bit.
+    pub(crate) fn top(&self, phrases: &[Option<u32>], all: bool, k: usize) -> Vec<(f64, i64)> {
+        let empty: (&[Posting], &[Bound]) = (&[], &[]);
+        let mut cursors: Vec<Cursor> = phrases
+            .iter()
+            .map(|t| {
+                let (list, bounds) = t.map_or(empty, |t| {
+                    (&self.lists[t as usize][..], &self.bounds[t as usize][..])
+                });
+                Cursor {
+                    list,
+                    bounds,
+                    idf: idf(self.rows, t.map_or(0, |t| self.live_count(t))),
+                    pos: 0,
+                }
+            })
+            .collect();
+        if k == 0 || cursors.is_empty() || (all && cursors.iter().any(|c| c.list.is_empty())) {
+            return Vec::new();
+        }
+        let mut search = Search {
+            postings: self,
+            avgdl: self.avgdl(),
+            best: Best {
+                k,
+                heap: BinaryHeap::with_capacity(k.min(4096) + 1),
+            },
+            window: vec![WindowBound::default(); cursors.len()],
+        };
+        while let Some(lo) = search.next_window(&cursors, all) {
+            for c in &mut cursors {
+                c.seek(lo);
+            }
+            let hi = lo.saturating_add(WINDOW);
+            search.bound_window(&cursors, lo, hi);
+            let w = &search.window;
+            let reachable = if all {
+                w.iter().all(|b| b.present) && search.best.admits(sum(w, |_| true), min_rowid(w))
+            } else {
+                search.best.admits(sum(w, |_| true), min_rowid(w))
+            };
+            if reachable {
+                if all {
+                    search.every_word(&mut cursors, hi);
+                } else {
+                    search.any_word(&mut cursors, hi);
+                }
+            }
+            for c in &mut cursors {
+                c.seek(hi);
+            }
+        }
+        let mut best = search.best.heap.into_sorted_vec();
+        best.truncate(k);
+        // FTS5 returns `-1.0 * score`: the same bits as negation.
+        best.into_iter().map(|e| (-e.score, e.rowid)).collect()
+    }
+}
+
+/// Count one occurrence; false when a count could not hold it (the
+/// postings are then no longer exact).
+fn add(list: &mut Vec<Posting>, slot: u32, title: bool) -> bool {
+    match list.last_mut() {
+        Some(p) if p.slot == slot => {
+            let count = if title { &mut p.title } else { &mut p.body };
+            match count.checked_add(1) {
+                Some(n) => {
+                    *count = n;
+                    true
+                }
+                None => false,
+            }
+        }
+        _ => {
+            list.push(Posting {
+                slot,
+                title: u16::from(title),
+                body: u16::from(!title),
+            });
+            true
+        }
+    }
+}
+
+/// One phrase's place in its list.
+struct Cursor<'a> {
+    list: &'a [Posting],
+    bounds: &'a [Bound],
+    idf: f64,
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn slot(&self) -> Option<u32> {
+        self.list.get(self.pos).map(|p| p.slot)
+    }
+
+    /// Move to the first posting at or past `slot`.
+    fn seek(&mut self, slot: u32) {
+        if self.slot().is_some_and(|s| s < slot) {
+            self.pos += self.list[self.pos..].partition_point(|p| p.slot < slot);
+        }
+    }
+
+    /// The posting at `slot`, moving to it (or past it when there is none).
+    fn at(&mut self, slot: u32) -> Option<Posting> {
+        self.seek(slot);
+        self.list.get(self.pos).filter(|p| p.slot == slot).copied()
+    }
+}
+
+/// What one phrase can add in the current window.
+#[derive(Debug, Clone, Copy, Default)]
+struct WindowBound {
+    /// Whether it has postings in the window.
+    present: bool,
+    /// The most it adds to any score there.
+    score: f64,
+    /// The smallest rowid among the blocks read for that.
+    min_rowid: i64,
+    /// Whether only documents other phrases bring are looked up in it.
+    non_essential: bool,
+}
+
+/// The sum, in query order, of the window's bounds that `take` keeps (the
+/// score's own order: a document's score is at most this).
+fn sum(window: &[WindowBound], take: impl Fn(usize) -> bool) -> f64 {
+    let mut s = 0.0;
+    for (i, b) in window.iter().enumerate() {
+        if b.present && take(i) {
+            s += b.score;
+        }
+    }
+    s
+}
+
+fn min_rowid(window: &[WindowBound]) -> i64 {
+    window
+        .iter()
+        .filter(|b| b.present)
+        .map(|b| b.min_rowid)
+        .min()
+        .unwrap_or(i64::MAX)
+}
+
+/// A scored document; ordered best first (higher score, then lower rowid).
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    score: f64,
+    rowid: i64,
+}
+
+impl Ord for Scored {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.rowid.cmp(&other.rowid))
+    }
+}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Scored {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Scored {}
+
+/// The best `k` so far; the heap's top is the worst of them.
+struct Best {
+    k: usize,
+    heap: BinaryHeap<Scored>,
+}
+
+impl Best {
+    /// Whether a document scoring at most `bound`, with a rowid at least
+    /// `rowid`, could still enter.
+    fn admits(&self, bound: f64, rowid: i64) -> bool {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k => {
+                bound > worst.score || (bound == worst.score && rowid < worst.rowid)
+            }
+            _ => true,
+        }
+    }
+
+    fn offer(&mut self, s: Scored) {
+        if self.heap.len() < self.k {
+            self.heap.push(s);
+        } else if self.heap.peek().is_some_and(|worst| s < *worst) {
+            self.heap.pop();
+            self.heap.push(s);
+        }
+    }
+}
+
+struct Search<'a> {
+    postings: &'a Postings,
+    avgdl: f64,
+    best: Best,
+    window: Vec<WindowBound>,
+}
+
+impl Search<'_> {
+    /// Where the next window starts: the first slot any phrase holds (all
+    /// of them: the last of their next slots), `None` when done.
+    fn next_window(&self, cursors: &[Cursor], all: bool) -> Option<u32> {
+        let mut next = cursors.iter().map(|c| c.slot());
+        if all {
+            next.try_fold(0, |lo, s| Some(lo.max(s?)))
+        } else {
+            next.flatten().min()
+        }
+    }
+
+    /// The block's bound for a phrase, times its idf.
+    fn block_bound(&self, c: &Cursor, b: usize) -> (f64, i64) {
+        let p = self.postings;
+        let (freq, tokens, rowid) = match c.bounds.get(b) {
+            Some(bound) if bound_is_best(p.bounds_at, self.avgdl) => {
+                (bound.best_freq, bound.best_tokens, bound.min_rowid)
+            }
+            Some(bound) => (bound.max_freq, bound.min_tokens, bound.min_rowid),
+            None => {
+                // The partial last block: its exact best now.
+                let mut most = 0.0f64;
+                let mut min_rowid = i64::MAX;
+                for posting in &c.list[b * BLOCK..] {
+                    let s = &p.slots[posting.slot as usize];
+                    most = most.max(tf(posting.freq(), s.tokens as f64, self.avgdl));
+                    min_rowid = min_rowid.min(s.rowid);
+                }
+                return (c.idf * most, min_rowid);
+            }
+        };
+        (
+            c.idf * tf(freq as f64, tokens as f64, self.avgdl),
+            rowid,
+        )
+    }
+
+    /// Each phrase's bound over the blocks that meet `lo..hi`.
+    fn bound_window(&mut self, cursors: &[Cursor], lo: u32, hi: u32) {
+        for (i, c) in cursors.iter().enumerate() {
+            let mut wb = WindowBound {
+                min_rowid: i64::MAX,
+                ..WindowBound::default()
+            };
+            if c.slot().is_some_and(|s| (lo..hi).contains(&s)) {
+                wb.present = true;
+                let mut b = c.pos / BLOCK;
+                while c.list.get(b * BLOCK).is_some_and(|p| p.slot < hi) {
+                    let (score, rowid) = self.block_bound(c, b);
+                    wb.score = wb.score.max(score);
+                    wb.min_rowid = wb.min_rowid.min(rowid);
+                    b += 1;
+                }
+            }
+            self.window[i] = wb;
+        }
+    }
+
+    /// Score what the window's postings of `cursors` bring, any phrase
+    /// matching.
+    fn any_word(&mut self, cursors: &mut [Cursor], hi: u32) {
+        // Phrases whose bounds, summed from the smallest, cannot lift a
+        // document into the best k: looked up only for what others bring.
+        let mut order: Vec<usize> = (0..cursors.len())
+            .filter(|&i| self.window[i].present)
+            .collect();
+        order.sort_by(|&a, &b| self.window[a].score.total_cmp(&self.window[b].score));
+        let floor = min_rowid(&self.window);
+        let mut taken = vec![false; cursors.len()];
+        for &i in &order {
+            taken[i] = true;
+            if self.best.admits(sum(&self.window, |j| taken[j]), floor) {
+                break;
+            }
+            self.window[i].non_essential = true;
+        }
+        let mut exact = vec![None; cursors.len()];
+        loop {
+            let Some(slot) = cursors
+                .iter()
+                .zip(&self.window)
+                .filter(|(_, w)| w.present && !w.non_essential)
+                .filter_map(|(c, _)| c.slot())
+                .filter(|&s| s < hi)
+                .min()
+            else {
+                return;
+            };
+            let s = &self.postings.slots[slot as usize];
+            for (i, c) in cursors.iter_mut().enumerate() {
+                let w = &self.window[i];
+                exact[i] = None;
+                if w.present && !w.non_essential && c.slot() == Some(slot) {
+                    exact[i] = Some(c.idf * tf(c.list[c.pos].freq(), s.tokens as f64, self.avgdl));
+                    c.pos += 1;
+                }
+            }
+            if !s.live {
+                continue;
+            }
+            let w = &self.window;
+            if !self.best.admits(bound(w, &exact, |i| w[i].non_essential), s.rowid) {
+                continue;
+            }
+            for (i, c) in cursors.iter_mut().enumerate() {
+                if self.window[i].present && self.window[i].non_essential {
+                    exact[i] = c
+                        .at(slot)
+                        .map(|p| c.idf * tf(p.freq(), s.tokens as f64, self.avgdl));
+                }
+            }
+            self.offer(&exact, s);
+        }
+    }
+
+    /// Score the window's documents every phrase holds, read from the
+    /// phrase with the fewest postings there.
+    fn every_word(&mut self, cursors: &mut [Cursor], hi: u32) {
+        let in_window = |c: &Cursor| c.list[c.pos..].partition_point(|p| p.slot < hi);
+        let Some(lead) = (0..cursors.len()).min_by_key(|&i| in_window(&cursors[i])) else {
+            return;
+        };
+        let mut exact = vec![None; cursors.len()];
+        let end = cursors[lead].pos + in_window(&cursors[lead]);
+        'docs: for at in cursors[lead].pos..end {
+            let posting = cursors[lead].list[at];
+            let s = &self.postings.slots[posting.slot as usize];
+            if !s.live {
+                continue;
+            }
+            exact.fill(None);
+            exact[lead] = Some(cursors[lead].idf * tf(posting.freq(), s.tokens as f64, self.avgdl));
+            if !self.best.admits(bound(&self.window, &exact, |i| i != lead), s.rowid) {
+                continue;
+            }
+            for (i, c) in cursors.iter_mut().enumerate() {
+                if i == lead {
+                    continue;
+                }
+                let Some(p) = c.at(posting.slot) else {
+                    continue 'docs;
+                };
+                exact[i] = Some(c.idf * tf(p.freq(), s.tokens as f64, self.avgdl));
+            }
+            self.offer(&exact, s);
+        }
+    }
+
+    /// Offer the document in `s` with the phrases' exact shares.
+    fn offer(&mut self, exact: &[Option<f64>], s: &Slot) {
+        #[cfg(test)]
+        SCORED.with(|c| c.set(c.get() + 1));
+        let mut score = 0.0;
+        for share in exact.iter().flatten() {
+            score += share;
+        }
+        self.best.offer(Scored {
+            score,
+            rowid: s.rowid,
+        });
+    }
+}
+
+/// A bound on a document's score, in query order: the shares known
+/// exactly, and for the phrases `unknown` names that are in the window,
+/// their window bound (a phrase neither known nor unknown is absent: 0).
+fn bound(window: &[WindowBound], exact: &[Option<f64>], unknown: impl Fn(usize) -> bool) -> f64 {
+    let mut s = 0.0;
+    for (i, (w, e)) in window.iter().zip(exact).enumerate() {
+        match e {
+            Some(share) => s += share,
+            None if w.present && unknown(i) => s += w.score,
+            None => {}
+        }
+    }
+    s
+}
+
+/// Whether the blocks' best documents are the best at `avgdl`.
+fn bound_is_best(bounds_at: f64, avgdl: f64) -> bool {
+    bounds_at.to_bits() == avgdl.to_bits()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Documents scored on this thread, for tests of what is skipped.
+    static SCORED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+#[path = "bm25_tests.rs"]
+mod tests;
