@@ -273,7 +273,7 @@ impl Kb {
                 store: &kb.store,
                 embedder: kb.embedder.as_ref(),
             },
-            self.start_watching(),
+            Kb::start_watching,
             Kb::embed_pending_proposals,
             |kb: &Kb| kb.take_warnings(),
             report,

@@ -101,12 +101,16 @@ pub struct CallNotes {
     /// Documents a search's semantic side could not see: not embedded yet
     /// (found by words only, if at all).
     pub vectors_pending: Option<usize>,
+    /// The index answered before its first catch-up with the files (a
+    /// server just started): what changed while no vouch ran may be
+    /// missing.
+    pub index_catching_up: bool,
 }
 
 impl CallNotes {
     /// Whether the call raised nothing.
     pub fn is_empty(&self) -> bool {
-        self.warnings.is_empty() && self.vectors_pending.is_none()
+        self.warnings.is_empty() && self.vectors_pending.is_none() && !self.index_catching_up
     }
 
     /// The notes as the `_meta` object an agent receives: `partial` when
@@ -123,6 +127,10 @@ impl CallNotes {
         if let Some(n) = self.vectors_pending {
             meta.insert("partial".into(), true.into());
             meta.insert("vectors_pending".into(), n.into());
+        }
+        if self.index_catching_up {
+            meta.insert("partial".into(), true.into());
+            meta.insert("index_catching_up".into(), true.into());
         }
         if !self.warnings.is_empty() {
             let project = root.parent().unwrap_or(root);
@@ -262,6 +270,16 @@ impl Store {
         CALL_NOTES.with(|call| {
             if let Some(notes) = call.borrow_mut().as_mut() {
                 notes.vectors_pending = Some(notes.vectors_pending.unwrap_or(0).max(n));
+            }
+        });
+    }
+
+    /// Record that the call read an index not yet caught up with the files
+    /// ([`CallNotes::index_catching_up`]).
+    pub fn note_index_catching_up(&self) {
+        CALL_NOTES.with(|call| {
+            if let Some(notes) = call.borrow_mut().as_mut() {
+                notes.index_catching_up = true;
             }
         });
     }
@@ -756,15 +774,25 @@ mod call_notes {
                 "no path here".into(),
             ],
             vectors_pending: Some(3),
+            index_catching_up: false,
         };
         let meta = notes.meta(Path::new("/srv/team/kb/.vouch")).unwrap();
         assert_eq!(meta["partial"], true);
         assert_eq!(meta["vectors_pending"], 3);
+        assert!(meta.get("index_catching_up").is_none());
         assert_eq!(
             meta["warnings"][0],
             "skipped .vouch/claims/broken.yaml: bad YAML"
         );
         assert_eq!(meta["warnings"][1], "no path here");
         assert!(CallNotes::default().meta(Path::new("/x/.vouch")).is_none());
+        // An index not yet caught up: partial, and said so by name.
+        let catching_up = CallNotes {
+            index_catching_up: true,
+            ..CallNotes::default()
+        };
+        let meta = catching_up.meta(Path::new("/x/.vouch")).unwrap();
+        assert_eq!(meta["partial"], true);
+        assert_eq!(meta["index_catching_up"], true);
     }
 }

@@ -478,6 +478,13 @@ fn notes_text(meta: &serde_json::Map<String, Value>) -> String {
              searched by meaning"
         ));
     }
+    if meta.get("index_catching_up") == Some(&Value::Bool(true)) {
+        lines.push(
+            "vouch: partial answer: the server just started and its index is still catching \
+             up with the files; what changed while no vouch ran may be missing"
+                .to_string(),
+        );
+    }
     if let Some(warnings) = meta.get("warnings").and_then(Value::as_array) {
         for w in warnings.iter().filter_map(Value::as_str) {
             lines.push(format!("vouch: warning: {w}"));

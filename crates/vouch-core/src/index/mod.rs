@@ -72,6 +72,11 @@ pub trait Upkeep {
     /// log (changes made outside this process), opening or building the
     /// index if needed. Reads never do it ([`keeper`]).
     fn catch_up(&self, store: &Store) -> Result<SyncStats>;
+    /// A server's first step: open for reads what an earlier run built
+    /// here (schema current, documents in it), so reads answer before the
+    /// first catch-up — each saying the index is still catching up.
+    /// False when there is nothing such (the first catch-up builds it).
+    fn open_built(&self, store: &Store) -> Result<bool>;
     /// Read again what the index keeps in memory (postings) when another
     /// process changed it; a background step's round, never a request's.
     fn refresh_postings(&self, store: &Store) -> Result<()>;

@@ -285,6 +285,9 @@ mod tests {
         fn catch_up(&self, _: &Store) -> Result<SyncStats> {
             Ok(SyncStats::default())
         }
+        fn open_built(&self, _: &Store) -> Result<bool> {
+            Ok(true)
+        }
         fn refresh_postings(&self, _: &Store) -> Result<()> {
             Ok(())
         }

@@ -104,73 +104,158 @@ pub fn round(parts: &Parts, watched: bool) -> Vec<Error> {
 /// every [`ROUND_EVERY`] — reads again the postings another process
 /// wrote, and embeds what is new, off every request's path.
 pub struct Upkeep {
-    /// The watcher, while it runs (`None`: re-scanning instead).
+    /// The watcher, when it started on the caller's thread (`None`:
+    /// re-scanning instead, or started on the keeper's thread).
     pub watching: Option<Arc<Watching>>,
 }
 
 impl Upkeep {
-    /// Make the index current once (a server answers its first request
-    /// from a current index), then keep it so on a thread of its own.
-    /// `watching` is the watcher the caller started (or why it could not);
+    /// Make the index current once, then keep it so on a thread of its
+    /// own. Where an earlier run built the index here, it answers at once
+    /// (each read saying it is catching up) and the first catch-up — the
+    /// watcher's first full scan, or a round — is the keeper thread's
+    /// first step; otherwise it is taken here, so the server answers its
+    /// first request from a current index. `watch` starts the watcher;
     /// `also` is the rest of a round that needs more than the index (the
-    /// review queue's vectors).
-    /// `report` hears what went wrong in a round and what the round noticed
-    /// (`notices`: e.g. a file that no longer parses) — the core never
-    /// prints.
+    /// review queue's vectors). `report` hears what went wrong in a round
+    /// and what the round noticed (`notices`: e.g. a file that no longer
+    /// parses) — the core never prints.
     pub fn start<K: Send + Sync + 'static>(
         kb: Arc<K>,
         parts: for<'a> fn(&'a K) -> Parts<'a>,
-        watching: Result<Watching>,
+        watch: fn(&K) -> Result<Watching>,
         also: fn(&K) -> Result<usize>,
         notices: fn(&K) -> Vec<String>,
         report: impl Fn(Vec<String>) + Send + 'static,
     ) -> Upkeep {
-        let watching = match watching {
-            Ok(w) => Some(Arc::new(w)),
-            Err(e) => {
-                report(vec![format!(
-                    "not watching the files ({e}); re-scanning them every second"
-                )]);
-                None
-            }
-        };
-        let watched = watching.clone();
-        let watched = move || watched.as_ref().is_some_and(|w| w.is_running());
-        let say = move |kb: &K, failed: Vec<Error>| {
-            let mut lines: Vec<String> = failed
-                .into_iter()
-                .map(|e| format!("index upkeep failed: {e}"))
-                .collect();
+        let say = move |kb: &K, failed: Vec<Error>, mut lines: Vec<String>| {
+            lines.extend(
+                failed
+                    .into_iter()
+                    .map(|e| format!("index upkeep failed: {e}")),
+            );
             lines.extend(notices(kb));
             if !lines.is_empty() {
                 report(lines);
             }
         };
-        // The words on this thread, first: the server answers its first
-        // request from a current index (vectors follow on the keeper's
-        // thread; a read meanwhile says what is pending).
-        if !watched() {
+        let begin_watching = move |kb: &K| match watch(kb) {
+            Ok(w) => (Some(Arc::new(w)), Vec::new()),
+            Err(e) => (
+                None,
+                vec![format!(
+                    "not watching the files ({e}); re-scanning them every second"
+                )],
+            ),
+        };
+        let (opened, mut failed) = {
             let first = parts(&kb);
-            say(
-                &kb,
-                first
-                    .index
-                    .catch_up(first.store)
-                    .err()
-                    .into_iter()
-                    .collect(),
-            );
+            match first.index.open_built(first.store) {
+                Ok(opened) => (opened, Vec::new()),
+                Err(e) => (false, vec![e]),
+            }
+        };
+        let (mut watching, mut lines) = (None, Vec::new());
+        if !opened {
+            (watching, lines) = begin_watching(&kb);
+            // The words on this thread, first (vectors follow on the
+            // keeper's thread; a read meanwhile says what is pending).
+            if watching.is_none() {
+                let first = parts(&kb);
+                failed.extend(first.index.catch_up(first.store).err());
+            }
         }
+        say(&kb, failed, lines);
+        let started_here = watching.clone();
         std::thread::spawn(move || {
+            if opened {
+                let lines;
+                (watching, lines) = begin_watching(&kb);
+                say(&kb, Vec::new(), lines);
+            }
+            // The first round at once after an early open (it catches up
+            // where no watcher did), then a round a second, or at once
+            // when a read asks for one.
+            let mut at_once = opened;
             loop {
-                // A round a second (the first a second after the words
-                // above), or at once when a read asks for one.
-                parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
-                let mut failed = round(&parts(&kb), watched());
+                if !std::mem::take(&mut at_once) {
+                    parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
+                }
+                let watched = watching.as_ref().is_some_and(|w| w.is_running());
+                let mut failed = round(&parts(&kb), watched);
                 failed.extend(also(&kb).err());
-                say(&kb, failed);
+                say(&kb, failed, Vec::new());
             }
         });
-        Upkeep { watching }
+        Upkeep {
+            watching: started_here,
+        }
+    }
+}
+
+#[cfg(test)]
+mod first_answer {
+    use crate::index::IndexUpkeep;
+    use crate::kb::Kb;
+    use crate::store::Dir;
+    use crate::stored::Store;
+
+    /// A server process on `dir`'s knowledge base before its keeper's
+    /// first round: nothing caught up in this process yet.
+    fn server_process(dir: &tempfile::TempDir) -> Kb {
+        let kb = Kb::open(
+            &dir.path().join(".vouch"),
+            std::sync::Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        let mut options = kb.index().options();
+        options.upkeep = IndexUpkeep::Background;
+        kb.index().configure(options);
+        kb
+    }
+
+    fn search(kb: &Kb, q: &str) -> (Vec<String>, bool) {
+        let (hits, notes) = Store::collecting_notes(|| crate::testing::claim_hits(kb, q));
+        (
+            hits.into_iter().map(|h| h.id).collect(),
+            notes.index_catching_up,
+        )
+    }
+
+    /// What an earlier run built answers before the first catch-up, and
+    /// says so; a claim whose file went while no vouch ran is not served
+    /// from its stale row; the catch-up ends the note.
+    #[test]
+    fn a_built_index_answers_before_the_first_catch_up_and_says_so() {
+        let (dir, kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "drills");
+        let kept = crate::testing::test_claim(&kb, &src, "Failover drills run monthly");
+        let gone = crate::testing::test_claim(&kb, &src, "Failover drills need two people");
+        let gone_file = kb.layout().file(Dir::Claims, &gone).unwrap();
+        drop(kb);
+        std::fs::remove_file(gone_file).unwrap();
+
+        let kb = server_process(&dir);
+        assert!(kb.index().open_built(&kb).unwrap(), "an index was built here");
+        assert_eq!(
+            search(&kb, "failover"),
+            (vec![kept.clone()], true),
+            "answered at once, partial, without the stale row"
+        );
+        kb.index().catch_up(&kb).unwrap();
+        assert_eq!(search(&kb, "failover"), (vec![kept], false));
+    }
+
+    /// Nothing built: nothing opened early (the first catch-up builds it,
+    /// and reads wait for that).
+    #[test]
+    fn nothing_built_is_not_opened_early() {
+        let (dir, kb) = crate::testing::test_kb();
+        drop(kb);
+        let index_db = dir.path().join(".vouch/state.db");
+        let _ = std::fs::remove_file(&index_db);
+        let kb = server_process(&dir);
+        assert!(!kb.index().open_built(&kb).unwrap());
+        assert!(!index_db.exists(), "opening early never creates the file");
     }
 }

@@ -99,6 +99,9 @@ impl crate::index::Upkeep for SqliteIndex {
     fn catch_up(&self, store: &Store) -> Result<SyncStats> {
         super::catch_up(&self.at(store))
     }
+    fn open_built(&self, store: &Store) -> Result<bool> {
+        super::open_built(&self.at(store))
+    }
     fn refresh_postings(&self, store: &Store) -> Result<()> {
         super::postings::refresh(&self.at(store))
     }

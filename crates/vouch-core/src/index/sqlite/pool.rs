@@ -164,6 +164,7 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
     loop {
         if let Some(lease) = Lease::reader(kb) {
             if let Some(answer) = with_reader(lease, &f) {
+                say_if_catching_up(kb);
                 return answer;
             }
             let slot = kb
@@ -172,7 +173,9 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             if let Some(open) = slot.as_ref() {
-                return f(&open.index);
+                let answer = f(&open.index);
+                say_if_catching_up(kb);
+                return answer;
             }
         }
         if kb.index_upkeep() != crate::index::IndexUpkeep::Background
@@ -182,6 +185,43 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
         }
         crate::index::keeper::vectors::ask_for_upkeep(&kb.keep());
         std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Open for reads the `state.db` an earlier run built here, before the
+/// first catch-up (a million claims' freshness scan takes seconds): only
+/// a file that is there already, made here, with this schema and
+/// documents in it — `open_in` empties any other, and an empty index
+/// waits for the catch-up to build it. Reads answering meanwhile say so
+/// ([`with_index`]); every hit is still checked against its file
+/// ([`super::backed`]), so what changed since answers from the files or
+/// not at all.
+pub(crate) fn open_built(kb: &Ix) -> Result<bool> {
+    if !kb.layout().index_db().exists() {
+        return Ok(false);
+    }
+    let mut slot = kb
+        .index_state
+        .index
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let open = open_in(kb, &mut slot)?;
+    let built: bool =
+        open.index
+            .conn
+            .query_row("SELECT EXISTS(SELECT 1 FROM docs)", [], |r| r.get(0))?;
+    if built {
+        // Ready for readers; `synced_at` stays unset until the catch-up.
+        readers(kb).ready = true;
+    }
+    Ok(built)
+}
+
+/// Tell the call its answer came from an index not yet caught up with
+/// the files (see [`open_built`]).
+fn say_if_catching_up(kb: &Ix) {
+    if readers(kb).synced_at.is_none() {
+        kb.note_index_catching_up();
     }
 }
 
