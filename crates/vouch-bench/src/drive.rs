@@ -45,10 +45,18 @@ pub(crate) fn summarize(mut v: Vec<Duration>) -> Summary {
 
 /// Peak resident set of a live process, from /proc (Linux), in MiB.
 pub(crate) fn peak_rss_mib(pid: u32) -> Option<f64> {
+    rss_mib(pid).map(|(_, peak)| peak)
+}
+
+/// Resident set now and at its peak of a live process (Linux), in MiB.
+pub(crate) fn rss_mib(pid: u32) -> Option<(f64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
 /// The `vouch` binary next to this one (`cargo build --release` builds both);

@@ -151,6 +151,14 @@ enum Bench {
         project: PathBuf,
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// Rebuilds by the CLI and by the server (default: `runs`; 0 keeps
+        /// the index as it is).
+        #[arg(long)]
+        rebuilds: Option<usize>,
+        /// Seconds a fresh server is left to read its postings before the
+        /// timed queries (a million claims wants about a minute).
+        #[arg(long, default_value_t = 3)]
+        settle: u64,
     },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
@@ -184,7 +192,17 @@ fn main() {
             let files = vouch_bench::scale_1x(&seed, &out, copies, pending_copies);
             println!("wrote {files} files to {}", out.display());
         }
-        Bench::OnKb { project, runs } => vouch_bench::on_kb(&project, runs),
+        Bench::OnKb {
+            project,
+            runs,
+            rebuilds,
+            settle,
+        } => vouch_bench::on_kb(
+            &project,
+            runs,
+            rebuilds.unwrap_or(runs),
+            std::time::Duration::from_secs(settle),
+        ),
         Bench::Transports { claims } => vouch_bench::transports(&claims),
         Bench::Bundle { claims } => vouch_bench::bundle(&claims),
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),

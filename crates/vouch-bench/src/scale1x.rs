@@ -287,7 +287,7 @@ pub(crate) const SHORT_TASKS: &[&str] = &[
 /// through the JSONL server, `kb.search`/`kb.context` p50/p99 on short
 /// typed queries and tasks, and one-shot `vouch search` beside `git status
 /// --porcelain` on the same committed tree, paired run by run.
-pub fn on_kb(project: &Path, runs: usize) {
+pub fn on_kb(project: &Path, runs: usize, rebuilds: usize, settle: std::time::Duration) {
     use crate::drive::{jsonl_server, summarize, time_calls, vouch_bin};
     use crate::suites::TYPED_QUERIES;
     use std::process::Command;
@@ -304,21 +304,22 @@ pub fn on_kb(project: &Path, runs: usize) {
         );
         t.elapsed()
     };
+    // Each rebuild under GNU time for its peak RSS, where it is installed.
+    let mut rebuild_rss = Vec::new();
     let cli_rebuild = summarize(
-        (0..runs)
+        (0..rebuilds)
             .map(|_| {
-                time(
-                    Command::new(&bin)
-                        .args(["index", "rebuild"])
-                        .current_dir(project),
-                )
+                let t = Instant::now();
+                let rss = crate::drive::cli_peak_rss_mib(project, &["index", "rebuild"]);
+                rebuild_rss.extend(rss);
+                t.elapsed()
             })
             .collect(),
     );
     let mut server = jsonl_server(project, &[]);
     server.call(0, "kb.status", serde_json::json!({}));
     let server_rebuild = summarize(
-        (0..runs)
+        (0..rebuilds)
             .map(|i| {
                 let t = Instant::now();
                 server.call(i, "kb.index_rebuild", serde_json::json!({}));
@@ -326,8 +327,14 @@ pub fn on_kb(project: &Path, runs: usize) {
             })
             .collect(),
     );
-    // Let its first background tick (postings read) pass.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    drop(server);
+    // A fresh server on the built index: its first answer, then the
+    // figures once its first background rounds (postings read) passed.
+    let t = Instant::now();
+    let mut server = jsonl_server(project, &[]);
+    server.call(0, "kb.search", serde_json::json!({"query": SHORT_TASKS[0]}));
+    let first_answer = t.elapsed();
+    std::thread::sleep(settle);
     let typed: Vec<String> = TYPED_QUERIES.iter().map(|q| q.to_string()).collect();
     let short: Vec<String> = SHORT_TASKS.iter().map(|q| q.to_string()).collect();
     let mut timed = |method: &str, key: &str, inputs: &[String], calls: usize| {
@@ -347,6 +354,7 @@ pub fn on_kb(project: &Path, runs: usize) {
     let search_short = timed("kb.search", "query", &short, 300);
     let context_typed = timed("kb.context", "task", &typed, 200);
     let context_short = timed("kb.context", "task", &short, 200);
+    let server_rss = crate::drive::rss_mib(server.pid());
     drop(server);
     // One-shot search against git status on the same committed tree.
     if !project.join(".git").exists() {
@@ -386,10 +394,18 @@ pub fn on_kb(project: &Path, runs: usize) {
     let (cli, git) = (summarize(cli), summarize(git));
     println!("| measure | p50 / p99 |");
     println!("|---|---:|");
-    println!("| `vouch index rebuild` (CLI) | {} |", cli_rebuild.pair());
+    if rebuilds > 0 {
+        println!("| `vouch index rebuild` (CLI) | {} |", cli_rebuild.pair());
+        let peak = rebuild_rss.iter().copied().fold(0.0, f64::max);
+        println!("| `vouch index rebuild` (CLI), peak RSS | {peak:.0} MiB |");
+        println!(
+            "| `kb.index_rebuild` (JSONL server) | {} |",
+            server_rebuild.pair()
+        );
+    }
     println!(
-        "| `kb.index_rebuild` (JSONL server) | {} |",
-        server_rebuild.pair()
+        "| a fresh server's first answer (`kb.search`) | {} |",
+        crate::drive::fmt_ms(first_answer.as_secs_f64() * 1000.0)
     );
     println!(
         "| `kb.search`, typed queries (JSONL) | {} |",
@@ -411,6 +427,10 @@ pub fn on_kb(project: &Path, runs: usize) {
     println!(
         "| `kb.context` 4,000 chars, four short tasks (JSONL) | {} |",
         context_short.pair()
+    );
+    println!(
+        "| server RSS after the queries (peak) | {} |",
+        server_rss.map_or("?".into(), |(now, peak)| format!("{now:.0} MiB ({peak:.0} MiB)"))
     );
     println!("| one-shot `vouch search`, no watcher | {} |", cli.pair());
     println!("| `git status --porcelain`, same tree | {} |", git.pair());
