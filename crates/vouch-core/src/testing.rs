@@ -78,3 +78,32 @@ pub(crate) fn claim_hits(kb: &Kb, q: &str) -> Vec<crate::index::SearchHit> {
     )
     .unwrap()
 }
+
+/// Write an approved claim's file by hand, as a pull or a teammate's
+/// editor would (no proposal, no audit event).
+pub(crate) fn write_claim_file(kb: &Kb, id: &str, text: &str) {
+    use crate::model::*;
+    use crate::stored::Stored;
+    let now = kb.now();
+    let claim = Claim {
+        id: id.into(),
+        text: text.into(),
+        claim_type: ClaimType::Fact,
+        status: ClaimStatus::Working,
+        confidence: 0.7,
+        evidence: vec!["ev-x".into()],
+        entities: vec![],
+        supersedes: vec![],
+        superseded_by: None,
+        contradicts: vec![],
+        scope: None,
+        tags: vec![],
+        created_at: now,
+        updated_at: now,
+        last_confirmed_at: None,
+        approved_by: Some("alice".into()),
+        extra: Default::default(),
+    };
+    let path = kb.layout().file(crate::store::Dir::Claims, id).unwrap();
+    std::fs::write(path, claim.encode().unwrap()).unwrap();
+}

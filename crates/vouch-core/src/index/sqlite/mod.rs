@@ -100,7 +100,7 @@ type FilesSig = (Option<(i64, i64, i64)>, Option<(i64, i64, i64)>);
 pub struct Index {
     pub(crate) conn: Connection,
     /// FTS rows the running [`Index::write_docs`] changed.
-    touched: std::cell::RefCell<Vec<postings::Touched>>,
+    touched: std::cell::RefCell<postings::TouchedRows>,
     /// The sha256 of files [`Index::unaudited`] hashed, by path, with the
     /// signature they had (with the inode change time, which no one can set
     /// back as `touch -r` sets a modification time): a file is read again
@@ -511,7 +511,7 @@ impl Index {
     /// in the same transaction and, once committed, patches this process's
     /// postings ([`postings`]) with the rows it touched.
     pub(crate) fn write_docs<R>(&self, kb: &Ix, f: impl FnOnce() -> Result<R>) -> Result<R> {
-        self.touched.borrow_mut().clear();
+        *self.touched.borrow_mut() = Default::default();
         let mut generations = (0, 0);
         let r = self.write(|| {
             let r = f()?;
@@ -573,7 +573,7 @@ impl Index {
         if let Some((old_rowid, _)) = old
             && old_rowid != rowid
         {
-            self.touched.borrow_mut().push((old_rowid, None));
+            self.touched.borrow_mut().push(old_rowid, || None);
         }
         if doc.kind != "relation" {
             self.conn
@@ -581,7 +581,7 @@ impl Index {
                 .execute(params![rowid, doc.title, doc.body])?;
             self.touched
                 .borrow_mut()
-                .push((rowid, Some((doc.title.clone(), doc.body.clone()))));
+                .push(rowid, || Some((doc.title.clone(), doc.body.clone())));
         }
         Ok(old.map(|(_, sig)| sig))
     }
@@ -618,7 +618,7 @@ impl Index {
     fn delete(&self, kind: &str, id: &str) -> Result<Option<Sig>> {
         let old = self.remove_row(kind, id)?;
         if let Some((rowid, _)) = old {
-            self.touched.borrow_mut().push((rowid, None));
+            self.touched.borrow_mut().push(rowid, || None);
         }
         Ok(old.map(|(_, sig)| sig))
     }

@@ -150,6 +150,35 @@ pub(crate) fn fresh_generation(conn: &Connection) -> Result<()> {
 /// A change to one FTS row: its text now, or `None` when it went.
 pub(crate) type Touched = (i64, Option<(String, String)>);
 
+/// The FTS rows a write changed, while few enough to patch the postings
+/// with: past [`PATCH_AT_MOST`] only that they were too many is kept (a
+/// rebuild would otherwise hold a second copy of every document's text).
+#[derive(Default)]
+pub(crate) struct TouchedRows {
+    rows: Vec<Touched>,
+    too_many: bool,
+}
+
+impl TouchedRows {
+    /// Row `rowid` changed; `text` is its text now (asked only while the
+    /// rows are few).
+    pub(crate) fn push(&mut self, rowid: i64, text: impl FnOnce() -> Option<(String, String)>) {
+        if self.too_many {
+            return;
+        }
+        if self.rows.len() >= PATCH_AT_MOST {
+            self.too_many = true;
+            self.rows = Vec::new();
+            return;
+        }
+        self.rows.push((rowid, text()));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.too_many && self.rows.is_empty()
+    }
+}
+
 /// Read every posting of `conn`'s FTS index, in one read transaction.
 fn read(conn: &Connection) -> Result<Held> {
     conn.execute_batch(
@@ -268,7 +297,7 @@ pub(crate) fn doc_freq(kb: &Ix, idx: &Index, word: &String) -> Result<Option<usi
 
 /// After this process committed a write to the FTS tables: patch its
 /// postings if they were current just before, or let them go.
-pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]) {
+pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &TouchedRows) {
     let memory = &kb.index_state.memory;
     let current = |p: &Option<Held>| {
         p.as_ref()
@@ -279,10 +308,11 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]
     }
     // Tokenized before the write lock is taken: searches go on meanwhile.
     let texts: Vec<(&str, &str)> = touched
+        .rows
         .iter()
         .filter_map(|(_, t)| t.as_ref().map(|(a, b)| (a.as_str(), b.as_str())))
         .collect();
-    let made = if touched.len() > PATCH_AT_MOST {
+    let made = if touched.too_many {
         None
     } else {
         memory.tokenizer(kb, |t| t.tokens(&texts)).ok()
@@ -303,7 +333,7 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &[Touched]
     };
     let postings = &mut held.postings;
     made.reverse();
-    for (rowid, text) in touched {
+    for (rowid, text) in &touched.rows {
         match text {
             Some(_) => {
                 let toks = made.pop().unwrap_or_default();
@@ -424,28 +454,7 @@ mod tests {
     }
 
     fn write_claim(kb: &Kb, id: &str, text: &str) {
-        let now = kb.now();
-        let claim = Claim {
-            id: id.into(),
-            text: text.into(),
-            claim_type: ClaimType::Fact,
-            status: ClaimStatus::Working,
-            confidence: 0.7,
-            evidence: vec!["ev-x".into()],
-            entities: vec![],
-            supersedes: vec![],
-            superseded_by: None,
-            contradicts: vec![],
-            scope: None,
-            tags: vec![],
-            created_at: now,
-            updated_at: now,
-            last_confirmed_at: None,
-            approved_by: Some("alice".into()),
-            extra: Default::default(),
-        };
-        let path = kb.layout().file(Dir::Claims, id).unwrap();
-        std::fs::write(path, claim.encode().unwrap()).unwrap();
+        crate::testing::write_claim_file(kb, id, text);
     }
 
     fn write_page(kb: &Kb, id: &str, title: &str, body: &str) {

@@ -5,6 +5,13 @@
 
 use super::*;
 
+/// Files read at once by a large sync (a rebuild reads them a slice at a
+/// time while it writes the last).
+const LOAD_AT_ONCE: usize = 4096;
+
+/// A file to index: its kind, id and signature.
+type Item = (&'static str, String, Sig);
+
 impl Index {
     /// Bring the index in step with the files. Each kind's directory is
     /// scanned (one `fstatat` per file) and summed into a fingerprint; only a
@@ -70,7 +77,7 @@ impl Index {
             kinds: scans,
             racy_after,
         } = scan;
-        let mut changed: Vec<(&'static str, String, Sig)> = Vec::new();
+        let mut changed: Vec<Item> = Vec::new();
         let mut removed: Vec<(&'static str, String)> = Vec::new();
         let mut new_meta: Vec<(String, String)> = Vec::new();
         for scan in scans {
@@ -115,22 +122,20 @@ impl Index {
         // splitting pages: a rebuild is about twice as fast.
         changed.sort_by_cached_key(|(kind, id, _)| stable_rowid(kind, id));
         // A racy file re-read as the index holds it is no change, and a
-        // catch-up that finds only such files writes nothing.
-        let mut docs = Vec::with_capacity(changed.len());
-        let mut kept = Vec::with_capacity(changed.len());
-        for (doc, item) in load_docs(kb, &changed).into_iter().zip(changed) {
-            if let Some(d) = &doc
-                && self.holds(d, item.2)?
-            {
-                continue;
+        // catch-up that finds only such files writes nothing: a small
+        // change is read before the write starts, to know that. A large
+        // one (a rebuild, a big pull) is read a slice at a time inside the
+        // write, the next slice parsed while this one is written: memory
+        // holds two slices' documents, not every document.
+        let (ahead, changed) = if changed.len() <= LOAD_AT_ONCE {
+            let loaded = self.unheld(load_docs(kb, &changed), changed)?;
+            if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() {
+                return Ok(stats);
             }
-            docs.push(doc);
-            kept.push(item);
-        }
-        let changed = kept;
-        if changed.is_empty() && removed.is_empty() && new_meta.is_empty() {
-            return Ok(stats);
-        }
+            (Some(loaded), Vec::new())
+        } else {
+            (None, changed)
+        };
         // Documents whose content really changed (or went), for the vectors.
         let mut moved: Vec<(String, String)> = removed
             .iter()
@@ -141,20 +146,38 @@ impl Index {
                 self.delete(kind, id)?;
                 stats.removed += 1;
             }
-            for (doc, (kind, id, sig)) in docs.into_iter().zip(&changed) {
-                match doc {
-                    Some(doc) => {
-                        // A racy file re-read unchanged is no change.
-                        if self.upsert(&doc, *sig)? != Some(*sig) {
-                            moved.push((kind.to_string(), id.clone()));
+            let mut write = |loaded: Vec<(Option<Doc>, Item)>| -> Result<()> {
+                for (doc, (kind, id, sig)) in loaded {
+                    match doc {
+                        Some(doc) => {
+                            // A racy file re-read unchanged is no change.
+                            if self.upsert(&doc, sig)? != Some(sig) {
+                                moved.push((kind.to_string(), id));
+                            }
+                            stats.updated += 1;
                         }
-                        stats.updated += 1;
-                    }
-                    None => {
-                        self.delete(kind, id)?;
-                        moved.push((kind.to_string(), id.clone()));
+                        None => {
+                            self.delete(kind, &id)?;
+                            moved.push((kind.to_string(), id));
+                        }
                     }
                 }
+                Ok(())
+            };
+            match ahead {
+                Some(loaded) => write(loaded)?,
+                None => std::thread::scope(|s| -> Result<()> {
+                    let mut slices = changed.chunks(LOAD_AT_ONCE);
+                    let mut next = slices.next().map(|c| s.spawn(move || (load_docs(kb, c), c)));
+                    while let Some(loading) = next.take() {
+                        let (docs, slice) = loading.join().map_err(|_| {
+                            Error::internal("index: a file reader panicked")
+                        })?;
+                        next = slices.next().map(|c| s.spawn(move || (load_docs(kb, c), c)));
+                        write(self.unheld(docs, slice.to_vec())?)?;
+                    }
+                    Ok(())
+                })?,
             }
             for (k, v) in &new_meta {
                 self.conn.execute(
@@ -176,6 +199,21 @@ impl Index {
                 .execute("INSERT INTO fts(fts) VALUES('optimize')", [])?;
         }
         Ok(stats)
+    }
+
+    /// The loaded documents paired with their items, without those the
+    /// index already holds exactly so (a racy file read back unchanged).
+    fn unheld(&self, docs: Vec<Option<Doc>>, items: Vec<Item>) -> Result<Vec<(Option<Doc>, Item)>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (doc, item) in docs.into_iter().zip(items) {
+            if let Some(d) = &doc
+                && self.holds(d, item.2)?
+            {
+                continue;
+            }
+            out.push((doc, item));
+        }
+        Ok(out)
     }
 
     /// Re-read just these documents' files — the ones a watcher was told
@@ -279,7 +317,7 @@ pub(super) fn parses(kb: &Ix, kind: &str, id: &str) -> bool {
 }
 
 /// Parse changed files on two threads (YAML parsing dominates a rebuild).
-pub(super) fn load_docs(kb: &Ix, items: &[(&'static str, String, (i64, i64))]) -> Vec<Option<Doc>> {
+pub(super) fn load_docs(kb: &Ix, items: &[Item]) -> Vec<Option<Doc>> {
     if items.len() < 512 {
         return items.iter().map(|(k, id, _)| load_doc(kb, k, id)).collect();
     }
@@ -295,4 +333,53 @@ pub(super) fn load_docs(kb: &Ix, items: &[(&'static str, String, (i64, i64))]) -
         out.extend(h.join().unwrap_or_default());
         out
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::write_claim_file;
+
+    fn claims(kb: &crate::kb::Kb) -> i64 {
+        with_index(&crate::testing::sqlite(kb), |idx| {
+            Ok(idx
+                .conn
+                .query_row("SELECT count(*) FROM docs WHERE kind = 'claim'", [], |r| {
+                    r.get(0)
+                })?)
+        })
+        .unwrap()
+    }
+
+    /// A sync of more files than it reads at once (a rebuild, a large
+    /// pull) reads them a slice at a time while it writes: every file is
+    /// indexed once, and what changed after is caught up the same way.
+    #[test]
+    fn a_large_sync_indexes_every_file_a_slice_at_a_time() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let n = 2 * LOAD_AT_ONCE + 7;
+        for i in 0..n {
+            write_claim_file(&kb, &format!("c-{i}"), &format!("drill number w{i} passed"));
+        }
+        kb.index().catch_up(&kb).unwrap();
+        assert_eq!(claims(&kb), n as i64);
+        let ids = |q: &str| -> Vec<String> {
+            crate::testing::claim_hits(&kb, q)
+                .into_iter()
+                .map(|h| h.id)
+                .collect()
+        };
+        assert_eq!(ids("w0"), ["c-0"]);
+        assert_eq!(ids(&format!("w{}", n - 1)), [format!("c-{}", n - 1)]);
+
+        // Out of the 2 s racy window, then one file edited, one gone.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        write_claim_file(&kb, "c-5", "drill number moved elsewhere");
+        std::fs::remove_file(kb.layout().file(crate::store::Dir::Claims, "c-6").unwrap())
+            .unwrap();
+        kb.index().catch_up(&kb).unwrap();
+        assert_eq!(claims(&kb), n as i64 - 1);
+        assert_eq!(ids("elsewhere"), ["c-5"]);
+        assert!(ids("w5").is_empty() && ids("w6").is_empty());
+    }
 }
