@@ -132,7 +132,7 @@ fn http_token_refused(p: &Project, token: &str, says: &str) {
     ]);
     let r = run_client(c, std::time::Duration::from_secs(20));
     assert_ne!(r.code, Some(0), "{}", r.stderr);
-    assert!(r.stderr.contains(says), "{}", r.stderr);
+    assert_contains(&r.stderr, says);
 }
 
 /// Round five, U1b: approvals were logged with actor `cli` (`USER=cli`:
@@ -199,7 +199,7 @@ fn a_decision_is_not_signed_by_no_one_or_by_an_invisible_name() {
         "{\"id\": 1, \"method\": \"kb.status\"}\n",
     );
     assert_ne!(r.code, 0, "served as an invisible name: {}", r.stdout);
-    assert!(r.stderr.contains("U+200B"), "{}", r.stderr);
+    assert_contains(&r.stderr, "U+200B");
     // Nor does an HTTP server whose token's subject is one.
     http_token_refused(&p, "bob\u{200b}=tok-bob-0123456789", "U+200B");
     // A reviewer named with an invisible character in the person's own
@@ -244,7 +244,7 @@ fn a_decision_is_not_signed_by_a_name_that_reads_as_no_one() {
         ] {
             let r = run_named(&p, &[("USER", name)], &decide);
             assert_ne!(r.code, 0, "{name:?} {decide:?} decided: {}", r.stdout);
-            assert!(r.stderr.contains("no name"), "{name:?}: {}", r.stderr);
+            assert_contains(&r.stderr, "no name");
         }
         // A person at the command line may name who approves: not one
         // who reads as no one.

@@ -2,7 +2,7 @@
 //! errors and output at the command line, who signs a decision when no
 //! name is set, a doctor that stays quiet about what fixes itself.
 
-use crate::common::{Project, Run, jsonl};
+use crate::common::{Project, Run, assert_contains, assert_lacks, jsonl};
 use serde_json::json;
 use std::process::Command;
 
@@ -34,9 +34,9 @@ fn an_uncited_claim_names_source_add_and_evidence_at_the_command_line() {
     let p = Project::new();
     let r = p.run("agent", &["propose-claim", "Tokens expire after a day."]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("vouch source add"), "{}", r.stdout);
-    assert!(r.stdout.contains("-e/--evidence"), "{}", r.stdout);
-    assert!(!r.stdout.contains("kb.register_source"), "{}", r.stdout);
+    assert_contains(&r.stdout, "vouch source add");
+    assert_contains(&r.stdout, "-e/--evidence");
+    assert_lacks(&r.stdout, "kb.register_source");
 
     let agent = jsonl(
         &p,
@@ -178,7 +178,7 @@ fn reject_says_what_it_did_and_a_proposer_may_withdraw() {
         "{}",
         r.stdout
     );
-    assert!(!r.stdout.contains("ok: true"), "{}", r.stdout);
+    assert_lacks(&r.stdout, "ok: true");
     assert!(pending_ids(&p).is_empty());
     assert!(
         p.audit_events("agent")
@@ -215,7 +215,7 @@ fn search_and_synthesize_output_explain_scores_and_gaps() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("source "), "{}", r.stdout);
+    assert_contains(&r.stdout, "source ");
     for line in r.stdout.lines() {
         assert_eq!(line, line.trim_end(), "a trailing space:\n{}", r.stdout);
     }
@@ -224,12 +224,10 @@ fn search_and_synthesize_output_explain_scores_and_gaps() {
 
     let r = p.run("x", &["synthesize", "when do access tokens expire last"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stdout.contains("gap: "), "{}", r.stdout);
-    assert!(
-        r.stdout
-            .contains("not covered (words of the question no cited claim holds): last\n"),
-        "{}",
-        r.stdout
+    assert_lacks(&r.stdout, "gap: ");
+    assert_contains(
+        &r.stdout,
+        "not covered (words of the question no cited claim holds): last\n",
     );
     for line in r.stdout.lines() {
         assert_eq!(line, line.trim_end(), "a trailing space:\n{}", r.stdout);
@@ -250,14 +248,14 @@ fn init_again_says_already_initialized_and_git_only_in_git() {
     let r = p.run("x", &["init", fresh.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("Initialized"), "{}", r.stdout);
-    assert!(!r.stdout.contains("git add"), "{}", r.stdout);
+    assert_lacks(&r.stdout, "git add");
 
     let repo = p.root().join("repo");
     std::fs::create_dir(&repo).unwrap();
     crate::teams::git(&repo, &["init", "-q"]);
     let r = p.run("x", &["init", repo.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("git add .vouch"), "{}", r.stdout);
+    assert_contains(&r.stdout, "git add .vouch");
 }
 
 /// `audit verify --base` says what it needs instead of git's raw error:
@@ -267,8 +265,8 @@ fn audit_verify_base_says_what_it_needs() {
     let p = Project::new();
     let r = p.run("x", &["audit", "verify", "--base", "origin/main"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("not in a git work tree"), "{}", r.stderr);
-    assert!(!r.stderr.contains("fatal:"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not in a git work tree");
+    assert_lacks(&r.stderr, "fatal:");
 
     let git = Command::new("git")
         .args(["init", "-q"])
@@ -278,8 +276,8 @@ fn audit_verify_base_says_what_it_needs() {
     assert!(git.success());
     let r = p.run("x", &["audit", "verify", "--base", "origin/main"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("needs it fetched"), "{}", r.stderr);
-    assert!(!r.stderr.contains("fatal:"), "{}", r.stderr);
+    assert_contains(&r.stderr, "needs it fetched");
+    assert_lacks(&r.stderr, "fatal:");
 }
 
 /// A usage line shows what was typed: VOUCH_AGENT in the environment is
@@ -289,8 +287,8 @@ fn usage_lines_do_not_show_the_agent_from_the_environment() {
     let p = Project::new();
     let r = p.run("someone", &["reject", "abc"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("Usage: vouch reject"), "{}", r.stderr);
-    assert!(!r.stderr.contains("--agent"), "{}", r.stderr);
+    assert_contains(&r.stderr, "Usage: vouch reject");
+    assert_lacks(&r.stderr, "--agent");
     // And VOUCH_AGENT still names the actor.
     let src = p.source("Tokens expire after a day.");
     let v = p.ok("bob", &["propose-claim", "Tokens expire.", "-e", &src]);

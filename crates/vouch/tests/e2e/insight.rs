@@ -2,7 +2,7 @@
 //! (`stats`, `expire`) through the real binary: the command line and a
 //! JSONL agent.
 
-use crate::common::{Project, entity_relation_and_page, jsonl};
+use crate::common::{Project, assert_contains, entity_relation_and_page, jsonl};
 use serde_json::{Value, json};
 
 /// The `id` of each item of a list.
@@ -48,11 +48,7 @@ fn why_tells_a_claims_story_on_the_command_line_and_over_jsonl() {
         "proposal.approve by alice",
         "its file is what the gate wrote",
     ] {
-        assert!(
-            text.stdout.contains(want),
-            "{want:?} not in:\n{}",
-            text.stdout
-        );
+        assert_contains(&text.stdout, want);
     }
     let r = jsonl(&p, "agent", "kb.why", json!({"id": claim}));
     let why = &r["result"];
@@ -65,7 +61,7 @@ fn why_tells_a_claims_story_on_the_command_line_and_over_jsonl() {
     let body = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, body.replace("100 requests", "500 requests")).unwrap();
     let after = p.run("x", &["why", &claim]);
-    assert!(after.stdout.contains("UNAUDITED"), "{}", after.stdout);
+    assert_contains(&after.stdout, "UNAUDITED");
     assert_eq!(p.ok("x", &["why", &claim])["unaudited"], true);
 }
 
@@ -102,7 +98,7 @@ fn impact_and_neighbors_name_what_rests_on_and_lies_around_an_object() {
     assert!(found.contains(&format!("page {page}")), "{found:?}");
     assert!(found.contains(&format!("relation {relation}")), "{found:?}");
     let text = p.run("x", &["impact", &claim]);
-    assert!(text.stdout.contains("(draws on it)"), "{}", text.stdout);
+    assert_contains(&text.stdout, "(draws on it)");
 
     let around = p.ok("x", &["neighbors", &entity]);
     assert_eq!(ids(&around["nodes"]), vec![claim.clone()], "{around}");
@@ -148,7 +144,7 @@ fn hostile_ids_are_refused_with_a_clear_error() {
     }
     let r = p.run("x", &["why", "no-such-claim"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("no-such-claim"), "{}", r.stderr);
+    assert_contains(&r.stderr, "no-such-claim");
 }
 
 #[test]
@@ -183,8 +179,8 @@ fn stats_count_the_queue_and_decisions_by_agent_and_reviewer() {
     assert_eq!(over["result"]["proposed"], 0, "{over}");
     assert_eq!(over["result"]["queue"]["pending"], 1);
     let text = p.run("x", &["stats"]);
-    assert!(text.stdout.contains("Queue: 1 pending"), "{}", text.stdout);
-    assert!(text.stdout.contains("By reviewer:"), "{}", text.stdout);
+    assert_contains(&text.stdout, "Queue: 1 pending");
+    assert_contains(&text.stdout, "By reviewer:");
     let bad = p.run("x", &["stats", "--since", "yesterday"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
 }
@@ -218,11 +214,7 @@ fn expire_lists_first_rejects_on_apply_and_is_a_persons_decision() {
     );
     let done = p.run("alice", &["expire", "--older-than", "6h", "--apply"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    assert!(
-        done.stdout.contains("Rejected 1 proposal(s)"),
-        "{}",
-        done.stdout
-    );
+    assert_contains(&done.stdout, "Rejected 1 proposal(s)");
     let read = &p.ok("x", &["show", &old])["object"];
     assert_eq!(read["status"], "rejected", "{read}");
     assert_eq!(read["decided_by"], "alice");

@@ -4,7 +4,7 @@
 //! different `vouch` entry needs --force; --dry-run writes nothing; a file
 //! that does not parse is refused with its line.
 
-use crate::common::Project;
+use crate::common::{Project, assert_contains};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -533,44 +533,34 @@ fn install_shows_and_reports_every_file_it_writes() {
             "\"Bash(vouch call kb.import_apply:*)\"",
         ),
     ] {
-        assert!(
-            dry.stdout
-                .contains(&format!("+++ {}", p.root().join(file).display())),
-            "{file}'s diff is not shown:\n{}",
-            dry.stdout
+        assert_contains(
+            &dry.stdout,
+            &format!("+++ {}", p.root().join(file).display()),
         );
-        assert!(
-            dry.stdout
-                .contains(&format!("would create: {}", p.root().join(file).display())),
-            "{file} is not reported:\n{}",
-            dry.stdout
+        assert_contains(
+            &dry.stdout,
+            &format!("would create: {}", p.root().join(file).display()),
         );
-        assert!(dry.stdout.contains(shows), "{}", dry.stdout);
+        assert_contains(&dry.stdout, shows);
     }
     assert!(!p.root().join(".mcp.json").exists());
     assert!(!p.root().join(".claude").exists());
     // Not on PATH: the file still says `vouch` (it is committed, and works
     // for everyone who clones the project), and the output says so.
-    assert!(
-        dry.stdout.contains("`vouch` is not on this PATH"),
-        "{}",
-        dry.stdout
-    );
+    assert_contains(&dry.stdout, "`vouch` is not on this PATH");
 
     // The real run, with this binary on PATH.
     let bin_dir = Path::new(crate::common::bin()).parent().unwrap();
     let run = human(&["claude-code"], &bin_dir.display().to_string());
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     for file in [".mcp.json", ".claude/settings.json"] {
-        assert!(
-            run.stdout
-                .contains(&format!("created: {}", p.root().join(file).display())),
-            "{file} is not reported:\n{}",
-            run.stdout
+        assert_contains(
+            &run.stdout,
+            &format!("created: {}", p.root().join(file).display()),
         );
         assert!(p.root().join(file).is_file(), "{file}");
     }
-    assert!(run.stdout.contains("from its own PATH"), "{}", run.stdout);
+    assert_contains(&run.stdout, "from its own PATH");
     let v = parse(&p.root().join(".mcp.json"));
     assert_eq!(v["mcpServers"]["vouch"]["command"], "vouch", "{v:#}");
 

@@ -86,8 +86,8 @@ fn relations_of_1x_types_and_to_any_object_load_and_are_proposed() {
     let shown = p.ok("x", &["show", "claim-mentions-source"]);
     assert_eq!(shown["object"]["relation"], "mentions", "{shown}");
     let r = p.run("x", &["--json", "doctor"]);
-    assert!(!r.stdout.contains("unparseable-file"), "{}", r.stdout);
-    assert!(!r.stdout.contains("relation-missing-end"), "{}", r.stdout);
+    assert_lacks(&r.stdout, "unparseable-file");
+    assert_lacks(&r.stdout, "relation-missing-end");
     // A relation whose ends are a claim and a source is proposed and
     // approved like any other.
     let v = p.ok(
@@ -153,11 +153,9 @@ fn a_1x_delete_proposal_is_listed_and_can_only_be_rejected_here() {
     assert_eq!(p.ok("alice", &["pending"])[0]["kind"], "delete");
     let r = p.run("alice", &["approve", pid]);
     assert_ne!(r.code, 0);
-    assert!(
-        r.stderr
-            .contains("propose the deletion again with kb.propose_delete"),
-        "{}",
-        r.stderr
+    assert_contains(
+        &r.stderr,
+        "propose the deletion again with kb.propose_delete",
     );
     assert!(p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
     p.ok("alice", &["reject", pid, "--reason", "we archive instead"]);
@@ -223,20 +221,12 @@ fn values_outside_the_vocabularies_are_kept_and_named_not_dropped() {
         ],
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("unknown claim type \"insight\""),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "unknown claim type \"insight\"");
     let r = p.call(
         "agent",
         "kb.register_source",
         serde_json::json!({"content": "x", "locator": "l", "type": "hologram"}),
     );
     assert_eq!(r.code, 2, "{}", r.stdout);
-    assert!(
-        r.stderr.contains("unknown source type \"hologram\""),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "unknown source type \"hologram\"");
 }

@@ -3,7 +3,7 @@
 //! error is named by file and id; import proposes claims citing the files;
 //! the gate holds; re-import is idempotent; export round-trips.
 
-use crate::common::{Project, copy_dir};
+use crate::common::{Project, assert_contains, copy_dir};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -196,17 +196,15 @@ fn import_proposes_cited_claims_the_gate_holds_and_reimport_is_idempotent() {
         .unwrap()
         .to_string();
     let human = p.run("agent", &["knowledge", "import", "knowledge", "--dry-run"]);
-    assert!(
-        human
-            .stdout
-            .contains("pending        global:pitfall:002 related global:pattern:001"),
-        "the import says what became of the link: {}",
-        human.stdout
+    // The import says what became of the link.
+    assert_contains(
+        &human.stdout,
+        "pending        global:pitfall:002 related global:pattern:001",
     );
     // Approved alone before its ends, it is refused, naming them.
     let r = p.run("alice", &["approve", &rel_proposal]);
     assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("not approved yet"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not approved yet");
     let ids: Vec<String> = v["facts"]
         .as_array()
         .unwrap()
@@ -463,10 +461,10 @@ fn hostile_and_broken_folders_are_refused_with_reasons() {
     std::fs::create_dir(p.root().join("empty")).unwrap();
     let r = p.run("x", &["knowledge", "validate", "empty"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("not a knowledge folder"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not a knowledge folder");
     let r = p.run("x", &["knowledge", "validate", "../"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("outside the project"), "{}", r.stderr);
+    assert_contains(&r.stderr, "outside the project");
     // index.json that is not JSON; frontmatter without its end; a fact
     // entry that is not a mapping; an id with path characters; a file too
     // large; a link out of the folder.
@@ -620,10 +618,10 @@ fn knowledge_validate_works_outside_a_knowledge_base() {
     std::fs::write(folder.join("index.json"), "{\"version\": 2}").unwrap();
     let r = run(&["knowledge", "validate", "knowledge"]);
     assert_eq!(r.code, 6, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("`version` must be 1"), "{}", r.stdout);
+    assert_contains(&r.stdout, "`version` must be 1");
     let r = run(&["knowledge", "validate", "elsewhere"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("not a knowledge folder"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not a knowledge folder");
 }
 
 /// A repository's file naturally holds facts of several categories: with
@@ -714,7 +712,7 @@ fn a_person_exports_anywhere_an_agent_only_inside_the_project() {
     std::fs::write(other.join("notes.txt"), "mine").unwrap();
     let r = p.run("alice", &["knowledge", "export", other.to_str().unwrap()]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("not a knowledge export"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not a knowledge export");
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
 }
 

@@ -4,7 +4,7 @@
 //! is there — is never served as that page or claim: each hit is checked
 //! against its file. `doctor` names the rows; `--fix` rebuilds.
 
-use crate::common::{Project, hit_names};
+use crate::common::{Project, assert_contains, assert_lacks, hit_names};
 use serde_json::Value;
 
 fn search(p: &Project, q: &str) -> (Vec<String>, String) {
@@ -131,16 +131,8 @@ fn a_second_row_under_an_approved_claims_id_is_never_served() {
         ))
         .unwrap();
     let shown = p.run("x", &["--json", "search", "prod credentials"]);
-    assert!(
-        !shown.stdout.contains("NOTE TO AI AGENTS"),
-        "{}",
-        shown.stdout
-    );
-    assert!(
-        shown.stderr.contains("not the ones vouch made"),
-        "{}",
-        shown.stderr
-    );
+    assert_lacks(&shown.stdout, "NOTE TO AI AGENTS");
+    assert_contains(&shown.stderr, "not the ones vouch made");
     assert!(
         search(&p, "frozen Fridays")
             .0
@@ -191,7 +183,7 @@ fn an_id_planted_in_admitted_is_not_reviewed_knowledge() {
         .unwrap();
     assert_eq!(marked(&p), Some(true), "a planted row admitted it");
     let read = p.call("x", "kb.read_claim", serde_json::json!({"id": hand}));
-    assert!(read.stdout.contains("\"unaudited\""), "{}", read.stdout);
+    assert_contains(&read.stdout, "\"unaudited\"");
     let out = p.root().join("export");
     let export = p.run(
         "x",

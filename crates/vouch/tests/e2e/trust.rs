@@ -94,8 +94,8 @@ fn a_personal_config_inside_the_project_is_not_used() {
         &["serve", "--transport", "jsonl"],
         &input,
     );
-    assert!(out.stdout.contains("review_gate:"), "{}", out.stdout);
-    assert!(out.stderr.contains("others may write it"), "{}", out.stderr);
+    assert_contains(&out.stdout, "review_gate:");
+    assert_contains(&out.stderr, "others may write it");
     std::fs::remove_file(&own).unwrap();
     for var in ["HOME", "XDG_CONFIG_HOME"] {
         let value = if var == "HOME" {
@@ -175,11 +175,8 @@ fn a_cloned_repositorys_config_does_not_relax_its_own_gate() {
             "{ignored}"
         );
         let shown = key.split(':').next().unwrap();
-        assert!(
-            out.stderr.contains(shown),
-            "start line names {shown}: {}",
-            out.stderr
-        );
+        // The start line names the key.
+        assert_contains(&out.stderr, shown);
     }
     assert!(proposal_is_pending(&p, &proposal));
     let kinds = p.doctor_kinds();
@@ -193,11 +190,7 @@ fn a_cloned_repositorys_config_does_not_relax_its_own_gate() {
     );
     // The human status names them too.
     let status = p.run("x", &["status"]);
-    assert!(
-        status.stdout.contains("ignored    agent: alice"),
-        "{}",
-        status.stdout
-    );
+    assert_contains(&status.stdout, "ignored    agent: alice");
 }
 
 /// The person's own `trusted-agent` still works: any agent may approve
@@ -340,11 +333,7 @@ fn old_files_with_hidden_characters_show_them_escaped_when_reviewed() {
         .join(format!("{proposal}.yaml"));
     edit(&file, "after 24 hours", "after \u{202e}42\u{202c} hours");
     let pending = p.run("x", &["pending"]);
-    assert!(
-        pending.stdout.contains("after \\u202e42\\u202c hours"),
-        "{}",
-        pending.stdout
-    );
+    assert_contains(&pending.stdout, "after \\u202e42\\u202c hours");
     assert!(!pending.stdout.contains('\u{202e}'), "{}", pending.stdout);
 }
 
@@ -366,12 +355,8 @@ fn a_short_token_is_refused_beyond_loopback() {
         ],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("alice's token has 1 characters"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("at least 32"), "{}", r.stderr);
+    assert_contains(&r.stderr, "alice's token has 1 characters");
+    assert_contains(&r.stderr, "at least 32");
 }
 
 /// Every field that becomes durable is shown where the decision is made:
@@ -454,8 +439,8 @@ fn review_prints_planted_escape_codes_as_text() {
         "raw ESC reached the terminal:\n{:?}",
         out.stdout
     );
-    assert!(out.stdout.contains("\\u001b[2J"), "{}", out.stdout);
-    assert!(out.stdout.contains("L1\\u001b[8m"), "{}", out.stdout);
+    assert_contains(&out.stdout, "\\u001b[2J");
+    assert_contains(&out.stdout, "L1\\u001b[8m");
 }
 
 /// A knowledge export names its files from claims' metadata; a name that
@@ -475,7 +460,7 @@ fn knowledge_export_creates_nothing_outside_the_project() {
     p.ok("alice", &["approve", &proposal]);
     let r = p.run("alice", &["knowledge", "export", "out"]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stderr.contains("would leave"), "{}", r.stderr);
+    assert_contains(&r.stderr, "would leave");
     let outside = p.root().parent().unwrap().join("escaped");
     assert!(
         !outside.exists(),
@@ -789,7 +774,7 @@ fn a_planted_state_db_is_rebuilt_before_it_serves() {
         json!(true),
         "the planted index hid the mark: {hit}"
     );
-    assert!(r.stderr.contains("not built here"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not built here");
 }
 
 /// An agent's own words registered with `locator: "README.md"` cannot pass

@@ -4,7 +4,7 @@
 //! Linux only (inotify); elsewhere the watcher refuses to start.
 #![cfg(target_os = "linux")]
 
-use crate::common::Project;
+use crate::common::{Project, assert_contains, assert_lacks};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -254,12 +254,9 @@ fn one_watcher_per_knowledge_base_and_servers_watch_too() {
     let w = Watcher::start(&p);
     let second = p.run("x", &["watch"]);
     assert_ne!(second.code, 0);
-    assert!(
-        second
-            .stderr
-            .contains(&format!("another process (pid {}) watches", w.pid())),
-        "{}",
-        second.stderr
+    assert_contains(
+        &second.stderr,
+        &format!("another process (pid {}) watches", w.pid()),
     );
     drop(w);
 
@@ -348,11 +345,8 @@ fn a_background_watcher_is_started_once_found_after_and_stops_by_itself() {
     assert_eq!(again["watcher"]["pid"], pid);
     let recall = p.run("x", &["recall", "--watch"]);
     assert_eq!(recall.code, 0, "{}", recall.stderr);
-    assert!(
-        !recall.stderr.contains("in the background"),
-        "found, not started: {}",
-        recall.stderr
-    );
+    // Found, not started.
+    assert_lacks(&recall.stderr, "in the background");
     // It keeps the index in step: an edit no scan can see is found.
     edit_unseen(&claim_file(&p, &id), "at noon", "at 1 pm");
     assert_eq!(watched_hits(&p, "1 pm"), vec![id.clone()]);
@@ -369,14 +363,11 @@ fn a_background_watcher_is_started_once_found_after_and_stops_by_itself() {
     // on stderr only (stdout is the digest the agent is given).
     let recall = p.run("x", &["recall", "--watch"]);
     assert_eq!(recall.code, 0, "{}", recall.stderr);
-    assert!(
-        recall
-            .stderr
-            .contains("watching this knowledge base in the background"),
-        "{}",
-        recall.stderr
+    assert_contains(
+        &recall.stderr,
+        "watching this knowledge base in the background",
     );
-    assert!(!recall.stdout.contains("background"), "{}", recall.stdout);
+    assert_lacks(&recall.stdout, "background");
     let pid = p.ok("x", &["status"])["retrieval"]["watcher"]["pid"]
         .as_u64()
         .expect("a watcher after recall --watch") as u32;
@@ -419,7 +410,7 @@ fn a_knowledge_base_that_turned_watching_off_gets_no_background_watcher() {
     );
     let recall = p.run("x", &["recall", "--watch"]);
     assert_eq!(recall.code, 0, "{}", recall.stderr);
-    assert!(!recall.stderr.contains("watch"), "{}", recall.stderr);
+    assert_lacks(&recall.stderr, "watch");
     assert!(p.ok("x", &["status"])["retrieval"]["watcher"].is_null());
 }
 
@@ -458,7 +449,7 @@ fn stop_signals_only_the_process_holding_the_lock() {
     std::fs::write(&lock_path, format!("{} forged-token\n", bystander.id())).unwrap();
     let r = p.run("x", &["watch", "--stop"]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stderr.contains("does not hold it"), "{}", r.stderr);
+    assert_contains(&r.stderr, "does not hold it");
     assert!(is_alive(bystander.id()), "the bystander was signalled");
     drop(lock);
     let _ = bystander.kill();

@@ -19,7 +19,7 @@ fn symlinks_under_vouch_are_never_followed() {
     std::fs::remove_file(&content).unwrap();
     std::os::unix::fs::symlink(&secret, &content).unwrap();
     let r = p.run("x", &["--json", "index", "rebuild"]);
-    assert!(!r.stdout.contains("SECRETKEYMATERIAL"), "{}", r.stdout);
+    assert_lacks(&r.stdout, "SECRETKEYMATERIAL");
     for args in [
         &["--json", "search", "SECRETKEYMATERIAL"][..],
         &["--json", "search", "hunter2"],
@@ -56,7 +56,7 @@ fn symlinks_under_vouch_are_never_followed() {
     std::os::unix::fs::symlink(&elsewhere, p.vouch_dir().join("claims")).unwrap();
     let r = p.run("alice", &["approve", &pid]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert_contains(&r.stderr, "symbolic link");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert!(proposal_path(&p, &pid).exists(), "the proposal was lost");
 
@@ -117,7 +117,7 @@ fn a_source_path_through_a_linked_folder_is_refused() {
     let before = p.snapshot();
     let r = p.run("agent", &["source", "add", "docs/notes.txt"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert_contains(&r.stderr, "symbolic link");
     assert_eq!(before, p.snapshot());
 }
 
@@ -142,7 +142,7 @@ fn a_bundle_whose_knowledge_files_exceed_the_memory_budget_is_refused() {
     std::fs::write(&cfg, text).unwrap();
     let r = b.run("alice", &["--json", "import-check", "b.tar.gz"]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stdout.contains("max_objects_bytes"), "{}", r.stdout);
+    assert_contains(&r.stdout, "max_objects_bytes");
     // Within the budget it checks as before.
     let text = std::fs::read_to_string(&cfg)
         .unwrap()

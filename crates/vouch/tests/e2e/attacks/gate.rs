@@ -13,11 +13,7 @@ fn an_edited_proposal_is_refused_at_approve_and_reported() {
     let src = p.source("Backups run nightly at 02:00.\n");
     let (pid, claim) = p.propose("Backups run nightly", &src);
     let shown = p.run("alice", &["pending"]);
-    assert!(
-        shown.stdout.contains("Backups run nightly"),
-        "{}",
-        shown.stdout
-    );
+    assert_contains(&shown.stdout, "Backups run nightly");
     edit(
         &proposal_path(&p, &pid),
         "Backups run nightly",
@@ -25,11 +21,7 @@ fn an_edited_proposal_is_refused_at_approve_and_reported() {
     );
     let r = p.run("alice", &["approve", &pid]);
     assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("edited after it was proposed"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "edited after it was proposed");
     assert!(!p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
     assert!(p.doctor_kinds().contains(&"proposal-edited".to_string()));
 
@@ -42,7 +34,7 @@ fn an_edited_proposal_is_refused_at_approve_and_reported() {
     );
     let r = p.run("agent", &["approve", &pid]);
     assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("proposed by \"bob\""), "{}", r.stderr);
+    assert_contains(&r.stderr, "proposed by \"bob\"");
 
     // A proposal file nobody proposed (no proposal.create event).
     let (pid, _) = p.propose("Backups are encrypted", &src);
@@ -53,11 +45,7 @@ fn an_edited_proposal_is_refused_at_approve_and_reported() {
     std::fs::write(&forged, text).unwrap();
     let r = p.run("alice", &["approve", "20260101-000000-0badf00d"]);
     assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("no proposal.create event"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "no proposal.create event");
 
     // Untouched proposals still go through.
     let (pid, _) = p.propose("Restores are tested monthly", &src);
@@ -89,7 +77,7 @@ fn a_forged_decision_in_the_log_does_not_skip_the_gate() {
     );
     let r = p.run("agent", &["approve", &pid]);
     assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("cannot also approve"), "{}", r.stderr);
+    assert_contains(&r.stderr, "cannot also approve");
     assert!(!p.vouch_dir().join(format!("claims/{claim}.yaml")).exists());
 
     // Evidence emptied after proposing, then a forged approval.
@@ -154,7 +142,7 @@ fn a_squatted_evidence_id_is_refused_on_quote_import_and_reported() {
         "the squatted record was handed out: {}",
         r.stdout
     );
-    assert!(r.stderr.contains("planted or edited"), "{}", r.stderr);
+    assert_contains(&r.stderr, "planted or edited");
     assert!(
         p.doctor_kinds()
             .contains(&"evidence-id-mismatch".to_string()),
@@ -301,14 +289,10 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
 
     // The reviewer's screen names the change and how to undo it.
     let shown = p.run("alice", &["pending"]);
-    assert!(
-        shown.stdout.contains("claim.archive by agent via JSONL"),
-        "{}",
-        shown.stdout
-    );
+    assert_contains(&shown.stdout, "claim.archive by agent via JSONL");
     let changes = p.ok("alice", &["changes"]);
     let event_id = changes[0]["event_id"].as_str().unwrap().to_string();
-    assert!(shown.stdout.contains(&event_id), "{}", shown.stdout);
+    assert_contains(&shown.stdout, &event_id);
     assert_eq!(changes[0]["object_ids"], json!([claim]));
 
     let r = p.ok("alice", &["revert", &event_id, "--reason", "still true"]);
@@ -335,7 +319,7 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
     // Reverting twice would discard nothing silently: the state moved on.
     let r = p.run("alice", &["revert", &event_id]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("changed again"), "{}", r.stderr);
+    assert_contains(&r.stderr, "changed again");
 
     // A supersession by an agent is undone on both claims.
     let newer = p.claim("The API rate limit is 200 requests per minute", &src);
@@ -376,7 +360,7 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
     let pid = r["result"]["proposal_id"].as_str().unwrap().to_string();
     assert!(in_context(&p), "a gated change waits for review");
     let shown = p.run("alice", &["pending"]);
-    assert!(shown.stdout.contains("kb.archive"), "{}", shown.stdout);
+    assert_contains(&shown.stdout, "kb.archive");
     // The proposer cannot approve it; a person can, once.
     let r = p.run("agent", &["approve", &pid]);
     assert_eq!(r.code, 5, "{}", r.stderr);
@@ -411,10 +395,6 @@ fn agents_lifecycle_changes_are_shown_to_people_and_reversible() {
     );
     let r = p.run("alice", &["approve", &pid]);
     assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("edited after it was proposed"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "edited after it was proposed");
     assert!(p.doctor_kinds().contains(&"proposal-edited".to_string()));
 }

@@ -226,7 +226,7 @@ fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
     let r = keyed(&["--json", "audit", "verify"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
     assert!(r.json()["problem"].is_null(), "the chain itself verifies");
-    assert!(r.stdout.contains("cut or rewritten"), "{}", r.stdout);
+    assert_contains(&r.stdout, "cut or rewritten");
 
     // Cut below the checkpoint (the checkpoint event goes with it): the
     // copy kept beside the key still catches it.
@@ -234,7 +234,7 @@ fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
     std::fs::write(&log, cut.join("\n") + "\n").unwrap();
     let r = keyed(&["--json", "audit", "verify"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
-    assert!(r.stdout.contains("kept outside .vouch"), "{}", r.stdout);
+    assert_contains(&r.stdout, "kept outside .vouch");
 
     // A key inside the project is refused; a key others can read too.
     std::fs::write(&log, &original).unwrap();
@@ -249,14 +249,14 @@ fn keyed_checkpoints_catch_a_recomputed_or_cut_log() {
         ],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("outside the project"), "{}", r.stderr);
+    assert_contains(&r.stderr, "outside the project");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         let r = keyed(&["audit", "verify"]);
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("chmod 600"), "{}", r.stderr);
+        assert_contains(&r.stderr, "chmod 600");
     }
 }
 
@@ -300,7 +300,7 @@ fn a_file_borrowing_an_approved_id_is_refused_not_shown_as_that_claim() {
     assert_eq!(ids, vec![honest.as_str()], "{listed}");
     let r = p.run("x", &["show", "planted"]);
     assert_eq!(r.code, 6, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("must match its name"), "{}", r.stderr);
+    assert_contains(&r.stderr, "must match its name");
     assert!(p.doctor_kinds().contains(&"unparseable-file".to_string()));
     // The approved claim itself still reads as approved and audited.
     let shown = p.ok("x", &["show", &honest]);

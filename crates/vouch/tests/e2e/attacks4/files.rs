@@ -52,7 +52,7 @@ fn a_vouch_folder_replaced_by_a_link_is_refused() {
     let request = json!({"id": "1", "method": "kb.recall", "params": {}}).to_string();
     let r = p.run_with_stdin("agent", &["serve", "--transport", "jsonl"], &request);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(!r.stdout.contains("never expire"), "{}", r.stdout);
+    assert_lacks(&r.stdout, "never expire");
 
     // On disk a folder again, but git still records the link: refused.
     std::fs::remove_file(p.root().join(".vouch")).unwrap();

@@ -287,7 +287,7 @@ fn round6_a_revert_puts_back_only_what_a_lifecycle_change_recorded() {
     forge(&p, note);
     let r = p.call("agent", "kb.revert", json!({"event_id": "evt-forged-note"}));
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stderr.contains("not a lifecycle change"), "{}", r.stderr);
+    assert_contains(&r.stderr, "not a lifecycle change");
     assert_eq!(state(&p, &claim), cur);
     git(p.root(), &["reset", "-q", "--hard", clean.trim()]);
 

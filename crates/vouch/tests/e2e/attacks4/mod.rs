@@ -120,8 +120,8 @@ fn passes(p: &Project, message: &str) -> Value {
 fn check_errs(p: &Project, says: &str) {
     let r = p.run("x", &["audit", "verify", "--base", "main"]);
     assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains(says), "{says}: {}", r.stderr);
-    assert!(!r.stdout.contains("OK"), "{}", r.stdout);
+    assert_contains(&r.stderr, says);
+    assert_lacks(&r.stdout, "OK");
 }
 
 /// Commit as `message`; the check must fail naming `expected`.

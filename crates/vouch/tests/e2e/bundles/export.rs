@@ -111,7 +111,7 @@ fn export_replaces_an_earlier_bundle_but_no_other_file() {
     std::fs::write(f.p.root().join("notes.txt"), "my notes").unwrap();
     let r = f.p.run("alice", &["export", "notes.txt"]);
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("is not a vouch bundle"), "{}", r.stderr);
+    assert_contains(&r.stderr, "is not a vouch bundle");
     assert_eq!(
         std::fs::read_to_string(f.p.root().join("notes.txt")).unwrap(),
         "my notes"
@@ -125,7 +125,7 @@ fn export_replaces_an_earlier_bundle_but_no_other_file() {
     for who in ["alice", "agent"] {
         let r = f.p.run(who, &["export", "data.json.gz"]);
         assert_ne!(r.code, 0, "{who}: {}", r.stdout);
-        assert!(r.stderr.contains("is not a vouch bundle"), "{}", r.stderr);
+        assert_contains(&r.stderr, "is not a vouch bundle");
     }
     assert_eq!(std::fs::read(&data).unwrap(), gz);
     f.p.ok("alice", &["export", "b.tar.gz"]);

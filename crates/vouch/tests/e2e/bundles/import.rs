@@ -83,7 +83,7 @@ fn conflicts_are_skipped_by_default_overwritten_on_request_and_fail_refuses() {
         &["import-apply", a.to_str().unwrap(), "--on-conflict", "fail"],
     );
     assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains(&rel), "{}", r.stderr);
+    assert_contains(&r.stderr, &rel);
     assert_eq!(before, q.snapshot(), "on_conflict fail wrote something");
 
     let r = q.ok("bob", &["import-apply", a.to_str().unwrap()]);
@@ -313,22 +313,14 @@ fn spec_and_1x_manifests_are_read() {
             );
         } else if name == "unsafe.tar.gz" {
             assert_ne!(r.code, 0, "{name}");
-            assert!(
-                r.stdout.contains("safety flag has_proposed is true"),
-                "{}",
-                r.stdout
-            );
-            assert!(
-                r.stdout.contains("safety flag has_audit_log is true"),
-                "{}",
-                r.stdout
-            );
+            assert_contains(&r.stdout, "safety flag has_proposed is true");
+            assert_contains(&r.stdout, "safety flag has_audit_log is true");
             let before = q.snapshot();
             assert_ne!(q.run("alice", &["import-apply", name]).code, 0);
             assert_eq!(before, q.snapshot(), "nothing imported");
         } else {
             assert_ne!(r.code, 0, "{name}");
-            assert!(r.stdout.contains("vouch-bundle-0.1"), "{}", r.stdout);
+            assert_contains(&r.stdout, "vouch-bundle-0.1");
         }
     }
 }

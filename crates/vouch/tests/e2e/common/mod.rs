@@ -59,6 +59,19 @@ impl Run {
     }
 }
 
+/// Fails unless `text` (a command's output, a message) holds `part`,
+/// showing the whole text: what the test expected to read there.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in:\n{text}");
+}
+
+/// Fails if `text` holds `part`, showing the whole text.
+#[track_caller]
+pub fn assert_lacks(text: &str, part: &str) {
+    assert!(!text.contains(part), "{part:?} is in:\n{text}");
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_vouch")
 }

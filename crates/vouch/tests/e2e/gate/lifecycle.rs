@@ -17,11 +17,7 @@ fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
     let before = p.snapshot();
     let r = p.run("alice", &["supersede", &a, &b]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(
-        r.stderr.contains("only a current claim can be superseded"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "only a current claim can be superseded");
     let v = p.run(
         "agent",
         &[
@@ -35,18 +31,10 @@ fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
         ],
     );
     assert_eq!(v.code, 2, "{}", v.stdout);
-    assert!(
-        v.stdout.contains("only a current claim can be superseded"),
-        "{}",
-        v.stdout
-    );
+    assert_contains(&v.stdout, "only a current claim can be superseded");
     // An archived claim takes no other's place either.
     let r = p.run("alice", &["supersede", &b, &a]);
-    assert!(
-        r.stderr.contains("a retired claim cannot replace another"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "a retired claim cannot replace another");
     assert_eq!(before, p.snapshot());
     // d lists c as superseded without c saying so: superseding d with c
     // would close a loop.
@@ -59,7 +47,7 @@ fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
     );
     let r = p.run("alice", &["supersede", &d, &c]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("would make a cycle"), "{}", r.stderr);
+    assert_contains(&r.stderr, "would make a cycle");
     // Two steps away, beside a loop the files already hold: n ↔ x, and o
     // lists x. Superseding o with n would close o → x → n → o.
     let [n, x, o] = ["Claim N", "Claim X", "Claim O"].map(|t| p.claim(t, &s));
@@ -73,7 +61,7 @@ fn supersession_follows_one_rule_at_the_gate_and_in_lifecycle() {
     let before = p.snapshot();
     let r = p.run("alice", &["supersede", &o, &n]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("would make a cycle"), "{}", r.stderr);
+    assert_contains(&r.stderr, "would make a cycle");
     assert_eq!(before, p.snapshot());
 }
 
@@ -172,11 +160,7 @@ fn a_correction_supersedes_the_claim_it_names_when_approved() {
     // Only an existing claim can be named.
     let r = propose("Deploys run at 10:00", "no-such-claim");
     assert_eq!(r.json()["valid"], false, "{}", r.stdout);
-    assert!(
-        r.stdout.contains("claim no-such-claim does not exist"),
-        "{}",
-        r.stdout
-    );
+    assert_contains(&r.stdout, "claim no-such-claim does not exist");
     let r = propose("Deploys run at 10:00", "../claims/x");
     assert_eq!(r.json()["valid"], false, "{}", r.stdout);
 
@@ -196,7 +180,7 @@ fn a_correction_supersedes_the_claim_it_names_when_approved() {
     let before = p.snapshot();
     let r = p.run("alice", &["approve", p1, p2]);
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("both supersede"), "{}", r.stderr);
+    assert_contains(&r.stderr, "both supersede");
     assert_eq!(before, p.snapshot());
 
     p.ok("alice", &["approve", p1]);
@@ -221,11 +205,7 @@ fn a_correction_supersedes_the_claim_it_names_when_approved() {
     // The other correction now names a claim that is no longer current.
     let r = p.run("alice", &["approve", p2]);
     assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&format!("already superseded by {new}")),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, &format!("already superseded by {new}"));
     let r = propose("Deploys run at 11:00", &old).json();
     assert_eq!(r["valid"], false, "{r}");
     // A retired claim is not brought back as "superseded".

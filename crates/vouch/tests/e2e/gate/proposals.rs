@@ -19,7 +19,7 @@ fn main_loop_propose_self_approve_refused_second_actor_approves() {
     let before = p.snapshot();
     let r = p.run("agent", &["approve", &prop]);
     assert_eq!(r.code, 5, "self-approval must be refused: {}", r.stderr);
-    assert!(r.stderr.contains("cannot also approve"), "{}", r.stderr);
+    assert_contains(&r.stderr, "cannot also approve");
     assert_eq!(before, p.snapshot(), "a refused approval wrote something");
 
     let v = p.ok("alice", &["approve", &prop]);
@@ -44,7 +44,7 @@ fn main_loop_propose_self_approve_refused_second_actor_approves() {
     // Decided once only.
     let r = p.run("alice", &["approve", &prop]);
     assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("already approved"), "{}", r.stderr);
+    assert_contains(&r.stderr, "already approved");
     let r = p.run("alice", &["reject", &prop, "--reason", "no"]);
     assert_eq!(r.code, 4, "{}", r.stderr);
 
@@ -72,7 +72,7 @@ fn self_approval_is_refused_even_for_a_trusted_agent() {
     let (prop, _) = p.propose("A trusted agent claim", &s);
     let r = p.run("agent", &["approve", &prop]);
     assert_eq!(r.code, 5, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("cannot also approve"), "{}", r.stderr);
+    assert_contains(&r.stderr, "cannot also approve");
     p.ok("other-agent", &["approve", &prop]);
 }
 
@@ -139,7 +139,7 @@ fn bad_claims_are_invalid_with_every_error_and_write_nothing() {
     // The CLI exits 2 on an invalid proposal.
     let r = p.run("agent", &["propose-claim", " ", "--evidence", &s]);
     assert_eq!(r.code, 2);
-    assert!(r.stdout.contains("must not be empty"), "{}", r.stdout);
+    assert_contains(&r.stdout, "must not be empty");
     // Wrong types and unknown enums are invalid_request errors.
     for (params, expect) in [
         (
@@ -223,7 +223,7 @@ fn ids_with_path_tricks_are_refused_and_touch_nothing() {
         ] {
             let r = p.call("alice", method, params);
             assert_eq!(r.code, 2, "{method} {id:?}: {}{}", r.stdout, r.stderr);
-            assert!(r.stderr.contains("error:"), "{}", r.stderr);
+            assert_contains(&r.stderr, "error:");
         }
     }
     assert_eq!(before, p.snapshot());
@@ -242,7 +242,7 @@ fn spans_are_located_minted_and_deduplicated() {
     assert_eq!(again["deduplicated"], true);
     let r = p.run("agent", &["quote", &s, "not there"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("does not occur"), "{}", r.stderr);
+    assert_contains(&r.stderr, "does not occur");
     let eid = ev["evidence_id"].as_str().unwrap();
     let c = p.claim("Line two has the fact", eid);
     let pend = p.ok("x", &["show", &c]);
@@ -323,7 +323,7 @@ fn reject_requires_a_reason() {
     ] {
         let r = p.call("alice", "kb.reject", params);
         assert_eq!(r.code, 2, "{}", r.stderr);
-        assert!(r.stderr.contains("reason"), "{}", r.stderr);
+        assert_contains(&r.stderr, "reason");
     }
     let r = p.run("alice", &["reject", &prop]);
     assert_eq!(r.code, 2, "clap must require --reason");
@@ -341,7 +341,7 @@ fn relations_entities_and_pages_go_through_the_gate() {
     let e2 = p.ok("agent", &["propose-entity", "Postgres", "--type", "tool"]);
     let r = p.run("agent", &["propose-entity", "X", "--type", "spaceship"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("unknown entity type"), "{}", r.stderr);
+    assert_contains(&r.stderr, "unknown entity type");
     // A relation to entities that are still pending is invalid.
     let r = p.run(
         "agent",

@@ -38,7 +38,7 @@ fn sources_from_path_stay_inside_the_project() {
     std::fs::write(p.root().join("big.txt"), "01234567890").unwrap();
     let r = p.run("agent", &["source", "add", "big.txt"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("over the 10-byte limit"), "{}", r.stderr);
+    assert_contains(&r.stderr, "over the 10-byte limit");
     let mut after = p.snapshot();
     after.retain(|(f, _)| f != "config.yaml");
     let mut before = before;
@@ -78,8 +78,8 @@ fn corrupt_claim_files_are_skipped_with_a_warning() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 1);
-    assert!(r.stderr.contains("claims/broken.yaml"), "{}", r.stderr);
-    assert!(r.stderr.contains("claims/truncated.yaml"), "{}", r.stderr);
+    assert_contains(&r.stderr, "claims/broken.yaml");
+    assert_contains(&r.stderr, "claims/truncated.yaml");
     let r = p.run("x", &["search", "good"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("a-good-claim"));
@@ -154,11 +154,7 @@ fn audit_verify_names_the_first_bad_line() {
         let v = r.json();
         assert_eq!(v["first_bad_line"], line, "{what}: {v}");
         let human = p.run("x", &["audit", "verify"]);
-        assert!(
-            human.stdout.contains(&format!("line {line}")),
-            "{}",
-            human.stdout
-        );
+        assert_contains(&human.stdout, &format!("line {line}"));
     };
     check(
         good.replacen("Audited", "Edited", 0).replacen(

@@ -3,7 +3,7 @@
 //! the pull-request check accept it and refuse a delete by hand.
 
 use super::{Call, Who, events, eventually, on_every_transport};
-use crate::common::{Project, entity_relation_and_page};
+use crate::common::{Project, assert_contains, entity_relation_and_page};
 use crate::teams::git;
 use serde_json::{Value, json};
 
@@ -161,7 +161,7 @@ fn a_delete_is_refused_while_other_objects_refer_to_it() {
     p.ok("alice", &["supersede", &old, &newer]);
     let r = p.run("alice", &["approve", &pid]);
     assert_ne!(r.code, 0, "{}", r.stdout);
-    assert!(r.stderr.contains(&format!("claim {newer}")), "{}", r.stderr);
+    assert_contains(&r.stderr, &format!("claim {newer}"));
     assert!(p.vouch_dir().join(format!("claims/{old}.yaml")).exists());
     // A missing object cannot be proposed for deletion.
     assert!(refused(&p, "claim", "no-such-claim").contains("no approved claim"));
@@ -174,14 +174,12 @@ fn the_review_queue_shows_what_a_delete_removes() {
     let p = with_claim();
     proposed(&p, "claim", "deploys-need-a-sign-off-from-the-ops-rota");
     let r = p.run("alice", &["pending"]);
-    assert!(
-        r.stdout
-            .contains("delete claim deploys-need-a-sign-off-from-the-ops-rota"),
-        "{}",
-        r.stdout
+    assert_contains(
+        &r.stdout,
+        "delete claim deploys-need-a-sign-off-from-the-ops-rota",
     );
-    assert!(r.stdout.contains(TEXT), "{}", r.stdout);
-    assert!(r.stdout.contains("reason: not needed"), "{}", r.stdout);
+    assert_contains(&r.stdout, TEXT);
+    assert_contains(&r.stdout, "reason: not needed");
 }
 
 /// doctor accepts an approved delete, and names a claim deleted by hand

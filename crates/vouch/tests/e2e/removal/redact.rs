@@ -6,7 +6,7 @@
 //! refused.
 
 use super::{Call, Who, events, on_every_transport};
-use crate::common::Project;
+use crate::common::{Project, assert_contains, assert_lacks};
 use crate::teams::git;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -101,15 +101,12 @@ fn a_person_redacts_a_source_and_nothing_serves_its_bytes() {
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let content = format!(".vouch/sources/{src}/content");
-    assert!(r.stdout.contains(&content), "{}", r.stdout);
-    assert!(
-        r.stdout.contains(&format!(
-            "git filter-repo --invert-paths --path '{content}'"
-        )),
-        "{}",
-        r.stdout
+    assert_contains(&r.stdout, &content);
+    assert_contains(
+        &r.stdout,
+        &format!("git filter-repo --invert-paths --path '{content}'"),
     );
-    assert!(!r.stdout.contains(SECRET), "{}", r.stdout);
+    assert_lacks(&r.stdout, SECRET);
 
     // The working tree (the index aside) and the log hold no trace.
     assert_eq!(holding(&p, SECRET, false), Vec::<String>::new());
@@ -296,7 +293,7 @@ fn redactions_pass_the_checks_and_the_same_by_hand_does_not() {
     commit(&p, "the content back");
     let r = p.run("x", &["--json", "audit", "verify", "--base", "redacts"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
-    assert!(r.stdout.contains("brings its bytes back"), "{}", r.stdout);
+    assert_contains(&r.stdout, "brings its bytes back");
 
     git(p.root(), &["checkout", "-q", "main"]);
     git(p.root(), &["checkout", "-q", "-b", "by-hand"]);
@@ -304,11 +301,7 @@ fn redactions_pass_the_checks_and_the_same_by_hand_does_not() {
     commit(&p, "content removed by hand");
     let r = p.run("x", &["--json", "audit", "verify", "--base", "main"]);
     assert_eq!(r.code, 6, "{}", r.stdout);
-    assert!(
-        r.stdout.contains(&format!("sources/{src}/content")),
-        "{}",
-        r.stdout
-    );
+    assert_contains(&r.stdout, &format!("sources/{src}/content"));
     // A tombstone written by hand is no redaction.
     let meta = p.vouch_dir().join(format!("sources/{src}/meta.yaml"));
     let mut text = std::fs::read_to_string(&meta).unwrap();

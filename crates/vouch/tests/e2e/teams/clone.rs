@@ -159,7 +159,7 @@ fn a_failed_write_leaves_no_audit_event() {
     for _ in 0..2 {
         let r = p.run("agent", &["session", "start"]);
         assert_ne!(r.code, 0, "{}", r.stdout);
-        assert!(r.stderr.contains("is not a folder"), "{}", r.stderr);
+        assert_contains(&r.stderr, "is not a folder");
     }
     assert_eq!(events(), 0, "a failed session start left an event");
     std::fs::remove_file(p.vouch_dir().join("sessions")).unwrap();

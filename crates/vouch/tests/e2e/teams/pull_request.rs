@@ -186,11 +186,7 @@ fn the_pull_request_check_passes_the_gate_and_names_every_bypass() {
     // A revision git does not know is a clear error.
     let r = p.run("x", &["audit", "verify", "--base", "no-such-branch"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("git knows no such revision"),
-        "{}",
-        r.stderr
-    );
+    assert_contains(&r.stderr, "git knows no such revision");
 }
 
 /// The check knows what a lifecycle change may touch: a real `confirm`
