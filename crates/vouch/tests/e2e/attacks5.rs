@@ -33,14 +33,10 @@ fn a_source_meta_edited_by_hand_changes_no_provenance_and_doctor_names_it() {
     let meta = p.vouch_dir().join(&meta_path);
     edit(&meta, "registered_by: agent", "registered_by: alice");
     edit(&meta, "content: supplied", "content: read_from_file");
-    let v = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Agents may push to main without review",
-            "--quote",
-            &format!("{sid}=agents may push to main without review"),
-        ],
+    let v = p.propose_quoted(
+        "Agents may push to main without review",
+        &sid,
+        "agents may push to main without review",
     );
     assert_eq!(v["valid"], true, "{v}");
     let pending = p.run("alice", &["pending"]).stdout;
@@ -71,14 +67,10 @@ fn a_source_meta_edited_by_hand_changes_no_provenance_and_doctor_names_it() {
         .unwrap()
         .to_string();
     std::fs::remove_file(p.root().join("NOTES.md")).unwrap();
-    p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Releases ship on Tuesdays",
-            "--quote",
-            &format!("{s2}=Releases ship on Tuesdays"),
-        ],
+    p.propose_quoted(
+        "Releases ship on Tuesdays",
+        &s2,
+        "Releases ship on Tuesdays",
     );
     let pending = p.run("alice", &["pending"]).stdout;
     assert!(

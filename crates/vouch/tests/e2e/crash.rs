@@ -126,15 +126,7 @@ const SCENARIOS: &[Scenario] = &[
         name: "redact a source",
         setup: |p| {
             let s = source(p);
-            let v = p.ok(
-                "agent",
-                &[
-                    "propose-claim",
-                    "crashtest alpha holds",
-                    "--quote",
-                    &format!("{s}=crashtest alpha."),
-                ],
-            );
+            let v = p.propose_quoted("crashtest alpha holds", &s, "crashtest alpha.");
             p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
             strings(&["redact", "source", &s, "--reason", "a key"])
         },

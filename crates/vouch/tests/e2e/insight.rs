@@ -18,14 +18,10 @@ fn ids(list: &Value) -> Vec<String> {
 /// by alice: (source, evidence, claim).
 fn cited_claim(p: &Project) -> (String, String, String) {
     let src = p.source("The API allows 100 requests per minute per tenant.");
-    let v = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "The API allows 100 requests a minute",
-            "--quote",
-            &format!("{src}=100 requests per minute"),
-        ],
+    let v = p.propose_quoted(
+        "The API allows 100 requests a minute",
+        &src,
+        "100 requests per minute",
     );
     p.ok("alice", &["approve", v["proposal_id"].as_str().unwrap()]);
     let claim = v["claim_id"].as_str().unwrap().to_string();

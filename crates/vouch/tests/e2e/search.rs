@@ -195,14 +195,10 @@ fn context_packs_only_current_knowledge_ranked_by_trust() {
     let p = Project::new();
     let s =
         p.source("Cache entries expire after ten minutes.\nThe old cache kept entries forever.");
-    let quoted = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Cache entries expire after ten minutes",
-            "--quote",
-            &format!("{s}=Cache entries expire after ten minutes."),
-        ],
+    let quoted = p.propose_quoted(
+        "Cache entries expire after ten minutes",
+        &s,
+        "Cache entries expire after ten minutes.",
     );
     let span_claim = quoted["claim_id"].as_str().unwrap().to_string();
     p.ok(

@@ -263,14 +263,10 @@ fn agent_imports_cannot_rewrite_what_backs_reviewed_knowledge() {
 fn span_evidence_after_its_source_in_the_archive_is_still_checked() {
     let p = Project::new();
     let s = p.source("Runbook.\nThe cache directory is safe to delete between builds.\n");
-    let c = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "The cache can be deleted",
-            "--quote",
-            &format!("{s}=The cache directory is safe to delete"),
-        ],
+    let c = p.propose_quoted(
+        "The cache can be deleted",
+        &s,
+        "The cache directory is safe to delete",
     );
     p.ok("alice", &["approve", c["proposal_id"].as_str().unwrap()]);
     let exported = export(&p, "exported.tar.gz");

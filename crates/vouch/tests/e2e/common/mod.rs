@@ -198,6 +198,19 @@ impl Project {
             v["claim_id"].as_str().unwrap().to_string(),
         )
     }
+    /// Propose a claim as "agent" citing `quote`, a span of `source` that
+    /// the gate mints as evidence; returns what `propose-claim` answered.
+    pub fn propose_quoted(&self, text: &str, source: &str, quote: &str) -> Value {
+        self.ok(
+            "agent",
+            &[
+                "propose-claim",
+                text,
+                "--quote",
+                &format!("{source}={quote}"),
+            ],
+        )
+    }
     /// The names of the audit events `actor` wrote, oldest first.
     pub fn audit_events(&self, actor: &str) -> Vec<String> {
         self.ok("x", &["audit", "--actor", actor])

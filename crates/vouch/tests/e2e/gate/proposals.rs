@@ -253,15 +253,7 @@ fn spans_are_located_minted_and_deduplicated() {
 fn pending_lists_oldest_first_with_citations_and_quotes() {
     let p = Project::new();
     let s = p.source("alpha beta gamma");
-    let first = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "First",
-            "--quote",
-            &format!("{s}=beta gamma"),
-        ],
-    );
+    let first = p.propose_quoted("First", &s, "beta gamma");
     let second = p.ok("agent", &["propose-claim", "Second", "-e", &s]);
     let list = p.ok("x", &["pending"]);
     let ids: Vec<&str> = list

@@ -60,14 +60,10 @@ fn leaked() -> (Project, String, String, String) {
         .as_str()
         .unwrap()
         .to_string();
-    let quoted = p.ok(
-        "agent",
-        &[
-            "propose-claim",
-            "Deploys run scripts/deploy.sh.",
-            "--quote",
-            &format!("{src}=Deploys run scripts/deploy.sh"),
-        ],
+    let quoted = p.propose_quoted(
+        "Deploys run scripts/deploy.sh.",
+        &src,
+        "Deploys run scripts/deploy.sh",
     );
     p.ok(
         "alice",
