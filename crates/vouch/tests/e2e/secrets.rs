@@ -8,7 +8,7 @@
 //! is (`--allow-secrets`).
 
 use crate::common::server::{http_server, init_kb};
-use crate::common::{Project, jsonl};
+use crate::common::{Project, jsonl, output_ok};
 use crate::transports::mcp::Mcp;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -132,23 +132,15 @@ fn agent_calls(
 
 /// A clean source to cite, registered by a person.
 fn clean_source(kb: &Path) -> String {
-    let out = crate::common::server::vouch(kb)
-        .args([
-            "--json",
-            "source",
-            "add",
-            "--text",
-            "The uploader signs requests.",
-            "--locator",
-            "notes",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(crate::common::server::vouch(kb).args([
+        "--json",
+        "source",
+        "add",
+        "--text",
+        "The uploader signs requests.",
+        "--locator",
+        "notes",
+    ]));
     serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"]
         .as_str()
         .unwrap()

@@ -369,23 +369,18 @@ fn a_bundle_with_pax_long_names_imports() {
     let ours = p.root().join("ours.tar.gz");
     std::fs::write(&ours, bundle(members)).unwrap();
     let pax = p.root().join("pax.tar.gz");
-    let out = std::process::Command::new(std::env::var("PYTHON").unwrap_or("python3".into()))
-        .args([
-            "-c",
-            "import sys, tarfile\n\
-             with tarfile.open(sys.argv[1], 'r:gz') as a, \
-                  tarfile.open(sys.argv[2], 'w:gz', format=tarfile.PAX_FORMAT) as b:\n\
-             \x20   for m in a.getmembers():\n\
-             \x20       b.addfile(m, a.extractfile(m) if m.isfile() else None)\n",
-        ])
-        .arg(&ours)
-        .arg(&pax)
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        std::process::Command::new(std::env::var("PYTHON").unwrap_or("python3".into()))
+            .args([
+                "-c",
+                "import sys, tarfile\n\
+                 with tarfile.open(sys.argv[1], 'r:gz') as a, \
+                      tarfile.open(sys.argv[2], 'w:gz', format=tarfile.PAX_FORMAT) as b:\n\
+                 \x20   for m in a.getmembers():\n\
+                 \x20       b.addfile(m, a.extractfile(m) if m.isfile() else None)\n",
+            ])
+            .arg(&ours)
+            .arg(&pax),
     );
     let raw = {
         use std::io::Read;

@@ -59,6 +59,19 @@ impl Run {
     }
 }
 
+/// Run `cmd` and fail, showing the command and its stderr, unless it
+/// exits 0; its output.
+#[track_caller]
+pub fn output_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("the command starts");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Fails unless `text` (a command's output, a message) holds `part`,
 /// showing the whole text: what the test expected to read there.
 #[track_caller]

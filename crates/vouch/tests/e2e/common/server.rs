@@ -20,16 +20,7 @@ pub fn vouch(kb: &Path) -> Command {
 
 pub fn init_kb() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = vouch(dir.path())
-        .arg("init")
-        .arg(dir.path())
-        .output()
-        .expect("run vouch init");
-    assert!(
-        out.status.success(),
-        "init failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::output_ok(vouch(dir.path()).arg("init").arg(dir.path()));
     dir
 }
 

@@ -2,6 +2,7 @@
 //! searches racing a rebuild read the new index.
 
 use super::{envelope_result, eventually, jsonl_server};
+use crate::common::output_ok;
 use crate::common::server::{http_server, init_kb, vouch};
 use crate::common::stdio::StdioServer;
 use serde_json::{Value, json};
@@ -9,15 +10,10 @@ use std::path::Path;
 
 /// Approve a proposal from the CLI, as a person beside the running server.
 fn approve_as_alice(kb: &Path, proposed: &Value) {
-    let out = vouch(kb)
-        .env("VOUCH_AGENT", "alice")
-        .args(["approve", proposed["proposal_id"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        vouch(kb)
+            .env("VOUCH_AGENT", "alice")
+            .args(["approve", proposed["proposal_id"].as_str().unwrap()]),
     );
 }
 
