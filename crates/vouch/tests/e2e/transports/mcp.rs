@@ -142,33 +142,11 @@ fn mcp_tools_and_errors() {
     );
 
     // A failing method is a tool result with isError, not a protocol error.
-    let r = m
-        .request(
-            "tools/call",
-            json!({"name": "kb_read_claim", "arguments": {}}),
-        )
-        .expect("a tool error is still a result");
-    assert_eq!(r["isError"], json!(true), "{r}");
-    assert!(
-        r["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("missing_param: "),
-        "{r}"
-    );
-    let r = m
-        .request(
-            "tools/call",
-            json!({"name": "kb_search", "arguments": {"query": 5}}),
-        )
-        .expect("a tool error is still a result");
-    assert_eq!(r["isError"], json!(true), "{r}");
-    assert!(
-        r["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("invalid_request: ")
-    );
+    // (`call` fails the test on a protocol error.)
+    let (code, _) = m.call("kb.read_claim", json!({})).unwrap_err();
+    assert_eq!(code, "missing_param");
+    let (code, _) = m.call("kb.search", json!({"query": 5})).unwrap_err();
+    assert_eq!(code, "invalid_request");
 
     // An unknown tool is a protocol error.
     let e = m
