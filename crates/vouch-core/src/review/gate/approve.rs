@@ -3,6 +3,7 @@
 //! order protocol §10 fixes, and crash recovery.
 
 use super::*;
+use crate::audit::trail::ProposalStep;
 
 /// Who approves: the caller, as its transport vouches for it. Only a person
 /// at the CLI may name someone else with `approver`; on an agent transport
@@ -43,6 +44,34 @@ pub(super) struct ProposalEvents {
     pub(super) decision: Option<Value>,
 }
 
+/// The step in a proposal's life an audit event records, if any.
+fn step_of(ev: &Value) -> Option<ProposalStep> {
+    ev.get("event")
+        .and_then(Value::as_str)
+        .and_then(ProposalStep::of)
+}
+
+/// An audit event's id, for a message (`?` when it has none).
+fn event_id(ev: &Value) -> &str {
+    ev.get("id").and_then(Value::as_str).unwrap_or("?")
+}
+
+/// The refusal to approve proposal `id`, which audit event `ev` rejected.
+fn rejected(id: &str, ev: &Value) -> Error {
+    Error::conflict(format!(
+        "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
+        event_id(ev)
+    ))
+}
+
+/// The refusal to reject proposal `id`, which audit event `ev` approved.
+fn approved_already(id: &str, ev: &Value) -> Error {
+    Error::conflict(format!(
+        "proposal {id} was approved (audit event {}); run approve again to finish it",
+        event_id(ev)
+    ))
+}
+
 pub(super) fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEvents> {
     let mut found = ProposalEvents {
         create: None,
@@ -56,12 +85,7 @@ pub(super) fn proposal_events(kb: &Kb, proposal_id: &str) -> Result<ProposalEven
         if !names {
             return false;
         }
-        use crate::audit::trail::ProposalStep;
-        match ev
-            .get("event")
-            .and_then(Value::as_str)
-            .and_then(ProposalStep::of)
-        {
+        match step_of(ev) {
             Some(ProposalStep::Approve | ProposalStep::Reject) => {
                 if found.decision.is_none() {
                     found.decision = Some(ev.clone());
@@ -307,66 +331,57 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
             }
             Err(e) => return Err(e),
         };
-        if proposal.kind == ProposalKind::Redact {
-            let events = proposal_events(kb, id)?;
-            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
-            if let Some(ev) = &events.decision {
-                return Err(Error::conflict(format!(
-                    "proposal {id} was decided by audit event {} (a redaction is decided by \
-                     its own object.redact event); finish with `vouch reject`",
-                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
-                )));
+        // A change to what exists passes the checks every proposal does,
+        // then its kind's own rule on a decision already logged, then its
+        // own approval.
+        let change_events =
+            |what: &str, proposal: &Proposal, refusal: &dyn Fn(&Value) -> Option<Error>| {
+                let events = proposal_events(kb, id)?;
+                check_integrity(proposal, events.create.as_ref()).map_err(Error::denied)?;
+                if let Some(e) = events.decision.as_ref().and_then(refusal) {
+                    return Err(e);
+                }
+                change_alone(&approver, what, proposal)?;
+                Ok(events)
+            };
+        match proposal.kind {
+            ProposalKind::Redact => {
+                change_events("redact", &proposal, &|ev| {
+                    Some(Error::conflict(format!(
+                        "proposal {id} was decided by audit event {} (a redaction is decided by \
+                         its own object.redact event); finish with `vouch reject`",
+                        event_id(ev)
+                    )))
+                })?;
+                let done = super::redact::approve_redact(
+                    kb,
+                    caller,
+                    &approver,
+                    proposal,
+                    p.reason.clone(),
+                );
+                return Ok(vec![done?]);
             }
-            change_alone(&approver, "redact", &proposal)?;
-            return Ok(vec![super::redact::approve_redact(
-                kb,
-                caller,
-                &approver,
-                proposal,
-                p.reason.clone(),
-            )?]);
-        }
-        if proposal.kind == ProposalKind::Lifecycle {
-            let events = proposal_events(kb, id)?;
-            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
-            if let Some(ev) = &events.decision {
-                return Err(Error::conflict(format!(
-                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
-                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
-                )));
+            ProposalKind::Lifecycle => {
+                change_events("lifecycle", &proposal, &|ev| Some(rejected(id, ev)))?;
+                let done = approve_lifecycle(kb, caller, &approver, proposal, p.reason.clone());
+                return Ok(vec![done?]);
             }
-            change_alone(&approver, "lifecycle", &proposal)?;
-            return Ok(vec![approve_lifecycle(
-                kb,
-                caller,
-                &approver,
-                proposal,
-                p.reason.clone(),
-            )?]);
-        }
-        if proposal.kind == ProposalKind::Delete {
-            let events = proposal_events(kb, id)?;
-            check_integrity(&proposal, events.create.as_ref()).map_err(Error::denied)?;
-            if let Some(ev) = events.decision.as_ref().filter(|ev| {
-                ev.get("event")
-                    .and_then(Value::as_str)
-                    .and_then(crate::audit::trail::ProposalStep::of)
-                    == Some(crate::audit::trail::ProposalStep::Reject)
-            }) {
-                return Err(Error::conflict(format!(
-                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
-                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
-                )));
+            ProposalKind::Delete => {
+                let events = change_events("delete", &proposal, &|ev| {
+                    (step_of(ev) == Some(ProposalStep::Reject)).then(|| rejected(id, ev))
+                })?;
+                let done = super::delete::approve_delete(
+                    kb,
+                    caller,
+                    &approver,
+                    proposal,
+                    events.decision,
+                    p.reason.clone(),
+                );
+                return Ok(vec![done?]);
             }
-            change_alone(&approver, "delete", &proposal)?;
-            return Ok(vec![super::delete::approve_delete(
-                kb,
-                caller,
-                &approver,
-                proposal,
-                events.decision,
-                p.reason.clone(),
-            )?]);
+            _ => {}
         }
         let draft = Draft::from_proposal(&proposal)?;
         let events = proposal_events(kb, id)?;
@@ -403,16 +418,8 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         let dir = object_dir(proposal.kind);
         if let Some(ev) = events.decision {
             // A crash interrupted a decision already in the audit log.
-            if ev
-                .get("event")
-                .and_then(Value::as_str)
-                .and_then(crate::audit::trail::ProposalStep::of)
-                == Some(crate::audit::trail::ProposalStep::Reject)
-            {
-                return Err(Error::conflict(format!(
-                    "proposal {id} was rejected (audit event {}); finish with `vouch reject`",
-                    ev.get("id").and_then(Value::as_str).unwrap_or("?")
-                )));
+            if step_of(&ev) == Some(ProposalStep::Reject) {
+                return Err(rejected(id, &ev));
             }
             let actor = ev
                 .get("actor")
@@ -753,25 +760,11 @@ pub fn reject(kb: &Kb, caller: &Caller, p: RejectParams) -> Result<OkResult> {
         ProposalKind::Lifecycle | ProposalKind::Redact
     ) && let Some(ev) = lifecycle_decision(kb, &proposal.id)?
     {
-        return Err(Error::conflict(format!(
-            "proposal {} was approved (audit event {}); run approve again to finish it",
-            proposal.id,
-            ev.get("id").and_then(Value::as_str).unwrap_or("?")
-        )));
+        return Err(approved_already(&proposal.id, &ev));
     }
     let (actor, at, event_hash) = match proposal_events(kb, &proposal.id)?.decision {
-        Some(ev)
-            if ev
-                .get("event")
-                .and_then(Value::as_str)
-                .and_then(crate::audit::trail::ProposalStep::of)
-                == Some(crate::audit::trail::ProposalStep::Approve) =>
-        {
-            return Err(Error::conflict(format!(
-                "proposal {} was approved (audit event {}); run approve again to finish it",
-                proposal.id,
-                ev.get("id").and_then(Value::as_str).unwrap_or("?")
-            )));
+        Some(ev) if step_of(&ev) == Some(ProposalStep::Approve) => {
+            return Err(approved_already(&proposal.id, &ev));
         }
         Some(ev) => logged_decision(kb, &ev, &caller.actor),
         None => {
