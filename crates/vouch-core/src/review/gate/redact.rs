@@ -168,6 +168,27 @@ fn bytes_of(kb: &Kb, path: &std::path::Path, what: &str) -> Result<Vec<u8>> {
         .ok_or_else(|| Error::not_found(format!("{what} has no file to redact")))
 }
 
+/// The claim or page (`kind`) `id` whose words a redaction masks, with
+/// its file's path and bytes; refused when it does not exist or is
+/// `redacted` already.
+fn to_mask<T: crate::stored::Stored>(
+    kb: &Kb,
+    kind: &str,
+    id: &str,
+    redacted: impl Fn(&T) -> bool,
+) -> Result<(T, PathBuf, Vec<u8>)> {
+    check_id(&format!("{kind} id"), id)?;
+    let object = kb
+        .load::<T>(id)?
+        .ok_or_else(|| Error::not_found(format!("{kind} {id:?} does not exist")))?;
+    if redacted(&object) {
+        return Err(Error::conflict(format!("{kind} {id} is redacted already")));
+    }
+    let path = kb.layout().file(T::DIR, id)?;
+    let old = bytes_of(kb, &path, &format!("{kind} {id}"))?;
+    Ok((object, path, old))
+}
+
 /// Work out a redaction of `kind` `id` by `actor`, writing nothing.
 fn plan(kb: &Kb, kind: RedactKind, id: &str, actor: &str, reason: &str) -> Result<Plan> {
     let at = kb.now();
@@ -229,15 +250,9 @@ fn plan(kb: &Kb, kind: RedactKind, id: &str, actor: &str, reason: &str) -> Resul
             }
         }
         RedactKind::Claim => {
-            check_id("claim id", id)?;
-            let mut c = kb
-                .load::<Claim>(id)?
-                .ok_or_else(|| Error::not_found(format!("claim {id:?} does not exist")))?;
-            if c.status == ClaimStatus::Redacted {
-                return Err(already(format!("claim {id}")));
-            }
-            let path = kb.layout().file(Dir::Claims, id)?;
-            let old = bytes_of(kb, &path, &format!("claim {id}"))?;
+            let (mut c, path, old) = to_mask(kb, "claim", id, |c: &Claim| {
+                c.status == ClaimStatus::Redacted
+            })?;
             let text = std::mem::replace(&mut c.text, MASK.into());
             c.status = ClaimStatus::Redacted;
             c.updated_at = at;
@@ -251,15 +266,9 @@ fn plan(kb: &Kb, kind: RedactKind, id: &str, actor: &str, reason: &str) -> Resul
             });
         }
         RedactKind::Page => {
-            check_id("page id", id)?;
-            let mut pg = kb
-                .load::<Page>(id)?
-                .ok_or_else(|| Error::not_found(format!("page {id:?} does not exist")))?;
-            if pg.status == PageStatus::Redacted {
-                return Err(already(format!("page {id}")));
-            }
-            let path = kb.layout().file(Dir::Pages, id)?;
-            let old = bytes_of(kb, &path, &format!("page {id}"))?;
+            let (mut pg, path, old) = to_mask(kb, "page", id, |pg: &Page| {
+                pg.status == PageStatus::Redacted
+            })?;
             pg.body = format!("{MASK}\n");
             pg.status = PageStatus::Redacted;
             pg.updated_at = at;
@@ -367,17 +376,37 @@ fn commit(
     crate::fail::point("redact.logged");
     staged.finish()?;
     kb.announce(&plan.announce);
-    Ok(RedactResult {
+    Ok(report(
+        p,
+        plan.removed,
+        plan.still_held,
+        (purge, gone),
+        Some(ev.id),
+    ))
+}
+
+/// What a redaction of `p` reports: the bytes it took out (`removed`),
+/// what still holds them, what to purge from git's history and which of
+/// those files are gone; `event_id` is the audit event that recorded it,
+/// `None` on a dry run (nothing written).
+fn report(
+    p: &RedactParams,
+    removed: BTreeMap<String, String>,
+    still_held: Vec<String>,
+    (purge, gone): (Vec<String>, Vec<String>),
+    event_id: Option<String>,
+) -> RedactResult {
+    RedactResult {
         ok: true,
         kind: p.kind,
         id: p.id.clone(),
-        removed: plan.removed,
+        removed,
         purge,
         gone,
-        still_held: plan.still_held,
-        event_id: ev.id,
-        dry_run: false,
-    })
+        still_held,
+        dry_run: event_id.is_none(),
+        event_id: event_id.unwrap_or_default(),
+    }
 }
 
 /// Refuse an empty reason, a reason with hidden characters, an id that is
@@ -414,17 +443,13 @@ pub fn redact(kb: &Kb, caller: &Caller, p: RedactParams) -> Result<RedactResult>
     let plan = plan(kb, p.kind, &p.id, &caller.actor, &p.reason)?;
     if p.dry_run {
         let (purge, gone) = plan.purge(kb);
-        return Ok(RedactResult {
-            ok: true,
-            kind: p.kind,
-            id: p.id.clone(),
-            removed: plan.removed,
-            purge,
-            gone,
-            still_held: plan.still_held,
-            event_id: String::new(),
-            dry_run: true,
-        });
+        return Ok(report(
+            &p,
+            plan.removed,
+            plan.still_held,
+            (purge, gone),
+            None,
+        ));
     }
     commit(kb, caller, &caller.actor, &p, plan, None)
 }
