@@ -19,6 +19,48 @@ pub(super) struct ProposeInput {
     pub(super) secrets: SecretsPolicy,
 }
 
+impl ProposeInput {
+    /// The pending proposal `id` of this input, for object `object_id`.
+    fn proposal(
+        &self,
+        caller: &Caller,
+        id: &str,
+        object_id: &str,
+        now: Timestamp,
+    ) -> Result<Proposal> {
+        pending_proposal(
+            caller,
+            id,
+            object_id,
+            now,
+            &self.draft,
+            self.session_id.clone(),
+            self.rationale.clone(),
+        )
+    }
+}
+
+/// The [`ProposeInput`] of `draft` with its citations and the claims it
+/// may await (none when not given), and the options every `kb.propose_*`
+/// params struct `p` carries under the same names: a macro, as those
+/// structs share the fields but no type.
+macro_rules! input_of {
+    ($p:ident, $draft:expr) => {
+        input_of!($p, $draft, citations: Vec::new(), awaiting: HashSet::new())
+    };
+    ($p:ident, $draft:expr, citations: $citations:expr, awaiting: $awaiting:expr) => {
+        ProposeInput {
+            draft: $draft,
+            awaiting: $awaiting,
+            citations: $citations,
+            session_id: $p.session_id,
+            rationale: $p.rationale,
+            dry_run: $p.dry_run,
+            secrets: $p.secrets,
+        }
+    };
+}
+
 pub(super) fn ids_only(cites: &[Citation]) -> Vec<String> {
     cites
         .iter()
@@ -36,14 +78,21 @@ pub fn propose_claim(kb: &Kb, caller: &Caller, p: ProposeClaimParams) -> Result<
     let text = p.text.trim().to_string();
     let mut result = propose_claim_draft(kb, caller, p)?;
     if result.valid {
-        result.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(
-            kb,
-            &text,
-            crate::retrieval::semantic::ProposedText::Embed,
-        )
-        .unwrap_or_default();
+        result.meta.possible_duplicates = near_duplicates(kb, &text);
     }
     Ok(result)
+}
+
+/// Approved claims almost the same in meaning as a proposed claim's
+/// `text`, for the proposer to cite or supersede instead; empty without an
+/// embedding model.
+fn near_duplicates(kb: &Kb, text: &str) -> Vec<crate::model::meta::NearDuplicate> {
+    crate::retrieval::semantic::near_duplicates(
+        kb,
+        text,
+        crate::retrieval::semantic::ProposedText::Embed,
+    )
+    .unwrap_or_default()
 }
 
 pub(super) fn propose_claim_draft(
@@ -67,15 +116,7 @@ fn claim_input(p: ProposeClaimParams) -> ProposeInput {
         metadata: p.metadata,
         supersedes: p.supersedes,
     });
-    ProposeInput {
-        draft,
-        awaiting: HashSet::new(),
-        citations: p.evidence,
-        session_id: p.session_id,
-        rationale: p.rationale,
-        dry_run: p.dry_run,
-        secrets: p.secrets,
-    }
+    input_of!(p, draft, citations: p.evidence, awaiting: HashSet::new())
 }
 
 /// Propose many claims in one pass (a knowledge import): each is checked as
@@ -95,12 +136,7 @@ pub fn propose_claims(
     let mut results = propose_many(kb, caller, claims.into_iter().map(claim_input).collect())?;
     for (r, text) in results.iter_mut().zip(texts) {
         if r.valid && !r.dry_run {
-            r.meta.possible_duplicates = crate::retrieval::semantic::near_duplicates(
-                kb,
-                &text,
-                crate::retrieval::semantic::ProposedText::Embed,
-            )
-            .unwrap_or_default();
+            r.meta.possible_duplicates = near_duplicates(kb, &text);
         }
     }
     Ok(results)
@@ -198,22 +234,10 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
                     }
                 });
             }
-            match &mut input.draft {
-                Draft::Claim(d) => d.evidence = ids,
-                Draft::Relation(d) => d.evidence = ids,
-                _ => {}
-            }
+            input.draft.cite(ids);
             let proposal_id = new_proposal_id_except(kb, &now, &ids_taken)?;
             ids_taken.insert(proposal_id.clone());
-            let proposal = pending_proposal(
-                caller,
-                &proposal_id,
-                &object_id,
-                now,
-                &input.draft,
-                None,
-                input.rationale.clone(),
-            )?;
+            let proposal = input.proposal(caller, &proposal_id, &object_id, now)?;
             events.push(create_event(
                 kb,
                 caller,
@@ -267,19 +291,7 @@ pub fn propose_page(kb: &Kb, caller: &Caller, p: ProposePageParams) -> Result<Pr
         sources: p.sources,
         tags: p.tags,
     });
-    propose(
-        kb,
-        caller,
-        ProposeInput {
-            draft,
-            awaiting: HashSet::new(),
-            citations: Vec::new(),
-            session_id: p.session_id,
-            rationale: p.rationale,
-            dry_run: p.dry_run,
-            secrets: p.secrets,
-        },
-    )
+    propose(kb, caller, input_of!(p, draft))
 }
 
 /// `kb.propose_entity`: propose a named entity for review.
@@ -291,19 +303,7 @@ pub fn propose_entity(kb: &Kb, caller: &Caller, p: ProposeEntityParams) -> Resul
         description: p.description,
         tags: p.tags,
     });
-    propose(
-        kb,
-        caller,
-        ProposeInput {
-            draft,
-            awaiting: HashSet::new(),
-            citations: Vec::new(),
-            session_id: p.session_id,
-            rationale: p.rationale,
-            dry_run: p.dry_run,
-            secrets: p.secrets,
-        },
-    )
+    propose(kb, caller, input_of!(p, draft))
 }
 
 /// `kb.propose_relation`: propose a typed edge between two approved
@@ -337,15 +337,7 @@ pub(crate) fn propose_relation_awaiting(
     propose(
         kb,
         caller,
-        ProposeInput {
-            draft,
-            awaiting,
-            citations: p.evidence,
-            session_id: p.session_id,
-            rationale: p.rationale,
-            dry_run: p.dry_run,
-            secrets: p.secrets,
-        },
+        input_of!(p, draft, citations: p.evidence, awaiting: awaiting),
     )
 }
 
@@ -522,23 +514,11 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
                 }
             });
         }
-        match &mut input.draft {
-            Draft::Claim(d) => d.evidence = ids,
-            Draft::Relation(d) => d.evidence = ids,
-            _ => {}
-        }
+        input.draft.cite(ids);
     }
     let now = kb.now();
     let proposal_id = new_proposal_id(kb, &now)?;
-    let proposal = pending_proposal(
-        caller,
-        &proposal_id,
-        &object_id,
-        now,
-        &input.draft,
-        input.session_id.clone(),
-        input.rationale.clone(),
-    )?;
+    let proposal = input.proposal(caller, &proposal_id, &object_id, now)?;
     let mut ev = create_event(kb, caller, &proposal, secrets_data(recorded))?;
     let path = kb.layout().file(Dir::Proposed, &proposal_id)?;
     let yaml = crate::store::yaml::to_yaml(&proposal)?;
@@ -669,6 +649,16 @@ impl Draft {
     }
     pub(crate) fn of_relation(r: &Relation) -> Draft {
         Draft::Relation(RelationDraft::of(r))
+    }
+    /// Cite `ids` (the citations as given, their spans minted as evidence
+    /// by now) as a claim's or a relation's evidence; a page or an entity
+    /// cites nothing.
+    fn cite(&mut self, ids: Vec<String>) {
+        match self {
+            Draft::Claim(d) => d.evidence = ids,
+            Draft::Relation(d) => d.evidence = ids,
+            _ => {}
+        }
     }
 }
 
