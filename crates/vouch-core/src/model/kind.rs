@@ -3,7 +3,9 @@
 //! file's order with `@draft` on those a proposal supplies. From that
 //! [`knowledge_kind!`] makes
 //!
-//! - the object (`Claim`), exactly as written;
+//! - the object (`Claim`), exactly as written, with `@approval,` standing
+//!   for the fields approval stamps (`created_at`, `updated_at`,
+//!   `approved_by`, `extra`) where a kind writes them as the others do;
 //! - the draft (`ClaimDraft`): the `@draft` fields with the same names,
 //!   types, serde rules and docs, then the draft's own fields;
 //! - the record (`ClaimRecord`, crate-private): the object's other fields,
@@ -37,6 +39,28 @@ macro_rules! knowledge_kind {
             $Record
             object [] draft [] shared [] record []
             $($fields)*
+        );
+    };
+    // The fields approval stamps, as every kind but a claim (whose
+    // confirmation time sits among them) writes them: when it was approved
+    // and last changed, by whom, and the keys this version does not know.
+    (@munch $head:tt $draft_head:tt $Record:ident
+        object $o:tt draft $d:tt shared $s:tt record $r:tt
+        @approval, $($rest:tt)*
+    ) => {
+        knowledge_kind!(@munch $head $draft_head $Record
+            object $o draft $d shared $s record $r
+            /// When it was approved (became durable).
+            pub created_at: Timestamp,
+            /// When it last changed.
+            pub updated_at: Timestamp,
+            /// The actor who approved it: the file's word; the audit log is the proof.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub approved_by: Option<String>,
+            /// Keys this version does not know, kept and written back (see [`Extra`]).
+            #[serde(flatten)]
+            pub extra: Extra,
+            $($rest)*
         );
     };
     // A field the draft shares: in the object and the draft alike.

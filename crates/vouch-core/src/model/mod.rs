@@ -232,16 +232,7 @@ knowledge_kind! {
         /// Free labels.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         @draft pub tags: Vec<String>,
-        /// When it was approved (became durable).
-        pub created_at: Timestamp,
-        /// When it last changed.
-        pub updated_at: Timestamp,
-        /// The actor who approved it: the file's word; the audit log is the proof.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub approved_by: Option<String>,
-        /// Keys this version does not know, kept and written back (see [`Extra`]).
-        #[serde(flatten)]
-        pub extra: Extra,
+        @approval,
     }
 
     /// An entity as proposed: what approval turns into an [`Entity`].
@@ -269,16 +260,7 @@ knowledge_kind! {
         /// Citations, as a claim's: source ids (sha256) and evidence ids.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         @draft pub evidence: Vec<String>,
-        /// When it was approved (became durable).
-        pub created_at: Timestamp,
-        /// When it last changed.
-        pub updated_at: Timestamp,
-        /// The actor who approved it: the file's word; the audit log is the proof.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub approved_by: Option<String>,
-        /// Keys this version does not know, kept and written back (see [`Extra`]).
-        #[serde(flatten)]
-        pub extra: Extra,
+        @approval,
     }
 
     /// A relation as proposed: what approval turns into a [`Relation`].
@@ -314,16 +296,7 @@ knowledge_kind! {
         /// Free labels.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         @draft pub tags: Vec<String>,
-        /// When it was approved (became durable).
-        pub created_at: Timestamp,
-        /// When it last changed.
-        pub updated_at: Timestamp,
-        /// The actor who approved it: the file's word; the audit log is the proof.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub approved_by: Option<String>,
-        /// Keys this version does not know, kept and written back (see [`Extra`]).
-        #[serde(flatten)]
-        pub extra: Extra,
+        @approval,
         /// The markdown after the frontmatter; not a frontmatter key.
         #[serde(skip)]
         pub body: String,
