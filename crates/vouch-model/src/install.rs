@@ -449,20 +449,14 @@ pub fn remove(root: &Path, spec: &ModelSpec) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{ModelFile, Pooling};
+    use crate::spec::ModelFile;
 
+    /// A single-package BERT model as MiniLM is, with two small files.
     const TINY: ModelSpec = ModelSpec {
         name: "tiny",
-        arch: crate::spec::Arch::Bert,
         package: "tiny-model",
         version: "1.0",
         wheel_dir: "tiny_model/model/",
-        parts: 0,
-        part_entry: "",
-        part_bytes: 0,
-        cls_token: "[CLS]",
-        sep_token: "[SEP]",
-        pad_id: 0,
         files: &[
             ModelFile {
                 name: "a.bin",
@@ -477,11 +471,8 @@ mod tests {
         ],
         dimensions: 2,
         max_tokens: 8,
-        pooling: Pooling::Mean,
-        normalize: true,
-        query_prefix: "",
-        document_prefix: "",
         lexical_weight: 0.3,
+        ..crate::spec::MINILM_L6_V2
     };
 
     fn wheel(dir: &Path, files: &[(&str, &[u8])]) -> PathBuf {
