@@ -2,7 +2,9 @@
 //! (`src/models/bert.rs`, MIT OR Apache-2.0, © the candle authors; see
 //! LICENSE-candle) and cut to what sentence embedding needs: no tracing,
 //! no dropout (inference only), no prediction heads. Vendoring it spares
-//! the build the rest of candle-transformers (hundreds of models).
+//! the build the rest of candle-transformers (hundreds of models). The
+//! parts MPNet has as BERT does (its sizes, the feed-forward half of a
+//! layer, the padding bias, …) are here for `mpnet.rs` too.
 
 use candle_core::{DType, Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
@@ -26,9 +28,10 @@ impl HiddenAct {
     }
 }
 
-/// The fields of a Hugging Face `config.json` this encoder reads.
+/// The sizes of a BERT-shaped encoder as a Hugging Face `config.json`
+/// gives them: what this encoder and MPNet's both read.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub(crate) struct Config {
+pub(crate) struct Sizes {
     pub(crate) vocab_size: usize,
     pub(crate) hidden_size: usize,
     pub(crate) num_hidden_layers: usize,
@@ -36,8 +39,50 @@ pub(crate) struct Config {
     pub(crate) intermediate_size: usize,
     pub(crate) hidden_act: HiddenAct,
     pub(crate) max_position_embeddings: usize,
-    pub(crate) type_vocab_size: usize,
     pub(crate) layer_norm_eps: f64,
+}
+
+/// The fields of a Hugging Face `config.json` this encoder reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(crate) struct Config {
+    #[serde(flatten)]
+    pub(crate) sizes: Sizes,
+    pub(crate) type_vocab_size: usize,
+}
+
+/// The word and the position embeddings in an encoder's `embeddings`
+/// folder `vb`.
+pub(crate) fn word_and_position(vb: &VarBuilder, c: &Sizes) -> Result<(Embedding, Embedding)> {
+    Ok((
+        embedding(c.vocab_size, c.hidden_size, vb.pp("word_embeddings"))?,
+        embedding(
+            c.max_position_embeddings,
+            c.hidden_size,
+            vb.pp("position_embeddings"),
+        )?,
+    ))
+}
+
+/// `vb`, or its `prefix` folder when the checkpoint puts every tensor
+/// under `<prefix>.` (some do).
+pub(crate) fn unprefixed<'a>(vb: VarBuilder<'a>, prefix: &str) -> VarBuilder<'a> {
+    if vb.contains_tensor(&format!("{prefix}.embeddings.word_embeddings.weight")) {
+        vb.pp(prefix)
+    } else {
+        vb
+    }
+}
+
+/// The bias an attention mask (1 for tokens, 0 for padding) adds to the
+/// scores, `[batch, 1, 1, seq]`: padding gets a large negative score
+/// before the softmax.
+pub(crate) fn padding_bias(
+    attention_mask: &Tensor,
+    dtype: DType,
+    device: &Device,
+) -> Result<Tensor> {
+    let mask = attention_mask.unsqueeze(1)?.unsqueeze(1)?.to_dtype(dtype)?;
+    (mask.ones_like()? - &mask)?.broadcast_mul(&Tensor::new(f32::MIN, device)?.to_dtype(dtype)?)
 }
 
 struct Embeddings {
@@ -48,16 +93,14 @@ struct Embeddings {
 }
 
 impl Embeddings {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, config: &Config) -> Result<Self> {
+        let c = &config.sizes;
+        let (word, position) = word_and_position(&vb, c)?;
         Ok(Self {
-            word: embedding(c.vocab_size, c.hidden_size, vb.pp("word_embeddings"))?,
-            position: embedding(
-                c.max_position_embeddings,
-                c.hidden_size,
-                vb.pp("position_embeddings"),
-            )?,
+            word,
+            position,
             token_type: embedding(
-                c.type_vocab_size,
+                config.type_vocab_size,
                 c.hidden_size,
                 vb.pp("token_type_embeddings"),
             )?,
@@ -85,7 +128,7 @@ struct SelfAttention {
 }
 
 impl SelfAttention {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, c: &Sizes) -> Result<Self> {
         let head_size = c.hidden_size / c.num_attention_heads;
         let all = c.num_attention_heads * head_size;
         Ok(Self {
@@ -143,7 +186,7 @@ struct Output {
 }
 
 impl Output {
-    fn load(vb: VarBuilder, input: usize, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, input: usize, c: &Sizes) -> Result<Self> {
         Ok(Self {
             dense: linear(input, c.hidden_size, vb.pp("dense"))?,
             norm: layer_norm(c.hidden_size, c.layer_norm_eps, vb.pp("LayerNorm"))?,
@@ -156,19 +199,19 @@ impl Output {
     }
 }
 
-struct Layer {
-    attention: SelfAttention,
-    attention_out: Output,
+/// A layer's feed-forward half, as BERT and MPNet both have it: widen,
+/// activate, narrow, then layer norm over (that + its input).
+pub(crate) struct FeedForward {
     intermediate: Linear,
     act: HiddenAct,
     out: Output,
 }
 
-impl Layer {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+impl FeedForward {
+    /// From a layer's folder `vb` (`intermediate.dense`, `output.dense`,
+    /// `output.LayerNorm`).
+    pub(crate) fn load(vb: &VarBuilder, c: &Sizes) -> Result<Self> {
         Ok(Self {
-            attention: SelfAttention::load(vb.pp("attention").pp("self"), c)?,
-            attention_out: Output::load(vb.pp("attention").pp("output"), c.hidden_size, c)?,
             intermediate: linear(
                 c.hidden_size,
                 c.intermediate_size,
@@ -179,12 +222,43 @@ impl Layer {
         })
     }
 
+    pub(crate) fn forward(&self, attended: &Tensor) -> Result<Tensor> {
+        let inner = self.act.forward(&self.intermediate.forward(attended)?)?;
+        self.out.forward(&inner, attended)
+    }
+}
+
+/// The layers of an encoder, `encoder.layer.<i>` under `vb`.
+pub(crate) fn layers<L>(
+    vb: &VarBuilder,
+    c: &Sizes,
+    load: impl Fn(VarBuilder, &Sizes) -> Result<L>,
+) -> Result<Vec<L>> {
+    (0..c.num_hidden_layers)
+        .map(|i| load(vb.pp(format!("encoder.layer.{i}")), c))
+        .collect()
+}
+
+struct Layer {
+    attention: SelfAttention,
+    attention_out: Output,
+    feed_forward: FeedForward,
+}
+
+impl Layer {
+    fn load(vb: VarBuilder, c: &Sizes) -> Result<Self> {
+        Ok(Self {
+            attention: SelfAttention::load(vb.pp("attention").pp("self"), c)?,
+            attention_out: Output::load(vb.pp("attention").pp("output"), c.hidden_size, c)?,
+            feed_forward: FeedForward::load(&vb, c)?,
+        })
+    }
+
     fn forward(&self, hidden: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let attended = self
             .attention_out
             .forward(&self.attention.forward(hidden, mask)?, hidden)?;
-        let inner = self.act.forward(&self.intermediate.forward(&attended)?)?;
-        self.out.forward(&inner, &attended)
+        self.feed_forward.forward(&attended)
     }
 }
 
@@ -196,18 +270,10 @@ pub(crate) struct BertModel {
 
 impl BertModel {
     pub(crate) fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
-        // Some checkpoints prefix every tensor with `bert.`.
-        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
-            vb.pp("bert")
-        } else {
-            vb
-        };
-        let layers = (0..c.num_hidden_layers)
-            .map(|i| Layer::load(vb.pp(format!("encoder.layer.{i}")), c))
-            .collect::<Result<Vec<_>>>()?;
+        let vb = unprefixed(vb, "bert");
         Ok(Self {
             embeddings: Embeddings::load(vb.pp("embeddings"), c)?,
-            layers,
+            layers: layers(&vb, &c.sizes, Layer::load)?,
             device: vb.device().clone(),
         })
     }
@@ -221,11 +287,7 @@ impl BertModel {
         attention_mask: &Tensor,
     ) -> Result<Tensor> {
         let mut hidden = self.embeddings.forward(input_ids, token_type_ids)?;
-        let dtype = hidden.dtype();
-        // Padding gets a large negative score before the softmax.
-        let mask = attention_mask.unsqueeze(1)?.unsqueeze(1)?.to_dtype(dtype)?;
-        let mask = (mask.ones_like()? - &mask)?
-            .broadcast_mul(&Tensor::new(f32::MIN, &self.device)?.to_dtype(dtype)?)?;
+        let mask = padding_bias(attention_mask, hidden.dtype(), &self.device)?;
         for layer in &self.layers {
             hidden = layer.forward(&hidden, &mask)?;
         }

@@ -8,7 +8,7 @@
 //!   of 32 buckets of relative distance (exact up to 8 either way, then
 //!   logarithmic up to 128), computed once and shared by all layers.
 
-use crate::bert::HiddenAct;
+use crate::bert::{FeedForward, Sizes, layers, padding_bias, unprefixed, word_and_position};
 use candle_core::{Device, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
 use serde::Deserialize;
@@ -16,14 +16,8 @@ use serde::Deserialize;
 /// The fields of MPNet's `config.json` this encoder reads.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub(crate) struct Config {
-    pub(crate) vocab_size: usize,
-    pub(crate) hidden_size: usize,
-    pub(crate) num_hidden_layers: usize,
-    pub(crate) num_attention_heads: usize,
-    pub(crate) intermediate_size: usize,
-    pub(crate) hidden_act: HiddenAct,
-    pub(crate) max_position_embeddings: usize,
-    pub(crate) layer_norm_eps: f64,
+    #[serde(flatten)]
+    pub(crate) sizes: Sizes,
     pub(crate) relative_attention_num_buckets: usize,
     pub(crate) pad_token_id: u32,
 }
@@ -63,7 +57,7 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, c: &Sizes) -> Result<Self> {
         let h = c.hidden_size;
         let attn = vb.pp("attn");
         Ok(Self {
@@ -94,40 +88,20 @@ impl Attention {
 
 struct Layer {
     attention: Attention,
-    intermediate: Linear,
-    act: HiddenAct,
-    output: Linear,
-    norm: LayerNorm,
+    feed_forward: FeedForward,
 }
 
 impl Layer {
-    fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, c: &Sizes) -> Result<Self> {
         Ok(Self {
             attention: Attention::load(vb.pp("attention"), c)?,
-            intermediate: linear(
-                c.hidden_size,
-                c.intermediate_size,
-                vb.pp("intermediate").pp("dense"),
-            )?,
-            act: c.hidden_act,
-            output: linear(
-                c.intermediate_size,
-                c.hidden_size,
-                vb.pp("output").pp("dense"),
-            )?,
-            norm: layer_norm(
-                c.hidden_size,
-                c.layer_norm_eps,
-                vb.pp("output").pp("LayerNorm"),
-            )?,
+            feed_forward: FeedForward::load(&vb, c)?,
         })
     }
 
     fn forward(&self, hidden: &Tensor, bias: &Tensor) -> Result<Tensor> {
-        let attended = self.attention.forward(hidden, bias)?;
-        let inner = self.act.forward(&self.intermediate.forward(&attended)?)?;
-        self.norm
-            .forward(&(self.output.forward(&inner)? + attended)?)
+        self.feed_forward
+            .forward(&self.attention.forward(hidden, bias)?)
     }
 }
 
@@ -143,33 +117,23 @@ pub(crate) struct MPNetModel {
 }
 
 impl MPNetModel {
-    pub(crate) fn load(vb: VarBuilder, c: &Config) -> Result<Self> {
-        // Some checkpoints prefix every tensor with `mpnet.`.
-        let vb = if vb.contains_tensor("mpnet.embeddings.word_embeddings.weight") {
-            vb.pp("mpnet")
-        } else {
-            vb
-        };
+    pub(crate) fn load(vb: VarBuilder, config: &Config) -> Result<Self> {
+        let vb = unprefixed(vb, "mpnet");
         let emb = vb.pp("embeddings");
-        let layers = (0..c.num_hidden_layers)
-            .map(|i| Layer::load(vb.pp(format!("encoder.layer.{i}")), c))
-            .collect::<Result<Vec<_>>>()?;
+        let c = &config.sizes;
+        let (word, position) = word_and_position(&emb, c)?;
         Ok(Self {
-            word: embedding(c.vocab_size, c.hidden_size, emb.pp("word_embeddings"))?,
-            position: embedding(
-                c.max_position_embeddings,
-                c.hidden_size,
-                emb.pp("position_embeddings"),
-            )?,
+            word,
+            position,
             norm: layer_norm(c.hidden_size, c.layer_norm_eps, emb.pp("LayerNorm"))?,
-            layers,
+            layers: layers(&vb, c, Layer::load)?,
             relative_bias: embedding(
-                c.relative_attention_num_buckets,
+                config.relative_attention_num_buckets,
                 c.num_attention_heads,
                 vb.pp("encoder").pp("relative_attention_bias"),
             )?,
-            buckets: c.relative_attention_num_buckets,
-            pad: c.pad_token_id,
+            buckets: config.relative_attention_num_buckets,
+            pad: config.pad_token_id,
             device: vb.device().clone(),
         })
     }
@@ -209,9 +173,7 @@ impl MPNetModel {
             .permute((2, 0, 1))?
             .unsqueeze(0)?
             .to_dtype(dtype)?;
-        let mask = attention_mask.unsqueeze(1)?.unsqueeze(1)?.to_dtype(dtype)?;
-        let mask = (mask.ones_like()? - &mask)?
-            .broadcast_mul(&Tensor::new(f32::MIN, &self.device)?.to_dtype(dtype)?)?;
+        let mask = padding_bias(attention_mask, dtype, &self.device)?;
         let bias = position_bias.broadcast_add(&mask)?.contiguous()?;
         for layer in &self.layers {
             hidden = layer.forward(&hidden, &bias)?;
