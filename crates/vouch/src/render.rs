@@ -166,20 +166,18 @@ mod tests {
 
     #[test]
     fn terminal_safe_escapes_what_steers_a_terminal_and_keeps_the_rest() {
-        assert_eq!(
-            terminal_safe("plain\ttext\nnext é 中"),
-            "plain\ttext\nnext é 中"
-        );
-        assert_eq!(
-            terminal_safe("shown\u{1b}[8mhidden\u{1b}[0m"),
-            "shown\\u001b[8mhidden\\u001b[0m"
-        );
-        assert_eq!(
-            terminal_safe("a\rb\u{9b}c\u{7f}"),
-            "a\\u000db\\u009bc\\u007f"
-        );
-        assert_eq!(terminal_safe("x\u{202e}y\u{2066}"), "x\\u202ey\\u2066");
-        assert_eq!(terminal_safe("x\u{e0041}y"), "x\\u{e0041}y");
+        for (text, shown) in [
+            ("plain\ttext\nnext é 中", "plain\ttext\nnext é 中"),
+            (
+                "shown\u{1b}[8mhidden\u{1b}[0m",
+                "shown\\u001b[8mhidden\\u001b[0m",
+            ),
+            ("a\rb\u{9b}c\u{7f}", "a\\u000db\\u009bc\\u007f"),
+            ("x\u{202e}y\u{2066}", "x\\u202ey\\u2066"),
+            ("x\u{e0041}y", "x\\u{e0041}y"),
+        ] {
+            assert_eq!(terminal_safe(text), shown, "{text:?}");
+        }
         // JSON keeps its meaning: the escape decodes to the same string.
         let v = serde_json::json!({"t": "a\u{9b}b\u{202e}c\u{e0020}d\u{e0f41}"});
         let safe = json_safe(&serde_json::to_string(&v).unwrap()).into_owned();
