@@ -34,6 +34,13 @@ impl Summary {
 
 /// The [`Summary`] of the times in `v`.
 pub(crate) fn summarize(mut v: Vec<Duration>) -> Summary {
+    if v.is_empty() {
+        return Summary {
+            p50: f64::NAN,
+            p99: f64::NAN,
+            n: 0,
+        };
+    }
     v.sort();
     let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
     Summary {

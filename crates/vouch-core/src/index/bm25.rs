@@ -54,10 +54,50 @@ impl Posting {
     }
 }
 
-struct Slot {
-    rowid: i64,
-    tokens: u32,
-    live: bool,
+/// The documents by slot, field by field: a search reads the length of
+/// every document it scores, and dense lengths and a bitset of the dead
+/// are what a cache holds (a row of all three per slot, 16 bytes, made the
+/// reads of a million-claim search wait on memory).
+#[derive(Default)]
+struct Slots {
+    rowid: Vec<i64>,
+    tokens: Vec<u32>,
+    /// One bit per slot, set when its document went.
+    dead: Vec<u64>,
+}
+
+impl Slots {
+    fn len(&self) -> usize {
+        self.rowid.len()
+    }
+
+    fn push(&mut self, rowid: i64, tokens: u32) {
+        self.rowid.push(rowid);
+        self.tokens.push(tokens);
+        if self.dead.len() * 64 < self.rowid.len() {
+            self.dead.push(0);
+        }
+    }
+
+    fn live(&self, slot: u32) -> bool {
+        self.dead[slot as usize / 64] & (1 << (slot % 64)) == 0
+    }
+
+    fn kill(&mut self, slot: u32) {
+        self.dead[slot as usize / 64] |= 1 << (slot % 64);
+    }
+
+    fn tokens(&self, slot: u32) -> f64 {
+        self.tokens[slot as usize] as f64
+    }
+
+    fn rowid(&self, slot: u32) -> i64 {
+        self.rowid[slot as usize]
+    }
+
+    fn bytes(&self) -> usize {
+        self.rowid.capacity() * 8 + self.tokens.capacity() * 4 + self.dead.capacity() * 8
+    }
 }
 
 /// What bounds the scores of a full block's documents.
@@ -97,7 +137,7 @@ pub(crate) struct Postings {
     lists: Vec<Vec<Posting>>,
     /// Per token, one per full block of its list.
     bounds: Vec<Vec<Bound>>,
-    slots: Vec<Slot>,
+    slots: Slots,
     by_rowid: HashMap<i64, u32>,
     /// Live rows and their tokens (FTS5's row count and total size).
     rows: i64,
@@ -134,7 +174,7 @@ impl Builder {
                 t
             }
         };
-        p.slots[slot as usize].tokens += 1;
+        p.slots.tokens[slot as usize] += 1;
         p.exact &= add(&mut p.lists[t as usize], slot, title);
     }
 
@@ -144,7 +184,7 @@ impl Builder {
         for list in &mut p.lists {
             list.shrink_to_fit();
         }
-        p.total_tokens = p.slots.iter().map(|s| s.tokens as i64).sum();
+        p.total_tokens = p.slots.tokens.iter().map(|&t| t as i64).sum();
         p.bounds_at = p.avgdl();
         p.bounds = vec![Vec::new(); p.lists.len()];
         for t in 0..p.lists.len() {
@@ -158,14 +198,10 @@ impl Postings {
     /// A builder for the documents `rowids` (ascending), which become
     /// slots in that order.
     pub(crate) fn builder(rowids: &[i64]) -> Builder {
-        let slots: Vec<Slot> = rowids
-            .iter()
-            .map(|&rowid| Slot {
-                rowid,
-                tokens: 0,
-                live: true,
-            })
-            .collect();
+        let mut slots = Slots::default();
+        for &rowid in rowids {
+            slots.push(rowid, 0);
+        }
         let by_rowid = rowids
             .iter()
             .enumerate()
@@ -216,7 +252,7 @@ impl Postings {
                 .map(|b| b.capacity() * size_of::<Bound>() + size_of::<Vec<Bound>>())
                 .sum::<usize>()
             + self.lists.capacity() * size_of::<Vec<Posting>>()
-            + self.slots.capacity() * size_of::<Slot>()
+            + self.slots.bytes()
             + self.by_rowid.capacity() * 16
             + self.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
     }
@@ -246,10 +282,9 @@ impl Postings {
     /// The document `rowid` went (or is about to be written again).
     pub(crate) fn remove(&mut self, rowid: i64) {
         if let Some(slot) = self.by_rowid.remove(&rowid) {
-            let s = &mut self.slots[slot as usize];
-            s.live = false;
+            self.slots.kill(slot);
             self.rows -= 1;
-            self.total_tokens -= s.tokens as i64;
+            self.total_tokens -= self.slots.tokens[slot as usize] as i64;
             self.dead += 1;
             self.changed();
         }
@@ -261,11 +296,7 @@ impl Postings {
         self.remove(rowid);
         self.changed();
         let slot = self.slots.len() as u32;
-        self.slots.push(Slot {
-            rowid,
-            tokens: tokens.len() as u32,
-            live: true,
-        });
+        self.slots.push(rowid, tokens.len() as u32);
         self.by_rowid.insert(rowid, slot);
         self.rows += 1;
         self.total_tokens += tokens.len() as i64;
@@ -305,15 +336,15 @@ impl Postings {
         };
         let mut best = f64::NEG_INFINITY;
         for p in block {
-            let s = &self.slots[p.slot as usize];
+            let tokens = self.slots.tokens[p.slot as usize];
             let freq = 2 * p.title as u32 + p.body as u32;
             bound.max_freq = bound.max_freq.max(freq);
-            bound.min_tokens = bound.min_tokens.min(s.tokens);
-            bound.min_rowid = bound.min_rowid.min(s.rowid);
-            let score = tf(p.freq(), s.tokens as f64, self.bounds_at);
+            bound.min_tokens = bound.min_tokens.min(tokens);
+            bound.min_rowid = bound.min_rowid.min(self.slots.rowid(p.slot));
+            let score = tf(p.freq(), tokens as f64, self.bounds_at);
             if score > best {
                 best = score;
-                (bound.best_freq, bound.best_tokens) = (freq, s.tokens);
+                (bound.best_freq, bound.best_tokens) = (freq, tokens);
             }
         }
         bound
@@ -328,7 +359,7 @@ impl Postings {
         let mut counted = self.live_counts.lock().unwrap_or_else(|e| e.into_inner());
         *counted.entry(t).or_insert_with(|| {
             list.iter()
-                .filter(|p| self.slots[p.slot as usize].live)
+                .filter(|p| self.slots.live(p.slot))
                 .count() as i64
         })
     }
@@ -373,9 +404,9 @@ impl Postings {
             search.bound_window(&cursors, lo, hi);
             let w = &search.window;
             let reachable = if all {
-                w.iter().all(|b| b.present) && search.best.admits(sum(w, |_| true), min_rowid(w))
+                w.iter().all(|b| b.present) && search.best.admits(sum(w, |_| true), || min_rowid(w))
             } else {
-                search.best.admits(sum(w, |_| true), min_rowid(w))
+                search.best.admits(sum(w, |_| true), || min_rowid(w))
             };
             if reachable {
                 if all {
@@ -433,11 +464,22 @@ impl Cursor<'_> {
         self.list.get(self.pos).map(|p| p.slot)
     }
 
-    /// Move to the first posting at or past `slot`.
+    /// Move to the first posting at or past `slot`, galloping: the next
+    /// document a search asks for is usually a few postings on, and a
+    /// binary search over the whole rest of a long list costs its cache
+    /// misses every time.
     fn seek(&mut self, slot: u32) {
-        if self.slot().is_some_and(|s| s < slot) {
-            self.pos += self.list[self.pos..].partition_point(|p| p.slot < slot);
+        if self.slot().is_none_or(|s| s >= slot) {
+            return;
         }
+        let rest = &self.list[self.pos..];
+        let mut bound = 1;
+        while bound < rest.len() && rest[bound].slot < slot {
+            bound *= 2;
+        }
+        let from = bound / 2;
+        let to = rest.len().min(bound + 1);
+        self.pos += from + rest[from..to].partition_point(|p| p.slot < slot);
     }
 
     /// The posting at `slot`, moving to it (or past it when there is none).
@@ -516,11 +558,11 @@ struct Best {
 
 impl Best {
     /// Whether a document scoring at most `bound`, with a rowid at least
-    /// `rowid`, could still enter.
-    fn admits(&self, bound: f64, rowid: i64) -> bool {
+    /// `rowid` (asked only on a tie), could still enter.
+    fn admits(&self, bound: f64, rowid: impl FnOnce() -> i64) -> bool {
         match self.heap.peek() {
             Some(worst) if self.heap.len() >= self.k => {
-                bound > worst.score || (bound == worst.score && rowid < worst.rowid)
+                bound > worst.score || (bound == worst.score && rowid() < worst.rowid)
             }
             _ => true,
         }
@@ -568,9 +610,9 @@ impl Search<'_> {
                 let mut most = 0.0f64;
                 let mut min_rowid = i64::MAX;
                 for posting in &c.list[b * BLOCK..] {
-                    let s = &p.slots[posting.slot as usize];
-                    most = most.max(tf(posting.freq(), s.tokens as f64, self.avgdl));
-                    min_rowid = min_rowid.min(s.rowid);
+                    let at = posting.slot;
+                    most = most.max(tf(posting.freq(), p.slots.tokens(at), self.avgdl));
+                    min_rowid = min_rowid.min(p.slots.rowid(at));
                 }
                 return (c.idf * most, min_rowid);
             }
@@ -615,7 +657,7 @@ impl Search<'_> {
         let mut taken = vec![false; cursors.len()];
         for &i in &order {
             taken[i] = true;
-            if self.best.admits(sum(&self.window, |j| taken[j]), floor) {
+            if self.best.admits(sum(&self.window, |j| taken[j]), || floor) {
                 break;
             }
             self.window[i].non_essential = true;
@@ -632,30 +674,33 @@ impl Search<'_> {
             else {
                 return;
             };
-            let s = &self.postings.slots[slot as usize];
+            let slots = &self.postings.slots;
+            let live = slots.live(slot);
+            let tokens = slots.tokens(slot);
             for (i, c) in cursors.iter_mut().enumerate() {
                 let w = &self.window[i];
                 exact[i] = None;
                 if w.present && !w.non_essential && c.slot() == Some(slot) {
-                    exact[i] = Some(c.idf * tf(c.list[c.pos].freq(), s.tokens as f64, self.avgdl));
+                    exact[i] = Some(c.idf * tf(c.list[c.pos].freq(), tokens, self.avgdl));
                     c.pos += 1;
                 }
             }
-            if !s.live {
+            if !live {
                 continue;
             }
             let w = &self.window;
-            if !self.best.admits(bound(w, &exact, |i| w[i].non_essential), s.rowid) {
+            let rowid = || slots.rowid(slot);
+            if !self.best.admits(bound(w, &exact, |i| w[i].non_essential), rowid) {
                 continue;
             }
             for (i, c) in cursors.iter_mut().enumerate() {
                 if self.window[i].present && self.window[i].non_essential {
                     exact[i] = c
                         .at(slot)
-                        .map(|p| c.idf * tf(p.freq(), s.tokens as f64, self.avgdl));
+                        .map(|p| c.idf * tf(p.freq(), tokens, self.avgdl));
                 }
             }
-            self.offer(&exact, s);
+            self.offer(&exact, slot);
         }
     }
 
@@ -670,13 +715,15 @@ impl Search<'_> {
         let end = cursors[lead].pos + in_window(&cursors[lead]);
         'docs: for at in cursors[lead].pos..end {
             let posting = cursors[lead].list[at];
-            let s = &self.postings.slots[posting.slot as usize];
-            if !s.live {
+            let slots = &self.postings.slots;
+            if !slots.live(posting.slot) {
                 continue;
             }
+            let tokens = slots.tokens(posting.slot);
             exact.fill(None);
-            exact[lead] = Some(cursors[lead].idf * tf(posting.freq(), s.tokens as f64, self.avgdl));
-            if !self.best.admits(bound(&self.window, &exact, |i| i != lead), s.rowid) {
+            exact[lead] = Some(cursors[lead].idf * tf(posting.freq(), tokens, self.avgdl));
+            let rowid = || slots.rowid(posting.slot);
+            if !self.best.admits(bound(&self.window, &exact, |i| i != lead), rowid) {
                 continue;
             }
             for (i, c) in cursors.iter_mut().enumerate() {
@@ -686,14 +733,14 @@ impl Search<'_> {
                 let Some(p) = c.at(posting.slot) else {
                     continue 'docs;
                 };
-                exact[i] = Some(c.idf * tf(p.freq(), s.tokens as f64, self.avgdl));
+                exact[i] = Some(c.idf * tf(p.freq(), tokens, self.avgdl));
             }
-            self.offer(&exact, s);
+            self.offer(&exact, posting.slot);
         }
     }
 
     /// Offer the document in `s` with the phrases' exact shares.
-    fn offer(&mut self, exact: &[Option<f64>], s: &Slot) {
+    fn offer(&mut self, exact: &[Option<f64>], slot: u32) {
         #[cfg(test)]
         SCORED.with(|c| c.set(c.get() + 1));
         let mut score = 0.0;
@@ -702,7 +749,7 @@ impl Search<'_> {
         }
         self.best.offer(Scored {
             score,
-            rowid: s.rowid,
+            rowid: self.postings.slots.rowid(slot),
         });
     }
 }

@@ -15,26 +15,27 @@ fn every_match(p: &Postings, phrases: &[Option<u32>], all: bool) -> Vec<(f64, i6
         .map(|t| idf(p.rows, t.map_or(0, |t| p.live_count(t))))
         .collect();
     let mut out = Vec::new();
-    for (slot, s) in p.slots.iter().enumerate() {
-        if !s.live {
+    for slot in 0..p.slots.len() as u32 {
+        if !p.slots.live(slot) {
             continue;
         }
+        let (tokens, rowid) = (p.slots.tokens[slot as usize], p.slots.rowid[slot as usize]);
         let mut score = 0.0;
         let mut matched = 0;
         for (i, t) in phrases.iter().enumerate() {
             let found = t.and_then(|t| {
                 p.lists[t as usize]
                     .iter()
-                    .find(|q| q.slot == slot as u32)
+                    .find(|q| q.slot == slot)
                     .copied()
             });
             let freq = found.map_or(0.0, |q| q.freq());
             matched += usize::from(found.is_some());
             score +=
-                idfs[i] * ((freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * s.tokens as f64 / avgdl)));
+                idfs[i] * ((freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * tokens as f64 / avgdl)));
         }
         if matched > 0 && (!all || matched == phrases.len()) {
-            out.push((-score, s.rowid));
+            out.push((-score, rowid));
         }
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
