@@ -56,6 +56,10 @@ impl KeeperState {
     pub(crate) fn read_vectors(&self) -> std::sync::RwLockReadGuard<'_, Option<Vectors>> {
         self.vectors.read().unwrap_or_else(|e| e.into_inner())
     }
+    /// The vectors in memory, for changing them.
+    pub(crate) fn write_vectors(&self) -> std::sync::RwLockWriteGuard<'_, Option<Vectors>> {
+        self.vectors.write().unwrap_or_else(|e| e.into_inner())
+    }
 
     pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)

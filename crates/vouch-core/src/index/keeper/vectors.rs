@@ -91,7 +91,13 @@ pub(crate) fn ensure(
     wait: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
-    in_step(kb, embedder, Some(budget), wait, progress)
+    let step = Step {
+        kb,
+        embedder,
+        budget: Some(budget),
+        wait,
+    };
+    in_step(step, progress)
 }
 
 /// The vectors as a read may use them: loaded on first use and carrying
@@ -102,7 +108,13 @@ pub(crate) fn ensure(
 /// loaded: what that thread adds was not approved before this read began
 /// (a write's own embedding finishes before the write returns).
 pub(crate) fn for_read(kb: &Keep, embedder: &Arc<dyn Embedder>) -> Result<()> {
-    in_step(kb, embedder, None, false, &mut |_, _| {}).map(|_| ())
+    let step = Step {
+        kb,
+        embedder,
+        budget: None,
+        wait: false,
+    };
+    in_step(step, &mut |_, _| {}).map(|_| ())
 }
 
 /// `f` on the vectors as a search reads them (loaded on first use): for
@@ -203,15 +215,20 @@ pub(crate) fn after_write(kb: &Keep, embedder: &Arc<dyn Embedder>) {
     }
 }
 
-/// `budget: None` is a read: see [`for_read`].
-fn in_step(
-    kb: &Keep,
-    embedder: &Arc<dyn Embedder>,
+/// What one bringing in step is asked to do: [`ensure`]'s and
+/// [`for_read`]'s arguments, handed on as one.
+struct Step<'a> {
+    kb: &'a Keep<'a>,
+    embedder: &'a Arc<dyn Embedder>,
+    /// `None` is a read: see [`for_read`].
     budget: Option<Budget>,
+    /// Wait behind another thread doing it rather than answer `None`.
     wait: bool,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Option<EmbedStats>> {
-    let res = ensure_inner(kb, embedder, budget, wait, progress);
+}
+
+fn in_step(step: Step<'_>, progress: &mut dyn FnMut(usize, usize)) -> Result<Option<EmbedStats>> {
+    let kb = step.kb;
+    let res = ensure_inner(step, progress);
     if res.is_err() {
         // What changed may not all have been handled: look at everything
         // next time.
@@ -224,12 +241,15 @@ fn in_step(
 }
 
 fn ensure_inner(
-    kb: &Keep,
-    embedder: &Arc<dyn Embedder>,
-    budget: Option<Budget>,
-    wait: bool,
+    step: Step<'_>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Option<EmbedStats>> {
+    let Step {
+        kb,
+        embedder,
+        budget,
+        wait,
+    } = step;
     let model = embedder.model_id().to_string();
     let read_only = budget.is_none();
     // A read that already looked at this generation has nothing to take
@@ -371,11 +391,7 @@ fn ensure_inner(
     let mut stats = EmbedStats::default();
     let mut stale = Vec::new();
     {
-        let mut guard = kb
-            .index_state
-            .vectors
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut guard = kb.index_state.write_vectors();
         if let Some(v) = loaded {
             *guard = Some(v);
         }
@@ -479,11 +495,7 @@ fn ensure_inner(
             }
         }
         if !failures.is_empty() {
-            let mut guard = kb
-                .index_state
-                .vectors
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut guard = kb.index_state.write_vectors();
             let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
             for i in failures {
                 vectors.failed.insert(batch[i].key.clone(), batch[i].sig);
@@ -498,11 +510,7 @@ fn ensure_inner(
                 Ok(())
             })
         })?;
-        let mut guard = kb
-            .index_state
-            .vectors
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut guard = kb.index_state.write_vectors();
         let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
         for (i, _, chunks, fresh) in ready {
             let s = &batch[i];
@@ -518,11 +526,7 @@ fn ensure_inner(
         drop(guard);
         progress(done, total);
     }
-    let mut guard = kb
-        .index_state
-        .vectors
-        .write()
-        .unwrap_or_else(|e| e.into_inner());
+    let mut guard = kb.index_state.write_vectors();
     let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
     vectors.pending = total - done;
     vectors.synced = generation;
