@@ -353,18 +353,12 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
                         event_id(ev)
                     )))
                 })?;
-                let done = super::redact::approve_redact(
-                    kb,
-                    caller,
-                    &approver,
-                    proposal,
-                    p.reason.clone(),
-                );
+                let done = approve_change(kb, caller, &approver, proposal, p.reason.clone());
                 return Ok(vec![done?]);
             }
             ProposalKind::Lifecycle => {
                 change_events("lifecycle", &proposal, &|ev| Some(rejected(id, ev)))?;
-                let done = approve_lifecycle(kb, caller, &approver, proposal, p.reason.clone());
+                let done = approve_change(kb, caller, &approver, proposal, p.reason.clone());
                 return Ok(vec![done?]);
             }
             ProposalKind::Delete => {

@@ -91,56 +91,29 @@ pub(super) fn lifecycle_decision(kb: &Kb, proposal_id: &str) -> Result<Option<Va
     }))
 }
 
-/// Approve a lifecycle proposal: apply the change as the approver (its
-/// lifecycle event names the proposal and is the decision), then move the
-/// proposal to `decided/`. A crash in between is finished by approving
-/// again: the event is found by its `proposal_id` and not applied twice.
-pub(super) fn approve_lifecycle(
+/// Apply an approved lifecycle proposal's change as the approver: its
+/// lifecycle event names the proposal and is the decision (see
+/// [`approve_change`]).
+pub(super) fn apply_as_approver(
     kb: &Kb,
     caller: &Caller,
     approver: &str,
-    proposal: Proposal,
-    reason: Option<String>,
-) -> Result<ApproveResult> {
-    let applied = lifecycle_decision(kb, &proposal.id)?;
-    let (actor, at, hash, recovered) = match applied {
-        Some(ev) => {
-            let (actor, at, hash) = logged_decision(kb, &ev, approver);
-            (actor, at, hash, true)
-        }
-        None => {
-            let as_approver = Caller {
-                actor: approver.to_string(),
-                ..caller.clone()
-            };
-            lifecycle_change(&proposal)?
-                .apply_locked(kb, &as_approver, Some(&proposal.id))
-                .map_err(|e| {
-                    Error::new(
-                        e.kind,
-                        format!(
-                            "lifecycle proposal {} no longer applies: {}",
-                            proposal.id, e.message
-                        ),
-                    )
-                })?;
-            let last = kb.audit_log().hash_before(kb.audit_log().len()?)?;
-            (approver.to_string(), kb.now(), last, false)
-        }
+    proposal: &Proposal,
+) -> Result<()> {
+    let as_approver = Caller {
+        actor: approver.to_string(),
+        ..caller.clone()
     };
-    if recovered && actor == proposal.proposed_by {
-        return Err(Error::denied(format!(
-            "{actor} proposed {} and cannot also approve it",
-            proposal.id
-        )));
-    }
-    let decided = decided(&proposal, ProposalStatus::Approved, actor, at, reason, hash);
-    file_decision(kb, &decided)?;
-    Ok(ApproveResult {
-        ok: true,
-        object_id: proposal.object_id.clone(),
-        object_kind: ProposalKind::Lifecycle.as_str().to_string(),
-        proposal_id: proposal.id,
-        recovered,
-    })
+    lifecycle_change(proposal)?
+        .apply_locked(kb, &as_approver, Some(&proposal.id))
+        .map_err(|e| {
+            Error::new(
+                e.kind,
+                format!(
+                    "lifecycle proposal {} no longer applies: {}",
+                    proposal.id, e.message
+                ),
+            )
+        })?;
+    Ok(())
 }

@@ -184,6 +184,57 @@ pub(super) fn logged_approval(
     Ok((actor, at, hash))
 }
 
+/// Approve a change proposal whose change logs its own event, naming the
+/// proposal, as the decision — a lifecycle change or a redaction (checked
+/// for integrity and self-approval by the caller, who holds the lock): make
+/// the change as the approver, then file the decision. A crash in between
+/// is finished by approving again: the event is found by its
+/// `proposal_id` and the change not made twice.
+pub(super) fn approve_change(
+    kb: &Kb,
+    caller: &Caller,
+    approver: &str,
+    proposal: Proposal,
+    reason: Option<String>,
+) -> Result<ApproveResult> {
+    // A redaction's payload is read first: one that cannot be read is
+    // refused even where its redaction was made already.
+    let redaction = match proposal.kind {
+        ProposalKind::Redact => Some(redact::payload_of(&proposal)?),
+        _ => None,
+    };
+    let logged = match redaction {
+        Some(_) => redact::redaction_of(kb, &proposal.id)?,
+        None => lifecycle_decision(kb, &proposal.id)?,
+    };
+    let (actor, at, hash, recovered) = match logged {
+        Some(ev) => {
+            let (actor, at, hash) = logged_approval(kb, &ev, approver, &proposal)?;
+            (actor, at, hash, true)
+        }
+        None => {
+            match &redaction {
+                Some(payload) => {
+                    redact::redact_as_approver(kb, caller, approver, &proposal.id, payload)?
+                }
+                None => apply_as_approver(kb, caller, approver, &proposal)?,
+            }
+            let last = kb.audit_log().hash_before(kb.audit_log().len()?)?;
+            (approver.to_string(), kb.now(), last, false)
+        }
+    };
+    let decided = decided(&proposal, ProposalStatus::Approved, actor, at, reason, hash);
+    file_decision(kb, &decided)?;
+    Ok(ApproveResult {
+        ok: true,
+        // A redaction names what it redacts in its payload.
+        object_id: redaction.map_or_else(|| proposal.object_id.clone(), |r| r.id),
+        object_kind: proposal.kind.as_str().to_string(),
+        proposal_id: proposal.id,
+        recovered,
+    })
+}
+
 /// The proposal as decided: its status, who decided, when, why, and the
 /// hash of the audit event that decided it.
 pub(super) fn decided(

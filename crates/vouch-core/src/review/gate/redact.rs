@@ -495,7 +495,7 @@ pub fn propose_redact(kb: &Kb, caller: &Caller, p: RedactParams) -> Result<Propo
 
 /// The redaction event that carried out (and so decided) a redact
 /// proposal, if one did.
-fn redaction_of(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
+pub(super) fn redaction_of(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
     let mut found = None;
     kb.audit_log().scan_back(|ev| {
         let hit = ev.get("event").and_then(Value::as_str) == Some(EVENT)
@@ -512,59 +512,43 @@ fn redaction_of(kb: &Kb, proposal_id: &str) -> Result<Option<Value>> {
     Ok(found)
 }
 
-/// Approve a redact proposal (checked for integrity and self-approval by
-/// the caller, who holds the lock): redact as the approver, the event
-/// naming the proposal, then file the decision. A crash in between is
-/// finished by approving again: the event is found by its `proposal_id`
-/// and the redaction not made twice.
-pub(super) fn approve_redact(
-    kb: &Kb,
-    caller: &Caller,
-    approver: &str,
-    proposal: Proposal,
-    reason: Option<String>,
-) -> Result<ApproveResult> {
-    let payload: RedactPayload = serde_json::from_value(proposal.payload.clone()).map_err(|e| {
+/// The redaction a redact proposal carries.
+pub(super) fn payload_of(proposal: &Proposal) -> Result<RedactPayload> {
+    serde_json::from_value(proposal.payload.clone()).map_err(|e| {
         Error::new(
             ErrorKind::Corrupt,
             format!("proposal {} has an unreadable redaction: {e}", proposal.id),
         )
-    })?;
-    let (actor, at, hash, recovered) = match redaction_of(kb, &proposal.id)? {
-        Some(ev) => {
-            let (actor, at, hash) = logged_approval(kb, &ev, approver, &proposal)?;
-            (actor, at, hash, true)
-        }
-        None => {
-            let p = RedactParams {
-                kind: payload.kind,
-                id: payload.id.clone(),
-                reason: payload.reason.clone(),
-                dry_run: false,
-            };
-            let plan = plan(kb, p.kind, &p.id, approver, &p.reason).map_err(|e| {
-                Error::new(
-                    e.kind,
-                    format!(
-                        "redact proposal {} no longer applies: {}",
-                        proposal.id, e.message
-                    ),
-                )
-            })?;
-            commit(kb, caller, approver, &p, plan, Some(&proposal.id))?;
-            let last = kb.audit_log().hash_before(kb.audit_log().len()?)?;
-            (approver.to_string(), kb.now(), last, false)
-        }
-    };
-    let decided = decided(&proposal, ProposalStatus::Approved, actor, at, reason, hash);
-    file_decision(kb, &decided)?;
-    Ok(ApproveResult {
-        ok: true,
-        object_id: payload.id,
-        object_kind: ProposalKind::Redact.as_str().to_string(),
-        proposal_id: proposal.id,
-        recovered,
     })
+}
+
+/// Redact as the approver of redact proposal `proposal_id`: the
+/// redaction's event names the proposal and is the decision (see
+/// [`super::approve_change`]).
+pub(super) fn redact_as_approver(
+    kb: &Kb,
+    caller: &Caller,
+    approver: &str,
+    proposal_id: &str,
+    payload: &RedactPayload,
+) -> Result<()> {
+    let p = RedactParams {
+        kind: payload.kind,
+        id: payload.id.clone(),
+        reason: payload.reason.clone(),
+        dry_run: false,
+    };
+    let plan = plan(kb, p.kind, &p.id, approver, &p.reason).map_err(|e| {
+        Error::new(
+            e.kind,
+            format!(
+                "redact proposal {proposal_id} no longer applies: {}",
+                e.message
+            ),
+        )
+    })?;
+    commit(kb, caller, approver, &p, plan, Some(proposal_id))?;
+    Ok(())
 }
 
 /// A redact proposal as a reviewer reads it. `None` for another kind.
