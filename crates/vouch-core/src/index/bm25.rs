@@ -469,17 +469,22 @@ impl Cursor<'_> {
     /// binary search over the whole rest of a long list costs its cache
     /// misses every time.
     fn seek(&mut self, slot: u32) {
-        if self.slot().is_none_or(|s| s >= slot) {
-            return;
-        }
+        self.pos += self.before(slot);
+    }
+
+    /// How many postings from here are before `slot`, galloping.
+    fn before(&self, slot: u32) -> usize {
         let rest = &self.list[self.pos..];
+        if rest.first().is_none_or(|p| p.slot >= slot) {
+            return 0;
+        }
         let mut bound = 1;
         while bound < rest.len() && rest[bound].slot < slot {
             bound *= 2;
         }
         let from = bound / 2;
         let to = rest.len().min(bound + 1);
-        self.pos += from + rest[from..to].partition_point(|p| p.slot < slot);
+        from + rest[from..to].partition_point(|p| p.slot < slot)
     }
 
     /// The posting at `slot`, moving to it (or past it when there is none).
@@ -707,7 +712,7 @@ impl Search<'_> {
     /// Score the window's documents every phrase holds, read from the
     /// phrase with the fewest postings there.
     fn every_word(&mut self, cursors: &mut [Cursor], hi: u32) {
-        let in_window = |c: &Cursor| c.list[c.pos..].partition_point(|p| p.slot < hi);
+        let in_window = |c: &Cursor| c.before(hi);
         let Some(lead) = (0..cursors.len()).min_by_key(|&i| in_window(&cursors[i])) else {
             return;
         };
