@@ -112,6 +112,9 @@ fn logged<'a>(
     })
 }
 
+/// Bytes of the log read at once by [`sync`].
+const LOG_PIECE: usize = 8 << 20;
+
 /// Bring the rows (ids that an approval or an import let in, [`Admits`],
 /// and the files each event recorded writing) in step with the audit log,
 /// reading only what was appended since the last call. A log that shrank
@@ -137,7 +140,6 @@ pub(crate) fn sync(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<()> {
     if from == len && from == offset {
         return Ok(());
     }
-    let (bytes, end) = log.read_from(from)?;
     let mut legacy = from > 0 && rows.admission_meta(LEGACY_IMPORT)?.is_some();
     let mut actors = if from > 0 {
         actors(rows)?
@@ -149,20 +151,24 @@ pub(crate) fn sync(rows: &dyn AdmissionStore, log: &AuditLog) -> Result<()> {
         ..Default::default()
     };
     // Each row names the byte offset of its event's line, which a read
-    // checks ([`proof`]).
-    for (line_at, logged) in logged(&bytes, from, &mut actors) {
-        match logged.admits {
-            Admits::Nothing => {}
-            Admits::Objects(ids) => change
-                .admitted
-                .extend(ids.into_iter().map(|id| (id, line_at))),
-            Admits::Unnamed => legacy = true,
+    // checks ([`proof`]). Read a piece at a time: at a million claims the
+    // log is over a gigabyte.
+    let end = log.read_in_pieces(from, LOG_PIECE, |bytes, at| {
+        for (line_at, logged) in logged(bytes, at, &mut actors) {
+            match logged.admits {
+                Admits::Nothing => {}
+                Admits::Objects(ids) => change
+                    .admitted
+                    .extend(ids.into_iter().map(|id| (id, line_at))),
+                Admits::Unnamed => legacy = true,
+            }
+            for (path, sha) in logged.written {
+                let id = id_of_inside(&path).to_string();
+                change.written.push((path, id, sha, line_at));
+            }
         }
-        for (path, sha) in logged.written {
-            let id = id_of_inside(&path).to_string();
-            change.written.push((path, id, sha, line_at));
-        }
-    }
+        Ok(())
+    })?;
     let anchor = proof::hash_before(log, end)?.unwrap_or_default();
     let actors =
         serde_json::to_string(&actors).map_err(|e| Error::internal(format!("actors: {e}")))?;
