@@ -430,7 +430,9 @@ pub fn on_kb(project: &Path, runs: usize, rebuilds: usize, settle: std::time::Du
     );
     println!(
         "| server RSS after the queries (peak) | {} |",
-        server_rss.map_or("?".into(), |(now, peak)| format!("{now:.0} MiB ({peak:.0} MiB)"))
+        server_rss.map_or("?".into(), |(now, peak)| format!(
+            "{now:.0} MiB ({peak:.0} MiB)"
+        ))
     );
     println!("| one-shot `vouch search`, no watcher | {} |", cli.pair());
     println!("| `git status --porcelain`, same tree | {} |", git.pair());

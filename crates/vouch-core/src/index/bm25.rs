@@ -357,11 +357,9 @@ impl Postings {
             return list.len() as i64;
         }
         let mut counted = self.live_counts.lock().unwrap_or_else(|e| e.into_inner());
-        *counted.entry(t).or_insert_with(|| {
-            list.iter()
-                .filter(|p| self.slots.live(p.slot))
-                .count() as i64
-        })
+        *counted
+            .entry(t)
+            .or_insert_with(|| list.iter().filter(|p| self.slots.live(p.slot)).count() as i64)
     }
 
     /// The best `k` live documents matching all (`all`) or any of the
@@ -622,10 +620,7 @@ impl Search<'_> {
                 return (c.idf * most, min_rowid);
             }
         };
-        (
-            c.idf * tf(freq as f64, tokens as f64, self.avgdl),
-            rowid,
-        )
+        (c.idf * tf(freq as f64, tokens as f64, self.avgdl), rowid)
     }
 
     /// Each phrase's bound over the blocks that meet `lo..hi`.
@@ -695,14 +690,15 @@ impl Search<'_> {
             }
             let w = &self.window;
             let rowid = || slots.rowid(slot);
-            if !self.best.admits(bound(w, &exact, |i| w[i].non_essential), rowid) {
+            if !self
+                .best
+                .admits(bound(w, &exact, |i| w[i].non_essential), rowid)
+            {
                 continue;
             }
             for (i, c) in cursors.iter_mut().enumerate() {
                 if self.window[i].present && self.window[i].non_essential {
-                    exact[i] = c
-                        .at(slot)
-                        .map(|p| c.idf * tf(p.freq(), tokens, self.avgdl));
+                    exact[i] = c.at(slot).map(|p| c.idf * tf(p.freq(), tokens, self.avgdl));
                 }
             }
             self.offer(&exact, slot);
@@ -728,7 +724,10 @@ impl Search<'_> {
             exact.fill(None);
             exact[lead] = Some(cursors[lead].idf * tf(posting.freq(), tokens, self.avgdl));
             let rowid = || slots.rowid(posting.slot);
-            if !self.best.admits(bound(&self.window, &exact, |i| i != lead), rowid) {
+            if !self
+                .best
+                .admits(bound(&self.window, &exact, |i| i != lead), rowid)
+            {
                 continue;
             }
             for (i, c) in cursors.iter_mut().enumerate() {

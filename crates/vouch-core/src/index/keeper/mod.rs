@@ -236,7 +236,10 @@ mod first_answer {
         std::fs::remove_file(gone_file).unwrap();
 
         let kb = server_process(&dir);
-        assert!(kb.index().open_built(&kb).unwrap(), "an index was built here");
+        assert!(
+            kb.index().open_built(&kb).unwrap(),
+            "an index was built here"
+        );
         assert_eq!(
             search(&kb, "failover"),
             (vec![kept.clone()], true),

@@ -206,10 +206,10 @@ pub(crate) fn open_built(kb: &Ix) -> Result<bool> {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let open = open_in(kb, &mut slot)?;
-    let built: bool =
-        open.index
-            .conn
-            .query_row("SELECT EXISTS(SELECT 1 FROM docs)", [], |r| r.get(0))?;
+    let built: bool = open
+        .index
+        .conn
+        .query_row("SELECT EXISTS(SELECT 1 FROM docs)", [], |r| r.get(0))?;
     if built {
         // Ready for readers; `synced_at` stays unset until the catch-up.
         readers(kb).ready = true;

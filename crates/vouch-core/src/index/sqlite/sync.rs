@@ -168,12 +168,16 @@ impl Index {
                 Some(loaded) => write(loaded)?,
                 None => std::thread::scope(|s| -> Result<()> {
                     let mut slices = changed.chunks(LOAD_AT_ONCE);
-                    let mut next = slices.next().map(|c| s.spawn(move || (load_docs(kb, c), c)));
+                    let mut next = slices
+                        .next()
+                        .map(|c| s.spawn(move || (load_docs(kb, c), c)));
                     while let Some(loading) = next.take() {
-                        let (docs, slice) = loading.join().map_err(|_| {
-                            Error::internal("index: a file reader panicked")
-                        })?;
-                        next = slices.next().map(|c| s.spawn(move || (load_docs(kb, c), c)));
+                        let (docs, slice) = loading
+                            .join()
+                            .map_err(|_| Error::internal("index: a file reader panicked"))?;
+                        next = slices
+                            .next()
+                            .map(|c| s.spawn(move || (load_docs(kb, c), c)));
                         write(self.unheld(docs, slice.to_vec())?)?;
                     }
                     Ok(())
@@ -375,8 +379,7 @@ mod tests {
         // Out of the 2 s racy window, then one file edited, one gone.
         std::thread::sleep(std::time::Duration::from_millis(2100));
         write_claim_file(&kb, "c-5", "drill number moved elsewhere");
-        std::fs::remove_file(kb.layout().file(crate::store::Dir::Claims, "c-6").unwrap())
-            .unwrap();
+        std::fs::remove_file(kb.layout().file(crate::store::Dir::Claims, "c-6").unwrap()).unwrap();
         kb.index().catch_up(&kb).unwrap();
         assert_eq!(claims(&kb), n as i64 - 1);
         assert_eq!(ids("elsewhere"), ["c-5"]);
