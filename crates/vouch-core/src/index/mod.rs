@@ -72,9 +72,10 @@ pub trait Upkeep {
     /// log (changes made outside this process), opening or building the
     /// index if needed. Reads never do it ([`keeper`]).
     fn catch_up(&self, store: &Store) -> Result<SyncStats>;
-    /// A server's first step: open for reads what an earlier run built
-    /// here (schema current, documents in it), so reads answer before the
-    /// first catch-up — each saying the index is still catching up.
+    /// A server's first step: open what an earlier run built here (schema
+    /// current, documents in it), so a read that waited a second for the
+    /// first catch-up answers from it — saying the index is still
+    /// catching up.
     /// False when there is nothing such (the first catch-up builds it).
     fn open_built(&self, store: &Store) -> Result<bool>;
     /// Read again what the index keeps in memory (postings) when another

@@ -31,6 +31,10 @@ pub(crate) struct Readers {
     pub(crate) generation: u64,
     /// The main connection has opened and synced this generation's file.
     pub(crate) ready: bool,
+    /// This generation's file is an index an earlier run built, opened
+    /// before the first catch-up ([`open_built`]): a read that waited
+    /// [`EARLY_ANSWER_AFTER`] for that catch-up answers from it.
+    pub(crate) built_at_start: bool,
     pub(crate) idle: Vec<Connection>,
     /// Connections open outside the main slot and the idle pool (see
     /// [`Lease`]).
@@ -60,6 +64,7 @@ pub(crate) fn retire_readers(kb: &Ix) {
     let mut r = readers(kb);
     r.generation += 1;
     r.ready = false;
+    r.built_at_start = false;
     r.idle.clear();
     let returned = r.returned.clone();
     while r.leased > 0 {
@@ -80,9 +85,11 @@ pub(crate) struct Lease<'a> {
 impl<'a> Lease<'a> {
     /// A read lease on the current file, if the main connection has made it
     /// ready; with an idle connection if one is pooled.
-    pub(crate) fn reader(kb: &Ix<'a>) -> Option<Lease<'a>> {
+    /// `early`: also on an index an earlier run built that the first
+    /// catch-up has not reached yet ([`open_built`]).
+    pub(crate) fn reader(kb: &Ix<'a>, early: bool) -> Option<Lease<'a>> {
         let mut r = readers(kb);
-        if !r.ready {
+        if !(r.ready || (early && r.built_at_start)) {
             return None;
         }
         r.leased += 1;
@@ -150,6 +157,12 @@ pub(crate) fn mark_ready(kb: &Ix) {
 /// first build of a large KB takes seconds) before it is told to retry.
 const FIRST_ROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How long a server's read waits for the first catch-up before it
+/// answers from an index an earlier run built, saying so ([`open_built`]):
+/// a small knowledge base catches up well within it and answers current,
+/// a million claims' first scan takes longer.
+const EARLY_ANSWER_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Run `f` on the index as the keeper last made it current — never
 /// syncing, embedding or writing: catching up is the keeper's explicit
 /// step ([`catch_up`]), taken by a one-shot command before it dispatches
@@ -160,9 +173,10 @@ const FIRST_ROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(6
 /// never made current, a server's read waits for its first round and any
 /// other read is told to catch up first.
 pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<R> {
-    let until = std::time::Instant::now() + FIRST_ROUND_WITHIN;
+    let started = std::time::Instant::now();
+    let until = started + FIRST_ROUND_WITHIN;
     loop {
-        if let Some(lease) = Lease::reader(kb) {
+        if let Some(lease) = Lease::reader(kb, started.elapsed() >= EARLY_ANSWER_AFTER) {
             if let Some(answer) = with_reader(lease, &f) {
                 say_if_catching_up(kb);
                 return answer;
@@ -188,11 +202,12 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
     }
 }
 
-/// Open for reads the `state.db` an earlier run built here, before the
-/// first catch-up (a million claims' freshness scan takes seconds): only
-/// a file that is there already, made here, with this schema and
+/// Open the `state.db` an earlier run built here before the first
+/// catch-up (a million claims' freshness scan takes seconds), so a read
+/// that waited [`EARLY_ANSWER_AFTER`] for that catch-up answers from it:
+/// only a file that is there already, made here, with this schema and
 /// documents in it — `open_in` empties any other, and an empty index
-/// waits for the catch-up to build it. Reads answering meanwhile say so
+/// waits for the catch-up to build it. Reads answering early say so
 /// ([`with_index`]); every hit is still checked against its file
 /// ([`super::backed`]), so what changed since answers from the files or
 /// not at all.
@@ -211,8 +226,8 @@ pub(crate) fn open_built(kb: &Ix) -> Result<bool> {
         .conn
         .query_row("SELECT EXISTS(SELECT 1 FROM docs)", [], |r| r.get(0))?;
     if built {
-        // Ready for readers; `synced_at` stays unset until the catch-up.
-        readers(kb).ready = true;
+        // `ready` and `synced_at` wait for the catch-up.
+        readers(kb).built_at_start = true;
     }
     Ok(built)
 }
