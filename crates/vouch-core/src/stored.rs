@@ -107,6 +107,15 @@ pub struct CallNotes {
     pub index_catching_up: bool,
 }
 
+/// Change the running call's notes, if a call is collecting them.
+fn note(change: impl FnOnce(&mut CallNotes)) {
+    CALL_NOTES.with(|call| {
+        if let Some(notes) = call.borrow_mut().as_mut() {
+            change(notes);
+        }
+    });
+}
+
 impl CallNotes {
     /// Whether the call raised nothing.
     pub fn is_empty(&self) -> bool {
@@ -267,21 +276,13 @@ impl Store {
     /// is told so with the count. Outside a call it is only the warning
     /// that goes with it.
     pub fn note_vectors_pending(&self, n: usize) {
-        CALL_NOTES.with(|call| {
-            if let Some(notes) = call.borrow_mut().as_mut() {
-                notes.vectors_pending = Some(notes.vectors_pending.unwrap_or(0).max(n));
-            }
-        });
+        note(|notes| notes.vectors_pending = Some(notes.vectors_pending.unwrap_or(0).max(n)));
     }
 
     /// Record that the call read an index not yet caught up with the files
     /// ([`CallNotes::index_catching_up`]).
     pub fn note_index_catching_up(&self) {
-        CALL_NOTES.with(|call| {
-            if let Some(notes) = call.borrow_mut().as_mut() {
-                notes.index_catching_up = true;
-            }
-        });
+        note(|notes| notes.index_catching_up = true);
     }
 
     /// Run one call, returning the warnings it raised with its result —

@@ -7,18 +7,12 @@ impl AuditLog {
     /// The complete lines from byte `offset` on, and the offset just past
     /// the last of them. For readers that follow the log as it grows.
     pub fn read_from(&self, offset: u64) -> Result<(Vec<u8>, u64)> {
-        let mut f = match self.open_read() {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-            Err(e) => return Err(Error::io(&self.path, e)),
-        };
         let mut bytes = Vec::new();
-        f.seek(SeekFrom::Start(offset))
-            .and_then(|_| f.read_to_end(&mut bytes))
-            .map_err(|e| Error::io(&self.path, e))?;
-        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        bytes.truncate(complete);
-        Ok((bytes, offset + complete as u64))
+        let end = self.read_in_pieces(offset, 1 << 20, |piece, _| {
+            bytes.extend_from_slice(piece);
+            Ok(())
+        })?;
+        Ok((bytes, end))
     }
 
     /// The complete lines from byte `offset` on, handed to `each` a piece

@@ -508,13 +508,7 @@ struct WindowBound {
 /// The sum, in query order, of the window's bounds that `take` keeps (the
 /// score's own order: a document's score is at most this).
 fn sum(window: &[WindowBound], take: impl Fn(usize) -> bool) -> f64 {
-    let mut s = 0.0;
-    for (i, b) in window.iter().enumerate() {
-        if b.present && take(i) {
-            s += b.score;
-        }
-    }
-    s
+    bound(window, &[], take)
 }
 
 fn min_rowid(window: &[WindowBound]) -> i64 {
@@ -761,10 +755,11 @@ impl Search<'_> {
 /// A bound on a document's score, in query order: the shares known
 /// exactly, and for the phrases `unknown` names that are in the window,
 /// their window bound (a phrase neither known nor unknown is absent: 0).
+/// `exact` may be shorter than the window: none known past its end.
 fn bound(window: &[WindowBound], exact: &[Option<f64>], unknown: impl Fn(usize) -> bool) -> f64 {
     let mut s = 0.0;
-    for (i, (w, e)) in window.iter().zip(exact).enumerate() {
-        match e {
+    for (i, w) in window.iter().enumerate() {
+        match exact.get(i).copied().flatten() {
             Some(share) => s += share,
             None if w.present && unknown(i) => s += w.score,
             None => {}

@@ -140,45 +140,47 @@ impl Upkeep {
                 report(lines);
             }
         };
-        let begin_watching = move |kb: &K| match watch(kb) {
-            Ok(w) => (Some(Arc::new(w)), Vec::new()),
-            Err(e) => (
-                None,
-                vec![format!(
-                    "not watching the files ({e}); re-scanning them every second"
-                )],
-            ),
+        // The first catch-up: the watcher's first full scan, or where no
+        // watcher starts the words (vectors follow on the keeper's
+        // thread; a read meanwhile says what is pending).
+        let first_catch_up = move |kb: &K| {
+            let (watching, lines) = match watch(kb) {
+                Ok(w) => (Some(Arc::new(w)), Vec::new()),
+                Err(e) => (
+                    None,
+                    vec![format!(
+                        "not watching the files ({e}); re-scanning them every second"
+                    )],
+                ),
+            };
+            let mut failed = Vec::new();
+            if watching.is_none() {
+                let first = parts(kb);
+                failed.extend(first.index.catch_up(first.store).err());
+            }
+            (watching, failed, lines)
         };
-        let (opened, mut failed) = {
+        let (opened, failed) = {
             let first = parts(&kb);
             match first.index.open_built(first.store) {
                 Ok(opened) => (opened, Vec::new()),
                 Err(e) => (false, vec![e]),
             }
         };
-        let (mut watching, mut lines) = (None, Vec::new());
+        say(&kb, failed, Vec::new());
+        // On this thread unless an earlier run's index answers meanwhile;
+        // then it is the keeper thread's first step.
+        let mut watching = None;
         if !opened {
-            (watching, lines) = begin_watching(&kb);
-            // The words on this thread, first (vectors follow on the
-            // keeper's thread; a read meanwhile says what is pending).
-            if watching.is_none() {
-                let first = parts(&kb);
-                failed.extend(first.index.catch_up(first.store).err());
-            }
+            let (started, failed, lines) = first_catch_up(&kb);
+            watching = started;
+            say(&kb, failed, lines);
         }
-        say(&kb, failed, lines);
         let started_here = watching.clone();
         std::thread::spawn(move || {
-            // After an early open, the first catch-up is this thread's
-            // first step (what the caller's thread does otherwise).
             if opened {
-                let (started, lines) = begin_watching(&kb);
+                let (started, failed, lines) = first_catch_up(&kb);
                 watching = started;
-                let mut failed = Vec::new();
-                if watching.is_none() {
-                    let first = parts(&kb);
-                    failed.extend(first.index.catch_up(first.store).err());
-                }
                 say(&kb, failed, lines);
             }
             loop {
