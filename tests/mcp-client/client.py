@@ -21,7 +21,7 @@ import json
 import subprocess
 import sys
 from importlib import metadata
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 try:
     import anyio
@@ -285,17 +285,13 @@ def leaves(e: BaseException) -> list[BaseException]:
     return [e]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--vouch", required=True, help="path to the vouch binary")
-    ap.add_argument("--kb", required=True, help="a directory holding .vouch/")
-    ap.add_argument("--agent", required=True, help="the actor the server records")
-    ap.add_argument("--query", required=True, help="words kb_search should find in approved knowledge")
-    a = ap.parse_args()
+def run_and_report(run: Callable[[], Awaitable[dict[str, Any]]], total_timeout_s: float) -> int:
+    """Run `run` within `total_timeout_s`; print its JSON summary and return 0, or print
+    `mcp-client: FAILED: <why>` for each failure and return 1."""
 
     async def bounded() -> dict[str, Any]:
-        with anyio.fail_after(TOTAL_TIMEOUT_S):
-            return await run(a.vouch, a.kb, a.agent, a.query)
+        with anyio.fail_after(total_timeout_s):
+            return await run()
 
     try:
         out = anyio.run(bounded)
@@ -307,6 +303,16 @@ def main() -> int:
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--vouch", required=True, help="path to the vouch binary")
+    ap.add_argument("--kb", required=True, help="a directory holding .vouch/")
+    ap.add_argument("--agent", required=True, help="the actor the server records")
+    ap.add_argument("--query", required=True, help="words kb_search should find in approved knowledge")
+    a = ap.parse_args()
+    return run_and_report(lambda: run(a.vouch, a.kb, a.agent, a.query), TOTAL_TIMEOUT_S)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,12 @@
 //    fail), a call of every read-only tool with real ids (the SDK checks
 //    each structuredContent against the tool's outputSchema; we check it
 //    again with the strict compile), then a proposal.
+//    Then resources (templates, every page of the list, a read of every
+//    kind, the errors) and prompts, and a subscription to the claim the
+//    proposal would make.
 // 2. streamable HTTP (`/mcp` with the token of a reviewer): tools/list,
-//    approve that proposal, search finds the new claim.
+//    resources and prompts again, a subscription to the proposal, approve
+//    it; both subscribers hear of it; search finds the new claim.
 // 3. stdio again: the agent's own search finds it too.
 //
 // Prints one JSON object on stdout and exits 0; on failure prints
@@ -193,6 +197,101 @@ function readArgs(f) {
   };
 }
 
+// ----- resources and prompts ---------------------------------------------------
+
+// An error the server must answer with a JSON-RPC error of this code.
+async function rpcError(promise, code, what) {
+  try {
+    await promise;
+  } catch (e) {
+    check(e.code === code, `${what}: expected error ${code}, got ${e.code}: ${e.message}`);
+    return { code: e.code, message: e.message };
+  }
+  throw new Error(`${what}: expected error ${code}, got a result`);
+}
+
+// Templates, every page of resources/list, a read of every kind with the
+// fixture's ids, the errors, and every prompt. The SDK parses each result
+// with its types of the protocol before returning it.
+async function resourcesAndPrompts(client, f) {
+  const o = {};
+  const caps = client.getServerCapabilities();
+  o.capabilities = { resources: caps?.resources ?? null, prompts: caps?.prompts ?? null };
+  const templates = await client.listResourceTemplates(undefined, { timeout: CALL_TIMEOUT_MS });
+  o.templates = templates.resourceTemplates.map((t) => ({
+    uri_template: t.uriTemplate, title: t.title ?? null, mime_type: t.mimeType ?? null,
+  }));
+  // Page through resources/list until it ends.
+  o.listed = [];
+  o.pages = 0;
+  let cursor;
+  do {
+    const page = await client.listResources(cursor ? { cursor } : undefined, { timeout: CALL_TIMEOUT_MS });
+    o.pages += 1;
+    o.listed.push(...page.resources.map((r) => r.uri));
+    cursor = page.nextCursor;
+  } while (cursor && o.pages < 1000);
+  const enc = encodeURIComponent;
+  o.reads = {};
+  for (const [kind, uri] of Object.entries({
+    claim: `vouch://claim/${enc(f.claim)}`,
+    page: `vouch://page/${enc(f.page)}`,
+    entity: `vouch://entity/${enc(f.entity)}`,
+    relation: `vouch://relation/${enc(f.relation)}`,
+    source: `vouch://source/${f.source}`,
+    evidence: `vouch://evidence/${enc(f.evidence)}`,
+    proposal: `vouch://proposal/${enc(f.proposal)}`,
+    why: `vouch://why/${enc(f.claim)}`,
+    context: `vouch://context/${enc(f.query)}`,
+    status: "vouch://status",
+    gate: "vouch://gate/stats",
+  })) {
+    const read = await client.readResource({ uri }, { timeout: CALL_TIMEOUT_MS });
+    o.reads[kind] = read.contents.map((c) => ({
+      uri: c.uri, mime_type: c.mimeType ?? null, text: c.text ?? null,
+    }));
+  }
+  o.not_found = await rpcError(client.readResource({ uri: "vouch://claim/no-such-claim" }), -32002, "missing claim");
+  o.unknown = await rpcError(client.readResource({ uri: "file:///etc/passwd" }), -32602, "foreign URI");
+  o.traversal = await rpcError(client.readResource({ uri: "vouch://claim/..%2F..%2Fconfig" }), -32602, "traversal");
+  const prompts = await client.listPrompts(undefined, { timeout: CALL_TIMEOUT_MS });
+  o.prompts = prompts.prompts.map((p) => ({
+    name: p.name, title: p.title ?? null, arguments: (p.arguments ?? []).map((a) => [a.name, a.required ?? false]),
+  }));
+  o.prompt = {};
+  for (const [name, args] of Object.entries({
+    what_we_know: { topic: f.query },
+    record_learning: { learning: f.new_claim },
+  })) {
+    const got = await client.getPrompt({ name, arguments: args }, { timeout: CALL_TIMEOUT_MS });
+    o.prompt[name] = got.messages.map((m) => m.content.type === "text"
+      ? { type: "text", text: m.content.text }
+      : { type: m.content.type, uri: m.content.resource?.uri ?? null, text: m.content.resource?.text ?? null });
+  }
+  o.prompt_missing_arg = await rpcError(client.getPrompt({ name: "what_we_know", arguments: {} }), -32602, "missing topic");
+  return o;
+}
+
+// Resolves with the URIs of notifications/resources/updated as they come.
+function updates(client) {
+  const seen = [];
+  const waiters = [];
+  client.setNotificationHandler(types.ResourceUpdatedNotificationSchema, (n) => {
+    seen.push(n.params.uri);
+    for (const w of waiters.splice(0)) w();
+  });
+  return {
+    seen,
+    async waitFor(uri, ms) {
+      const until = Date.now() + ms;
+      while (!seen.includes(uri) && Date.now() < until) {
+        await new Promise((r) => { waiters.push(r); setTimeout(r, 200); });
+      }
+      return seen.includes(uri);
+    },
+  };
+}
+
 async function listTools(client) {
   const listed = await client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
   check(listed.nextCursor === undefined, "tools/list is paginated; expected one page");
@@ -255,6 +354,8 @@ async function run() {
     out.read_calls[t.name] = nonEmpty(value);
   }
   out.search_before = (await callOk(client, "kb_search", { query: fixture.new_query })).map((h) => h.id);
+  out.resources = await resourcesAndPrompts(client, fixture);
+  const agentUpdates = updates(client);
 
   // A proposal with a quoted span, then the agent's own approval: refused.
   const proposal = await callOk(client, "kb_propose_claim", {
@@ -264,6 +365,12 @@ async function run() {
   check(proposal.valid === true, `proposal invalid: ${JSON.stringify(proposal)}`);
   out.proposal = { id: proposal.proposal_id, claim_id: proposal.claim_id };
   out.self_approve = await callErr(client, "kb_approve", { proposal_id: proposal.proposal_id });
+  // The agent asks for its proposals to review: the one just filed.
+  out.review_prompt = (await client.getPrompt({ name: "review_session", arguments: {} }, { timeout: CALL_TIMEOUT_MS }))
+    .messages.map((m) => m.content.type === "text" ? { text: m.content.text } : { uri: m.content.resource?.uri ?? null });
+  // The agent follows the claim its proposal would make: not found yet.
+  const newClaim = `vouch://claim/${encodeURIComponent(proposal.claim_id)}`;
+  await client.subscribeResource({ uri: newClaim }, { timeout: CALL_TIMEOUT_MS });
 
   // --- 2. streamable HTTP, as the reviewer -------------------------------------
   const http = new StreamableHTTPClientTransport(new URL(args.http), {
@@ -277,7 +384,20 @@ async function run() {
     tool_names: (await listTools(reviewer)).map((t) => t.name),
   };
   out.http.status = await callOk(reviewer, "kb_status", {}, out.output_checked);
+  out.http.resources = await resourcesAndPrompts(reviewer, fixture);
+  // The reviewer follows the proposal it is about to decide.
+  const reviewerUpdates = updates(reviewer);
+  const proposalUri = `vouch://proposal/${encodeURIComponent(proposal.proposal_id)}`;
+  await reviewer.subscribeResource({ uri: proposalUri }, { timeout: CALL_TIMEOUT_MS });
   out.approve = await callOk(reviewer, "kb_approve", { proposal_id: proposal.proposal_id }, out.output_checked);
+  out.updates = {
+    stdio_claim: await agentUpdates.waitFor(newClaim, 15_000),
+    http_proposal: await reviewerUpdates.waitFor(proposalUri, 15_000),
+  };
+  out.updates.stdio_seen = agentUpdates.seen;
+  out.updates.http_seen = reviewerUpdates.seen;
+  out.new_claim_read = (await client.readResource({ uri: newClaim }, { timeout: CALL_TIMEOUT_MS }))
+    .contents.map((c) => c.text);
   out.http.search_after = (await callOk(reviewer, "kb_search", { query: fixture.new_query })).map((h) => h.id);
   await http.terminateSession();
   await reviewer.close();

@@ -23,6 +23,7 @@ mod interop_real_1x;
 mod knowledge;
 mod lifecycle_proposals;
 mod limits;
+mod mcp_resources;
 mod mcp_sdk;
 mod mcp_ts_sdk;
 mod planted_index;

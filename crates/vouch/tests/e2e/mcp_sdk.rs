@@ -56,7 +56,7 @@ fn imports_mcp(python: &str) -> Result<(), String> {
 }
 
 /// The interpreter that has the SDK; panics (fails the test) when none does.
-fn python() -> String {
+pub(crate) fn python() -> String {
     const HOW: &str = "run `scripts/test.sh` (it installs the pinned MCP Python SDK into \
                        target/mcp-client-venv and points VOUCH_MCP_CLIENT_PYTHON at it), or \
                        set VOUCH_MCP_CLIENT_PYTHON to a Python that has \

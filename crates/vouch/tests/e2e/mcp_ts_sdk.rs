@@ -18,7 +18,7 @@
 //! packages must be installed in tests/mcp-ts-client/node_modules, or the
 //! test FAILS saying to run `scripts/test.sh`. It never skips.
 
-use crate::common::server::http_server;
+use crate::common::server::{HttpServer, http_server};
 use crate::common::{Project, entity_relation_and_page};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -88,7 +88,7 @@ fn run_client(node: &str, p: &Project, http: &str, fixture: &Path) -> crate::com
 /// A KB with one approved object of every kind, a session, a pending
 /// proposal, a knowledge folder and a bundle: every read tool has something
 /// real to return.
-fn fixture(p: &Project) -> (Value, PathBuf) {
+pub(crate) fn fixture(p: &Project) -> (Value, PathBuf) {
     let text = "Deploys need the staging credentials loaded first.\n\
                 Rollbacks are announced in the release channel.\n";
     let src = p.source(text);
@@ -155,6 +155,21 @@ fn fixture(p: &Project) -> (Value, PathBuf) {
     (fixture, path)
 }
 
+/// `vouch serve --transport http` on `p` with one token, `reviewer`'s, who
+/// decides over HTTP because the person named it in their own config
+/// (outside the project).
+pub(crate) fn reviewers_server(p: &Project, reviewer: &str, token: &str) -> HttpServer {
+    p.reviewers(&[reviewer]);
+    http_server(
+        p.root(),
+        &[(
+            "XDG_CONFIG_HOME",
+            p.person.path().to_str().expect("utf-8 path"),
+        )],
+        &["--token", &format!("{reviewer}={token}")],
+    )
+}
+
 #[test]
 fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     let node = node();
@@ -162,18 +177,8 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     // this project's, or its changes would be months before that server's
     // "recent".
     let p = Project::real_clock();
-    let (_, fixture_path) = fixture(&p);
-    // The reviewer decides over HTTP because the person named it in their
-    // own config (outside the project).
-    p.reviewers(&[REVIEWER]);
-    let server = http_server(
-        p.root(),
-        &[(
-            "XDG_CONFIG_HOME",
-            p.person.path().to_str().expect("utf-8 path"),
-        )],
-        &["--token", &format!("{REVIEWER}={TOKEN}")],
-    );
+    let (fixture, fixture_path) = fixture(&p);
+    let server = reviewers_server(&p, REVIEWER, TOKEN);
     let http = format!("http://127.0.0.1:{}/mcp", server.port);
 
     let run = run_client(&node, &p, &http, &fixture_path);
@@ -309,6 +314,42 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
         );
     }
 
+    // Resources and prompts, on both transports.
+    for (transport, r) in [
+        ("stdio", &out["resources"]),
+        ("http", &out["http"]["resources"]),
+    ] {
+        check_resources_and_prompts(r, &fixture, &format!("{transport}: {ctx}"));
+    }
+    // Both subscribers heard of the approval: the agent of the claim its
+    // proposal made (over stdio), the reviewer of the proposal it decided
+    // (over HTTP); the claim now reads as approved knowledge.
+    // The agent's review prompt names its one pending proposal and attaches it.
+    let review = &out["review_prompt"];
+    let lead = review[0]["text"].as_str().unwrap();
+    assert!(
+        lead.contains(&format!("1 proposal(s) filed by you ({AGENT})")),
+        "{ctx}"
+    );
+    assert!(lead.contains("Do not approve"), "{ctx}");
+    let proposal_id = out["proposal"]["id"].as_str().unwrap();
+    assert_eq!(
+        review[1]["uri"],
+        json!(format!("vouch://proposal/{proposal_id}")),
+        "{ctx}"
+    );
+    assert_eq!(review.as_array().unwrap().len(), 2, "{ctx}");
+    assert_eq!(out["updates"]["stdio_claim"], json!(true), "{ctx}");
+    assert_eq!(out["updates"]["http_proposal"], json!(true), "{ctx}");
+    let read: Value = serde_json::from_str(
+        out["new_claim_read"][0]
+            .as_str()
+            .expect("the new claim reads"),
+    )
+    .expect("a claim resource is JSON");
+    assert_eq!(read["id"], json!(claim_id), "{ctx}");
+    assert_eq!(read["approved_by"], json!(REVIEWER), "{ctx}");
+
     // On disk: approved by the reviewer the token names, proposed by the
     // stdio agent; the audit chain verifies.
     let claim = p.call("tester", "kb.read_claim", json!({"id": claim_id}));
@@ -317,4 +358,137 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     let verify = p.call("tester", "kb.audit_verify", json!({}));
     assert_eq!(verify.json()["ok"], json!(true), "{}", verify.stdout);
     server.terminate();
+}
+
+/// What `resourcesAndPrompts` in client.mjs saw: every template with a
+/// title and MIME type, the fixture's approved objects listed, every kind
+/// read with the fixture's ids (a source with its text, a context pack as
+/// markdown and JSON), MCP's error codes for a missing object and a foreign
+/// or traversing URI, and the three prompts with what they attach.
+pub(crate) fn check_resources_and_prompts(r: &Value, f: &Value, ctx: &str) {
+    assert_eq!(
+        r["capabilities"]["resources"]["subscribe"],
+        json!(true),
+        "{ctx}"
+    );
+    assert!(r["capabilities"]["prompts"].is_object(), "{ctx}");
+    let templates: BTreeSet<&str> = r["templates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .map(|t| {
+            assert!(t["title"].is_string(), "{t} {ctx}");
+            assert_eq!(t["mime_type"], json!("application/json"), "{ctx}");
+            t["uri_template"].as_str().unwrap()
+        })
+        .collect();
+    for want in [
+        "vouch://claim/{id}",
+        "vouch://page/{id}",
+        "vouch://entity/{id}",
+        "vouch://source/{id}",
+        "vouch://context/{task}",
+        "vouch://why/{id}",
+    ] {
+        assert!(templates.contains(want), "{want} missing: {ctx}");
+    }
+    let listed: BTreeSet<&str> = r["listed"]
+        .as_array()
+        .expect("listed")
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    for (kind, key) in [
+        ("claim", "claim"),
+        ("page", "page"),
+        ("entity", "entity"),
+        ("relation", "relation"),
+    ] {
+        let uri = format!("vouch://{kind}/{}", f[key].as_str().unwrap());
+        assert!(listed.contains(uri.as_str()), "{uri} not listed: {ctx}");
+    }
+    assert!(listed.contains("vouch://gate/stats"), "{ctx}");
+    // Pending proposals are not knowledge: never listed.
+    assert!(
+        !listed.iter().any(|u| u.starts_with("vouch://proposal/")),
+        "{ctx}"
+    );
+
+    let json_of = |kind: &str, at: usize| -> Value {
+        let c = &r["reads"][kind][at];
+        assert_eq!(c["mime_type"], json!("application/json"), "{kind}: {ctx}");
+        serde_json::from_str(c["text"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{kind}: {e} {ctx}"))
+    };
+    assert_eq!(json_of("claim", 0)["id"], f["claim"], "{ctx}");
+    assert_eq!(json_of("entity", 0)["id"], f["entity"], "{ctx}");
+    assert_eq!(json_of("proposal", 0)["id"], f["proposal"], "{ctx}");
+    assert!(json_of("page", 0)["body"].is_string(), "{ctx}");
+    assert!(json_of("why", 0).is_object(), "{ctx}");
+    assert!(json_of("gate", 0)["queue"].is_object(), "{ctx}");
+    // A source: its metadata, then its text, byte for byte what was registered.
+    assert_eq!(json_of("source", 0)["id"], f["source"], "{ctx}");
+    let text = r["reads"]["source"][1]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Deploys need the staging credentials"),
+        "{ctx}"
+    );
+    // A context pack: its text as markdown, citing the claim, then the JSON.
+    let pack = &r["reads"]["context"];
+    assert_eq!(pack[0]["mime_type"], json!("text/markdown"), "{ctx}");
+    assert!(
+        pack[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(f["claim"].as_str().unwrap()),
+        "{ctx}"
+    );
+    assert_eq!(pack[1]["mime_type"], json!("application/json"), "{ctx}");
+
+    assert_eq!(r["not_found"]["code"], json!(-32002), "{ctx}");
+    assert_eq!(r["unknown"]["code"], json!(-32602), "{ctx}");
+    assert_eq!(r["traversal"]["code"], json!(-32602), "{ctx}");
+    assert_eq!(r["prompt_missing_arg"]["code"], json!(-32602), "{ctx}");
+
+    let prompts: BTreeSet<&str> = r["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        prompts,
+        BTreeSet::from(["review_session", "what_we_know", "record_learning"]),
+        "{ctx}"
+    );
+    // What we know: the instruction, then the context pack attached.
+    let know = &r["prompt"]["what_we_know"];
+    assert!(
+        know[0]["text"].as_str().unwrap().contains("Cite the id"),
+        "{ctx}"
+    );
+    assert_eq!(know[1]["type"], json!("resource"), "{ctx}");
+    assert!(
+        know[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains(f["claim"].as_str().unwrap()),
+        "{ctx}"
+    );
+    // Record what we learned: the steps, and what is known already.
+    let record = &r["prompt"]["record_learning"];
+    assert!(
+        record[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("kb_register_evidence"),
+        "{ctx}"
+    );
+    assert!(
+        record[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("pending until a person"),
+        "{ctx}"
+    );
 }

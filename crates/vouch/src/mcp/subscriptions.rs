@@ -1,0 +1,219 @@
+//! Resource subscriptions: a client that subscribed to a `vouch://` URI is
+//! told (`notifications/resources/updated`) when what it reads changes —
+//! a proposal approved, a claim superseded, a source redacted, a teammate's
+//! merge pulled in.
+//!
+//! Every change to knowledge appends to the audit log (a merge brings the
+//! other side's events), so a session's follower re-reads its resources
+//! only when the log has grown, and once more a moment later for a
+//! server's index to catch up with a write made by another process. A
+//! resource counts as changed when the bytes its read answers change.
+//! Both forms are served: `resources/subscribe` (protocol versions up to
+//! 2025-11-25) and `subscriptions/listen` (2026-07-28).
+
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::{ErrorData, Peer, RoleServer};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use vouch_core::{Caller, Kb};
+
+/// Resources one session may follow at once.
+pub(crate) const MAX_FOLLOWED: usize = 256;
+
+/// How often the audit log is looked at.
+const TICK: Duration = Duration::from_millis(250);
+
+/// After the log changed, the resources are read again this much later:
+/// a write by another process reaches this server's index within a second.
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// What a read of a resource answered, as a digest; `None` when it failed
+/// (not found yet, or an error).
+type Seen = Option<[u8; 32]>;
+
+/// The resources one MCP session follows, and what each read last.
+#[derive(Default)]
+pub(crate) struct Followed {
+    last: Mutex<BTreeMap<String, Seen>>,
+    /// A follower task runs for this session.
+    running: AtomicBool,
+}
+
+impl Followed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Seen>> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follow `uri` from what it reads now. Refused beyond [`MAX_FOLLOWED`].
+    pub(crate) fn add(&self, uri: String, seen: Seen) -> Result<(), ErrorData> {
+        let mut last = self.lock();
+        if !last.contains_key(&uri) && last.len() >= MAX_FOLLOWED {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "this session follows {MAX_FOLLOWED} resources already; unsubscribe from \
+                     some first"
+                ),
+                None,
+            ));
+        }
+        last.insert(uri, seen);
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self, uri: &str) {
+        self.lock().remove(uri);
+    }
+
+    fn uris(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// Record what `uri` reads now; whether that differs from before. A
+    /// URI no longer followed is not news.
+    fn changed(&self, uri: &str, seen: Seen) -> bool {
+        match self.lock().get_mut(uri) {
+            Some(before) if *before != seen => {
+                *before = seen;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Claim the right to run this session's follower; `false` when one
+    /// runs already.
+    pub(crate) fn start(&self) -> bool {
+        !self.running.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// What reading `uri` answers now, as a digest.
+pub(crate) async fn seen(kb: &Arc<Kb>, caller: &Caller, uri: &str) -> Seen {
+    let read = super::resources::read(kb, caller, uri).await.ok()?;
+    let bytes = serde_json::to_vec(&read.contents).ok()?;
+    Some(Sha256::digest(&bytes).into())
+}
+
+/// The audit log's size and modification time: it changes with every
+/// change to knowledge.
+pub(crate) type Stamp = Option<(u64, SystemTime)>;
+
+/// The audit log's [`Stamp`] now.
+pub(crate) fn log_stamp(kb: &Kb) -> Stamp {
+    let meta = std::fs::metadata(kb.layout().audit_log()).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+/// Follow `followed` until `stop` resolves, `notify` fails (the client is
+/// gone) or nothing is followed any more; `notify` sends one URI's update.
+pub(crate) async fn follow<N, F>(
+    kb: Arc<Kb>,
+    caller: Caller,
+    followed: Arc<Followed>,
+    notify: N,
+    stop: impl Future<Output = ()>,
+) where
+    N: Fn(String) -> F,
+    F: Future<Output = bool>,
+{
+    let mut stop = std::pin::pin!(stop);
+    let mut stamp = log_stamp(&kb);
+    let mut again: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+        let now = log_stamp(&kb);
+        let due = if now != stamp {
+            stamp = now;
+            again = Some(Instant::now() + RECHECK);
+            true
+        } else if again.is_some_and(|t| Instant::now() >= t) {
+            again = None;
+            true
+        } else {
+            false
+        };
+        let uris = followed.uris();
+        if uris.is_empty() {
+            followed.running.store(false, Ordering::Release);
+            // A subscription made while stopping starts no second follower
+            // (it saw this one running): take the work back if it came.
+            if followed.uris().is_empty() || !followed.start() {
+                break;
+            }
+            continue;
+        }
+        if !due {
+            continue;
+        }
+        for uri in uris {
+            let read = seen(&kb, &caller, &uri).await;
+            if followed.changed(&uri, read) && !notify(uri).await {
+                followed.running.store(false, Ordering::Release);
+                return;
+            }
+        }
+    }
+    followed.running.store(false, Ordering::Release);
+}
+
+/// Follow over the legacy form: notifications go to the session's peer
+/// until its transport closes.
+pub(crate) fn spawn_legacy(
+    kb: Arc<Kb>,
+    caller: Caller,
+    followed: Arc<Followed>,
+    peer: Peer<RoleServer>,
+) {
+    let closed = peer.clone();
+    let notify = move |uri: String| {
+        let peer = peer.clone();
+        async move {
+            peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await
+                .is_ok()
+        }
+    };
+    let stop = async move {
+        while !closed.is_transport_closed() {
+            tokio::time::sleep(TICK).await;
+        }
+    };
+    tokio::spawn(follow(kb, caller, followed, notify, stop));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_is_news_once_and_only_for_followed_uris() {
+        let f = Followed::default();
+        f.add("vouch://claim/a".into(), None).unwrap();
+        assert!(!f.changed("vouch://claim/a", None));
+        assert!(f.changed("vouch://claim/a", Some([1; 32])));
+        assert!(!f.changed("vouch://claim/a", Some([1; 32])));
+        assert!(!f.changed("vouch://claim/b", Some([1; 32])));
+        f.remove("vouch://claim/a");
+        assert!(!f.changed("vouch://claim/a", Some([2; 32])));
+    }
+
+    #[test]
+    fn a_session_follows_a_bounded_number() {
+        let f = Followed::default();
+        for i in 0..MAX_FOLLOWED {
+            f.add(format!("vouch://claim/{i}"), None).unwrap();
+        }
+        assert!(f.add("vouch://claim/one-more".into(), None).is_err());
+        // Subscribing again to one already followed is fine.
+        assert!(f.add("vouch://claim/0".into(), None).is_ok());
+        assert!(f.start());
+        assert!(!f.start());
+    }
+}
