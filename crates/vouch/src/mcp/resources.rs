@@ -450,7 +450,7 @@ async fn source_text(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -499,7 +499,7 @@ mod tests {
     }
 
     /// A KB holding `n` approved claims, and a caller that reads it.
-    fn kb_with_claims(n: usize) -> (tempfile::TempDir, Arc<Kb>, Caller) {
+    pub(crate) fn kb_with_claims(n: usize) -> (tempfile::TempDir, Arc<Kb>, Caller) {
         use vouch_core::Transport;
         let dir = tempfile::tempdir().unwrap();
         Kb::init(dir.path(), "t", None).unwrap();

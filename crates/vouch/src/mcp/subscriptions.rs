@@ -204,6 +204,94 @@ mod tests {
         assert!(!f.changed("vouch://claim/a", Some([2; 32])));
     }
 
+    /// Follow `uris` on `kb`, run `change`, and wait until as many
+    /// notifications came as URIs are followed (10 s at most) and a recheck
+    /// more; what was heard, sorted.
+    async fn heard_after(
+        kb: &Arc<Kb>,
+        caller: &Caller,
+        uris: &[String],
+        change: impl FnOnce(),
+    ) -> Vec<String> {
+        let followed = Arc::new(Followed::default());
+        for uri in uris {
+            followed
+                .add(uri.clone(), seen(kb, caller, uri).await)
+                .unwrap();
+        }
+        assert!(followed.start());
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = heard.clone();
+        let notify = move |uri: String| {
+            sink.lock().unwrap().push(uri);
+            std::future::ready(true)
+        };
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(follow(
+            kb.clone(),
+            caller.clone(),
+            followed,
+            notify,
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
+        change();
+        let until = Instant::now() + Duration::from_secs(10);
+        while heard.lock().unwrap().len() < uris.len() && Instant::now() < until {
+            tokio::time::sleep(TICK).await;
+        }
+        // A moment more: nothing is heard twice for one change.
+        tokio::time::sleep(RECHECK + TICK * 2).await;
+        let _ = stop_tx.send(());
+        task.await.unwrap();
+        let mut heard = heard.lock().unwrap().clone();
+        heard.sort();
+        heard
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn supersession_and_redaction_are_heard_and_a_quiet_resource_is_not() {
+        use serde_json::{Value, json};
+        use vouch_core::Transport;
+        let (_dir, kb, agent) = crate::mcp::resources::tests::kb_with_claims(3);
+        let person = Caller::new("alice", Transport::Cli);
+        let call = |m: &str, p: Value| vouch_core::methods::dispatch(&kb, &person, m, p).unwrap();
+        let claims: Vec<String> = call("kb.list_claims", json!({}))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect();
+        let source = call("kb.list_sources", json!({}))[0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let uri = |kind: &str, id: &str| crate::mcp::resources::uri(kind, id);
+        let (old, new, quiet) = (&claims[0], &claims[1], &claims[2]);
+
+        let followed = [uri("claim", old), uri("claim", quiet)];
+        let heard = heard_after(&kb, &agent, &followed, || {
+            call("kb.supersede", json!({"old_id": old, "new_id": new}));
+        })
+        .await;
+        assert_eq!(
+            heard,
+            [uri("claim", old)],
+            "the superseded claim, once; not the quiet one"
+        );
+
+        let followed = [uri("source", &source)];
+        let heard = heard_after(&kb, &agent, &followed, || {
+            call(
+                "kb.redact",
+                json!({"kind": "source", "id": source, "reason": "held a token"}),
+            );
+        })
+        .await;
+        assert_eq!(heard, followed);
+    }
+
     #[test]
     fn a_session_follows_a_bounded_number() {
         let f = Followed::default();
