@@ -416,10 +416,7 @@ fn a_state_db_from_an_older_schema_is_rebuilt() {
     let p = Project::new();
     let s = p.source("x");
     let c = p.claim("Schema migrations rebuild the index", &s);
-    std::fs::remove_file(p.vouch_dir().join("state.db")).ok();
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(p.vouch_dir().join(format!("state.db{suffix}")));
-    }
+    p.drop_index();
     // Out of the 2 s window in which files are always re-read.
     let ten_s_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
     std::fs::File::options()

@@ -243,6 +243,13 @@ impl Project {
     pub fn doctor_kinds(&self) -> Vec<String> {
         issue_kinds(&self.run("x", &["--json", "doctor"]).json())
     }
+    /// Remove the derived index: `state.db` and the files SQLite keeps
+    /// beside it. The next command builds a fresh one.
+    pub fn drop_index(&self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = std::fs::remove_file(self.vouch_dir().join(format!("state.db{suffix}")));
+        }
+    }
     /// Every file under .vouch/ except the derived index and the locks,
     /// with contents.
     pub fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
