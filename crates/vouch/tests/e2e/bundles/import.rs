@@ -332,18 +332,12 @@ fn spec_and_1x_manifests_are_read() {
 #[test]
 fn a_bundle_with_pax_long_names_imports() {
     let p = Project::new();
-    let src = p.source(
-        "Long claim text one about the deployment pipeline and its many stages.\n\
-         Long claim text two about the deployment pipeline and its many stages too.\n",
-    );
-    let a = p.claim(
+    let texts = [
         "Long claim text one about the deployment pipeline and its many stages.",
-        &src,
-    );
-    let b = p.claim(
         "Long claim text two about the deployment pipeline and its many stages too.",
-        &src,
-    );
+    ];
+    let src = p.source(&format!("{}\n{}\n", texts[0], texts[1]));
+    let [a, b] = texts.map(|t| p.claim(t, &src));
     let rel = p.ok(
         "agent",
         &["propose-relation", &a, "contradicts", &b, "-e", &src],
