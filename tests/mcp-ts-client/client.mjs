@@ -45,10 +45,10 @@ function check(cond, why) {
   if (!cond) throw new Error(why);
 }
 
-let Client, StdioClientTransport, StreamableHTTPClientTransport, types, Ajv2020, addFormats;
+let Client, StdioClientTransport, getDefaultEnvironment, StreamableHTTPClientTransport, types, Ajv2020, addFormats;
 try {
   ({ Client } = await import("@modelcontextprotocol/sdk/client/index.js"));
-  ({ StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js"));
+  ({ StdioClientTransport, getDefaultEnvironment } = await import("@modelcontextprotocol/sdk/client/stdio.js"));
   ({ StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js"));
   types = await import("@modelcontextprotocol/sdk/types.js");
   Ajv2020 = (await import("ajv/dist/2020.js")).default;
@@ -66,9 +66,10 @@ const { values: args } = parseArgs({
     http: { type: "string" },
     token: { type: "string" },
     fixture: { type: "string" },
+    person: { type: "string" },
   },
 });
-for (const k of ["vouch", "kb", "agent", "http", "token", "fixture"]) {
+for (const k of ["vouch", "kb", "agent", "http", "token", "fixture", "person"]) {
   if (!args[k]) fail(`--${k} is required`);
 }
 const fixture = JSON.parse(readFileSync(args.fixture, "utf8"));
@@ -405,6 +406,48 @@ async function run() {
   // --- 3. the agent sees the approved claim ------------------------------------
   out.search_after = (await callOk(client, "kb_search", { query: fixture.new_query })).map((h) => h.id);
   await client.close();
+
+  // --- 4. a host that opens review pages (URL-mode elicitation) -----------------
+  // The person's own config names where the review pages are; the host
+  // declares URL-mode elicitation and "accepts" every ask: that decides
+  // nothing, the proposal stays pending.
+  const host = new Client(
+    { name: "vouch-ts-sdk-test-host", version: "1.0.0" },
+    { capabilities: { elicitation: { url: {} } } },
+  );
+  // The person takes their time: the host answers only when released.
+  const asked = [];
+  let release;
+  const released = new Promise((r) => { release = r; });
+  host.setRequestHandler(types.ElicitRequestSchema, async (req) => {
+    asked.push(req.params);
+    await released;
+    return { action: "accept" };
+  });
+  await host.connect(new StdioClientTransport({
+    command: args.vouch,
+    args: ["--kb", args.kb, "--agent", args.agent, "serve"],
+    cwd: args.kb,
+    env: { ...getDefaultEnvironment(), XDG_CONFIG_HOME: args.person },
+    stderr: "inherit",
+  }), { timeout: CALL_TIMEOUT_MS });
+  const linked = await callOk(host, "kb_propose_claim", {
+    text: fixture.linked_claim,
+    evidence: [fixture.source],
+  });
+  for (let i = 0; i < 50 && asked.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+  // A second proposal while the first ask is open does not ask again.
+  const second = await callOk(host, "kb_propose_claim", { text: fixture.second_linked_claim, evidence: [fixture.source] });
+  await new Promise((r) => setTimeout(r, 500));
+  release();
+  await new Promise((r) => setTimeout(r, 300));
+  out.elicitation = {
+    proposal: linked,
+    second,
+    asked,
+    still_pending: (await callOk(host, "kb_read_proposal", { id: linked.proposal_id })).status,
+  };
+  await host.close();
 
   out.output_checked = [...new Set(out.output_checked)].sort();
   out.warnings = warnings;

@@ -353,6 +353,20 @@ pub fn hidden_char(text: &str) -> Option<(usize, char)> {
     None
 }
 
+/// An id as one URL path segment: anything but `[A-Za-z0-9._-]` is
+/// percent-encoded, so an id can never add a segment or a query.
+pub fn url_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Keep error messages readable when an id is enormous.
 pub fn truncate_for_message(s: &str) -> String {
     if s.chars().count() <= 80 {

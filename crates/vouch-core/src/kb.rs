@@ -119,6 +119,9 @@ pub struct Kb {
     /// What the person's own config allows (who reviews over agent
     /// transports); empty unless the app sets it.
     trust: crate::settings::PersonalTrust,
+    /// Where vouch's review pages are (`https://host[:port]`, no trailing
+    /// slash), when the app knows: proposals then link to their page.
+    review_pages: std::sync::OnceLock<String>,
 }
 
 /// What `init` created and what it found already there.
@@ -220,6 +223,7 @@ impl Kb {
             query_vectors: QueryVectors::default(),
             proposal_vectors: QueryVectors::with_capacity(PROPOSAL_VECTORS_KEPT),
             trust: Default::default(),
+            review_pages: Default::default(),
         })
     }
 
@@ -316,6 +320,26 @@ impl Kb {
     /// What the person's own config allows.
     pub fn trust(&self) -> &crate::settings::PersonalTrust {
         &self.trust
+    }
+    /// Where vouch's review pages are served (`http://127.0.0.1:8765`): the
+    /// first address given stays (the person's own `review.url` is given
+    /// when the knowledge base opens, before a server knows its own).
+    pub fn set_review_pages(&self, base: &str) {
+        let _ = self
+            .review_pages
+            .set(base.trim_end_matches('/').to_string());
+    }
+    /// The review page of proposal `proposal_id`, when the review pages'
+    /// address is known; `None` for an empty id (a dry run, an invalid
+    /// proposal).
+    pub fn review_link(&self, proposal_id: &str) -> Option<String> {
+        let base = self.review_pages.get()?;
+        (!proposal_id.is_empty()).then(|| {
+            format!(
+                "{base}/ui/proposal/{}",
+                crate::ids::url_segment(proposal_id)
+            )
+        })
     }
     /// Whether the review gate holds `caller` as an agent: its imports
     /// and (with `review.gate_lifecycle`) lifecycle changes become

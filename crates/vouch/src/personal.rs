@@ -5,6 +5,7 @@
 //! ```yaml
 //! review:
 //!   reviewers: [alice, bob]        # may decide proposals over MCP, JSONL, HTTP
+//!   url: https://vouch.example.org # where the review pages are: proposals link there
 //!   approver_role: trusted-agent   # optional: every agent may (not its own)
 //!   require_citations: false       # optional: working claims may be uncited
 //! synthesize:
@@ -155,10 +156,38 @@ pub(crate) fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
     trust
 }
 
-/// Give `kb` what the person's own config allows.
+/// Give `kb` what the person's own config allows, and where their review
+/// pages are.
 pub(crate) fn attach(kb: &mut Kb) {
     if let Some((path, cfg)) = read(kb) {
         let trust = trust_of(kb, &path, &cfg);
         kb.set_trust(trust);
+        if let Some(url) = review_url(kb, &path, &cfg) {
+            kb.set_review_pages(&url);
+        }
     }
+}
+
+/// `review.url`: the address of the review pages a proposal's link points
+/// at. Only from the person's own config: a link a cloned repository chose
+/// could send the person to a look-alike page.
+fn review_url(kb: &Kb, path: &Path, cfg: &Value) -> Option<String> {
+    let held = &cfg["review"]["url"];
+    if held.is_null() {
+        return None;
+    }
+    let url = held.as_str().map(str::trim).unwrap_or_default();
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    let plain = url.len() <= 2048
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !url.contains(['?', '#']);
+    if scheme_ok && plain && url.split("://").nth(1).is_some_and(|rest| !rest.is_empty()) {
+        return Some(url.to_string());
+    }
+    kb.warn(format!(
+        "{}: review.url: {held} is not an http(s) address such as https://vouch.example.org; \
+         proposals carry no review link",
+        path.display()
+    ));
+    None
 }

@@ -186,6 +186,12 @@ pub struct ProposeResult {
     pub errors: Vec<String>,
     /// True when this was a dry run: nothing was written.
     pub dry_run: bool,
+    /// Where a person decides it: this proposal's page on vouch's review
+    /// pages, when the server knows their address (the person's own
+    /// `review.url`, or an HTTP server's own loopback address). Show it to
+    /// the person; the decision is made there, signed in as a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_url: Option<String>,
     /// `possible_duplicates`: current approved claims whose meaning is
     /// almost the same (cosine ≥ 0.95 with the local model; absent
     /// without one), for the reviewer.

@@ -171,9 +171,18 @@ pub(crate) async fn serve(
 ) -> Result<(), Error> {
     let root = kb.layout().root().display().to_string();
     let anonymous_actor = anonymous.actor.clone();
-    let built = application(kb, anonymous, raw_tokens, limits.max_mcp_sessions)?;
+    let built = application(kb.clone(), anonymous, raw_tokens, limits.max_mcp_sessions)?;
     let (listener, local) = bind_listener(bind, built.shortest_token.as_ref()).await?;
     eprintln!("vouch: listening on http://{local}");
+    // Proposals link to their review page here, unless the person's own
+    // `review.url` named the address people reach (set first, it stays).
+    // Another bind's address is not one a browser is known to reach.
+    if local.ip().is_loopback() {
+        kb.set_review_pages(&format!("http://{local}"));
+    }
+    if let Some(link) = kb.review_link("ID") {
+        eprintln!("vouch: proposals link to their review page: {link}");
+    }
     eprintln!("vouch: serving {root} at /rpc (JSONL envelope) and /mcp (MCP streamable HTTP)");
     match &built.sign_in {
         Some(link) => {

@@ -650,8 +650,13 @@ impl Human for ProposeResult {
         if self.dry_run {
             return format!("Valid (dry run, nothing written): would propose {kind} {id}\n");
         }
+        let page = self
+            .review_url
+            .as_deref()
+            .map(|url| format!("Review it at {url}\n"))
+            .unwrap_or_default();
         format!(
-            "Proposed {kind} {id} as proposal {p}\nIt is pending review: another actor must run `vouch approve {p}`.\n",
+            "Proposed {kind} {id} as proposal {p}\nIt is pending review: another actor must run `vouch approve {p}`.\n{page}",
             p = self.proposal_id
         )
     }

@@ -23,6 +23,7 @@ use vouch_core::{Caller, Kb};
 
 mod prompts;
 mod resources;
+mod review_link;
 mod sessions;
 mod subscriptions;
 
@@ -147,6 +148,8 @@ pub(crate) struct Handler {
     /// accepted: the SDK acknowledges it before `listen` reads what the
     /// resources hold, and a change in between must not go unheard.
     accepted_at: Arc<std::sync::Mutex<subscriptions::Stamp>>,
+    /// Whether the host is being asked to open a review page already.
+    asking: Arc<review_link::Asking>,
 }
 
 impl Handler {
@@ -157,6 +160,7 @@ impl Handler {
             caller: Some(caller),
             followed: Arc::default(),
             accepted_at: Arc::default(),
+            asking: Arc::default(),
         }
     }
 
@@ -167,6 +171,7 @@ impl Handler {
             caller: None,
             followed: Arc::default(),
             accepted_at: Arc::default(),
+            asking: Arc::default(),
         }
     }
 
@@ -288,6 +293,9 @@ impl ServerHandler for Handler {
         let Answer { value, meta } = ask(&self.kb, &caller, method.name, params).await;
         let mut result = match value {
             Ok(value) => {
+                if method.effect == Effect::Propose {
+                    review_link::offer(&self.asking, &context, &value);
+                }
                 let text = serde_json::to_string(&value).unwrap_or_default();
                 let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
                 // structuredContent must be an object; arrays and null stay text only.

@@ -51,18 +51,9 @@ pub(crate) fn marked(snippet: &str, highlights: &[[usize; 2]]) -> String {
     out
 }
 
-/// An id as one URL path segment: anything but `[A-Za-z0-9._-]` is
-/// percent-encoded, so an id can never add a segment or a query.
+/// An id as one URL path segment (`vouch_core::ids::url_segment`).
 pub(crate) fn url_id(id: &str) -> String {
-    let mut out = String::with_capacity(id.len());
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    vouch_core::ids::url_segment(id)
 }
 
 /// Who is signed in, and the CSRF token every form of the page carries.

@@ -297,3 +297,56 @@ fn a_bare_repository_whose_head_is_a_dangling_link_is_git_s() {
         refused_as_gits_own(&p, path);
     }
 }
+
+/// The approval link: a proposal's `review_url` comes only from the
+/// person's own config (`review.url`). A cloned repository's
+/// `.vouch/config.yaml` naming an address gives no link (it could send the
+/// person to a look-alike page); a malformed one is warned about; the
+/// person's own gives each proposal its page.
+#[test]
+fn a_proposal_links_to_its_review_page_only_where_the_person_said() {
+    let p = Project::new();
+    let src = p.source("Deploys freeze on Fridays.\n");
+    let config = p.root().join(".vouch/config.yaml");
+    let repo = std::fs::read_to_string(&config).unwrap();
+    assert!(repo.contains("\nreview:\n"), "{repo}");
+    let repo = repo.replace(
+        "\nreview:\n",
+        "\nreview:\n  url: https://vouch.evil.example\n",
+    );
+    std::fs::write(&config, repo).unwrap();
+    let propose = |text: &str| {
+        jsonl(
+            &p,
+            "agent",
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        )
+    };
+    let r = propose("Deploys freeze on Fridays.");
+    assert_eq!(r["ok"], json!(true), "{r}");
+    assert!(r["result"].get("review_url").is_none(), "{r}");
+
+    p.person_config("review:\n  url: ftp://vouch.example.org\n");
+    let r = propose("Deploys freeze on Fridays, all day.");
+    assert!(r["result"].get("review_url").is_none(), "{r}");
+    let status = p.run("agent", &["status"]);
+    assert!(status.stderr.contains("review.url"), "{}", status.stderr);
+
+    p.person_config("review:\n  url: https://vouch.example.org/\n");
+    let r = propose("Deploys freeze on Fridays from noon.");
+    let id = r["result"]["proposal_id"].as_str().unwrap();
+    assert_eq!(
+        r["result"]["review_url"],
+        json!(format!("https://vouch.example.org/ui/proposal/{id}")),
+        "{r}"
+    );
+    // A dry run proposes nothing, so it links nowhere.
+    let dry = jsonl(
+        &p,
+        "agent",
+        "kb.propose_claim",
+        json!({"text": "Deploys freeze on Mondays.", "evidence": [src], "dry_run": true}),
+    );
+    assert!(dry["result"].get("review_url").is_none(), "{dry}");
+}

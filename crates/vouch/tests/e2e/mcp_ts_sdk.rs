@@ -81,7 +81,9 @@ fn run_client(node: &str, p: &Project, http: &str, fixture: &Path) -> crate::com
         .arg(p.root())
         .args(["--agent", AGENT, "--http", http, "--token", TOKEN])
         .arg("--fixture")
-        .arg(fixture);
+        .arg(fixture)
+        .arg("--person")
+        .arg(p.person.path());
     crate::common::run_client(cmd, DEADLINE)
 }
 
@@ -149,6 +151,8 @@ pub(crate) fn fixture(p: &Project) -> (Value, PathBuf) {
         "new_claim": "Rollbacks are announced in the release channel.",
         "new_quote": "Rollbacks are announced in the release channel.",
         "new_query": "rollbacks announced",
+        "linked_claim": "Deploys are announced before they start.",
+        "second_linked_claim": "Deploys are paused during incidents.",
     });
     let path = p.root().join("fixture.json");
     std::fs::write(&path, fixture.to_string()).expect("write fixture");
@@ -180,6 +184,12 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     let (fixture, fixture_path) = fixture(&p);
     let server = reviewers_server(&p, REVIEWER, TOKEN);
     let http = format!("http://127.0.0.1:{}/mcp", server.port);
+    // The person's own config says where their review pages are: this
+    // server's. Proposals link there.
+    let pages = format!("http://127.0.0.1:{}", server.port);
+    p.person_config(&format!(
+        "review:\n  reviewers: [{REVIEWER}]\n  url: {pages}\n"
+    ));
 
     let run = run_client(&node, &p, &http, &fixture_path);
     assert_eq!(
@@ -349,6 +359,28 @@ fn official_typescript_sdk_drives_vouch_over_stdio_and_http() {
     .expect("a claim resource is JSON");
     assert_eq!(read["id"], json!(claim_id), "{ctx}");
     assert_eq!(read["approved_by"], json!(REVIEWER), "{ctx}");
+
+    // The approval link: the proposal carries its review page, a host that
+    // opens URLs was asked once (not again while that ask was open), in
+    // URL mode, and its "accept" decided nothing.
+    let e = &out["elicitation"];
+    let proposal_id = e["proposal"]["proposal_id"].as_str().unwrap();
+    let url = format!("{pages}/ui/proposal/{proposal_id}");
+    assert_eq!(e["proposal"]["review_url"], json!(url), "{ctx}");
+    assert!(e["second"]["review_url"].is_string(), "{ctx}");
+    let asked = e["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{ctx}");
+    assert_eq!(asked[0]["mode"], json!("url"), "{ctx}");
+    assert_eq!(asked[0]["url"], json!(url), "{ctx}");
+    assert_eq!(asked[0]["elicitationId"], json!(proposal_id), "{ctx}");
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Nothing is approved by answering here"),
+        "{ctx}"
+    );
+    assert_eq!(e["still_pending"], json!("pending"), "{ctx}");
 
     // On disk: approved by the reviewer the token names, proposed by the
     // stdio agent; the audit chain verifies.

@@ -120,6 +120,7 @@ pub fn propose_delete(kb: &Kb, caller: &Caller, p: ProposeDeleteParams) -> Resul
     check_text(&mut problems, "reason", &p.reason);
     check_session(kb, &mut problems, &p.session_id);
     let result = |proposal_id: String, errors: Vec<String>| ProposeResult {
+        review_url: kb.review_link(&proposal_id),
         proposal_id,
         object: BTreeMap::from([(
             object_key(ProposalKind::Delete).to_string(),

@@ -202,6 +202,7 @@ fn propose_many(kb: &Kb, caller: &Caller, inputs: Vec<ProposeInput>) -> Result<V
             });
             objects_taken.insert((kind, object_id.clone()));
             let done = |proposal_id: String| ProposeResult {
+                review_url: kb.review_link(&proposal_id),
                 proposal_id,
                 object: BTreeMap::from([(key.clone(), object_id.clone())]),
                 valid: true,
@@ -359,6 +360,7 @@ fn invalid(input: &ProposeInput, errors: Vec<String>) -> ProposeResult {
         valid: false,
         errors,
         dry_run: input.dry_run,
+        review_url: None,
         meta: ReadMeta::default(),
     }
 }
@@ -466,6 +468,7 @@ pub(super) fn propose(kb: &Kb, caller: &Caller, mut input: ProposeInput) -> Resu
     }
     let result =
         |proposal_id: String, object_id: String, errors: Vec<String>, dry_run| ProposeResult {
+            review_url: kb.review_link(&proposal_id),
             proposal_id,
             object: BTreeMap::from([(key.clone(), object_id)]),
             valid: errors.is_empty(),

@@ -464,6 +464,7 @@ pub fn propose_redact(kb: &Kb, caller: &Caller, p: RedactParams) -> Result<Propo
     let _lock = kb.lock()?;
     plan(kb, p.kind, &p.id, &caller.actor, &p.reason)?;
     let result = |proposal_id: String| ProposeResult {
+        review_url: kb.review_link(&proposal_id),
         proposal_id,
         object: BTreeMap::from([(object_key(ProposalKind::Redact).to_string(), p.id.clone())]),
         valid: true,
