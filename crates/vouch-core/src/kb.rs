@@ -53,6 +53,9 @@ pub enum Transport {
     /// The review pages in a browser (`vouch ui`, `/` of the HTTP server):
     /// a signed-in person, held to the same gate as any caller.
     Web,
+    /// A host's hook handing over what happened in a session
+    /// (`vouch capture`): always the agent's.
+    Hook,
 }
 
 impl Transport {
@@ -64,6 +67,7 @@ impl Transport {
             Transport::Mcp => "MCP",
             Transport::Http => "HTTP",
             Transport::Web => "browser",
+            Transport::Hook => "hook",
         }
     }
     /// Agent transports get the gate on everything that creates knowledge.

@@ -8,6 +8,7 @@
 
 pub mod answer;
 pub mod audit;
+pub mod capture;
 pub mod clock;
 pub mod error;
 pub mod fail;

@@ -10,6 +10,7 @@
 //! (`vouch-core`, `vouch-model`) or run the binary.
 
 pub(crate) mod auth;
+pub(crate) mod capture;
 pub(crate) mod catalog;
 pub(crate) mod checkpoint;
 pub mod cli;

@@ -13,8 +13,7 @@ pub const GITIGNORE_FILE: &str = ".gitignore";
 /// local files no branch carries. The pull-request check refuses a branch
 /// that commits one anyway (`git add -f`): a planted `state.db` or
 /// `.staging/` is a cache or a half-write another machine never made.
-pub const GITIGNORE: &str =
-    "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n.watch/\nmodels/\n";
+pub const GITIGNORE: &str = "proposed/\nstate.db\nstate.db-*\n.lock\n*.lock\n.*.tmp-*\n.staging/\n.watch/\nmodels/\ncaptures/\n";
 
 /// Whether a path under `.vouch/` (`/`-separated) is one [`GITIGNORE`]
 /// keeps out of git: a name of it matches a pattern (`*` for any run of
@@ -220,6 +219,10 @@ impl Layout {
     /// `.vouch/.gitignore`.
     pub fn gitignore(&self) -> PathBuf {
         self.root.join(GITIGNORE_FILE)
+    }
+    /// `captures/`: session capture's scratch buffers (git-ignored).
+    pub fn captures(&self) -> PathBuf {
+        self.root.join("captures")
     }
     /// `audit.log.jsonl`.
     pub fn audit_log(&self) -> PathBuf {

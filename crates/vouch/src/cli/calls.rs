@@ -588,6 +588,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         | Command::Serve(_)
         | Command::Ui(_)
         | Command::Watch(_)
+        | Command::Capture(_)
         | Command::InstallMcp(_)
         | Command::Completions { .. }
         | Command::Man

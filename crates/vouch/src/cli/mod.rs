@@ -425,6 +425,13 @@ pub(crate) enum Command {
     /// review, what was approved and superseded lately, and the context pack
     /// for --task. Never longer than --max-chars.
     Recall(RecallArgs),
+    /// Session capture for a host's hooks: reads one hook payload on stdin
+    /// (Claude Code's), notes what happened, masked for secrets, in a
+    /// git-ignored buffer, and when the session ends files it as a pending
+    /// session page citing its summary, for review. Prints nothing on
+    /// stdout and always exits 0, so a hook never breaks the host's turn.
+    /// `install-mcp claude-code` wires it.
+    Capture(CaptureArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell to complete for.
@@ -748,6 +755,21 @@ pub(crate) struct ProposeRelationArgs {
     pub(crate) evidence: Vec<String>,
     #[command(flatten)]
     pub(crate) common: ProposeCommon,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CaptureArgs {
+    /// Whose hook payload is on stdin.
+    #[arg(long, value_enum, default_value_t = CaptureHost::ClaudeCode)]
+    pub(crate) host: CaptureHost,
+}
+
+/// Hosts whose hook payloads `vouch capture` reads.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CaptureHost {
+    /// Claude Code's hooks (`PostToolUse`, `UserPromptSubmit`,
+    /// `SessionStart`, `SessionEnd`).
+    ClaudeCode,
 }
 
 #[derive(Args, Debug)]

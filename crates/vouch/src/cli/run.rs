@@ -85,6 +85,7 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         Command::Serve(args) => return crate::serve::run(cli, args),
         Command::Ui(args) => return crate::serve::run_ui(cli, args),
         Command::Watch(args) => return crate::serve::run_watch(cli, args),
+        Command::Capture(args) => return Ok(crate::capture::run(cli, args)),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

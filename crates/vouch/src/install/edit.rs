@@ -222,9 +222,69 @@ pub(crate) fn claude_code_deny() -> Vec<String> {
     rules
 }
 
+/// One Claude Code hook: the event it runs on, its tool matcher (tool
+/// events only) and its command.
+pub(crate) struct Hook {
+    pub event: &'static str,
+    pub matcher: Option<&'static str>,
+    pub command: String,
+}
+
+/// The hooks that hand a session to `vouch capture` as `agent`: each tool
+/// use, each prompt, the session's start (what an earlier one left
+/// behind) and its end (filed for review).
+pub(crate) fn claude_code_hooks(agent: &str) -> Vec<Hook> {
+    // The agent's name is one word for the shell, quoted unless plain.
+    let plain = agent
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    let agent = if plain {
+        agent.to_string()
+    } else {
+        format!("'{}'", agent.replace('\'', r"'\''"))
+    };
+    let command = format!("vouch capture --host claude-code --agent {agent}");
+    [
+        ("PostToolUse", Some("*")),
+        ("UserPromptSubmit", None),
+        ("SessionStart", None),
+        ("SessionEnd", None),
+    ]
+    .into_iter()
+    .map(|(event, matcher)| Hook {
+        event,
+        matcher,
+        command: command.clone(),
+    })
+    .collect()
+}
+
 /// What `.claude/settings.json` would hold with every rule of `deny` in
-/// `permissions.deny`, keeping all else; `None` when it has them all.
-pub(super) fn edit_deny(path: &Path, text: &str, deny: &[String]) -> Result<Option<String>, Error> {
+/// `permissions.deny` and every hook of `hooks` under `hooks.<event>`,
+/// keeping all else; `None` when it has them all.
+pub(super) fn edit_settings(
+    path: &Path,
+    text: &str,
+    deny: &[String],
+    hooks: &[Hook],
+) -> Result<Option<String>, Error> {
+    let denied = edit_deny(path, text, deny)?;
+    let text = denied.as_deref().unwrap_or(text);
+    match edit_hooks(path, text, hooks)? {
+        Some(out) => Ok(Some(out)),
+        None => Ok(denied),
+    }
+}
+
+/// `text` (`.claude/settings.json`, JSONC) edited by `add`, which sees the
+/// parsed value and the tree, adds what is missing to the tree and says
+/// whether it added anything (`None` when not). A file that is not JSON,
+/// or a key of the wrong shape (`add`'s refusal), changes nothing.
+fn edit_settings_tree(
+    path: &Path,
+    text: &str,
+    add: impl FnOnce(&Value, &jsonc_parser::cst::CstRootNode) -> Result<bool, String>,
+) -> Result<Option<String>, Error> {
     use jsonc_parser::ParseOptions;
     use jsonc_parser::cst::CstRootNode;
     let refuse =
@@ -233,36 +293,84 @@ pub(super) fn edit_deny(path: &Path, text: &str, deny: &[String]) -> Result<Opti
     let text = if text.trim().is_empty() { "{}\n" } else { text };
     let value: Value = jsonc_parser::parse_to_serde_value(text, &options)
         .map_err(|e| refuse(format!("not valid JSON: {e}")))?;
-    let permissions = &value["permissions"];
-    if !(permissions.is_null() || permissions.is_object()) {
-        return Err(refuse("`permissions` is not an object".into()));
-    }
-    let present = &permissions["deny"];
-    if !(present.is_null() || present.is_array()) {
-        return Err(refuse("`permissions.deny` is not a list".into()));
-    }
-    let missing: Vec<&str> = deny
-        .iter()
-        .map(String::as_str)
-        .filter(|r| !present.as_array().is_some_and(|a| a.iter().any(|x| x == r)))
-        .collect();
-    if missing.is_empty() {
-        return Ok(None);
-    }
     let root =
         CstRootNode::parse(text, &options).map_err(|e| refuse(format!("not valid JSON: {e}")))?;
-    let list = root
-        .object_value_or_set()
-        .object_value_or_set("permissions")
-        .array_value_or_set("deny");
-    for rule in missing {
-        list.append(to_cst(&json!(rule)));
+    if !add(&value, &root).map_err(refuse)? {
+        return Ok(None);
     }
     let mut out = root.to_string();
     if !out.ends_with('\n') {
         out.push('\n');
     }
     Ok(Some(out))
+}
+
+/// `text` with each hook of `hooks` added to `hooks.<event>` as a group of
+/// its own, unless a group of that event runs its command already; `None`
+/// when all are there.
+fn edit_hooks(path: &Path, text: &str, hooks: &[Hook]) -> Result<Option<String>, Error> {
+    edit_settings_tree(path, text, |value, root| {
+        let present = &value["hooks"];
+        if !(present.is_null() || present.is_object()) {
+            return Err("`hooks` is not an object".into());
+        }
+        if let Some(h) = hooks
+            .iter()
+            .find(|h| !(present[h.event].is_null() || present[h.event].is_array()))
+        {
+            return Err(format!("`hooks.{}` is not a list", h.event));
+        }
+        let runs = |h: &Hook| {
+            present[h.event].as_array().is_some_and(|groups| {
+                groups.iter().any(|g| {
+                    g["hooks"]
+                        .as_array()
+                        .is_some_and(|hs| hs.iter().any(|x| x["command"] == json!(h.command)))
+                })
+            })
+        };
+        let missing: Vec<&Hook> = hooks.iter().filter(|h| !runs(h)).collect();
+        let events = root.object_value_or_set().object_value_or_set("hooks");
+        for h in &missing {
+            let mut group = json!({"hooks": [{"type": "command", "command": h.command}]});
+            if let Some(m) = h.matcher {
+                group["matcher"] = json!(m);
+            }
+            events.array_value_or_set(h.event).append(to_cst(&group));
+        }
+        Ok(!missing.is_empty())
+    })
+}
+
+/// What `.claude/settings.json` would hold with every rule of `deny` in
+/// `permissions.deny`, keeping all else; `None` when it has them all.
+fn edit_deny(path: &Path, text: &str, deny: &[String]) -> Result<Option<String>, Error> {
+    edit_settings_tree(path, text, |value, root| {
+        let permissions = &value["permissions"];
+        if !(permissions.is_null() || permissions.is_object()) {
+            return Err("`permissions` is not an object".into());
+        }
+        let present = &permissions["deny"];
+        if !(present.is_null() || present.is_array()) {
+            return Err("`permissions.deny` is not a list".into());
+        }
+        let missing: Vec<&str> = deny
+            .iter()
+            .map(String::as_str)
+            .filter(|r| !present.as_array().is_some_and(|a| a.iter().any(|x| x == r)))
+            .collect();
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        let list = root
+            .object_value_or_set()
+            .object_value_or_set("permissions")
+            .array_value_or_set("deny");
+        for rule in missing {
+            list.append(to_cst(&json!(rule)));
+        }
+        Ok(true)
+    })
 }
 
 #[cfg(test)]

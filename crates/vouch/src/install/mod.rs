@@ -15,8 +15,8 @@ use vouch_core::Error;
 mod edit;
 mod files;
 
-pub(crate) use edit::claude_code_deny;
-use edit::{edit_deny, edit_json, edit_toml};
+pub(crate) use edit::{claude_code_deny, claude_code_hooks};
+use edit::{edit_json, edit_settings, edit_toml};
 use files::{backup, diff, lock_dir, replace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -352,8 +352,9 @@ fn resolve_link(path: &mut PathBuf, per_project: bool) -> Result<(), Error> {
 
 /// Install the entry. `kb` is the knowledge base's `.vouch/` (found as
 /// every command finds it); `agent` the actor the host's agent acts as.
-/// For Claude Code, also the deny rules of [`claude_code_deny`] in the
-/// project's `.claude/settings.json`. The answer lists every file written
+/// For Claude Code, also the deny rules of [`claude_code_deny`] and the
+/// capture hooks of [`claude_code_hooks`] in the project's
+/// `.claude/settings.json`. The answer lists every file written
 /// (or, with `--dry-run`, that would be) under `files`, each with its
 /// outcome and diff or backup; `note` says whether the host will find the
 /// command.
@@ -393,15 +394,19 @@ pub(crate) fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Res
         let mut settings = project.join(".claude/settings.json");
         resolve_link(&mut settings, true)?;
         let deny = claude_code_deny();
+        let hooks = claude_code_hooks(agent);
         let mut permissions = apply(&settings, Some(project), args.dry_run, |text| {
-            edit_deny(&settings, text, &deny)
+            edit_settings(&settings, text, &deny, &hooks)
         })?;
         permissions["holds"] = json!(format!(
-            "{} deny rules: the agent may not decide as you through your shell",
-            deny.len()
+            "{} deny rules: the agent may not decide as you through your shell; {} hooks hand \
+             the session to `vouch capture`, which files it for review when it ends",
+            deny.len(),
+            hooks.len()
         ));
         files.push(permissions.clone());
         permissions["deny"] = json!(deny);
+        permissions["hooks"] = json!(hooks.iter().map(|h| h.event).collect::<Vec<_>>());
         out["permissions"] = permissions;
     }
     out["files"] = Value::Array(files);

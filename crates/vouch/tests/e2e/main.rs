@@ -8,6 +8,7 @@ mod attacks4_reads;
 mod attacks5;
 mod attacks5_identity;
 mod bundles;
+mod capture;
 mod catalog;
 mod common;
 mod crash;
