@@ -39,6 +39,8 @@ pub(crate) const FLOORS: &[&[&str]] = &[
     ],
     // The `kb.*` registry every transport reads.
     &["methods"],
+    // Session capture, which files what a session did through the registry.
+    &["capture"],
 ];
 
 /// The app's top-level modules by floor, bottom first.
@@ -59,7 +61,7 @@ pub(crate) const APP_FLOORS: &[&[&str]] = &[
     // Opening a knowledge base from flags and the environment.
     &["context"],
     // The commands.
-    &["cli", "serve"],
+    &["cli", "serve", "capture"],
 ];
 
 #[cfg(test)]
