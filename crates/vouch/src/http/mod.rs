@@ -488,6 +488,8 @@ fn ui_routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
             post(ui::approve_selected::<App>).layer(form()),
         )
         .route("/ui/audit", get(ui::audit::<App>))
+        .route("/ui/why/{id}", get(ui::insight::why::<App>))
+        .route("/ui/stats", get(ui::insight::stats::<App>))
 }
 
 /// The HTTP application without a listener: routes, bearer-token auth,

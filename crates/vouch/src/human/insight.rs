@@ -6,7 +6,7 @@ use serde_json::Value;
 use vouch_core::params::*;
 
 /// A span of seconds as a person says it: `3d 4h`, `12m`, `40s`.
-fn span(seconds: i64) -> String {
+pub(crate) fn span(seconds: i64) -> String {
     let (d, h, m) = (
         seconds / 86_400,
         seconds % 86_400 / 3600,
@@ -20,7 +20,7 @@ fn span(seconds: i64) -> String {
     }
 }
 
-fn percent(rate: Option<f64>) -> String {
+pub(crate) fn percent(rate: Option<f64>) -> String {
     rate.map_or("-".into(), |r| format!("{:.0}%", r * 100.0))
 }
 

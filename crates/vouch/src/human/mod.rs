@@ -16,7 +16,7 @@ use vouch_core::retrieval::SearchHit;
 use vouch_core::retrieval::eval::EvalReport;
 use vouch_core::retrieval::pack::ContextPack;
 
-mod insight;
+pub(crate) mod insight;
 mod interop;
 mod removal;
 

@@ -155,10 +155,10 @@ pub(crate) fn browse(kb: &Kb, caller: &Caller, frame: &Frame, q: &Browse) -> Res
     );
     body.push_str("<table id=\"browse\"><tbody>");
     for (id, status, what, extra) in &rows {
-        let link = if kind == "claims" {
-            claim_link(id)
-        } else {
-            esc(id)
+        let link = match kind {
+            "claims" => claim_link(id),
+            "pages" => why_link(id, Some("page")),
+            _ => why_link(id, Some("entity")),
         };
         let _ = write!(
             body,

@@ -87,6 +87,8 @@ pre,.source{white-space:pre-wrap;word-break:break-word;font:13px/1.4 ui-monospac
 button{font:inherit;padding:.35em 1em;border-radius:4px;border:1px solid #888;background:#fff;cursor:pointer}
 button.approve{background:#1f7a35;border-color:#1f7a35;color:#fff}button.reject{background:#b3261e;border-color:#b3261e;color:#fff}
 textarea{width:100%;min-height:4em;font:inherit}
+.beside{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:1.2em}
+.stale{background:#fdecea}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;margin:.4em 0}dt{color:#666}dd{margin:0}
 ";
 
@@ -97,7 +99,8 @@ pub(crate) fn layout(title: &str, frame: &Frame, body: &str) -> String {
          <title>{title} · vouch</title><style>{CSS}</style></head><body>\
          <header><a class=\"brand\" href=\"/\">vouch</a><nav><a href=\"/\">Review queue</a>\
          <a href=\"/ui/browse\">Browse</a><a href=\"/ui/search\">Search</a>\
-         <a href=\"/ui/health\">Health</a><a href=\"/ui/audit\">Audit log</a></nav>\
+         <a href=\"/ui/health\">Health</a><a href=\"/ui/stats\">Gate health</a>\
+         <a href=\"/ui/audit\">Audit log</a></nav>\
          <span>signed in as <b id=\"actor\">{actor}</b></span>\
          <form method=\"post\" action=\"/ui/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button>Sign out</button></form></header><main>{body}</main></body></html>\n",
@@ -184,6 +187,24 @@ pub(crate) fn badge(status: &str) -> String {
 
 pub(crate) fn claim_link(id: &str) -> String {
     format!("<a href=\"/ui/claim/{}\">{}</a>", url_id(id), esc(id))
+}
+
+/// A link to an object's provenance page (`/ui/why/ID`), its kind given
+/// when known (an id two kinds share); a source's sha256 shown short.
+pub(crate) fn why_link(id: &str, kind: Option<&str>) -> String {
+    let shown: String = if vouch_core::ids::is_source_id(id) {
+        id.chars().take(12).collect()
+    } else {
+        id.to_string()
+    };
+    let query = kind
+        .map(|k| format!("?kind={}", url_id(k)))
+        .unwrap_or_default();
+    format!(
+        "<a href=\"/ui/why/{}{query}\">{}</a>",
+        url_id(id),
+        esc(&shown)
+    )
 }
 
 pub(crate) fn strings(v: &Value) -> Vec<String> {

@@ -20,6 +20,7 @@
 
 mod browse;
 pub(crate) mod html;
+pub(crate) mod insight;
 pub mod pages;
 
 use crate::auth::{ct_eq, digest};
@@ -489,17 +490,13 @@ pub(crate) async fn queue<H: Host>(
     .await
 }
 
-/// Renders the page of one object by id (`None`: no such object).
-type ObjectPage = fn(&Kb, &Caller, &Frame, &str) -> Result<Option<String>, Error>;
-
 /// A page about one object named in the URL: signed in, the id checked
-/// before it reaches the store, then rendered.
-async fn object_page<H: Host>(
-    app: Arc<H>,
-    headers: HeaderMap,
-    id: String,
-    page: ObjectPage,
-) -> Response {
+/// before it reaches the store, then rendered by `page` (`None`: no such
+/// object).
+async fn object_page<H: Host, P>(app: Arc<H>, headers: HeaderMap, id: String, page: P) -> Response
+where
+    P: FnOnce(&Kb, &Caller, &Frame, &str) -> Result<Option<String>, Error> + Send + 'static,
+{
     let session = match signed_in(&*app, &headers) {
         Ok(s) => s,
         Err(r) => return *r,

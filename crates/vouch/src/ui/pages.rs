@@ -298,7 +298,7 @@ fn provenance_html(kb: &Kb, source_id: &str) -> String {
         .unwrap_or_default()
 }
 
-fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
+pub(crate) fn citation(kb: &Kb, caller: &Caller, id: &str) -> String {
     if vouch_core::ids::is_source_id(id) {
         let locator = source_locator(kb, caller, id);
         let text = match kb.source_content(id) {
@@ -397,7 +397,7 @@ fn source_locator(kb: &Kb, caller: &Caller, id: &str) -> String {
         .unwrap_or_default()
 }
 
-fn field_row(out: &mut String, name: &str, value: &str) {
+pub(crate) fn field_row(out: &mut String, name: &str, value: &str) {
     if !value.is_empty() {
         let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
     }
@@ -427,6 +427,16 @@ pub fn proposal(
         badge(status)
     );
     body.push_str(&proposal_view(kb, caller, &p, "text")?);
+    // What it made or changes, where that is stored: its whole story.
+    let object = str_of(&p, "object_id");
+    if !object.is_empty() && vouch_core::insight::resolve(kb, object, None).is_ok() {
+        let _ = write!(
+            body,
+            "<p><a id=\"why\" href=\"/ui/why/{}\">Provenance and impact of {}</a></p>",
+            url_id(object),
+            esc(object)
+        );
+    }
     decide_forms(&mut body, frame, &p, id, status);
     body.push_str(KEYS_SCRIPT);
     Ok(Some(layout(&format!("Proposal {id}"), frame, &body)))
@@ -665,7 +675,12 @@ pub(crate) fn claim(
         confirmed.as_deref().unwrap_or(""),
     );
     field_row(&mut body, "tags", &c.tags.join(", "));
-    body.push_str("</dl>");
+    let _ = write!(
+        body,
+        "</dl><p><a id=\"why\" href=\"/ui/why/{}?kind=claim\">Provenance, impact and \
+         neighbors</a></p>",
+        url_id(id)
+    );
     let links = |label: &str, ids: Vec<String>| -> String {
         if ids.is_empty() {
             return String::new();
@@ -799,11 +814,14 @@ pub(crate) fn search(
         };
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{} {}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{} {}</td><td>{}</td><td class=\"small\">\
+             <a href=\"/ui/why/{}?kind={}\">provenance</a></td></tr>",
             esc(kind),
             shown,
             h.status.as_deref().map(badge).unwrap_or_default(),
-            marked(&h.snippet, &h.highlights)
+            marked(&h.snippet, &h.highlights),
+            url_id(id),
+            url_id(kind)
         );
     }
     body.push_str("</tbody></table>");

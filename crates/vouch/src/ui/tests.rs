@@ -1,4 +1,5 @@
-//! The review pages in process: sign-in, CSRF, the gate, escaping, groups, browse and health.
+//! The review pages in process: sign-in, CSRF, the gate, escaping, groups,
+//! browse, health, provenance and the gate's health.
 
 use super::*;
 use axum::body::Body;
@@ -452,5 +453,238 @@ async fn an_agent_session_meets_the_wire_request_limits() {
             .join(format!(".vouch/proposed/{id}.yaml"))
             .exists(),
         "still pending"
+    );
+}
+
+/// Every file under `.vouch/` with its bytes: a read must leave them be.
+fn files(root: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut dirs = vec![root.join(".vouch")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A person's call, its result.
+fn call(kb: &Kb, who: &Caller, method: &str, params: serde_json::Value) -> serde_json::Value {
+    methods::dispatch(kb, who, method, params).unwrap()
+}
+
+/// Approve as bob; the object made.
+fn approved(kb: &Kb, proposed: &serde_json::Value) -> String {
+    let bob = Caller::new("bob", Transport::Cli);
+    let id = json!({"proposal_id": proposed["proposal_id"]});
+    call(kb, &bob, "kb.approve", id)["object_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The provenance page tells an object's whole story through `kb.why`:
+/// who proposed and approved it and when, its quote marked in its source,
+/// every audit event; what rests on it (`kb.impact`) and what lies around
+/// it (`kb.neighbors`) beside, each linked; a hand edit shown as
+/// UNAUDITED; every stored value escaped; and it writes nothing.
+#[tokio::test]
+async fn the_provenance_page_tells_an_objects_whole_story() {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "t", None).unwrap();
+    let kb = open(dir.path());
+    let agent = Caller::new("agent", Transport::Jsonl);
+    let notes =
+        json!({"content": "Ops: deploys are frozen on <b>Fridays</b>.", "locator": "notes"});
+    let src = call(&kb, &agent, "kb.register_source", notes)["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let quote = json!({"source_id": src, "quote": "frozen on <b>Fridays</b>"});
+    let ev = call(&kb, &agent, "kb.register_evidence", quote)["evidence_id"].clone();
+    let proposed = call(
+        &kb,
+        &agent,
+        "kb.propose_claim",
+        json!({"text": "Deploys freeze on Fridays <script>alert(1)</script>",
+               "evidence": [ev], "rationale": "from the <i>ops</i> notes"}),
+    );
+    let pid = proposed["proposal_id"].as_str().unwrap().to_string();
+    let claim = approved(&kb, &proposed);
+    let team = json!({"name": "Deploy <team>", "type": "project"});
+    let entity = approved(&kb, &call(&kb, &agent, "kb.propose_entity", team));
+    let edge = json!({"source": claim, "relation": "references", "target": entity});
+    let relation = approved(&kb, &call(&kb, &agent, "kb.propose_relation", edge));
+    let built = crate::http::review_application(Arc::new(kb), "alice");
+    let router = built.router;
+    let (cookie, _) = sign_in(&router, &built.sign_in.unwrap()).await;
+    let before = files(dir.path());
+
+    let (status, _, page) = send(&router, get(&format!("/ui/why/{claim}"), &cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    for want in [
+        "Fridays &lt;script&gt;alert(1)&lt;/script&gt;",
+        "<mark>frozen on &lt;b&gt;Fridays&lt;/b&gt;</mark>",
+        "from the &lt;i&gt;ops&lt;/i&gt; notes",
+        &format!("href=\"/ui/proposal/{pid}\""),
+        "<dt>proposed by</dt><dd>agent</dd>",
+        "<dt>decided by</dt><dd>bob</dd>",
+        "class=\"notice\" id=\"gate\">Its file is what the gate wrote",
+        "proposal.create",
+        "proposal.approve",
+        // Beside it: what rests on it, what lies around it.
+        &format!("href=\"/ui/why/{relation}?kind=relation\""),
+        "starts from it",
+        &format!("href=\"/ui/why/{entity}?kind=entity\""),
+        "Deploy &lt;team&gt;",
+        &format!("href=\"/ui/claim/{claim}\""),
+    ] {
+        assert!(page.contains(want), "{want} not in {page}");
+    }
+    for markup in ["<script>alert", "<b>Fridays", "<team>", "<i>ops"] {
+        assert!(!page.contains(markup), "{markup} unescaped in {page}");
+    }
+    // A source: what cites it through its evidence; not gated.
+    let (status, _, page) = send(&router, get(&format!("/ui/why/{src}"), &cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("cites it through evidence"), "{page}");
+    assert!(page.contains("quotes it"), "{page}");
+    assert!(page.contains("are not gated"), "{page}");
+    // Linked from the claim's page, its proposal's page and search.
+    let (_, _, page) = send(&router, get(&format!("/ui/claim/{claim}"), &cookie)).await;
+    assert!(
+        page.contains(&format!("/ui/why/{claim}?kind=claim")),
+        "{page}"
+    );
+    let (_, _, page) = send(&router, get(&format!("/ui/proposal/{pid}"), &cookie)).await;
+    assert!(
+        page.contains(&format!("href=\"/ui/why/{claim}\"")),
+        "{page}"
+    );
+    let (_, _, page) = send(&router, get("/ui/search?q=Fridays", &cookie)).await;
+    assert!(
+        page.contains(&format!("/ui/why/{claim}?kind=claim")),
+        "{page}"
+    );
+    // An id nothing holds, a kind that is none, a path trick, no session.
+    let (status, _, page) = send(&router, get("/ui/why/no-such-thing", &cookie)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{page}");
+    assert!(
+        page.contains("no claim, page, entity, relation, evidence or source with id"),
+        "{page}"
+    );
+    let odd = format!("/ui/why/{claim}?kind=%3Cscript%3E");
+    let (status, _, page) = send(&router, get(&odd, &cookie)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{page}");
+    assert!(!page.contains("<script>\""), "{page}");
+    let (status, _, _) = send(&router, get("/ui/why/..%2F..%2Fconfig", &cookie)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _, _) = send(&router, get(&format!("/ui/why/{claim}"), "")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(before == files(dir.path()), "a read wrote to .vouch/");
+
+    // A hand edit is shown, not hidden.
+    let path = dir.path().join(format!(".vouch/claims/{claim}.yaml"));
+    let yaml = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        yaml.replace("Deploys freeze", "Deploys never freeze"),
+    )
+    .unwrap();
+    let (status, _, page) = send(&router, get(&format!("/ui/why/{claim}"), &cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(
+        page.contains("class=\"error\" id=\"gate\"><b>UNAUDITED</b>"),
+        "{page}"
+    );
+}
+
+/// The gate health page: the queue with its oldest named, linked and
+/// marked stale, the decisions by agent and by reviewer with their rates,
+/// a `since` window (a bad one said on the page), every name escaped.
+#[tokio::test]
+async fn the_gate_health_page_shows_the_queue_and_the_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    Kb::init(dir.path(), "t", None).unwrap();
+    let kb = open(dir.path());
+    let odd = Caller::new("<i>agent</i>", Transport::Jsonl);
+    let notes = json!({"content": "Deploys are frozen on Fridays.", "locator": "notes"});
+    let src = call(&kb, &odd, "kb.register_source", notes)["id"].clone();
+    let propose = |text: &str| {
+        let claim = json!({"text": text, "evidence": [src]});
+        call(&kb, &odd, "kb.propose_claim", claim)
+    };
+    let waiting = propose("Deploys freeze on Fridays")["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    approved(&kb, &propose("Fridays are deploy-free"));
+    let no = json!({"proposal_id": propose("Fridays are for deploys")["proposal_id"],
+                    "reason": "the notes say the opposite"});
+    call(&kb, &Caller::new("carol", Transport::Cli), "kb.reject", no);
+    // Ten days on, the one still pending is stale.
+    let later = chrono::Utc::now() + chrono::Duration::days(10);
+    let kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(vouch_core::clock::FixedClock::new(later, 7)),
+    )
+    .unwrap();
+    let built = crate::http::review_application(Arc::new(kb), "alice");
+    let router = built.router;
+    let (cookie, _) = sign_in(&router, &built.sign_in.unwrap()).await;
+    // This second handle's index first catches up with what the first
+    // wrote to the log (the keeper's work, once); from then on, reading
+    // the pages writes nothing at all.
+    send(&router, get("/ui/stats", &cookie)).await;
+    let before = files(dir.path());
+
+    let (status, _, page) = send(&router, get("/ui/stats", &cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    for want in [
+        "<a href=\"/ui/stats\">Gate health</a>",
+        "1 pending</a>",
+        &format!("class=\"error\" id=\"oldest\">Oldest: <a href=\"/ui/proposal/{waiting}\">"),
+        "waiting <b>10d 0h</b>: stale",
+        "<tr class=\"stale\">",
+        "Decisions over all time",
+        "<tr><th>Approved</th><td>1</td></tr>",
+        "<tr><th>Approval rate</th><td>50%</td></tr>",
+        "&lt;i&gt;agent&lt;/i&gt;</td><td>3</td><td>1</td>",
+        "<td>bob</td>",
+        "<td>carol</td>",
+    ] {
+        assert!(page.contains(want), "{want} not in {page}");
+    }
+    assert!(!page.contains("<i>agent"), "{page}");
+    // A window: nothing was proposed or decided in the last day.
+    let (_, _, page) = send(&router, get("/ui/stats?since=1d", &cookie)).await;
+    assert!(page.contains("Decisions since"), "{page}");
+    assert!(
+        page.contains("<tr><th>Proposed</th><td>0</td></tr>"),
+        "{page}"
+    );
+    assert!(page.contains("1 pending</a>"), "the queue is counted whole");
+    // A window that is none is said on the page, escaped.
+    let (status, _, page) = send(&router, get("/ui/stats?since=%3Cb%3Esoon", &cookie)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("id=\"error\""), "{page}");
+    assert!(page.contains("is not an age"), "{page}");
+    assert!(!page.contains("<b>soon"), "{page}");
+    let (status, _, _) = send(&router, get("/ui/stats", "")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let after = files(dir.path());
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|(p, b)| before.get(*p) != Some(*b))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        changed.is_empty() && before.len() == after.len(),
+        "a read wrote {changed:?}"
     );
 }
