@@ -3,7 +3,9 @@
 Usage: review.py SIGN_IN_URL APPROVE_ID REJECT_ID FORGED_ID SCREENSHOT_DIR
 
 Signs in with the one-time link, reads the queue, opens one proposal and
-approves it, opens another and rejects it with a reason, then loads a page
+approves it, opens another and rejects it with a reason, follows the
+decided one to its provenance page and the header to the gate's health,
+then loads a page
 from another origin (a local http.server on another port) that posts a
 forged approval of a third; and tries the sign-in link a second time.
 Prints one JSON object of what the browser saw; the Rust test checks it
@@ -59,6 +61,19 @@ try:
     # Deciding it again: a clear message, nothing written.
     driver.get(f"{base}/ui/proposal/{approve_id}")
     seen["decided_page"] = driver.find_element(By.CSS_SELECTOR, "main").text
+
+    # From the decided proposal to the claim's whole story, then the
+    # gate's health from the header.
+    driver.find_element(By.ID, "why").click()
+    seen["why_gate"] = text_of("#gate")
+    seen["why_highlighted"] = [m.text for m in driver.find_elements(By.CSS_SELECTOR, ".citation mark")]
+    seen["why_proposals"] = text_of("#proposals")
+    driver.save_screenshot(os.path.join(shots, "provenance.png"))
+    driver.find_element(By.LINK_TEXT, "Gate health").click()
+    seen["stats_queue"] = text_of("#queue")
+    seen["stats_oldest"] = text_of("#oldest")
+    seen["stats_reviewers"] = text_of("#by-reviewer")
+    driver.save_screenshot(os.path.join(shots, "gate-health.png"))
 
     # A page on another origin posts a forged approval (it cannot know the
     # CSRF token, and its Origin is not the server's).

@@ -165,6 +165,30 @@ fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
             .contains("Decided: approved by alice"),
         "{seen:#}"
     );
+    // Its provenance, from the decided proposal; the gate's health.
+    assert_eq!(seen["why_gate"], "Its file is what the gate wrote.");
+    assert_eq!(
+        seen["why_highlighted"][0],
+        "The staging database is reset every Monday at 06:00 UTC"
+    );
+    let story = seen["why_proposals"].as_str().unwrap();
+    assert!(
+        story.contains(&approve_id) && story.contains("alice"),
+        "{story}"
+    );
+    assert!(
+        seen["stats_queue"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 pending"),
+        "{seen:#}"
+    );
+    let oldest = seen["stats_oldest"].as_str().unwrap();
+    assert!(oldest.contains(&forged_id), "{oldest}");
+    assert!(
+        seen["stats_reviewers"].as_str().unwrap().contains("alice"),
+        "{seen:#}"
+    );
     let forged = seen["forged_page"].as_str().unwrap();
     assert!(
         forged.contains("Refused") && forged.contains("another site"),
@@ -206,6 +230,8 @@ fn a_person_reviews_in_chromium_and_a_forged_post_is_refused() {
         "proposal.png",
         "after-decisions.png",
         "forged-post.png",
+        "provenance.png",
+        "gate-health.png",
     ] {
         assert!(shots.join(shot).is_file(), "{shot} was not written");
     }
