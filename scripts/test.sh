@@ -30,7 +30,10 @@
 # 7. Checks that the workspace compiles for Windows (x86_64-pc-windows-gnu;
 #    the rustup target and MinGW are installed when missing, or the check
 #    is skipped with a warning where they cannot be).
-# 8. Runs `cargo test --workspace --locked --features vouch/failpoints`
+# 8. Builds this machine's release archive, verifies its checksum and
+#    installs it into a temporary prefix (scripts/release-check.sh; the
+#    musl target and Debian's musl-tools are installed when missing).
+# 9. Runs `cargo test --workspace --locked --features vouch/failpoints`
 #    (the crash tests arm fail points only that feature compiles in) with
 #    VOUCH_MCP_CLIENT_PYTHON
 #    pointing at the first venv's interpreter, which
@@ -192,5 +195,28 @@ else
     echo "scripts/test.sh: WARNING: SKIPPED the Windows check (needs rustup target $win and x86_64-w64-mingw32-gcc)" >&2
 fi
 
-# The crash tests arm fail points that only this feature compiles in.
+# 8. This machine's release archive builds, matches its checksum and
+#    installs without Rust (scripts/release-check.sh, docs/releases.md):
+#    a static musl build, with rustup's musl target and Debian's
+#    musl-tools installed here when missing; where they cannot be, the
+#    host's own target is packaged instead, with a warning. Only on a
+#    whole run (no arguments narrowing the tests).
+if [ $# -eq 0 ]; then
+    musl=$(uname -m)-unknown-linux-musl
+    if [ "$(uname -s)" = Linux ]; then
+        if ! rustup target list --installed 2>/dev/null | grep -qx "$musl"; then
+            echo "scripts/test.sh: adding the Rust target $musl" >&2
+            rustup target add "$musl" >&2 || true
+        fi
+        if ! command -v musl-gcc >/dev/null && [ "$(id -u)" = 0 ]; then
+            echo "scripts/test.sh: installing Debian's musl-tools" >&2
+            { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null \
+                || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                    apt-get install -y -qq musl-tools >/dev/null; }; } || true
+        fi
+    fi
+    scripts/release-check.sh
+fi
+
+# 9. The crash tests arm fail points that only this feature compiles in.
 exec cargo test --workspace --locked --features vouch/failpoints "$@"
