@@ -8,10 +8,44 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Params of kb.propose_claim.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposeClaimParams {
+/// A `kb.propose_*` params struct: its own fields, then the four every
+/// proposal takes, written once: the session to file it under, why (of
+/// `what`), a dry run, and the secrets policy (naming what it `stores`).
+macro_rules! propose_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident { $($fields:tt)* }
+        what = $what:literal, stores = $stores:literal
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($fields)*
+            /// An open session (from kb.session_start) to file the proposal under.
+            #[serde(default)]
+            pub session_id: Option<String>,
+            #[doc = concat!(" Why this ", $what, "; recorded on the proposal.")]
+            #[serde(default)]
+            pub rationale: Option<String>,
+            /// Validate only: write nothing.
+            #[serde(default)]
+            pub dry_run: bool,
+            #[doc = concat!(
+                " A secret in what this proposal would store (", $stores, ",\n",
+                "docs/secrets.md) refuses the call (`refuse`, the default). `mask`\n",
+                "stores each secret as `[REDACTED:<kind>]` (a quote cannot be\n",
+                "masked) and `allow` as is: a person's choice, refused from an agent."
+            )]
+            #[serde(default)]
+            pub secrets: SecretsPolicy,
+        }
+    };
+}
+
+propose_params! {
+    /// Params of kb.propose_claim.
+    pub struct ProposeClaimParams {
     /// One-sentence assertion.
     pub text: String,
     /// Non-empty list of citations: source ids, evidence ids, or
@@ -41,27 +75,13 @@ pub struct ProposeClaimParams {
     /// proposal supersedes them (the reviewer sees them side by side).
     #[serde(default)]
     pub supersedes: Vec<String>,
-    /// An open session (from kb.session_start) to file the proposal under.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Why this claim; recorded on the proposal.
-    #[serde(default)]
-    pub rationale: Option<String>,
-    /// Validate only: write nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// A secret in what this proposal would store (the text, the rationale, quoted spans,
-    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
-    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
-    /// masked) and `allow` as is: a person's choice, refused from an agent.
-    #[serde(default)]
-    pub secrets: SecretsPolicy,
+    }
+    what = "claim", stores = "the text, the rationale, quoted spans"
 }
 
-/// Params of kb.propose_page.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposePageParams {
+propose_params! {
+    /// Params of kb.propose_page.
+    pub struct ProposePageParams {
     /// Page title; the page id is a slug of it.
     pub title: String,
     /// Markdown body.
@@ -82,27 +102,13 @@ pub struct ProposePageParams {
     /// Free-form labels.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// An open session (from kb.session_start) to file the proposal under.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Why this page; recorded on the proposal.
-    #[serde(default)]
-    pub rationale: Option<String>,
-    /// Validate only: write nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// A secret in what this proposal would store (the title, the body, the rationale,
-    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
-    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
-    /// masked) and `allow` as is: a person's choice, refused from an agent.
-    #[serde(default)]
-    pub secrets: SecretsPolicy,
+    }
+    what = "page", stores = "the title, the body, the rationale"
 }
 
-/// Params of kb.propose_entity.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposeEntityParams {
+propose_params! {
+    /// Params of kb.propose_entity.
+    pub struct ProposeEntityParams {
     /// The entity's name; the entity id is a slug of it.
     pub name: String,
     /// What kind of thing it is.
@@ -117,27 +123,13 @@ pub struct ProposeEntityParams {
     /// Free-form labels.
     #[serde(default)]
     pub tags: Vec<String>,
-    /// An open session (from kb.session_start) to file the proposal under.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Why this entity; recorded on the proposal.
-    #[serde(default)]
-    pub rationale: Option<String>,
-    /// Validate only: write nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// A secret in what this proposal would store (the name, aliases, description and rationale,
-    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
-    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
-    /// masked) and `allow` as is: a person's choice, refused from an agent.
-    #[serde(default)]
-    pub secrets: SecretsPolicy,
+    }
+    what = "entity", stores = "the name, aliases, description and rationale"
 }
 
-/// Params of kb.propose_relation.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProposeRelationParams {
+propose_params! {
+    /// Params of kb.propose_relation.
+    pub struct ProposeRelationParams {
     /// Id of the object at the start of the edge: any approved claim,
     /// entity, page, relation or evidence, or a source id.
     pub source: String,
@@ -153,21 +145,8 @@ pub struct ProposeRelationParams {
     /// `{"source_id", "quote"}` spans.
     #[serde(default)]
     pub evidence: Vec<Citation>,
-    /// An open session (from kb.session_start) to file the proposal under.
-    #[serde(default)]
-    pub session_id: Option<String>,
-    /// Why this relation; recorded on the proposal.
-    #[serde(default)]
-    pub rationale: Option<String>,
-    /// Validate only: write nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// A secret in what this proposal would store (the rationale, quoted spans,
-    /// docs/secrets.md) refuses the call (`refuse`, the default). `mask`
-    /// stores each secret as `[REDACTED:<kind>]` (a quote cannot be
-    /// masked) and `allow` as is: a person's choice, refused from an agent.
-    #[serde(default)]
-    pub secrets: SecretsPolicy,
+    }
+    what = "relation", stores = "the rationale, quoted spans"
 }
 
 /// Result of every `kb.propose_*`; the object id key is named per kind

@@ -212,53 +212,9 @@ impl Layout {
     pub fn project_root(&self) -> &Path {
         self.root.parent().unwrap_or(&self.root)
     }
-    /// `config.yaml`.
-    pub fn config(&self) -> PathBuf {
-        self.root.join(CONFIG_FILE)
-    }
-    /// `.vouch/.gitignore`.
-    pub fn gitignore(&self) -> PathBuf {
-        self.root.join(GITIGNORE_FILE)
-    }
-    /// `captures/`: session capture's scratch buffers (git-ignored).
-    pub fn captures(&self) -> PathBuf {
-        self.root.join("captures")
-    }
-    /// `audit.log.jsonl`.
-    pub fn audit_log(&self) -> PathBuf {
-        self.root.join(AUDIT_FILE)
-    }
-    /// The audit tip hint ([`AUDIT_TIP_FILE`]).
-    pub fn audit_tip(&self) -> PathBuf {
-        self.root.join(AUDIT_TIP_FILE)
-    }
-    /// `.vouch/.gitattributes` ([`GITATTRIBUTES`]).
-    pub fn gitattributes(&self) -> PathBuf {
-        self.root.join(GITATTRIBUTES_FILE)
-    }
-    /// `state.db`, the derived index.
-    pub fn index_db(&self) -> PathBuf {
-        self.root.join(INDEX_FILE)
-    }
-    /// The write lock's file ([`LOCK_FILE`]).
-    pub fn lock_file(&self) -> PathBuf {
-        self.root.join(LOCK_FILE)
-    }
-    /// The watcher's lock file ([`WATCH_LOCK_FILE`]).
-    pub fn watch_lock(&self) -> PathBuf {
-        self.root.join(WATCH_LOCK_FILE)
-    }
-    /// The folder for the watcher's cookies ([`WATCH_COOKIE_DIR`]).
-    pub fn watch_cookies(&self) -> PathBuf {
-        self.root.join(WATCH_COOKIE_DIR)
-    }
     /// The folder of one kind of object.
     pub fn dir(&self, dir: Dir) -> PathBuf {
         self.root.join(dir.name())
-    }
-    /// `sources/`, one folder per source.
-    pub fn sources_dir(&self) -> PathBuf {
-        self.root.join("sources")
     }
     /// `<dir>/<id>.<ext>`, after checking the id cannot escape.
     pub fn file(&self, dir: Dir, id: &str) -> Result<PathBuf> {
@@ -289,6 +245,46 @@ impl Layout {
     }
 }
 
+/// The fixed files and folders beneath `.vouch/`, one getter each: its
+/// name, what it is, and what it joins to the root.
+macro_rules! fixed_paths {
+    ($($(#[$doc:meta])* $name:ident => $path:expr;)*) => {
+        impl Layout {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> PathBuf {
+                    self.root.join($path)
+                }
+            )*
+        }
+    };
+}
+
+fixed_paths! {
+    /// `config.yaml`.
+    config => CONFIG_FILE;
+    /// `.vouch/.gitignore`.
+    gitignore => GITIGNORE_FILE;
+    /// `captures/`: session capture's scratch buffers (git-ignored).
+    captures => "captures";
+    /// `audit.log.jsonl`.
+    audit_log => AUDIT_FILE;
+    /// The audit tip hint ([`AUDIT_TIP_FILE`]).
+    audit_tip => AUDIT_TIP_FILE;
+    /// `.vouch/.gitattributes` ([`GITATTRIBUTES`]).
+    gitattributes => GITATTRIBUTES_FILE;
+    /// `state.db`, the derived index.
+    index_db => INDEX_FILE;
+    /// The write lock's file ([`LOCK_FILE`]).
+    lock_file => LOCK_FILE;
+    /// The watcher's lock file ([`WATCH_LOCK_FILE`]).
+    watch_lock => WATCH_LOCK_FILE;
+    /// The folder for the watcher's cookies ([`WATCH_COOKIE_DIR`]).
+    watch_cookies => WATCH_COOKIE_DIR;
+    /// `sources/`, one folder per source.
+    sources_dir => "sources";
+}
+
 /// The id a file in a folder names, if its name has the folder's extension.
 pub fn id_from_file_name(dir: Dir, name: &str) -> Option<String> {
     let stem = name.strip_suffix(dir.extension())?.strip_suffix('.')?;
@@ -313,16 +309,20 @@ pub enum KbFile {
     SourceContent(String),
 }
 
-/// Folders whose files a bundle carries (everything but `proposed/`).
-pub const BUNDLE_DIRS: [Dir; 7] = [
-    Dir::Claims,
-    Dir::Pages,
-    Dir::Entities,
-    Dir::Relations,
-    Dir::Evidence,
-    Dir::Sessions,
-    Dir::Decided,
-];
+/// Folders whose files a bundle carries: [`Dir::ALL`] but `proposed/`, in
+/// the same order.
+pub const BUNDLE_DIRS: [Dir; 7] = {
+    let mut out = [Dir::Claims; 7];
+    let (mut from, mut to) = (0, 0);
+    while from < Dir::ALL.len() {
+        if !matches!(Dir::ALL[from], Dir::Proposed) {
+            out[to] = Dir::ALL[from];
+            to += 1;
+        }
+        from += 1;
+    }
+    out
+};
 
 impl KbFile {
     /// The path inside `.vouch/` (and inside a bundle), `/`-separated.
