@@ -1,0 +1,193 @@
+//! MCP over stdio (SPEC §6): tool listing and calls.
+
+use serde_json::{Value, json};
+
+use crate::Config;
+use crate::check::{Ctx, Miss, brief, ensure, skip};
+use crate::kb::{Kb, methods, sha256_hex};
+use crate::mcp::Mcp;
+
+pub fn mcp(cfg: &Config, ctx: &mut Ctx) {
+    let Some(cmd) = cfg.mcp_server.clone() else {
+        return ctx.record("setup", skip("no --mcp-server command given"));
+    };
+    let mut kb = match Kb::new(cfg) {
+        Ok(k) => k,
+        Err(e) => return ctx.record("setup", Err(e.into())),
+    };
+    let mut m = match kb.start(&cmd) {
+        Ok(s) => Mcp::new(s),
+        Err(e) => return ctx.record("setup", Err(e)),
+    };
+    let init = m.initialize();
+    ctx.record(
+        "initialize",
+        (|| {
+            let r = init
+                .map_err(Miss::from)?
+                .map_err(|e| Miss::Fail(format!("initialize refused: {e}")))?;
+            ensure(
+                r.get("protocolVersion").is_some_and(Value::is_string),
+                "no protocolVersion",
+            )?;
+            ensure(
+                r.pointer("/capabilities/tools").is_some(),
+                "capabilities.tools absent",
+            )?;
+            Ok(format!("protocolVersion {}", r["protocolVersion"]))
+        })(),
+    );
+    let tools = m.tools();
+    let caps = m.call("kb_capabilities", json!({}));
+    let caps = match caps {
+        Ok(Ok(c)) => c,
+        other => return ctx.record("setup", Err(format!("kb_capabilities: {other:?}").into())),
+    };
+    ctx.record(
+        "capabilities-over-mcp",
+        (|| {
+            ensure(
+                caps.get("review_gated") == Some(&json!(true)),
+                format!("review_gated: {:?}", caps.get("review_gated")),
+            )?;
+            let t = caps
+                .get("transports")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            ensure(
+                t.contains(&json!("mcp")),
+                format!("transports {t:?} omit mcp"),
+            )?;
+            Ok("kb_capabilities: review_gated true, transports lists mcp".into())
+        })(),
+    );
+    ctx.record(
+        "every-method-is-a-tool",
+        (|| {
+            let tools = tools.as_ref().map_err(|e| e.clone())?;
+            let names: Vec<&str> = tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str))
+                .collect();
+            let missing: Vec<String> = methods(&caps)
+                .iter()
+                .map(|m| m.replace('.', "_"))
+                .filter(|t| !names.contains(&t.as_str()))
+                .collect();
+            ensure(missing.is_empty(), format!("no tool for {missing:?}"))?;
+            Ok(format!(
+                "{} methods → kb_<method> tools",
+                methods(&caps).len()
+            ))
+        })(),
+    );
+    ctx.record(
+        "tools-have-input-schemas",
+        (|| {
+            let tools = tools.as_ref().map_err(|e| e.clone())?;
+            let bad: Vec<String> = tools
+                .iter()
+                .filter(|t| {
+                    t.get("inputSchema").and_then(|s| s.get("type")) != Some(&json!("object"))
+                })
+                .map(|t| t["name"].to_string())
+                .collect();
+            ensure(bad.is_empty(), format!("no object inputSchema: {bad:?}"))?;
+            Ok(format!(
+                "{} tools, each with an object inputSchema",
+                tools.len()
+            ))
+        })(),
+    );
+    let content = "MCP-registered bytes ✓\n";
+    let reg = m.call(
+        "kb_register_source",
+        json!({"content": content, "locator": "mcp.md"}),
+    );
+    ctx.record(
+        "register-source-tool",
+        (|| {
+            let r = reg
+                .map_err(Miss::from)?
+                .map_err(|e| Miss::Fail(format!("refused: {e}")))?;
+            ensure(
+                r.get("id") == Some(&json!(sha256_hex(content.as_bytes()))),
+                format!("id {:?}", r.get("id")),
+            )?;
+            Ok("kb_register_source → id = sha256 of the bytes".into())
+        })(),
+    );
+    ctx.record(
+        "uncited-claim-refused-over-mcp",
+        (|| match m.call(
+            "kb_propose_claim",
+            json!({"text": "Nothing cites this.", "evidence": []}),
+        )? {
+            Err(e) => Ok(format!("tool error: {e}")),
+            Ok(v) => {
+                ensure(
+                    v.get("valid") == Some(&json!(false)),
+                    format!("accepted: {}", brief(&v)),
+                )?;
+                Ok("valid: false".into())
+            }
+        })(),
+    );
+    ctx.record(
+        "self-approval-refused-over-mcp",
+        (|| {
+            let id = sha256_hex(content.as_bytes());
+            let p = m
+                .call(
+                    "kb_propose_claim",
+                    json!({"text": "MCP bytes are registered.", "evidence": [id]}),
+                )?
+                .map_err(|e| Miss::Fail(format!("propose refused: {e}")))?;
+            let pid = p
+                .get("proposal_id")
+                .and_then(Value::as_str)
+                .ok_or("no proposal_id")?
+                .to_string();
+            let r = m.call("kb_approve", json!({"proposal_id": pid}))?;
+            ensure(
+                r.is_err() || r.as_ref().is_ok_and(|v| v.get("ok") == Some(&json!(false))),
+                format!("the proposer approved its own proposal: {r:?}"),
+            )?;
+            ensure(
+                kb.exists(&format!("proposed/{pid}.yaml")),
+                "the proposal left proposed/",
+            )?;
+            Ok("kb_approve of its own proposal is refused; still pending".into())
+        })(),
+    );
+    ctx.record(
+        "unknown-tool-is-an-error",
+        (|| {
+            let r = m.call("kb_no_such_tool", json!({}))?;
+            ensure(r.is_err(), format!("kb_no_such_tool answered {r:?}"))?;
+            Ok("JSON-RPC error or isError".into())
+        })(),
+    );
+    ctx.record(
+        "missing-argument-is-an-error",
+        (|| {
+            let r = m.call("kb_search", json!({}))?;
+            ensure(
+                r.is_err(),
+                format!("kb_search without query answered {r:?}"),
+            )?;
+            Ok("kb_search {} → error".into())
+        })(),
+    );
+    ctx.record(
+        "serves-after-errors",
+        (|| {
+            ensure(
+                matches!(m.call("kb_status", json!({})), Ok(Ok(_))),
+                "kb_status no longer answers",
+            )?;
+            Ok("kb_status still answers".into())
+        })(),
+    );
+}

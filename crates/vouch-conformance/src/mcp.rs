@@ -1,0 +1,113 @@
+//! A minimal MCP client over stdio (JSON-RPC 2.0, one message per line):
+//! initialize, tools/list, tools/call.
+
+use serde_json::{Value, json};
+
+use crate::server::{CallErr, Server};
+
+pub struct Mcp {
+    pub s: Server,
+    next: u64,
+}
+
+/// A tool call's outcome: `Ok(structured result)` or `Err(text)` when the
+/// call is an error (JSON-RPC error or `isError: true`).
+pub type ToolResult = Result<Value, String>;
+
+impl Mcp {
+    pub fn new(s: Server) -> Mcp {
+        Mcp { s, next: 100 }
+    }
+
+    /// A JSON-RPC request; the `result`, or the error object as text.
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> Result<Result<Value, String>, CallErr> {
+        self.next += 1;
+        let id = json!(self.next);
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.s.write_line(req.to_string().as_bytes())?;
+        let v = self.s.read_for(&id)?;
+        if let Some(e) = v.get("error") {
+            return Ok(Err(e.to_string()));
+        }
+        Ok(Ok(v.get("result").cloned().unwrap_or(Value::Null)))
+    }
+
+    pub fn notify(&mut self, method: &str) -> Result<(), CallErr> {
+        let n = json!({"jsonrpc": "2.0", "method": method});
+        self.s.write_line(n.to_string().as_bytes())
+    }
+
+    /// initialize + notifications/initialized; the initialize result.
+    pub fn initialize(&mut self) -> Result<Result<Value, String>, CallErr> {
+        let r = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "vouch-conformance", "version": env!("CARGO_PKG_VERSION")}}),
+        )?;
+        if r.is_ok() {
+            self.notify("notifications/initialized")?;
+        }
+        Ok(r)
+    }
+
+    /// Every tool, following `nextCursor`.
+    pub fn tools(&mut self) -> Result<Vec<Value>, String> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..50 {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let r = self
+                .request("tools/list", params)
+                .map_err(|e| e.to_string())??;
+            out.extend(
+                r.get("tools")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            match r.get("nextCursor").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => cursor = Some(c.to_string()),
+                _ => return Ok(out),
+            }
+        }
+        Err("tools/list never stops paging".into())
+    }
+
+    /// tools/call; the structured result (structuredContent, else the
+    /// first text content parsed as JSON, else the text itself).
+    pub fn call(&mut self, tool: &str, args: Value) -> Result<ToolResult, CallErr> {
+        let r = match self.request("tools/call", json!({"name": tool, "arguments": args}))? {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let text = r
+            .get("content")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().find_map(|c| c.get("text").and_then(Value::as_str)))
+            .unwrap_or("")
+            .to_string();
+        if r.get("isError") == Some(&Value::Bool(true)) {
+            return Ok(Err(text));
+        }
+        if let Some(sc) = r.get("structuredContent") {
+            // Servers may wrap a non-object result as {"result": …}.
+            if let Some(inner) = sc
+                .get("result")
+                .filter(|_| sc.as_object().is_some_and(|o| o.len() == 1))
+            {
+                return Ok(Ok(inner.clone()));
+            }
+            return Ok(Ok(sc.clone()));
+        }
+        Ok(Ok(
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        ))
+    }
+}
