@@ -11,6 +11,7 @@ mod bundles;
 mod capture;
 mod catalog;
 mod common;
+mod conformance;
 mod crash;
 mod first_hour;
 mod freshness;
