@@ -51,12 +51,37 @@ pub fn append(answer: &mut String, sentence: &str, new_paragraph: bool) {
 }
 
 /// What a question asks about: its words without stop words and question
-/// words, in order.
+/// words, in order. English clitics go first (`what's` is `what`, `don't`
+/// is `do`): split at the apostrophe, their `s` or `t` would be a topic no
+/// claim covers, and the question would go unanswered.
 pub fn content_terms(query: &str) -> Vec<String> {
-    crate::retrieval::query_terms(query)
+    crate::retrieval::query_terms(&without_clitics(query))
         .into_iter()
         .filter(|t| !STOP_WORDS.contains(&t.as_str()) && !QUESTION_WORDS.contains(&t.as_str()))
         .collect()
+}
+
+/// `text` with the English clitics of its words removed: `n't`, `'s`,
+/// `'re`, `'ll`, `'ve`, `'d`, `'m` (straight or curly apostrophe), ahead
+/// of any trailing punctuation.
+fn without_clitics(text: &str) -> String {
+    const CLITICS: &[&str] = &["n't", "'s", "'re", "'ll", "'ve", "'d", "'m"];
+    text.split_whitespace()
+        .map(|word| {
+            let word = word.replace('\u{2019}', "'");
+            let core = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let tail = &word[core.len()..];
+            let lower = core.to_lowercase();
+            match CLITICS
+                .iter()
+                .find(|c| lower.len() > c.len() && lower.ends_with(*c))
+            {
+                Some(c) => format!("{}{tail}", &core[..core.len() - c.len()]),
+                None => word.clone(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub(crate) struct Composed {
@@ -273,3 +298,23 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
 /// How close in meaning a question word must be to a cited claim to count
 /// as covered by it.
 pub const TERM_COSINE: f32 = 0.4;
+
+#[cfg(test)]
+mod clitic_tests {
+    use super::*;
+
+    #[test]
+    fn a_contraction_leaves_no_fragment_as_a_topic() {
+        assert_eq!(content_terms("what's our auth model?"), ["auth", "model"]);
+        assert_eq!(
+            content_terms("What\u{2019}s the deploy key's rotation?"),
+            ["deploy", "key", "rotation"]
+        );
+        assert_eq!(
+            without_clitics("Why don't builds we'll sign?"),
+            "Why do builds we sign?"
+        );
+        // An apostrophe inside a name stays.
+        assert_eq!(content_terms("O'Brien tokens"), ["o", "brien", "tokens"]);
+    }
+}
