@@ -38,20 +38,14 @@ const WINDOW: u32 = 1024;
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// One document's share of one token.
-#[derive(Debug, Clone, Copy)]
-struct Posting {
-    slot: u32,
-    /// Occurrences in the title (bm25 weight 2) and in the body (weight 1).
-    title: u16,
-    body: u16,
-}
+#[path = "bm25_list.rs"]
+mod list;
+use list::{List, Posting};
 
-impl Posting {
-    /// The weighted frequency FTS5's bm25 sums (exact in `f64`).
-    fn freq(&self) -> f64 {
-        2.0 * self.title as f64 + self.body as f64
-    }
+/// What one occurrence adds to a document's weighted frequency: bm25's
+/// column weights, 2 for the title, 1 for the body.
+fn weight(title: bool) -> u16 {
+    if title { 2 } else { 1 }
 }
 
 /// The documents by slot, field by field: a search reads the length of
@@ -134,7 +128,7 @@ pub(crate) struct Postings {
     exact: bool,
     tokens: HashMap<Box<str>, u32>,
     /// Per token, ascending by slot (slots are only ever appended).
-    lists: Vec<Vec<Posting>>,
+    lists: Vec<List>,
     /// Per token, one per full block of its list.
     bounds: Vec<Vec<Bound>>,
     slots: Slots,
@@ -175,7 +169,7 @@ impl Builder {
             }
         };
         p.slots.tokens[slot as usize] += 1;
-        p.exact &= add(&mut p.lists[t as usize], slot, title);
+        p.exact &= p.lists[t as usize].add(slot, weight(title));
     }
 
     /// The postings, their blocks bounded.
@@ -242,16 +236,13 @@ impl Postings {
 
     /// Bytes held (approximately), for benchmarks.
     pub(crate) fn bytes(&self) -> usize {
-        self.lists
-            .iter()
-            .map(|l| l.capacity() * size_of::<Posting>())
-            .sum::<usize>()
+        self.lists.iter().map(List::bytes).sum::<usize>()
             + self
                 .bounds
                 .iter()
                 .map(|b| b.capacity() * size_of::<Bound>() + size_of::<Vec<Bound>>())
                 .sum::<usize>()
-            + self.lists.capacity() * size_of::<Vec<Posting>>()
+            + (self.lists.capacity() - self.lists.len()) * size_of::<List>()
             + self.slots.bytes()
             + self.by_rowid.capacity() * 16
             + self.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
@@ -261,7 +252,7 @@ impl Postings {
         if let Some(&t) = self.tokens.get(token) {
             return t;
         }
-        self.lists.push(Vec::new());
+        self.lists.push(List::default());
         self.bounds.push(Vec::new());
         let t = (self.lists.len() - 1) as u32;
         self.tokens.insert(token.into(), t);
@@ -303,7 +294,7 @@ impl Postings {
         let mut touched = Vec::new();
         for (term, col) in tokens {
             let t = self.token_or_new(term);
-            self.exact &= add(&mut self.lists[t as usize], slot, *col == 0);
+            self.exact &= self.lists[t as usize].add(slot, weight(*col == 0));
             touched.push(t);
         }
         // A block is bounded once full; the new slot's postings are the
@@ -321,12 +312,12 @@ impl Postings {
         let have = self.bounds[t].len();
         let full = list.len() / BLOCK;
         let made: Vec<Bound> = (have..full)
-            .map(|b| self.bound_of(&list[b * BLOCK..(b + 1) * BLOCK]))
+            .map(|b| self.bound_of((b * BLOCK..(b + 1) * BLOCK).filter_map(|i| list.get(i))))
             .collect();
         self.bounds[t].extend(made);
     }
 
-    fn bound_of(&self, block: &[Posting]) -> Bound {
+    fn bound_of(&self, block: impl Iterator<Item = Posting>) -> Bound {
         let mut bound = Bound {
             max_freq: 0,
             min_tokens: u32::MAX,
@@ -337,7 +328,7 @@ impl Postings {
         let mut best = f64::NEG_INFINITY;
         for p in block {
             let tokens = self.slots.tokens[p.slot as usize];
-            let freq = 2 * p.title as u32 + p.body as u32;
+            let freq = p.freq as u32;
             bound.max_freq = bound.max_freq.max(freq);
             bound.min_tokens = bound.min_tokens.min(tokens);
             bound.min_rowid = bound.min_rowid.min(self.slots.rowid(p.slot));
@@ -367,12 +358,13 @@ impl Postings {
     /// order), as `(bm25, rowid)` in `ORDER BY bm25(fts, 2.0, 1.0), rowid`
     /// order: FTS5's negated score, to the bit.
     pub(crate) fn top(&self, phrases: &[Option<u32>], all: bool, k: usize) -> Vec<(f64, i64)> {
-        let empty: (&[Posting], &[Bound]) = (&[], &[]);
+        let none = List::default();
+        let empty: (&List, &[Bound]) = (&none, &[]);
         let mut cursors: Vec<Cursor> = phrases
             .iter()
             .map(|t| {
                 let (list, bounds) = t.map_or(empty, |t| {
-                    (&self.lists[t as usize][..], &self.bounds[t as usize][..])
+                    (&self.lists[t as usize], &self.bounds[t as usize][..])
                 });
                 Cursor {
                     list,
@@ -424,34 +416,9 @@ impl Postings {
     }
 }
 
-/// Count one occurrence; false when a count could not hold it (the
-/// postings are then no longer exact).
-fn add(list: &mut Vec<Posting>, slot: u32, title: bool) -> bool {
-    match list.last_mut() {
-        Some(p) if p.slot == slot => {
-            let count = if title { &mut p.title } else { &mut p.body };
-            match count.checked_add(1) {
-                Some(n) => {
-                    *count = n;
-                    true
-                }
-                None => false,
-            }
-        }
-        _ => {
-            list.push(Posting {
-                slot,
-                title: u16::from(title),
-                body: u16::from(!title),
-            });
-            true
-        }
-    }
-}
-
 /// One phrase's place in its list.
 struct Cursor<'a> {
-    list: &'a [Posting],
+    list: &'a List,
     bounds: &'a [Bound],
     idf: f64,
     pos: usize,
@@ -459,7 +426,7 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     fn slot(&self) -> Option<u32> {
-        self.list.get(self.pos).map(|p| p.slot)
+        self.list.slot_at(self.pos)
     }
 
     /// Move to the first posting at or past `slot`, galloping: the next
@@ -472,23 +439,24 @@ impl Cursor<'_> {
 
     /// How many postings from here are before `slot`, galloping.
     fn before(&self, slot: u32) -> usize {
-        let rest = &self.list[self.pos..];
-        if rest.first().is_none_or(|p| p.slot >= slot) {
+        let (list, at) = (self.list, self.pos);
+        let rest = list.len().saturating_sub(at);
+        if self.slot().is_none_or(|s| s >= slot) {
             return 0;
         }
         let mut bound = 1;
-        while bound < rest.len() && rest[bound].slot < slot {
+        while bound < rest && list.slot(at + bound) < slot {
             bound *= 2;
         }
         let from = bound / 2;
-        let to = rest.len().min(bound + 1);
-        from + rest[from..to].partition_point(|p| p.slot < slot)
+        let to = rest.min(bound + 1);
+        list.first_at_or_after(at + from, at + to, slot) - at
     }
 
     /// The posting at `slot`, moving to it (or past it when there is none).
     fn at(&mut self, slot: u32) -> Option<Posting> {
         self.seek(slot);
-        self.list.get(self.pos).filter(|p| p.slot == slot).copied()
+        self.list.get(self.pos).filter(|p| p.slot == slot)
     }
 }
 
@@ -606,7 +574,7 @@ impl Search<'_> {
                 // The partial last block: its exact best now.
                 let mut most = 0.0f64;
                 let mut min_rowid = i64::MAX;
-                for posting in &c.list[b * BLOCK..] {
+                for posting in (b * BLOCK..c.list.len()).filter_map(|i| c.list.get(i)) {
                     let at = posting.slot;
                     most = most.max(tf(posting.freq(), p.slots.tokens(at), self.avgdl));
                     min_rowid = min_rowid.min(p.slots.rowid(at));
@@ -627,7 +595,7 @@ impl Search<'_> {
             if c.slot().is_some_and(|s| (lo..hi).contains(&s)) {
                 wb.present = true;
                 let mut b = c.pos / BLOCK;
-                while c.list.get(b * BLOCK).is_some_and(|p| p.slot < hi) {
+                while c.list.slot_at(b * BLOCK).is_some_and(|s| s < hi) {
                     let (score, rowid) = self.block_bound(c, b);
                     wb.score = wb.score.max(score);
                     wb.min_rowid = wb.min_rowid.min(rowid);
@@ -675,7 +643,8 @@ impl Search<'_> {
                 let w = &self.window[i];
                 exact[i] = None;
                 if w.present && !w.non_essential && c.slot() == Some(slot) {
-                    exact[i] = Some(c.idf * tf(c.list[c.pos].freq(), tokens, self.avgdl));
+                    let freq = c.list.freq(c.pos) as f64;
+                    exact[i] = Some(c.idf * tf(freq, tokens, self.avgdl));
                     c.pos += 1;
                 }
             }
@@ -709,7 +678,9 @@ impl Search<'_> {
         let mut exact = vec![None; cursors.len()];
         let end = cursors[lead].pos + in_window(&cursors[lead]);
         'docs: for at in cursors[lead].pos..end {
-            let posting = cursors[lead].list[at];
+            let Some(posting) = cursors[lead].list.get(at) else {
+                break;
+            };
             let slots = &self.postings.slots;
             if !slots.live(posting.slot) {
                 continue;

@@ -23,8 +23,7 @@ fn every_match(p: &Postings, phrases: &[Option<u32>], all: bool) -> Vec<(f64, i6
         let mut score = 0.0;
         let mut matched = 0;
         for (i, t) in phrases.iter().enumerate() {
-            let found =
-                t.and_then(|t| p.lists[t as usize].iter().find(|q| q.slot == slot).copied());
+            let found = t.and_then(|t| p.lists[t as usize].iter().find(|q| q.slot == slot));
             let freq = found.map_or(0.0, |q| q.freq());
             matched += usize::from(found.is_some());
             score += idfs[i]
