@@ -50,9 +50,11 @@ impl Human for WhyResult {
         }
         out.push_str(&format!("\nProposals ({}):\n", self.proposals.len()));
         for p in &self.proposals {
+            // Who proposed and the state it is in, never in one phrase
+            // that could read as the proposer deciding it.
             out.push_str(&format!(
-                "  {} {} {} by {} at {}\n",
-                p.id, p.kind, p.status, p.proposed_by, p.created_at
+                "  {} {}, proposed by {} at {} ({})\n",
+                p.id, p.kind, p.proposed_by, p.created_at, p.status
             ));
             if let Some(r) = &p.rationale {
                 out.push_str(&format!("    rationale: {r}\n"));

@@ -37,7 +37,8 @@ fn why_tells_a_claims_story_on_the_command_line_and_over_jsonl() {
     let text = p.run("x", &["why", &claim]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     for want in [
-        "claim approved by agent",
+        "claim, proposed by agent at",
+        "(approved)",
         "decided by alice",
         "> 100 requests per minute",
         "proposal.create by agent",
