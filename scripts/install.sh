@@ -46,13 +46,18 @@ else
         tag=$(curl -fsSLI -o /dev/null -w '%{url_effective}' "https://github.com/$repo/releases/latest") \
             || die "cannot reach github.com/$repo"
         version=${tag##*/v}
+        case "$version" in
+            [0-9]*.[0-9]*.[0-9]*) ;;
+            *) die "github.com/$repo has no release yet (latest points at $tag)" ;;
+        esac
     fi
     base="https://github.com/$repo/releases/download/v$version"
 fi
 archive="vouch-$version-$target.tar.gz"
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"; exit 130' INT TERM
 fetch() {
     case "$1" in
         file://*) cp "${1#file://}" "$2" ;;

@@ -54,6 +54,10 @@ case "$target" in *windows*) exe=vouch.exe ;; esac
 if [[ "$target" == *-linux-musl ]] && command -v musl-gcc >/dev/null; then
     export "CC_${target//-/_}=musl-gcc"
 fi
+# Where this checkout and cargo's home are stays out of the binary (panic
+# messages name source files), so the same commit builds the same bytes
+# from any folder.
+export RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$PWD=vouch --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=cargo"
 echo "scripts/package.sh: building $name" >&2
 start=$SECONDS
 cargo build --release --locked --target "$target" -p vouch --bin vouch >&2
@@ -77,14 +81,40 @@ case "$target" in
         if command -v zip >/dev/null; then
             zip -qr "$archive" "$name"
         else
-            python3 -c 'import shutil, sys; shutil.make_archive(sys.argv[1], "zip", ".", sys.argv[1])' "$name"
+            # Windows runners: PowerShell's own archiver.
+            powershell.exe -NoProfile -Command "Compress-Archive -Path '$name' -DestinationPath '$archive'"
         fi
         ;;
     *)
         archive="$name.tar.gz"
-        # Reproducible: sorted names, fixed owner and time.
-        tar --sort=name --owner=0 --group=0 --numeric-owner \
-            --mtime="@${SOURCE_DATE_EPOCH:-0}" -cf - "$name" | gzip -n -9 >"$archive"
+        # Reproducible: sorted names, fixed owner and time. GNU tar (gtar
+        # on macOS, where tar is bsdtar) or, failing that, Python's tarfile.
+        gnutar=""
+        for t in tar gtar; do
+            if command -v "$t" >/dev/null && "$t" --version 2>/dev/null | grep -q GNU; then
+                gnutar=$t
+                break
+            fi
+        done
+        if [ -n "$gnutar" ]; then
+            "$gnutar" --sort=name --owner=0 --group=0 --numeric-owner \
+                --mtime="@${SOURCE_DATE_EPOCH:-0}" -cf - "$name" | gzip -n -9 >"$archive"
+        else
+            python3 - "$name" "$archive" "${SOURCE_DATE_EPOCH:-0}" <<'PY'
+import gzip, os, sys, tarfile
+name, archive, mtime = sys.argv[1], sys.argv[2], int(sys.argv[3])
+paths = [name] + sorted(os.path.join(d, f) for d, ds, fs in os.walk(name) for f in ds + fs)
+with open(archive, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+    with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for p in paths:
+            info = tar.gettarinfo(p)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = mtime
+            with open(p, "rb") if info.isfile() else open(os.devnull, "rb") as f:
+                tar.addfile(info, f if info.isfile() else None)
+PY
+        fi
         ;;
 esac
 if command -v sha256sum >/dev/null; then

@@ -66,12 +66,17 @@ pub fn content_terms(query: &str) -> Vec<String> {
 /// of any trailing punctuation.
 fn without_clitics(text: &str) -> String {
     const CLITICS: &[&str] = &["n't", "'s", "'re", "'ll", "'ve", "'d", "'m"];
+    // Where dropping `n't` would leave a fragment (`ca`, `wo`, `sha`).
+    const IRREGULAR: &[(&str, &str)] = &[("can't", "can"), ("won't", "will"), ("shan't", "shall")];
     text.split_whitespace()
         .map(|word| {
             let word = word.replace('\u{2019}', "'");
             let core = word.trim_end_matches(|c: char| !c.is_alphanumeric());
             let tail = &word[core.len()..];
             let lower = core.to_lowercase();
+            if let Some((_, whole)) = IRREGULAR.iter().find(|(short, _)| *short == lower) {
+                return format!("{whole}{tail}");
+            }
             match CLITICS
                 .iter()
                 .find(|c| lower.len() > c.len() && lower.ends_with(*c))
@@ -314,6 +319,11 @@ mod clitic_tests {
             without_clitics("Why don't builds we'll sign?"),
             "Why do builds we sign?"
         );
+        assert_eq!(
+            without_clitics("Why can't we? It won't."),
+            "Why can we? It will."
+        );
+        assert_eq!(content_terms("why can't we deploy?"), ["deploy"]);
         // An apostrophe inside a name stays.
         assert_eq!(content_terms("O'Brien tokens"), ["o", "brien", "tokens"]);
     }

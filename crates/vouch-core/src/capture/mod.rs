@@ -130,7 +130,7 @@ pub enum Outcome {
 }
 
 /// A session rolled into a proposal, or let go without one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Filed {
     /// The host's session id.
     pub session: String,
@@ -142,6 +142,9 @@ pub struct Filed {
     pub source_id: Option<String>,
     /// Where a person decides it, when known.
     pub review_url: Option<String>,
+    /// Why it could not be filed this time (its buffer stays).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Handle one hook event of host session `session` as `agent`, the agent
@@ -167,9 +170,17 @@ pub fn handle(
             sessions: vec![file(kb, caller, host, session, intent)?],
         }),
         Event::SessionStart => {
+            // One buffer that cannot be filed does not hold up the rest:
+            // it is reported and stays for the next start.
             let mut sessions = Vec::new();
             for other in left_behind(kb, session)? {
-                sessions.push(file(kb, caller, host, &other, None)?);
+                sessions.push(
+                    file(kb, caller, host, &other, None).unwrap_or_else(|e| Filed {
+                        session: other.clone(),
+                        error: Some(e.message),
+                        ..Filed::default()
+                    }),
+                );
             }
             Ok(Outcome::Filed { sessions })
         }
@@ -281,13 +292,46 @@ fn file(
     intent: Option<&str>,
 ) -> Result<Filed> {
     let path = buffer(kb, session)?;
-    let observations = read(&path)?;
+    // Claimed by renaming it: of two hooks filing the same buffer at once
+    // (two windows starting), one gets it and the other finds nothing.
+    let claimed = path.with_extension("jsonl.filing");
+    match std::fs::rename(&path, &claimed) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Filed {
+                session: session.to_string(),
+                ..Filed::default()
+            });
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    }
+    let filed = file_claimed(kb, caller, host, session, intent, &claimed);
+    if filed.is_err() {
+        // Back for the next try: nothing was lost.
+        let _ = std::fs::rename(&claimed, &path);
+        return filed;
+    }
+    match std::fs::remove_file(&claimed) {
+        Ok(()) => filed,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => filed,
+        Err(e) => Err(Error::io(&claimed, e)),
+    }
+}
+
+/// [`file`] once the buffer is claimed (at `claimed`).
+fn file_claimed(
+    kb: &Kb,
+    caller: &Caller,
+    host: &str,
+    session: &str,
+    intent: Option<&str>,
+    claimed: &PathBuf,
+) -> Result<Filed> {
+    let observations = read(claimed)?;
     let mut filed = Filed {
         session: session.to_string(),
         observations: observations.len(),
-        proposal_id: None,
-        source_id: None,
-        review_url: None,
+        ..Filed::default()
     };
     if observations.len() >= MIN_OBSERVATIONS {
         let (title, summary) = summarize(host, session, &observations, intent);
@@ -321,11 +365,7 @@ fn file(
         filed.review_url = proposed["review_url"].as_str().map(String::from);
         filed.source_id = Some(source_id);
     }
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(filed),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(filed),
-        Err(e) => Err(Error::io(&path, e)),
-    }
+    Ok(filed)
 }
 
 /// A session's title and markdown summary: what the person asked, the

@@ -268,11 +268,14 @@ pub(super) fn edit_settings(
     deny: &[String],
     hooks: &[Hook],
 ) -> Result<Option<String>, Error> {
-    let denied = edit_deny(path, text, deny)?;
+    let denied = match deny {
+        [] => None,
+        _ => edit_deny(path, text, deny)?,
+    };
     let text = denied.as_deref().unwrap_or(text);
-    match edit_hooks(path, text, hooks)? {
-        Some(out) => Ok(Some(out)),
-        None => Ok(denied),
+    match hooks {
+        [] => Ok(denied),
+        _ => Ok(edit_hooks(path, text, hooks)?.or(denied)),
     }
 }
 

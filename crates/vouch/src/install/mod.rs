@@ -47,6 +47,13 @@ pub(crate) struct InstallArgs {
     /// Replace a `vouch` entry that says something else.
     #[arg(long)]
     pub force: bool,
+    /// claude-code only: also capture your sessions (`vouch capture`):
+    /// hooks in your own `.claude/settings.local.json`, never the shared
+    /// settings, so each person opts in for themselves. Your prompts and
+    /// the agent's tool uses, masked for secrets, are filed at session end
+    /// as a pending page citing a summary source (docs/review.md).
+    #[arg(long)]
+    pub capture: bool,
 }
 
 impl Host {
@@ -394,20 +401,38 @@ pub(crate) fn install(args: &InstallArgs, kb: &Path, agent: Option<&str>) -> Res
         let mut settings = project.join(".claude/settings.json");
         resolve_link(&mut settings, true)?;
         let deny = claude_code_deny();
-        let hooks = claude_code_hooks(agent);
         let mut permissions = apply(&settings, Some(project), args.dry_run, |text| {
-            edit_settings(&settings, text, &deny, &hooks)
+            edit_settings(&settings, text, &deny, &[])
         })?;
         permissions["holds"] = json!(format!(
-            "{} deny rules: the agent may not decide as you through your shell; {} hooks hand \
-             the session to `vouch capture`, which files it for review when it ends",
-            deny.len(),
-            hooks.len()
+            "{} deny rules: the agent may not decide as you through your shell",
+            deny.len()
         ));
         files.push(permissions.clone());
         permissions["deny"] = json!(deny);
-        permissions["hooks"] = json!(hooks.iter().map(|h| h.event).collect::<Vec<_>>());
         out["permissions"] = permissions;
+        if args.capture {
+            // The person's own file: Claude Code keeps it out of git.
+            let mut local = project.join(".claude/settings.local.json");
+            resolve_link(&mut local, true)?;
+            let hooks = claude_code_hooks(agent);
+            let mut capture = apply(&local, Some(project), args.dry_run, |text| {
+                edit_settings(&local, text, &[], &hooks)
+            })?;
+            capture["holds"] = json!(format!(
+                "{} hooks hand your session to `vouch capture`, which files it for review when \
+                 it ends",
+                hooks.len()
+            ));
+            files.push(capture.clone());
+            capture["hooks"] = json!(hooks.iter().map(|h| h.event).collect::<Vec<_>>());
+            out["capture"] = capture;
+        }
+    } else if args.capture {
+        return Err(Error::invalid(format!(
+            "--capture: {} has no session hooks vouch reads; only claude-code",
+            host.name()
+        )));
     }
     out["files"] = Value::Array(files);
     Ok(out)

@@ -382,14 +382,13 @@ impl ServerHandler for Handler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        let uris: Vec<String> = requested
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter(|uri| resources::parse(uri).is_ok())
-            .take(subscriptions::MAX_FOLLOWED)
-            .cloned()
-            .collect();
+        let uris = subscriptions::within_caps(
+            requested
+                .resource_subscriptions
+                .iter()
+                .flatten()
+                .filter(|uri| resources::parse(uri).is_ok()),
+        );
         *self.accepted_at.lock().unwrap_or_else(|p| p.into_inner()) =
             subscriptions::log_stamp(&self.kb);
         let mut accepted = SubscriptionFilter::new();
@@ -422,14 +421,16 @@ impl ServerHandler for Handler {
                 }
             }
         }
-        subscriptions::follow(
-            self.kb.clone(),
-            caller,
-            followed,
-            notify,
-            context.cancelled(),
-        )
-        .await;
+        // Ended by the client, or by its transport closing (a dropped HTTP
+        // stream need not cancel the request).
+        let peer = context.request_context().peer.clone();
+        let stop = async {
+            tokio::select! {
+                _ = context.cancelled() => {}
+                _ = subscriptions::closed(&peer) => {}
+            }
+        };
+        subscriptions::follow(self.kb.clone(), caller, followed, notify, stop).await;
         Ok(())
     }
 

@@ -211,8 +211,11 @@ fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(i + 1..i + 3)?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -291,7 +294,11 @@ pub(crate) async fn list(
     while let Some(k) = kinds.get(kind) {
         let want = PAGE - resources.len().min(PAGE);
         if want == 0 {
-            break;
+            // Full, and kinds still to list: the next page starts here.
+            return Ok(ListResourcesResult {
+                next_cursor: Some(format!("{}:{offset}", k.segment)),
+                ..ListResourcesResult::with_all_items(resources)
+            });
         }
         // One more than fits, to know whether this kind goes on.
         let params = json!({ "limit": want + 1, "offset": offset });
@@ -481,6 +488,7 @@ pub(crate) mod tests {
             "vouch://claim",
             "vouch://context/%ZZ",
             "vouch://context/%FF",
+            "vouch://context/%+1",
         ] {
             let e = parse(bad).unwrap_err();
             assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad}");
@@ -528,6 +536,49 @@ pub(crate) mod tests {
         let person = Caller::new("alice", Transport::Cli);
         call(&person, "kb.approve", json!({"proposal_id": ids}));
         (dir, Arc::new(kb), agent)
+    }
+
+    /// Every URI `resources/list` gives, page by page; the number of pages.
+    async fn list_all(kb: &Arc<Kb>, agent: &Caller) -> (Vec<String>, usize) {
+        let (mut uris, mut pages, mut cursor) = (Vec::new(), 0, None::<String>);
+        loop {
+            let page = list(kb, agent, cursor.as_deref()).await.unwrap();
+            assert!(page.resources.len() <= PAGE);
+            uris.extend(page.resources.into_iter().map(|r| r.uri));
+            pages += 1;
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return (uris, pages),
+            }
+        }
+    }
+
+    /// A page that one kind fills exactly still leads on to the next kind.
+    #[tokio::test]
+    async fn a_page_filled_by_one_kind_goes_on_to_the_next() {
+        use vouch_core::Transport;
+        let (_dir, kb, agent) = kb_with_claims(PAGE - 2);
+        let call = |who: &Caller, m: &str, p: Value| {
+            vouch_core::methods::dispatch(&kb, who, m, p).unwrap()
+        };
+        let page = call(
+            &agent,
+            "kb.propose_page",
+            json!({"title": "Deploys", "body": "How."}),
+        );
+        let person = Caller::new("alice", Transport::Cli);
+        call(
+            &person,
+            "kb.approve",
+            json!({"proposal_id": page["proposal_id"]}),
+        );
+        let (uris, pages) = list_all(&kb, &agent).await;
+        assert_eq!(pages, 2);
+        assert_eq!(uris.len(), PAGE + 1);
+        assert!(
+            uris.contains(&"vouch://page/deploys".to_string()),
+            "{uris:?}"
+        );
     }
 
     #[tokio::test]

@@ -24,6 +24,15 @@ use vouch_core::{Caller, Kb};
 /// Resources one session may follow at once.
 pub(crate) const MAX_FOLLOWED: usize = 256;
 
+/// Of them, at most this many costly ones (a context pack, an object's
+/// provenance): each is computed again on every change to knowledge.
+pub(crate) const MAX_COSTLY: usize = 8;
+
+/// Whether following `uri` costs a search or a walk of the audit log.
+fn costly(uri: &str) -> bool {
+    uri.starts_with("vouch://context/") || uri.starts_with("vouch://why/")
+}
+
 /// How often the audit log is looked at.
 const TICK: Duration = Duration::from_millis(250);
 
@@ -56,6 +65,18 @@ impl Followed {
                 format!(
                     "this session follows {MAX_FOLLOWED} resources already; unsubscribe from \
                      some first"
+                ),
+                None,
+            ));
+        }
+        if !last.contains_key(&uri)
+            && costly(&uri)
+            && last.keys().filter(|u| costly(u)).count() >= MAX_COSTLY
+        {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "this session follows {MAX_COSTLY} context packs or provenances already \
+                     (each is built again on every change); unsubscribe from some first"
                 ),
                 None,
             ));
@@ -122,7 +143,9 @@ pub(crate) async fn follow<N, F>(
 {
     let mut stop = std::pin::pin!(stop);
     let mut stamp = log_stamp(&kb);
-    let mut again: Option<Instant> = None;
+    // Once more after a moment from the start: what was read at subscribe
+    // time may predate a write this server's index had not caught up with.
+    let mut again: Option<Instant> = Some(Instant::now() + RECHECK);
     loop {
         tokio::select! {
             _ = &mut stop => break,
@@ -171,7 +194,7 @@ pub(crate) fn spawn_legacy(
     followed: Arc<Followed>,
     peer: Peer<RoleServer>,
 ) {
-    let closed = peer.clone();
+    let closed_peer = peer.clone();
     let notify = move |uri: String| {
         let peer = peer.clone();
         async move {
@@ -180,12 +203,35 @@ pub(crate) fn spawn_legacy(
                 .is_ok()
         }
     };
-    let stop = async move {
-        while !closed.is_transport_closed() {
-            tokio::time::sleep(TICK).await;
-        }
-    };
+    let stop = async move { closed(&closed_peer).await };
     tokio::spawn(follow(kb, caller, followed, notify, stop));
+}
+
+/// Resolves once `peer`'s transport has closed.
+pub(crate) async fn closed(peer: &Peer<RoleServer>) {
+    while !peer.is_transport_closed() {
+        tokio::time::sleep(TICK).await;
+    }
+}
+
+/// The URIs of `uris` a session may follow at once, in order: at most
+/// [`MAX_FOLLOWED`], of them at most [`MAX_COSTLY`] costly ones.
+pub(crate) fn within_caps<'a>(uris: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut costly_ones = 0;
+    for uri in uris {
+        if out.len() >= MAX_FOLLOWED || out.contains(uri) {
+            continue;
+        }
+        if costly(uri) {
+            if costly_ones >= MAX_COSTLY {
+                continue;
+            }
+            costly_ones += 1;
+        }
+        out.push(uri.clone());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -299,6 +345,18 @@ mod tests {
             f.add(format!("vouch://claim/{i}"), None).unwrap();
         }
         assert!(f.add("vouch://claim/one-more".into(), None).is_err());
+        let g = Followed::default();
+        for i in 0..MAX_COSTLY {
+            g.add(format!("vouch://context/task{i}"), None).unwrap();
+        }
+        assert!(
+            g.add("vouch://why/x".into(), None).is_err(),
+            "costly ones are capped"
+        );
+        assert!(
+            g.add("vouch://claim/x".into(), None).is_ok(),
+            "cheap ones are not"
+        );
         // Subscribing again to one already followed is fine.
         assert!(f.add("vouch://claim/0".into(), None).is_ok());
         assert!(f.start());

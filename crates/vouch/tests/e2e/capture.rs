@@ -68,7 +68,8 @@ fn payload(event: &str, extra: Value) -> Vec<u8> {
 #[test]
 fn claude_code_hooks_file_a_masked_session_for_review() {
     let p = Project::new();
-    let settings_path = p.root().join(".claude/settings.json");
+    // Capture is each person's choice: their own settings.local.json.
+    let settings_path = p.root().join(".claude/settings.local.json");
     std::fs::create_dir_all(settings_path.parent().unwrap()).unwrap();
     // The person's own hook stays.
     std::fs::write(
@@ -76,11 +77,25 @@ fn claude_code_hooks_file_a_masked_session_for_review() {
         r#"{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "npm run lint"}]}]}}"#,
     )
     .unwrap();
-    let mut c = p.command("tester");
-    c.env("PATH", "")
-        .args(["--json", "install-mcp", "claude-code"]);
-    let r = Run::from(c.output().unwrap());
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let install = |args: &[&str]| {
+        let mut c = p.command("tester");
+        c.env("PATH", "")
+            .args(["--json", "install-mcp", "claude-code"])
+            .args(args);
+        let r = Run::from(c.output().unwrap());
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        r.json()
+    };
+    install(&[]);
+    assert!(
+        !std::fs::read_to_string(&settings_path)
+            .unwrap()
+            .contains("vouch capture"),
+        "no capture without --capture"
+    );
+    let shared = std::fs::read_to_string(p.root().join(".claude/settings.json")).unwrap();
+    assert!(!shared.contains("vouch capture"), "{shared}");
+    install(&["--capture"]);
     let settings: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     let capture = "vouch capture --host claude-code --agent claude";
@@ -97,11 +112,8 @@ fn claude_code_hooks_file_a_masked_session_for_review() {
     }
     assert!(hook_commands(&settings, "PostToolUse").contains(&"npm run lint".to_string()));
     // Twice is once.
-    let mut c = p.command("tester");
-    c.env("PATH", "")
-        .args(["--json", "install-mcp", "claude-code"]);
-    let again = Run::from(c.output().unwrap()).json();
-    assert_eq!(again["permissions"]["outcome"], "unchanged", "{again:#}");
+    let again = install(&["--capture"]);
+    assert_eq!(again["capture"]["outcome"], "unchanged", "{again:#}");
 
     let secret = format!(
         "ghp_{}",
