@@ -1,53 +1,50 @@
-//! A minimal MCP client over stdio (JSON-RPC 2.0, one message per line):
-//! initialize, tools/list, tools/call.
+//! A minimal MCP client (JSON-RPC 2.0): initialize, tools/list, tools/call,
+//! over any transport that can exchange one request for its response —
+//! stdio here (one message per line), streamable HTTP in `mcp_http`.
 
 use serde_json::{Value, json};
 
 use crate::server::{CallErr, Server};
 
-pub struct Mcp {
-    pub s: Server,
-    next: u64,
-}
-
 /// A tool call's outcome: `Ok(structured result)` or `Err(text)` when the
 /// call is an error (JSON-RPC error or `isError: true`).
 pub type ToolResult = Result<Value, String>;
 
-impl Mcp {
-    pub fn new(s: Server) -> Mcp {
-        Mcp { s, next: 100 }
-    }
+/// The protocol version the kit asks for in `initialize`.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// What a transport provides; the MCP calls are built on it.
+pub trait McpClient {
+    /// A fresh request id.
+    fn next_id(&mut self) -> Value;
+    /// Send one request and return the response message with its id.
+    fn exchange(&mut self, req: &Value) -> Result<Value, CallErr>;
+    /// Send one notification (no response).
+    fn notify(&mut self, method: &str) -> Result<(), CallErr>;
 
     /// A JSON-RPC request; the `result`, or the error object as text.
-    pub fn request(
-        &mut self,
-        method: &str,
-        params: Value,
-    ) -> Result<Result<Value, String>, CallErr> {
-        self.next += 1;
-        let id = json!(self.next);
+    fn request(&mut self, method: &str, params: Value) -> Result<Result<Value, String>, CallErr> {
+        let id = self.next_id();
         let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.s.write_line(req.to_string().as_bytes())?;
-        let v = self.s.read_for(&id)?;
+        let v = self.exchange(&req)?;
         if let Some(e) = v.get("error") {
             return Ok(Err(e.to_string()));
         }
         Ok(Ok(v.get("result").cloned().unwrap_or(Value::Null)))
     }
 
-    pub fn notify(&mut self, method: &str) -> Result<(), CallErr> {
-        let n = json!({"jsonrpc": "2.0", "method": method});
-        self.s.write_line(n.to_string().as_bytes())
+    /// The `initialize` request alone; its result.
+    fn initialize_only(&mut self) -> Result<Result<Value, String>, CallErr> {
+        self.request(
+            "initialize",
+            json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                   "clientInfo": {"name": "vouch-conformance", "version": env!("CARGO_PKG_VERSION")}}),
+        )
     }
 
     /// initialize + notifications/initialized; the initialize result.
-    pub fn initialize(&mut self) -> Result<Result<Value, String>, CallErr> {
-        let r = self.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "vouch-conformance", "version": env!("CARGO_PKG_VERSION")}}),
-        )?;
+    fn initialize(&mut self) -> Result<Result<Value, String>, CallErr> {
+        let r = self.initialize_only()?;
         if r.is_ok() {
             self.notify("notifications/initialized")?;
         }
@@ -55,7 +52,7 @@ impl Mcp {
     }
 
     /// Every tool, following `nextCursor`.
-    pub fn tools(&mut self) -> Result<Vec<Value>, String> {
+    fn tools(&mut self) -> Result<Vec<Value>, String> {
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..50 {
@@ -82,7 +79,7 @@ impl Mcp {
 
     /// tools/call; the structured result (structuredContent, else the
     /// first text content parsed as JSON, else the text itself).
-    pub fn call(&mut self, tool: &str, args: Value) -> Result<ToolResult, CallErr> {
+    fn call(&mut self, tool: &str, args: Value) -> Result<ToolResult, CallErr> {
         let r = match self.request("tools/call", json!({"name": tool, "arguments": args}))? {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
@@ -109,5 +106,34 @@ impl Mcp {
         Ok(Ok(
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         ))
+    }
+}
+
+/// MCP over stdio: one JSON-RPC message per line.
+pub struct Mcp {
+    pub s: Server,
+    next: u64,
+}
+
+impl Mcp {
+    pub fn new(s: Server) -> Mcp {
+        Mcp { s, next: 100 }
+    }
+}
+
+impl McpClient for Mcp {
+    fn next_id(&mut self) -> Value {
+        self.next += 1;
+        json!(self.next)
+    }
+
+    fn exchange(&mut self, req: &Value) -> Result<Value, CallErr> {
+        self.s.write_line(req.to_string().as_bytes())?;
+        self.s.read_for(&req["id"])
+    }
+
+    fn notify(&mut self, method: &str) -> Result<(), CallErr> {
+        let n = json!({"jsonrpc": "2.0", "method": method});
+        self.s.write_line(n.to_string().as_bytes())
     }
 }
