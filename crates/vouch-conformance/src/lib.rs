@@ -1,7 +1,8 @@
 //! A black-box conformance kit for servers of the `kb.*` methods, written
 //! from the vouch SPEC (draft 0.1) and its companion seeds, not from any
 //! implementation. It starts the server under test in empty temporary
-//! knowledge bases, drives it over JSONL (and MCP over stdio), reads what
+//! knowledge bases, drives it over JSONL and MCP over stdio (and MCP over
+//! streamable HTTP at a URL, when given one), reads what
 //! it writes under `.vouch/`, and reports every check by area and name.
 //!
 //! The contract with the server under test is in `docs/conformance.md`:
@@ -13,8 +14,10 @@
 
 mod areas;
 mod check;
+mod http;
 mod kb;
 mod mcp;
+mod mcp_http;
 mod report;
 mod server;
 
@@ -30,6 +33,11 @@ pub struct Config {
     pub server: Option<String>,
     /// The MCP (stdio) server: a shell command, same contract.
     pub mcp_server: Option<String>,
+    /// An MCP server already running on streamable HTTP (`http://` only):
+    /// the `mcp-http` area drives it as it is, without a fresh KB.
+    pub mcp_url: Option<String>,
+    /// The bearer token sent to `mcp_url`.
+    pub token: Option<String>,
     /// Run once in each new empty directory before any server starts.
     pub init: Option<String>,
     /// A person (or named reviewer) approving proposal `{id}`: exit 0 when
@@ -48,6 +56,8 @@ impl Default for Config {
         Config {
             server: None,
             mcp_server: None,
+            mcp_url: None,
+            token: None,
             init: None,
             approve: None,
             reject: None,
@@ -55,6 +65,11 @@ impl Default for Config {
             timeout: Duration::from_secs(30),
         }
     }
+}
+
+/// Whether the kit can drive `url` (`http://host[:port]/path`; no https).
+pub fn check_url(url: &str) -> Result<(), String> {
+    http::Url::parse(url).map(|_| ())
 }
 
 /// The names of every area, in the order they run.

@@ -12,6 +12,10 @@ Usage: vouch-conformance [OPTIONS]
 
   --server CMD        the JSONL server, run by `sh -c` in each fresh KB directory
   --mcp-server CMD    the MCP (stdio) server, same contract
+  --mcp-url URL       an MCP server already running on streamable HTTP
+                      (http:// only, no https): the mcp-http area drives it
+                      as it is, adding only a source and one pending proposal
+  --token TOKEN       the bearer token sent to --mcp-url
   --init CMD          run first in each new empty directory to create .vouch/
   --approve CMD       a person approves proposal {id} (exit 0 = approved)
   --reject CMD        a person rejects proposal {id} with {reason}
@@ -32,6 +36,8 @@ fn main() -> ExitCode {
         let r = match a.as_str() {
             "--server" => val("--server").map(|v| cfg.server = Some(v)),
             "--mcp-server" => val("--mcp-server").map(|v| cfg.mcp_server = Some(v)),
+            "--mcp-url" => val("--mcp-url").map(|v| cfg.mcp_url = Some(v)),
+            "--token" => val("--token").map(|v| cfg.token = Some(v)),
             "--init" => val("--init").map(|v| cfg.init = Some(v)),
             "--approve" => val("--approve").map(|v| cfg.approve = Some(v)),
             "--reject" => val("--reject").map(|v| cfg.reject = Some(v)),
@@ -62,8 +68,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if cfg.server.is_none() && cfg.mcp_server.is_none() {
-        eprintln!("vouch-conformance: give --server and/or --mcp-server\n\n{USAGE}");
+    if cfg.server.is_none() && cfg.mcp_server.is_none() && cfg.mcp_url.is_none() {
+        eprintln!("vouch-conformance: give --server, --mcp-server and/or --mcp-url\n\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    if let Some(Err(e)) = cfg.mcp_url.as_deref().map(vouch_conformance::check_url) {
+        eprintln!("vouch-conformance: --mcp-url: {e}");
+        return ExitCode::from(2);
+    }
+    if cfg.token.is_some() && cfg.mcp_url.is_none() {
+        eprintln!("vouch-conformance: --token is sent to --mcp-url; give one\n\n{USAGE}");
         return ExitCode::from(2);
     }
     let names = area_names();

@@ -6,6 +6,7 @@ mod basics;
 mod bundles;
 mod gate;
 mod mcp;
+mod mcp_http;
 mod reads;
 mod retrieval;
 mod stress;
@@ -36,6 +37,7 @@ pub const ALL: &[(&str, Area)] = &[
     ("concurrency", stress::concurrency),
     ("robustness", stress::robustness),
     ("mcp", mcp::mcp),
+    ("mcp-http", mcp_http::mcp_http),
 ];
 
 /// A fresh KB with the JSONL server running in it, or `None` after
