@@ -62,6 +62,39 @@ fn our_server_passes_the_conformance_kit() {
     assert!(report.count(Status::Pass) >= 150, "{}", summary(&report));
 }
 
+/// The kit's `mcp-http` area against our HTTP server, already running on a
+/// free loopback port with a bearer token (so the caller is an
+/// authenticated agent, and the kit can check that a request without the
+/// token is refused).
+#[test]
+fn our_http_server_passes_the_mcp_http_area() {
+    let p = crate::common::Project::new();
+    let token = "kit-http-agent-token-0123456789abcdef";
+    let server = crate::common::server::http_server(
+        p.root(),
+        &[],
+        &["--token", &format!("kit-agent={token}")],
+    );
+    let cfg = Config {
+        mcp_url: Some(format!("http://127.0.0.1:{}/mcp", server.port)),
+        token: Some(token.to_string()),
+        areas: vec!["mcp-http".to_string()],
+        ..Config::default()
+    };
+    let report = run(&cfg);
+    assert!(report.ok(), "{}", summary(&report));
+    assert_eq!(report.count(Status::Skip), 0, "{}", summary(&report));
+    assert_eq!(report.count(Status::Pass), 12, "{}", summary(&report));
+    assert!(
+        report
+            .checks
+            .iter()
+            .all(|c| c.decision.as_deref() == Some("HTTP")),
+        "every mcp-http check rests on DECISIONS \"HTTP\": {}",
+        summary(&report)
+    );
+}
+
 #[test]
 fn python_vouch_1x_runs_through_the_kit_without_crashing_it() {
     let v1 = std::env::var("VOUCH_V1_BIN").unwrap_or_else(|_| {
