@@ -130,7 +130,7 @@ impl List {
             self.wide.push(slot);
             return;
         }
-        if n % BLOCK == 0 {
+        if n.is_multiple_of(BLOCK) {
             self.bases.push(slot);
             self.offsets.push(0);
             return;
