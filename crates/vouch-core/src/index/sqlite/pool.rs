@@ -35,6 +35,9 @@ pub(crate) struct Readers {
     /// before the first catch-up ([`open_built`]): a read that waited
     /// [`EARLY_ANSWER_AFTER`] for that catch-up answers from it.
     pub(crate) built_at_start: bool,
+    /// That index holds so many documents that its first catch-up cannot
+    /// end within [`EARLY_ANSWER_AFTER`]: reads answer from it at once.
+    pub(crate) built_large: bool,
     pub(crate) idle: Vec<Connection>,
     /// Connections open outside the main slot and the idle pool (see
     /// [`Lease`]).
@@ -65,6 +68,7 @@ pub(crate) fn retire_readers(kb: &Ix) {
     r.generation += 1;
     r.ready = false;
     r.built_at_start = false;
+    r.built_large = false;
     r.idle.clear();
     let returned = r.returned.clone();
     while r.leased > 0 {
@@ -163,6 +167,15 @@ const FIRST_ROUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(6
 /// a million claims' first scan takes longer.
 const EARLY_ANSWER_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// An index an earlier run built that is larger than this (bytes) answers
+/// a server's first reads at once: its first catch-up takes far longer
+/// than [`EARLY_ANSWER_AFTER`] (a million claims' `state.db` is about
+/// 1 GB and its first scan about a minute), so waiting would only delay an
+/// answer that says it is partial anyway. At 100,000 claims (about 100 MB)
+/// the catch-up ends within the wait. The file's size, not a count: a
+/// count of a million rows reads them (seconds on a cold cache).
+const ANSWER_AT_ONCE_PAST: u64 = 512 * 1024 * 1024;
+
 /// Run `f` on the index as the keeper last made it current — never
 /// syncing, embedding or writing: catching up is the keeper's explicit
 /// step ([`catch_up`]), taken by a one-shot command before it dispatches
@@ -176,7 +189,8 @@ pub(crate) fn with_index<R>(kb: &Ix, f: impl Fn(&Index) -> Result<R>) -> Result<
     let started = std::time::Instant::now();
     let until = started + FIRST_ROUND_WITHIN;
     loop {
-        if let Some(lease) = Lease::reader(kb, started.elapsed() >= EARLY_ANSWER_AFTER) {
+        let early = started.elapsed() >= EARLY_ANSWER_AFTER || readers(kb).built_large;
+        if let Some(lease) = Lease::reader(kb, early) {
             if let Some(answer) = with_reader(lease, &f) {
                 say_if_catching_up(kb);
                 return answer;
@@ -226,8 +240,11 @@ pub(crate) fn open_built(kb: &Ix) -> Result<bool> {
         .conn
         .query_row("SELECT EXISTS(SELECT 1 FROM docs)", [], |r| r.get(0))?;
     if built {
+        let size = std::fs::metadata(kb.layout().index_db()).map_or(0, |m| m.len());
         // `ready` and `synced_at` wait for the catch-up.
-        readers(kb).built_at_start = true;
+        let mut r = readers(kb);
+        r.built_at_start = true;
+        r.built_large = size > ANSWER_AT_ONCE_PAST;
     }
     Ok(built)
 }
