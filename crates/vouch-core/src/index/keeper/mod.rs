@@ -254,6 +254,34 @@ mod first_answer {
         assert_eq!(search(&kb, "failover"), (vec![kept], false));
     }
 
+    /// A built index too large for its first catch-up to end within the
+    /// wait answers at once (still saying so); a small one waited.
+    #[test]
+    fn a_large_built_index_answers_without_waiting() {
+        let (dir, kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "drills");
+        let kept = crate::testing::test_claim(&kb, &src, "Failover drills run monthly");
+        drop(kb);
+        // As large as half a million claims' index, sparsely: SQLite reads
+        // the pages its header counts and never the zeros past them.
+        let index_db = dir.path().join(".vouch/state.db");
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&index_db)
+            .unwrap();
+        f.set_len(600 * 1024 * 1024).unwrap();
+        drop(f);
+        let kb = server_process(&dir);
+        assert!(kb.index().open_built(&kb).unwrap());
+        let started = std::time::Instant::now();
+        assert_eq!(search(&kb, "failover"), (vec![kept], true));
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(900),
+            "answered at once, not after the second's wait: {:?}",
+            started.elapsed()
+        );
+    }
+
     /// Nothing built: nothing opened early (the first catch-up builds it,
     /// and reads wait for that).
     #[test]
