@@ -141,6 +141,20 @@ pub fn one_line(s: &str) -> String {
 }
 
 /// A short rendering of a JSON value for a detail.
+/// That a capabilities descriptor's `transports` lists `name` (the
+/// transport the kit is speaking to it over).
+pub fn lists_transport(caps: &Value, name: &str) -> Result<(), Miss> {
+    let t = caps
+        .get("transports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    ensure(
+        t.contains(&Value::String(name.into())),
+        format!("transports {t:?} omit {name}, yet the server speaks it"),
+    )
+}
+
 pub fn brief(v: &Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 160 {

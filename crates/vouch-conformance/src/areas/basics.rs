@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::open;
 use crate::Config;
-use crate::check::{Ctx, Miss, Res, brief, ensure, skip};
+use crate::check::{Ctx, Miss, Res, brief, ensure, lists_transport, skip};
 use crate::kb::{methods, sha256_hex};
 use crate::server::{CallErr, Server};
 
@@ -399,15 +399,7 @@ pub fn capabilities(cfg: &Config, ctx: &mut Ctx) {
     ctx.record(
         "lists-jsonl-transport",
         (|| {
-            let t = caps
-                .get("transports")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            ensure(
-                t.contains(&json!("jsonl")),
-                format!("transports {t:?} omit jsonl, yet the server speaks it"),
-            )?;
+            lists_transport(&caps, "jsonl")?;
             Ok("transports lists jsonl".into())
         })(),
     );

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::Config;
-use crate::check::{Ctx, Miss, Res, brief, ensure, skip};
+use crate::check::{Ctx, Miss, Res, brief, ensure, lists_transport, skip};
 use crate::kb::{Kb, methods, sha256_hex};
 use crate::mcp::{Mcp, McpClient, ToolResult};
 use crate::server::CallErr;
@@ -38,15 +38,7 @@ pub fn mcp(cfg: &Config, ctx: &mut Ctx) {
                 caps.get("review_gated") == Some(&json!(true)),
                 format!("review_gated: {:?}", caps.get("review_gated")),
             )?;
-            let t = caps
-                .get("transports")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            ensure(
-                t.contains(&json!("mcp")),
-                format!("transports {t:?} omit mcp"),
-            )?;
+            lists_transport(&caps, "mcp")?;
             Ok("kb_capabilities: review_gated true, transports lists mcp".into())
         })(),
     );
