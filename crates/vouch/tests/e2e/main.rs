@@ -45,6 +45,7 @@ mod transports;
 mod trust;
 mod ui_browser;
 mod watch;
+mod workflows;
 
 /// Every file and folder here is a module of this binary: one left out of
 /// the list above would silently never compile nor run.
