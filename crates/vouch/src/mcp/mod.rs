@@ -266,6 +266,17 @@ impl ServerHandler for Handler {
             .with_instructions(INSTRUCTIONS)
     }
 
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        // Over stdio the host is the person's own: say which it is and
+        // whether it will be asked to open review pages (over HTTP every
+        // session initializes, and the line would be noise).
+        if self.caller.is_some()
+            && let Some(info) = context.peer.peer_info()
+        {
+            eprintln!("{}", review_link::describe_host(&info));
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

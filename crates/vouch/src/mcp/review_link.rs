@@ -36,6 +36,25 @@ fn message(result: &Value) -> String {
     )
 }
 
+/// One line naming the host a stdio session serves and whether it will be
+/// asked to open review pages: so a person can see which hosts do.
+pub(crate) fn describe_host(info: &rmcp::model::ClientConfig) -> String {
+    let url_mode = info
+        .capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|e| e.url.is_some());
+    let asked = if url_mode && info.protocol_version < ProtocolVersion::V_2026_07_28 {
+        "yes (URL-mode elicitation)"
+    } else {
+        "no (it gets review_url in results)"
+    };
+    format!(
+        "vouch: MCP client {} {} (protocol {}); asked to open review pages: {asked}",
+        info.client_info.name, info.client_info.version, info.protocol_version
+    )
+}
+
 /// Ask the host to open the review page of the proposal in `result`, if
 /// the host can and nothing is being asked already. Never waits.
 pub(crate) fn offer(asking: &Arc<Asking>, context: &RequestContext<RoleServer>, result: &Value) {
@@ -78,6 +97,19 @@ pub(crate) fn offer(asking: &Arc<Asking>, context: &RequestContext<RoleServer>, 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_host_line_says_whether_it_is_asked() {
+        let mut info: rmcp::model::ClientConfig = serde_json::from_value(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"url": {}}},
+            "clientInfo": {"name": "host", "version": "1.0"}
+        }))
+        .unwrap();
+        assert!(describe_host(&info).ends_with("yes (URL-mode elicitation)"));
+        info.capabilities.elicitation = None;
+        assert!(describe_host(&info).contains("asked to open review pages: no"));
+    }
 
     #[test]
     fn the_message_names_what_was_proposed_and_that_answering_decides_nothing() {

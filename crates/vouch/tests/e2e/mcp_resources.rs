@@ -125,3 +125,58 @@ fn official_python_sdk_reads_resources_gets_prompts_and_hears_of_approvals() {
     assert_eq!(now["approved_by"], json!(REVIEWER), "{ctx}");
     server.terminate();
 }
+
+/// A stdio server says on stderr which host it serves and whether that
+/// host will be asked to open review pages, so a person can see which
+/// hosts do (docs/review.md).
+#[test]
+fn a_stdio_server_names_its_host_and_whether_it_is_asked() {
+    use std::io::Write;
+    let p = Project::new();
+    for (caps, want) in [
+        (
+            json!({"elicitation": {"url": {}}}),
+            "MCP client some-host 9.9 (protocol 2025-11-25); asked to open review pages: yes",
+        ),
+        (
+            json!({}),
+            "MCP client some-host 9.9 (protocol 2025-11-25); asked to open review pages: no",
+        ),
+    ] {
+        let mut child = p
+            .command("agent")
+            .args(["serve"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": caps,
+            "clientInfo": {"name": "some-host", "version": "9.9"}}});
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        writeln!(stdin, "{init}\n{done}").unwrap();
+        // Read stderr until the line comes (a minute at most, so a server
+        // that never says it fails the test instead of hanging it); only
+        // then close stdin, which ends the session.
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut seen = String::new();
+        while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("asked to open review pages") {
+                break;
+            }
+        }
+        drop(stdin);
+        child.wait().unwrap();
+        assert!(seen.contains(want), "{seen}");
+    }
+}
