@@ -65,7 +65,7 @@ pub(crate) const APP_FLOORS: &[&[&str]] = &[
 ];
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{APP_FLOORS, FLOORS};
     use std::path::{Path, PathBuf};
 
@@ -73,7 +73,8 @@ mod tests {
         floors.iter().position(|f| f.contains(&module))
     }
 
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    /// Every `.rs` file under `dir`.
+    pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
@@ -217,39 +218,6 @@ mod tests {
             wrong.is_empty(),
             "uses above its floor:\n{}",
             wrong.join("\n")
-        );
-    }
-
-    /// `rusqlite` belongs to the SQLite engine: no other file of the core
-    /// names it (in code, test modules and `*_tests.rs` files included;
-    /// comment lines are free to), so a second engine never has to reach
-    /// through SQLite's types. A text check, not clippy's
-    /// `disallowed-types`: that lint sees types only, not a `use`, a
-    /// function or `params!`, and would have to be allowed again inside
-    /// the engine. This file is skipped: it names the crate to look for it.
-    #[test]
-    fn only_the_sqlite_engine_names_rusqlite() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let engine = src.join("index").join("sqlite");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let mut named = Vec::new();
-        for file in files {
-            if file.starts_with(&engine) || file == src.join("layers.rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap();
-            for (at, line) in text.lines().enumerate() {
-                if !line.trim_start().starts_with("//") && line.contains("rusqlite") {
-                    let rel = file.strip_prefix(&src).unwrap();
-                    named.push(format!("{}:{}: {}", rel.display(), at + 1, line.trim()));
-                }
-            }
-        }
-        assert!(
-            named.is_empty(),
-            "rusqlite named outside src/index/sqlite/:\n{}",
-            named.join("\n")
         );
     }
 

@@ -335,12 +335,15 @@ fn file_claimed(
     };
     if observations.len() >= MIN_OBSERVATIONS {
         let (title, summary) = summarize(host, session, &observations, intent);
+        // Masked again as a whole: what the buffer held was masked line by
+        // line, and a secret split across an observation's cut is not.
+        let summary = masked(&summary);
         let call =
             |method: &str, params: Value| crate::methods::dispatch(kb, caller, method, params);
         let source = call(
             "kb.register_source",
             json!({
-                "content": masked(&summary),
+                "content": summary,
                 "locator": format!("capture:{host}/{session}"),
                 "title": title,
                 "type": "transcript",
@@ -352,7 +355,7 @@ fn file_claimed(
             "kb.propose_page",
             json!({
                 "title": title,
-                "body": masked(&summary),
+                "body": summary,
                 "type": "session",
                 "sources": [source_id],
                 "rationale": format!(

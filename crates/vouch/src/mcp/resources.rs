@@ -397,7 +397,7 @@ pub(crate) async fn read(
     }
     let json = serde_json::to_string_pretty(&value).unwrap_or_default();
     contents.push(ResourceContents::text(json, uri).with_mime_type(JSON));
-    let mut notes = meta.clone().unwrap_or_default();
+    let mut notes = meta.unwrap_or_default();
     if let Some(id) = &target.source {
         contents.push(source_text(kb, id, &value, uri, &mut notes).await);
     }

@@ -24,6 +24,8 @@ use std::time::UNIX_EPOCH;
 
 mod admission;
 mod backed;
+#[cfg(test)]
+mod boundary_tests;
 mod engine;
 mod errors;
 mod handle;
