@@ -113,12 +113,9 @@ pub(crate) fn link_findings(kb: &Kb) -> Vec<Finding> {
 /// rename left behind, and a journal no command could finish. Each write
 /// holds the KB lock while its temp files exist, so under the lock every
 /// temp file found is a leftover: `fix` removes them.
-pub(crate) fn interrupted_write_findings(
-    kb: &Kb,
-    fix: bool,
-    issues: &mut Vec<Finding>,
-    fixed: &mut Vec<String>,
-) -> Result<()> {
+pub(crate) fn interrupted_write_findings(kb: &Kb, r: &mut Repairs) -> Result<()> {
+    let Repairs { fix, issues, fixed } = r;
+    let fix = *fix;
     // Taking the lock finishes an interrupted journaled write first.
     let _lock = if fix { Some(kb.lock()?) } else { None };
     let staging = crate::store::atomic::STAGING_DIR;
@@ -509,9 +506,12 @@ fn removed_by_hand(kb: &Kb, trail: &crate::audit::trail::Trail) -> Vec<Finding> 
 /// git merge left) and never touches knowledge.
 pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport> {
     // Merges first: what follows reads the repaired log.
-    let mut fixed = Vec::new();
-    let mut merge_issues = Vec::new();
-    merge_findings(kb, caller, p.fix, &mut merge_issues, &mut fixed)?;
+    let mut merges = Repairs {
+        fix: p.fix,
+        issues: Vec::new(),
+        fixed: Vec::new(),
+    };
+    merge_findings(kb, caller, &mut merges)?;
     let l = load(kb)?;
     let known = Known::of(kb, &l)?;
     let lint_params = LintParams {
@@ -542,7 +542,7 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     issues.extend(stray_findings(kb));
     issues.extend(link_findings(kb));
     issues.extend(gitignore_findings(kb));
-    issues.extend(merge_issues);
+    issues.append(&mut merges.issues);
     issues.extend(host_config_findings(kb));
     let verify = crate::sources::source_verify(kb, Default::default())?;
     for i in verify.issues {
@@ -686,7 +686,12 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
             ));
         }
     }
-    interrupted_write_findings(kb, p.fix, &mut issues, &mut fixed)?;
+    let mut r = Repairs {
+        fix: p.fix,
+        issues,
+        fixed: merges.fixed,
+    };
+    interrupted_write_findings(kb, &mut r)?;
     // A usable index only behind the files (an ordinary write by a
     // one-shot command) catches up as any read would: that is no finding,
     // and no row it still holds for an old version of a file is stray.
@@ -697,7 +702,12 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
     {
         let _ = kb.index().catch_up(kb);
     }
-    stray_row_findings(kb, caller, p.fix, &mut issues, &mut fixed)?;
+    stray_row_findings(kb, caller, &mut r)?;
+    let Repairs {
+        mut issues,
+        mut fixed,
+        ..
+    } = r;
     if let Some(f) = kb.index().freshness(kb)?
         && !f.in_step()
     {
@@ -733,13 +743,9 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
 /// Rows of the derived index that no file backs (planted in `state.db`,
 /// or left by a file that is gone): search leaves them out; named here,
 /// and with `fix` the index is rebuilt from the files.
-fn stray_row_findings(
-    kb: &Kb,
-    caller: &Caller,
-    fix: bool,
-    issues: &mut Vec<Finding>,
-    fixed: &mut Vec<String>,
-) -> Result<()> {
+fn stray_row_findings(kb: &Kb, caller: &Caller, r: &mut Repairs) -> Result<()> {
+    let Repairs { fix, issues, fixed } = r;
+    let fix = *fix;
     let Ok(rows) = kb.index().stray_rows(kb) else {
         return Ok(()); // an unusable index is reported as index-stale
     };

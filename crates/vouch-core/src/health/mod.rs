@@ -29,6 +29,14 @@ use crate::store::layout::{KbFile, id_from_file_name};
 use crate::stored::Stored;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// What a `kb.doctor` step that can repair found: with `fix` it repairs
+/// and says what in `fixed`; without, it names what is wrong in `issues`.
+pub(crate) struct Repairs {
+    pub(crate) fix: bool,
+    pub(crate) issues: Vec<Finding>,
+    pub(crate) fixed: Vec<String>,
+}
+
 /// Days a claim may go unconfirmed before `kb.lint` calls it stale
 /// (`stale_days`).
 pub const DEFAULT_STALE_DAYS: i64 = 90;

@@ -247,13 +247,9 @@ pub(crate) fn host_config_findings(kb: &Kb) -> Vec<Finding> {
 /// repairable (conflict markers from a merge without it, an event present
 /// twice, lines out of order) and its branches joined. With `fix`, each is
 /// repaired — every event kept, none deleted.
-pub(crate) fn merge_findings(
-    kb: &Kb,
-    caller: &Caller,
-    fix: bool,
-    issues: &mut Vec<Finding>,
-    fixed: &mut Vec<String>,
-) -> Result<()> {
+pub(crate) fn merge_findings(kb: &Kb, caller: &Caller, r: &mut Repairs) -> Result<()> {
+    let Repairs { fix, issues, fixed } = r;
+    let fix = *fix;
     use crate::store::layout::{AUDIT_FILE, GITATTRIBUTES, GITATTRIBUTES_FILE};
     let path = kb.layout().gitattributes();
     let text = kb.read_text(&path).ok().flatten();

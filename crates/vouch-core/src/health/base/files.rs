@@ -10,6 +10,9 @@ use crate::stored::Store;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
+/// A changed file with the kind and id its path names.
+type Named<'a> = (&'a ChangedFile, &'a str, &'a str);
+
 /// Step 3 of [`super::check`]: every changed file under `.vouch/` has a
 /// new event behind it that may write it. Pushes what is wrong and
 /// answers the settings `config.yaml` changed.
@@ -56,7 +59,7 @@ pub(super) fn changed_files(
         };
         let path = &f.path;
         if new.redacted.contains(path.as_str()) {
-            problems.extend(redaction_problem(kb, f, kind, id, new)?);
+            problems.extend(redaction_problem(kb, (f, kind, id), new)?);
             continue;
         }
         // A redacted source's content back (a merge of a branch that still
@@ -76,7 +79,7 @@ pub(super) fn changed_files(
             continue;
         }
         if is_knowledge_path(path) && f.change != Change::Deleted {
-            problems.extend(knowledge_problem(kb, f, kind, id, new)?);
+            problems.extend(knowledge_problem(kb, (f, kind, id), new)?);
             continue;
         }
         if is_knowledge_path(path) {
@@ -163,9 +166,7 @@ pub(super) fn changed_files(
 /// or `status` riding on it is named), and those as the last one recorded.
 fn knowledge_problem(
     kb: &Store,
-    f: &ChangedFile,
-    kind: &str,
-    id: &str,
+    (f, kind, id): Named<'_>,
     new: &NewEvents,
 ) -> Result<Option<String>> {
     let path = &f.path;
@@ -286,9 +287,7 @@ fn knowledge_problem(
 /// redaction masks (the text or body, the status, the time, the mark).
 fn redaction_problem(
     kb: &Store,
-    f: &ChangedFile,
-    kind: &str,
-    id: &str,
+    (f, kind, id): Named<'_>,
     new: &NewEvents,
 ) -> Result<Option<String>> {
     use crate::review::gate::redact::{MASK, REDACTED_KEY};
