@@ -73,6 +73,14 @@ pub fn ensure(cond: bool, msg: impl Into<String>) -> Result<(), Miss> {
     }
 }
 
+/// `v[key]` is the boolean `want`; else a miss that shows `what` and `v`.
+pub fn ensure_flag(v: &Value, key: &str, want: bool, what: &str) -> Result<(), Miss> {
+    ensure(
+        v.get(key) == Some(&Value::Bool(want)),
+        format!("{what}: {}", brief(v)),
+    )
+}
+
 pub fn skip<T>(why: impl Into<String>) -> Result<T, Miss> {
     Err(Miss::Skip(why.into()))
 }
@@ -99,6 +107,16 @@ impl Ctx {
     /// silent or open; the point is named in the report.
     pub fn record_d(&mut self, name: &str, decision: &str, res: Res) {
         self.push(name, res, Some(decision.to_string()));
+    }
+
+    /// [`Ctx::record`] what `check` answers.
+    pub fn check(&mut self, name: &str, check: impl FnOnce() -> Res) {
+        self.record(name, check());
+    }
+
+    /// [`Ctx::record_d`] what `check` answers.
+    pub fn check_d(&mut self, name: &str, decision: &str, check: impl FnOnce() -> Res) {
+        self.record_d(name, decision, check());
     }
 
     /// Every named check is skipped for one reason (the area cannot run).

@@ -145,142 +145,118 @@ pub fn audit(cfg: &Config, ctx: &mut Ctx) {
     }
     let bytes = kb.audit_bytes();
     let events = kb.audit();
-    ctx.record(
-        "log-exists-one-event-per-line",
-        (|| {
-            ensure(!bytes.is_empty(), "no .vouch/audit.log.jsonl")?;
-            let lines = String::from_utf8_lossy(&bytes)
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .count();
-            ensure(
-                lines == events.len(),
-                format!(
-                    "{} of {lines} lines are not JSON objects",
-                    lines - events.len()
-                ),
-            )?;
-            ensure(lines >= 3, format!("{lines} events after 3+ mutations"))?;
-            Ok(format!("{lines} JSON lines"))
-        })(),
-    );
-    ctx.record(
-        "required-fields",
-        (|| {
-            for (i, e) in events.iter().enumerate() {
-                for k in ["id", "event", "actor", "created_at"] {
-                    ensure(
-                        e.get(k).is_some_and(Value::is_string),
-                        format!("event {} lacks string `{k}`", i + 1),
-                    )?;
-                }
+    ctx.check("log-exists-one-event-per-line", || {
+        ensure(!bytes.is_empty(), "no .vouch/audit.log.jsonl")?;
+        let lines = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count();
+        ensure(
+            lines == events.len(),
+            format!(
+                "{} of {lines} lines are not JSON objects",
+                lines - events.len()
+            ),
+        )?;
+        ensure(lines >= 3, format!("{lines} events after 3+ mutations"))?;
+        Ok(format!("{lines} JSON lines"))
+    });
+    ctx.check("required-fields", || {
+        for (i, e) in events.iter().enumerate() {
+            for k in ["id", "event", "actor", "created_at"] {
                 ensure(
-                    e.get("object_ids").is_some_and(Value::is_array),
-                    format!("event {} lacks object_ids", i + 1),
-                )?;
-                let name = e["event"].as_str().unwrap_or("");
-                ensure(
-                    name.contains('.'),
-                    format!("event name {name:?} is not a dotted verb"),
+                    e.get(k).is_some_and(Value::is_string),
+                    format!("event {} lacks string `{k}`", i + 1),
                 )?;
             }
-            Ok("id, event (dotted), actor, created_at, object_ids on every event".into())
-        })(),
-    );
-    ctx.record(
-        "event-ids-unique",
-        (|| {
-            let mut ids: Vec<&str> = events
-                .iter()
-                .filter_map(|e| e.get("id").and_then(Value::as_str))
-                .collect();
-            let n = ids.len();
-            ids.sort();
-            ids.dedup();
-            ensure(ids.len() == n, "two events share an id")?;
-            Ok(format!("{n} distinct ids"))
-        })(),
-    );
-    ctx.record_d(
+            ensure(
+                e.get("object_ids").is_some_and(Value::is_array),
+                format!("event {} lacks object_ids", i + 1),
+            )?;
+            let name = e["event"].as_str().unwrap_or("");
+            ensure(
+                name.contains('.'),
+                format!("event name {name:?} is not a dotted verb"),
+            )?;
+        }
+        Ok("id, event (dotted), actor, created_at, object_ids on every event".into())
+    });
+    ctx.check("event-ids-unique", || {
+        let mut ids: Vec<&str> = events
+            .iter()
+            .filter_map(|e| e.get("id").and_then(Value::as_str))
+            .collect();
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        ensure(ids.len() == n, "two events share an id")?;
+        Ok(format!("{n} distinct ids"))
+    });
+    ctx.check_d(
         "hash-chain-verifies",
         "prev_hash/hash = sha256(prev_hash + compact sorted-key JSON)",
-        (|| {
+        || {
             let (n, form) = verify_chain(&bytes)?;
             Ok(format!(
                 "{n} events chain from 64 zeros ({form} canonical form, non-ASCII text included)"
             ))
-        })(),
+        },
     );
-    ctx.record(
-        "reads-append-nothing",
-        (|| {
-            let b = kb.audit_bytes();
-            for (m, p) in [
-                ("kb.search", json!({"query": "café"})),
-                ("kb.list_claims", json!({})),
-                ("kb.status", json!({})),
-                ("kb.context", json!({"task": "café"})),
-                ("kb.audit", json!({})),
-            ] {
-                s.call(m, p)?;
-            }
-            ensure(kb.audit_bytes() == b, "a read appended to the audit log")?;
-            Ok("search, list, status, context, audit leave the log unchanged".into())
-        })(),
-    );
-    ctx.record(
-        "append-only",
-        (|| {
-            let b = kb.audit_bytes();
-            register(&mut s, "One more mutation.\n", "more.md")?;
-            let after = kb.audit_bytes();
-            ensure(
-                after.len() > b.len() && after.starts_with(&b),
-                "the earlier log is not a prefix of the later one",
-            )?;
-            Ok("a later log extends the earlier bytes".into())
-        })(),
-    );
-    ctx.record(
-        "kb-audit-serves-events",
-        (|| {
-            let r = s.call("kb.audit", json!({"tail": 2}))?;
-            let a = r.as_array().ok_or("kb.audit is not an array")?;
-            ensure(a.len() == 2, format!("tail 2 gave {}", a.len()))?;
-            let last = kb.audit();
-            ensure(
-                a[1].get("id") == last.last().and_then(|e| e.get("id")),
-                "the tail's last event is not the log's last",
-            )?;
-            let f = s.call("kb.audit", json!({"filter": {"event": "source.register"}}))?;
-            ensure(
-                f.as_array().is_some_and(|x| {
-                    !x.is_empty()
-                        && x.iter()
-                            .all(|e| e.get("event") == Some(&json!("source.register")))
-                }),
-                "filter by event leaks other events",
-            )?;
-            Ok("tail and filter.event honoured".into())
-        })(),
-    );
-    ctx.record(
-        "tampering-detectable",
-        (|| {
-            let b = String::from_utf8_lossy(&kb.audit_bytes()).to_string();
-            let mut lines: Vec<String> = b.lines().map(str::to_string).collect();
-            let mut first: Value = serde_json::from_str(lines.first().ok_or("empty log")?)
-                .map_err(|e| e.to_string())?;
-            first["actor"] = json!("someone-else");
-            lines[0] = first.to_string();
-            ensure(
-                verify_chain(lines.join("\n").as_bytes()).is_err(),
-                "an edited event still verifies",
-            )?;
-            Ok(
-                "editing one event's text breaks the chain (kit self-check on the server's log)"
-                    .into(),
-            )
-        })(),
-    );
+    ctx.check("reads-append-nothing", || {
+        let b = kb.audit_bytes();
+        for (m, p) in [
+            ("kb.search", json!({"query": "café"})),
+            ("kb.list_claims", json!({})),
+            ("kb.status", json!({})),
+            ("kb.context", json!({"task": "café"})),
+            ("kb.audit", json!({})),
+        ] {
+            s.call(m, p)?;
+        }
+        ensure(kb.audit_bytes() == b, "a read appended to the audit log")?;
+        Ok("search, list, status, context, audit leave the log unchanged".into())
+    });
+    ctx.check("append-only", || {
+        let b = kb.audit_bytes();
+        register(&mut s, "One more mutation.\n", "more.md")?;
+        let after = kb.audit_bytes();
+        ensure(
+            after.len() > b.len() && after.starts_with(&b),
+            "the earlier log is not a prefix of the later one",
+        )?;
+        Ok("a later log extends the earlier bytes".into())
+    });
+    ctx.check("kb-audit-serves-events", || {
+        let r = s.call("kb.audit", json!({"tail": 2}))?;
+        let a = r.as_array().ok_or("kb.audit is not an array")?;
+        ensure(a.len() == 2, format!("tail 2 gave {}", a.len()))?;
+        let last = kb.audit();
+        ensure(
+            a[1].get("id") == last.last().and_then(|e| e.get("id")),
+            "the tail's last event is not the log's last",
+        )?;
+        let f = s.call("kb.audit", json!({"filter": {"event": "source.register"}}))?;
+        ensure(
+            f.as_array().is_some_and(|x| {
+                !x.is_empty()
+                    && x.iter()
+                        .all(|e| e.get("event") == Some(&json!("source.register")))
+            }),
+            "filter by event leaks other events",
+        )?;
+        Ok("tail and filter.event honoured".into())
+    });
+    ctx.check("tampering-detectable", || {
+        let b = String::from_utf8_lossy(&kb.audit_bytes()).to_string();
+        let mut lines: Vec<String> = b.lines().map(str::to_string).collect();
+        let mut first: Value =
+            serde_json::from_str(lines.first().ok_or("empty log")?).map_err(|e| e.to_string())?;
+        first["actor"] = json!("someone-else");
+        lines[0] = first.to_string();
+        ensure(
+            verify_chain(lines.join("\n").as_bytes()).is_err(),
+            "an edited event still verifies",
+        )?;
+        Ok("editing one event's text breaks the chain (kit self-check on the server's log)".into())
+    });
 }

@@ -161,136 +161,115 @@ pub fn bundles(cfg: &Config, ctx: &mut Ctx) {
     let exp = s.call("kb.export", json!({"out": out}));
     let bytes = std::fs::read(&out).unwrap_or_default();
     let members = read_bundle(&bytes);
-    ctx.record(
-        "export-result-shape",
-        (|| {
-            let r = exp.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
-            ensure(r.get("path").is_some_and(Value::is_string), "no path")?;
-            ensure(
-                r.get("files").is_some_and(Value::is_u64)
-                    && r.get("bytes").is_some_and(Value::is_u64),
-                "files/bytes are not counts",
-            )?;
-            ensure(!bytes.is_empty(), "no file at out")?;
-            Ok("{path, files, bytes}; the file exists".into())
-        })(),
-    );
+    ctx.check("export-result-shape", || {
+        let r = exp.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
+        ensure(r.get("path").is_some_and(Value::is_string), "no path")?;
+        ensure(
+            r.get("files").is_some_and(Value::is_u64) && r.get("bytes").is_some_and(Value::is_u64),
+            "files/bytes are not counts",
+        )?;
+        ensure(!bytes.is_empty(), "no file at out")?;
+        Ok("{path, files, bytes}; the file exists".into())
+    });
     let manifest = members
         .as_ref()
         .ok()
         .and_then(|m| m.iter().find(|(p, _)| p == "manifest.json"))
         .and_then(|(_, b)| serde_json::from_slice::<Value>(b).ok());
-    ctx.record(
-        "manifest-shape",
-        (|| {
-            members.as_ref().map_err(|e| format!("not a tar.gz: {e}"))?;
-            let m = manifest.as_ref().ok_or("no manifest.json")?;
+    ctx.check("manifest-shape", || {
+        members.as_ref().map_err(|e| format!("not a tar.gz: {e}"))?;
+        let m = manifest.as_ref().ok_or("no manifest.json")?;
+        ensure(
+            m.get("version").is_some() && m.get("generated_at").is_some_and(Value::is_string),
+            "version/generated_at missing",
+        )?;
+        let files = m
+            .get("files")
+            .and_then(Value::as_array)
+            .ok_or("no files array")?;
+        for f in files {
             ensure(
-                m.get("version").is_some() && m.get("generated_at").is_some_and(Value::is_string),
-                "version/generated_at missing",
+                f.get("path").is_some_and(Value::is_string)
+                    && f.get("sha256").is_some_and(Value::is_string)
+                    && f.get("bytes").is_some_and(Value::is_u64),
+                format!("entry {f}"),
             )?;
-            let files = m
-                .get("files")
-                .and_then(Value::as_array)
-                .ok_or("no files array")?;
-            for f in files {
-                ensure(
-                    f.get("path").is_some_and(Value::is_string)
-                        && f.get("sha256").is_some_and(Value::is_string)
-                        && f.get("bytes").is_some_and(Value::is_u64),
-                    format!("entry {f}"),
-                )?;
-            }
-            Ok(format!(
-                "version, generated_at, {} files with path/sha256/bytes",
-                files.len()
-            ))
-        })(),
-    );
-    ctx.record(
-        "manifest-matches-members",
-        (|| {
-            let ms = members.as_ref().map_err(|e| e.clone())?;
-            let m = manifest.as_ref().ok_or("no manifest")?;
-            let files = m
-                .get("files")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for f in &files {
-                let p = f["path"].as_str().unwrap_or("");
-                let (_, b) = ms
-                    .iter()
-                    .find(|(x, _)| x == p)
-                    .ok_or(format!("{p} listed but absent"))?;
-                ensure(
-                    f["sha256"].as_str() == Some(&sha256_hex(b)),
-                    format!("{p}: sha256 differs"),
-                )?;
-                ensure(
-                    f["bytes"].as_u64() == Some(b.len() as u64),
-                    format!("{p}: bytes differ"),
-                )?;
-            }
-            for (p, _) in ms.iter().filter(|(p, _)| p != "manifest.json") {
-                ensure(
-                    files.iter().any(|f| f["path"].as_str() == Some(p)),
-                    format!("{p} in the archive, not in the manifest"),
-                )?;
-            }
-            Ok("every member listed with its true sha256 and size".into())
-        })(),
-    );
-    ctx.record(
-        "excludes-proposed-index-log",
-        (|| {
-            let ms = members.as_ref().map_err(|e| e.clone())?;
-            let bad: Vec<&String> = ms
+        }
+        Ok(format!(
+            "version, generated_at, {} files with path/sha256/bytes",
+            files.len()
+        ))
+    });
+    ctx.check("manifest-matches-members", || {
+        let ms = members.as_ref().map_err(|e| e.clone())?;
+        let m = manifest.as_ref().ok_or("no manifest")?;
+        let files = m
+            .get("files")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for f in &files {
+            let p = f["path"].as_str().unwrap_or("");
+            let (_, b) = ms
                 .iter()
-                .map(|(p, _)| p)
-                .filter(|p| {
-                    p.starts_with("proposed/")
-                        || p.starts_with("state.db")
-                        || p.contains("audit.log")
-                })
-                .collect();
-            ensure(bad.is_empty(), format!("{bad:?}"))?;
-            Ok("no proposed/, state.db or audit.log.jsonl".into())
-        })(),
-    );
-    ctx.record(
-        "includes-reviewed-knowledge",
-        (|| {
-            let cid = made
-                .as_ref()
-                .map_err(|_| Miss::Skip("needs --approve".into()))?;
-            let ms = members.as_ref().map_err(|e| e.clone())?;
-            for want in [format!("claims/{cid}.yaml"), "config.yaml".into()] {
-                ensure(
-                    ms.iter().any(|(p, _)| p == &want),
-                    format!("{want} missing"),
-                )?;
-            }
+                .find(|(x, _)| x == p)
+                .ok_or(format!("{p} listed but absent"))?;
             ensure(
-                ms.iter()
-                    .any(|(p, _)| p.starts_with("sources/") && p.ends_with("/meta.yaml")),
-                "no source meta",
+                f["sha256"].as_str() == Some(&sha256_hex(b)),
+                format!("{p}: sha256 differs"),
             )?;
             ensure(
-                ms.iter().any(|(p, _)| p.starts_with("decided/")),
-                "no decided/",
+                f["bytes"].as_u64() == Some(b.len() as u64),
+                format!("{p}: bytes differ"),
             )?;
-            Ok("claims/, sources/…/meta.yaml, decided/, config.yaml".into())
-        })(),
-    );
-    ctx.record(
-        "export-check-own-bundle",
-        (|| {
-            let r = s.call("kb.export_check", json!({"path": out}))?;
-            ensure(r.get("ok") == Some(&json!(true)), brief(&r))?;
-            Ok("ok: true".into())
-        })(),
-    );
+        }
+        for (p, _) in ms.iter().filter(|(p, _)| p != "manifest.json") {
+            ensure(
+                files.iter().any(|f| f["path"].as_str() == Some(p)),
+                format!("{p} in the archive, not in the manifest"),
+            )?;
+        }
+        Ok("every member listed with its true sha256 and size".into())
+    });
+    ctx.check("excludes-proposed-index-log", || {
+        let ms = members.as_ref().map_err(|e| e.clone())?;
+        let bad: Vec<&String> = ms
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| {
+                p.starts_with("proposed/") || p.starts_with("state.db") || p.contains("audit.log")
+            })
+            .collect();
+        ensure(bad.is_empty(), format!("{bad:?}"))?;
+        Ok("no proposed/, state.db or audit.log.jsonl".into())
+    });
+    ctx.check("includes-reviewed-knowledge", || {
+        let cid = made
+            .as_ref()
+            .map_err(|_| Miss::Skip("needs --approve".into()))?;
+        let ms = members.as_ref().map_err(|e| e.clone())?;
+        for want in [format!("claims/{cid}.yaml"), "config.yaml".into()] {
+            ensure(
+                ms.iter().any(|(p, _)| p == &want),
+                format!("{want} missing"),
+            )?;
+        }
+        ensure(
+            ms.iter()
+                .any(|(p, _)| p.starts_with("sources/") && p.ends_with("/meta.yaml")),
+            "no source meta",
+        )?;
+        ensure(
+            ms.iter().any(|(p, _)| p.starts_with("decided/")),
+            "no decided/",
+        )?;
+        Ok("claims/, sources/…/meta.yaml, decided/, config.yaml".into())
+    });
+    ctx.check("export-check-own-bundle", || {
+        let r = s.call("kb.export_check", json!({"path": out}))?;
+        ensure(r.get("ok") == Some(&json!(true)), brief(&r))?;
+        Ok("ok: true".into())
+    });
     let Ok(base) = members else {
         return ctx.record(
             "hostile-imports",

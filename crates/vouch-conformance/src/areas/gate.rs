@@ -73,20 +73,17 @@ pub fn gate(cfg: &Config, ctx: &mut Ctx) {
         Ok(x) => x,
         Err(m) => return ctx.record("setup", Err(m)),
     };
-    ctx.record(
-        "self-approval-refused",
-        (|| {
-            let (c, m) = refused_code(s.call("kb.approve", json!({"proposal_id": pid})))?;
-            still_pending(&kb, &mut s, &pid, &cid)?;
-            Ok(format!(
-                "the proposer's own kb.approve → {c}: {m}; still pending"
-            ))
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("self-approval-refused", || {
+        let (c, m) = refused_code(s.call("kb.approve", json!({"proposal_id": pid})))?;
+        still_pending(&kb, &mut s, &pid, &cid)?;
+        Ok(format!(
+            "the proposer's own kb.approve → {c}: {m}; still pending"
+        ))
+    });
+    ctx.check_d(
         "impersonation-via-approver-refused",
         "the approver param must equal the transport's actor",
-        (|| {
+        || {
             let (c, m) = refused_code(s.call(
                 "kb.approve",
                 json!({"proposal_id": pid, "approver": "kit-someone-else"}),
@@ -95,45 +92,39 @@ pub fn gate(cfg: &Config, ctx: &mut Ctx) {
             Ok(format!(
                 "approver: \"kit-someone-else\" → {c}: {m}; still pending"
             ))
-        })(),
+        },
     );
-    ctx.record(
-        "reject-requires-reason",
-        (|| {
-            expect_code(
-                s.call("kb.reject", json!({"proposal_id": pid})),
-                "missing_param",
-            )?;
-            still_pending(&kb, &mut s, &pid, &cid)?;
-            Ok("kb.reject without reason → missing_param; still pending".into())
-        })(),
-    );
+    ctx.check("reject-requires-reason", || {
+        expect_code(
+            s.call("kb.reject", json!({"proposal_id": pid})),
+            "missing_param",
+        )?;
+        still_pending(&kb, &mut s, &pid, &cid)?;
+        Ok("kb.reject without reason → missing_param; still pending".into())
+    });
     let approved = kb.approve(&pid);
-    ctx.record(
-        "person-approves",
-        (|| {
-            approved
-                .as_ref()
-                .map_err(|m| Miss::Skip(format!("{m:?}")))?
-                .clone()
-                .map_err(|e| Miss::Fail(format!("--approve refused: {e}")))?;
-            ensure(
-                kb.exists(&format!("claims/{cid}.yaml")),
-                format!("no claims/{cid}.yaml"),
-            )?;
-            ensure(
-                kb.exists(&format!("decided/{pid}.yaml")),
-                format!("no decided/{pid}.yaml"),
-            )?;
-            ensure(
-                !kb.exists(&format!("proposed/{pid}.yaml")),
-                "proposed/ still holds it",
-            )?;
-            let st = decided_status(&kb, &pid);
-            ensure(st == "approved", format!("decided status {st:?}"))?;
-            Ok("claims/<id>.yaml written; proposal moved to decided/ (status: approved)".into())
-        })(),
-    );
+    ctx.check("person-approves", || {
+        approved
+            .as_ref()
+            .map_err(|m| Miss::Skip(format!("{m:?}")))?
+            .clone()
+            .map_err(|e| Miss::Fail(format!("--approve refused: {e}")))?;
+        ensure(
+            kb.exists(&format!("claims/{cid}.yaml")),
+            format!("no claims/{cid}.yaml"),
+        )?;
+        ensure(
+            kb.exists(&format!("decided/{pid}.yaml")),
+            format!("no decided/{pid}.yaml"),
+        )?;
+        ensure(
+            !kb.exists(&format!("proposed/{pid}.yaml")),
+            "proposed/ still holds it",
+        )?;
+        let st = decided_status(&kb, &pid);
+        ensure(st == "approved", format!("decided status {st:?}"))?;
+        Ok("claims/<id>.yaml written; proposal moved to decided/ (status: approved)".into())
+    });
     if approved.is_err() {
         let why = "needs --approve";
         return ctx.skip_all(
@@ -149,143 +140,121 @@ pub fn gate(cfg: &Config, ctx: &mut Ctx) {
             why,
         );
     }
-    ctx.record(
-        "approved-claim-shape",
-        (|| {
-            let c = s.call("kb.read_claim", json!({"id": cid}))?;
-            for k in [
-                "id",
-                "text",
-                "type",
-                "status",
-                "confidence",
-                "evidence",
-                "created_at",
-                "updated_at",
-            ] {
-                ensure(
-                    c.get(k).is_some_and(|v| !v.is_null()),
-                    format!("claim lacks `{k}`: {}", brief(&c)),
-                )?;
-            }
+    ctx.check("approved-claim-shape", || {
+        let c = s.call("kb.read_claim", json!({"id": cid}))?;
+        for k in [
+            "id",
+            "text",
+            "type",
+            "status",
+            "confidence",
+            "evidence",
+            "created_at",
+            "updated_at",
+        ] {
             ensure(
-                c.get("evidence")
-                    .and_then(Value::as_array)
-                    .is_some_and(|e| e.contains(&json!(src))),
-                "evidence lost the cited source",
+                c.get(k).is_some_and(|v| !v.is_null()),
+                format!("claim lacks `{k}`: {}", brief(&c)),
             )?;
-            Ok("id, text, type, status, confidence, evidence, created_at, updated_at".into())
-        })(),
-    );
-    ctx.record(
-        "approved-by-is-not-proposer",
-        (|| {
-            let c = s.call("kb.read_claim", json!({"id": cid}))?;
-            let by = c.get("approved_by").and_then(Value::as_str).unwrap_or("");
-            ensure(!by.is_empty(), "approved_by is empty")?;
-            let p = proposer(&kb, &pid, &cid).unwrap_or_default();
-            ensure(by != p, format!("approved_by {by:?} is the proposer"))?;
-            Ok(format!("approved_by {by:?}, proposed by {p:?}"))
-        })(),
-    );
-    ctx.record(
-        "approve-is-audited",
-        (|| {
-            let n = kb.events_naming("proposal.approve", &pid)
-                + kb.events_naming("proposal.approve", &cid);
-            ensure(n >= 1, "no proposal.approve event")?;
-            Ok("proposal.approve".into())
-        })(),
-    );
-    ctx.record(
-        "approve-once-only",
-        (|| {
-            let claim = kb.read(&format!("claims/{cid}.yaml"));
-            let dec = kb.read(&format!("decided/{pid}.yaml"));
-            let again = kb.approve(&pid)?;
-            ensure(again.is_err(), "a person approved the same proposal twice")?;
-            ensure(
-                kb.read(&format!("claims/{cid}.yaml")) == claim,
-                "the claim file changed",
-            )?;
-            ensure(
-                kb.read(&format!("decided/{pid}.yaml")) == dec,
-                "the decided file changed",
-            )?;
-            ensure(
-                !kb.exists(&format!("proposed/{pid}.yaml")),
-                "the proposal moved back to proposed/",
-            )?;
-            Ok("a second approval is refused; nothing changed".into())
-        })(),
-    );
-    ctx.record(
-        "no-decision-after-approval",
-        (|| {
-            let (c1, _) =
-                refused_code(s.call("kb.reject", json!({"proposal_id": pid, "reason": "late"})))?;
-            let (c2, _) = refused_code(s.call("kb.approve", json!({"proposal_id": pid})))?;
-            ensure(
-                decided_status(&kb, &pid) == "approved",
-                "the decision changed",
-            )?;
-            Ok(format!("kb.reject → {c1}, kb.approve → {c2}"))
-        })(),
-    );
+        }
+        ensure(
+            c.get("evidence")
+                .and_then(Value::as_array)
+                .is_some_and(|e| e.contains(&json!(src))),
+            "evidence lost the cited source",
+        )?;
+        Ok("id, text, type, status, confidence, evidence, created_at, updated_at".into())
+    });
+    ctx.check("approved-by-is-not-proposer", || {
+        let c = s.call("kb.read_claim", json!({"id": cid}))?;
+        let by = c.get("approved_by").and_then(Value::as_str).unwrap_or("");
+        ensure(!by.is_empty(), "approved_by is empty")?;
+        let p = proposer(&kb, &pid, &cid).unwrap_or_default();
+        ensure(by != p, format!("approved_by {by:?} is the proposer"))?;
+        Ok(format!("approved_by {by:?}, proposed by {p:?}"))
+    });
+    ctx.check("approve-is-audited", || {
+        let n =
+            kb.events_naming("proposal.approve", &pid) + kb.events_naming("proposal.approve", &cid);
+        ensure(n >= 1, "no proposal.approve event")?;
+        Ok("proposal.approve".into())
+    });
+    ctx.check("approve-once-only", || {
+        let claim = kb.read(&format!("claims/{cid}.yaml"));
+        let dec = kb.read(&format!("decided/{pid}.yaml"));
+        let again = kb.approve(&pid)?;
+        ensure(again.is_err(), "a person approved the same proposal twice")?;
+        ensure(
+            kb.read(&format!("claims/{cid}.yaml")) == claim,
+            "the claim file changed",
+        )?;
+        ensure(
+            kb.read(&format!("decided/{pid}.yaml")) == dec,
+            "the decided file changed",
+        )?;
+        ensure(
+            !kb.exists(&format!("proposed/{pid}.yaml")),
+            "the proposal moved back to proposed/",
+        )?;
+        Ok("a second approval is refused; nothing changed".into())
+    });
+    ctx.check("no-decision-after-approval", || {
+        let (c1, _) =
+            refused_code(s.call("kb.reject", json!({"proposal_id": pid, "reason": "late"})))?;
+        let (c2, _) = refused_code(s.call("kb.approve", json!({"proposal_id": pid})))?;
+        ensure(
+            decided_status(&kb, &pid) == "approved",
+            "the decision changed",
+        )?;
+        Ok(format!("kb.reject → {c1}, kb.approve → {c2}"))
+    });
     let second = propose_claim(&mut s, "The gate rejects some proposals.", &[&src]);
     let rejected = second
         .as_ref()
         .ok()
         .map(|(p, c)| (p.clone(), c.clone(), kb.reject(p, "not true here")));
-    ctx.record(
-        "reject-moves-to-decided",
-        (|| {
-            let (p, c, r) = rejected
-                .as_ref()
-                .ok_or("setup: the second proposal failed")?;
-            r.as_ref()
-                .map_err(|m| Miss::Skip(format!("{m:?}")))?
-                .clone()
-                .map_err(|e| Miss::Fail(format!("--reject refused: {e}")))?;
-            ensure(
-                decided_status(&kb, p) == "rejected",
-                format!("decided status {:?}", decided_status(&kb, p)),
-            )?;
-            ensure(
-                !kb.exists(&format!("proposed/{p}.yaml")),
-                "still in proposed/",
-            )?;
-            ensure(
-                !kb.exists(&format!("claims/{c}.yaml")),
-                "a rejected claim was written",
-            )?;
-            ensure(
-                kb.events_naming("proposal.reject", p) + kb.events_naming("proposal.reject", c)
-                    >= 1,
-                "no proposal.reject event",
-            )?;
-            Ok("decided/ status: rejected, no claim, proposal.reject".into())
-        })(),
-    );
-    ctx.record(
-        "no-approval-after-rejection",
-        (|| {
-            let (p, c, r) = rejected.as_ref().ok_or("setup failed")?;
-            if r.as_ref().map(|x| x.is_err()).unwrap_or(true) {
-                return crate::check::skip("the rejection did not happen");
-            }
-            ensure(kb.approve(p)?.is_err(), "a rejected proposal was approved")?;
-            ensure(
-                !kb.exists(&format!("claims/{c}.yaml")),
-                "the claim was written",
-            )?;
-            Ok("approving a rejected proposal is refused".into())
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("reject-moves-to-decided", || {
+        let (p, c, r) = rejected
+            .as_ref()
+            .ok_or("setup: the second proposal failed")?;
+        r.as_ref()
+            .map_err(|m| Miss::Skip(format!("{m:?}")))?
+            .clone()
+            .map_err(|e| Miss::Fail(format!("--reject refused: {e}")))?;
+        ensure(
+            decided_status(&kb, p) == "rejected",
+            format!("decided status {:?}", decided_status(&kb, p)),
+        )?;
+        ensure(
+            !kb.exists(&format!("proposed/{p}.yaml")),
+            "still in proposed/",
+        )?;
+        ensure(
+            !kb.exists(&format!("claims/{c}.yaml")),
+            "a rejected claim was written",
+        )?;
+        ensure(
+            kb.events_naming("proposal.reject", p) + kb.events_naming("proposal.reject", c) >= 1,
+            "no proposal.reject event",
+        )?;
+        Ok("decided/ status: rejected, no claim, proposal.reject".into())
+    });
+    ctx.check("no-approval-after-rejection", || {
+        let (p, c, r) = rejected.as_ref().ok_or("setup failed")?;
+        if r.as_ref().map(|x| x.is_err()).unwrap_or(true) {
+            return crate::check::skip("the rejection did not happen");
+        }
+        ensure(kb.approve(p)?.is_err(), "a rejected proposal was approved")?;
+        ensure(
+            !kb.exists(&format!("claims/{c}.yaml")),
+            "the claim was written",
+        )?;
+        Ok("approving a rejected proposal is refused".into())
+    });
+    ctx.check_d(
         "validation-reruns-at-approval",
         "validation runs again at approve time",
-        (|| {
+        || {
             let gone = register(&mut s, "A source about to vanish.\n", "vanish.md")?;
             let (p, c) = propose_claim(&mut s, "This claim's source will vanish.", &[&gone])?;
             std::fs::remove_dir_all(kb.root().join(format!("sources/{gone}")))
@@ -297,7 +266,7 @@ pub fn gate(cfg: &Config, ctx: &mut Ctx) {
                 "the claim was written",
             )?;
             Ok("a proposal whose cited source vanished is refused at approval".into())
-        })(),
+        },
     );
 }
 
@@ -350,100 +319,84 @@ pub fn lifecycle(cfg: &Config, ctx: &mut Ctx) {
         }
         Err(m) => return ctx.record("setup", Err(m)),
     };
-    ctx.record(
-        "supersede",
-        (|| {
-            s.call(
-                "kb.supersede",
-                json!({"old_id": b, "new_id": a, "reason": "v2"}),
-            )?;
-            ensure(
-                field(&mut s, &b, "status")? == json!("superseded"),
-                "old claim's status is not superseded",
-            )?;
-            ensure(
-                field(&mut s, &b, "superseded_by")? == json!(a),
-                "old claim's superseded_by is not the new one",
-            )?;
-            audited(&kb, "claim.supersede", &b)?;
-            Ok("old: status superseded, superseded_by new; claim.supersede".into())
-        })(),
-    );
-    ctx.record(
-        "supersede-cycle-refused",
-        (|| {
-            let (code, m) =
-                refused_code(s.call("kb.supersede", json!({"old_id": a, "new_id": b})))?;
-            ensure(
-                field(&mut s, &a, "status")? != json!("superseded"),
-                "the new claim became superseded",
-            )?;
-            Ok(format!("B←A then A←B → {code}: {m}"))
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("supersede", || {
+        s.call(
+            "kb.supersede",
+            json!({"old_id": b, "new_id": a, "reason": "v2"}),
+        )?;
+        ensure(
+            field(&mut s, &b, "status")? == json!("superseded"),
+            "old claim's status is not superseded",
+        )?;
+        ensure(
+            field(&mut s, &b, "superseded_by")? == json!(a),
+            "old claim's superseded_by is not the new one",
+        )?;
+        audited(&kb, "claim.supersede", &b)?;
+        Ok("old: status superseded, superseded_by new; claim.supersede".into())
+    });
+    ctx.check("supersede-cycle-refused", || {
+        let (code, m) = refused_code(s.call("kb.supersede", json!({"old_id": a, "new_id": b})))?;
+        ensure(
+            field(&mut s, &a, "status")? != json!("superseded"),
+            "the new claim became superseded",
+        )?;
+        Ok(format!("B←A then A←B → {code}: {m}"))
+    });
+    ctx.check_d(
         "self-supersede-refused",
         "self-supersession is rejected",
-        (|| {
+        || {
             let (code, _) =
                 refused_code(s.call("kb.supersede", json!({"old_id": d, "new_id": d})))?;
             Ok(format!("A supersedes A → {code}"))
-        })(),
+        },
     );
-    ctx.record(
-        "contradict-symmetric",
-        (|| {
-            s.call(
-                "kb.contradict",
-                json!({"a_id": a, "b_id": c, "reason": "conflict"}),
-            )?;
-            let ac = field(&mut s, &a, "contradicts")?;
-            let ca = field(&mut s, &c, "contradicts")?;
-            ensure(
-                ac.as_array().is_some_and(|x| x.contains(&json!(c))),
-                format!("A.contradicts = {ac}"),
-            )?;
-            ensure(
-                ca.as_array().is_some_and(|x| x.contains(&json!(a))),
-                format!("B.contradicts = {ca}"),
-            )?;
-            ensure(
-                kb.events_naming("claim.contradict", &a) + kb.events_naming("claim.contradict", &c)
-                    >= 1,
-                "no claim.contradict event",
-            )?;
-            Ok("each lists the other; claim.contradict".into())
-        })(),
-    );
-    ctx.record(
-        "archive",
-        (|| {
-            s.call("kb.archive", json!({"id": c, "reason": "obsolete"}))?;
-            ensure(
-                field(&mut s, &c, "status")? == json!("archived"),
-                "status is not archived",
-            )?;
-            audited(&kb, "claim.archive", &c)?;
-            Ok("status archived; claim.archive".into())
-        })(),
-    );
-    ctx.record(
-        "confirm",
-        (|| {
-            s.call("kb.confirm", json!({"id": d}))?;
-            let t = field(&mut s, &d, "last_confirmed_at")?;
-            ensure(
-                t.as_str().is_some_and(|t| t.len() >= 19),
-                format!("last_confirmed_at = {t}"),
-            )?;
-            audited(&kb, "claim.confirm", &d)?;
-            Ok(format!("last_confirmed_at {t}; claim.confirm"))
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("contradict-symmetric", || {
+        s.call(
+            "kb.contradict",
+            json!({"a_id": a, "b_id": c, "reason": "conflict"}),
+        )?;
+        let ac = field(&mut s, &a, "contradicts")?;
+        let ca = field(&mut s, &c, "contradicts")?;
+        ensure(
+            ac.as_array().is_some_and(|x| x.contains(&json!(c))),
+            format!("A.contradicts = {ac}"),
+        )?;
+        ensure(
+            ca.as_array().is_some_and(|x| x.contains(&json!(a))),
+            format!("B.contradicts = {ca}"),
+        )?;
+        ensure(
+            kb.events_naming("claim.contradict", &a) + kb.events_naming("claim.contradict", &c)
+                >= 1,
+            "no claim.contradict event",
+        )?;
+        Ok("each lists the other; claim.contradict".into())
+    });
+    ctx.check("archive", || {
+        s.call("kb.archive", json!({"id": c, "reason": "obsolete"}))?;
+        ensure(
+            field(&mut s, &c, "status")? == json!("archived"),
+            "status is not archived",
+        )?;
+        audited(&kb, "claim.archive", &c)?;
+        Ok("status archived; claim.archive".into())
+    });
+    ctx.check("confirm", || {
+        s.call("kb.confirm", json!({"id": d}))?;
+        let t = field(&mut s, &d, "last_confirmed_at")?;
+        ensure(
+            t.as_str().is_some_and(|t| t.len() >= 19),
+            format!("last_confirmed_at = {t}"),
+        )?;
+        audited(&kb, "claim.confirm", &d)?;
+        Ok(format!("last_confirmed_at {t}; claim.confirm"))
+    });
+    ctx.check_d(
         "cite",
         "from an agent, kb.cite may be a lifecycle proposal a person approves",
-        (|| {
+        || {
             let extra = register(&mut s, "Second source on cache expiry.\n", "exp.md")?;
             let pending = ids(&s.call("kb.list_pending", json!({}))?).len();
             s.call("kb.cite", json!({"id": d, "evidence": extra}))?;
@@ -463,22 +416,16 @@ pub fn lifecycle(cfg: &Config, ctx: &mut Ctx) {
             } else {
                 "filed as a pending proposal for review".into()
             })
-        })(),
+        },
     );
-    ctx.record(
-        "cite-unknown-refused",
-        (|| {
-            let r = s.call("kb.cite", json!({"id": d, "evidence": "f".repeat(64)}));
-            let (code, _) = refused_code(r)?;
-            Ok(format!("an unregistered source id → {code}"))
-        })(),
-    );
-    ctx.record(
-        "missing-claim-refused",
-        (|| {
-            let (code, _) =
-                refused_code(s.call("kb.archive", json!({"id": "no-such-claim-anywhere"})))?;
-            Ok(format!("kb.archive of a missing id → {code}"))
-        })(),
-    );
+    ctx.check("cite-unknown-refused", || {
+        let r = s.call("kb.cite", json!({"id": d, "evidence": "f".repeat(64)}));
+        let (code, _) = refused_code(r)?;
+        Ok(format!("an unregistered source id → {code}"))
+    });
+    ctx.check("missing-claim-refused", || {
+        let (code, _) =
+            refused_code(s.call("kb.archive", json!({"id": "no-such-claim-anywhere"})))?;
+        Ok(format!("kb.archive of a missing id → {code}"))
+    });
 }

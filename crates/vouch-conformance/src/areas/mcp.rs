@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::Config;
-use crate::check::{Ctx, Miss, Res, brief, ensure, lists_transport, skip};
+use crate::check::{Ctx, Miss, Res, brief, ensure, ensure_flag, lists_transport, skip};
 use crate::kb::{Kb, methods, sha256_hex};
 use crate::mcp::{Mcp, McpClient, ToolResult};
 use crate::server::CallErr;
@@ -31,17 +31,14 @@ pub fn mcp(cfg: &Config, ctx: &mut Ctx) {
         Ok(Ok(c)) => c,
         other => return ctx.record("setup", Err(format!("kb_capabilities: {other:?}").into())),
     };
-    ctx.record(
-        "capabilities-over-mcp",
-        (|| {
-            ensure(
-                caps.get("review_gated") == Some(&json!(true)),
-                format!("review_gated: {:?}", caps.get("review_gated")),
-            )?;
-            lists_transport(&caps, "mcp")?;
-            Ok("kb_capabilities: review_gated true, transports lists mcp".into())
-        })(),
-    );
+    ctx.check("capabilities-over-mcp", || {
+        ensure(
+            caps.get("review_gated") == Some(&json!(true)),
+            format!("review_gated: {:?}", caps.get("review_gated")),
+        )?;
+        lists_transport(&caps, "mcp")?;
+        Ok("kb_capabilities: review_gated true, transports lists mcp".into())
+    });
     ctx.record("every-method-is-a-tool", tools_cover_methods(&tools, &caps));
     ctx.record("tools-have-input-schemas", tools_have_schemas(&tools));
     let content = "MCP-registered bytes ✓\n";
@@ -51,40 +48,31 @@ pub fn mcp(cfg: &Config, ctx: &mut Ctx) {
     );
     ctx.record("register-source-tool", registered(reg, content));
     ctx.record("uncited-claim-refused-over-mcp", uncited_refused(&mut m));
-    ctx.record(
-        "self-approval-refused-over-mcp",
-        (|| {
-            let id = sha256_hex(content.as_bytes());
-            let pid = self_approval_refused(&mut m, "MCP bytes are registered.", &id)?;
-            ensure(
-                kb.exists(&format!("proposed/{pid}.yaml")),
-                "the proposal left proposed/",
-            )?;
-            Ok("kb_approve of its own proposal is refused; still pending".into())
-        })(),
-    );
+    ctx.check("self-approval-refused-over-mcp", || {
+        let id = sha256_hex(content.as_bytes());
+        let pid = self_approval_refused(&mut m, "MCP bytes are registered.", &id)?;
+        ensure(
+            kb.exists(&format!("proposed/{pid}.yaml")),
+            "the proposal left proposed/",
+        )?;
+        Ok("kb_approve of its own proposal is refused; still pending".into())
+    });
     ctx.record("unknown-tool-is-an-error", unknown_tool(&mut m));
-    ctx.record(
-        "missing-argument-is-an-error",
-        (|| {
-            let r = m.call("kb_search", json!({}))?;
-            ensure(
-                r.is_err(),
-                format!("kb_search without query answered {r:?}"),
-            )?;
-            Ok("kb_search {} → error".into())
-        })(),
-    );
-    ctx.record(
-        "serves-after-errors",
-        (|| {
-            ensure(
-                matches!(m.call("kb_status", json!({})), Ok(Ok(_))),
-                "kb_status no longer answers",
-            )?;
-            Ok("kb_status still answers".into())
-        })(),
-    );
+    ctx.check("missing-argument-is-an-error", || {
+        let r = m.call("kb_search", json!({}))?;
+        ensure(
+            r.is_err(),
+            format!("kb_search without query answered {r:?}"),
+        )?;
+        Ok("kb_search {} → error".into())
+    });
+    ctx.check("serves-after-errors", || {
+        ensure(
+            matches!(m.call("kb_status", json!({})), Ok(Ok(_))),
+            "kb_status no longer answers",
+        )?;
+        Ok("kb_status still answers".into())
+    });
 }
 
 /// Every method kb_capabilities lists is a `kb_<method>` tool.
@@ -140,10 +128,7 @@ pub(super) fn uncited_refused(m: &mut dyn McpClient) -> Res {
     )? {
         Err(e) => Ok(format!("tool error: {e}")),
         Ok(v) => {
-            ensure(
-                v.get("valid") == Some(&json!(false)),
-                format!("accepted: {}", brief(&v)),
-            )?;
+            ensure_flag(&v, "valid", false, "accepted")?;
             Ok("valid: false".into())
         }
     }

@@ -83,25 +83,21 @@ pub fn mcp_http(cfg: &Config, ctx: &mut Ctx) {
             .map_err(Miss::from),
     );
     let caps = m.call("kb_capabilities", json!({}));
-    ctx.record_d(
-        "capabilities-over-http",
-        D,
-        (|| {
-            let caps = caps
-                .as_ref()
-                .map_err(|e| e.to_string())?
-                .as_ref()
-                .map_err(|e| format!("kb_capabilities refused: {e}"))?;
-            ensure(
-                caps.get("review_gated") == Some(&json!(true)),
-                format!("review_gated: {:?}", caps.get("review_gated")),
-            )?;
-            Ok(format!(
-                "kb_capabilities: review_gated true, transports {}",
-                caps.get("transports").unwrap_or(&Value::Null)
-            ))
-        })(),
-    );
+    ctx.check_d("capabilities-over-http", D, || {
+        let caps = caps
+            .as_ref()
+            .map_err(|e| e.to_string())?
+            .as_ref()
+            .map_err(|e| format!("kb_capabilities refused: {e}"))?;
+        ensure(
+            caps.get("review_gated") == Some(&json!(true)),
+            format!("review_gated: {:?}", caps.get("review_gated")),
+        )?;
+        Ok(format!(
+            "kb_capabilities: review_gated true, transports {}",
+            caps.get("transports").unwrap_or(&Value::Null)
+        ))
+    });
     let caps = caps.ok().and_then(Result::ok).unwrap_or(Value::Null);
     let tools = m.tools();
     ctx.record_d(
@@ -120,16 +116,12 @@ pub fn mcp_http(cfg: &Config, ctx: &mut Ctx) {
     );
     ctx.record_d("register-source-tool", D, registered(reg, &content));
     ctx.record_d("uncited-claim-refused", D, uncited_refused(&mut m));
-    ctx.record_d(
-        "self-approval-refused",
-        D,
-        (|| {
-            let source = sha256_hex(content.as_bytes());
-            let text = format!("The conformance probe {nonce} is registered.");
-            let pid = self_approval_refused(&mut m, &text, &source)?;
-            still_pending(&mut m, &pid)
-        })(),
-    );
+    ctx.check_d("self-approval-refused", D, || {
+        let source = sha256_hex(content.as_bytes());
+        let text = format!("The conformance probe {nonce} is registered.");
+        let pid = self_approval_refused(&mut m, &text, &source)?;
+        still_pending(&mut m, &pid)
+    });
     ctx.record_d("unknown-tool-is-an-error", D, unknown_tool(&mut m));
     ctx.record_d("session-required", D, session_required(&mut m));
     ctx.record_d("delete-ends-session", D, delete_ends_session(&mut m));

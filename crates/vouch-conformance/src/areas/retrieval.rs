@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::open;
 use crate::Config;
-use crate::check::{Ctx, Miss, brief, ensure, skip};
+use crate::check::{Ctx, Miss, brief, ensure, ensure_flag, skip};
 use crate::kb::{Kb, approved_claim, methods, propose_claim, register};
 use crate::server::Server;
 
@@ -77,45 +77,39 @@ pub fn search(cfg: &Config, ctx: &mut Ctx) {
         Err(Miss::Skip(w)) => return ctx.record("setup", skip(w)),
         Err(m) => return ctx.record("setup", Err(m)),
     };
-    ctx.record(
-        "approved-claim-found",
-        (|| {
-            let r = s.call("kb.search", json!({"query": "zephyrquokka"}))?;
-            ensure(
-                hits(&r).contains(&("claim".into(), c.approved[0].clone())),
-                format!("no claim hit: {}", brief(&r)),
-            )?;
-            Ok("a unique word finds its approved claim".into())
-        })(),
-    );
-    ctx.record(
-        "hit-shape",
-        (|| {
-            let r = s.call("kb.search", json!({"query": "auth"}))?;
-            let a = r.as_array().ok_or("not an array")?;
-            ensure(!a.is_empty(), "no hits for a word every claim holds")?;
-            for h in a {
-                for k in ["kind", "id", "snippet", "backend"] {
-                    ensure(
-                        h.get(k).is_some_and(Value::is_string),
-                        format!("hit lacks string `{k}`: {}", brief(h)),
-                    )?;
-                }
+    ctx.check("approved-claim-found", || {
+        let r = s.call("kb.search", json!({"query": "zephyrquokka"}))?;
+        ensure(
+            hits(&r).contains(&("claim".into(), c.approved[0].clone())),
+            format!("no claim hit: {}", brief(&r)),
+        )?;
+        Ok("a unique word finds its approved claim".into())
+    });
+    ctx.check("hit-shape", || {
+        let r = s.call("kb.search", json!({"query": "auth"}))?;
+        let a = r.as_array().ok_or("not an array")?;
+        ensure(!a.is_empty(), "no hits for a word every claim holds")?;
+        for h in a {
+            for k in ["kind", "id", "snippet", "backend"] {
                 ensure(
-                    h.get("score").is_some_and(Value::is_number),
-                    "hit lacks a numeric score",
+                    h.get(k).is_some_and(Value::is_string),
+                    format!("hit lacks string `{k}`: {}", brief(h)),
                 )?;
             }
-            Ok(format!(
-                "{} hits, each {{kind, id, snippet, score, backend}}",
-                a.len()
-            ))
-        })(),
-    );
-    ctx.record_d(
+            ensure(
+                h.get("score").is_some_and(Value::is_number),
+                "hit lacks a numeric score",
+            )?;
+        }
+        Ok(format!(
+            "{} hits, each {{kind, id, snippet, score, backend}}",
+            a.len()
+        ))
+    });
+    ctx.check_d(
         "pending-never-searched",
         "pending proposals are never visible to search",
-        (|| {
+        || {
             let r = s.call("kb.search", json!({"query": "pendingmarmot"}))?;
             ensure(
                 !hits(&r).iter().any(|(_, id)| id == &c.pending)
@@ -123,66 +117,57 @@ pub fn search(cfg: &Config, ctx: &mut Ctx) {
                 format!("pending served: {}", brief(&r)),
             )?;
             Ok("a pending claim's unique word finds nothing".into())
-        })(),
+        },
     );
-    ctx.record(
-        "limit-honoured",
-        (|| {
-            let r = s.call("kb.search", json!({"query": "auth", "limit": 1}))?;
-            let n = r.as_array().map_or(usize::MAX, Vec::len);
-            ensure(n <= 1, format!("limit 1 gave {n}"))?;
-            Ok("limit 1 → at most one hit".into())
-        })(),
-    );
-    ctx.record(
-        "kinds-filter",
-        (|| {
-            let r = s.call(
-                "kb.search",
-                json!({"query": "zephyrquokka", "kinds": ["source"]}),
-            )?;
-            let h = hits(&r);
-            ensure(
-                h.iter().all(|(k, _)| k == "source"),
-                format!("kinds [source] returned {h:?}"),
-            )?;
-            ensure(
-                h.iter().any(|(_, id)| id == &c.source),
-                "the source holding the word is not found",
-            )?;
-            Ok("kinds [source] → only the source".into())
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("limit-honoured", || {
+        let r = s.call("kb.search", json!({"query": "auth", "limit": 1}))?;
+        let n = r.as_array().map_or(usize::MAX, Vec::len);
+        ensure(n <= 1, format!("limit 1 gave {n}"))?;
+        Ok("limit 1 → at most one hit".into())
+    });
+    ctx.check("kinds-filter", || {
+        let r = s.call(
+            "kb.search",
+            json!({"query": "zephyrquokka", "kinds": ["source"]}),
+        )?;
+        let h = hits(&r);
+        ensure(
+            h.iter().all(|(k, _)| k == "source"),
+            format!("kinds [source] returned {h:?}"),
+        )?;
+        ensure(
+            h.iter().any(|(_, id)| id == &c.source),
+            "the source holding the word is not found",
+        )?;
+        Ok("kinds [source] → only the source".into())
+    });
+    ctx.check_d(
         "query-syntax-is-words",
         "FTS operators typed by a user are words",
-        (|| {
+        || {
             for q in ["\"auth AND (tokens* OR NEAR:", "-auth:", "NOT OR AND"] {
                 let r = s.call("kb.search", json!({"query": q}))?;
                 ensure(r.is_array(), format!("{q:?} → {r}"))?;
             }
             Ok("quotes, parentheses, *, :, -, NEAR/AND/OR/NOT never error".into())
-        })(),
+        },
     );
     ctx.record(
         "search-requires-query",
         super::basics::expect_code(s.call("kb.search", json!({})), "missing_param"),
     );
-    ctx.record(
-        "context-serves-approved",
-        (|| {
-            let r = s.call("kb.context", json!({"task": "zephyrquokka rotation"}))?;
-            ensure(
-                r.to_string().contains(&c.approved[0]),
-                format!("the approved claim is not in the pack: {}", brief(&r)),
-            )?;
-            Ok("the matching approved claim is in the context pack".into())
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("context-serves-approved", || {
+        let r = s.call("kb.context", json!({"task": "zephyrquokka rotation"}))?;
+        ensure(
+            r.to_string().contains(&c.approved[0]),
+            format!("the approved claim is not in the pack: {}", brief(&r)),
+        )?;
+        Ok("the matching approved claim is in the context pack".into())
+    });
+    ctx.check_d(
         "context-never-serves-pending-or-retired",
         "context uses only current knowledge: archived and pending left out",
-        (|| {
+        || {
             let r = s.call(
                 "kb.context",
                 json!({"task": "auth pendingmarmot archivedwombat keys passwords"}),
@@ -197,7 +182,7 @@ pub fn search(cfg: &Config, ctx: &mut Ctx) {
                 "the archived claim is in the pack",
             )?;
             Ok("neither the pending nor the archived claim is served".into())
-        })(),
+        },
     );
     ctx.record(
         "context-requires-task",
@@ -232,10 +217,10 @@ pub fn synthesis(cfg: &Config, ctx: &mut Ctx) {
     };
     let q = "what's our auth model?";
     let r = s.call("kb.synthesize", json!({"query": q}));
-    ctx.record_d(
+    ctx.check_d(
         "cites-the-approved-claims",
         "the question is the `query` param",
-        (|| {
+        || {
             let r = r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
             let a = answer(r);
             let missing: Vec<&String> = c
@@ -248,32 +233,29 @@ pub fn synthesis(cfg: &Config, ctx: &mut Ctx) {
                 format!("not cited as [id]: {missing:?} in {a:?}"),
             )?;
             Ok("all 3 approved auth claims cited inline as [id]".into())
-        })(),
+        },
     );
-    ctx.record(
-        "every-sentence-cited",
-        (|| {
-            let a = answer(r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?);
-            ensure(!a.trim().is_empty(), "empty answer")?;
-            let mut n = 0;
-            for sent in a
-                .split_inclusive(['.', '!', '?', '\n'])
-                .map(str::trim)
-                .filter(|x| x.len() > 1 && !x.starts_with('['))
-            {
-                n += 1;
-                ensure(
-                    sent.contains('[') && sent.contains(']'),
-                    format!("uncited sentence: {sent:?}"),
-                )?;
-            }
-            Ok(format!("{n} sentences, each with a [claim-id]"))
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("every-sentence-cited", || {
+        let a = answer(r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?);
+        ensure(!a.trim().is_empty(), "empty answer")?;
+        let mut n = 0;
+        for sent in a
+            .split_inclusive(['.', '!', '?', '\n'])
+            .map(str::trim)
+            .filter(|x| x.len() > 1 && !x.starts_with('['))
+        {
+            n += 1;
+            ensure(
+                sent.contains('[') && sent.contains(']'),
+                format!("uncited sentence: {sent:?}"),
+            )?;
+        }
+        Ok(format!("{n} sentences, each with a [claim-id]"))
+    });
+    ctx.check_d(
         "cites-only-current-approved",
         "synthesis cites only current approved claims",
-        (|| {
+        || {
             let a = answer(r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?);
             let bad: Vec<&str> = a
                 .split('[')
@@ -295,45 +277,39 @@ pub fn synthesis(cfg: &Config, ctx: &mut Ctx) {
                 format!("pending or archived text served: {t:?}"),
             )?;
             Ok("no pending, archived or unknown id cited".into())
-        })(),
+        },
     );
-    ctx.record(
-        "uncovered-query-gaps",
-        (|| {
-            let r = s.call(
-                "kb.synthesize",
-                json!({"query": "What is our kubernetes autoscaling policy?"}),
-            )?;
-            ensure(
-                answer(&r).trim().is_empty(),
-                format!("answer for an uncovered question: {:?}", answer(&r)),
-            )?;
-            let g = r
-                .get("gaps")
-                .and_then(Value::as_array)
-                .ok_or("no gaps array")?;
-            ensure(!g.is_empty(), "gaps is empty")?;
-            Ok(format!(
-                "empty body, gaps {}",
-                brief(&Value::Array(g.clone()))
-            ))
-        })(),
-    );
-    ctx.record(
-        "synthesis-confidence",
-        (|| {
-            let r = r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
-            let v = r
-                .pointer("/_meta/synthesis_confidence")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            ensure(
-                ["high", "medium", "low"].contains(&v),
-                format!("_meta.synthesis_confidence {v:?}"),
-            )?;
-            Ok(format!("_meta.synthesis_confidence: {v}"))
-        })(),
-    );
+    ctx.check("uncovered-query-gaps", || {
+        let r = s.call(
+            "kb.synthesize",
+            json!({"query": "What is our kubernetes autoscaling policy?"}),
+        )?;
+        ensure(
+            answer(&r).trim().is_empty(),
+            format!("answer for an uncovered question: {:?}", answer(&r)),
+        )?;
+        let g = r
+            .get("gaps")
+            .and_then(Value::as_array)
+            .ok_or("no gaps array")?;
+        ensure(!g.is_empty(), "gaps is empty")?;
+        Ok(format!(
+            "empty body, gaps {}",
+            brief(&Value::Array(g.clone()))
+        ))
+    });
+    ctx.check("synthesis-confidence", || {
+        let r = r.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
+        let v = r
+            .pointer("/_meta/synthesis_confidence")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        ensure(
+            ["high", "medium", "low"].contains(&v),
+            format!("_meta.synthesis_confidence {v:?}"),
+        )?;
+        Ok(format!("_meta.synthesis_confidence: {v}"))
+    });
 }
 
 const INDEX: &str = r#"{"version":1,"last_updated":"2026-04-13T00:00:00Z","total_facts":1,"facts":[{"id":"global:tool-quirk:001","fact":"The linter ignores vendored files.","category":"tool-quirk","domain":"global","confidence":0.95,"tags":["lint"]}]}"#;
@@ -368,110 +344,91 @@ pub fn knowledge_files(cfg: &Config, ctx: &mut Ctx) {
     {
         return ctx.record("setup", Err(e.to_string().into()));
     }
-    ctx.record_d(
-        "validate-accepts-valid",
-        d,
-        (|| {
-            let r = s.call("kb.knowledge_validate", json!({"path": "knowledge"}))?;
-            ensure(r.get("ok") == Some(&json!(true)), brief(&r))?;
-            Ok("a seed-003 folder validates".into())
-        })(),
-    );
-    ctx.record_d(
-        "validate-refuses-invalid",
-        d,
-        (|| {
-            let r = s.call("kb.knowledge_validate", json!({"path": "bad"}));
-            match r {
-                Ok(v) => ensure(
-                    v.get("ok") == Some(&json!(false)),
-                    format!("bad id, category and confidence accepted: {}", brief(&v)),
-                )?,
-                Err(e) => return Ok(format!("refused: {e}")),
-            }
-            Ok("bad id format, category and confidence → ok: false".into())
-        })(),
-    );
+    ctx.check_d("validate-accepts-valid", d, || {
+        let r = s.call("kb.knowledge_validate", json!({"path": "knowledge"}))?;
+        ensure(r.get("ok") == Some(&json!(true)), brief(&r))?;
+        Ok("a seed-003 folder validates".into())
+    });
+    ctx.check_d("validate-refuses-invalid", d, || {
+        let r = s.call("kb.knowledge_validate", json!({"path": "bad"}));
+        match r {
+            Ok(v) => ensure_flag(&v, "ok", false, "bad id, category and confidence accepted")?,
+            Err(e) => return Ok(format!("refused: {e}")),
+        }
+        Ok("bad id format, category and confidence → ok: false".into())
+    });
     let before = kb
         .snapshot()
         .into_iter()
         .filter(|(p, _)| p.starts_with("claims/"))
         .count();
     let imp = s.call("kb.knowledge_import", json!({"path": "knowledge"}));
-    ctx.record_d(
-        "import-goes-through-the-gate",
-        d,
-        (|| {
-            imp.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
-            let after = kb
-                .snapshot()
-                .into_iter()
-                .filter(|(p, _)| p.starts_with("claims/"))
-                .count();
-            ensure(
-                after == before,
-                "import wrote durable claims without review",
-            )?;
-            let p = s.call("kb.list_pending", json!({}))?;
-            ensure(
-                p.as_array().is_some_and(|a| !a.is_empty()),
-                "no pending proposal after import",
-            )?;
-            Ok("facts arrive as pending proposals".into())
-        })(),
-    );
-    ctx.record_d(
-        "export-writes-approved-facts",
-        d,
-        (|| {
-            let pending = s.call("kb.list_pending", json!({}))?;
-            let pid = pending
-                .as_array()
-                .and_then(|a| a.first())
-                .and_then(|p| p.get("id"))
-                .and_then(Value::as_str)
-                .ok_or("nothing pending")?
-                .to_string();
-            kb.approve(&pid)?
-                .map_err(|e| Miss::Fail(format!("--approve: {e}")))?;
-            s.call("kb.knowledge_export", json!({"out": "exported"}))?;
-            let idx: Value = serde_json::from_str(
-                &std::fs::read_to_string(kb.dir().join("exported/index.json"))
-                    .map_err(|e| e.to_string())?,
-            )
-            .map_err(|e| e.to_string())?;
-            ensure(
-                idx.get("version") == Some(&json!(1)),
-                "index.json version is not 1",
-            )?;
-            let facts = idx
-                .get("facts")
-                .and_then(Value::as_array)
-                .ok_or("no facts array")?;
-            ensure(
-                idx.get("total_facts") == Some(&json!(facts.len())),
-                "total_facts differs from facts",
-            )?;
-            ensure(
-                facts.len() == 1,
-                format!("{} facts exported, one approved", facts.len()),
-            )?;
-            for f in facts {
-                for k in ["id", "fact", "category", "domain", "confidence"] {
-                    ensure(
-                        f.get(k).is_some_and(|v| !v.is_null()),
-                        format!("fact lacks {k}"),
-                    )?;
-                }
-                let id = f["id"].as_str().unwrap_or("");
+    ctx.check_d("import-goes-through-the-gate", d, || {
+        imp.as_ref().map_err(|e| Miss::Fail(e.to_string()))?;
+        let after = kb
+            .snapshot()
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("claims/"))
+            .count();
+        ensure(
+            after == before,
+            "import wrote durable claims without review",
+        )?;
+        let p = s.call("kb.list_pending", json!({}))?;
+        ensure(
+            p.as_array().is_some_and(|a| !a.is_empty()),
+            "no pending proposal after import",
+        )?;
+        Ok("facts arrive as pending proposals".into())
+    });
+    ctx.check_d("export-writes-approved-facts", d, || {
+        let pending = s.call("kb.list_pending", json!({}))?;
+        let pid = pending
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(|p| p.get("id"))
+            .and_then(Value::as_str)
+            .ok_or("nothing pending")?
+            .to_string();
+        kb.approve(&pid)?
+            .map_err(|e| Miss::Fail(format!("--approve: {e}")))?;
+        s.call("kb.knowledge_export", json!({"out": "exported"}))?;
+        let idx: Value = serde_json::from_str(
+            &std::fs::read_to_string(kb.dir().join("exported/index.json"))
+                .map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        ensure(
+            idx.get("version") == Some(&json!(1)),
+            "index.json version is not 1",
+        )?;
+        let facts = idx
+            .get("facts")
+            .and_then(Value::as_array)
+            .ok_or("no facts array")?;
+        ensure(
+            idx.get("total_facts") == Some(&json!(facts.len())),
+            "total_facts differs from facts",
+        )?;
+        ensure(
+            facts.len() == 1,
+            format!("{} facts exported, one approved", facts.len()),
+        )?;
+        for f in facts {
+            for k in ["id", "fact", "category", "domain", "confidence"] {
                 ensure(
-                    id.split(':').count() == 3,
-                    format!("id {id:?} is not {{domain}}:{{category}}:{{sequence}}"),
+                    f.get(k).is_some_and(|v| !v.is_null()),
+                    format!("fact lacks {k}"),
                 )?;
             }
-            Ok("index.json v1, total_facts = facts, required fields, id format".into())
-        })(),
-    );
+            let id = f["id"].as_str().unwrap_or("");
+            ensure(
+                id.split(':').count() == 3,
+                format!("id {id:?} is not {{domain}}:{{category}}:{{sequence}}"),
+            )?;
+        }
+        Ok("index.json v1, total_facts = facts, required fields, id format".into())
+    });
 }
 
 pub fn semantic(cfg: &Config, ctx: &mut Ctx) {
@@ -488,28 +445,25 @@ pub fn semantic(cfg: &Config, ctx: &mut Ctx) {
                 .collect()
         })
         .unwrap_or_default();
-    ctx.record(
-        "hit-backend-is-advertised",
-        (|| {
-            let src = register(&mut s, "Login flow notes.\n", "login.md")?;
-            s.call("kb.search", json!({"query": "login"}))?;
-            let r = s.call("kb.search", json!({"query": "login", "kinds": ["source"]}))?;
-            let bad: Vec<String> = r
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|h| h.get("backend").and_then(Value::as_str))
-                .filter(|b| !retrieval.iter().any(|x| x == b))
-                .map(str::to_string)
-                .collect();
-            ensure(
-                bad.is_empty(),
-                format!("hits from backends not in capabilities.retrieval {retrieval:?}: {bad:?}"),
-            )?;
-            let _ = src;
-            Ok(format!("every hit's backend is in {retrieval:?}"))
-        })(),
-    );
+    ctx.check("hit-backend-is-advertised", || {
+        let src = register(&mut s, "Login flow notes.\n", "login.md")?;
+        s.call("kb.search", json!({"query": "login"}))?;
+        let r = s.call("kb.search", json!({"query": "login", "kinds": ["source"]}))?;
+        let bad: Vec<String> = r
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h.get("backend").and_then(Value::as_str))
+            .filter(|b| !retrieval.iter().any(|x| x == b))
+            .map(str::to_string)
+            .collect();
+        ensure(
+            bad.is_empty(),
+            format!("hits from backends not in capabilities.retrieval {retrieval:?}: {bad:?}"),
+        )?;
+        let _ = src;
+        Ok(format!("every hit's backend is in {retrieval:?}"))
+    });
     let backend = ["hybrid", "embedding"]
         .into_iter()
         .find(|b| retrieval.iter().any(|x| x == b));
@@ -521,31 +475,28 @@ pub fn semantic(cfg: &Config, ctx: &mut Ctx) {
             )),
         );
     };
-    ctx.record(
-        "lexically-disjoint-found",
-        (|| {
-            let src = register(
-                &mut s,
-                "The login flow uses session cookies signed by the API.\n",
-                "flow.md",
-            )?;
-            let id = approved_claim(
-                &kb,
-                &mut s,
-                "The login flow uses session cookies signed by the API.",
-                &[&src],
-            )?;
-            let r = s.call(
-                "kb.search",
-                json!({"query": "how do we authenticate users", "backend": backend}),
-            )?;
-            ensure(
-                hits(&r).iter().any(|(_, h)| h == &id),
-                format!("backend {backend}: {}", brief(&r)),
-            )?;
-            Ok(format!(
-                "backend {backend} finds the claim with no shared word"
-            ))
-        })(),
-    );
+    ctx.check("lexically-disjoint-found", || {
+        let src = register(
+            &mut s,
+            "The login flow uses session cookies signed by the API.\n",
+            "flow.md",
+        )?;
+        let id = approved_claim(
+            &kb,
+            &mut s,
+            "The login flow uses session cookies signed by the API.",
+            &[&src],
+        )?;
+        let r = s.call(
+            "kb.search",
+            json!({"query": "how do we authenticate users", "backend": backend}),
+        )?;
+        ensure(
+            hits(&r).iter().any(|(_, h)| h == &id),
+            format!("backend {backend}: {}", brief(&r)),
+        )?;
+        Ok(format!(
+            "backend {backend} finds the claim with no shared word"
+        ))
+    });
 }

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::open;
 use crate::Config;
-use crate::check::{Ctx, Miss, Res, brief, ensure};
+use crate::check::{Ctx, Miss, Res, brief, ensure, ensure_flag};
 use crate::kb::{Kb, ids, proposal_ids, propose_claim, register};
 use crate::server::{CallErr, Server};
 
@@ -15,10 +15,7 @@ pub fn refused(r: Result<Value, CallErr>) -> Result<String, Miss> {
         Err(CallErr::Refused(c, m)) => Ok(format!("{c}: {m}")),
         Err(CallErr::Transport(t)) => Err(Miss::Fail(t)),
         Ok(v) => {
-            ensure(
-                v.get("valid") == Some(&json!(false)),
-                format!("accepted: {}", brief(&v)),
-            )?;
+            ensure_flag(&v, "valid", false, "accepted")?;
             let errs = v
                 .get("errors")
                 .and_then(Value::as_array)
@@ -125,10 +122,10 @@ pub fn propose(cfg: &Config, ctx: &mut Ctx) {
             json!({"text": "Builds are green.", "evidence": [src], "type": "rumour"}),
         ),
     );
-    ctx.record_d(
+    ctx.check_d(
         "every-error-listed",
         "invalid proposals list every problem in errors",
-        (|| {
+        || {
             let r = s.call(
                 "kb.propose_claim",
                 json!({"text": "Builds are slow.", "evidence": [], "confidence": 7.0}),
@@ -149,19 +146,19 @@ pub fn propose(cfg: &Config, ctx: &mut Ctx) {
                     "refused as an error envelope, not valid:false + errors: {e}"
                 ))),
             }
-        })(),
+        },
     );
     ctx.record("dry-run-writes-no-file", (|| {
         let files = gated_files(&kb);
         let r = s.call("kb.propose_claim", json!({"text": "Builds run on the runner pool.", "evidence": [src], "dry_run": true}))?;
-        ensure(r.get("valid") == Some(&json!(true)), format!("dry run of a valid claim: {}", brief(&r)))?;
+        ensure_flag(&r, "valid", true, "dry run of a valid claim")?;
         ensure(gated_files(&kb) == files, "dry_run wrote a file")?;
         Ok("valid: true, no file written".into())
     })());
-    ctx.record_d(
+    ctx.check_d(
         "dry-run-writes-no-event",
         "dry_run writes no audit event",
-        (|| {
+        || {
             let audit = kb.audit_bytes();
             s.call(
                 "kb.propose_claim",
@@ -169,73 +166,60 @@ pub fn propose(cfg: &Config, ctx: &mut Ctx) {
             )?;
             ensure(kb.audit_bytes() == audit, "the audit log grew")?;
             Ok("audit log unchanged".into())
-        })(),
+        },
     );
     let made = propose_claim(
         &mut s,
         "Builds run on the self-hosted runner pool.",
         &[&src],
     );
-    ctx.record(
-        "propose-writes-proposed-file",
-        (|| {
-            let (pid, cid) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
-            ensure(
-                kb.exists(&format!("proposed/{pid}.yaml")),
-                format!("no .vouch/proposed/{pid}.yaml"),
-            )?;
-            ensure(
-                !kb.exists(&format!("claims/{cid}.yaml")),
-                "a durable claim was written before review",
-            )?;
-            Ok("proposed/<id>.yaml, nothing under claims/".into())
-        })(),
-    );
-    ctx.record(
-        "propose-is-audited",
-        (|| {
-            let (pid, cid) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
-            let n =
-                kb.events_naming("proposal.create", pid) + kb.events_naming("proposal.create", cid);
-            ensure(
-                n >= 1,
-                "no proposal.create event names the proposal or claim",
-            )?;
-            Ok("proposal.create".into())
-        })(),
-    );
-    ctx.record(
-        "pending-lists-it",
-        (|| {
-            let (pid, _) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
-            let p = s.call("kb.list_pending", json!({}))?;
-            ensure(ids(&p).contains(pid), format!("list_pending lacks {pid}"))?;
-            Ok("kb.list_pending lists the proposal".into())
-        })(),
-    );
+    ctx.check("propose-writes-proposed-file", || {
+        let (pid, cid) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
+        ensure(
+            kb.exists(&format!("proposed/{pid}.yaml")),
+            format!("no .vouch/proposed/{pid}.yaml"),
+        )?;
+        ensure(
+            !kb.exists(&format!("claims/{cid}.yaml")),
+            "a durable claim was written before review",
+        )?;
+        Ok("proposed/<id>.yaml, nothing under claims/".into())
+    });
+    ctx.check("propose-is-audited", || {
+        let (pid, cid) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
+        let n = kb.events_naming("proposal.create", pid) + kb.events_naming("proposal.create", cid);
+        ensure(
+            n >= 1,
+            "no proposal.create event names the proposal or claim",
+        )?;
+        Ok("proposal.create".into())
+    });
+    ctx.check("pending-lists-it", || {
+        let (pid, _) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
+        let p = s.call("kb.list_pending", json!({}))?;
+        ensure(ids(&p).contains(pid), format!("list_pending lacks {pid}"))?;
+        Ok("kb.list_pending lists the proposal".into())
+    });
     let twin = propose_claim(
         &mut s,
         "Builds run on the self-hosted runner pool.",
         &[&src],
     );
-    ctx.record(
-        "proposal-ids-unique",
-        (|| {
-            let (a, _) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
-            let (b, _) = twin.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
-            ensure(a != b, format!("two proposals share id {a}"))?;
-            Ok("same text twice → two proposal ids".into())
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("proposal-ids-unique", || {
+        let (a, _) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
+        let (b, _) = twin.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
+        ensure(a != b, format!("two proposals share id {a}"))?;
+        Ok("same text twice → two proposal ids".into())
+    });
+    ctx.check_d(
         "claim-ids-unique",
         "a taken slug gets -2, -3… at propose time",
-        (|| {
+        || {
             let (_, a) = made.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
             let (_, b) = twin.as_ref().map_err(|m| Miss::Fail(format!("{m:?}")))?;
             ensure(a != b, format!("two pending claims share id {a}"))?;
             Ok(format!("{a} and {b}"))
-        })(),
+        },
     );
     let ent = s.call(
         "kb.propose_entity",
@@ -317,65 +301,50 @@ pub fn sessions(cfg: &Config, ctx: &mut Ctx) {
     );
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let b = sid(s.call("kb.session_start", json!({"task": "second"})));
-    ctx.record(
-        "ids-sort-chronologically",
-        (|| {
-            let (a, b) = (
-                a.as_ref().map_err(|_| "no first id")?,
-                b.as_ref().map_err(|_| "no second id")?,
-            );
-            ensure(a < b, format!("{a} sorts after the later {b}"))?;
-            Ok("a later session's id sorts after an earlier one (SHOULD)".into())
-        })(),
-    );
-    ctx.record(
-        "session-file-on-disk",
-        (|| {
-            let a = a.as_ref().map_err(|_| "no id")?;
-            ensure(
-                kb.exists(&format!("sessions/{a}.yaml")),
-                format!("no .vouch/sessions/{a}.yaml"),
-            )?;
-            Ok("sessions/<id>.yaml".into())
-        })(),
-    );
-    ctx.record(
-        "end-counts-proposals",
-        (|| {
-            let a = a.as_ref().map_err(|_| "no id")?.clone();
-            let src = register(&mut s, "Sessions bundle proposals.\n", "s.md")?;
-            let r = s.call(
-                "kb.propose_claim",
-                json!({"text": "Sessions bundle proposals.", "evidence": [src], "session_id": a}),
-            )?;
-            proposal_ids(&r, "claim_id")?;
-            let e = s.call("kb.session_end", json!({"session_id": a}))?;
-            ensure(
-                e.get("ok") == Some(&json!(true)),
-                format!("session_end: {}", brief(&e)),
-            )?;
-            ensure(
-                e.get("proposals") == Some(&json!(1)),
-                format!("proposals {:?}, one was made", e.get("proposals")),
-            )?;
-            Ok("ok: true, proposals: 1".into())
-        })(),
-    );
-    ctx.record(
-        "end-unknown-session-refused",
-        (|| {
-            let r = s.call(
-                "kb.session_end",
-                json!({"session_id": "sess-19700101-000000-abcdef"}),
-            );
-            let why = super::basics::refused_code(r)?;
-            Ok(format!("{}: {}", why.0, why.1))
-        })(),
-    );
-    ctx.record_d(
+    ctx.check("ids-sort-chronologically", || {
+        let (a, b) = (
+            a.as_ref().map_err(|_| "no first id")?,
+            b.as_ref().map_err(|_| "no second id")?,
+        );
+        ensure(a < b, format!("{a} sorts after the later {b}"))?;
+        Ok("a later session's id sorts after an earlier one (SHOULD)".into())
+    });
+    ctx.check("session-file-on-disk", || {
+        let a = a.as_ref().map_err(|_| "no id")?;
+        ensure(
+            kb.exists(&format!("sessions/{a}.yaml")),
+            format!("no .vouch/sessions/{a}.yaml"),
+        )?;
+        Ok("sessions/<id>.yaml".into())
+    });
+    ctx.check("end-counts-proposals", || {
+        let a = a.as_ref().map_err(|_| "no id")?.clone();
+        let src = register(&mut s, "Sessions bundle proposals.\n", "s.md")?;
+        let r = s.call(
+            "kb.propose_claim",
+            json!({"text": "Sessions bundle proposals.", "evidence": [src], "session_id": a}),
+        )?;
+        proposal_ids(&r, "claim_id")?;
+        let e = s.call("kb.session_end", json!({"session_id": a}))?;
+        ensure_flag(&e, "ok", true, "session_end")?;
+        ensure(
+            e.get("proposals") == Some(&json!(1)),
+            format!("proposals {:?}, one was made", e.get("proposals")),
+        )?;
+        Ok("ok: true, proposals: 1".into())
+    });
+    ctx.check("end-unknown-session-refused", || {
+        let r = s.call(
+            "kb.session_end",
+            json!({"session_id": "sess-19700101-000000-abcdef"}),
+        );
+        let why = super::basics::refused_code(r)?;
+        Ok(format!("{}: {}", why.0, why.1))
+    });
+    ctx.check_d(
         "sessions-audited",
         "event names session.start / session.end",
-        (|| {
+        || {
             let a = a.as_ref().map_err(|_| "no id")?;
             ensure(
                 kb.events_naming("session.start", a) == 1,
@@ -386,38 +355,32 @@ pub fn sessions(cfg: &Config, ctx: &mut Ctx) {
                 "no single session.end naming the session",
             )?;
             Ok("session.start and session.end name the session".into())
-        })(),
+        },
     );
-    ctx.record(
-        "crystallize-shape",
-        (|| {
-            let b = b.as_ref().map_err(|_| "no id")?;
-            let r = s.call("kb.crystallize", json!({"session_id": b}))?;
-            ensure(
-                r.get("claims_promoted").is_some_and(Value::is_u64),
-                format!("claims_promoted missing: {}", brief(&r)),
-            )?;
-            ensure(
-                r.get("page_id")
-                    .is_none_or(|p| p.is_null() || p.is_string()),
-                "page_id is neither a string nor null",
-            )?;
-            Ok(brief(&r))
-        })(),
-    );
-    ctx.record(
-        "crystallize-writes-no-durable-page",
-        (|| {
-            let pages = kb
-                .snapshot()
-                .into_iter()
-                .filter(|(p, _)| p.starts_with("pages/"))
-                .count();
-            ensure(
-                pages == 0,
-                format!("{pages} durable pages exist without any approval"),
-            )?;
-            Ok("no pages/ file without a person's approval".into())
-        })(),
-    );
+    ctx.check("crystallize-shape", || {
+        let b = b.as_ref().map_err(|_| "no id")?;
+        let r = s.call("kb.crystallize", json!({"session_id": b}))?;
+        ensure(
+            r.get("claims_promoted").is_some_and(Value::is_u64),
+            format!("claims_promoted missing: {}", brief(&r)),
+        )?;
+        ensure(
+            r.get("page_id")
+                .is_none_or(|p| p.is_null() || p.is_string()),
+            "page_id is neither a string nor null",
+        )?;
+        Ok(brief(&r))
+    });
+    ctx.check("crystallize-writes-no-durable-page", || {
+        let pages = kb
+            .snapshot()
+            .into_iter()
+            .filter(|(p, _)| p.starts_with("pages/"))
+            .count();
+        ensure(
+            pages == 0,
+            format!("{pages} durable pages exist without any approval"),
+        )?;
+        Ok("no pages/ file without a person's approval".into())
+    });
 }
