@@ -2,7 +2,8 @@
 //! and `--markdown` (which is docs/methods.md, kept current by a test).
 
 use serde_json::{Value, json};
-use vouch_core::methods::REGISTRY;
+use std::fmt::Write as _;
+use vouch_core::methods::{Method, REGISTRY};
 
 pub(crate) fn json() -> Value {
     Value::Array(
@@ -35,32 +36,36 @@ pub(crate) fn markdown() -> String {
          MCP the tool name. Params and results are JSON; the schemas below are exact.\n\n\
          | method | MCP tool | effect | summary |\n|---|---|---|---|\n",
     );
+    let effect = |m: &Method| format!("{:?}", m.effect).to_lowercase();
     for m in REGISTRY {
-        out.push_str(&format!(
-            "| `{}` | `{}` | {} | {} |\n",
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} |",
             m.name,
             m.tool_name(),
-            format!("{:?}", m.effect).to_lowercase(),
+            effect(m),
             m.summary
-        ));
+        );
     }
     for m in REGISTRY {
-        out.push_str(&format!(
-            "\n## `{}`\n\n{}. {}\n\nEffect: {}{}.\n\n<details><summary>params schema</summary>\n\n```json\n{}\n```\n</details>\n\n<details><summary>result schema</summary>\n\n```json\n{}\n```\n</details>\n",
+        let repeat = match (m.idempotent, m.destructive) {
+            (_, true) => "; may replace an existing file",
+            (true, false) if m.effect != vouch_core::methods::Effect::Read => {
+                "; idempotent (a repeat changes nothing)"
+            }
+            _ => "",
+        };
+        let schema = |f: fn() -> Value| serde_json::to_string_pretty(&f()).unwrap_or_default();
+        let _ = write!(
+            out,
+            "\n## `{}`\n\n{}. {}\n\nEffect: {}{repeat}.\n\n<details><summary>params schema</summary>\n\n```json\n{}\n```\n</details>\n\n<details><summary>result schema</summary>\n\n```json\n{}\n```\n</details>\n",
             m.name,
             m.title,
             m.description,
-            format!("{:?}", m.effect).to_lowercase(),
-            match (m.idempotent, m.destructive) {
-                (_, true) => "; may replace an existing file",
-                (true, false) if m.effect != vouch_core::methods::Effect::Read => {
-                    "; idempotent (a repeat changes nothing)"
-                }
-                _ => "",
-            },
-            serde_json::to_string_pretty(&(m.params_schema)()).unwrap_or_default(),
-            serde_json::to_string_pretty(&(m.result_schema)()).unwrap_or_default(),
-        ));
+            effect(m),
+            schema(m.params_schema),
+            schema(m.result_schema),
+        );
     }
     out
 }

@@ -37,6 +37,11 @@ fn propose(p: &Project, s: &str, text: &str) -> String {
     p.propose(&format!("{WORD} {text}"), s).0
 }
 
+/// One pending claim on a source of its own.
+fn one_proposal(p: &Project) -> String {
+    propose(p, &source(p), "alpha")
+}
+
 fn claim(p: &Project, s: &str, text: &str) -> String {
     p.claim(&format!("{WORD} {text}"), s)
 }
@@ -65,11 +70,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "approve",
-        setup: |p| {
-            let s = source(p);
-            let id = propose(p, &s, "alpha");
-            strings(&["approve", &id])
-        },
+        setup: |p| strings(&["approve", &one_proposal(p)]),
         actor: "alice",
         points: &[
             "audit.append.written",
@@ -141,11 +142,7 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "reject",
-        setup: |p| {
-            let s = source(p);
-            let id = propose(p, &s, "alpha");
-            strings(&["reject", &id, "--reason", "not so"])
-        },
+        setup: |p| strings(&["reject", &one_proposal(p), "--reason", "not so"]),
         actor: "alice",
         points: &[
             "audit.append.synced",

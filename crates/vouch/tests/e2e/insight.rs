@@ -2,7 +2,9 @@
 //! (`stats`, `expire`) through the real binary: the command line and a
 //! JSONL agent.
 
-use crate::common::{Project, assert_contains, entity_relation_and_page, jsonl};
+use crate::common::{
+    Project, assert_contains, assert_contains_all, entity_relation_and_page, jsonl,
+};
 use serde_json::{Value, json};
 
 /// The `id` of each item of a list.
@@ -36,17 +38,18 @@ fn why_tells_a_claims_story_on_the_command_line_and_over_jsonl() {
     let (_, ev, claim) = cited_claim(&p);
     let text = p.run("x", &["why", &claim]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    for want in [
-        "claim, proposed by agent at",
-        "(approved)",
-        "decided by alice",
-        "> 100 requests per minute",
-        "proposal.create by agent",
-        "proposal.approve by alice",
-        "its file is what the gate wrote",
-    ] {
-        assert_contains(&text.stdout, want);
-    }
+    assert_contains_all(
+        &text.stdout,
+        &[
+            "claim, proposed by agent at",
+            "(approved)",
+            "decided by alice",
+            "> 100 requests per minute",
+            "proposal.create by agent",
+            "proposal.approve by alice",
+            "its file is what the gate wrote",
+        ],
+    );
     let r = jsonl(&p, "agent", "kb.why", json!({"id": claim}));
     let why = &r["result"];
     assert_eq!(why["kind"], "claim", "{r}");

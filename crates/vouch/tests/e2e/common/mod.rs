@@ -72,6 +72,14 @@ pub fn output_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// [`assert_contains`] for each of `parts`.
+#[track_caller]
+pub fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert_contains(text, part);
+    }
+}
+
 /// Fails unless `text` (a command's output, a message) holds `part`,
 /// showing the whole text: what the test expected to read there.
 #[track_caller]
