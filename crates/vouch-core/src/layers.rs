@@ -48,7 +48,7 @@ pub(crate) const APP_FLOORS: &[&[&str]] = &[
     // Leaves: errors to exit and wire codes, secrets, the person's own
     // config, models on disk, host config files, the method catalogue.
     &[
-        "errors", "auth", "personal", "model", "install", "catalog", "gitbase",
+        "errors", "auth", "team", "personal", "model", "install", "catalog", "gitbase",
     ],
     // Results for people, the language model command, checkpoint keys.
     &["human", "llm", "checkpoint"],

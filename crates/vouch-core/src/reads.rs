@@ -65,6 +65,7 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect(),
         },
+        shared_lock: kb.shared_lock().map(|l| l.describe()),
     })
 }
 

@@ -12,7 +12,7 @@ use crate::model::{
 };
 use crate::settings::Settings;
 use crate::store::layout::id_from_file_name;
-use crate::store::lock::KbLock;
+use crate::store::lock::{KbLock, SharedHold, SharedLock};
 use crate::store::yaml::{from_yaml, page_from_markdown, page_to_markdown, to_yaml};
 use crate::store::{Dir, Layout, atomic};
 use serde_json::Value;
@@ -65,6 +65,29 @@ stored!(Page, Dir::Pages, page_from_markdown, page_to_markdown);
 pub(crate) type ProposalObjects =
     std::collections::HashMap<String, ((i64, i64), Option<(crate::model::ProposalKind, String)>)>;
 
+/// The knowledge base's write lock as a writer holds it: the file lock,
+/// and the shared lock taken before it where writers share more than one
+/// machine (a team server's database).
+pub(crate) struct WriteLock {
+    // Dropped before `_file` (fields drop in order): the shared lock is
+    // given back first, as it was taken first.
+    shared: Option<(Box<dyn SharedHold>, PathBuf)>,
+    _file: KbLock,
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let Some((hold, log)) = self.shared.take() else {
+            return;
+        };
+        // The head this holder leaves: the log's last event as written.
+        match AuditLog::new(log).last_head() {
+            Some(head) => hold.release(head),
+            None => drop(hold),
+        }
+    }
+}
+
 /// An opened knowledge base's files and what reading them shares.
 pub struct Store {
     layout: Layout,
@@ -82,6 +105,9 @@ pub struct Store {
     unreadable: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
+    /// The lock taken before the file lock, when writers do not all share
+    /// this machine's file locks (a team server's database).
+    shared_lock: std::sync::OnceLock<Arc<dyn SharedLock>>,
 }
 
 thread_local! {
@@ -199,6 +225,7 @@ impl Store {
             proposal_objects: Mutex::default(),
             unreadable: Mutex::default(),
             config_error,
+            shared_lock: std::sync::OnceLock::new(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -316,10 +343,51 @@ impl Store {
 
     /// The KB-wide write lock. Whoever takes it first after a crash finishes (or
     /// undoes) the multi-file write the crash interrupted.
-    pub(crate) fn lock(&self) -> Result<KbLock> {
-        let lock = KbLock::acquire(&self.layout.lock_file())?;
+    pub(crate) fn lock(&self) -> Result<WriteLock> {
+        let Some(shared) = self.shared_lock.get() else {
+            let file = KbLock::acquire(&self.layout.lock_file())?;
+            self.recover_interrupted()?;
+            return Ok(WriteLock {
+                shared: None,
+                _file: file,
+            });
+        };
+        // The shared lock first, then the file lock: one order everywhere.
+        let hold = shared.acquire()?;
+        let file = KbLock::acquire(&self.layout.lock_file())?;
+        if let Some(head) = hold.head()
+            && !self.audit.holds(&head)?
+        {
+            // `hold` drops unreleased: the head stays what it was.
+            return Err(Error::conflict(format!(
+                "nothing was written: the audit log here ({}) lacks event {} (hash {}…), the \
+                 last one written under the lock in {}. This folder is not the working tree \
+                 the other writers share (another copy, or a network volume whose view is \
+                 stale), or its history was rewound. Point every replica at the same tree \
+                 (docs/team-server.md); if this history is meant to replace the other, run \
+                 `vouch team adopt` here",
+                self.audit.path().display(),
+                head.id,
+                &head.hash[..head.hash.len().min(12)],
+                shared.describe()
+            )));
+        }
         self.recover_interrupted()?;
-        Ok(lock)
+        Ok(WriteLock {
+            shared: Some((hold, self.audit.path().to_path_buf())),
+            _file: file,
+        })
+    }
+
+    /// Take `lock` before the file lock from now on (once per process; a
+    /// second call is ignored): a team server's database.
+    pub fn share_lock(&self, lock: Arc<dyn SharedLock>) {
+        let _ = self.shared_lock.set(lock);
+    }
+
+    /// The shared lock this process takes, if any.
+    pub fn shared_lock(&self) -> Option<&dyn SharedLock> {
+        self.shared_lock.get().map(|l| l.as_ref())
     }
 
     /// Complete or discard a batch a crash interrupted ([`atomic::recover`]).

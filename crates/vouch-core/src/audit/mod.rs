@@ -448,6 +448,35 @@ impl AuditLog {
             .find(|ev| ev.get("id").and_then(Value::as_str) == Some(id)))
     }
 
+    /// The last event's id and hash, read from the end of the file.
+    pub fn last_head(&self) -> Option<crate::store::lock::ChainHead> {
+        let mut head = None;
+        self.scan_back(|ev| {
+            let field = |k: &str| ev.get(k).and_then(Value::as_str).map(str::to_string);
+            let (Some(id), Some(hash)) = (field("id"), field("hash")) else {
+                return false;
+            };
+            head = Some(crate::store::lock::ChainHead { id, hash });
+            true
+        })
+        .ok()?;
+        head
+    }
+
+    /// Whether the log holds `head`: an event with its id and hash. Read
+    /// from the end, so a head near the end costs little.
+    pub fn holds(&self, head: &crate::store::lock::ChainHead) -> Result<bool> {
+        let mut found = false;
+        self.scan_back(|ev| {
+            if ev.get("id").and_then(Value::as_str) == Some(&head.id) {
+                found = ev.get("hash").and_then(Value::as_str) == Some(&head.hash);
+                return true;
+            }
+            false
+        })?;
+        Ok(found)
+    }
+
     /// The last event's timestamp, read from the end of the file.
     pub fn last_created_at(&self) -> Option<String> {
         let mut f = self.open_read().ok()?;

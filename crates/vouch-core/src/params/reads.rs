@@ -59,6 +59,10 @@ pub struct StatusResult {
     pub retrieval: StatusRetrieval,
     /// Who may turn proposals into knowledge.
     pub review: StatusReview,
+    /// The lock this process takes before it writes, beside the file lock,
+    /// when writers share more than one machine (a team server's
+    /// database, named without its password); none otherwise.
+    pub shared_lock: Option<String>,
 }
 
 /// Who may turn proposals into knowledge here.
