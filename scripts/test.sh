@@ -20,6 +20,9 @@
 #    as root or with sudo) and the pinned Selenium into target/ui-client-venv
 #    (override with VOUCH_UI_CLIENT_VENV), for crates/vouch/tests/e2e/ui_browser.rs
 #    (VOUCH_UI_CLIENT_PYTHON, VOUCH_CHROMIUM, VOUCH_CHROMEDRIVER).
+#    Debian's postgresql too, for the team server's tests
+#    (crates/vouch/tests/e2e/team_server.rs starts clusters of its own with
+#    scripts/postgres.sh).
 # 5. Installs the official MCP TypeScript SDK, pinned in
 #    tests/mcp-ts-client/package.json and package-lock.json, with `npm ci`
 #    into tests/mcp-ts-client/node_modules (git-ignored; skipped when a
@@ -146,6 +149,12 @@ uivenv=${VOUCH_UI_CLIENT_VENV:-target/ui-client-venv}
 ensure_venv "Selenium (the browser test's WebDriver client)" tests/ui-client/requirements.txt "$uivenv"
 VOUCH_UI_CLIENT_PYTHON="$(cd "$uivenv" && pwd)/bin/python"
 export VOUCH_UI_CLIENT_PYTHON
+
+# A real PostgreSQL server for the team server's tests: Debian's package
+# (scripts/postgres.sh starts a throwaway cluster per test).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    apt_install postgresql
+fi
 
 # The real git, for the team tests (clones, merges, rebases: teams.rs).
 if ! command -v git >/dev/null; then

@@ -39,7 +39,7 @@ impl HttpResponse {
 }
 
 /// The bytes of one HTTP/1.1 request to `127.0.0.1:port`: the request
-/// line, `Host`, `Content-Length`, `Connection: close` when `close`, the
+/// line, `Host` (unless `headers` has one), `Content-Length`, `Connection: close` when `close`, the
 /// `headers`, then the body.
 pub fn request_bytes(
     port: u16,
@@ -49,8 +49,15 @@ pub fn request_bytes(
     body: &[u8],
     close: bool,
 ) -> Vec<u8> {
+    // A `Host` among `headers` stands for the address a proxy in front
+    // would send; else the server's own.
+    let own_host = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        String::new()
+    } else {
+        format!("Host: 127.0.0.1:{port}\r\n")
+    };
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\n{own_host}Content-Length: {}\r\n",
         body.len()
     );
     if close {

@@ -28,6 +28,7 @@ pub(crate) mod personal;
 pub(crate) mod render;
 pub(crate) mod review;
 pub(crate) mod serve;
+pub(crate) mod team;
 pub mod ui;
 
 /// Transports this build serves (reported by kb.capabilities).

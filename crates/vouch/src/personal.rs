@@ -10,6 +10,8 @@
 //!   require_citations: false       # optional: working claims may be uncited
 //! synthesize:
 //!   llm_command: [my-llm, --json]  # see llm.rs
+//! server:
+//!   database: postgresql://vouch:PASSWORD@db.example.org/vouch  # team.rs
 //! ```
 //!
 //! These decide who turns proposals into knowledge, so they are read only
@@ -159,7 +161,9 @@ pub(crate) fn trust_of(kb: &Kb, path: &Path, cfg: &Value) -> PersonalTrust {
 /// Give `kb` what the person's own config allows, and where their review
 /// pages are.
 pub(crate) fn attach(kb: &mut Kb) {
-    if let Some((path, cfg)) = read(kb) {
+    let found = read(kb);
+    crate::team::attach(kb, found.as_ref().map(|(p, c)| (p.as_path(), c)));
+    if let Some((path, cfg)) = found {
         let trust = trust_of(kb, &path, &cfg);
         kb.set_trust(trust);
         if let Some(url) = review_url(kb, &path, &cfg) {

@@ -316,10 +316,16 @@ fn announce_gate(kb: &vouch_core::Kb) {
 }
 
 pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
+    if let Some(url) = &args.database {
+        crate::team::choose_by_flag(url)?;
+    }
     // Its index keeper (`spawn_refresher`, which sets the background
     // upkeep) keeps the index in step; requests only read.
     let kb = context::open(cli.kb.as_deref())?;
     announce_gate(&kb);
+    if let Some(lock) = kb.shared_lock() {
+        eprintln!("vouch: writes ordered by {}", lock.describe());
+    }
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
     let root = kb.layout().root().display().to_string();

@@ -586,6 +586,7 @@ pub(super) fn run_method(cli: &Cli, run: &Run) -> Result<Option<i32>, Error> {
         | Command::Call { .. }
         | Command::Methods { .. }
         | Command::Serve(_)
+        | Command::Team(_)
         | Command::Ui(_)
         | Command::Watch(_)
         | Command::Capture(_)

@@ -410,6 +410,9 @@ pub(crate) enum Command {
     },
     /// Serve the kb.* methods over MCP (stdio, default), JSONL (stdio) or HTTP.
     Serve(ServeArgs),
+    /// A team server's database (docs/team-server.md).
+    #[command(subcommand)]
+    Team(TeamCmd),
     /// Review in the browser: serve the review pages on a free loopback port
     /// and print a one-time sign-in link (--open opens it). You are the
     /// approver; Ctrl-C stops.
@@ -696,6 +699,27 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         })
 }
 
+/// `vouch team …`.
+#[derive(Subcommand, Debug)]
+pub(crate) enum TeamCmd {
+    /// Make this folder's audit log the chain's head the team database
+    /// keeps: after a replica refused to write because this log lacks the
+    /// head another writer left, and this history is meant to be the
+    /// team's (a rewound branch, a restored backup). Prints the head it
+    /// replaced.
+    Adopt {
+        /// The team database (else VOUCH_DATABASE_URL, else
+        /// `server.database` in your own config).
+        #[arg(
+            long,
+            env = "VOUCH_DATABASE_URL",
+            hide_env_values = true,
+            value_name = "URL"
+        )]
+        database: Option<String>,
+    },
+}
+
 /// `vouch serve`'s transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TransportArg {
@@ -722,6 +746,18 @@ pub(crate) struct ServeArgs {
     /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
     #[arg(long = "token-file", value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
+    /// A team server: replicas serving one working tree share this
+    /// PostgreSQL database (the write lock, the audit chain's head, the
+    /// review pages' sessions), e.g. postgresql://USER@HOST/DB. A password
+    /// here shows in `ps`: prefer VOUCH_DATABASE_URL or `server.database`
+    /// in your own config (docs/team-server.md).
+    #[arg(
+        long,
+        env = "VOUCH_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) database: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -118,6 +118,24 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             return Ok(0);
         }
         Command::Model(cmd) => return model_command(cli, cmd),
+        Command::Team(TeamCmd::Adopt { database }) => {
+            if let Some(url) = database {
+                crate::team::choose_by_flag(url)?;
+            }
+            let kb = context::open(cli.kb.as_deref())?;
+            let v = crate::team::adopt(&kb)?;
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                render::emit(&format!(
+                    "the chain's head in {} is now {} (was {})\n",
+                    v["database"].as_str().unwrap_or_default(),
+                    v["head"]["id"].as_str().unwrap_or_default(),
+                    v["replaced"]["id"].as_str().unwrap_or("none")
+                ));
+            }
+            return Ok(0);
+        }
         _ => {}
     }
     // The doctor must run on a KB whose config.yaml does not parse, to say so.

@@ -168,6 +168,9 @@ impl Human for StatusResult {
                 "  ignored    {ignored} (the repository's config.yaml may not widen the gate)\n"
             ));
         }
+        if let Some(lock) = &self.shared_lock {
+            out.push_str(&format!("  writes     ordered by {lock}\n"));
+        }
         out
     }
 }

@@ -96,6 +96,15 @@ pub(crate) struct Ui {
     serial: Mutex<u64>,
     /// When recent sign-ins failed (unknown token or link), newest last.
     failures: Mutex<std::collections::VecDeque<std::time::Instant>>,
+    /// A team server's sessions and links, shared by every replica (a
+    /// cookie set here works on the others); `None`: this process's own.
+    shared: Option<Arc<vouch_postgres::Sessions>>,
+}
+
+/// Run a call to the team database on a thread of its own: its client
+/// blocks, which no async worker may.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Failed sign-ins a server answers per minute; past that, every attempt
@@ -112,6 +121,13 @@ impl Ui {
             login: Mutex::new(Some((owner.to_string(), digest(s.as_bytes())))),
             ..Ui::tokens_only()
         };
+        // Kept in the team database too, so the link works on whichever
+        // replica a load balancer sends it to, once.
+        if let Some(shared) = &ui.shared
+            && let Err(e) = off_runtime(|| shared.add_link(&digest(s.as_bytes()), owner))
+        {
+            eprintln!("vouch: the sign-in link works on this replica only: {e}");
+        }
         (ui, format!("/ui/login?secret={s}"))
     }
 
@@ -122,6 +138,7 @@ impl Ui {
             sessions: Mutex::new(HashMap::new()),
             serial: Mutex::new(0),
             failures: Mutex::new(Default::default()),
+            shared: crate::team::current().map(|t| t.sessions.clone()),
         }
     }
 
@@ -143,8 +160,19 @@ impl Ui {
         f.push_back(std::time::Instant::now());
     }
 
-    fn start_session(&self, subject: &str, person: bool) -> String {
+    fn start_session(&self, subject: &str, person: bool) -> Result<String, String> {
         let cookie = secret();
+        if let Some(shared) = &self.shared {
+            let row = vouch_postgres::SessionRow {
+                subject: subject.to_string(),
+                person,
+                csrf: secret(),
+            };
+            let key = digest(cookie.as_bytes());
+            off_runtime(|| shared.start(&key, &row, MAX_SESSIONS_EACH, MAX_SESSIONS))
+                .map_err(|e| e.message)?;
+            return Ok(cookie);
+        }
         let mut serial = self.serial.lock().unwrap_or_else(|e| e.into_inner());
         *serial += 1;
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
@@ -178,11 +206,24 @@ impl Ui {
                 used: now,
             },
         );
-        cookie
+        Ok(cookie)
     }
 
-    fn session(&self, cookie: &str) -> Option<Session> {
+    fn session(&self, cookie: &str) -> Result<Option<Session>, String> {
         let d = digest(cookie.as_bytes());
+        if let Some(shared) = &self.shared {
+            let row = off_runtime(|| shared.find(&d, SESSION_LIFETIME, SESSION_IDLE))
+                .map_err(|e| e.message)?;
+            let now = std::time::Instant::now();
+            return Ok(row.map(|r| Session {
+                subject: r.subject,
+                person: r.person,
+                csrf: r.csrf,
+                serial: 0,
+                started: now,
+                used: now,
+            }));
+        }
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         let now = std::time::Instant::now();
         // Compare every digest in constant time, as bearer tokens are.
@@ -193,11 +234,16 @@ impl Ui {
                 found = Some(s.clone());
             }
         }
-        found
+        Ok(found)
     }
 
     fn end_session(&self, cookie: &str) {
         let d = digest(cookie.as_bytes());
+        if let Some(shared) = &self.shared
+            && let Err(e) = off_runtime(|| shared.end(&d))
+        {
+            eprintln!("vouch: signing out: {e}");
+        }
         self.sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -206,9 +252,22 @@ impl Ui {
 
     /// Trade the one-time secret for its owner, once.
     fn redeem(&self, presented: &str) -> Option<String> {
+        let d = digest(presented.as_bytes());
+        // Across replicas, the database says whether it is still unused:
+        // the first replica to delete its row redeems it.
+        if let Some(shared) = &self.shared {
+            let owner = off_runtime(|| shared.redeem_link(&d)).ok().flatten();
+            if owner.is_some() {
+                let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
+                if login.as_ref().is_some_and(|(_, want)| ct_eq(want, &d)) {
+                    *login = None;
+                }
+            }
+            return owner;
+        }
         let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
         let (owner, want) = login.as_ref()?;
-        if !ct_eq(want, &digest(presented.as_bytes())) {
+        if !ct_eq(want, &d) {
             return None;
         }
         let owner = owner.clone();
@@ -303,15 +362,24 @@ fn sign_in_page<H: Host>(app: &H, status: StatusCode, why: &str) -> Response {
 /// The signed-in session, or the sign-in page.
 fn signed_in<H: Host>(app: &H, headers: &HeaderMap) -> Result<Session, Box<Response>> {
     let name = cookie_name(headers);
-    cookie(headers, &name)
-        .and_then(|c| app.ui().session(c))
-        .ok_or_else(|| {
-            Box::new(sign_in_page(
+    let found = match cookie(headers, &name).map(|c| app.ui().session(c)) {
+        Some(Err(why)) => {
+            return Err(Box::new(sign_in_page(
                 app,
-                StatusCode::UNAUTHORIZED,
-                "You are not signed in.",
-            ))
-        })
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("Your session could not be read: {why}"),
+            )));
+        }
+        Some(Ok(found)) => found,
+        None => None,
+    };
+    found.ok_or_else(|| {
+        Box::new(sign_in_page(
+            app,
+            StatusCode::UNAUTHORIZED,
+            "You are not signed in.",
+        ))
+    })
 }
 
 /// A POST must come from this server's own pages: the same `Origin` as
@@ -795,7 +863,16 @@ fn session_cookie(headers: &HeaderMap, value: &str, max_age: Option<u32>) -> Hea
 }
 
 fn signed_in_as<H: Host>(headers: &HeaderMap, app: &H, subject: &str, person: bool) -> Response {
-    let cookie = app.ui().start_session(subject, person);
+    let cookie = match app.ui().start_session(subject, person) {
+        Ok(c) => c,
+        Err(why) => {
+            return sign_in_page(
+                app,
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("Signing in failed: {why}"),
+            );
+        }
+    };
     let mut r = redirect("/");
     r.headers_mut().insert(
         header::SET_COOKIE,

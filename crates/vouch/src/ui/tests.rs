@@ -360,22 +360,24 @@ fn the_login_link_works_once() {
 #[test]
 fn sessions_are_found_by_cookie_and_capped() {
     let ui = Ui::tokens_only();
-    let first = ui.start_session("alice", true);
-    assert_eq!(ui.session(&first).unwrap().subject, "alice");
-    assert!(ui.session("nope").is_none());
+    let start = |who: &str| ui.start_session(who, true).expect("a session");
+    let found = |cookie: &str| ui.session(cookie).expect("this process's sessions");
+    let first = start("alice");
+    assert_eq!(found(&first).unwrap().subject, "alice");
+    assert!(found("nope").is_none());
     // One person's sessions are capped on their own: bob signing in
     // again and again never signs alice out.
     for _ in 0..3 * MAX_SESSIONS_EACH {
-        ui.start_session("bob", true);
+        start("bob");
     }
-    assert!(ui.session(&first).is_some(), "alice is still signed in");
+    assert!(found(&first).is_some(), "alice is still signed in");
     for i in 0..MAX_SESSIONS {
-        ui.start_session(&format!("user{i}"), true);
+        start(&format!("user{i}"));
     }
-    assert!(ui.session(&first).is_none(), "the oldest is dropped");
-    let c = ui.start_session("carol", true);
+    assert!(found(&first).is_none(), "the oldest is dropped");
+    let c = start("carol");
     ui.end_session(&c);
-    assert!(ui.session(&c).is_none());
+    assert!(found(&c).is_none());
 }
 
 #[test]

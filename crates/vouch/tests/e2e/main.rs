@@ -40,6 +40,7 @@ mod semantic;
 mod servers;
 mod soak;
 mod synthesize;
+mod team_server;
 mod teams;
 mod transports;
 mod trust;

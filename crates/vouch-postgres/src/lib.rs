@@ -1,0 +1,197 @@
+//! A vouch team server's shared state on PostgreSQL.
+//!
+//! Replicas of `vouch serve --transport http` that serve one knowledge
+//! base share its working tree (the knowledge files stay the truth, in
+//! git) and one database, which holds what a network volume's file locks
+//! and one process's memory cannot be trusted with:
+//!
+//! - the write lock every replica takes before it writes ([`TeamLock`], a
+//!   session-level advisory lock: it goes with the connection when a
+//!   replica dies), and the audit chain's head the last writer left, so a
+//!   replica whose view of the tree is not the one the others wrote is
+//!   refused before it writes;
+//! - the review pages' sign-in: sessions and one-time links
+//!   ([`Sessions`]), so a cookie works on every replica behind a load
+//!   balancer.
+//!
+//! The URL's password is never shown: [`Database::shown`] is what any
+//! message names.
+
+#![warn(unreachable_pub, missing_docs)]
+
+mod lock;
+mod schema;
+mod sessions;
+
+pub use lock::TeamLock;
+pub use sessions::{SessionRow, Sessions};
+
+use postgres::config::Host;
+use postgres::{Client, NoTls};
+use std::str::FromStr;
+use std::time::Duration;
+use vouch_core::{Error, ErrorKind};
+
+/// How long connecting may take before the request that needed it fails.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A team server's database: where it is and how to reach it.
+pub struct Database {
+    config: postgres::Config,
+    shown: String,
+}
+
+impl Database {
+    /// Parse `url` (`postgresql://user:password@host:port/dbname?…`, or
+    /// libpq's `key=value` form). Nothing is connected yet.
+    pub fn new(url: &str) -> Result<Database, Error> {
+        let mut config = postgres::Config::from_str(url).map_err(|e| {
+            // The parser's message can quote the URL: say only what to fix.
+            Error::invalid(format!(
+                "the team database URL does not parse ({}): expected \
+                 postgresql://USER:PASSWORD@HOST:PORT/DBNAME",
+                without_secrets(&e.to_string(), url)
+            ))
+        })?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            return Err(Error::invalid(
+                "the team database URL asks for TLS (sslmode=require), which this build of \
+                 vouch does not speak yet: reach the database over a Unix socket, loopback or \
+                 a TLS tunnel (docs/team-server.md)",
+            ));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_hosts().is_empty() {
+            return Err(Error::invalid(
+                "the team database URL names no host (a host name, an address, or \
+                 ?host=/path/to/socket-folder)",
+            ));
+        }
+        config.application_name("vouch");
+        let shown = shown(&config);
+        Ok(Database { config, shown })
+    }
+
+    /// The database as any message names it: user, hosts, port and
+    /// database name; never the password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// A new connection, with vouch's tables made if missing.
+    pub(crate) fn connect(&self) -> Result<Client, Error> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| self.unreachable(&e))?;
+        schema::ensure(&mut client).map_err(|e| self.failed("preparing vouch's tables", &e))?;
+        Ok(client)
+    }
+
+    /// The error for a database that could not be reached.
+    pub(crate) fn unreachable(&self, e: &postgres::Error) -> Error {
+        Error::new(
+            ErrorKind::Busy,
+            format!(
+                "the team database {} cannot be reached ({}); nothing was written, and the next \
+                 request tries again",
+                self.shown,
+                self.cleaned(e)
+            ),
+        )
+    }
+
+    /// The error for a statement that failed while `doing`.
+    pub(crate) fn failed(&self, doing: &str, e: &postgres::Error) -> Error {
+        Error::new(
+            ErrorKind::Busy,
+            format!(
+                "the team database {}: {doing} failed ({}); nothing was written",
+                self.shown,
+                self.cleaned(e)
+            ),
+        )
+    }
+
+    /// `e`'s text without the password, should a server ever echo it.
+    fn cleaned(&self, e: &postgres::Error) -> String {
+        let text = match e.as_db_error() {
+            Some(db) => db.message().to_string(),
+            None => e.to_string(),
+        };
+        match self.config.get_password() {
+            Some(pw) if !pw.is_empty() => text.replace(String::from_utf8_lossy(pw).as_ref(), "***"),
+            _ => text,
+        }
+    }
+}
+
+/// `user@host:port/dbname` as a URL, the password left out.
+fn shown(config: &postgres::Config) -> String {
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let port = ports.get(i).or(ports.first());
+            match h {
+                Host::Tcp(name) => match port {
+                    Some(p) => format!("{name}:{p}"),
+                    None => name.clone(),
+                },
+                Host::Unix(dir) => format!("[socket in {}]", dir.display()),
+            }
+        })
+        .collect();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let db = config.get_dbname().unwrap_or_default();
+    format!("postgresql://{user}{}/{db}", hosts.join(","))
+}
+
+/// `text` with anything after a URL's `:` and before its `@` masked,
+/// and `url` itself replaced: a parse error may quote either.
+fn without_secrets(text: &str, url: &str) -> String {
+    let masked = text.replace(url, "<the URL>");
+    match (masked.find("://"), masked.find('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &masked[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &masked[..s + 3], &masked[at..]),
+                None => masked,
+            }
+        }
+        _ => masked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_never_in_what_is_shown() {
+        let db = Database::new("postgresql://vouch:s3cr3t-pw@db.example.org:6543/kb").unwrap();
+        assert_eq!(db.shown(), "postgresql://vouch@db.example.org:6543/kb");
+        let db = Database::new("host=/run/pg user=u password=s3cr3t-pw dbname=kb").unwrap();
+        assert!(!db.shown().contains("s3cr3t"), "{}", db.shown());
+        assert!(db.shown().contains("/run/pg"), "{}", db.shown());
+    }
+
+    #[test]
+    fn a_bad_url_is_refused_without_quoting_its_password() {
+        let e = Database::new("postgresql://vouch:s3cr3t-pw@db:notaport/kb")
+            .err()
+            .expect("refused");
+        assert!(!e.message.contains("s3cr3t"), "{}", e.message);
+        let e = Database::new("postgresql://vouch:s3cr3t-pw@db/kb?sslmode=require")
+            .err()
+            .expect("refused");
+        assert!(e.message.contains("TLS"), "{}", e.message);
+    }
+}

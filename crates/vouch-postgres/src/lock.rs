@@ -1,0 +1,180 @@
+//! The write lock replicas share: a session-level advisory lock, held on
+//! a connection of its own for as long as a write runs. A replica that
+//! dies loses its connection, and PostgreSQL releases the lock with it.
+
+use crate::Database;
+use postgres::Client;
+use std::sync::{Arc, Mutex};
+use vouch_core::Error;
+use vouch_core::store::lock::{ChainHead, SharedHold, SharedLock};
+
+/// The advisory lock key of the knowledge base's writes ("vouch" 00). One
+/// database serves one knowledge base.
+pub(crate) const WRITE_LOCK_KEY: i64 = 0x766f_7563_6800;
+
+/// How long a writer waits for another replica's write before it fails
+/// with a clear error rather than hanging.
+const LOCK_WAIT: &str = "30s";
+
+/// The write lock of a knowledge base whose writers share `db`.
+pub struct TeamLock {
+    db: Arc<Database>,
+    /// Connections not holding the lock now, kept for the next write.
+    idle: Arc<Mutex<Vec<Client>>>,
+    /// Who writes, recorded beside the head (a replica's name).
+    writer: String,
+}
+
+impl TeamLock {
+    /// The lock in `db`; `writer` names this process in the head it
+    /// records (for people reading the table).
+    pub fn new(db: Arc<Database>, writer: &str) -> TeamLock {
+        TeamLock {
+            db,
+            idle: Arc::default(),
+            writer: writer.to_string(),
+        }
+    }
+
+    /// A connection for one hold: an idle one still open, or a new one.
+    fn connection(&self) -> Result<Client, Error> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(c) = idle.pop() {
+            if !c.is_closed() {
+                return Ok(c);
+            }
+        }
+        drop(idle);
+        let mut c = self.db.connect()?;
+        c.batch_execute(&format!("SET lock_timeout = '{LOCK_WAIT}'"))
+            .map_err(|e| self.db.failed("setting the lock's wait", &e))?;
+        Ok(c)
+    }
+
+    /// The head recorded in the database.
+    fn read_head(&self, c: &mut Client) -> Result<Option<ChainHead>, Error> {
+        let row = c
+            .query_opt("SELECT event_id, event_hash FROM vouch_chain_head", &[])
+            .map_err(|e| self.db.failed("reading the audit chain's head", &e))?;
+        Ok(row.map(|r| ChainHead {
+            id: r.get(0),
+            hash: r.get(1),
+        }))
+    }
+
+    /// Record `head` as the chain's head, whatever the table held (`vouch
+    /// team adopt`); the lock must be held by the caller's hold.
+    fn write_head(c: &mut Client, head: &ChainHead, writer: &str) -> Result<u64, postgres::Error> {
+        c.execute(
+            "INSERT INTO vouch_chain_head (event_id, event_hash, written_by) VALUES ($1, $2, $3)
+             ON CONFLICT (only_row) DO UPDATE SET event_id = $1, event_hash = $2,
+                 written_by = $3, written_at = now()",
+            &[&head.id, &head.hash, &writer],
+        )
+    }
+}
+
+impl SharedLock for TeamLock {
+    fn describe(&self) -> String {
+        format!("the team database {}", self.db.shown())
+    }
+
+    fn acquire(&self) -> vouch_core::Result<Box<dyn SharedHold>> {
+        Ok(Box::new(self.take()?))
+    }
+}
+
+impl TeamLock {
+    /// Block until this process holds the lock.
+    fn take(&self) -> vouch_core::Result<Hold> {
+        let mut c = self.connection()?;
+        c.execute("SELECT pg_advisory_lock($1)", &[&WRITE_LOCK_KEY])
+            .map_err(|e| match e.code() {
+                Some(code) if *code == postgres::error::SqlState::LOCK_NOT_AVAILABLE => Error::new(
+                    vouch_core::ErrorKind::Busy,
+                    format!(
+                        "another replica has held the write lock in {} for {LOCK_WAIT}; \
+                             nothing was written, try again",
+                        self.db.shown()
+                    ),
+                ),
+                _ => self.db.unreachable(&e),
+            })?;
+        let head = match self.read_head(&mut c) {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = c.execute("SELECT pg_advisory_unlock($1)", &[&WRITE_LOCK_KEY]);
+                return Err(e);
+            }
+        };
+        Ok(Hold {
+            client: Some(c),
+            head,
+            writer: self.writer.clone(),
+            idle: Arc::clone(&self.idle),
+        })
+    }
+
+    /// Take the lock and record this folder's `head` as the chain's head,
+    /// whatever it was (`vouch team adopt`: a person says this history is
+    /// the team's). Answers the head it replaced.
+    pub fn adopt(&self, head: &ChainHead) -> vouch_core::Result<Option<ChainHead>> {
+        let mut hold = self.take()?;
+        let before = hold.head.clone();
+        hold.record(head)?;
+        Ok(before)
+    }
+}
+
+/// A held write lock: its connection, and the head found when taken.
+struct Hold {
+    client: Option<Client>,
+    head: Option<ChainHead>,
+    writer: String,
+    idle: Arc<Mutex<Vec<Client>>>,
+}
+
+impl Hold {
+    fn record(&mut self, head: &ChainHead) -> Result<(), Error> {
+        let Some(c) = self.client.as_mut() else {
+            return Ok(());
+        };
+        TeamLock::write_head(c, head, &self.writer)
+            .map(|_| ())
+            .map_err(|e| {
+                Error::new(
+                    vouch_core::ErrorKind::Busy,
+                    format!("recording the audit chain's head: {e}"),
+                )
+            })
+    }
+}
+
+impl SharedHold for Hold {
+    fn head(&self) -> Option<ChainHead> {
+        self.head.clone()
+    }
+
+    fn release(mut self: Box<Self>, head: ChainHead) {
+        // Nothing to say it to if this fails: the files are written and
+        // logged; the next holder finds an older head that the log still
+        // holds, which passes.
+        if self.head.as_ref() != Some(&head) {
+            let _ = self.record(&head);
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let Some(mut c) = self.client.take() else {
+            return;
+        };
+        // A connection that cannot unlock is dropped: the lock goes with it.
+        if c.execute("SELECT pg_advisory_unlock($1)", &[&WRITE_LOCK_KEY])
+            .is_ok()
+        {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+        }
+    }
+}

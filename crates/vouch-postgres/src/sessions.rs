@@ -1,0 +1,148 @@
+//! The review pages' sign-in, shared by every replica: sessions (by the
+//! sha256 of their cookie, never the cookie) and one-time links (by the
+//! sha256 of their secret). A cookie set by one replica works on the
+//! others; a link is redeemed once across all of them.
+
+use crate::Database;
+use postgres::Client;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use vouch_core::Error;
+
+/// One signed-in session as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// Who is signed in.
+    pub subject: String,
+    /// Signed in by a one-time link (a person) rather than a token.
+    pub person: bool,
+    /// The session's CSRF token.
+    pub csrf: String,
+}
+
+/// The review pages' sessions and links in a team database.
+pub struct Sessions {
+    db: Arc<Database>,
+    conn: Mutex<Option<Client>>,
+}
+
+impl Sessions {
+    /// The sessions kept in `db`.
+    pub fn new(db: Arc<Database>) -> Sessions {
+        Sessions {
+            db,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Run `f` on the connection, connecting first if there is none (or it
+    /// broke); a failure drops it, so the next call connects anew.
+    fn with<T>(
+        &self,
+        doing: &str,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.as_ref().is_none_or(Client::is_closed) {
+            *conn = Some(self.db.connect()?);
+        }
+        let Some(c) = conn.as_mut() else {
+            return Err(Error::internal("no connection"));
+        };
+        f(c).map_err(|e| {
+            let err = self.db.failed(doing, &e);
+            *conn = None;
+            err
+        })
+    }
+
+    /// Keep a new session under `digest`, then drop the oldest of
+    /// `subject`'s past `per_subject`, and the oldest of all past `all`.
+    pub fn start(
+        &self,
+        digest: &[u8; 32],
+        row: &SessionRow,
+        per_subject: usize,
+        all: usize,
+    ) -> Result<(), Error> {
+        self.with("keeping a review session", |c| {
+            let mut tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO vouch_ui_sessions (digest, subject, person, csrf) VALUES ($1, $2, $3, $4)",
+                &[&&digest[..], &row.subject, &row.person, &row.csrf],
+            )?;
+            tx.execute(
+                "DELETE FROM vouch_ui_sessions WHERE digest IN (SELECT digest FROM \
+                 vouch_ui_sessions WHERE subject = $1 ORDER BY started DESC OFFSET $2)",
+                &[&row.subject, &(per_subject as i64)],
+            )?;
+            tx.execute(
+                "DELETE FROM vouch_ui_sessions WHERE digest IN (SELECT digest FROM \
+                 vouch_ui_sessions ORDER BY started DESC OFFSET $1)",
+                &[&(all as i64)],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// The live session under `digest`, marked used now: begun within
+    /// `lifetime` and used within `idle`. Expired ones are dropped.
+    pub fn find(
+        &self,
+        digest: &[u8; 32],
+        lifetime: Duration,
+        idle: Duration,
+    ) -> Result<Option<SessionRow>, Error> {
+        self.with("reading a review session", |c| {
+            c.execute(
+                "DELETE FROM vouch_ui_sessions WHERE started < now() - $1 * interval '1 second' \
+                 OR used < now() - $2 * interval '1 second'",
+                &[&(lifetime.as_secs_f64()), &(idle.as_secs_f64())],
+            )?;
+            let row = c.query_opt(
+                "UPDATE vouch_ui_sessions SET used = now() WHERE digest = $1 \
+                 RETURNING subject, person, csrf",
+                &[&&digest[..]],
+            )?;
+            Ok(row.map(|r| SessionRow {
+                subject: r.get(0),
+                person: r.get(1),
+                csrf: r.get(2),
+            }))
+        })
+    }
+
+    /// End the session under `digest`.
+    pub fn end(&self, digest: &[u8; 32]) -> Result<(), Error> {
+        self.with("ending a review session", |c| {
+            c.execute(
+                "DELETE FROM vouch_ui_sessions WHERE digest = $1",
+                &[&&digest[..]],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Keep a one-time sign-in link for `owner` under `digest`.
+    pub fn add_link(&self, digest: &[u8; 32], owner: &str) -> Result<(), Error> {
+        self.with("keeping a sign-in link", |c| {
+            c.execute(
+                "INSERT INTO vouch_ui_links (digest, owner) VALUES ($1, $2)",
+                &[&&digest[..], &owner],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Redeem the link under `digest`: its owner, once across every
+    /// replica (the row is deleted by the statement that reads it).
+    pub fn redeem_link(&self, digest: &[u8; 32]) -> Result<Option<String>, Error> {
+        self.with("redeeming a sign-in link", |c| {
+            let row = c.query_opt(
+                "DELETE FROM vouch_ui_links WHERE digest = $1 RETURNING owner",
+                &[&&digest[..]],
+            )?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+}

@@ -1,0 +1,131 @@
+//! A team server's database (`vouch-postgres`): which one this process
+//! uses, and handing it to the knowledge base and the review pages.
+//!
+//! It comes from `vouch serve --database URL` (or `VOUCH_DATABASE_URL`),
+//! else from `server.database` in the person's own config — never from the
+//! repository's `.vouch/config.yaml`: a cloned repository must not choose
+//! where a person's writes are ordered, nor learn a password. One process
+//! serves one knowledge base, so the choice is the process's: set once,
+//! before the knowledge base opens.
+
+use std::sync::{Arc, OnceLock};
+use vouch_core::store::lock::{SharedHold, SharedLock};
+use vouch_core::{Error, Kb};
+use vouch_postgres::{Database, Sessions, TeamLock};
+
+/// The team database this process uses, and what it keeps there.
+pub(crate) struct Team {
+    /// The database, as messages name it (no password).
+    pub(crate) shown: String,
+    /// The write lock and the chain's head.
+    pub(crate) lock: Arc<TeamLock>,
+    /// The review pages' sessions and sign-in links.
+    pub(crate) sessions: Arc<Sessions>,
+}
+
+/// The process's choice: `None` inside means "no team database".
+static CHOSEN: OnceLock<Result<Option<Team>, String>> = OnceLock::new();
+
+/// Where the choice came from, for messages.
+fn open(url: &str, origin: &str) -> Result<Option<Team>, String> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Ok(None);
+    }
+    let db = Database::new(url).map_err(|e| format!("{origin}: {}", e.message))?;
+    let db = Arc::new(db);
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let writer = format!("vouch {} pid {}", host, std::process::id());
+    Ok(Some(Team {
+        shown: db.shown().to_string(),
+        lock: Arc::new(TeamLock::new(db.clone(), &writer)),
+        sessions: Arc::new(Sessions::new(db)),
+    }))
+}
+
+/// `vouch serve --database URL`: the process's team database, chosen
+/// before the knowledge base opens (the person's config is not read for
+/// it then). An empty URL means none.
+pub(crate) fn choose_by_flag(url: &str) -> Result<(), Error> {
+    let chosen = CHOSEN.get_or_init(|| open(url, "--database"));
+    chosen
+        .as_ref()
+        .map(|_| ())
+        .map_err(|e| Error::invalid(e.clone()))
+}
+
+/// `server.database` of the person's config (`cfg`, read from `path`),
+/// unless a flag chose first; then give `kb` the team's write lock.
+pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json::Value)>) {
+    let chosen = CHOSEN.get_or_init(|| {
+        let Some((path, cfg)) = from_config else {
+            return Ok(None);
+        };
+        match &cfg["server"]["database"] {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::String(url) => {
+                open(url, &format!("{}: server.database", path.display()))
+            }
+            _ => Err(format!(
+                "{}: server.database is not a URL string",
+                path.display()
+            )),
+        }
+    });
+    match chosen {
+        Ok(Some(team)) => kb.share_lock(team.lock.clone()),
+        Ok(None) => {}
+        // Writing without the lock the other replicas take is what would
+        // be unsafe; reading is not: every write is refused, saying why.
+        Err(why) => kb.share_lock(Arc::new(Unusable(why.clone()))),
+    }
+}
+
+/// The team database this process uses, if any.
+pub(crate) fn current() -> Option<&'static Team> {
+    CHOSEN
+        .get()
+        .and_then(|c| c.as_ref().ok())
+        .and_then(Option::as_ref)
+}
+
+/// A team database that could not be configured: every write is refused.
+struct Unusable(String);
+
+impl SharedLock for Unusable {
+    fn describe(&self) -> String {
+        format!("a team database that is not usable ({})", self.0)
+    }
+    fn acquire(&self) -> vouch_core::Result<Box<dyn SharedHold>> {
+        Err(Error::invalid(format!(
+            "nothing was written: the team database is configured but not usable: {}; fix it, \
+             or remove it to write without one",
+            self.0
+        )))
+    }
+}
+
+/// `vouch team adopt`: this folder's audit log becomes the chain's head
+/// the team database keeps (a person's choice that this history is the
+/// team's). Answers the head replaced and the head recorded.
+pub(crate) fn adopt(kb: &Kb) -> Result<serde_json::Value, Error> {
+    let Some(team) = current() else {
+        return Err(Error::invalid(
+            "no team database is configured (vouch serve --database, VOUCH_DATABASE_URL or \
+             server.database in your own config); there is no head to adopt",
+        ));
+    };
+    let Some(head) = kb.audit_log().last_head() else {
+        return Err(Error::invalid(
+            "this knowledge base's audit log has no events yet: there is no head to adopt",
+        ));
+    };
+    let before = team.lock.adopt(&head)?;
+    Ok(serde_json::json!({
+        "database": team.shown,
+        "replaced": before.map(|h| serde_json::json!({"id": h.id, "hash": h.hash})),
+        "head": {"id": head.id, "hash": head.hash},
+    }))
+}

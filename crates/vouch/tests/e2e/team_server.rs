@@ -1,0 +1,589 @@
+//! A team server (issue 45): replicas of `vouch serve --transport http`
+//! serving one working tree and sharing one real PostgreSQL — Debian's
+//! server, started for each test by `scripts/postgres.sh` on a Unix
+//! socket (or loopback with a password) in a temporary folder. What the
+//! database holds: the write lock every replica takes before it writes,
+//! the audit chain's head, the review pages' sessions.
+
+use crate::common::{Project, copy_dir};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use vouch_clients::HttpServer;
+use vouch_clients::http::http;
+
+const AGENT: &str = "tok-agent-5c1e";
+const REVIEWER: &str = "tok-reviewer-9a3f";
+
+/// A PostgreSQL cluster of its own, stopped and deleted when dropped.
+struct Postgres {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh")
+}
+
+impl Postgres {
+    /// On a Unix socket in its folder, no password.
+    fn start() -> Postgres {
+        Self::start_with(&[])
+    }
+
+    fn start_with(args: &[&str]) -> Postgres {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = Command::new(script())
+            .arg("start")
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .expect("run scripts/postgres.sh");
+        assert!(
+            out.status.success(),
+            "scripts/postgres.sh start failed (Debian's postgresql package is needed: \
+             scripts/test.sh installs it): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8(out.stdout)
+            .expect("url")
+            .trim()
+            .to_string();
+        Postgres { dir, url }
+    }
+
+    fn stop(&self) {
+        let out = Command::new(script())
+            .arg("stop")
+            .arg(self.dir.path())
+            .output()
+            .expect("stop");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn restart(&self) {
+        let out = Command::new(script())
+            .arg("start")
+            .arg(self.dir.path())
+            .output()
+            .expect("start again");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new(script())
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+/// A replica serving `p`'s tree with the team database at `url`; `env`
+/// adds variables (a fail point).
+fn replica_of(p: &Project, url: &str, env: &[(&str, &str)]) -> HttpServer {
+    let mut cmd = p.command("server");
+    cmd.env("VOUCH_DATABASE_URL", url)
+        .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+        .arg("--token")
+        .arg(format!("agent={AGENT}"))
+        .arg("--token")
+        .arg(format!("rev={REVIEWER}"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    HttpServer::spawn(cmd)
+}
+
+/// A knowledge base whose person names `rev` a reviewer.
+fn team_project() -> Project {
+    let p = Project::real_clock();
+    p.reviewers(&["rev"]);
+    p
+}
+
+/// `method` on `s` as `token`'s subject: the envelope.
+fn call(s: &HttpServer, token: &str, method: &str, params: Value) -> Value {
+    let body = json!({"id": 1, "method": method, "params": params}).to_string();
+    s.rpc(Some(token), body.as_bytes()).json()
+}
+
+fn ok(s: &HttpServer, token: &str, method: &str, params: Value) -> Value {
+    let v = call(s, token, method, params.clone());
+    assert_eq!(v["ok"], json!(true), "{method} {params}: {v}");
+    v["result"].clone()
+}
+
+/// A source, then a claim proposed from it: the proposal id.
+fn propose(s: &HttpServer, text: &str) -> String {
+    let src = ok(
+        s,
+        AGENT,
+        "kb.register_source",
+        json!({"content": format!("{text}."), "locator": format!("{}.txt", text.len())}),
+    );
+    let r = ok(
+        s,
+        AGENT,
+        "kb.propose_claim",
+        json!({"text": text, "evidence": [src["id"]]}),
+    );
+    r["proposal_id"].as_str().expect("proposal id").to_string()
+}
+
+fn pending_ids(s: &HttpServer) -> Vec<String> {
+    let mut ids: Vec<String> = ok(s, REVIEWER, "kb.list_pending", json!({"limit": 500}))
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|p| p["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Poll `s` with `query` until a hit is claim `id` (up to 10 s): how long
+/// it took.
+fn found_within(s: &HttpServer, query: &str, id: &str) -> Duration {
+    let start = Instant::now();
+    loop {
+        let hits = ok(s, AGENT, "kb.search", json!({"query": query}));
+        if hits
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x["id"] == json!(id)))
+        {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{id} not found by {query:?} on port {}: {hits}",
+            s.port
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The chain verifies and `doctor` finds no error.
+fn sound(p: &Project) {
+    let v = p.run("x", &["audit", "verify"]);
+    assert_eq!(v.code, 0, "audit verify: {}{}", v.stdout, v.stderr);
+    let d = p.ok("x", &["doctor"]);
+    let errors: Vec<&Value> = d["issues"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|i| i["severity"] == json!("error"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(errors.is_empty(), "doctor: {errors:?}");
+}
+
+/// How many `event` events name `id` in the log.
+fn events_naming(p: &Project, event: &str, id: &str) -> usize {
+    std::fs::read_to_string(p.vouch_dir().join("audit.log.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == json!(event) && e.to_string().contains(id))
+        .count()
+}
+
+#[test]
+fn replicas_share_one_queue_and_see_each_others_decisions() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let replicas: Vec<HttpServer> = (0..3).map(|_| replica_of(&p, &pg.url, &[])).collect();
+    let (a, b, c) = (&replicas[0], &replicas[1], &replicas[2]);
+    let id = propose(a, "The billing worker retries a failed charge three times");
+    for r in &replicas {
+        assert_eq!(pending_ids(r), vec![id.clone()], "port {}", r.port);
+        let status = ok(r, AGENT, "kb.status", json!({}));
+        let lock = status["shared_lock"].as_str().unwrap_or_default();
+        assert!(
+            lock.starts_with("the team database postgresql://vouch@"),
+            "{status}"
+        );
+    }
+    let approved = ok(b, REVIEWER, "kb.approve", json!({"proposal_id": id}));
+    let claim = approved["object_id"]
+        .as_str()
+        .expect("claim id")
+        .to_string();
+    for r in [a, c] {
+        let took = found_within(r, "billing worker retries", &claim);
+        eprintln!(
+            "port {}: found {claim} {} ms after the approval",
+            r.port,
+            took.as_millis()
+        );
+        assert!(pending_ids(r).is_empty());
+    }
+    sound(&p);
+}
+
+#[test]
+fn decisions_on_two_replicas_at_once_all_land_once() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let b = replica_of(&p, &pg.url, &[]);
+    let ids: Vec<String> = (0..8)
+        .map(|i| propose(&a, &format!("Service number {i} owns queue number {i}")))
+        .collect();
+    let contested = propose(&b, "The contested claim is decided exactly once");
+    let results = std::thread::scope(|s| {
+        let (first, second) = ids.split_at(4);
+        let ha = s.spawn(|| {
+            let mut out: Vec<Value> = first
+                .iter()
+                .map(|id| call(&a, REVIEWER, "kb.approve", json!({"proposal_id": id})))
+                .collect();
+            out.push(call(
+                &a,
+                REVIEWER,
+                "kb.approve",
+                json!({"proposal_id": contested}),
+            ));
+            out
+        });
+        let hb = s.spawn(|| {
+            let mut out: Vec<Value> = second
+                .iter()
+                .map(|id| call(&b, REVIEWER, "kb.approve", json!({"proposal_id": id})))
+                .collect();
+            out.push(call(
+                &b,
+                REVIEWER,
+                "kb.approve",
+                json!({"proposal_id": contested}),
+            ));
+            out
+        });
+        (ha.join().expect("a"), hb.join().expect("b"))
+    });
+    let (mut on_a, mut on_b) = results;
+    let last_a = on_a.pop().expect("contested on a");
+    let last_b = on_b.pop().expect("contested on b");
+    for v in on_a.iter().chain(&on_b) {
+        assert_eq!(v["ok"], json!(true), "{v}");
+    }
+    let winners = [&last_a, &last_b]
+        .iter()
+        .filter(|v| v["ok"] == json!(true))
+        .count();
+    assert_eq!(
+        winners, 1,
+        "exactly one approval of the same proposal wins: {last_a} {last_b}"
+    );
+    let loser = if last_a["ok"] == json!(true) {
+        &last_b
+    } else {
+        &last_a
+    };
+    let told = loser["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        told.contains("decided") || told.contains("approved"),
+        "{loser}"
+    );
+    for id in ids.iter().chain([&contested]) {
+        assert_eq!(events_naming(&p, "proposal.approve", id), 1, "{id}");
+    }
+    assert!(pending_ids(&a).is_empty());
+    sound(&p);
+}
+
+#[test]
+fn a_replica_killed_in_the_middle_of_an_approval_loses_nothing() {
+    let pg = Postgres::start();
+    let p = team_project();
+    // Killed (SIGKILL) right after its approval is logged, before the
+    // claim's files are moved into place, holding both locks.
+    let a = replica_of(&p, &pg.url, &[("VOUCH_FAILPOINT", "approve.logged=kill")]);
+    let b = replica_of(&p, &pg.url, &[]);
+    let first = propose(&b, "The audit service keeps ninety days of events");
+    let second = propose(&b, "The search service answers within twenty milliseconds");
+    let body = json!({"id": 1, "method": "kb.approve", "params": {"proposal_id": first}});
+    // The reply never comes: the client may panic on the closed connection.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.rpc(Some(REVIEWER), body.to_string().as_bytes())
+    }));
+    let mut a = a;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.child.try_wait().expect("wait").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the fail point did not kill replica a"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The lock went with a's connection: b decides at once (waiting would
+    // mean the lock outlived its holder).
+    let start = Instant::now();
+    ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": second}));
+    assert!(start.elapsed() < Duration::from_secs(20));
+    // The reviewer, who got no answer from a, asks b again: the approval a
+    // logged is completed, not logged twice.
+    let again = call(&b, REVIEWER, "kb.approve", json!({"proposal_id": first}));
+    assert_eq!(again["ok"], json!(true), "{again}");
+    assert!(pending_ids(&b).is_empty(), "{:?}", pending_ids(&b));
+    for id in [&first, &second] {
+        assert_eq!(events_naming(&p, "proposal.approve", id), 1, "{id}");
+    }
+    let claims = std::fs::read_dir(p.vouch_dir().join("claims"))
+        .expect("claims")
+        .count();
+    assert_eq!(claims, 2, "both approved claims are knowledge");
+    sound(&p);
+}
+
+/// Sign in on one replica with a token; the cookie it sets.
+fn sign_in(s: &HttpServer, host: &str) -> String {
+    let body = format!("token={REVIEWER}");
+    let origin = format!("http://{host}");
+    let r = http(
+        s.port,
+        "POST",
+        "/ui/login",
+        &[
+            ("Host", host),
+            ("Origin", &origin),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 303, "{}", r.text());
+    let set = r
+        .header("set-cookie")
+        .expect("a session cookie")
+        .to_string();
+    set.split(';').next().expect("cookie").to_string()
+}
+
+fn queue_page(s: &HttpServer, host: &str, cookie: &str) -> u16 {
+    http(
+        s.port,
+        "GET",
+        "/",
+        &[("Host", host), ("Cookie", cookie)],
+        b"",
+    )
+    .status
+}
+
+#[test]
+fn a_review_session_works_on_every_replica_behind_one_address() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let b = replica_of(&p, &pg.url, &[]);
+    // What a load balancer in front of both would send: one Host.
+    let host = "vouch.example.test:443";
+    let cookie = sign_in(&a, host);
+    assert_eq!(queue_page(&a, host, &cookie), 200);
+    assert_eq!(
+        queue_page(&b, host, &cookie),
+        200,
+        "the session is the team's"
+    );
+    // A replica of the same tree without the database knows no session.
+    let mut alone = p.command("server");
+    alone
+        .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+        .arg("--token")
+        .arg(format!("rev={REVIEWER}"));
+    let alone = HttpServer::spawn(alone);
+    assert_eq!(queue_page(&alone, host, &cookie), 401);
+    // Signing out on one ends it on all.
+    let page = http(
+        b.port,
+        "GET",
+        "/",
+        &[("Host", host), ("Cookie", &cookie)],
+        b"",
+    )
+    .text();
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("a CSRF token on the page")
+        .to_string();
+    let origin = format!("https://{host}");
+    let r = http(
+        b.port,
+        "POST",
+        "/ui/logout",
+        &[
+            ("Host", host),
+            ("Origin", &origin),
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        format!("csrf={csrf}").as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(queue_page(&a, host, &cookie), 401, "signed out everywhere");
+}
+
+#[test]
+fn a_replica_on_another_copy_of_the_tree_is_refused_before_it_writes() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let id = propose(&a, "The cache holds sessions for an hour");
+    let copy = Project::real_clock();
+    copy_dir(p.root(), copy.root());
+    copy.reviewers(&["rev"]);
+    ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": id}));
+    // The copy was taken before the approval: its log lacks the head.
+    let c = replica_of(&copy, &pg.url, &[]);
+    let refused = call(
+        &c,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "x", "locator": "x"}),
+    );
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("lacks event") && why.contains("vouch team adopt"),
+        "{why}"
+    );
+    // Reading is never refused.
+    ok(&c, AGENT, "kb.search", json!({"query": "cache sessions"}));
+    // A person who means this history to be the team's adopts it.
+    let adopt = copy
+        .command("x")
+        .env("VOUCH_DATABASE_URL", &pg.url)
+        .args(["--json", "team", "adopt"])
+        .output()
+        .expect("team adopt");
+    assert!(
+        adopt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&adopt.stderr)
+    );
+    ok(
+        &c,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "y", "locator": "y"}),
+    );
+    let now_a = call(
+        &a,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "z", "locator": "z"}),
+    );
+    assert_eq!(
+        now_a["ok"],
+        json!(false),
+        "the other tree is now behind: {now_a}"
+    );
+}
+
+#[test]
+fn the_database_going_away_fails_writes_clearly_and_service_resumes() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    propose(&a, "The importer runs every night at two");
+    let before = std::fs::read(p.vouch_dir().join("audit.log.jsonl")).expect("log");
+    pg.stop();
+    let refused = call(
+        &a,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "q", "locator": "q"}),
+    );
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("cannot be reached") && why.contains("nothing was written"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read(p.vouch_dir().join("audit.log.jsonl")).expect("log"),
+        before,
+        "nothing logged while the database was away"
+    );
+    ok(&a, AGENT, "kb.search", json!({"query": "importer"}));
+    assert!(a.healthy());
+    pg.restart();
+    // No restart of the replica: the next write connects again.
+    let id = propose(&a, "The exporter runs every night at three");
+    ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": id}));
+    sound(&p);
+}
+
+/// A free loopback port (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[test]
+fn the_database_password_is_never_shown() {
+    let password = "pw-7d41c0e9-not-for-eyes";
+    let port = free_port().to_string();
+    let pg = Postgres::start_with(&["--tcp", &port, "--password", password]);
+    assert!(pg.url.contains(password));
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let status = call(&a, AGENT, "kb.status", json!({})).to_string();
+    assert!(
+        status.contains("the team database postgresql://vouch@127.0.0.1"),
+        "{status}"
+    );
+    let mut said = vec![status];
+    let cli = p
+        .command("x")
+        .env("VOUCH_DATABASE_URL", &pg.url)
+        .args(["serve", "--help"])
+        .output()
+        .expect("help");
+    said.push(String::from_utf8_lossy(&cli.stdout).to_string());
+    pg.stop();
+    said.push(
+        call(
+            &a,
+            AGENT,
+            "kb.register_source",
+            json!({"content": "q", "locator": "q"}),
+        )
+        .to_string(),
+    );
+    pg.restart();
+    // A wrong password: refused, and neither password is repeated.
+    let wrong = pg.url.replace(password, "pw-wrong-3b9e");
+    let b = replica_of(&p, &wrong, &[]);
+    let refused = call(
+        &b,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "r", "locator": "r"}),
+    );
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    said.push(refused.to_string());
+    said.push(b.terminate());
+    said.push(a.terminate());
+    for text in &said {
+        assert!(
+            !text.contains(password) && !text.contains("pw-wrong"),
+            "{text}"
+        );
+    }
+}
