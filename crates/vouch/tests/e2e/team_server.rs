@@ -5,89 +5,15 @@
 //! database holds: the write lock every replica takes before it writes,
 //! the audit chain's head, the review pages' sessions.
 
+use crate::common::postgres::Postgres;
 use crate::common::{Project, copy_dir};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 use vouch_clients::HttpServer;
 use vouch_clients::http::http;
 
 const AGENT: &str = "tok-agent-5c1e";
 const REVIEWER: &str = "tok-reviewer-9a3f";
-
-/// A PostgreSQL cluster of its own, stopped and deleted when dropped.
-struct Postgres {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh")
-}
-
-impl Postgres {
-    /// On a Unix socket in its folder, no password.
-    fn start() -> Postgres {
-        Self::start_with(&[])
-    }
-
-    fn start_with(args: &[&str]) -> Postgres {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new(script())
-            .arg("start")
-            .arg(dir.path())
-            .args(args)
-            .output()
-            .expect("run scripts/postgres.sh");
-        assert!(
-            out.status.success(),
-            "scripts/postgres.sh start failed (Debian's postgresql package is needed: \
-             scripts/test.sh installs it): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let url = String::from_utf8(out.stdout)
-            .expect("url")
-            .trim()
-            .to_string();
-        Postgres { dir, url }
-    }
-
-    fn stop(&self) {
-        let out = Command::new(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .output()
-            .expect("stop");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn restart(&self) {
-        let out = Command::new(script())
-            .arg("start")
-            .arg(self.dir.path())
-            .output()
-            .expect("start again");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .output();
-    }
-}
 
 /// A replica serving `p`'s tree with the team database at `url`; `env`
 /// adds variables (a fail point).

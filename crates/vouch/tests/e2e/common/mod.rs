@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod http;
+pub mod postgres;
 pub mod server;
 pub mod stdio;
 
