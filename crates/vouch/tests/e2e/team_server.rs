@@ -513,3 +513,21 @@ fn the_database_password_is_never_shown() {
         );
     }
 }
+
+#[test]
+fn an_mcp_session_lives_on_its_replica_and_another_says_404() {
+    use crate::servers::{mcp_initialize, mcp_use};
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let b = replica_of(&p, &pg.url, &[]);
+    let session = mcp_initialize(a.port, AGENT);
+    let (status, tools) = mcp_use(a.port, AGENT, &session, true);
+    assert_eq!(status, 200);
+    assert!(tools > 20, "{tools} tools");
+    // Another replica does not know it: 404, which tells an MCP client to
+    // initialize again (docs/team-server.md: route by Mcp-Session-Id).
+    assert_eq!(mcp_use(b.port, AGENT, &session, false).0, 404);
+    let on_b = mcp_initialize(b.port, AGENT);
+    assert_eq!(mcp_use(b.port, AGENT, &on_b, true), (200, tools));
+}

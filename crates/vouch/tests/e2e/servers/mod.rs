@@ -137,7 +137,7 @@ fn answered(
 }
 
 /// `initialize` as the holder of `token`: the new session's id.
-fn mcp_initialize(port: u16, token: &str) -> String {
+pub(crate) fn mcp_initialize(port: u16, token: &str) -> String {
     let r = mcp_post(
         port,
         token,
@@ -160,7 +160,7 @@ fn mcp_initialize(port: u16, token: &str) -> String {
 
 /// Finish the handshake on `session` (if `handshake`) and list the tools:
 /// the HTTP status of the first refused step, or 200 with the tool count.
-fn mcp_use(port: u16, token: &str, session: &str, handshake: bool) -> (u16, usize) {
+pub(crate) fn mcp_use(port: u16, token: &str, session: &str, handshake: bool) -> (u16, usize) {
     if handshake {
         let r = mcp_post(
             port,
