@@ -4,9 +4,13 @@
 # a new cluster in DIR, nothing downloaded, no container.
 #
 #   scripts/postgres.sh start DIR            listen on a Unix socket in DIR only
-#   scripts/postgres.sh start DIR --tcp PORT --password PW
+#   scripts/postgres.sh start DIR --tcp PORT --password PW [--tls]
 #                                            also 127.0.0.1:PORT, where a
-#                                            password (scram-sha-256) is asked
+#                                            password (scram-sha-256) is asked;
+#                                            --tls: TLS with a
+#                                            certificate for localhost and
+#                                            127.0.0.1 signed by a CA of its
+#                                            own (DIR/ca.crt; openssl)
 #   scripts/postgres.sh stop DIR             stop it (DIR stays; delete it)
 #   scripts/postgres.sh start DIR            again: start the stopped cluster
 #
@@ -49,15 +53,17 @@ bin=$(bindir)
 
 case "$cmd" in
 start)
-    port="" password=""
+    port="" password="" tls=""
     while [ $# -gt 0 ]; do
         case "$1" in
         --tcp) port=${2:?--tcp PORT}; shift 2 ;;
         --password) password=${2:?--password PW}; shift 2 ;;
+        --tls) tls=1; shift ;;
         *) die "unknown option $1" ;;
         esac
     done
     [ -z "$port" ] || [ -n "$password" ] || die "--tcp needs --password"
+    [ -z "$tls" ] || [ -n "$port" ] || die "--tls needs --tcp"
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     if [ -e "$dir/data" ]; then
@@ -92,13 +98,37 @@ start)
         [ -z "$port" ] || echo "port = $port"
         echo "fsync = off"
         echo "max_connections = 200"
+        if [ -n "$tls" ]; then
+            echo "ssl = on"
+            echo "ssl_cert_file = '$dir/server.crt'"
+            echo "ssl_key_file = '$dir/server.key'"
+        fi
     } >>"$dir/data/postgresql.conf"
+    if [ -n "$tls" ]; then
+        # A CA of its own, and the server's certificate signed by it (a
+        # self-signed server certificate is a CA's, which TLS clients
+        # rightly refuse as a server's).
+        {
+            openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=vouch test CA" \
+                -keyout "$dir/ca.key" -out "$dir/ca.crt" &&
+            openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+                -keyout "$dir/server.key" -out "$dir/server.csr" &&
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+                >"$dir/server.ext" &&
+            openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+                -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.crt"
+        } >/dev/null 2>&1 || die "openssl could not make the certificates"
+        rm -f "$dir/ca.key" "$dir/server.csr" "$dir/server.ext"
+        chmod 0600 "$dir/server.key"
+        [ "$(id -u)" != 0 ] || chown postgres "$dir/server.key" "$dir/server.crt"
+    fi
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; die "the server did not start"; }
     sock_port=${port:-5432}
     as_owner "$bin/createdb" -h "$dir" -p "$sock_port" -U vouch vouch
     if [ -n "$port" ]; then
         url="postgresql://vouch:$password@127.0.0.1:$port/vouch"
+        [ -z "$tls" ] || url="$url?sslmode=require&sslrootcert=$dir/ca.crt"
     else
         url="postgresql:///vouch?host=$dir&user=vouch"
     fi

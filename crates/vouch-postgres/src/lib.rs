@@ -22,6 +22,7 @@
 mod lock;
 mod schema;
 mod sessions;
+mod tls;
 
 pub use lock::TeamLock;
 pub use sessions::{SessionRow, Sessions};
@@ -39,12 +40,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Database {
     config: postgres::Config,
     shown: String,
+    /// TLS unless `sslmode=disable` (a Unix socket never uses it).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
 }
 
 impl Database {
     /// Parse `url` (`postgresql://user:password@host:port/dbname?…`, or
     /// libpq's `key=value` form). Nothing is connected yet.
     pub fn new(url: &str) -> Result<Database, Error> {
+        let (url, root_cert) = tls::split_root_cert(url);
+        let url = url.as_str();
         let mut config = postgres::Config::from_str(url).map_err(|e| {
             // The parser's message can quote the URL: say only what to fix.
             Error::invalid(format!(
@@ -53,13 +58,19 @@ impl Database {
                 without_secrets(&e.to_string(), url)
             ))
         })?;
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            return Err(Error::invalid(
-                "the team database URL asks for TLS (sslmode=require), which this build of \
-                 vouch does not speak yet: reach the database over a Unix socket, loopback or \
-                 a TLS tunnel (docs/team-server.md)",
-            ));
-        }
+        // A Unix socket never speaks TLS (and has no name to verify).
+        let all_sockets = config
+            .get_hosts()
+            .iter()
+            .all(|h| matches!(h, Host::Unix(_)));
+        let tls =
+            match config.get_ssl_mode() {
+                postgres::config::SslMode::Disable => None,
+                _ if all_sockets => None,
+                _ => Some(tls::connector(root_cert.as_deref()).map_err(|e| {
+                    Error::invalid(format!("the team database's TLS settings: {e}"))
+                })?),
+            };
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -71,7 +82,7 @@ impl Database {
         }
         config.application_name("vouch");
         let shown = shown(&config);
-        Ok(Database { config, shown })
+        Ok(Database { config, shown, tls })
     }
 
     /// The database as any message names it: user, hosts, port and
@@ -82,10 +93,11 @@ impl Database {
 
     /// A new connection, with vouch's tables made if missing.
     pub(crate) fn connect(&self) -> Result<Client, Error> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| self.unreachable(&e))?;
+        let connected = match &self.tls {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(NoTls),
+        };
+        let mut client = connected.map_err(|e| self.unreachable(&e))?;
         schema::ensure(&mut client).map_err(|e| self.failed("preparing vouch's tables", &e))?;
         Ok(client)
     }
@@ -119,7 +131,18 @@ impl Database {
     fn cleaned(&self, e: &postgres::Error) -> String {
         let text = match e.as_db_error() {
             Some(db) => db.message().to_string(),
-            None => e.to_string(),
+            None => {
+                // The cause says what to fix ("invalid peer certificate:
+                // UnknownIssuer"); the top line often does not.
+                let mut text = e.to_string();
+                let mut cause = std::error::Error::source(e);
+                while let Some(c) = cause {
+                    text.push_str(": ");
+                    text.push_str(&c.to_string());
+                    cause = c.source();
+                }
+                text
+            }
         };
         match self.config.get_password() {
             Some(pw) if !pw.is_empty() => text.replace(String::from_utf8_lossy(pw).as_ref(), "***"),
@@ -189,9 +212,16 @@ mod tests {
             .err()
             .expect("refused");
         assert!(!e.message.contains("s3cr3t"), "{}", e.message);
-        let e = Database::new("postgresql://vouch:s3cr3t-pw@db/kb?sslmode=require")
-            .err()
-            .expect("refused");
-        assert!(e.message.contains("TLS"), "{}", e.message);
+        let e = Database::new(
+            "postgresql://vouch:s3cr3t-pw@db/kb?sslmode=require&sslrootcert=/no/such/ca.pem",
+        )
+        .err()
+        .expect("refused");
+        assert!(
+            e.message.contains("sslrootcert /no/such/ca.pem"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("s3cr3t"), "{}", e.message);
     }
 }

@@ -8,6 +8,7 @@
 use crate::common::postgres::Postgres;
 use crate::common::{Project, copy_dir};
 use serde_json::{Value, json};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use vouch_clients::HttpServer;
 use vouch_clients::http::http;
@@ -530,4 +531,73 @@ fn an_mcp_session_lives_on_its_replica_and_another_says_404() {
     assert_eq!(mcp_use(b.port, AGENT, &session, false).0, 404);
     let on_b = mcp_initialize(b.port, AGENT);
     assert_eq!(mcp_use(b.port, AGENT, &on_b, true), (200, tools));
+}
+
+/// `sql` through `psql` at `url`: its one value.
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-tAc", sql])
+        .output()
+        .expect("psql (Debian's postgresql-client)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_remote_database_is_reached_over_verified_tls() {
+    let port = free_port().to_string();
+    let pg = Postgres::start_with(&["--tcp", &port, "--password", "pw-tls", "--tls"]);
+    assert!(pg.url.contains("sslmode=require"), "{}", pg.url);
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let id = propose(&a, "The ledger service signs every export");
+    ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": id}));
+    // Every connection vouch holds is encrypted.
+    let plain_url = pg.url.split('?').next().unwrap().to_string() + "?sslmode=require";
+    let seen = psql(
+        &plain_url,
+        "SELECT count(*) FILTER (WHERE s.ssl), count(*) FROM pg_stat_activity a \
+         JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = 'vouch'",
+    );
+    let (tls, all) = seen.split_once('|').expect("two counts");
+    assert!(
+        all != "0" && tls == all,
+        "{tls} of {all} connections over TLS"
+    );
+    // A certificate the client does not trust: refused, saying so.
+    let other = tempfile::tempdir().expect("tempdir");
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(other.path().join("k.pem"))
+        .arg("-out")
+        .arg(other.path().join("c.pem"))
+        .output()
+        .expect("openssl");
+    assert!(made.status.success());
+    let untrusted = format!(
+        "{}?sslmode=require&sslrootcert={}",
+        pg.url.split('?').next().unwrap(),
+        other.path().join("c.pem").display()
+    );
+    let b = replica_of(&p, &untrusted, &[]);
+    let refused = call(
+        &b,
+        AGENT,
+        "kb.register_source",
+        json!({"content": "t", "locator": "t"}),
+    );
+    assert_eq!(refused["ok"], json!(false), "{refused}");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("cannot be reached") && why.contains("certificate"),
+        "{why}"
+    );
+    assert!(!why.contains("pw-tls"), "{why}");
 }
