@@ -62,7 +62,7 @@ impl Database {
         let all_sockets = config
             .get_hosts()
             .iter()
-            .all(|h| matches!(h, Host::Unix(_)));
+            .all(|h| socket_folder(h).is_some());
         let tls =
             match config.get_ssl_mode() {
                 postgres::config::SslMode::Disable => None,
@@ -160,12 +160,14 @@ fn shown(config: &postgres::Config) -> String {
         .enumerate()
         .map(|(i, h)| {
             let port = ports.get(i).or(ports.first());
-            match h {
-                Host::Tcp(name) => match port {
+            match (h, socket_folder(h)) {
+                (_, Some(dir)) => format!("[socket in {}]", dir.display()),
+                (Host::Tcp(name), None) => match port {
                     Some(p) => format!("{name}:{p}"),
                     None => name.clone(),
                 },
-                Host::Unix(dir) => format!("[socket in {}]", dir.display()),
+                #[allow(unreachable_patterns)]
+                _ => String::new(),
             }
         })
         .collect();
@@ -175,6 +177,15 @@ fn shown(config: &postgres::Config) -> String {
         .unwrap_or_default();
     let db = config.get_dbname().unwrap_or_default();
     format!("postgresql://{user}{}/{db}", hosts.join(","))
+}
+
+/// The folder of a Unix socket host (`None`: a network host).
+fn socket_folder(h: &Host) -> Option<&std::path::Path> {
+    match h {
+        #[cfg(unix)]
+        Host::Unix(dir) => Some(dir),
+        _ => None,
+    }
 }
 
 /// `text` with anything after a URL's `:` and before its `@` masked,
