@@ -17,7 +17,7 @@ mod writes;
 
 pub use generate::{Generated, generate};
 pub use pages::ui;
-pub use scale1x::{on_kb, scale_1x};
+pub use scale1x::{growth, on_kb, scale_1x};
 pub use suites::{
     audit, embeddings, knowledge, retrieval, scan, scan_recall, synthesize, transports, typed,
 };

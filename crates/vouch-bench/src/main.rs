@@ -160,6 +160,23 @@ enum Bench {
         #[arg(long, default_value_t = 3)]
         settle: u64,
     },
+    /// Growth: the 1.x-form knowledge base of `scale1x` at each number of
+    /// copies of the seed (1,000 claims each: 10,100,1000 is 10k, 100k and
+    /// 1M claims), made in WORK or reused from an earlier run there, each
+    /// measured as `on-kb` does plus its size on disk, in one table.
+    Growth {
+        /// The seed project (holding `.vouch/`).
+        #[arg(long)]
+        seed: PathBuf,
+        /// Where the knowledge bases are made (`kb-N`) and kept.
+        #[arg(long)]
+        work: PathBuf,
+        #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+        copies: Vec<usize>,
+        /// Runs of the one-shot search against git status.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Generate a realistic KB and keep it; prints its folder.
     Generate {
         #[arg(long, default_value_t = 10000)]
@@ -203,6 +220,12 @@ fn main() {
             rebuilds.unwrap_or(runs),
             std::time::Duration::from_secs(settle),
         ),
+        Bench::Growth {
+            seed,
+            work,
+            copies,
+            runs,
+        } => vouch_bench::growth(&seed, &work, &copies, runs),
         Bench::Transports { claims } => vouch_bench::transports(&claims),
         Bench::Bundle { claims } => vouch_bench::bundle(&claims),
         Bench::Synthesize { claims } => vouch_bench::synthesize(&claims),

@@ -288,6 +288,94 @@ pub(crate) const SHORT_TASKS: &[&str] = &[
 /// typed queries and tasks, and one-shot `vouch search` beside `git status
 /// --porcelain` on the same committed tree, paired run by run.
 pub fn on_kb(project: &Path, runs: usize, rebuilds: usize, settle: std::time::Duration) {
+    println!("| measure | p50 / p99 |");
+    println!("|---|---:|");
+    for (measure, value) in measure_kb(project, runs, rebuilds, settle) {
+        println!("| {measure} | {value} |");
+    }
+}
+
+/// `vouch-bench growth`: [`scale_1x`]'s knowledge base at each number of
+/// copies of the seed (made in WORK, or the one an earlier run left
+/// there), each measured as [`on_kb`] does, with its size on disk: one
+/// table, a column per size.
+pub fn growth(seed: &Path, work: &Path, copies: &[usize], runs: usize) {
+    let mut columns = Vec::new();
+    for &n in copies {
+        let project = work.join(format!("kb-{n}"));
+        if !project.join(".vouch").exists() {
+            let t = std::time::Instant::now();
+            // The seed's share of pending proposals at every size.
+            let files = scale_1x(seed, &project, n, (n * 3).div_ceil(100));
+            eprintln!(
+                "made {} ({files} files) in {:.0} s",
+                project.display(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        // The first background rounds read the postings: about 15 s a
+        // hundred thousand claims on this machine's kind.
+        let settle = std::time::Duration::from_secs((n as u64 * 15 / 100).max(3));
+        let mut rows = vec![
+            ("claims".to_string(), claims_in(&project).to_string()),
+            (
+                "`.vouch/` on disk".to_string(),
+                mib(du_bytes(&project.join(".vouch"))),
+            ),
+        ];
+        rows.extend(measure_kb(&project, runs, 1, settle));
+        rows.push((
+            "`state.db`".to_string(),
+            mib(std::fs::metadata(project.join(".vouch/state.db")).map_or(0, |m| m.len())),
+        ));
+        columns.push((n, rows));
+    }
+    let Some((_, first)) = columns.first() else {
+        return;
+    };
+    let head: Vec<String> = columns.iter().map(|(n, _)| format!("{n} copies")).collect();
+    println!("| measure | {} |", head.join(" | "));
+    println!("|---|{}|", vec!["---:"; head.len()].join("|"));
+    for (i, (measure, _)) in first.iter().enumerate() {
+        let cells: Vec<&str> = columns
+            .iter()
+            .map(|(_, rows)| rows.get(i).map_or("", |(_, v)| v.as_str()))
+            .collect();
+        println!("| {measure} | {} |", cells.join(" | "));
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// Bytes under `dir` (files' lengths; links not followed).
+fn du_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => du_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Claim files in the project's knowledge base.
+fn claims_in(project: &Path) -> usize {
+    std::fs::read_dir(project.join(".vouch/claims")).map_or(0, |d| d.count())
+}
+
+/// [`on_kb`]'s figures, as (measure, value) rows in order.
+fn measure_kb(
+    project: &Path,
+    runs: usize,
+    rebuilds: usize,
+    settle: std::time::Duration,
+) -> Vec<(String, String)> {
     use crate::drive::{jsonl_server, summarize, time_calls, vouch_bin};
     use crate::suites::TYPED_QUERIES;
     use std::process::Command;
@@ -354,6 +442,21 @@ pub fn on_kb(project: &Path, runs: usize, rebuilds: usize, settle: std::time::Du
     let search_short = timed("kb.search", "query", &short, 300);
     let context_typed = timed("kb.context", "task", &typed, 200);
     let context_short = timed("kb.context", "task", &short, 200);
+    // By meaning too, where the knowledge base has a model and its
+    // vectors: else the reason it was not measured.
+    let status = server.call(0, "kb.status", serde_json::json!({}));
+    let model = status["result"]["retrieval"]["state"]["model"].clone();
+    let search_hybrid = if model.is_null() {
+        Err("no model installed".to_string())
+    } else {
+        Ok(time_calls(300, |i| {
+            server.call(
+                i,
+                "kb.search",
+                serde_json::json!({"query": typed[i % typed.len()], "backend": "hybrid"}),
+            );
+        }))
+    };
     let server_rss = crate::drive::rss_mib(server.pid());
     drop(server);
     // One-shot search against git status on the same committed tree.
@@ -392,52 +495,53 @@ pub fn on_kb(project: &Path, runs: usize, rebuilds: usize, settle: std::time::Du
         }
     }
     let (cli, git) = (summarize(cli), summarize(git));
-    println!("| measure | p50 / p99 |");
-    println!("|---|---:|");
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |m: &str, v: String| rows.push((m.to_string(), v));
     if rebuilds > 0 {
-        println!("| `vouch index rebuild` (CLI) | {} |", cli_rebuild.pair());
+        row("`vouch index rebuild` (CLI)", cli_rebuild.pair());
         let peak = rebuild_rss.iter().copied().fold(0.0, f64::max);
-        println!("| `vouch index rebuild` (CLI), peak RSS | {peak:.0} MiB |");
-        println!(
-            "| `kb.index_rebuild` (JSONL server) | {} |",
-            server_rebuild.pair()
+        row(
+            "`vouch index rebuild` (CLI), peak RSS",
+            format!("{peak:.0} MiB"),
         );
+        row("`kb.index_rebuild` (JSONL server)", server_rebuild.pair());
     }
-    println!(
-        "| a fresh server's first answer (`kb.search`) | {} |",
-        crate::drive::fmt_ms(first_answer.as_secs_f64() * 1000.0)
+    row(
+        "a fresh server's first answer (`kb.search`)",
+        crate::drive::fmt_ms(first_answer.as_secs_f64() * 1000.0),
     );
-    println!(
-        "| `kb.search`, typed queries (JSONL) | {} |",
-        search_typed.pair()
+    row("`kb.search`, typed queries (JSONL)", search_typed.pair());
+    row("`kb.search`, four short tasks (JSONL)", search_short.pair());
+    row(
+        &format!(
+            "`kb.search`, {} distinct questions from claims (JSONL)",
+            distinct.len()
+        ),
+        search_distinct.pair(),
     );
-    println!(
-        "| `kb.search`, four short tasks (JSONL) | {} |",
-        search_short.pair()
+    row(
+        "`kb.context` 4,000 chars, typed queries (JSONL)",
+        context_typed.pair(),
     );
-    println!(
-        "| `kb.search`, {} distinct questions from claims (JSONL) | {} |",
-        distinct.len(),
-        search_distinct.pair()
+    row(
+        "`kb.context` 4,000 chars, four short tasks (JSONL)",
+        context_short.pair(),
     );
-    println!(
-        "| `kb.context` 4,000 chars, typed queries (JSONL) | {} |",
-        context_typed.pair()
+    row(
+        "`kb.search` hybrid, typed queries (JSONL)",
+        search_hybrid.map_or_else(|why| why, |s| s.pair()),
     );
-    println!(
-        "| `kb.context` 4,000 chars, four short tasks (JSONL) | {} |",
-        context_short.pair()
+    row(
+        "server RSS after the queries (peak)",
+        server_rss.map_or("?".into(), |(now, peak)| {
+            format!("{now:.0} MiB ({peak:.0} MiB)")
+        }),
     );
-    println!(
-        "| server RSS after the queries (peak) | {} |",
-        server_rss.map_or("?".into(), |(now, peak)| format!(
-            "{now:.0} MiB ({peak:.0} MiB)"
-        ))
+    row("one-shot `vouch search`, no watcher", cli.pair());
+    row("`git status --porcelain`, same tree", git.pair());
+    row(
+        "one-shot search ÷ git status (p50)",
+        format!("{:.2}×", cli.p50 / git.p50),
     );
-    println!("| one-shot `vouch search`, no watcher | {} |", cli.pair());
-    println!("| `git status --porcelain`, same tree | {} |", git.pair());
-    println!(
-        "| one-shot search ÷ git status (p50) | {:.2}× |",
-        cli.p50 / git.p50
-    );
+    rows
 }

@@ -601,3 +601,24 @@ fn a_remote_database_is_reached_over_verified_tls() {
     );
     assert!(!why.contains("pw-tls"), "{why}");
 }
+
+#[test]
+fn a_team_database_that_cannot_be_used_refuses_writes_and_reads_on() {
+    let p = Project::real_clock();
+    p.person_config("server:\n  database: postgresql://vouch@db:notaport/kb\n");
+    let read = p.run("alice", &["--json", "search", "anything"]);
+    assert_eq!(read.code, 0, "reads are never refused: {}", read.stderr);
+    let r = p.call(
+        "alice",
+        "kb.register_source",
+        json!({"content": "x", "locator": "x"}),
+    );
+    assert_ne!(r.code, 0, "{}", r.stdout);
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        said.contains("server.database") && said.contains("nothing was written"),
+        "{said}"
+    );
+    let s = p.run("alice", &["status"]);
+    assert!(s.stdout.contains("not usable"), "{}", s.stdout);
+}
