@@ -55,7 +55,7 @@ else
     [ ! -e "$tmp/badbin/vouch" ]
 fi
 # The crates a registry would take: their metadata and contents.
-cargo package --locked --no-verify --allow-dirty -p vouch-core -p vouch-model -p vouch >/dev/null 2>"$tmp/package.err" || {
+cargo package --locked --no-verify --allow-dirty -p vouch-core -p vouch-model -p vouch-postgres -p vouch >/dev/null 2>"$tmp/package.err" || {
     cat "$tmp/package.err" >&2
     echo "scripts/release-check.sh: cargo package refused the crates" >&2
     exit 1
