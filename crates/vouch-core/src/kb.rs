@@ -235,6 +235,25 @@ impl Kb {
     pub fn index(&self) -> &dyn DerivedIndex {
         self.index.as_ref()
     }
+    /// Keep the derived index in `dir` (made if missing) rather than in
+    /// `.vouch/`: a team server's replica keeps its own on its own disk,
+    /// since SQLite must not be shared over a network filesystem. Only
+    /// before the index is first opened.
+    pub fn place_index(&self, dir: &Path) -> Result<()> {
+        if self.index.is_open() {
+            return Err(Error::internal(
+                "the derived index is open already; its place is chosen before",
+            ));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let dir = dir.canonicalize().map_err(|e| Error::io(dir, e))?;
+        if !self.layout().place_index(dir) {
+            return Err(Error::internal(
+                "the derived index's place was chosen already",
+            ));
+        }
+        Ok(())
+    }
     /// Serve reads from another derived index than `state.db` (built from
     /// the same files; a test double). It keeps the options this process
     /// set ([`Kb::configure_index`]).

@@ -101,6 +101,14 @@ pub trait Upkeep {
     fn start_watching(&self, store: Arc<Store>) -> Result<Watching>;
     /// Who keeps the index in step for other processes, if anyone.
     fn watcher(&self, store: &Store) -> Option<Watcher>;
+    /// Another process wrote where this one's watcher cannot see it (a
+    /// team server's replica on another host, heard through the team
+    /// database): the keeper's next round catches up with the files even
+    /// while a watcher runs, and starts now.
+    fn changed_elsewhere(&self);
+    /// Whether [`Upkeep::changed_elsewhere`] was called since the keeper
+    /// last asked (asking clears it).
+    fn take_changed_elsewhere(&self) -> bool;
 }
 
 /// Reading by words: ranked hits, and the texts and confidence a ranking weighs.

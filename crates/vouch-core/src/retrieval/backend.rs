@@ -308,6 +308,10 @@ mod tests {
             Ok(None)
         }
         fn wait_for_upkeep(&self, _: Duration) {}
+        fn changed_elsewhere(&self) {}
+        fn take_changed_elsewhere(&self) -> bool {
+            false
+        }
         fn start_watching(&self, _: Arc<Store>) -> Result<Watching> {
             Err(crate::Error::invalid("not watched"))
         }

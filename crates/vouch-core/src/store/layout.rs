@@ -183,16 +183,44 @@ impl Dir {
 }
 
 /// Paths of one knowledge base. Constructing a path validates the id, so a
-/// path returned from here is always inside `.vouch/`.
+/// path returned from here is always inside `.vouch/` — but for the
+/// derived index, which a replica of a team server may keep on a disk of
+/// its own ([`Layout::place_index`]).
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    /// Where `state.db` and the watcher's lock are, when not in `root`.
+    index_dir: std::sync::OnceLock<PathBuf>,
 }
 
 impl Layout {
     /// Paths under `root`, the `.vouch/` folder itself.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Layout { root: root.into() }
+        Layout {
+            root: root.into(),
+            index_dir: std::sync::OnceLock::new(),
+        }
+    }
+    /// Keep the derived index (`state.db`, its journal, the watcher's
+    /// lock) in `dir` from now on, not in `.vouch/`: a team server's
+    /// replica on a host of its own (SQLite must not be shared over a
+    /// network filesystem). False if a place was chosen already.
+    pub(crate) fn place_index(&self, dir: PathBuf) -> bool {
+        self.index_dir.set(dir).is_ok()
+    }
+    /// Where the derived index is kept: `.vouch/`, or the folder
+    /// [`Layout::place_index`] chose.
+    pub fn index_dir(&self) -> &Path {
+        self.index_dir.get().map_or(&self.root, PathBuf::as_path)
+    }
+    /// `state.db`, the derived index.
+    pub fn index_db(&self) -> PathBuf {
+        self.index_dir().join(INDEX_FILE)
+    }
+    /// The watcher's lock file ([`WATCH_LOCK_FILE`]), beside the index it
+    /// keeps.
+    pub fn watch_lock(&self) -> PathBuf {
+        self.index_dir().join(WATCH_LOCK_FILE)
     }
     /// The `.vouch/` directory.
     pub fn root(&self) -> &Path {
@@ -273,12 +301,8 @@ fixed_paths! {
     audit_tip => AUDIT_TIP_FILE;
     /// `.vouch/.gitattributes` ([`GITATTRIBUTES`]).
     gitattributes => GITATTRIBUTES_FILE;
-    /// `state.db`, the derived index.
-    index_db => INDEX_FILE;
     /// The write lock's file ([`LOCK_FILE`]).
     lock_file => LOCK_FILE;
-    /// The watcher's lock file ([`WATCH_LOCK_FILE`]).
-    watch_lock => WATCH_LOCK_FILE;
     /// The folder for the watcher's cookies ([`WATCH_COOKIE_DIR`]).
     watch_cookies => WATCH_COOKIE_DIR;
     /// `sources/`, one folder per source.

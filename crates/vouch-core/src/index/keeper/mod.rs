@@ -186,7 +186,10 @@ impl Upkeep {
             loop {
                 // A round a second, or at once when a read asks for one.
                 parts(&kb).index.wait_for_upkeep(ROUND_EVERY);
-                let watched = watching.as_ref().is_some_and(|w| w.is_running());
+                // A watcher sees this host's writes only: a change heard of
+                // from elsewhere is caught up with by a scan.
+                let elsewhere = parts(&kb).index.take_changed_elsewhere();
+                let watched = watching.as_ref().is_some_and(|w| w.is_running()) && !elsewhere;
                 let mut failed = round(&parts(&kb), watched);
                 failed.extend(also(&kb).err());
                 say(&kb, failed, Vec::new());
@@ -293,5 +296,50 @@ mod first_answer {
         let kb = server_process(&dir);
         assert!(!kb.index().open_built(&kb).unwrap());
         assert!(!index_db.exists(), "opening early never creates the file");
+    }
+}
+
+#[cfg(test)]
+mod elsewhere {
+    use std::time::{Duration, Instant};
+
+    /// A change heard of from another host wakes the keeper at once and
+    /// is taken once: the round after it scans even while a watcher runs.
+    #[test]
+    fn a_change_elsewhere_wakes_the_keeper_and_is_taken_once() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let index = kb.index();
+        assert!(!index.take_changed_elsewhere());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                index.changed_elsewhere();
+            });
+            let start = Instant::now();
+            index.wait_for_upkeep(Duration::from_secs(30));
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the keeper slept through it"
+            );
+        });
+        assert!(index.take_changed_elsewhere());
+        assert!(!index.take_changed_elsewhere(), "taken once");
+    }
+
+    /// A replica's index kept in a folder of its own: built there, and
+    /// nothing of it in `.vouch/`.
+    #[test]
+    fn an_index_placed_elsewhere_is_built_there() {
+        let (dir, kb) = crate::testing::test_kb();
+        let _ = std::fs::remove_file(dir.path().join(".vouch/state.db"));
+        let own = tempfile::tempdir().unwrap();
+        kb.place_index(&own.path().join("index")).unwrap();
+        kb.index().catch_up(&kb).unwrap();
+        assert!(own.path().join("index/state.db").is_file());
+        assert!(!dir.path().join(".vouch/state.db").exists());
+        assert!(
+            kb.place_index(own.path()).is_err(),
+            "the place is chosen once"
+        );
     }
 }

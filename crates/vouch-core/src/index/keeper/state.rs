@@ -29,6 +29,9 @@ pub(crate) struct KeeperState {
     /// step (a server's keeper thread) for a round now.
     pub(crate) upkeep_asked: Mutex<bool>,
     pub(crate) upkeep_wake: Condvar,
+    /// Another process wrote where the watcher cannot see it: the next
+    /// round catches up with the files even while watching.
+    pub(crate) changed_elsewhere: std::sync::atomic::AtomicBool,
 }
 
 impl Default for KeeperState {
@@ -41,11 +44,26 @@ impl Default for KeeperState {
             options: RwLock::default(),
             upkeep_asked: Mutex::new(false),
             upkeep_wake: Condvar::new(),
+            changed_elsewhere: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
 
 impl KeeperState {
+    /// Mark a change another process made where the watcher cannot see it,
+    /// and wake the keeper for a round.
+    pub(crate) fn note_changed_elsewhere(&self) {
+        use std::sync::atomic::Ordering;
+        self.changed_elsewhere.store(true, Ordering::SeqCst);
+        let mut asked = self.upkeep_asked.lock().unwrap_or_else(|e| e.into_inner());
+        *asked = true;
+        self.upkeep_wake.notify_all();
+    }
+    /// Whether a change elsewhere was noted since last asked (clears it).
+    pub(crate) fn take_changed_elsewhere(&self) -> bool {
+        self.changed_elsewhere
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
     pub(crate) fn options(&self) -> IndexOptions {
         *self.options.read().unwrap_or_else(|e| e.into_inner())
     }

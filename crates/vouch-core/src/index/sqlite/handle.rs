@@ -121,6 +121,12 @@ impl crate::index::Upkeep for SqliteIndex {
     fn wait_for_upkeep(&self, at_most: Duration) {
         embed::wait_for_upkeep(&self.state.keeper, at_most);
     }
+    fn changed_elsewhere(&self) {
+        self.state.keeper.note_changed_elsewhere();
+    }
+    fn take_changed_elsewhere(&self) -> bool {
+        self.state.keeper.take_changed_elsewhere()
+    }
     fn start_watching(&self, store: Arc<Store>) -> Result<Watching> {
         super::watch::start(
             store,
