@@ -12,6 +12,9 @@ use vouch_core::store::lock::{ChainHead, SharedHold, SharedLock};
 /// database serves one knowledge base.
 pub(crate) const WRITE_LOCK_KEY: i64 = 0x766f_7563_6800;
 
+/// The channel a new head is announced on.
+const HEAD_CHANNEL: &str = "vouch_head";
+
 /// How long a writer waits for another replica's write before it fails
 /// with a clear error rather than hanging.
 const LOCK_WAIT: &str = "30s";
@@ -71,6 +74,36 @@ impl TeamLock {
                  written_by = $3, written_at = now()",
             &[&head.id, &head.hash, &writer],
         )
+    }
+}
+
+impl TeamLock {
+    /// Call `changed` whenever another process records a new head (it
+    /// wrote), for as long as this process runs: a listener on a
+    /// connection of its own, on a thread of its own. After connecting
+    /// (and after a lost connection is back) `changed` is called once,
+    /// since what was written meanwhile was not heard.
+    pub fn follow(&self, changed: impl Fn() + Send + 'static) {
+        let db = self.db.clone();
+        let me = format!("{}|", self.writer);
+        std::thread::spawn(move || {
+            loop {
+                if let Ok(mut c) = db.connect()
+                    && c.batch_execute(&format!("LISTEN {HEAD_CHANNEL}")).is_ok()
+                {
+                    changed();
+                    use postgres::fallible_iterator::FallibleIterator;
+                    let mut notes = c.notifications();
+                    let mut heard = notes.blocking_iter();
+                    while let Ok(Some(note)) = heard.next() {
+                        if !note.payload().starts_with(&me) {
+                            changed();
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        });
     }
 }
 
@@ -139,7 +172,10 @@ impl Hold {
         let Some(c) = self.client.as_mut() else {
             return Ok(());
         };
+        // Every follower hears of it (`TeamLock::follow`): WRITER|EVENT.
+        let note = format!("{}|{}", self.writer, head.id);
         TeamLock::write_head(c, head, &self.writer)
+            .and_then(|_| c.execute("SELECT pg_notify($1, $2)", &[&HEAD_CHANNEL, &note]))
             .map(|_| ())
             .map_err(|e| {
                 Error::new(

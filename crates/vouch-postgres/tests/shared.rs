@@ -1,0 +1,123 @@
+//! The team database's lock, head and change feed against a real
+//! PostgreSQL (Debian's, a throwaway cluster from `scripts/postgres.sh`).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+use vouch_core::store::lock::{ChainHead, SharedLock};
+use vouch_postgres::{Database, TeamLock};
+
+/// A cluster of its own, stopped when dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = Command::new(script())
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("scripts/postgres.sh");
+        assert!(
+            out.status.success(),
+            "scripts/postgres.sh start (Debian's postgresql package is needed): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8(out.stdout)
+            .expect("url")
+            .trim()
+            .to_string();
+        Cluster { dir, url }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(script())
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh")
+}
+
+fn head(id: &str) -> ChainHead {
+    ChainHead {
+        id: id.to_string(),
+        hash: format!("{id}-hash"),
+    }
+}
+
+#[test]
+fn one_holder_at_a_time_and_the_next_finds_the_head_left() {
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamLock::new(db.clone(), "a");
+    let b = Arc::new(TeamLock::new(db, "b"));
+    let held = a.acquire().expect("a takes it");
+    assert_eq!(held.head(), None, "nothing recorded yet");
+    let (took, taken) = mpsc::channel();
+    let waiter = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            let hold = b.acquire().expect("b takes it after a");
+            took.send(hold.head()).expect("send");
+        })
+    };
+    assert!(
+        taken.recv_timeout(Duration::from_millis(500)).is_err(),
+        "b must wait while a holds the lock"
+    );
+    held.release(head("e1"));
+    let seen = taken
+        .recv_timeout(Duration::from_secs(10))
+        .expect("b got it");
+    assert_eq!(seen, Some(head("e1")));
+    waiter.join().expect("b");
+    // Dropped without a release, a hold leaves the head as it was.
+    drop(a.acquire().expect("again"));
+    assert_eq!(a.acquire().expect("again").head(), Some(head("e1")));
+}
+
+#[test]
+fn followers_hear_of_other_writers_heads_and_not_their_own() {
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamLock::new(db.clone(), "replica a");
+    let b = TeamLock::new(db, "replica b");
+    let (heard, hears) = mpsc::channel();
+    b.follow(move || {
+        let _ = heard.send(());
+    });
+    // Once on connecting: what was written before it listened.
+    hears
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first call");
+    a.acquire().expect("a").release(head("e1"));
+    hears
+        .recv_timeout(Duration::from_secs(10))
+        .expect("b hears of a's write");
+    b.acquire().expect("b").release(head("e2"));
+    assert!(
+        hears.recv_timeout(Duration::from_millis(700)).is_err(),
+        "b does not hear of its own write"
+    );
+}
+
+#[test]
+fn a_database_that_is_away_is_said_without_its_password() {
+    let db = Database::new("postgresql://vouch:pw-f00d@127.0.0.1:1/vouch?connect_timeout=2")
+        .expect("url");
+    let lock = TeamLock::new(Arc::new(db), "a");
+    let e = lock.acquire().err().expect("no database there");
+    assert!(e.message.contains("cannot be reached"), "{}", e.message);
+    assert!(!e.message.contains("pw-f00d"), "{}", e.message);
+}
