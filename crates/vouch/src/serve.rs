@@ -322,12 +322,25 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     // Its index keeper (`spawn_refresher`, which sets the background
     // upkeep) keeps the index in step; requests only read.
     let kb = context::open(cli.kb.as_deref())?;
+    if let Some(dir) = &args.index_dir {
+        kb.place_index(dir)?;
+        eprintln!(
+            "vouch: the derived index is kept in {}",
+            kb.layout().index_dir().display()
+        );
+    }
     announce_gate(&kb);
     if let Some(lock) = kb.shared_lock() {
         eprintln!("vouch: writes ordered by {}", lock.describe());
     }
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
+    // Another replica's writes, heard through the team database: this
+    // one's watcher sees only its own host's.
+    if let Some(team) = crate::team::current() {
+        let heard = kb.clone();
+        team.lock.follow(move || heard.index().changed_elsewhere());
+    }
     let root = kb.layout().root().display().to_string();
     match args.transport {
         TransportArg::Jsonl => {

@@ -758,6 +758,12 @@ pub(crate) struct ServeArgs {
         value_name = "URL"
     )]
     pub(crate) database: Option<String>,
+    /// Keep this server's derived index (state.db, rebuilt from the files)
+    /// in DIR instead of .vouch/: each replica of a team server on a host
+    /// of its own keeps one on its own disk, since SQLite must not be
+    /// shared over a network filesystem.
+    #[arg(long = "index-dir", env = "VOUCH_INDEX_DIR", value_name = "DIR")]
+    pub(crate) index_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]

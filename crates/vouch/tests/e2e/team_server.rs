@@ -8,6 +8,7 @@
 use crate::common::postgres::Postgres;
 use crate::common::{Project, copy_dir};
 use serde_json::{Value, json};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use vouch_clients::HttpServer;
@@ -621,4 +622,32 @@ fn a_team_database_that_cannot_be_used_refuses_writes_and_reads_on() {
     );
     let s = p.run("alice", &["status"]);
     assert!(s.stdout.contains("not usable"), "{}", s.stdout);
+}
+
+#[test]
+fn replicas_with_indexes_of_their_own_see_each_others_writes() {
+    let pg = Postgres::start();
+    let p = team_project();
+    // A fresh clone has no index in the tree; replicas on hosts of their
+    // own keep theirs on their own disks.
+    let _ = std::fs::remove_file(p.vouch_dir().join("state.db"));
+    let own: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().expect("dir")).collect();
+    let at = |i: usize| own[i].path().join("index").display().to_string();
+    let (a_dir, b_dir) = (at(0), at(1));
+    let a = replica_of(&p, &pg.url, &[("VOUCH_INDEX_DIR", &a_dir)]);
+    let b = replica_of(&p, &pg.url, &[("VOUCH_INDEX_DIR", &b_dir)]);
+    let id = propose(&a, "The payments gateway retries webhooks for a day");
+    assert_eq!(pending_ids(&b), vec![id.clone()]);
+    let approved = ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": id}));
+    let claim = approved["object_id"].as_str().expect("claim").to_string();
+    let took = found_within(&a, "payments gateway webhooks", &claim);
+    eprintln!("a found b's approval {} ms after it", took.as_millis());
+    for dir in [&a_dir, &b_dir] {
+        assert!(Path::new(dir).join("state.db").is_file(), "{dir}");
+    }
+    assert!(
+        !p.vouch_dir().join("state.db").exists(),
+        "no replica wrote an index into the shared tree"
+    );
+    sound(&p);
 }
