@@ -29,6 +29,10 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              used    timestamptz NOT NULL DEFAULT now()
          );
          CREATE INDEX IF NOT EXISTS vouch_ui_sessions_subject ON vouch_ui_sessions (subject, started);
+         CREATE TABLE IF NOT EXISTS vouch_ui_failed_sign_ins (
+             at timestamptz NOT NULL DEFAULT now()
+         );
+         CREATE INDEX IF NOT EXISTS vouch_ui_failed_sign_ins_at ON vouch_ui_failed_sign_ins (at);
          CREATE TABLE IF NOT EXISTS vouch_ui_links (
              digest  bytea PRIMARY KEY,
              owner   text NOT NULL,

@@ -123,6 +123,31 @@ impl Sessions {
         })
     }
 
+    /// Note a failed sign-in (an unknown token or link), for every
+    /// replica's count.
+    pub fn sign_in_failed(&self) -> Result<(), Error> {
+        self.with("noting a failed sign-in", |c| {
+            c.execute("INSERT INTO vouch_ui_failed_sign_ins DEFAULT VALUES", &[])
+                .map(|_| ())
+        })
+    }
+
+    /// Failed sign-ins on any replica in the last minute (older ones are
+    /// forgotten): one limit for the whole team server, not one per
+    /// replica.
+    pub fn failed_sign_ins_last_minute(&self) -> Result<usize, Error> {
+        self.with("counting failed sign-ins", |c| {
+            c.execute(
+                "DELETE FROM vouch_ui_failed_sign_ins WHERE at < now() - interval '1 minute'",
+                &[],
+            )?;
+            let n: i64 = c
+                .query_one("SELECT count(*) FROM vouch_ui_failed_sign_ins", &[])?
+                .get(0);
+            Ok(n.max(0) as usize)
+        })
+    }
+
     /// Keep a one-time sign-in link for `owner` under `digest`.
     pub fn add_link(&self, digest: &[u8; 32], owner: &str) -> Result<(), Error> {
         self.with("keeping a sign-in link", |c| {

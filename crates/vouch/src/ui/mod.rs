@@ -144,6 +144,12 @@ impl Ui {
 
     /// Whether sign-ins are refused for now (too many recent failures).
     fn sign_ins_throttled(&self) -> bool {
+        // A team server's limit is the team's: a guesser spreading tries
+        // over the replicas gets no more (a database away refuses all).
+        if let Some(shared) = &self.shared {
+            return !off_runtime(|| shared.failed_sign_ins_last_minute())
+                .is_ok_and(|n| n < MAX_FAILED_SIGN_INS_PER_MINUTE);
+        }
         let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let now = std::time::Instant::now();
         while f
@@ -156,6 +162,11 @@ impl Ui {
     }
 
     fn sign_in_failed(&self) {
+        if let Some(shared) = &self.shared
+            && off_runtime(|| shared.sign_in_failed()).is_ok()
+        {
+            return;
+        }
         let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         f.push_back(std::time::Instant::now());
     }

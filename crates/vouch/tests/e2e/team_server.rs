@@ -651,3 +651,39 @@ fn replicas_with_indexes_of_their_own_see_each_others_writes() {
     );
     sound(&p);
 }
+
+#[test]
+fn failed_sign_ins_count_across_replicas() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let b = replica_of(&p, &pg.url, &[]);
+    let host = "vouch.example.test:443";
+    let origin = format!("https://{host}");
+    let try_token = |s: &HttpServer, token: &str| {
+        http(
+            s.port,
+            "POST",
+            "/ui/login",
+            &[
+                ("Host", host),
+                ("Origin", &origin),
+                ("Content-Type", "application/x-www-form-urlencoded"),
+            ],
+            format!("token={token}").as_bytes(),
+        )
+        .status
+    };
+    // A guesser spreading tries over both replicas gets the one limit.
+    let limit = 20;
+    for i in 0..limit {
+        let s = if i % 2 == 0 { &a } else { &b };
+        assert_eq!(try_token(s, &format!("guess-{i}")), 401, "try {i}");
+    }
+    assert_eq!(try_token(&a, "guess-more"), 429);
+    assert_eq!(
+        try_token(&b, REVIEWER),
+        429,
+        "paused for everyone, on every replica"
+    );
+}
