@@ -29,6 +29,8 @@ pub const POINTS: &[&str] = &[
     "propose.batch.logged",
     "index.rebuild.cleared",
     "store.write",
+    "team.locked",
+    "team.head",
 ];
 
 #[cfg(feature = "failpoints")]

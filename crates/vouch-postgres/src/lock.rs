@@ -133,6 +133,7 @@ impl TeamLock {
                 ),
                 _ => self.db.unreachable(&e),
             })?;
+        vouch_core::fail::point("team.locked");
         let head = match self.read_head(&mut c) {
             Ok(h) => h,
             Err(e) => {
@@ -174,15 +175,15 @@ impl Hold {
         };
         // Every follower hears of it (`TeamLock::follow`): WRITER|EVENT.
         let note = format!("{}|{}", self.writer, head.id);
-        TeamLock::write_head(c, head, &self.writer)
-            .and_then(|_| c.execute("SELECT pg_notify($1, $2)", &[&HEAD_CHANNEL, &note]))
-            .map(|_| ())
-            .map_err(|e| {
-                Error::new(
-                    vouch_core::ErrorKind::Busy,
-                    format!("recording the audit chain's head: {e}"),
-                )
-            })
+        let recorded = TeamLock::write_head(c, head, &self.writer)
+            .and_then(|_| c.execute("SELECT pg_notify($1, $2)", &[&HEAD_CHANNEL, &note]));
+        vouch_core::fail::point("team.head");
+        recorded.map(|_| ()).map_err(|e| {
+            Error::new(
+                vouch_core::ErrorKind::Busy,
+                format!("recording the audit chain's head: {e}"),
+            )
+        })
     }
 }
 

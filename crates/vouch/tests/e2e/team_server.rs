@@ -233,46 +233,9 @@ fn decisions_on_two_replicas_at_once_all_land_once() {
 
 #[test]
 fn a_replica_killed_in_the_middle_of_an_approval_loses_nothing() {
-    let pg = Postgres::start();
-    let p = team_project();
     // Killed (SIGKILL) right after its approval is logged, before the
     // claim's files are moved into place, holding both locks.
-    let a = replica_of(&p, &pg.url, &[("VOUCH_FAILPOINT", "approve.logged=kill")]);
-    let b = replica_of(&p, &pg.url, &[]);
-    let first = propose(&b, "The audit service keeps ninety days of events");
-    let second = propose(&b, "The search service answers within twenty milliseconds");
-    let body = json!({"id": 1, "method": "kb.approve", "params": {"proposal_id": first}});
-    // The reply never comes: the client may panic on the closed connection.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        a.rpc(Some(REVIEWER), body.to_string().as_bytes())
-    }));
-    let mut a = a;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while a.child.try_wait().expect("wait").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the fail point did not kill replica a"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The lock went with a's connection: b decides at once (waiting would
-    // mean the lock outlived its holder).
-    let start = Instant::now();
-    ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": second}));
-    assert!(start.elapsed() < Duration::from_secs(20));
-    // The reviewer, who got no answer from a, asks b again: the approval a
-    // logged is completed, not logged twice.
-    let again = call(&b, REVIEWER, "kb.approve", json!({"proposal_id": first}));
-    assert_eq!(again["ok"], json!(true), "{again}");
-    assert!(pending_ids(&b).is_empty(), "{:?}", pending_ids(&b));
-    for id in [&first, &second] {
-        assert_eq!(events_naming(&p, "proposal.approve", id), 1, "{id}");
-    }
-    let claims = std::fs::read_dir(p.vouch_dir().join("claims"))
-        .expect("claims")
-        .count();
-    assert_eq!(claims, 2, "both approved claims are knowledge");
-    sound(&p);
+    assert!(killed_at("approve.logged"));
 }
 
 /// Sign in on one replica with a token; the cookie it sets.
@@ -686,4 +649,71 @@ fn failed_sign_ins_count_across_replicas() {
         429,
         "paused for everyone, on every replica"
     );
+}
+
+/// Kill replica `a` at fail point `point` during the approval of `first`;
+/// then replica `b` approves `second` at once and the reviewer's retry of
+/// `first` on `b` lands. Returns whether `first` was knowledge already
+/// before the retry.
+fn killed_at(point: &str) -> bool {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(
+        &p,
+        &pg.url,
+        &[("VOUCH_FAILPOINT", &format!("{point}=kill"))],
+    );
+    let b = replica_of(&p, &pg.url, &[]);
+    let first = propose(&b, "The audit service keeps ninety days of events");
+    let second = propose(&b, "The search service answers within twenty milliseconds");
+    let body = json!({"id": 1, "method": "kb.approve", "params": {"proposal_id": first}});
+    // The reply never comes: the client may panic on the closed connection.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.rpc(Some(REVIEWER), body.to_string().as_bytes())
+    }));
+    let mut a = a;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "{point} did not kill replica a");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let landed_before = events_naming(&p, "proposal.approve", &first) == 1;
+    // The lock went with a's connection: b decides at once (waiting would
+    // mean the lock outlived its holder).
+    let start = Instant::now();
+    ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": second}));
+    assert!(start.elapsed() < Duration::from_secs(20), "{point}");
+    // The reviewer, who got no answer from a, asks b: a logged approval is
+    // completed, an unlogged one made; never logged twice.
+    let again = call(&b, REVIEWER, "kb.approve", json!({"proposal_id": first}));
+    let decided_already = again["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("decided") || m.contains("approved"));
+    assert!(
+        again["ok"] == json!(true) || decided_already,
+        "{point}: {again}"
+    );
+    assert!(pending_ids(&b).is_empty(), "{point}: {:?}", pending_ids(&b));
+    for id in [&first, &second] {
+        assert_eq!(
+            events_naming(&p, "proposal.approve", id),
+            1,
+            "{point}: {id}"
+        );
+    }
+    let claims = std::fs::read_dir(p.vouch_dir().join("claims"))
+        .expect("claims")
+        .count();
+    assert_eq!(claims, 2, "{point}: both approved claims are knowledge");
+    sound(&p);
+    landed_before
+}
+
+#[test]
+fn a_replica_killed_holding_the_database_lock_loses_nothing() {
+    // Right after taking the database's lock, before anything is written.
+    assert!(!killed_at("team.locked"));
+    // After the approval is written and its head recorded, before the lock
+    // is given back.
+    assert!(killed_at("team.head"));
 }
