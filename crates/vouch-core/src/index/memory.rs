@@ -201,26 +201,36 @@ impl Vectors {
     }
 
     /// The `len` rows of `kinds` whose sign bits differ least from the
-    /// query's.
+    /// query's (at a tie, the lower rows), found per range of rows at once
+    /// ([`Vectors::in_ranges`]): each range's `len` nearest hold the
+    /// whole set's.
     fn shortlist(&self, query: &[f32], kinds: &[crate::model::DocKind], len: usize) -> Vec<usize> {
         let admits = admits(kinds);
         let q = sign_bits(query);
         let words = self.sign_words();
-        let mut far: Vec<(u32, u32)> = self
-            .signs
-            .chunks_exact(words)
-            .enumerate()
-            .filter(|(row, _)| admits(self.owners[*row].0))
-            .map(|(row, bits)| {
-                let d: u32 = bits.iter().zip(&q).map(|(a, b)| (a ^ b).count_ones()).sum();
-                (d, row as u32)
-            })
-            .collect();
-        if far.len() > len {
-            far.select_nth_unstable(len);
-            far.truncate(len);
-        }
-        far.into_iter().map(|(_, row)| row as usize).collect()
+        let nearest = |mut far: Vec<(u32, u32)>| {
+            if far.len() > len {
+                far.select_nth_unstable(len);
+                far.truncate(len);
+            }
+            far
+        };
+        let scan = |range: std::ops::Range<usize>| {
+            nearest(
+                range
+                    .filter(|row| admits(self.owners[*row].0))
+                    .map(|row| {
+                        let bits = &self.signs[row * words..(row + 1) * words];
+                        let d: u32 = bits.iter().zip(&q).map(|(a, b)| (a ^ b).count_ones()).sum();
+                        (d, row as u32)
+                    })
+                    .collect(),
+            )
+        };
+        nearest(self.in_ranges(scan))
+            .into_iter()
+            .map(|(_, row)| row as usize)
+            .collect()
     }
 
     /// The best `want` documents among scored rows: sort only the top; a
@@ -273,22 +283,26 @@ impl Vectors {
         }
     }
 
-    /// Every row of `kinds` with its score, in row order. A large set is
-    /// cut into one range per core (at most [`SCAN_THREADS`]), scanned at
-    /// once: the same scores, in the same order, in a fraction of the time.
+    /// Every row of `kinds` with its score, in row order.
     pub(crate) fn score_rows(
         &self,
         query: &[f32],
         kinds: &[crate::model::DocKind],
     ) -> Vec<(f32, usize)> {
-        let rows = self.owners.len();
         let admits = admits(kinds);
-        let scan = |range: std::ops::Range<usize>| -> Vec<(f32, usize)> {
+        self.in_ranges(|range| {
             range
                 .filter(|row| admits(self.owners[*row].0))
                 .map(|row| (self.dot(row, query), row))
                 .collect()
-        };
+        })
+    }
+
+    /// `scan` over every row, a large set cut into one range per core (at
+    /// most [`SCAN_THREADS`]) scanned at once; the ranges' answers joined
+    /// in row order.
+    fn in_ranges<T: Send>(&self, scan: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+        let rows = self.owners.len();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(SCAN_THREADS)
@@ -297,6 +311,7 @@ impl Vectors {
             return scan(0..rows);
         }
         let per = rows.div_ceil(threads);
+        let scan = &scan;
         std::thread::scope(|s| {
             let parts: Vec<_> = (1..threads)
                 .map(|t| {
