@@ -379,6 +379,16 @@ impl Store {
         })
     }
 
+    /// Run `outside` — a writer that is not vouch, such as `git pull` of a
+    /// teammate's merge into a team server's tree — holding the knowledge
+    /// base's write lock (the shared one too), so no vouch write
+    /// interleaves with it; the head recorded afterwards is the log it
+    /// left.
+    pub fn while_locked<T>(&self, outside: impl FnOnce() -> T) -> Result<T> {
+        let _lock = self.lock()?;
+        Ok(outside())
+    }
+
     /// Take `lock` before the file lock from now on (once per process; a
     /// second call is ignored): a team server's database.
     pub fn share_lock(&self, lock: Arc<dyn SharedLock>) {

@@ -10,9 +10,12 @@
 //!   replica dies), and the audit chain's head the last writer left, so a
 //!   replica whose view of the tree is not the one the others wrote is
 //!   refused before it writes;
-//! - the review pages' sign-in: sessions and one-time links
+//! - the review pages' sign-in: sessions and failed sign-ins
 //!   ([`Sessions`]), so a cookie works on every replica behind a load
-//!   balancer.
+//!   balancer and a guesser gets one limit, not one per replica;
+//! - news of each write: a new head is announced (`NOTIFY`) and every
+//!   other replica's index keeper catches up at once
+//!   ([`TeamLock::follow`]).
 //!
 //! The URL's password is never shown: [`Database::shown`] is what any
 //! message names.
@@ -35,6 +38,9 @@ use vouch_core::{Error, ErrorKind};
 
 /// How long connecting may take before the request that needed it fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Idle time before TCP keepalives probe the database's connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(20);
 
 /// A team server's database: where it is and how to reach it.
 pub struct Database {
@@ -63,6 +69,17 @@ impl Database {
             .get_hosts()
             .iter()
             .all(|h| socket_folder(h).is_some());
+        // Over a network, TLS unless the URL says otherwise: under libpq's
+        // default (`prefer`) a server, or anyone in the way, answering
+        // "no TLS" would get the password in the clear.
+        let remote = config.get_hosts().iter().any(|h| match h {
+            Host::Tcp(name) => !matches!(name.as_str(), "localhost" | "127.0.0.1" | "::1"),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        });
+        if remote && !url.contains("sslmode") {
+            config.ssl_mode(postgres::config::SslMode::Require);
+        }
         let tls =
             match config.get_ssl_mode() {
                 postgres::config::SslMode::Disable => None,
@@ -74,6 +91,21 @@ impl Database {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
+        // A database that went away mid-conversation (a lost host, a
+        // partition) is noticed in about half a minute, not the kernel's
+        // two hours: a replica's follower would otherwise hear nothing, and
+        // a held lock would outlive its holder's knowledge of it.
+        config.keepalives_idle(KEEPALIVE_IDLE);
+        config.keepalives_interval(Duration::from_secs(5));
+        config.keepalives_retries(3);
+        config.tcp_user_timeout(Duration::from_secs(30));
+        // No statement waits forever (the lock's own wait gives up first,
+        // with its own message).
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} -c statement_timeout=40s"),
+            _ => "-c statement_timeout=40s".to_string(),
+        };
+        config.options(&options);
         if config.get_hosts().is_empty() {
             return Err(Error::invalid(
                 "the team database URL names no host (a host name, an address, or \

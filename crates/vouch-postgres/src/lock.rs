@@ -4,7 +4,7 @@
 
 use crate::Database;
 use postgres::Client;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use vouch_core::Error;
 use vouch_core::store::lock::{ChainHead, SharedHold, SharedLock};
 
@@ -19,13 +19,44 @@ const HEAD_CHANNEL: &str = "vouch_head";
 /// with a clear error rather than hanging.
 const LOCK_WAIT: &str = "30s";
 
+/// Connections kept for the next write; more are closed when given back.
+const IDLE_KEPT: usize = 2;
+
 /// The write lock of a knowledge base whose writers share `db`.
 pub struct TeamLock {
     db: Arc<Database>,
     /// Connections not holding the lock now, kept for the next write.
     idle: Arc<Mutex<Vec<Client>>>,
+    /// This process's turn: one of its threads at a time waits for (and
+    /// holds) the database's lock, on one connection — not one connection
+    /// per waiting thread, which a burst would multiply past the server's
+    /// `max_connections`.
+    turn: Arc<(Mutex<bool>, Condvar)>,
     /// Who writes, recorded beside the head (a replica's name).
     writer: String,
+}
+
+/// This process's turn at the lock, given back when dropped.
+struct Turn(Arc<(Mutex<bool>, Condvar)>);
+
+impl Turn {
+    fn wait(turn: &Arc<(Mutex<bool>, Condvar)>) -> Turn {
+        let (busy, freed) = &**turn;
+        let mut taken = busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *taken {
+            taken = freed.wait(taken).unwrap_or_else(|e| e.into_inner());
+        }
+        *taken = true;
+        Turn(turn.clone())
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let (busy, freed) = &*self.0;
+        *busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        freed.notify_one();
+    }
 }
 
 impl TeamLock {
@@ -35,6 +66,7 @@ impl TeamLock {
         TeamLock {
             db,
             idle: Arc::default(),
+            turn: Arc::new((Mutex::new(false), Condvar::new())),
             writer: writer.to_string(),
         }
     }
@@ -65,15 +97,36 @@ impl TeamLock {
         }))
     }
 
-    /// Record `head` as the chain's head, whatever the table held (`vouch
-    /// team adopt`); the lock must be held by the caller's hold.
-    fn write_head(c: &mut Client, head: &ChainHead, writer: &str) -> Result<u64, postgres::Error> {
-        c.execute(
-            "INSERT INTO vouch_chain_head (event_id, event_hash, written_by) VALUES ($1, $2, $3)
-             ON CONFLICT (only_row) DO UPDATE SET event_id = $1, event_hash = $2,
-                 written_by = $3, written_at = now()",
-            &[&head.id, &head.hash, &writer],
-        )
+    /// Record `head` as the chain's head, the lock held by the caller's
+    /// hold: in place of `was`, the head this hold found — if another
+    /// writer recorded one since (this hold's connection, and so its lock,
+    /// was lost meanwhile), theirs stays and 0 is answered. `None` for `was`
+    /// records it whatever the table held (`vouch team adopt`).
+    fn write_head(
+        c: &mut Client,
+        head: &ChainHead,
+        was: Option<&Option<ChainHead>>,
+        writer: &str,
+    ) -> Result<u64, postgres::Error> {
+        let args: [&(dyn postgres::types::ToSql + Sync); 3] = [&head.id, &head.hash, &writer];
+        match was {
+            None => c.execute(
+                "INSERT INTO vouch_chain_head (event_id, event_hash, written_by) VALUES ($1, $2, $3)
+                 ON CONFLICT (only_row) DO UPDATE SET event_id = $1, event_hash = $2,
+                     written_by = $3, written_at = now()",
+                &args,
+            ),
+            Some(None) => c.execute(
+                "INSERT INTO vouch_chain_head (event_id, event_hash, written_by) VALUES ($1, $2, $3)
+                 ON CONFLICT (only_row) DO NOTHING",
+                &args,
+            ),
+            Some(Some(prev)) => c.execute(
+                "UPDATE vouch_chain_head SET event_id = $1, event_hash = $2, written_by = $3,
+                     written_at = now() WHERE event_id = $4",
+                &[&head.id, &head.hash, &writer, &prev.id],
+            ),
+        }
     }
 }
 
@@ -120,6 +173,7 @@ impl SharedLock for TeamLock {
 impl TeamLock {
     /// Block until this process holds the lock.
     fn take(&self) -> vouch_core::Result<Hold> {
+        let turn = Turn::wait(&self.turn);
         let mut c = self.connection()?;
         c.execute("SELECT pg_advisory_lock($1)", &[&WRITE_LOCK_KEY])
             .map_err(|e| match e.code() {
@@ -146,6 +200,8 @@ impl TeamLock {
             head,
             writer: self.writer.clone(),
             idle: Arc::clone(&self.idle),
+            db: Arc::clone(&self.db),
+            _turn: turn,
         })
     }
 
@@ -155,7 +211,7 @@ impl TeamLock {
     pub fn adopt(&self, head: &ChainHead) -> vouch_core::Result<Option<ChainHead>> {
         let mut hold = self.take()?;
         let before = hold.head.clone();
-        hold.record(head)?;
+        hold.record(head, None)?;
         Ok(before)
     }
 }
@@ -166,24 +222,26 @@ struct Hold {
     head: Option<ChainHead>,
     writer: String,
     idle: Arc<Mutex<Vec<Client>>>,
+    db: Arc<Database>,
+    // Dropped after `client` is given back (fields drop after `drop`).
+    _turn: Turn,
 }
 
 impl Hold {
-    fn record(&mut self, head: &ChainHead) -> Result<(), Error> {
+    /// Record `head` in place of `was` (see [`TeamLock::write_head`]) and
+    /// tell the followers.
+    fn record(&mut self, head: &ChainHead, was: Option<&Option<ChainHead>>) -> Result<(), Error> {
         let Some(c) = self.client.as_mut() else {
             return Ok(());
         };
         // Every follower hears of it (`TeamLock::follow`): WRITER|EVENT.
         let note = format!("{}|{}", self.writer, head.id);
-        let recorded = TeamLock::write_head(c, head, &self.writer)
+        let recorded = TeamLock::write_head(c, head, was, &self.writer)
             .and_then(|_| c.execute("SELECT pg_notify($1, $2)", &[&HEAD_CHANNEL, &note]));
         vouch_core::fail::point("team.head");
-        recorded.map(|_| ()).map_err(|e| {
-            Error::new(
-                vouch_core::ErrorKind::Busy,
-                format!("recording the audit chain's head: {e}"),
-            )
-        })
+        recorded
+            .map(|_| ())
+            .map_err(|e| self.db.failed("recording the audit chain's head", &e))
     }
 }
 
@@ -197,7 +255,8 @@ impl SharedHold for Hold {
         // logged; the next holder finds an older head that the log still
         // holds, which passes.
         if self.head.as_ref() != Some(&head) {
-            let _ = self.record(&head);
+            let was = self.head.clone();
+            let _ = self.record(&head, Some(&was));
         }
     }
 }
@@ -207,11 +266,15 @@ impl Drop for Hold {
         let Some(mut c) = self.client.take() else {
             return;
         };
-        // A connection that cannot unlock is dropped: the lock goes with it.
-        if c.execute("SELECT pg_advisory_unlock($1)", &[&WRITE_LOCK_KEY])
-            .is_ok()
-        {
-            self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+        // A connection that cannot unlock, or did not hold the lock any
+        // more (it was lost and this is another session), is dropped: the
+        // lock, if any, goes with it. At most a few are kept.
+        let unlocked = c
+            .query_one("SELECT pg_advisory_unlock($1)", &[&WRITE_LOCK_KEY])
+            .is_ok_and(|row| row.get::<_, bool>(0));
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if unlocked && idle.len() < IDLE_KEPT {
+            idle.push(c);
         }
     }
 }

@@ -33,11 +33,7 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              at timestamptz NOT NULL DEFAULT now()
          );
          CREATE INDEX IF NOT EXISTS vouch_ui_failed_sign_ins_at ON vouch_ui_failed_sign_ins (at);
-         CREATE TABLE IF NOT EXISTS vouch_ui_links (
-             digest  bytea PRIMARY KEY,
-             owner   text NOT NULL,
-             created timestamptz NOT NULL DEFAULT now()
-         );",
+",
     )?;
     tx.commit()
 }

@@ -1,7 +1,11 @@
 //! The review pages' sign-in, shared by every replica: sessions (by the
-//! sha256 of their cookie, never the cookie) and one-time links (by the
-//! sha256 of their secret). A cookie set by one replica works on the
-//! others; a link is redeemed once across all of them.
+//! sha256 of their cookie, never the cookie) and failed sign-ins. A cookie
+//! set by one replica works on the others. One-time links are not here:
+//! a link works only on the process that printed it.
+//!
+//! Whoever can write these tables can sign in to the review pages as
+//! anyone: the database is as trusted as the servers' own memory
+//! (docs/team-server.md, "Secrets").
 
 use crate::Database;
 use postgres::Client;
@@ -145,29 +149,6 @@ impl Sessions {
                 .query_one("SELECT count(*) FROM vouch_ui_failed_sign_ins", &[])?
                 .get(0);
             Ok(n.max(0) as usize)
-        })
-    }
-
-    /// Keep a one-time sign-in link for `owner` under `digest`.
-    pub fn add_link(&self, digest: &[u8; 32], owner: &str) -> Result<(), Error> {
-        self.with("keeping a sign-in link", |c| {
-            c.execute(
-                "INSERT INTO vouch_ui_links (digest, owner) VALUES ($1, $2)",
-                &[&&digest[..], &owner],
-            )
-            .map(|_| ())
-        })
-    }
-
-    /// Redeem the link under `digest`: its owner, once across every
-    /// replica (the row is deleted by the statement that reads it).
-    pub fn redeem_link(&self, digest: &[u8; 32]) -> Result<Option<String>, Error> {
-        self.with("redeeming a sign-in link", |c| {
-            let row = c.query_opt(
-                "DELETE FROM vouch_ui_links WHERE digest = $1 RETURNING owner",
-                &[&&digest[..]],
-            )?;
-            Ok(row.map(|r| r.get(0)))
         })
     }
 }

@@ -121,3 +121,32 @@ fn a_database_that_is_away_is_said_without_its_password() {
     assert!(e.message.contains("cannot be reached"), "{}", e.message);
     assert!(!e.message.contains("pw-f00d"), "{}", e.message);
 }
+
+#[test]
+fn a_hold_whose_connection_was_lost_never_overwrites_a_newer_head() {
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamLock::new(db.clone(), "a");
+    let b = TeamLock::new(db, "b");
+    a.acquire().expect("a").release(head("e1"));
+    let stale = a.acquire().expect("a again");
+    assert_eq!(stale.head(), Some(head("e1")));
+    // Its connection is cut (a partition, an administrator): PostgreSQL
+    // releases its lock, and b writes.
+    let mut admin = postgres::Client::connect(&pg.url, postgres::NoTls).expect("admin");
+    let cut: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks \
+             WHERE locktype = 'advisory' AND granted",
+            &[],
+        )
+        .expect("terminate")
+        .get(0);
+    assert_eq!(cut, 1, "a's lock was held on one connection");
+    let fresh = b.acquire().expect("b gets the lock a lost");
+    assert_eq!(fresh.head(), Some(head("e1")));
+    fresh.release(head("e2"));
+    // a, not knowing, gives back what it thinks it holds: e2 stays.
+    stale.release(head("e3"));
+    assert_eq!(b.acquire().expect("b").head(), Some(head("e2")));
+}

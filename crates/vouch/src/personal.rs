@@ -10,8 +10,9 @@
 //!   require_citations: false       # optional: working claims may be uncited
 //! synthesize:
 //!   llm_command: [my-llm, --json]  # see llm.rs
-//! server:
-//!   database: postgresql://vouch:PASSWORD@db.example.org/vouch  # team.rs
+//! server:                          # team.rs: for this one working tree
+//!   database: postgresql://vouch:PASSWORD@db.example.org/vouch
+//!   tree: /srv/vouch/repo
 //! ```
 //!
 //! These decide who turns proposals into knowledge, so they are read only

@@ -316,8 +316,15 @@ fn announce_gate(kb: &vouch_core::Kb) {
 }
 
 pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
-    if let Some(url) = &args.database {
-        crate::team::choose_by_flag(url)?;
+    match (&args.database, args.transport) {
+        (Some(url), TransportArg::Http) => crate::team::choose_by_flag(url)?,
+        // A stdio server is one agent's, started with whatever environment
+        // the host's config (which a repository may ship) gave it.
+        (Some(_), _) => eprintln!(
+            "vouch: --database / VOUCH_DATABASE_URL is for HTTP team servers; this stdio \
+             server does not use it"
+        ),
+        (None, _) => {}
     }
     // Its index keeper (`spawn_refresher`, which sets the background
     // upkeep) keeps the index in step; requests only read.

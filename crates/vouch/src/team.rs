@@ -1,12 +1,16 @@
 //! A team server's database (`vouch-postgres`): which one this process
 //! uses, and handing it to the knowledge base and the review pages.
 //!
-//! It comes from `vouch serve --database URL` (or `VOUCH_DATABASE_URL`),
-//! else from `server.database` in the person's own config — never from the
-//! repository's `.vouch/config.yaml`: a cloned repository must not choose
-//! where a person's writes are ordered, nor learn a password. One process
-//! serves one knowledge base, so the choice is the process's: set once,
-//! before the knowledge base opens.
+//! It comes from `vouch serve --transport http --database URL` (or
+//! `VOUCH_DATABASE_URL`; a stdio server is one agent's, launched with an
+//! environment a repository's host config may set, so it takes neither),
+//! else from `server.database` in the person's own config for the working
+//! tree it names in `server.tree` — never from the repository's
+//! `.vouch/config.yaml`: a cloned repository must not choose where a
+//! person's writes are ordered, nor learn a password; and a person's other
+//! clones and knowledge bases keep their own order. One process serves one
+//! knowledge base, so the choice is the process's: set once, before the
+//! knowledge base opens.
 
 use std::sync::{Arc, OnceLock};
 use vouch_core::store::lock::{SharedHold, SharedLock};
@@ -37,7 +41,13 @@ fn open(url: &str, origin: &str) -> Result<Option<Team>, String> {
     let host = std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_default();
-    let writer = format!("vouch {} pid {}", host, std::process::id());
+    // Unique per process even where host names and pids repeat (two
+    // containers, each the pid 1 of its own): followers skip only their
+    // own writes.
+    let mut nonce = [0u8; 4];
+    let _ = getrandom::fill(&mut nonce);
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let writer = format!("vouch {host} pid {} {nonce}", std::process::id());
     Ok(Some(Team {
         shown: db.shown().to_string(),
         lock: Arc::new(TeamLock::new(db.clone(), &writer)),
@@ -63,10 +73,25 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
         let Some((path, cfg)) = from_config else {
             return Ok(None);
         };
-        match &cfg["server"]["database"] {
-            serde_json::Value::Null => Ok(None),
-            serde_json::Value::String(url) => {
-                open(url, &format!("{}: server.database", path.display()))
+        let server = &cfg["server"];
+        match (&server["database"], &server["tree"]) {
+            (serde_json::Value::Null, _) => Ok(None),
+            (serde_json::Value::String(url), serde_json::Value::String(tree)) => {
+                if serves(kb, tree) {
+                    open(url, &format!("{}: server.database", path.display()))
+                } else {
+                    // Another clone, another knowledge base: not the team's tree.
+                    Ok(None)
+                }
+            }
+            (serde_json::Value::String(_), _) => {
+                kb.warn(format!(
+                    "{}: server.database is set without server.tree (the team server's working \
+                     tree, e.g. /srv/vouch/repo); not used: your other clones and knowledge bases \
+                     must not take the team's lock",
+                    path.display()
+                ));
+                Ok(None)
             }
             _ => Err(format!(
                 "{}: server.database is not a URL string",
@@ -81,6 +106,18 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
         // be unsafe; reading is not: every write is refused, saying why.
         Err(why) => kb.share_lock(Arc::new(Unusable(why.clone()))),
     }
+}
+
+/// Whether `kb` is the working tree `tree` (its project folder, the one
+/// holding `.vouch/`).
+fn serves(kb: &Kb, tree: &str) -> bool {
+    let (Some(project), Ok(tree)) = (
+        kb.layout().root().parent(),
+        std::fs::canonicalize(tree.trim()),
+    ) else {
+        return false;
+    };
+    std::fs::canonicalize(project).is_ok_and(|p| p == tree)
 }
 
 /// The team database this process uses, if any.
@@ -128,4 +165,33 @@ pub(crate) fn adopt(kb: &Kb) -> Result<serde_json::Value, Error> {
         "replaced": before.map(|h| serde_json::json!({"id": h.id, "hash": h.hash})),
         "head": {"id": head.id, "hash": head.hash},
     }))
+}
+
+/// `vouch team pull`: `git pull` in the project holding `kb`, under the
+/// knowledge base's write lock (and the team database's, when one orders
+/// this tree), so no write interleaves with the merge; the head recorded
+/// when the lock is given back is the merged log's, and every replica
+/// hears of it. git's own output goes to the terminal; its exit code is
+/// the command's.
+pub(crate) fn pull(kb: &Kb, git_args: &[String]) -> Result<i32, Error> {
+    let project = kb
+        .layout()
+        .root()
+        .parent()
+        .ok_or_else(|| Error::invalid("the knowledge base has no project folder"))?
+        .to_path_buf();
+    let args: Vec<String> = if git_args.is_empty() {
+        vec!["--no-rebase".into(), "--no-edit".into()]
+    } else {
+        git_args.to_vec()
+    };
+    let status = kb.while_locked(|| {
+        std::process::Command::new("git")
+            .arg("pull")
+            .args(&args)
+            .current_dir(&project)
+            .status()
+    })?;
+    let status = status.map_err(|e| Error::internal(format!("running git: {e}")))?;
+    Ok(status.code().unwrap_or(1))
 }

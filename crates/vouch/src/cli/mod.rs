@@ -718,6 +718,24 @@ pub(crate) enum TeamCmd {
         )]
         database: Option<String>,
     },
+    /// `git pull` in the team server's working tree under the knowledge
+    /// base's write lock (the team database's too), so no replica's write
+    /// interleaves with the merge; then every replica hears of it. Extra
+    /// arguments go to git (default: `--no-rebase --no-edit`).
+    Pull {
+        /// The team database (else VOUCH_DATABASE_URL, else
+        /// `server.database` in your own config).
+        #[arg(
+            long,
+            env = "VOUCH_DATABASE_URL",
+            hide_env_values = true,
+            value_name = "URL"
+        )]
+        database: Option<String>,
+        /// Arguments for `git pull` (after `--`).
+        #[arg(last = true)]
+        git_args: Vec<String>,
+    },
 }
 
 /// `vouch serve`'s transport.

@@ -118,6 +118,15 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             return Ok(0);
         }
         Command::Model(cmd) => return model_command(cli, cmd),
+        Command::Team(TeamCmd::Pull { database, git_args }) => {
+            if let Some(url) = database {
+                crate::team::choose_by_flag(url)?;
+            }
+            let kb = context::open(cli.kb.as_deref())?;
+            let code = crate::team::pull(&kb, git_args)?;
+            print_warnings(&kb);
+            return Ok(code);
+        }
         Command::Team(TeamCmd::Adopt { database }) => {
             if let Some(url) = database {
                 crate::team::choose_by_flag(url)?;

@@ -574,9 +574,9 @@ pub(crate) fn application(
     // Without tokens, the one-time link signs in the server's own actor.
     let (ui, sign_in) = if tokens.is_empty() {
         let (ui, link) = crate::ui::Ui::with_link(&anonymous.actor);
-        (ui, Some(link))
+        (ui.shared_by_team(), Some(link))
     } else {
-        (crate::ui::Ui::tokens_only(), None)
+        (crate::ui::Ui::tokens_only().shared_by_team(), None)
     };
     let app = Arc::new(App {
         kb,

@@ -96,15 +96,27 @@ pub(crate) struct Ui {
     serial: Mutex<u64>,
     /// When recent sign-ins failed (unknown token or link), newest last.
     failures: Mutex<std::collections::VecDeque<std::time::Instant>>,
-    /// A team server's sessions and links, shared by every replica (a
-    /// cookie set here works on the others); `None`: this process's own.
+    /// A team server's sessions and failed sign-ins, shared by every
+    /// replica (a cookie set here works on the others); `None`: this
+    /// process's own. One-time links are never shared: a link works only
+    /// on the process that printed it.
     shared: Option<Arc<vouch_postgres::Sessions>>,
 }
 
-/// Run a call to the team database on a thread of its own: its client
-/// blocks, which no async worker may.
+/// Run a call to the team database on a thread of its own (its client
+/// runs a runtime of its own, which no async worker may enter), with the
+/// async worker marked as blocked meanwhile, so the server's other
+/// requests move to the other workers.
 fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+    let run = || {
+        std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(run)
+        }
+        _ => run(),
+    }
 }
 
 /// Failed sign-ins a server answers per minute; past that, every attempt
@@ -121,13 +133,6 @@ impl Ui {
             login: Mutex::new(Some((owner.to_string(), digest(s.as_bytes())))),
             ..Ui::tokens_only()
         };
-        // Kept in the team database too, so the link works on whichever
-        // replica a load balancer sends it to, once.
-        if let Some(shared) = &ui.shared
-            && let Err(e) = off_runtime(|| shared.add_link(&digest(s.as_bytes()), owner))
-        {
-            eprintln!("vouch: the sign-in link works on this replica only: {e}");
-        }
         (ui, format!("/ui/login?secret={s}"))
     }
 
@@ -138,8 +143,16 @@ impl Ui {
             sessions: Mutex::new(HashMap::new()),
             serial: Mutex::new(0),
             failures: Mutex::new(Default::default()),
-            shared: crate::team::current().map(|t| t.sessions.clone()),
+            shared: None,
         }
+    }
+
+    /// Keep sessions and failed sign-ins in the team database this process
+    /// serves with (`serve --transport http` only: a person's own `vouch
+    /// ui` keeps its sessions to itself).
+    pub(crate) fn shared_by_team(mut self) -> Ui {
+        self.shared = crate::team::current().map(|t| t.sessions.clone());
+        self
     }
 
     /// Whether sign-ins are refused for now (too many recent failures).
@@ -264,18 +277,6 @@ impl Ui {
     /// Trade the one-time secret for its owner, once.
     fn redeem(&self, presented: &str) -> Option<String> {
         let d = digest(presented.as_bytes());
-        // Across replicas, the database says whether it is still unused:
-        // the first replica to delete its row redeems it.
-        if let Some(shared) = &self.shared {
-            let owner = off_runtime(|| shared.redeem_link(&d)).ok().flatten();
-            if owner.is_some() {
-                let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
-                if login.as_ref().is_some_and(|(_, want)| ct_eq(want, &d)) {
-                    *login = None;
-                }
-            }
-            return owner;
-        }
         let mut login = self.login.lock().unwrap_or_else(|e| e.into_inner());
         let (owner, want) = login.as_ref()?;
         if !ct_eq(want, &d) {
@@ -375,10 +376,13 @@ fn signed_in<H: Host>(app: &H, headers: &HeaderMap) -> Result<Session, Box<Respo
     let name = cookie_name(headers);
     let found = match cookie(headers, &name).map(|c| app.ui().session(c)) {
         Some(Err(why)) => {
+            // The details (which database, why) are for the operator, not
+            // for whoever opened the page.
+            eprintln!("vouch: review pages: a session could not be read: {why}");
             return Err(Box::new(sign_in_page(
                 app,
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("Your session could not be read: {why}"),
+                "Your session could not be read just now; try again in a moment.",
             )));
         }
         Some(Ok(found)) => found,
@@ -877,10 +881,11 @@ fn signed_in_as<H: Host>(headers: &HeaderMap, app: &H, subject: &str, person: bo
     let cookie = match app.ui().start_session(subject, person) {
         Ok(c) => c,
         Err(why) => {
+            eprintln!("vouch: review pages: signing in failed: {why}");
             return sign_in_page(
                 app,
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("Signing in failed: {why}"),
+                "Signing in failed just now; try again in a moment.",
             );
         }
     };

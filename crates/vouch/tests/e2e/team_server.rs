@@ -569,7 +569,10 @@ fn a_remote_database_is_reached_over_verified_tls() {
 #[test]
 fn a_team_database_that_cannot_be_used_refuses_writes_and_reads_on() {
     let p = Project::real_clock();
-    p.person_config("server:\n  database: postgresql://vouch@db:notaport/kb\n");
+    p.person_config(&format!(
+        "server:\n  database: postgresql://vouch@db:notaport/kb\n  tree: {}\n",
+        p.root().display()
+    ));
     let read = p.run("alice", &["--json", "search", "anything"]);
     assert_eq!(read.code, 0, "reads are never refused: {}", read.stderr);
     let r = p.call(
@@ -716,4 +719,117 @@ fn a_replica_killed_holding_the_database_lock_loses_nothing() {
     // After the approval is written and its head recorded, before the lock
     // is given back.
     assert!(killed_at("team.head"));
+}
+
+#[test]
+fn a_persons_team_database_orders_only_the_tree_it_names() {
+    let pg = Postgres::start();
+    let team_tree = team_project();
+    let other = Project::real_clock();
+    let config = |tree: &Path| {
+        format!(
+            "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
+            pg.url,
+            tree.display()
+        )
+    };
+    // The same person's config in both projects: the team's tree is
+    // ordered by the database, the other clone is not.
+    team_tree.person_config(&config(team_tree.root()));
+    other.person_config(&config(team_tree.root()));
+    let named = team_tree.ok("alice", &["status"]);
+    assert!(
+        named["shared_lock"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("the team database")),
+        "{named}"
+    );
+    let elsewhere = other.ok("alice", &["status"]);
+    assert_eq!(elsewhere["shared_lock"], Value::Null, "{elsewhere}");
+    // Without `tree`, it orders nothing, and says why.
+    other.person_config(&format!("server:\n  database: {}\n", pg.url));
+    let r = other.run("alice", &["status"]);
+    assert!(r.stderr.contains("without server.tree"), "{}", r.stderr);
+    // A stdio server takes no database from its environment (a
+    // repository's host config may set it).
+    let out = other
+        .command("agent")
+        .env("VOUCH_DATABASE_URL", &pg.url)
+        .args(["serve", "--transport", "jsonl"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            let mut stdin = c.stdin.take().expect("stdin");
+            stdin.write_all(b"{\"id\":1,\"method\":\"kb.status\",\"params\":{}}\n")?;
+            drop(stdin);
+            c.wait_with_output()
+        })
+        .expect("jsonl server");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("\"shared_lock\":null"), "{said}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is for HTTP team servers"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_teammates_merge_pulled_under_the_lock_reaches_every_replica() {
+    use crate::teams::git;
+    let pg = Postgres::start();
+    // The teammates' repository, and the team server's tree cloned from it.
+    let origin = team_project();
+    git(origin.root(), &["init", "-q"]);
+    git(origin.root(), &["add", "-A"]);
+    git(origin.root(), &["commit", "-qm", "start"]);
+    let tree = team_project();
+    std::fs::remove_dir_all(tree.vouch_dir()).expect("fresh");
+    git(
+        tree.root(),
+        &["clone", "-q", origin.root().to_str().unwrap(), "."],
+    );
+    let a = replica_of(&tree, &pg.url, &[]);
+    let b = replica_of(&tree, &pg.url, &[]);
+    let ours = propose(&a, "The staging cluster is rebuilt every Monday");
+    ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": ours}));
+    // A teammate decides on a branch of their own and pushes it.
+    let src = origin.source("The billing export runs at midnight.");
+    let theirs = origin.claim("The billing export runs at midnight", &src);
+    git(origin.root(), &["add", "-A"]);
+    git(origin.root(), &["commit", "-qm", "a teammate's decision"]);
+    // The operator commits the server's decisions, then pulls under the lock.
+    git(tree.root(), &["add", "-A"]);
+    git(
+        tree.root(),
+        &["commit", "-qm", "the team server's decisions"],
+    );
+    let pulled = tree
+        .command("operator")
+        .env("VOUCH_DATABASE_URL", &pg.url)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .args(["team", "pull"])
+        .output()
+        .expect("vouch team pull");
+    assert!(
+        pulled.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&pulled.stdout),
+        String::from_utf8_lossy(&pulled.stderr)
+    );
+    for r in [&a, &b] {
+        found_within(r, "billing export midnight", &theirs);
+    }
+    // The merged log is the head now: the replicas write on.
+    let next = propose(&b, "The release train leaves on Thursdays");
+    ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": next}));
+    sound(&tree);
 }
