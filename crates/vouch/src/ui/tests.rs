@@ -1,6 +1,7 @@
 //! The review pages in process: sign-in, CSRF, the gate, escaping, groups,
 //! browse, health, provenance and the gate's health.
 
+use super::signin::{MAX_SESSIONS, MAX_SESSIONS_EACH};
 use super::*;
 use axum::body::Body;
 use axum::extract::Request;
