@@ -555,7 +555,7 @@ fn load_all(idx: &dyn VectorRead, model: &str, dim: usize) -> Result<Vectors> {
     let mut v = Vectors::empty(model, dim);
     for (key, sig, vector) in idx.vectors_of(model, dim)? {
         let row_no = v.owners.len();
-        v.owners.push(key.clone());
+        v.push_owner(key.clone());
         v.push_row(&vector);
         v.docs
             .entry(key)
