@@ -833,3 +833,52 @@ fn a_teammates_merge_pulled_under_the_lock_reaches_every_replica() {
     ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": next}));
     sound(&tree);
 }
+
+#[test]
+fn a_replica_restarted_on_its_own_index_keeps_it_and_catches_up() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let own = tempfile::tempdir().expect("dir");
+    let dir = own.path().join("index").display().to_string();
+    let a = replica_of(&p, &pg.url, &[("VOUCH_INDEX_DIR", &dir)]);
+    let id = propose(&a, "The inventory service reconciles stock hourly");
+    let claim = ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": id}))["object_id"]
+        .as_str()
+        .expect("claim")
+        .to_string();
+    a.terminate();
+    let inode = |d: &str| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(Path::new(d).join("state.db"))
+            .expect("its index")
+            .ino()
+    };
+    let built = inode(&dir);
+    // Another replica wrote while this one was down.
+    let b = replica_of(&p, &pg.url, &[]);
+    let other = propose(&b, "The pricing service caches rates for a minute");
+    let other_claim = ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": other}))["object_id"]
+        .as_str()
+        .expect("claim")
+        .to_string();
+    let again = replica_of(&p, &pg.url, &[("VOUCH_INDEX_DIR", &dir)]);
+    let hits = ok(
+        &again,
+        AGENT,
+        "kb.search",
+        json!({"query": "inventory reconciles stock"}),
+    );
+    assert!(
+        hits.as_array()
+            .is_some_and(|h| h.iter().any(|x| x["id"] == json!(claim))),
+        "{hits}"
+    );
+    found_within(&again, "pricing caches rates", &other_claim);
+    let said = again.terminate();
+    assert!(!said.contains("rebuilding"), "{said}");
+    assert_eq!(
+        inode(&dir),
+        built,
+        "the index it built is the one it opened again"
+    );
+}
