@@ -699,6 +699,20 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         })
 }
 
+/// The team database a `vouch team` command speaks to.
+#[derive(Args, Debug)]
+pub(crate) struct TeamDatabase {
+    /// The team database (else VOUCH_DATABASE_URL, else
+    /// `server.database` in your own config).
+    #[arg(
+        long,
+        env = "VOUCH_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) database: Option<String>,
+}
+
 /// `vouch team …`.
 #[derive(Subcommand, Debug)]
 pub(crate) enum TeamCmd {
@@ -708,30 +722,16 @@ pub(crate) enum TeamCmd {
     /// team's (a rewound branch, a restored backup). Prints the head it
     /// replaced.
     Adopt {
-        /// The team database (else VOUCH_DATABASE_URL, else
-        /// `server.database` in your own config).
-        #[arg(
-            long,
-            env = "VOUCH_DATABASE_URL",
-            hide_env_values = true,
-            value_name = "URL"
-        )]
-        database: Option<String>,
+        #[command(flatten)]
+        team: TeamDatabase,
     },
     /// `git pull` in the team server's working tree under the knowledge
     /// base's write lock (the team database's too), so no replica's write
     /// interleaves with the merge; then every replica hears of it. Extra
     /// arguments go to git (default: `--no-rebase --no-edit`).
     Pull {
-        /// The team database (else VOUCH_DATABASE_URL, else
-        /// `server.database` in your own config).
-        #[arg(
-            long,
-            env = "VOUCH_DATABASE_URL",
-            hide_env_values = true,
-            value_name = "URL"
-        )]
-        database: Option<String>,
+        #[command(flatten)]
+        team: TeamDatabase,
         /// Arguments for `git pull` (after `--`).
         #[arg(last = true)]
         git_args: Vec<String>,

@@ -118,8 +118,8 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             return Ok(0);
         }
         Command::Model(cmd) => return model_command(cli, cmd),
-        Command::Team(TeamCmd::Pull { database, git_args }) => {
-            if let Some(url) = database {
+        Command::Team(TeamCmd::Pull { team, git_args }) => {
+            if let Some(url) = &team.database {
                 crate::team::choose_by_flag(url)?;
             }
             let kb = context::open(cli.kb.as_deref())?;
@@ -127,8 +127,8 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             print_warnings(&kb);
             return Ok(code);
         }
-        Command::Team(TeamCmd::Adopt { database }) => {
-            if let Some(url) = database {
+        Command::Team(TeamCmd::Adopt { team }) => {
+            if let Some(url) = &team.database {
                 crate::team::choose_by_flag(url)?;
             }
             let kb = context::open(cli.kb.as_deref())?;

@@ -12,17 +12,21 @@ mod branches;
 mod clone;
 mod pull_request;
 
-/// `git` with a fixed identity and no user or system config; it may fail
-/// (a merge that conflicts).
-fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+/// A fixed identity and no user or system config, for `cmd` and any
+/// `git` it runs.
+pub(crate) fn git_identity(cmd: &mut Command) -> &mut Command {
+    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
         .env("GIT_COMMITTER_EMAIL", "t@example.com")
+}
+
+/// `git` with a fixed identity and no user or system config; it may fail
+/// (a merge that conflicts).
+fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
+    git_identity(Command::new("git").current_dir(dir))
         .args(args)
         .output()
         .expect("git runs (scripts/test.sh installs it)")
