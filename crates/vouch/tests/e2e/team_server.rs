@@ -40,6 +40,16 @@ fn team_project() -> Project {
     p
 }
 
+/// A database, a knowledge base whose person names `rev` a reviewer, and
+/// two replicas serving it.
+fn two_replicas() -> (Postgres, Project, HttpServer, HttpServer) {
+    let pg = Postgres::start();
+    let p = team_project();
+    let a = replica_of(&p, &pg.url, &[]);
+    let b = replica_of(&p, &pg.url, &[]);
+    (pg, p, a, b)
+}
+
 /// `method` on `s` as `token`'s subject: the envelope.
 fn call(s: &HttpServer, token: &str, method: &str, params: Value) -> Value {
     let body = json!({"id": 1, "method": method, "params": params}).to_string();
@@ -182,10 +192,7 @@ fn replicas_share_one_queue_and_see_each_others_decisions() {
 
 #[test]
 fn decisions_on_two_replicas_at_once_all_land_once() {
-    let pg = Postgres::start();
-    let p = team_project();
-    let a = replica_of(&p, &pg.url, &[]);
-    let b = replica_of(&p, &pg.url, &[]);
+    let (_pg, p, a, b) = two_replicas();
     let ids: Vec<String> = (0..8)
         .map(|i| propose(&a, &format!("Service number {i} owns queue number {i}")))
         .collect();
@@ -294,10 +301,7 @@ fn queue_page(s: &HttpServer, host: &str, cookie: &str) -> u16 {
 
 #[test]
 fn a_review_session_works_on_every_replica_behind_one_address() {
-    let pg = Postgres::start();
-    let p = team_project();
-    let a = replica_of(&p, &pg.url, &[]);
-    let b = replica_of(&p, &pg.url, &[]);
+    let (_pg, p, a, b) = two_replicas();
     // What a load balancer in front of both would send: one Host.
     let host = "vouch.example.test:443";
     let cookie = sign_in(&a, host);
@@ -464,10 +468,7 @@ fn the_database_password_is_never_shown() {
 #[test]
 fn an_mcp_session_lives_on_its_replica_and_another_says_404() {
     use crate::servers::{mcp_initialize, mcp_use};
-    let pg = Postgres::start();
-    let p = team_project();
-    let a = replica_of(&p, &pg.url, &[]);
-    let b = replica_of(&p, &pg.url, &[]);
+    let (_pg, _p, a, b) = two_replicas();
     let session = mcp_initialize(a.port, AGENT);
     let (status, tools) = mcp_use(a.port, AGENT, &session, true);
     assert_eq!(status, 200);
@@ -591,10 +592,7 @@ fn replicas_with_indexes_of_their_own_see_each_others_writes() {
 
 #[test]
 fn failed_sign_ins_count_across_replicas() {
-    let pg = Postgres::start();
-    let p = team_project();
-    let a = replica_of(&p, &pg.url, &[]);
-    let b = replica_of(&p, &pg.url, &[]);
+    let (_pg, _p, a, b) = two_replicas();
     let host = "vouch.example.test:443";
     let origin = format!("https://{host}");
     let try_token = |s: &HttpServer, token: &str| {
