@@ -197,34 +197,17 @@ fn decisions_on_two_replicas_at_once_all_land_once() {
         .map(|i| propose(&a, &format!("Service number {i} owns queue number {i}")))
         .collect();
     let contested = propose(&b, "The contested claim is decided exactly once");
+    // Each replica approves its half, then the contested one, at once.
+    let approve_all = |server: &HttpServer, mine: &[String]| -> Vec<Value> {
+        mine.iter()
+            .chain([&contested])
+            .map(|id| call(server, REVIEWER, "kb.approve", json!({"proposal_id": id})))
+            .collect()
+    };
+    let (first, second) = ids.split_at(4);
     let results = std::thread::scope(|s| {
-        let (first, second) = ids.split_at(4);
-        let ha = s.spawn(|| {
-            let mut out: Vec<Value> = first
-                .iter()
-                .map(|id| call(&a, REVIEWER, "kb.approve", json!({"proposal_id": id})))
-                .collect();
-            out.push(call(
-                &a,
-                REVIEWER,
-                "kb.approve",
-                json!({"proposal_id": contested}),
-            ));
-            out
-        });
-        let hb = s.spawn(|| {
-            let mut out: Vec<Value> = second
-                .iter()
-                .map(|id| call(&b, REVIEWER, "kb.approve", json!({"proposal_id": id})))
-                .collect();
-            out.push(call(
-                &b,
-                REVIEWER,
-                "kb.approve",
-                json!({"proposal_id": contested}),
-            ));
-            out
-        });
+        let ha = s.spawn(|| approve_all(&a, first));
+        let hb = s.spawn(|| approve_all(&b, second));
         (ha.join().expect("a"), hb.join().expect("b"))
     });
     let (mut on_a, mut on_b) = results;
