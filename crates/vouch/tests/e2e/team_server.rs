@@ -248,21 +248,30 @@ fn a_replica_killed_in_the_middle_of_an_approval_loses_nothing() {
     assert!(killed_at("approve.logged"));
 }
 
+/// A form posted to `path` on replica `s` as a browser at `host` (the
+/// load balancer's address) sends it, with `cookie` if given.
+fn post_form(
+    s: &HttpServer,
+    host: &str,
+    path: &str,
+    cookie: Option<&str>,
+    body: &str,
+) -> vouch_clients::http::HttpResponse {
+    let origin = format!("https://{host}");
+    let mut headers = vec![
+        ("Host", host),
+        ("Origin", origin.as_str()),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+    ];
+    if let Some(c) = cookie {
+        headers.push(("Cookie", c));
+    }
+    http(s.port, "POST", path, &headers, body.as_bytes())
+}
+
 /// Sign in on one replica with a token; the cookie it sets.
 fn sign_in(s: &HttpServer, host: &str) -> String {
-    let body = format!("token={REVIEWER}");
-    let origin = format!("http://{host}");
-    let r = http(
-        s.port,
-        "POST",
-        "/ui/login",
-        &[
-            ("Host", host),
-            ("Origin", &origin),
-            ("Content-Type", "application/x-www-form-urlencoded"),
-        ],
-        body.as_bytes(),
-    );
+    let r = post_form(s, host, "/ui/login", None, &format!("token={REVIEWER}"));
     assert_eq!(r.status, 303, "{}", r.text());
     let set = r
         .header("set-cookie")
@@ -317,18 +326,12 @@ fn a_review_session_works_on_every_replica_behind_one_address() {
         .and_then(|r| r.split('"').next())
         .expect("a CSRF token on the page")
         .to_string();
-    let origin = format!("https://{host}");
-    let r = http(
-        b.port,
-        "POST",
+    let r = post_form(
+        &b,
+        host,
         "/ui/logout",
-        &[
-            ("Host", host),
-            ("Origin", &origin),
-            ("Cookie", &cookie),
-            ("Content-Type", "application/x-www-form-urlencoded"),
-        ],
-        format!("csrf={csrf}").as_bytes(),
+        Some(&cookie),
+        &format!("csrf={csrf}"),
     );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(queue_page(&a, host, &cookie), 401, "signed out everywhere");
@@ -577,20 +580,8 @@ fn replicas_with_indexes_of_their_own_see_each_others_writes() {
 fn failed_sign_ins_count_across_replicas() {
     let (_pg, _p, a, b) = two_replicas();
     let host = "vouch.example.test:443";
-    let origin = format!("https://{host}");
     let try_token = |s: &HttpServer, token: &str| {
-        http(
-            s.port,
-            "POST",
-            "/ui/login",
-            &[
-                ("Host", host),
-                ("Origin", &origin),
-                ("Content-Type", "application/x-www-form-urlencoded"),
-            ],
-            format!("token={token}").as_bytes(),
-        )
-        .status
+        post_form(s, host, "/ui/login", None, &format!("token={token}")).status
     };
     // A guesser spreading tries over both replicas gets the one limit.
     let limit = 20;
