@@ -185,6 +185,18 @@ impl Project {
     pub fn run_with_stdin(&self, agent: &str, args: &[&str], stdin: &str) -> Run {
         run_with_stdin(self.command(agent), args, stdin)
     }
+    /// Run with --json where the input must be refused (exit 2).
+    pub fn refused(&self, agent: &str, args: &[&str]) -> Run {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let r = self.run(agent, &a);
+        assert_eq!(
+            r.code, 2,
+            "vouch {args:?} was not refused: {}{}",
+            r.stdout, r.stderr
+        );
+        r
+    }
     /// Run with --json and expect success.
     pub fn ok(&self, agent: &str, args: &[&str]) -> Value {
         let mut a = vec!["--json"];
