@@ -168,6 +168,16 @@ impl SharedLock for TeamLock {
     fn acquire(&self) -> vouch_core::Result<Box<dyn SharedHold>> {
         Ok(Box::new(self.take()?))
     }
+
+    fn peek_head(&self) -> vouch_core::Result<Option<ChainHead>> {
+        let mut c = self.connection()?;
+        let head = self.read_head(&mut c);
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_KEPT {
+            idle.push(c);
+        }
+        head
+    }
 }
 
 impl TeamLock {

@@ -135,6 +135,9 @@ impl SharedLock for Unusable {
     fn describe(&self) -> String {
         format!("a team database that is not usable ({})", self.0)
     }
+    fn peek_head(&self) -> vouch_core::Result<Option<vouch_core::store::lock::ChainHead>> {
+        Err(Error::invalid(self.describe()))
+    }
     fn acquire(&self) -> vouch_core::Result<Box<dyn SharedHold>> {
         Err(Error::invalid(format!(
             "nothing was written: the team database is configured but not usable: {}; fix it, \

@@ -30,6 +30,9 @@ pub trait SharedLock: Send + Sync {
     fn describe(&self) -> String;
     /// Block until this process holds it.
     fn acquire(&self) -> Result<Box<dyn SharedHold>>;
+    /// The head the last holder recorded, read without taking the lock
+    /// (for `kb.doctor`): `Err` when the lock's home cannot be reached.
+    fn peek_head(&self) -> Result<Option<ChainHead>>;
 }
 
 /// A held [`SharedLock`]. Dropped without [`SharedHold::release`], it is

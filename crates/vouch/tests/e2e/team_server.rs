@@ -352,6 +352,17 @@ fn a_replica_on_another_copy_of_the_tree_is_refused_before_it_writes() {
     write_refused(&c, &["lacks event", "vouch team adopt"]);
     // Reading is never refused.
     ok(&c, AGENT, "kb.search", json!({"query": "cache sessions"}));
+    // `doctor` says it, for the person whose config names this tree.
+    copy.person_config(&format!(
+        "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
+        pg.url,
+        copy.root().display()
+    ));
+    let doctor = copy.run("x", &["--json", "doctor"]).json();
+    assert!(
+        crate::common::issue_kinds(&doctor).contains(&"team-head-missing".to_string()),
+        "{doctor}"
+    );
     // A person who means this history to be the team's adopts it.
     let adopt = copy
         .command("x")
@@ -390,6 +401,16 @@ fn the_database_going_away_fails_writes_clearly_and_service_resumes() {
     );
     ok(&a, AGENT, "kb.search", json!({"query": "importer"}));
     assert!(a.healthy());
+    p.person_config(&format!(
+        "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
+        pg.url,
+        p.root().display()
+    ));
+    let doctor = p.run("x", &["--json", "doctor"]).json();
+    assert!(
+        crate::common::issue_kinds(&doctor).contains(&"team-database-unreachable".to_string()),
+        "{doctor}"
+    );
     pg.restart();
     // No restart of the replica: the next write connects again.
     let id = propose(&a, "The exporter runs every night at three");
