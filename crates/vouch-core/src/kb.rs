@@ -464,3 +464,59 @@ impl std::ops::Deref for Kb {
         &self.store
     }
 }
+
+#[cfg(test)]
+mod shared_lock {
+    use crate::store::lock::{ChainHead, SharedHold, SharedLock};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A shared lock that is taken at once and held while `held` says so.
+    struct Flaky {
+        held: Arc<AtomicBool>,
+    }
+    struct Hold;
+    impl SharedHold for Hold {
+        fn head(&self) -> Option<ChainHead> {
+            None
+        }
+        fn release(self: Box<Self>, _: ChainHead) {}
+    }
+    impl SharedLock for Flaky {
+        fn describe(&self) -> String {
+            "a test's lock".into()
+        }
+        fn acquire(&self) -> crate::Result<Box<dyn SharedHold>> {
+            Ok(Box::new(Hold))
+        }
+        fn peek_head(&self) -> crate::Result<Option<ChainHead>> {
+            Ok(None)
+        }
+        fn still_held(&self) -> crate::Result<bool> {
+            Ok(self.held.load(Ordering::SeqCst))
+        }
+    }
+
+    /// A writer whose shared lock went (its connection dropped) logs
+    /// nothing, and says why; with it held, it writes.
+    #[test]
+    fn a_lost_shared_lock_logs_nothing() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let held = Arc::new(AtomicBool::new(false));
+        kb.share_lock(Arc::new(Flaky { held: held.clone() }));
+        let before = kb.audit_log().len().unwrap();
+        let refused = crate::methods::dispatch(
+            &kb,
+            &crate::kb::Caller::new("agent", crate::kb::Transport::Jsonl),
+            "kb.register_source",
+            serde_json::json!({"content": "a note", "locator": "notes"}),
+        )
+        .err()
+        .expect("refused");
+        assert!(refused.message.contains("was lost"), "{}", refused.message);
+        assert_eq!(kb.audit_log().len().unwrap(), before, "nothing logged");
+        held.store(true, Ordering::SeqCst);
+        crate::testing::test_source(&kb, "a note");
+        assert!(kb.audit_log().len().unwrap() > before);
+    }
+}

@@ -389,6 +389,26 @@ impl Store {
         Ok(outside())
     }
 
+    /// Before an audit append: the shared lock, if any, is still this
+    /// process's (its connection may have dropped mid-write, and another
+    /// replica taken it); else nothing is logged.
+    fn confirm_shared_lock(&self) -> Result<()> {
+        let Some(shared) = self.shared_lock.get() else {
+            return Ok(());
+        };
+        if shared.still_held()? {
+            return Ok(());
+        }
+        Err(Error::new(
+            crate::error::ErrorKind::Busy,
+            format!(
+                "nothing was logged: the write lock in {} was lost during this write (its \
+                 connection dropped); try again",
+                shared.describe()
+            ),
+        ))
+    }
+
     /// Take `lock` before the file lock from now on (once per process; a
     /// second call is ignored): a team server's database.
     pub fn share_lock(&self, lock: Arc<dyn SharedLock>) {
@@ -464,6 +484,7 @@ impl Store {
     /// `audit.merge` event by the same actor (see `audit::graph`): every
     /// write seals a merge. Answers the log's length before the append.
     fn append_joined(&self, events: &mut [AuditEvent]) -> Result<u64> {
+        self.confirm_shared_lock()?;
         let heads = self.audit.heads_to_join()?;
         if heads.is_empty() || events.is_empty() {
             return self.audit.append_at(events);
@@ -499,6 +520,7 @@ impl Store {
             Vec::new(),
             serde_json::json!({ "parents": heads }),
         );
+        self.confirm_shared_lock()?;
         self.audit.append_at(std::slice::from_mut(&mut ev))?;
         Ok(Some(n))
     }

@@ -34,6 +34,8 @@ pub struct TeamLock {
     turn: Arc<(Mutex<bool>, Condvar)>,
     /// Who writes, recorded beside the head (a replica's name).
     writer: String,
+    /// The backend that holds the lock for this process now, if any.
+    holder: Arc<Mutex<Option<i32>>>,
 }
 
 /// This process's turn at the lock, given back when dropped.
@@ -68,22 +70,34 @@ impl TeamLock {
             idle: Arc::default(),
             turn: Arc::new((Mutex::new(false), Condvar::new())),
             writer: writer.to_string(),
+            holder: Arc::default(),
         }
     }
 
     /// A connection for one hold: an idle one still open, or a new one.
     fn connection(&self) -> Result<Client, Error> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(c) = idle.pop() {
-            if !c.is_closed() {
+        loop {
+            let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let Some(mut c) = kept else { break };
+            // A kept connection may have died with a database restart
+            // since: one round trip says, rather than the write failing.
+            if !c.is_closed() && c.is_valid(std::time::Duration::from_secs(2)).is_ok() {
                 return Ok(c);
             }
         }
-        drop(idle);
         let mut c = self.db.connect()?;
         c.batch_execute(&format!("SET lock_timeout = '{LOCK_WAIT}'"))
             .map_err(|e| self.db.failed("setting the lock's wait", &e))?;
         Ok(c)
+    }
+
+    /// Give a connection back for the next write, if it `worked` and
+    /// fewer than [`IDLE_KEPT`] are kept.
+    fn keep(&self, c: Client, worked: bool) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if worked && idle.len() < IDLE_KEPT {
+            idle.push(c);
+        }
     }
 
     /// The head recorded in the database.
@@ -169,13 +183,30 @@ impl SharedLock for TeamLock {
         Ok(Box::new(self.take()?))
     }
 
+    fn still_held(&self) -> vouch_core::Result<bool> {
+        let Some(backend) = *self.holder.lock().unwrap_or_else(|e| e.into_inner()) else {
+            return Ok(false);
+        };
+        // Asked on another connection: the holder's own is busy with
+        // nothing, but it is the one that may be gone.
+        let mut c = self.connection()?;
+        let held = c
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND pid = $1 AND objsubid = 1 \
+                 AND ((classid::bigint << 32) | objid::bigint) = $2)",
+                &[&backend, &WRITE_LOCK_KEY],
+            )
+            .map(|r| r.get::<_, bool>(0))
+            .map_err(|e| self.db.failed("checking the write lock is still held", &e));
+        self.keep(c, held.is_ok());
+        held
+    }
+
     fn peek_head(&self) -> vouch_core::Result<Option<ChainHead>> {
         let mut c = self.connection()?;
         let head = self.read_head(&mut c);
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < IDLE_KEPT {
-            idle.push(c);
-        }
+        self.keep(c, head.is_ok());
         head
     }
 }
@@ -198,6 +229,11 @@ impl TeamLock {
                 _ => self.db.unreachable(&e),
             })?;
         vouch_core::fail::point("team.locked");
+        let backend: Option<i32> = c
+            .query_one("SELECT pg_backend_pid()", &[])
+            .ok()
+            .map(|r| r.get(0));
+        *self.holder.lock().unwrap_or_else(|e| e.into_inner()) = backend;
         let head = match self.read_head(&mut c) {
             Ok(h) => h,
             Err(e) => {
@@ -211,6 +247,7 @@ impl TeamLock {
             writer: self.writer.clone(),
             idle: Arc::clone(&self.idle),
             db: Arc::clone(&self.db),
+            holder: Arc::clone(&self.holder),
             _turn: turn,
         })
     }
@@ -233,6 +270,7 @@ struct Hold {
     writer: String,
     idle: Arc<Mutex<Vec<Client>>>,
     db: Arc<Database>,
+    holder: Arc<Mutex<Option<i32>>>,
     // Dropped after `client` is given back (fields drop after `drop`).
     _turn: Turn,
 }
@@ -273,6 +311,7 @@ impl SharedHold for Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
+        *self.holder.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let Some(mut c) = self.client.take() else {
             return;
         };

@@ -150,3 +150,22 @@ fn a_hold_whose_connection_was_lost_never_overwrites_a_newer_head() {
     stale.release(head("e3"));
     assert_eq!(b.acquire().expect("b").head(), Some(head("e2")));
 }
+
+#[test]
+fn a_lock_lost_with_its_connection_is_known_to_be_lost() {
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamLock::new(db, "a");
+    let hold = a.acquire().expect("a");
+    assert!(a.still_held().expect("asked"), "held while taken");
+    let mut admin = postgres::Client::connect(&pg.url, postgres::NoTls).expect("admin");
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+            &[],
+        )
+        .expect("terminate");
+    assert!(!a.still_held().expect("asked"), "gone with its connection");
+    drop(hold);
+    assert!(!a.still_held().expect("asked"), "not held once given back");
+}

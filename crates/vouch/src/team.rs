@@ -135,6 +135,9 @@ impl SharedLock for Unusable {
     fn describe(&self) -> String {
         format!("a team database that is not usable ({})", self.0)
     }
+    fn still_held(&self) -> vouch_core::Result<bool> {
+        Ok(false)
+    }
     fn peek_head(&self) -> vouch_core::Result<Option<vouch_core::store::lock::ChainHead>> {
         Err(Error::invalid(self.describe()))
     }

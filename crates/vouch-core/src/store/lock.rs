@@ -33,6 +33,10 @@ pub trait SharedLock: Send + Sync {
     /// The head the last holder recorded, read without taking the lock
     /// (for `kb.doctor`): `Err` when the lock's home cannot be reached.
     fn peek_head(&self) -> Result<Option<ChainHead>>;
+    /// Whether this process still holds the lock it took (a lock kept by
+    /// a connection goes when the connection does): asked right before an
+    /// audit append, so a writer that lost it logs nothing.
+    fn still_held(&self) -> Result<bool>;
 }
 
 /// A held [`SharedLock`]. Dropped without [`SharedHold::release`], it is
