@@ -511,8 +511,7 @@ mod shared_lock {
             "kb.register_source",
             serde_json::json!({"content": "a note", "locator": "notes"}),
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         assert!(refused.message.contains("was lost"), "{}", refused.message);
         assert_eq!(kb.audit_log().len().unwrap(), before, "nothing logged");
         held.store(true, Ordering::SeqCst);
