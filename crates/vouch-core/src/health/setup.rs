@@ -358,3 +358,42 @@ const V1_STARTER_KEYS: &[&str] = &[
     "review.expire_pending_after_days",
     "review.require_human_approval",
 ];
+
+/// A team server's shared lock (`vouch-postgres`): whether its home can be
+/// reached, and whether this tree's audit log holds the head the last
+/// writer recorded there — else every write here is refused.
+pub(crate) fn team_findings(kb: &Kb) -> Vec<Finding> {
+    let Some(lock) = kb.shared_lock() else {
+        return Vec::new();
+    };
+    let key = "shared-lock";
+    match lock.peek_head() {
+        Err(e) => vec![finding(
+            "team-database-unreachable",
+            Severity::Warn,
+            key,
+            None,
+            format!(
+                "{}: {}; writes here are refused until it answers (reads are not)",
+                lock.describe(),
+                e.message
+            ),
+        )],
+        Ok(Some(head)) if !kb.audit_log().holds(&head).unwrap_or(false) => vec![finding(
+            "team-head-missing",
+            Severity::Error,
+            key,
+            Some(crate::store::layout::AUDIT_FILE.to_string()),
+            format!(
+                "the audit log lacks event {} (hash {}…), the last one written under the lock in \
+                 {}: this tree is not the one the team's other writers share, or its history \
+                 was rewound, so every write here is refused. Point this server at the shared \
+                 tree; if this history is meant to be the team's, run `vouch team adopt`",
+                head.id,
+                &head.hash[..head.hash.len().min(12)],
+                lock.describe()
+            ),
+        )],
+        Ok(_) => Vec::new(),
+    }
+}
