@@ -342,9 +342,12 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     }
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
-    // Another replica's writes, heard through the team database: this
-    // one's watcher sees only its own host's.
-    if let Some(team) = crate::team::current() {
+    // Another replica's writes, heard through the team database, for a
+    // replica keeping its own index (on a host of its own, whose watcher
+    // sees only that host's writes). Replicas sharing the tree's index on
+    // one host see each other's files through the watcher, and a scan by
+    // each on every write would only fight over that one `state.db`.
+    if let (Some(team), Some(_)) = (crate::team::current(), &args.index_dir) {
         let heard = kb.clone();
         team.lock.follow(move || heard.index().changed_elsewhere());
     }
