@@ -316,7 +316,7 @@ fn announce_gate(kb: &vouch_core::Kb) {
 }
 
 pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
-    match (&args.database, args.transport) {
+    match (&args.team.database, args.transport) {
         (Some(url), TransportArg::Http) => crate::team::choose_by_flag(url)?,
         // A stdio server is one agent's, started with whatever environment
         // the host's config (which a repository may ship) gave it.

@@ -699,11 +699,14 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         })
 }
 
-/// The team database a `vouch team` command speaks to.
+/// The team database a team server and `vouch team` speak to.
 #[derive(Args, Debug)]
 pub(crate) struct TeamDatabase {
-    /// The team database (else VOUCH_DATABASE_URL, else
-    /// `server.database` in your own config).
+    /// A team server's PostgreSQL, which replicas serving one working tree
+    /// share (the write lock, the audit chain's head, the review pages'
+    /// sessions), e.g. postgresql://USER@HOST/DB; else VOUCH_DATABASE_URL,
+    /// else `server.database` in your own config. A password here shows
+    /// in `ps`: prefer the variable or your config (docs/team-server.md).
     #[arg(
         long,
         env = "VOUCH_DATABASE_URL",
@@ -711,6 +714,17 @@ pub(crate) struct TeamDatabase {
         value_name = "URL"
     )]
     pub(crate) database: Option<String>,
+}
+
+impl TeamDatabase {
+    /// The knowledge base, opened with this team database chosen first
+    /// (the person's config is read for it otherwise).
+    pub(crate) fn open(&self, cli: &Cli) -> Result<vouch_core::Kb, vouch_core::Error> {
+        if let Some(url) = &self.database {
+            crate::team::choose_by_flag(url)?;
+        }
+        crate::context::open(cli.kb.as_deref())
+    }
 }
 
 /// `vouch team …`.
@@ -764,18 +778,8 @@ pub(crate) struct ServeArgs {
     /// group or others (chmod 600). Adds to --token / VOUCH_HTTP_TOKENS.
     #[arg(long = "token-file", value_name = "PATH")]
     pub(crate) token_file: Option<std::path::PathBuf>,
-    /// A team server: replicas serving one working tree share this
-    /// PostgreSQL database (the write lock, the audit chain's head, the
-    /// review pages' sessions), e.g. postgresql://USER@HOST/DB. A password
-    /// here shows in `ps`: prefer VOUCH_DATABASE_URL or `server.database`
-    /// in your own config (docs/team-server.md).
-    #[arg(
-        long,
-        env = "VOUCH_DATABASE_URL",
-        hide_env_values = true,
-        value_name = "URL"
-    )]
-    pub(crate) database: Option<String>,
+    #[command(flatten)]
+    pub(crate) team: TeamDatabase,
     /// Keep this server's derived index (state.db, rebuilt from the files)
     /// in DIR instead of .vouch/: each replica of a team server on a host
     /// of its own keeps one on its own disk, since SQLite must not be

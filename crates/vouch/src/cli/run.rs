@@ -119,19 +119,13 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Model(cmd) => return model_command(cli, cmd),
         Command::Team(TeamCmd::Pull { team, git_args }) => {
-            if let Some(url) = &team.database {
-                crate::team::choose_by_flag(url)?;
-            }
-            let kb = context::open(cli.kb.as_deref())?;
+            let kb = team.open(cli)?;
             let code = crate::team::pull(&kb, git_args)?;
             print_warnings(&kb);
             return Ok(code);
         }
         Command::Team(TeamCmd::Adopt { team }) => {
-            if let Some(url) = &team.database {
-                crate::team::choose_by_flag(url)?;
-            }
-            let kb = context::open(cli.kb.as_deref())?;
+            let kb = team.open(cli)?;
             let v = crate::team::adopt(&kb)?;
             if cli.json {
                 render::emit_json(&v);

@@ -44,27 +44,23 @@ impl Postgres {
     }
 
     pub fn stop(&self) {
-        let out = Command::new(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .output()
-            .expect("stop");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.script("stop");
     }
 
+    /// Start the stopped cluster again (same folder, same URL).
     pub fn restart(&self) {
+        self.script("start");
+    }
+
+    fn script(&self, command: &str) {
         let out = Command::new(script())
-            .arg("start")
+            .arg(command)
             .arg(self.dir.path())
             .output()
-            .expect("start again");
+            .expect("scripts/postgres.sh");
         assert!(
             out.status.success(),
-            "{}",
+            "scripts/postgres.sh {command}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
