@@ -40,6 +40,15 @@ fn team_project() -> Project {
     p
 }
 
+/// A person's config naming `rev` a reviewer and the team database at
+/// `url` for the working tree `tree`.
+fn team_config(url: &str, tree: &Path) -> String {
+    format!(
+        "review:\n  reviewers: [rev]\nserver:\n  database: {url}\n  tree: {}\n",
+        tree.display()
+    )
+}
+
 /// A database, a knowledge base whose person names `rev` a reviewer, and
 /// two replicas serving it.
 fn two_replicas() -> (Postgres, Project, HttpServer, HttpServer) {
@@ -353,11 +362,7 @@ fn a_replica_on_another_copy_of_the_tree_is_refused_before_it_writes() {
     // Reading is never refused.
     ok(&c, AGENT, "kb.search", json!({"query": "cache sessions"}));
     // `doctor` says it, for the person whose config names this tree.
-    copy.person_config(&format!(
-        "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
-        pg.url,
-        copy.root().display()
-    ));
+    copy.person_config(&team_config(&pg.url, copy.root()));
     let doctor = copy.run("x", &["--json", "doctor"]).json();
     assert!(
         crate::common::issue_kinds(&doctor).contains(&"team-head-missing".to_string()),
@@ -401,11 +406,7 @@ fn the_database_going_away_fails_writes_clearly_and_service_resumes() {
     );
     ok(&a, AGENT, "kb.search", json!({"query": "importer"}));
     assert!(a.healthy());
-    p.person_config(&format!(
-        "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
-        pg.url,
-        p.root().display()
-    ));
+    p.person_config(&team_config(&pg.url, p.root()));
     let doctor = p.run("x", &["--json", "doctor"]).json();
     assert!(
         crate::common::issue_kinds(&doctor).contains(&"team-database-unreachable".to_string()),
@@ -690,13 +691,7 @@ fn a_persons_team_database_orders_only_the_tree_it_names() {
     let pg = Postgres::start();
     let team_tree = team_project();
     let other = Project::real_clock();
-    let config = |tree: &Path| {
-        format!(
-            "review:\n  reviewers: [rev]\nserver:\n  database: {}\n  tree: {}\n",
-            pg.url,
-            tree.display()
-        )
-    };
+    let config = |tree: &Path| team_config(&pg.url, tree);
     // The same person's config in both projects: the team's tree is
     // ordered by the database, the other clone is not.
     team_tree.person_config(&config(team_tree.root()));
