@@ -136,7 +136,7 @@ fn a_hold_whose_connection_was_lost_never_overwrites_a_newer_head() {
     let mut admin = postgres::Client::connect(&pg.url, postgres::NoTls).expect("admin");
     let cut: i64 = admin
         .query_one(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks \
+            "SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_locks \
              WHERE locktype = 'advisory' AND granted",
             &[],
         )
@@ -158,10 +158,11 @@ fn a_lock_lost_with_its_connection_is_known_to_be_lost() {
     let a = TeamLock::new(db, "a");
     let hold = a.acquire().expect("a");
     assert!(a.still_held().expect("asked"), "held while taken");
+    // With a timeout, it returns once the backend is gone (and its lock).
     let mut admin = postgres::Client::connect(&pg.url, postgres::NoTls).expect("admin");
     admin
         .execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted",
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted",
             &[],
         )
         .expect("terminate");
