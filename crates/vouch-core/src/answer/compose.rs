@@ -291,8 +291,12 @@ pub(crate) fn gaps(kb: &Kb, terms: &[String], query: &str, cited: &[&Candidate])
             let Ok(v) = crate::retrieval::semantic::query_vector(kb, embedder.as_ref(), t) else {
                 return true;
             };
+            // A claim whose vector cannot be read does not cover the
+            // term: it stays open, named as a gap.
             !cited.iter().any(|c| {
                 crate::retrieval::semantic::claim_cosine(kb, &c.claim.id, &v)
+                    .ok()
+                    .flatten()
                     .is_some_and(|s| s >= TERM_COSINE)
             })
         })

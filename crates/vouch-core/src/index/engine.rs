@@ -55,8 +55,10 @@ pub type StoredVector = (DocKey, Sig, Vec<f32>);
 /// The stored vectors (read side).
 pub trait VectorRead {
     /// Every stored vector of `model` (of `dim` dimensions), in document
-    /// and chunk order.
-    fn vectors_of(&self, model: &str, dim: usize) -> Result<Vec<StoredVector>>;
+    /// and chunk order, handed to `each` one at a time: a million
+    /// documents' f32 vectors are gigabytes, never held at once.
+    fn vectors_of(&self, model: &str, dim: usize, each: &mut dyn FnMut(StoredVector))
+    -> Result<()>;
     /// Stored vectors of a text (by its sha256) under `model`: `key`'s own
     /// first, else any document's with the same text.
     fn reusable(

@@ -4,43 +4,42 @@
 //! embedding schedule keeps it in step with an engine's stored vectors
 //! ([`crate::index::engine::VectorRead`]).
 
+use crate::error::{Error, Result};
 use crate::index::engine::Sig;
+use crate::index::rows::Int8Rows;
+use crate::index::vector_docs::Docs;
 use crate::index::{Currency, SEARCH_KINDS};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 pub(crate) type DocKey = (&'static str, String);
 
-pub(crate) struct DocEntry {
-    pub(crate) sig: Sig,
-    pub(crate) status: Option<String>,
-    /// Row numbers in [`Vectors::data`], one per chunk.
-    pub(crate) rows: Vec<usize>,
-}
-
 /// Every embedded document of one model, in one flat array (rows of
-/// `dim` bytes) so a scan streams through memory. Rows are quantized to
+/// `dim` bytes) so a scan streams through it. Rows are quantized to
 /// int8 with a scale per row: a quarter of the memory of f32 (49 MB, not
 /// 197 MB, at 128,000 documents) and a faster scan, for a cosine within
 /// about 0.005 of the exact one. `state.db` keeps the exact f32 vectors.
+/// Past 64 MiB the rows live in a file ([`Int8Rows`]); the sign bits,
+/// scales and owners stay in memory, each document's key once
+/// ([`Docs`]).
 pub struct Vectors {
     pub(crate) model: String,
     pub(crate) dim: usize,
-    pub(crate) data: Vec<i8>,
+    rows: Int8Rows,
     /// Per row: the factor that turns an int8 dot product back into a
     /// cosine.
-    pub(crate) scales: Vec<f32>,
+    scales: Vec<f32>,
     /// Per row: the sign of each component, one bit each, in
     /// `dim.div_ceil(64)` words: what a large scan reads first
     /// ([`Vectors::nearest`]).
-    pub(crate) signs: Vec<u64>,
-    /// The document each row belongs to.
-    pub(crate) owners: Vec<DocKey>,
+    signs: Vec<u64>,
+    /// Per row: the document it belongs to (its slot in `docs`).
+    owners: Vec<u32>,
     /// Per row: its owner's kind, as its place in [`SEARCH_KINDS`] — what
-    /// a scan that leaves kinds out reads, a byte a row rather than the
-    /// owner's key (a million rows' keys are tens of megabytes to walk).
+    /// a scan that leaves kinds out reads, a byte a row (`u8::MAX`: a row
+    /// no scan finds).
     kinds: Vec<u8>,
-    pub(crate) docs: HashMap<DocKey, DocEntry>,
+    docs: Docs,
     /// The index change counter this copy was last checked against.
     pub(crate) synced: u64,
     /// Documents the last check left without vectors (the budget ran out).
@@ -61,16 +60,28 @@ impl Vectors {
         Vectors {
             model: model.to_string(),
             dim,
-            data: Vec::new(),
+            rows: Int8Rows::new(dim),
             scales: Vec::new(),
             signs: Vec::new(),
             owners: Vec::new(),
             kinds: Vec::new(),
-            docs: HashMap::new(),
+            docs: Docs::default(),
             synced: 0,
             pending: 0,
             failed: HashMap::new(),
         }
+    }
+
+    /// Rows past `at` bytes move to an unnamed file in `dir` (the index's
+    /// folder).
+    pub(crate) fn spill_into(mut self, dir: std::path::PathBuf, at: usize) -> Vectors {
+        self.rows.spill_into(dir, at);
+        self
+    }
+
+    /// Whether the rows are in a file, and the bytes of rows in memory.
+    pub fn rows_held(&self) -> (bool, usize) {
+        (self.rows.spilled(), self.rows.memory_bytes())
     }
 
     /// Documents with vectors in memory.
@@ -90,29 +101,50 @@ impl Vectors {
         self.failed.len()
     }
 
-    pub(crate) fn remove(&mut self, key: &DocKey) {
-        let Some(entry) = self.docs.remove(key) else {
-            return;
+    /// Whether `key` has vectors here.
+    pub(crate) fn holds(&self, key: &DocKey) -> bool {
+        self.docs.find(key.0, &key.1).is_some()
+    }
+
+    /// Every document with vectors here.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = DocKey> + '_ {
+        self.docs.keys().map(|(k, id)| (k, id.to_string()))
+    }
+
+    /// `key`'s signature when its vectors were made, with `status` (as the
+    /// index has it now) recorded for it; `None` if it has none.
+    pub(crate) fn restate(&mut self, key: &DocKey, status: Option<&str>) -> Option<Sig> {
+        let slot = self.docs.find(key.0, &key.1)?;
+        self.docs.set_status(slot, status);
+        Some(self.docs.sig(slot))
+    }
+
+    pub(crate) fn remove(&mut self, key: &DocKey) -> Result<()> {
+        let Some(slot) = self.docs.find(key.0, &key.1) else {
+            return Ok(());
         };
-        let mut rows = entry.rows;
+        let mut rows = self.docs.take(slot);
         rows.sort_unstable_by(|a, b| b.cmp(a));
-        for row in rows {
+        for (n, &row) in rows.iter().enumerate() {
+            let row = row as usize;
             let last = self.owners.len() - 1;
+            if let Err(e) = self.rows.swap_remove(row) {
+                // The rows not removed stay, of no kind: no scan finds
+                // them again.
+                for r in &rows[n..] {
+                    self.kinds[*r as usize] = u8::MAX;
+                }
+                return Err(rows_failed(e));
+            }
             if row != last {
-                // Move the last row into the hole and repoint its owner.
-                let (head, tail) = self.data.split_at_mut(last * self.dim);
-                head[row * self.dim..(row + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
+                // The last row moved into the hole: repoint its owner.
                 self.scales[row] = self.scales[last];
                 let words = self.sign_words();
                 self.signs
                     .copy_within(last * words..(last + 1) * words, row * words);
-                let moved = self.owners[last].clone();
-                if let Some(e) = self.docs.get_mut(&moved) {
-                    for r in e.rows.iter_mut() {
-                        if *r == last {
-                            *r = row;
-                        }
-                    }
+                let moved = self.owners[last];
+                if moved != slot {
+                    self.docs.move_row(moved, last, row);
                 }
                 self.owners.swap(row, last);
                 self.kinds.swap(row, last);
@@ -120,28 +152,43 @@ impl Vectors {
             self.owners.pop();
             self.kinds.pop();
             self.scales.pop();
-            self.data.truncate(last * self.dim);
             self.signs.truncate(last * self.sign_words());
         }
+        Ok(())
     }
 
-    /// The next row's owner.
-    pub(crate) fn push_owner(&mut self, key: DocKey) {
-        let kind = SEARCH_KINDS
-            .iter()
-            .position(|k| k.as_str() == key.0)
-            .map_or(u8::MAX, |i| i as u8);
-        self.kinds.push(kind);
-        self.owners.push(key);
+    /// One more chunk of `key`'s, as stored: a document's chunks come one
+    /// after another, the first holding it (with `sig`; its status comes
+    /// from the check that follows a load).
+    pub(crate) fn push_chunk(&mut self, key: &DocKey, sig: Sig, v: &[f32]) {
+        let slot = match self.docs.find(key.0, &key.1) {
+            Some(slot) => slot,
+            None => match self.docs.add(key.0, &key.1, sig, None) {
+                Some(slot) => slot,
+                None => return,
+            },
+        };
+        self.push_row(slot, v);
     }
 
-    pub(crate) fn push_row(&mut self, v: &[f32]) {
+    fn push_row(&mut self, slot: u32, v: &[f32]) {
+        let row = self.owners.len();
+        let (kind, _) = self.docs.key(slot);
+        self.kinds.push(
+            SEARCH_KINDS
+                .iter()
+                .position(|k| k.as_str() == kind)
+                .map_or(u8::MAX, |i| i as u8),
+        );
+        self.owners.push(slot);
+        self.docs.push_row(slot, row);
         let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        self.data.extend(
-            v.iter()
-                .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-        );
+        let bytes: Vec<u8> = v
+            .iter()
+            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8 as u8)
+            .collect();
+        self.rows.push(&bytes);
         self.scales.push(scale);
         push_sign_bits(&mut self.signs, v);
     }
@@ -150,9 +197,15 @@ impl Vectors {
         self.dim.div_ceil(64)
     }
 
-    pub(crate) fn dot(&self, row: usize, query: &[f32]) -> f32 {
-        let v = &self.data[row * self.dim..(row + 1) * self.dim];
-        dot_i8(v, query) * self.scales[row]
+    /// The cosines of `rows` with `query`, in row order.
+    fn dots(&self, rows: &[usize], query: &[f32]) -> Result<Vec<(f32, usize)>> {
+        let mut out = Vec::with_capacity(rows.len());
+        self.rows
+            .gather(rows, |row, bytes| {
+                out.push((dot_i8(bytes, query) * self.scales[row], row))
+            })
+            .map_err(rows_failed)?;
+        Ok(out)
     }
 
     pub(crate) fn insert(
@@ -161,16 +214,16 @@ impl Vectors {
         sig: Sig,
         status: Option<String>,
         chunks: &[Vec<f32>],
-    ) {
-        self.remove(&key);
+    ) -> Result<()> {
+        self.remove(&key)?;
         self.failed.remove(&key);
-        let mut rows = Vec::with_capacity(chunks.len());
+        let Some(slot) = self.docs.add(key.0, &key.1, sig, status.as_deref()) else {
+            return Ok(());
+        };
         for v in chunks {
-            rows.push(self.owners.len());
-            self.push_owner(key.clone());
-            self.push_row(v);
+            self.push_row(slot, v);
         }
-        self.docs.insert(key, DocEntry { sig, status, rows });
+        Ok(())
     }
 
     /// The `want` documents nearest `query` (cosine; vectors are unit
@@ -189,7 +242,7 @@ impl Vectors {
         kinds: &[crate::model::DocKind],
         currency: Currency,
         want: usize,
-    ) -> Vec<(DocKeyRef<'_>, f32)> {
+    ) -> Result<Vec<(DocKeyRef<'_>, f32)>> {
         self.nearest_by(query, (kinds, currency, want), Scan::TwoStep)
     }
 
@@ -199,22 +252,18 @@ impl Vectors {
         query: &[f32],
         (kinds, currency, want): (&[crate::model::DocKind], Currency, usize),
         scan: Scan,
-    ) -> Vec<(DocKeyRef<'_>, f32)> {
+    ) -> Result<Vec<(DocKeyRef<'_>, f32)>> {
         if query.len() != self.dim || want == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if scan == Scan::TwoStep && self.owners.len() >= SHORTLIST_FROM_ROWS {
             let shortlist = self.shortlist(query, kinds, want * SHORTLIST_PER_HIT);
-            let scored = shortlist
-                .into_iter()
-                .map(|row| (self.dot(row, query), row))
-                .collect();
-            let out = self.best(scored, currency, want);
+            let out = self.best(self.dots(&shortlist, query)?, currency, want);
             if out.len() == want {
-                return out;
+                return Ok(out);
             }
         }
-        self.best(self.score_rows(query, kinds), currency, want)
+        Ok(self.best(self.score_rows(query, kinds)?, currency, want))
     }
 
     /// The `len` rows of `kinds` whose sign bits differ least from the
@@ -232,19 +281,31 @@ impl Vectors {
             }
             far
         };
+        // One pass a range, keeping at most twice `len` rows: once the
+        // buffer fills, it is cut to its `len` nearest and only rows
+        // nearer than the farthest kept come in (a later row at the same
+        // distance ranks after every kept one, its number being higher).
         let scan = |range: std::ops::Range<usize>| {
-            nearest(
-                range
-                    .filter(|row| admits(self.kinds[*row]))
-                    .map(|row| {
-                        let bits = &self.signs[row * words..(row + 1) * words];
-                        let d: u32 = bits.iter().zip(&q).map(|(a, b)| (a ^ b).count_ones()).sum();
-                        (d, row as u32)
-                    })
-                    .collect(),
-            )
+            let mut kept: Vec<(u32, u32)> = Vec::with_capacity(2 * len);
+            let mut within = u32::MAX;
+            for row in range {
+                if !admits(self.kinds[row]) {
+                    continue;
+                }
+                let bits = &self.signs[row * words..(row + 1) * words];
+                let d: u32 = bits.iter().zip(&q).map(|(a, b)| (a ^ b).count_ones()).sum();
+                if d < within {
+                    kept.push((d, row as u32));
+                    if kept.len() >= 2 * len {
+                        kept = nearest(kept);
+                        within = kept.iter().map(|k| k.0).max().unwrap_or(u32::MAX);
+                    }
+                }
+            }
+            Ok(nearest(kept))
         };
-        nearest(self.in_ranges(scan))
+        // Sign bits are in memory: the scan reads no file, so cannot fail.
+        nearest(self.in_ranges(scan).unwrap_or_default())
             .into_iter()
             .map(|(_, row)| row as usize)
             .collect()
@@ -258,9 +319,9 @@ impl Vectors {
         currency: Currency,
         want: usize,
     ) -> Vec<(DocKeyRef<'_>, f32)> {
+        let key = |row: usize| self.docs.key(self.owners[row]);
         let by_score = |a: &(f32, usize), b: &(f32, usize)| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| self.owners[a.1].cmp(&self.owners[b.1]))
+            b.0.total_cmp(&a.0).then_with(|| key(a.1).cmp(&key(b.1)))
         };
         let mut top = want * 4 + 64;
         loop {
@@ -270,25 +331,19 @@ impl Vectors {
             }
             let mut head: Vec<(f32, usize)> = scored[..cut].to_vec();
             head.sort_by(by_score);
-            let mut seen: HashSet<&DocKey> = HashSet::new();
+            let mut seen: HashSet<u32> = HashSet::new();
             let mut out = Vec::new();
             for (score, row) in head {
-                let key = &self.owners[row];
-                if !seen.insert(key) {
+                let slot = self.owners[row];
+                if !seen.insert(slot) {
                     continue;
                 }
-                let status = self.docs.get(key).and_then(|e| e.status.as_deref());
+                let status = self.docs.status(slot);
                 if !currency.admits(status) {
                     continue;
                 }
-                out.push((
-                    DocKeyRef {
-                        kind: key.0,
-                        id: &key.1,
-                        status,
-                    },
-                    score,
-                ));
+                let (kind, id) = self.docs.key(slot);
+                out.push((DocKeyRef { kind, id, status }, score));
                 if out.len() == want {
                     break;
                 }
@@ -305,20 +360,27 @@ impl Vectors {
         &self,
         query: &[f32],
         kinds: &[crate::model::DocKind],
-    ) -> Vec<(f32, usize)> {
+    ) -> Result<Vec<(f32, usize)>> {
         let admits = admits(kinds);
         self.in_ranges(|range| {
-            range
-                .filter(|row| admits(self.kinds[*row]))
-                .map(|row| (self.dot(row, query), row))
-                .collect()
+            let mut out = Vec::new();
+            self.rows.scan(range, |row, bytes| {
+                if admits(self.kinds[row]) {
+                    out.push((dot_i8(bytes, query) * self.scales[row], row));
+                }
+            })?;
+            Ok(out)
         })
+        .map_err(rows_failed)
     }
 
     /// `scan` over every row, a large set cut into one range per core (at
     /// most [`SCAN_THREADS`]) scanned at once; the ranges' answers joined
     /// in row order.
-    fn in_ranges<T: Send>(&self, scan: impl Fn(std::ops::Range<usize>) -> Vec<T> + Sync) -> Vec<T> {
+    fn in_ranges<T: Send>(
+        &self,
+        scan: impl Fn(std::ops::Range<usize>) -> std::io::Result<Vec<T>> + Sync,
+    ) -> std::io::Result<Vec<T>> {
         let rows = self.owners.len();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -336,23 +398,26 @@ impl Vectors {
                     s.spawn(move || scan(range))
                 })
                 .collect();
-            let mut out = scan(0..per.min(rows));
+            let mut out = scan(0..per.min(rows))?;
             for part in parts {
                 // A scan of plain arithmetic cannot panic but by a bug.
-                out.extend(part.join().expect("vector scan thread"));
+                out.extend(part.join().expect("vector scan thread")?);
             }
-            out
+            Ok(out)
         })
     }
 
     /// The cosine of one document's best chunk with `query`, if embedded.
-    pub fn similarity(&self, kind: &str, id: &str, query: &[f32]) -> Option<f32> {
-        let key = (kind_static(kind)?, id.to_string());
-        let e = self.docs.get(&key)?;
-        e.rows
-            .iter()
-            .map(|r| self.dot(*r, query))
-            .max_by(f32::total_cmp)
+    pub fn similarity(&self, kind: &str, id: &str, query: &[f32]) -> Result<Option<f32>> {
+        let Some(slot) = self.docs.find(kind, id) else {
+            return Ok(None);
+        };
+        let rows: Vec<usize> = self.docs.rows(slot).collect();
+        Ok(self
+            .dots(&rows, query)?
+            .into_iter()
+            .map(|(score, _)| score)
+            .max_by(f32::total_cmp))
     }
 }
 
@@ -410,16 +475,16 @@ const SCAN_ROWS_PER_THREAD: usize = 16_384;
 /// dependency chain the compiler may not reorder (float addition is not
 /// associative); eight lanes let it use SIMD: 116,120 rows scan in 5.5 ms
 /// instead of 27.4 ms (`vouch-bench scan`).
-fn dot_i8(a: &[i8], b: &[f32]) -> f32 {
+fn dot_i8(a: &[u8], b: &[f32]) -> f32 {
     let mut lanes = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for i in 0..8 {
-            lanes[i] += x[i] as f32 * y[i];
+            lanes[i] += x[i] as i8 as f32 * y[i];
         }
     }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| *x as f32 * y).sum();
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| *x as i8 as f32 * y).sum();
     lanes.iter().sum::<f32>() + tail
 }
 
@@ -435,10 +500,20 @@ fn noise(mut seed: u64) -> impl FnMut() -> f32 {
 }
 
 /// The cost of one semantic scan: `rows` random int8 vectors of `dim`,
-/// the best `want` of them for a random query (for `vouch-bench`).
-pub fn time_scan(rows: usize, dim: usize, want: usize, runs: usize) -> Vec<Duration> {
+/// the best `want` of them for a random query (for `vouch-bench`); with
+/// `spill`, the rows past 64 MiB are in a file in that folder, as a
+/// server's are.
+pub fn time_scan(
+    rows: usize,
+    dim: usize,
+    (want, runs): (usize, usize),
+    spill: Option<&std::path::Path>,
+) -> Result<Vec<Duration>> {
     let mut next = noise(0x9e3779b97f4a7c15u64);
     let mut v = Vectors::empty("bench", dim);
+    if let Some(dir) = spill {
+        v = v.spill_into(dir.to_path_buf(), crate::index::rows::SPILL_BYTES);
+    }
     for i in 0..rows {
         let row: Vec<f32> = (0..dim).map(|_| next()).collect();
         v.insert(
@@ -446,18 +521,26 @@ pub fn time_scan(rows: usize, dim: usize, want: usize, runs: usize) -> Vec<Durat
             (0, 0),
             Some("working".into()),
             &[row],
-        );
+        )?;
     }
     (0..runs)
         .map(|_| {
             let q: Vec<f32> = (0..dim).map(|_| next()).collect();
             let t = Instant::now();
-            let hits = v.nearest(&q, &[crate::model::DocKind::Claim], Currency::Current, want);
+            let hits = v.nearest(&q, &[crate::model::DocKind::Claim], Currency::Current, want)?;
             let took = t.elapsed();
             assert_eq!(hits.len(), want.min(rows));
-            took
+            Ok(took)
         })
         .collect()
+}
+
+/// A failure reading or writing the rows' file.
+fn rows_failed(e: std::io::Error) -> Error {
+    Error::io(
+        std::path::Path::new("the vectors' file (unnamed, in the index folder)"),
+        e,
+    )
 }
 
 /// A document a scan found, borrowed from the vectors.
@@ -474,6 +557,10 @@ pub struct DocKeyRef<'a> {
 mod tests {
     use super::*;
 
+    fn dot(v: &Vectors, row: usize, q: &[f32]) -> f32 {
+        v.dots(&[row], q).unwrap()[0].0
+    }
+
     fn unit(v: &[f32]) -> Vec<f32> {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         v.iter().map(|x| x / n).collect()
@@ -488,17 +575,21 @@ mod tests {
             (1, 1),
             Some("working".into()),
             &[unit(&[1.0, 0.0, 0.0])],
-        );
+        )
+        .unwrap();
         v.insert(
             doc("b"),
             (1, 1),
             Some("superseded".into()),
             &[unit(&[0.0, 1.0, 0.0]), unit(&[0.9, 0.1, 0.0])],
-        );
-        v.insert(doc("c"), (1, 1), None, &[unit(&[0.0, 0.0, 1.0])]);
+        )
+        .unwrap();
+        v.insert(doc("c"), (1, 1), None, &[unit(&[0.0, 0.0, 1.0])])
+            .unwrap();
         let q = unit(&[1.0, 0.05, 0.0]);
         let ids = |v: &Vectors, c: Currency| -> Vec<String> {
             v.nearest(&q, &[crate::model::DocKind::Claim], c, 10)
+                .unwrap()
                 .into_iter()
                 .map(|(k, _)| k.id.to_string())
                 .collect()
@@ -508,16 +599,20 @@ mod tests {
         assert_eq!(ids(&v, Currency::Current), ["a", "c"]);
         assert!(
             v.nearest(&q, &[crate::model::DocKind::Page], Currency::Any, 10)
+                .unwrap()
                 .is_empty()
         );
         // Removing a moves the last row (c) into its place.
-        v.remove(&doc("a"));
+        v.remove(&doc("a")).unwrap();
         assert_eq!(ids(&v, Currency::Any), ["b", "c"]);
-        let c = v.similarity("claim", "c", &unit(&[0.0, 0.0, 1.0])).unwrap();
+        let c = v
+            .similarity("claim", "c", &unit(&[0.0, 0.0, 1.0]))
+            .unwrap()
+            .unwrap();
         assert!((c - 1.0).abs() < 0.01, "{c}");
-        v.remove(&doc("b"));
+        v.remove(&doc("b")).unwrap();
         assert_eq!(ids(&v, Currency::Any), ["c"]);
-        assert_eq!(v.data.len(), 3);
+        assert_eq!(v.rows.len(), 1);
         assert_eq!(v.scales.len(), 1);
     }
 
@@ -532,14 +627,15 @@ mod tests {
         for i in 0..rows {
             let kind = if i % 5 == 0 { "page" } else { "claim" };
             let row: Vec<f32> = (0..dim).map(|_| next()).collect();
-            v.insert((kind, format!("d{i}")), (0, 0), None, &[unit(&row)]);
+            v.insert((kind, format!("d{i}")), (0, 0), None, &[unit(&row)])
+                .unwrap();
         }
         let q = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
         let kinds = [crate::model::DocKind::Claim];
-        let got = v.score_rows(&q, &kinds);
+        let got = v.score_rows(&q, &kinds).unwrap();
         let want: Vec<(f32, usize)> = (0..rows)
-            .filter(|r| v.owners[*r].0 == "claim")
-            .map(|r| (v.dot(r, &q), r))
+            .filter(|r| v.docs.key(v.owners[*r]).0 == "claim")
+            .map(|r| (dot(&v, r, &q), r))
             .collect();
         assert_eq!(got.len(), rows - rows.div_ceil(5));
         assert_eq!(got, want);
@@ -558,23 +654,25 @@ mod tests {
             // Close to one topic: cosines with the query bunch within a
             // few hundredths, where rounding could reorder them.
             let row: Vec<f32> = topic.iter().map(|t| t + 0.15 * next()).collect();
-            v.insert(("claim", format!("d{i:04}")), (0, 0), None, &[unit(&row)]);
+            v.insert(("claim", format!("d{i:04}")), (0, 0), None, &[unit(&row)])
+                .unwrap();
         }
         let q = unit(&topic.iter().map(|t| t + 0.1 * next()).collect::<Vec<_>>());
         let kinds = [crate::model::DocKind::Claim];
         let got: Vec<(String, f32)> = v
             .nearest(&q, &kinds, Currency::Any, 50)
+            .unwrap()
             .into_iter()
             .map(|(k, s)| (k.id.to_string(), s))
             .collect();
-        let mut exact: Vec<(f32, usize)> = (0..5000).map(|r| (v.dot(r, &q), r)).collect();
+        let mut exact: Vec<(f32, usize)> = (0..5000).map(|r| (dot(&v, r, &q), r)).collect();
         exact.sort_by(|a, b| {
             b.0.total_cmp(&a.0)
-                .then_with(|| v.owners[a.1].cmp(&v.owners[b.1]))
+                .then_with(|| v.docs.key(v.owners[a.1]).cmp(&v.docs.key(v.owners[b.1])))
         });
         let want: Vec<(String, f32)> = exact[..50]
             .iter()
-            .map(|&(s, r)| (v.owners[r].1.clone(), s))
+            .map(|&(s, r)| (v.docs.key(v.owners[r]).1.to_string(), s))
             .collect();
         assert_eq!(got, want);
         // The scores did bunch: the 50 best lie within a narrow band.
@@ -586,14 +684,61 @@ mod tests {
         );
     }
 
+    /// The sign-bit shortlist is the `len` rows nearest by sign bits, at a
+    /// tie the lower rows — exactly what sorting every row would keep —
+    /// though each range keeps at most twice `len` rows as it goes. With
+    /// 16 dimensions distances tie by the thousand.
+    #[test]
+    fn the_shortlist_keeps_what_sorting_every_row_keeps() {
+        let dim = 16;
+        let mut next = noise(21u64);
+        let mut v = Vectors::empty("m", dim);
+        let rows = SCAN_ROWS_PER_THREAD * 2 + 999;
+        for i in 0..rows {
+            let kind = if i % 7 == 0 { "page" } else { "claim" };
+            let row: Vec<f32> = (0..dim).map(|_| next()).collect();
+            v.insert((kind, format!("d{i}")), (0, 0), None, &[unit(&row)])
+                .unwrap();
+        }
+        let q = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
+        let qbits = sign_bits(&q);
+        let kinds = [crate::model::DocKind::Claim];
+        let mut every: Vec<(u32, usize)> = (0..rows)
+            .filter(|r| v.docs.key(v.owners[*r]).0 == "claim")
+            .map(|r| ((v.signs[r] ^ qbits[0]).count_ones(), r))
+            .collect();
+        every.sort();
+        for len in [1, 10, 500, 5000] {
+            let mut got = v.shortlist(&q, &kinds, len);
+            got.sort_by_key(|r| ((v.signs[*r] ^ qbits[0]).count_ones(), *r));
+            let want: Vec<usize> = every[..len].iter().map(|e| e.1).collect();
+            assert_eq!(got, want, "len {len}");
+        }
+    }
+
     /// A large set is scanned by sign bits first: the document nearest
     /// the query still comes first after rows moved (removals), and when
     /// filtering empties the shortlist the exact scan answers.
     #[test]
     fn the_two_step_scan_finds_the_nearest_and_falls_back_to_every_row() {
+        two_step_scan(None);
+    }
+
+    /// The same with the rows in a file from the 65th on: the scans read
+    /// them there, in order and scattered, and removals move them there.
+    #[test]
+    fn the_two_step_scan_reads_rows_spilled_to_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        two_step_scan(Some(dir.path()));
+    }
+
+    fn two_step_scan(spill: Option<&std::path::Path>) {
         let dim = 16;
         let mut next = noise(3u64);
         let mut v = Vectors::empty("m", dim);
+        if let Some(dir) = spill {
+            v = v.spill_into(dir.to_path_buf(), 64 * dim);
+        }
         let rows = SHORTLIST_FROM_ROWS + 500;
         for i in 0..rows {
             let row: Vec<f32> = (0..dim).map(|_| next()).collect();
@@ -602,7 +747,8 @@ mod tests {
                 (0, 0),
                 Some("superseded".into()),
                 &[unit(&row)],
-            );
+            )
+            .unwrap();
         }
         let q = unit(&(0..dim).map(|_| next()).collect::<Vec<_>>());
         // One current document, far from the query; one close to it,
@@ -613,11 +759,13 @@ mod tests {
             (0, 0),
             Some("working".into()),
             &[far],
-        );
+        )
+        .unwrap();
         let near: Vec<f32> = q.iter().map(|x| x + 0.01).collect();
-        v.insert(("claim", "near".into()), (0, 0), None, &[unit(&near)]);
+        v.insert(("claim", "near".into()), (0, 0), None, &[unit(&near)])
+            .unwrap();
         for i in 0..300 {
-            v.remove(&("claim", format!("d{i:05}")));
+            v.remove(&("claim", format!("d{i:05}"))).unwrap();
         }
         let kinds = [crate::model::DocKind::Claim];
         let ids = |hits: Vec<(DocKeyRef, f32)>| -> Vec<String> {
@@ -625,17 +773,20 @@ mod tests {
         };
         // (How much of an exact top 10 the shortlist keeps on real
         // embeddings is measured, not asserted: `vouch-bench scan-recall`.)
-        let got = ids(v.nearest(&q, &kinds, Currency::Any, 10));
+        let got = ids(v.nearest(&q, &kinds, Currency::Any, 10).unwrap());
         assert_eq!(got.len(), 10);
         assert_eq!(got[0], "near");
         assert_eq!(
-            ids(v.nearest_by(&q, (&kinds, Currency::Any, 1), Scan::Exact)),
+            ids(v
+                .nearest_by(&q, (&kinds, Currency::Any, 1), Scan::Exact)
+                .unwrap()),
             ["near"]
         );
         // Current knowledge only: the shortlist holds two current
         // documents at most, so the exact scan finds the far one too.
-        let current = ids(v.nearest(&q, &kinds, Currency::Current, 2));
+        let current = ids(v.nearest(&q, &kinds, Currency::Current, 2).unwrap());
         assert_eq!(current, ["near", "far"]);
+        assert_eq!(v.rows_held().0, spill.is_some());
     }
 
     #[test]
@@ -651,8 +802,9 @@ mod tests {
             (1, 1),
             None,
             std::slice::from_ref(&a),
-        );
-        let approx = v.similarity("claim", "a", &b).unwrap();
+        )
+        .unwrap();
+        let approx = v.similarity("claim", "a", &b).unwrap().unwrap();
         assert!((approx - exact).abs() < 0.005, "{approx} vs {exact}");
     }
 }

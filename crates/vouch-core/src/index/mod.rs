@@ -12,7 +12,9 @@ pub(crate) mod docs;
 pub mod engine;
 pub mod keeper;
 pub mod memory;
+pub(crate) mod rows;
 pub mod sqlite;
+pub(crate) mod vector_docs;
 
 use crate::error::{Error, Result};
 use crate::model::meta::ReadMeta;
@@ -140,16 +142,17 @@ pub trait VectorIndex {
     /// without (embedding nothing: for `kb.status`).
     fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)>;
     /// The `want` documents nearest `query` by cosine, best first (empty
-    /// until vectors are loaded).
+    /// until vectors are loaded; an error only when the vectors' file
+    /// cannot be read).
     fn nearest(
         &self,
         query: &[f32],
         kinds: &[DocKind],
         currency: Currency,
         want: usize,
-    ) -> Vec<Near>;
+    ) -> Result<Vec<Near>>;
     /// The cosine of one document's best chunk with `query`, if embedded.
-    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Option<f32>;
+    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>>;
 }
 
 /// What the index can tell of its own trust: how far it is from the files, rows no file backs, objects no audit event admitted.

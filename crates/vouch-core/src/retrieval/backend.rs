@@ -351,11 +351,11 @@ mod tests {
         fn vector_counts(&self, _: &Store, _: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
             Ok((0, 0))
         }
-        fn nearest(&self, _: &[f32], _: &[DocKind], _: Currency, _: usize) -> Vec<Near> {
-            Vec::new()
+        fn nearest(&self, _: &[f32], _: &[DocKind], _: Currency, _: usize) -> Result<Vec<Near>> {
+            Ok(Vec::new())
         }
-        fn similarity(&self, _: DocKind, _: &str, _: &[f32]) -> Option<f32> {
-            None
+        fn similarity(&self, _: DocKind, _: &str, _: &[f32]) -> Result<Option<f32>> {
+            Ok(None)
         }
     }
 

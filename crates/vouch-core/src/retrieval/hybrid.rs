@@ -204,9 +204,10 @@ pub(crate) fn fuse(
         // meaning here (every document's vectors are in memory).
         let index = kb.index();
         for c in cands.iter_mut() {
-            c.hit.cosine = c
-                .semantic
-                .or_else(|| index.similarity(c.hit.kind, &c.hit.id, &vector));
+            c.hit.cosine = match c.semantic {
+                Some(cosine) => Some(cosine),
+                None => index.similarity(c.hit.kind, &c.hit.id, &vector)?,
+            };
             let cosine = c.hit.cosine.unwrap_or(0.0);
             let bonus = c.lexical.map_or(0.0, |cov| weight * cov * cov);
             c.score = cosine + bonus;

@@ -31,7 +31,7 @@ pub(crate) fn query_vector(kb: &Kb, embedder: &dyn Embedder, text: &str) -> Resu
 /// How close in meaning claim `id` is to `query` (a vector of the
 /// knowledge base's model): its best chunk's cosine, `None` while it has
 /// no vector. For answers, which weigh what a search found.
-pub(crate) fn claim_cosine(kb: &Kb, id: &str, query: &[f32]) -> Option<f32> {
+pub(crate) fn claim_cosine(kb: &Kb, id: &str, query: &[f32]) -> Result<Option<f32>> {
     kb.index().similarity(DocKind::Claim, id, query)
 }
 
@@ -85,7 +85,7 @@ pub(crate) fn candidates(kb: &Kb, q: &Query) -> Result<Vec<SearchHit>> {
         ));
     }
     Ok(index
-        .nearest(&vector, q.kinds, q.currency, q.limit)
+        .nearest(&vector, q.kinds, q.currency, q.limit)?
         .into_iter()
         .map(|(kind, id, status, score)| SearchHit {
             confidence: None,
@@ -136,7 +136,7 @@ pub(crate) fn near_duplicates(
         let index = kb.index();
         index.vectors_for_read(kb, &embedder, std::time::Duration::from_millis(500))?;
         Ok(index
-            .nearest(&vector, &[DocKind::Claim], super::Currency::Current, 5)
+            .nearest(&vector, &[DocKind::Claim], super::Currency::Current, 5)?
             .into_iter()
             .filter(|(_, _, _, s)| *s >= DUPLICATE_COSINE)
             .map(|(_, id, _, s)| (id, s))

@@ -21,10 +21,10 @@
 use super::{Keep, KeeperState};
 use crate::error::Result;
 use crate::index::engine::{EngineConn, Listed, Sig, VectorRead};
-use crate::index::memory::{DocEntry, DocKey, Vectors, kind_static};
+use crate::index::memory::{DocKey, Vectors, kind_static};
 use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
 use crate::services::Embedder;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -347,7 +347,7 @@ fn ensure_inner(
             if !read_only {
                 idx.keep_only(&model)?;
             }
-            Some(load_all(idx, &model, dim)?)
+            Some(load_all(idx, empty_vectors(kb, &model, dim))?)
         } else {
             None
         };
@@ -395,38 +395,32 @@ fn ensure_inner(
         if let Some(v) = loaded {
             *guard = Some(v);
         }
-        let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+        let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
         let present: HashSet<&DocKey> = listed.iter().map(|(k, _, _)| k).collect();
         // Gone: not listed — among the changed documents, or among all.
         let gone: Vec<DocKey> = match &scope {
             Some(changed) => changed
                 .iter()
-                .filter(|k| !present.contains(k) && vectors.docs.contains_key(*k))
+                .filter(|k| !present.contains(k) && vectors.holds(k))
                 .cloned()
                 .collect(),
-            None => vectors
-                .docs
-                .keys()
-                .filter(|k| !present.contains(k))
-                .cloned()
-                .collect(),
+            None => vectors.keys().filter(|k| !present.contains(k)).collect(),
         };
         stats.removed = gone.len();
         for k in &gone {
-            vectors.remove(k);
+            vectors.remove(k)?;
         }
         // What the model failed on counts only while the document exists.
         vectors.failed.retain(|k, _| {
             present.contains(k) || scope.as_ref().is_some_and(|changed| !changed.contains(k))
         });
         for (key, status, sig) in listed {
-            match vectors.docs.get_mut(&key) {
-                Some(e) if e.sig == sig => e.status = status,
-                // Old vectors answer until new ones are made, but under the
-                // status the index has now: a claim just redacted or
-                // superseded is never returned as it was.
-                Some(e) => {
-                    e.status = status.clone();
+            // Old vectors answer until new ones are made, but under the
+            // status the index has now: a claim just redacted or
+            // superseded is never returned as it was.
+            match vectors.restate(&key, status.as_deref()) {
+                Some(had) if had == sig => {}
+                Some(_) => {
                     if vectors.failed.get(&key) != Some(&sig) {
                         stale.push(Stale { key, sig, status });
                     }
@@ -472,15 +466,31 @@ fn ensure_inner(
         // The model runs outside every lock: writers never wait for it.
         let mut failures: Vec<usize> = Vec::new();
         if !need.is_empty() {
-            let texts: Vec<&str> = need.iter().map(|(_, _, t)| t.as_str()).collect();
+            // One model call a distinct text: documents with the same text
+            // (copies, templates) side by side in a batch share its vectors.
+            let mut first_of: HashMap<&str, usize> = HashMap::new();
+            let mut texts: Vec<&str> = Vec::new();
+            let slot: Vec<usize> = need
+                .iter()
+                .map(|(_, sha, t)| {
+                    *first_of.entry(sha.as_str()).or_insert_with(|| {
+                        texts.push(t.as_str());
+                        texts.len() - 1
+                    })
+                })
+                .collect();
             let began = Instant::now();
             let embedded = embedder.embed_documents(&texts);
             per_doc = Some(began.elapsed() / texts.len() as u32);
+            drop(first_of);
             match embedded {
                 Ok(vectors) => {
-                    for ((i, sha, _), chunks) in need.into_iter().zip(vectors) {
+                    let mut made = vec![false; vectors.len()];
+                    for ((i, sha, _), s) in need.into_iter().zip(slot) {
+                        let chunks = vectors.get(s).map_or(&[][..], Vec::as_slice);
                         if chunks.iter().all(|c| c.len() == dim) && !chunks.is_empty() {
-                            ready.push((i, sha, chunks, true));
+                            let fresh = !std::mem::replace(&mut made[s], true);
+                            ready.push((i, sha, chunks.to_vec(), fresh));
                         } else {
                             failures.push(i);
                         }
@@ -496,7 +506,7 @@ fn ensure_inner(
         }
         if !failures.is_empty() {
             let mut guard = kb.index_state.write_vectors();
-            let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+            let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
             for i in failures {
                 vectors.failed.insert(batch[i].key.clone(), batch[i].sig);
             }
@@ -511,10 +521,10 @@ fn ensure_inner(
             })
         })?;
         let mut guard = kb.index_state.write_vectors();
-        let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+        let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
         for (i, _, chunks, fresh) in ready {
             let s = &batch[i];
-            vectors.insert(s.key.clone(), s.sig, s.status.clone(), &chunks);
+            vectors.insert(s.key.clone(), s.sig, s.status.clone(), &chunks)?;
             if fresh {
                 stats.embedded += 1;
             } else {
@@ -527,7 +537,7 @@ fn ensure_inner(
         progress(done, total);
     }
     let mut guard = kb.index_state.write_vectors();
-    let vectors = guard.get_or_insert_with(|| Vectors::empty(&model, dim));
+    let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
     vectors.pending = total - done;
     vectors.synced = generation;
     stats.pending = vectors.pending();
@@ -549,24 +559,22 @@ fn not_loaded(kb: &Keep) -> Result<()> {
     Ok(())
 }
 
-/// Every stored vector of `model`, as the in-memory copy (statuses come
-/// from the check that follows).
-fn load_all(idx: &dyn VectorRead, model: &str, dim: usize) -> Result<Vectors> {
-    let mut v = Vectors::empty(model, dim);
-    for (key, sig, vector) in idx.vectors_of(model, dim)? {
-        let row_no = v.owners.len();
-        v.push_owner(key.clone());
-        v.push_row(&vector);
-        v.docs
-            .entry(key)
-            .or_insert_with(|| DocEntry {
-                sig,
-                status: None,
-                rows: Vec::new(),
-            })
-            .rows
-            .push(row_no);
-    }
+/// No vectors yet of `model`: past 64 MiB their rows move to a file in
+/// the index's folder ([`crate::index::rows`]).
+fn empty_vectors(kb: &Keep, model: &str, dim: usize) -> Vectors {
+    Vectors::empty(model, dim).spill_into(
+        kb.layout().index_dir().to_path_buf(),
+        crate::index::rows::SPILL_BYTES,
+    )
+}
+
+/// Every stored vector of its model, into `v` (statuses come from the
+/// check that follows).
+fn load_all(idx: &dyn VectorRead, mut v: Vectors) -> Result<Vectors> {
+    let (model, dim) = (v.model.clone(), v.dim);
+    idx.vectors_of(&model, dim, &mut |(key, sig, vector)| {
+        v.push_chunk(&key, sig, &vector)
+    })?;
     Ok(v)
 }
 

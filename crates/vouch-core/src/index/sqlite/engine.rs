@@ -11,15 +11,63 @@ use crate::index::memory::kind_static;
 use rusqlite::{OptionalExtension, params};
 
 /// The stored vectors: keyed by (kind, id, chunk), with the text's sha256
-/// and the model's identity.
+/// and the model's identity. A table with rowids: a row holds a 1.5 KB
+/// vector, which a `WITHOUT ROWID` table keeps only partly in its b-tree
+/// page (about 1 KB fits) and the rest on an overflow page of its own.
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS embeddings(
     kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
     model TEXT NOT NULL, content_sha256 TEXT NOT NULL,
     mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     vector BLOB NOT NULL,
-    PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
+    PRIMARY KEY(kind, id, chunk));
 CREATE INDEX IF NOT EXISTS embeddings_content ON embeddings(content_sha256);";
+
+/// Vectors stored by an earlier version in a `WITHOUT ROWID` table (5.5
+/// KB a 384-dimension vector on disk instead of 1.6: 7 GB at a million
+/// documents) move, once, to [`SCHEMA`]'s table, in key order. Kept: they
+/// are hours of a model's work.
+pub(crate) fn move_vectors_out_of_without_rowid(conn: &rusqlite::Connection) -> Result<()> {
+    let old = |conn: &rusqlite::Connection| -> rusqlite::Result<bool> {
+        let sql: Option<String> = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(sql.is_some_and(|s| s.to_ascii_uppercase().contains("WITHOUT ROWID")))
+    };
+    if !old(conn)? {
+        return Ok(());
+    }
+    // Checked again under the write lock: two processes opening it at
+    // once move it once.
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let moved = (|| -> rusqlite::Result<()> {
+        if old(conn)? {
+            conn.execute_batch(&format!(
+                "ALTER TABLE embeddings RENAME TO embeddings_without_rowid;
+                 DROP INDEX IF EXISTS embeddings_content;
+                 {SCHEMA}
+                 INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns,
+                     size, vector)
+                 SELECT kind, id, chunk, model, content_sha256, mtime_ns, size, vector
+                 FROM embeddings_without_rowid ORDER BY kind, id, chunk;
+                 DROP TABLE embeddings_without_rowid;"
+            ))?;
+        }
+        Ok(())
+    })();
+    match moved {
+        Ok(()) => conn.execute_batch("COMMIT")?,
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -98,7 +146,12 @@ impl DocRead for Index {
 }
 
 impl VectorRead for Index {
-    fn vectors_of(&self, model: &str, dim: usize) -> Result<Vec<StoredVector>> {
+    fn vectors_of(
+        &self,
+        model: &str,
+        dim: usize,
+        each: &mut dyn FnMut(StoredVector),
+    ) -> Result<()> {
         let mut stmt = self.conn.prepare(
             "SELECT kind, id, mtime_ns, size, vector FROM embeddings WHERE model = ?1
              ORDER BY kind, id, chunk",
@@ -111,14 +164,13 @@ impl VectorRead for Index {
                 r.get::<_, Vec<u8>>(4)?,
             ))
         })?;
-        let mut out = Vec::new();
         for row in rows {
             let (kind, id, sig, blob) = row?;
             if let (Some(kind), Some(vector)) = (kind_static(&kind), from_blob(&blob, dim)) {
-                out.push(((kind, id), sig, vector));
+                each(((kind, id), sig, vector));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn reusable(
@@ -217,5 +269,67 @@ impl crate::index::engine::MainConn for super::IndexState {
             Some(open) => f(&open.index),
             None => Err(super::not_caught_up()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    /// Vectors an earlier version stored in a `WITHOUT ROWID` table move
+    /// to the table with rowids, every row kept; opening again moves
+    /// nothing.
+    #[test]
+    fn vectors_in_a_without_rowid_table_move_and_are_kept() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE embeddings(
+                kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
+                model TEXT NOT NULL, content_sha256 TEXT NOT NULL,
+                mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+                vector BLOB NOT NULL,
+                PRIMARY KEY(kind, id, chunk)) WITHOUT ROWID;
+             CREATE INDEX embeddings_content ON embeddings(content_sha256);
+             INSERT INTO embeddings VALUES ('claim', 'b', 0, 'm', 's1', 1, 2, x'01020304');
+             INSERT INTO embeddings VALUES ('claim', 'a', 1, 'm', 's2', 3, 4, x'05060708');",
+        )
+        .unwrap();
+        let rows = |conn: &Connection| -> Vec<(String, i64, String, Vec<u8>)> {
+            conn.prepare("SELECT id, chunk, content_sha256, vector FROM embeddings ORDER BY id")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let before = rows(&conn);
+        super::move_vectors_out_of_without_rowid(&conn).unwrap();
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'embeddings'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(!sql.contains("WITHOUT ROWID"), "{sql}");
+        assert_eq!(rows(&conn), before);
+        // The content index is there again, and the old table is gone.
+        let objects: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            objects,
+            [
+                "embeddings",
+                "embeddings_content",
+                "sqlite_autoindex_embeddings_1"
+            ]
+        );
+        super::move_vectors_out_of_without_rowid(&conn).unwrap();
+        assert_eq!(rows(&conn), before);
     }
 }

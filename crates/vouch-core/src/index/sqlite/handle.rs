@@ -190,13 +190,13 @@ impl crate::index::VectorIndex for SqliteIndex {
         kinds: &[DocKind],
         currency: Currency,
         want: usize,
-    ) -> Vec<Near> {
+    ) -> Result<Vec<Near>> {
         let guard = self.state.read_vectors();
         let Some(vectors) = guard.as_ref() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        vectors
-            .nearest(query, kinds, currency, want)
+        Ok(vectors
+            .nearest(query, kinds, currency, want)?
             .into_iter()
             .filter_map(|(k, s)| {
                 Some((
@@ -206,13 +206,13 @@ impl crate::index::VectorIndex for SqliteIndex {
                     s,
                 ))
             })
-            .collect()
+            .collect())
     }
-    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Option<f32> {
-        self.state
-            .read_vectors()
-            .as_ref()?
-            .similarity(kind.as_str(), id, query)
+    fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>> {
+        match self.state.read_vectors().as_ref() {
+            Some(v) => v.similarity(kind.as_str(), id, query),
+            None => Ok(None),
+        }
     }
 }
 

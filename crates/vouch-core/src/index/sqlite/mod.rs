@@ -345,6 +345,7 @@ impl Index {
         )?;
         // Vectors outlive a schema change of the FTS tables: they are
         // keyed by content and model, not by how the text is indexed.
+        engine::move_vectors_out_of_without_rowid(&conn)?;
         conn.execute_batch(engine::SCHEMA)?;
         // ...but only an index this installation built is trusted: a
         // state.db that arrived with a clone (force-added past .gitignore)
