@@ -126,6 +126,9 @@ pub struct Kb {
     /// Where vouch's review pages are (`https://host[:port]`, no trailing
     /// slash), when the app knows: proposals then link to their page.
     review_pages: std::sync::OnceLock<String>,
+    /// Where a long embedding step says how far it is, when the app shows
+    /// it.
+    progress: Option<Arc<dyn crate::services::Progress>>,
 }
 
 /// What `init` created and what it found already there.
@@ -228,6 +231,7 @@ impl Kb {
             proposal_vectors: QueryVectors::with_capacity(PROPOSAL_VECTORS_KEPT),
             trust: Default::default(),
             review_pages: Default::default(),
+            progress: None,
         })
     }
 
@@ -299,6 +303,7 @@ impl Kb {
                 index: kb.index(),
                 store: &kb.store,
                 embedder: kb.embedder.as_ref(),
+                progress: kb.progress.as_ref(),
             },
             Kb::start_watching,
             Kb::embed_pending_proposals,
@@ -319,6 +324,17 @@ impl Kb {
     /// The text-embedding model, if the app gave one.
     pub fn embedder(&self) -> Option<&Arc<dyn crate::services::Embedder>> {
         self.embedder.as_ref()
+    }
+    /// Show how far long embedding steps are (a rebuild's, a server's
+    /// background step).
+    pub fn set_progress(&mut self, progress: Arc<dyn crate::services::Progress>) {
+        self.progress = Some(progress);
+    }
+    /// Report `done` of `total` documents embedded, if the app shows it.
+    pub(crate) fn embedded(&self, done: usize, total: usize) {
+        if let Some(p) = &self.progress {
+            p.embedded(done, total);
+        }
     }
     /// Say how to install the configured model, which is not installed.
     pub fn set_model_hint(&mut self, hint: String) {

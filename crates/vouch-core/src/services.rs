@@ -36,6 +36,14 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+/// How far a long step has come, for a person waiting on it: embedding a
+/// million documents takes hours on two cores. The app shows it (the core
+/// never prints); a step calls it after each batch.
+pub trait Progress: Send + Sync {
+    /// `done` of `total` documents embedded so far in this step.
+    fn embedded(&self, done: usize, total: usize);
+}
+
 /// A language model the app provides.
 pub trait Llm: Send + Sync {
     /// Send the request (see `answer::llm_request`) and return the reply's

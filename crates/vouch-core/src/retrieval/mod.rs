@@ -368,8 +368,9 @@ pub fn rebuild_index(
     // one) is not waited for: what waits is counted instead.
     let stats = match kb
         .index()
-        .embed(kb, &embedder, budget, wait, &mut |_, _| {})?
-    {
+        .embed(kb, &embedder, budget, wait, &mut |done, total| {
+            kb.embedded(done, total)
+        })? {
         Some(stats) => stats,
         None => {
             let (documents, pending) = kb.index().vector_counts(kb, &embedder)?;

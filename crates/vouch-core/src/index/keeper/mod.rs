@@ -70,6 +70,8 @@ pub struct Parts<'a> {
     pub store: &'a Store,
     /// The model that makes the vectors, if any.
     pub embedder: Option<&'a Arc<dyn Embedder>>,
+    /// Where a long step says how far it is, if shown.
+    pub progress: Option<&'a Arc<dyn crate::services::Progress>>,
 }
 
 /// One background round: catch up with the files (unless a running
@@ -90,7 +92,11 @@ pub fn round(parts: &Parts, watched: bool) -> Vec<Error> {
                     embedder,
                     Budget::Unlimited,
                     false,
-                    &mut |_, _| {},
+                    &mut |done, total| {
+                        if let Some(p) = parts.progress {
+                            p.embedded(done, total);
+                        }
+                    },
                 )
                 .err(),
         );
