@@ -9,12 +9,14 @@
 #![warn(unreachable_pub, missing_docs)]
 
 mod drive;
+mod fill;
 mod generate;
 mod pages;
 mod scale1x;
 mod suites;
 mod writes;
 
+pub use fill::fill_vectors;
 pub use generate::{Generated, generate};
 pub use pages::ui;
 pub use scale1x::{growth, on_kb, scale_1x};

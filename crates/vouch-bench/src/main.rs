@@ -112,6 +112,10 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
         rows: Vec<usize>,
     },
+    /// A random vector for every document of KB that has none, under the
+    /// model it already has vectors of: to time search by meaning at a
+    /// million documents without hours of embedding. Benchmarks only.
+    FillVectors { kb: std::path::PathBuf },
     /// The two-step vector scan against the exact one on a real knowledge
     /// base: how much of the exact top 10 and top 50 the shortlist keeps,
     /// and each one's time, for questions one per line in QUESTIONS (its
@@ -234,6 +238,7 @@ fn main() {
         Bench::Typed { claims } => vouch_bench::typed(&claims),
         Bench::Scan { rows } => vouch_bench::scan(&rows),
         Bench::ScanRecall { kb, questions } => vouch_bench::scan_recall(&kb, &questions),
+        Bench::FillVectors { kb } => vouch_bench::fill_vectors(&kb),
         Bench::Embeddings {
             claims,
             wheel,
