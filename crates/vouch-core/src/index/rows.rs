@@ -76,9 +76,9 @@ impl Int8Rows {
         matches!(self.spill, Spill::File { .. })
     }
 
-    /// Rows in memory, in bytes.
+    /// Bytes held in memory for rows (what was allocated, used or not).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.memory.len()
+        self.memory.capacity()
     }
 
     fn on_disk(&self) -> usize {
@@ -117,7 +117,13 @@ impl Int8Rows {
         if let Spill::File { file, rows } = &mut self.spill {
             if write_all_at(file, &self.memory, (*rows * dim) as u64).is_ok() {
                 *rows += self.memory.len() / dim;
-                self.memory.clear();
+                // The rows held before the spill (64 MiB) go back to the
+                // allocator: only a tail's worth is held from now on.
+                if self.memory.capacity() > 2 * TAIL_ROWS * dim {
+                    self.memory = Vec::with_capacity(TAIL_ROWS * dim);
+                } else {
+                    self.memory.clear();
+                }
             } else {
                 self.stuck = true;
             }
@@ -281,7 +287,7 @@ mod tests {
             file.push(&row(dim, n));
         }
         assert!(file.spilled() && !memory.spilled());
-        assert!(file.memory_bytes() < TAIL_ROWS * dim);
+        assert!(file.memory_bytes() <= 2 * TAIL_ROWS * dim);
         // Nothing is named in the folder: the file has no name.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         // Removals from the file's rows, from the memory tail, the last.
