@@ -54,11 +54,19 @@ pub type StoredVector = (DocKey, Sig, Vec<f32>);
 
 /// The stored vectors (read side).
 pub trait VectorRead {
-    /// Every stored vector of `model` (of `dim` dimensions), in document
-    /// and chunk order, handed to `each` one at a time: a million
-    /// documents' f32 vectors are gigabytes, never held at once.
-    fn vectors_of(&self, model: &str, dim: usize, each: &mut dyn FnMut(StoredVector))
-    -> Result<()>;
+    /// The stored vectors of `model` (of `dim` dimensions) of the
+    /// documents after `after` in key order, chunk by chunk, handed to
+    /// `each` one at a time (a million documents' f32 vectors are
+    /// gigabytes, never held at once): at least the number given of them, then
+    /// the rest of the last document's. The last document's key, or
+    /// `None` when there are no more.
+    fn vectors_of(
+        &self,
+        model: &str,
+        dim: usize,
+        slice: (Option<&DocKey>, usize),
+        each: &mut dyn FnMut(StoredVector),
+    ) -> Result<Option<DocKey>>;
     /// Stored vectors of a text (by its sha256) under `model`: `key`'s own
     /// first, else any document's with the same text.
     fn reusable(

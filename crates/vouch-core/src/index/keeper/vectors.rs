@@ -20,7 +20,7 @@
 
 use super::{Keep, KeeperState};
 use crate::error::Result;
-use crate::index::engine::{EngineConn, Listed, Sig, VectorRead};
+use crate::index::engine::{EngineConn, Listed, Sig};
 use crate::index::memory::{DocKey, Vectors, kind_static};
 use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
 use crate::services::Embedder;
@@ -283,6 +283,14 @@ fn ensure_inner(
             .embedding
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    } else if read_only && !loaded && loads_in_background(kb)? {
+        // A server's read never makes the first load of many vectors
+        // itself, nor waits for it (a million documents' take seconds,
+        // past any search's budget): it asks the background step and
+        // answers by words, saying how many documents it could not see.
+        ask_for_upkeep(kb);
+        not_loaded(kb)?;
+        return Ok(None);
     } else if read_only && !loaded {
         // A read with nothing loaded waits for the first load, within a
         // search's budget: the step holding the lock may be embedding for
@@ -332,25 +340,32 @@ fn ensure_inner(
     };
     let dim = embedder.dimensions();
     // Sync the FTS index first: it says which documents exist now.
-    let (generation, listed, loaded) = with_main(kb, |idx| {
-        let generation = kb.index_state.generation();
+    let generation = kb.index_state.generation();
+    let (fresh, first) = {
         let have = kb.index_state.read_vectors();
-        let fresh = have.as_ref().is_some_and(|v| up_to_date(v, generation));
-        let first = have.as_ref().is_none_or(|v| v.model != model);
-        drop(have);
-        if fresh {
-            return Ok((generation, None, None));
+        (
+            have.as_ref().is_some_and(|v| up_to_date(v, generation)),
+            have.as_ref().is_none_or(|v| v.model != model),
+        )
+    };
+    // The first load, a slice at a time: the main connection is free
+    // between slices for writes and reads (a million documents' vectors
+    // take seconds to load). What changes meanwhile, the check below
+    // finds by signature, as any change.
+    let loaded = if fresh || !first {
+        None
+    } else {
+        // Vectors of any other model are never compared with these (a
+        // read leaves them for a writer to delete).
+        if !read_only {
+            with_main(kb, |idx| idx.keep_only(&model))?;
         }
-        let loaded = if first {
-            // Vectors of any other model are never compared with these
-            // (a read leaves them for a writer to delete).
-            if !read_only {
-                idx.keep_only(&model)?;
-            }
-            Some(load_all(idx, empty_vectors(kb, &model, dim))?)
-        } else {
-            None
-        };
+        Some(load_all(kb, empty_vectors(kb, &model, dim))?)
+    };
+    let (generation, listed) = with_main(kb, |idx| {
+        if fresh {
+            return Ok((generation, None));
+        }
         // The documents that changed since the last look, when known and
         // nothing is left over from then; else every document.
         let changes = {
@@ -378,7 +393,7 @@ fn ensure_inner(
                 .filter_map(|(k, id)| Some((kind_static(&k)?, id)))
                 .collect::<HashSet<DocKey>>()
         });
-        Ok((generation, Some((listed, scope)), loaded))
+        Ok((generation, Some((listed, scope))))
     })?;
     let Some((listed, scope)) = listed else {
         let v = kb.index_state.read_vectors();
@@ -545,6 +560,24 @@ fn ensure_inner(
     Ok(Some(stats))
 }
 
+/// Whether a first load is the background step's: in a process that has
+/// one (a server), once the index holds more documents than load within
+/// a search's budget.
+fn loads_in_background(kb: &Keep) -> Result<bool> {
+    if kb.index_upkeep() != IndexUpkeep::Background {
+        return Ok(false);
+    }
+    Ok(with_main(kb, |idx| idx.vector_documents())? > LOAD_IN_READ_MAX)
+}
+
+/// The most documents whose vectors a server's read loads itself, if
+/// none are loaded yet (about 2 s of loading; 1.3 million take 10 s).
+/// Fifty in the unit tests, above every other test's knowledge base.
+#[cfg(not(test))]
+const LOAD_IN_READ_MAX: usize = 250_000;
+#[cfg(test)]
+const LOAD_IN_READ_MAX: usize = 50;
+
 /// A read found no vectors loaded and another step still holding them:
 /// it answers by words only, and says so — every document counted as
 /// pending.
@@ -569,14 +602,35 @@ fn empty_vectors(kb: &Keep, model: &str, dim: usize) -> Vectors {
 }
 
 /// Every stored vector of its model, into `v` (statuses come from the
-/// check that follows).
-fn load_all(idx: &dyn VectorRead, mut v: Vectors) -> Result<Vectors> {
+/// check that follows), [`LOAD_SLICE`] vectors a hold of the main
+/// connection.
+fn load_all(kb: &Keep, mut v: Vectors) -> Result<Vectors> {
     let (model, dim) = (v.model.clone(), v.dim);
-    idx.vectors_of(&model, dim, &mut |(key, sig, vector)| {
-        v.push_chunk(&key, sig, &vector)
-    })?;
-    Ok(v)
+    let mut after: Option<DocKey> = None;
+    loop {
+        let last = with_main(kb, |idx| {
+            idx.vectors_of(
+                &model,
+                dim,
+                (after.as_ref(), LOAD_SLICE),
+                &mut |(key, sig, vector)| v.push_chunk(&key, sig, &vector),
+            )
+        })?;
+        match last {
+            Some(key) => after = Some(key),
+            None => return Ok(v),
+        }
+    }
 }
+
+/// Vectors read from the engine a hold of its main connection on the
+/// first load (about 50 ms of work). Two in the unit tests, so every test
+/// that loads vectors loads them in slices, documents of several chunks
+/// across a slice's end included.
+#[cfg(not(test))]
+const LOAD_SLICE: usize = 20_000;
+#[cfg(test)]
+const LOAD_SLICE: usize = 2;
 
 #[cfg(test)]
 #[path = "vectors_tests.rs"]

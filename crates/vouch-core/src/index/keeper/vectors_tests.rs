@@ -534,3 +534,176 @@ fn a_search_with_nothing_loaded_waits_for_the_load_only_within_its_budget() {
     );
     assert_eq!(notes.vectors_pending, Some(4), "{notes:?}");
 }
+
+/// [`Words`], with a second chunk for every text of more than three words
+/// (its last three words), as long texts get.
+struct Chunked;
+
+impl Embedder for Chunked {
+    fn model_id(&self) -> &str {
+        "chunked@test/32/0"
+    }
+    fn dimensions(&self) -> usize {
+        32
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Words.embed_query(text)
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        texts
+            .iter()
+            .map(|t| {
+                let words: Vec<&str> = t.split_whitespace().collect();
+                let mut chunks = vec![Words.embed_query(t)?];
+                if words.len() > 3 {
+                    chunks.push(Words.embed_query(&words[words.len() - 3..].join(" "))?);
+                }
+                Ok(chunks)
+            })
+            .collect()
+    }
+}
+
+/// A new process loads the stored vectors a slice at a time (two vectors
+/// a slice in the unit tests), documents of two chunks across a slice's
+/// end included, and finds by meaning what the process that embedded
+/// them found, by either chunk — nothing embedded again.
+#[test]
+fn stored_vectors_load_in_slices_and_answer_as_before() {
+    let (dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Chunked));
+    let texts = [
+        "alpha bravo",
+        "charlie delta echo foxtrot golf",
+        "hotel india juliet kilo lima",
+        "mike november",
+        "oscar papa quebec romeo sierra",
+    ];
+    let ids: Vec<String> = texts.iter().map(|t| approved_claim(&kb, t)).collect();
+    let embedder: Arc<dyn Embedder> = Arc::new(Chunked);
+    embed_all(&kb, &embedder);
+    let asked = [
+        "alpha bravo",
+        "echo foxtrot golf",
+        "kilo lima",
+        "quebec romeo sierra",
+    ];
+    let before: Vec<Vec<String>> = asked.iter().map(|q| semantic(&kb, q)).collect();
+    // Each claim's best cosine with each question: a second chunk lost
+    // would lower the ones it answers for.
+    let cosines = |kb: &Kb| -> Vec<Option<f32>> {
+        asked
+            .iter()
+            .flat_map(|q| {
+                let v = Chunked.embed_query(q).unwrap();
+                ids.iter()
+                    .map(|id| {
+                        kb.index()
+                            .similarity(crate::model::DocKind::Claim, id, &v)
+                            .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let cosines_before = cosines(&kb);
+    assert_eq!(before[1][0], ids[1]);
+    assert!(
+        (cosines_before[ids.len() + 1].unwrap() - 1.0).abs() < 0.01,
+        "the second chunk answers exactly"
+    );
+    drop(kb);
+    let mut again = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(crate::clock::SystemClock::default()),
+    )
+    .unwrap();
+    struct Never;
+    impl Watching for Never {
+        fn before(&self, texts: &[&str]) {
+            panic!("embedded again: {texts:?}");
+        }
+    }
+    // A model that fails the test if it runs: the vectors come from the
+    // engine. (It reports the same model as Chunked.)
+    struct Stored(Never);
+    impl Embedder for Stored {
+        fn model_id(&self) -> &str {
+            Chunked.model_id()
+        }
+        fn dimensions(&self) -> usize {
+            32
+        }
+        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+            Chunked.embed_query(text)
+        }
+        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+            self.0.before(texts);
+            Chunked.embed_documents(texts)
+        }
+    }
+    again.set_embedder(Arc::new(Stored(Never)));
+    let after: Vec<Vec<String>> = asked.iter().map(|q| semantic(&again, q)).collect();
+    assert_eq!(after, before);
+    assert_eq!(cosines(&again), cosines_before);
+    let v = crate::testing::sqlite(&again)
+        .index_state
+        .vectors
+        .read()
+        .unwrap();
+    // Every claim and the source, each once.
+    assert_eq!(v.as_ref().unwrap().documents(), texts.len() + 1);
+}
+
+/// A server's read with no vectors loaded and more documents than a read
+/// loads itself (fifty in the unit tests, 250,000 in a build) answers by
+/// words at once, says how many documents it could not see, loads
+/// nothing and asks the background step; once that step has loaded
+/// them, the next search finds by meaning.
+#[test]
+fn a_servers_read_leaves_a_large_first_load_to_the_background_step() {
+    let (dir, kb) = kb_waiting_for_vectors(60, Arc::new(Words));
+    let embedder: Arc<dyn Embedder> = Arc::new(Words);
+    embed_all(&kb, &embedder);
+    drop(kb);
+    // A fresh server on the stored vectors.
+    let mut kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(crate::clock::SystemClock::default()),
+    )
+    .unwrap();
+    kb.set_embedder(embedder.clone());
+    kb.configure_index(|o| o.upkeep = IndexUpkeep::Background);
+    kb.catch_up(None).unwrap();
+    let (took, hits, notes) = hybrid_search(&kb);
+    assert!(took < SEARCH_BUDGET, "{took:?}");
+    let hits = hits.as_array().unwrap().clone();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter().all(|h| h["backend"] == "fts5"),
+        "by words: {hits:?}"
+    );
+    assert_eq!(
+        notes.vectors_pending,
+        Some(61),
+        "every claim and the source"
+    );
+    let state = &crate::testing::sqlite(&kb).index_state;
+    assert!(state.read_vectors().is_none(), "the read loaded vectors");
+    assert!(
+        *state.upkeep_asked.lock().unwrap(),
+        "the background step was asked"
+    );
+    // The background step loads them (embedding nothing).
+    embed_all(&kb, &embedder);
+    assert_eq!(state.read_vectors().as_ref().unwrap().documents(), 61);
+    let (_, hits, notes) = hybrid_search(&kb);
+    assert_eq!(notes.vectors_pending, None);
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["backend"] == "hybrid"),
+        "found by meaning too: {hits}"
+    );
+}

@@ -150,27 +150,37 @@ impl VectorRead for Index {
         &self,
         model: &str,
         dim: usize,
+        (after, at_least): (Option<&DocKey>, usize),
         each: &mut dyn FnMut(StoredVector),
-    ) -> Result<()> {
-        let mut stmt = self.conn.prepare(
-            "SELECT kind, id, mtime_ns, size, vector FROM embeddings WHERE model = ?1
-             ORDER BY kind, id, chunk",
+    ) -> Result<Option<DocKey>> {
+        let (kind, id) = after.map_or(("", ""), |(k, i)| (*k, i.as_str()));
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT kind, id, mtime_ns, size, vector FROM embeddings
+             WHERE model = ?1 AND (kind, id) > (?2, ?3) ORDER BY kind, id, chunk",
         )?;
-        let rows = stmt.query_map([model], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                (r.get::<_, i64>(2)?, r.get::<_, i64>(3)?),
-                r.get::<_, Vec<u8>>(4)?,
-            ))
-        })?;
-        for row in rows {
-            let (kind, id, sig, blob) = row?;
-            if let (Some(kind), Some(vector)) = (kind_static(&kind), from_blob(&blob, dim)) {
+        let mut rows = stmt.query(params![model, kind, id])?;
+        let mut seen = 0usize;
+        let mut last: Option<DocKey> = None;
+        while let Some(r) = rows.next()? {
+            let (kind, id): (String, String) = (r.get(0)?, r.get(1)?);
+            let Some(kind) = kind_static(&kind) else {
+                continue;
+            };
+            let same = last.as_ref().is_some_and(|(k, i)| *k == kind && *i == id);
+            if seen >= at_least && !same {
+                return Ok(last);
+            }
+            let sig = (r.get::<_, i64>(2)?, r.get::<_, i64>(3)?);
+            let blob = r.get_ref(4)?.as_blob().unwrap_or_default();
+            if !same {
+                last = Some((kind, id.clone()));
+            }
+            seen += 1;
+            if let Some(vector) = from_blob(blob, dim) {
                 each(((kind, id), sig, vector));
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn reusable(
