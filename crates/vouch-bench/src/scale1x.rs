@@ -512,8 +512,14 @@ fn measure_kb(
         "a fresh server's first answer (`kb.search`)",
         crate::drive::fmt_ms(first_answer.as_secs_f64() * 1000.0),
     );
-    row("`kb.search` fts5, typed queries (JSONL)", search_typed.pair());
-    row("`kb.search` fts5, four short tasks (JSONL)", search_short.pair());
+    row(
+        "`kb.search` fts5, typed queries (JSONL)",
+        search_typed.pair(),
+    );
+    row(
+        "`kb.search` fts5, four short tasks (JSONL)",
+        search_short.pair(),
+    );
     row(
         &format!(
             "`kb.search` fts5, {} distinct questions from claims (JSONL)",
