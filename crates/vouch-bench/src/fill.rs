@@ -13,7 +13,8 @@
 use rusqlite::{Connection, params};
 use std::path::Path;
 
-/// Fill `kb`'s `state.db`; prints how many documents got vectors.
+/// Fill `kb`'s `state.db` (every document a search by meaning finds:
+/// relations are never embedded); prints how many documents got vectors.
 pub fn fill_vectors(kb: &Path) {
     let db = kb.join(".vouch").join("state.db");
     let mut conn = Connection::open(&db).unwrap_or_else(|e| panic!("{}: {e}", db.display()));
@@ -31,7 +32,8 @@ pub fn fill_vectors(kb: &Path) {
     let docs: Vec<(String, String, i64, i64)> = {
         let mut stmt = conn
             .prepare(
-                "SELECT kind, id, mtime_ns, size FROM docs d WHERE NOT EXISTS
+                "SELECT kind, id, mtime_ns, size FROM docs d WHERE kind != 'relation'
+                 AND NOT EXISTS
                  (SELECT 1 FROM embeddings e WHERE e.kind = d.kind AND e.id = d.id)
                  ORDER BY kind, id",
             )

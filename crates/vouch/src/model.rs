@@ -19,7 +19,7 @@ mod enabled {
     pub(crate) fn attach(kb: &mut Kb) {
         vouch_model::kb::attach(kb);
         if kb.embedder().is_some() {
-            kb.set_progress(std::sync::Arc::new(super::Progress::default()));
+            kb.set_progress(std::sync::Arc::new(super::progress::Progress::default()));
         }
     }
 
@@ -94,99 +94,6 @@ mod enabled {
 #[cfg(feature = "embeddings")]
 pub(crate) use enabled::*;
 
-/// A line on stderr every [`PROGRESS_EVERY`] while a step embeds (a step
-/// that ends sooner says nothing): how many, how fast, how long is left.
-#[derive(Default)]
-pub(crate) struct Progress {
-    /// The step under way: when it began, its last line, its total and
-    /// how far it was (a new total, or fewer done, is a new step).
-    step: std::sync::Mutex<Option<Step>>,
-}
-
-struct Step {
-    began: std::time::Instant,
-    last: std::time::Instant,
-    total: usize,
-    done: usize,
-}
-
-const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
-impl vouch_core::services::Progress for Progress {
-    fn embedded(&self, done: usize, total: usize) {
-        let now = std::time::Instant::now();
-        let mut step = self.step.lock().unwrap_or_else(|e| e.into_inner());
-        let s = match step.as_mut() {
-            Some(s) if s.total == total && s.done <= done => s,
-            _ => step.insert(Step {
-                began: now,
-                last: now,
-                total,
-                done,
-            }),
-        };
-        s.done = done;
-        if done >= total || now.duration_since(s.last) < PROGRESS_EVERY {
-            return;
-        }
-        s.last = now;
-        eprintln!(
-            "vouch: {}",
-            progress_line(done, total, now.duration_since(s.began))
-        );
-    }
-}
-
-/// `embedding: 12,367 of 1,127,000 documents (49/s, about 6 h 20 min left)`.
-fn progress_line(done: usize, total: usize, took: std::time::Duration) -> String {
-    let rate = done as f64 / took.as_secs_f64().max(0.001);
-    let left = if rate > 0.0 {
-        let secs = ((total - done) as f64 / rate) as u64;
-        match (secs / 3600, secs % 3600 / 60) {
-            (0, 0) => "under a minute left".to_string(),
-            (0, m) => format!("about {m} min left"),
-            (h, m) => format!("about {h} h {m} min left"),
-        }
-    } else {
-        "time left unknown".to_string()
-    };
-    format!(
-        "embedding: {} of {} documents ({rate:.0}/s, {left}; a search meanwhile says \
-         what is pending, and what is stored is kept if this stops)",
-        grouped(done),
-        grouped(total)
-    )
-}
-
-/// 1127000 → "1,127,000".
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_progress_line_says_how_many_how_fast_and_how_long() {
-        let line = super::progress_line(12_367, 1_127_000, std::time::Duration::from_secs(250));
-        assert!(
-            line.starts_with(
-                "embedding: 12,367 of 1,127,000 documents (49/s, about 6 h 15 min left;"
-            ),
-            "{line}"
-        );
-        let soon = super::progress_line(90, 100, std::time::Duration::from_secs(9));
-        assert!(soon.contains("(10/s, under a minute left;"), "{soon}");
-    }
-}
-
 #[cfg(not(feature = "embeddings"))]
 mod disabled {
     use super::*;
@@ -218,3 +125,100 @@ mod disabled {
 
 #[cfg(not(feature = "embeddings"))]
 pub(crate) use disabled::*;
+
+/// How far a long embedding step is, on stderr (only with a model).
+#[cfg(feature = "embeddings")]
+mod progress {
+    /// A line on stderr every [`PROGRESS_EVERY`] while a step embeds (a step
+    /// that ends sooner says nothing): how many, how fast, how long is left.
+    #[derive(Default)]
+    pub(crate) struct Progress {
+        /// The step under way: when it began, its last line, its total and
+        /// how far it was (a new total, or fewer done, is a new step).
+        step: std::sync::Mutex<Option<Step>>,
+    }
+
+    struct Step {
+        began: std::time::Instant,
+        last: std::time::Instant,
+        total: usize,
+        done: usize,
+    }
+
+    const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+    impl vouch_core::services::Progress for Progress {
+        fn embedded(&self, done: usize, total: usize) {
+            let now = std::time::Instant::now();
+            let mut step = self.step.lock().unwrap_or_else(|e| e.into_inner());
+            let s = match step.as_mut() {
+                Some(s) if s.total == total && s.done <= done => s,
+                _ => step.insert(Step {
+                    began: now,
+                    last: now,
+                    total,
+                    done,
+                }),
+            };
+            s.done = done;
+            if done >= total || now.duration_since(s.last) < PROGRESS_EVERY {
+                return;
+            }
+            s.last = now;
+            eprintln!(
+                "vouch: {}",
+                progress_line(done, total, now.duration_since(s.began))
+            );
+        }
+    }
+
+    /// `embedding: 12,367 of 1,127,000 documents (49/s, about 6 h 20 min left)`.
+    fn progress_line(done: usize, total: usize, took: std::time::Duration) -> String {
+        let rate = done as f64 / took.as_secs_f64().max(0.001);
+        let left = if rate > 0.0 {
+            let secs = ((total - done) as f64 / rate) as u64;
+            match (secs / 3600, secs % 3600 / 60) {
+                (0, 0) => "under a minute left".to_string(),
+                (0, m) => format!("about {m} min left"),
+                (h, m) => format!("about {h} h {m} min left"),
+            }
+        } else {
+            "time left unknown".to_string()
+        };
+        format!(
+            "embedding: {} of {} documents ({rate:.0}/s, {left}; a search meanwhile says \
+             what is pending, and what is stored is kept if this stops)",
+            grouped(done),
+            grouped(total)
+        )
+    }
+
+    /// 1127000 → "1,127,000".
+    fn grouped(n: usize) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_progress_line_says_how_many_how_fast_and_how_long() {
+            let line = super::progress_line(12_367, 1_127_000, std::time::Duration::from_secs(250));
+            assert!(
+                line.starts_with(
+                    "embedding: 12,367 of 1,127,000 documents (49/s, about 6 h 15 min left;"
+                ),
+                "{line}"
+            );
+            let soon = super::progress_line(90, 100, std::time::Duration::from_secs(9));
+            assert!(soon.contains("(10/s, under a minute left;"), "{soon}");
+        }
+    }
+}
