@@ -184,13 +184,19 @@ impl Kb {
         })
     }
 
+    /// Whether `dir` holds a knowledge base (a `config.yaml` or a
+    /// `claims/` folder): what a `.vouch/` is told by, found or named.
+    pub fn holds_knowledge(dir: &Path) -> bool {
+        dir.join("config.yaml").is_file() || dir.join("claims").is_dir()
+    }
+
     /// Find `.vouch/` in `start` or its ancestors, stopping after `stop_at`
     /// (the user's home) or at the filesystem root.
     pub fn discover(start: &Path, stop_at: Option<&Path>) -> Result<PathBuf> {
         let mut dir = Some(start);
         while let Some(d) = dir {
             let candidate = d.join(".vouch");
-            if candidate.join("config.yaml").is_file() || candidate.join("claims").is_dir() {
+            if Self::holds_knowledge(&candidate) {
                 return Ok(candidate);
             }
             if Some(d) == stop_at {

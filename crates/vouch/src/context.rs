@@ -12,14 +12,17 @@ use vouch_core::{Caller, Error, ErrorKind, Kb, Result, Transport};
 /// stopping at $HOME.
 pub(crate) fn locate(kb_flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = kb_flag {
+        // A folder of another name is taken as the knowledge base itself
+        // only if it holds one: any other folder would be written into
+        // (its `state.db`) as if it were.
         let direct = if p.file_name().is_some_and(|n| n == ".vouch") {
-            p.to_path_buf()
+            Some(p.to_path_buf())
         } else if p.join(".vouch").is_dir() {
-            p.join(".vouch")
+            Some(p.join(".vouch"))
         } else {
-            p.to_path_buf()
+            Kb::holds_knowledge(p).then(|| p.to_path_buf())
         };
-        if direct.is_dir() {
+        if let Some(direct) = direct.filter(|d| d.is_dir()) {
             return Ok(direct);
         }
         return Err(Error::new(

@@ -27,6 +27,34 @@ fn pending_ids(p: &Project) -> Vec<String> {
         .collect()
 }
 
+/// `--kb` naming a folder that holds no knowledge base (neither a
+/// `.vouch/` nor a project with one, nor a `config.yaml` and `claims/` of
+/// its own) is refused with what to do, and nothing is written there; a
+/// copy of a `.vouch/` under another name still opens.
+#[test]
+fn kb_naming_a_folder_without_a_knowledge_base_is_refused_and_writes_nothing() {
+    let p = Project::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("notes.txt"), "mine").unwrap();
+    let dir = elsewhere.path().to_str().unwrap();
+    let r = p.run("x", &["--kb", dir, "status"]);
+    assert_eq!(r.code, 7, "{}{}", r.stdout, r.stderr);
+    assert_contains(&r.stderr, "no knowledge base at");
+    assert_contains(&r.stderr, "vouch init");
+    let left: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["notes.txt"], "written into a folder that is no KB");
+    // The same knowledge base under another folder name opens.
+    let copy = elsewhere.path().join("kb-copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(p.vouch_dir().join("config.yaml"), copy.join("config.yaml")).unwrap();
+    std::fs::create_dir(copy.join("claims")).unwrap();
+    let r = p.run("x", &["--kb", copy.to_str().unwrap(), "status"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
+
 /// An uncited claim at the command line names the commands that fix it,
 /// not the method agents call; an agent still reads the method's name.
 #[test]
