@@ -79,11 +79,6 @@ impl Vectors {
         self
     }
 
-    /// Whether the rows are in a file, and the bytes of rows in memory.
-    pub fn rows_held(&self) -> (bool, usize) {
-        (self.rows.spilled(), self.rows.memory_bytes())
-    }
-
     /// Documents with vectors in memory.
     pub fn documents(&self) -> usize {
         self.docs.len()
@@ -173,13 +168,7 @@ impl Vectors {
 
     fn push_row(&mut self, slot: u32, v: &[f32]) {
         let row = self.owners.len();
-        let (kind, _) = self.docs.key(slot);
-        self.kinds.push(
-            SEARCH_KINDS
-                .iter()
-                .position(|k| k.as_str() == kind)
-                .map_or(u8::MAX, |i| i as u8),
-        );
+        self.kinds.push(self.docs.kind(slot));
         self.owners.push(slot);
         self.docs.push_row(slot, row);
         let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
@@ -490,7 +479,7 @@ fn dot_i8(a: &[u8], b: &[f32]) -> f32 {
 
 /// Numbers in -0.5..0.5 from `seed` (xorshift): vectors for a benchmark
 /// or a test, the same every run.
-fn noise(mut seed: u64) -> impl FnMut() -> f32 {
+pub(crate) fn noise(mut seed: u64) -> impl FnMut() -> f32 {
     move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
@@ -786,7 +775,7 @@ mod tests {
         // documents at most, so the exact scan finds the far one too.
         let current = ids(v.nearest(&q, &kinds, Currency::Current, 2).unwrap());
         assert_eq!(current, ["near", "far"]);
-        assert_eq!(v.rows_held().0, spill.is_some());
+        assert_eq!(v.rows.spilled(), spill.is_some());
     }
 
     #[test]

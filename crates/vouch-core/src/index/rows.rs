@@ -72,11 +72,13 @@ impl Int8Rows {
     }
 
     /// Whether the rows are in a file.
+    #[cfg(test)]
     pub(crate) fn spilled(&self) -> bool {
         matches!(self.spill, Spill::File { .. })
     }
 
     /// Bytes held in memory for rows (what was allocated, used or not).
+    #[cfg(test)]
     pub(crate) fn memory_bytes(&self) -> usize {
         self.memory.capacity()
     }

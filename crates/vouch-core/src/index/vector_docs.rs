@@ -152,6 +152,12 @@ impl Docs {
         }
     }
 
+    /// The kind of the document in `slot`, as its place in
+    /// [`SEARCH_KINDS`].
+    pub(crate) fn kind(&self, slot: u32) -> u8 {
+        self.slots[slot as usize].kind
+    }
+
     /// The kind and id of the document in `slot`.
     pub(crate) fn key(&self, slot: u32) -> (&'static str, &str) {
         let s = &self.slots[slot as usize];

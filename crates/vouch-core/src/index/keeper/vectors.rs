@@ -283,13 +283,16 @@ fn ensure_inner(
             .embedding
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-    } else if read_only && !loaded && loads_in_background(kb)? {
+    } else if read_only
+        && !loaded
+        && let Some(documents) = left_to_background(kb)?
+    {
         // A server's read never makes the first load of many vectors
         // itself, nor waits for it (a million documents' take seconds,
         // past any search's budget): it asks the background step and
         // answers by words, saying how many documents it could not see.
         ask_for_upkeep(kb);
-        not_loaded(kb)?;
+        say_not_loaded(kb, documents);
         return Ok(None);
     } else if read_only && !loaded {
         // A read with nothing loaded waits for the first load, within a
@@ -304,7 +307,7 @@ fn ensure_inner(
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Err(std::sync::TryLockError::WouldBlock) => {
-                    not_loaded(kb)?;
+                    say_not_loaded(kb, with_main(kb, |idx| idx.vector_documents())?);
                     return Ok(None);
                 }
             }
@@ -560,14 +563,15 @@ fn ensure_inner(
     Ok(Some(stats))
 }
 
-/// Whether a first load is the background step's: in a process that has
-/// one (a server), once the index holds more documents than load within
-/// a search's budget.
-fn loads_in_background(kb: &Keep) -> Result<bool> {
+/// Whether a first load is the background step's — in a process that
+/// has one (a server), once the index holds more documents than load
+/// within a search's budget — and if so how many documents it holds.
+fn left_to_background(kb: &Keep) -> Result<Option<usize>> {
     if kb.index_upkeep() != IndexUpkeep::Background {
-        return Ok(false);
+        return Ok(None);
     }
-    Ok(with_main(kb, |idx| idx.vector_documents())? > LOAD_IN_READ_MAX)
+    let documents = with_main(kb, |idx| idx.vector_documents())?;
+    Ok((documents > LOAD_IN_READ_MAX).then_some(documents))
 }
 
 /// The most documents whose vectors a server's read loads itself, if
@@ -581,15 +585,13 @@ const LOAD_IN_READ_MAX: usize = 50;
 /// A read found no vectors loaded and another step still holding them:
 /// it answers by words only, and says so — every document counted as
 /// pending.
-fn not_loaded(kb: &Keep) -> Result<()> {
-    let documents = with_main(kb, |idx| idx.vector_documents())?;
+fn say_not_loaded(kb: &Keep, documents: usize) {
     kb.note_vectors_pending(documents);
     kb.warn(
         "semantic search: another step is loading or embedding the vectors; this answer is \
          found by words only"
             .to_string(),
     );
-    Ok(())
 }
 
 /// No vectors yet of `model`: past 64 MiB their rows move to a file in

@@ -42,12 +42,11 @@ pub(crate) fn move_vectors_out_of_without_rowid(conn: &rusqlite::Connection) -> 
         return Ok(());
     }
     // Checked again under the write lock: two processes opening it at
-    // once move it once.
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let moved = (|| -> rusqlite::Result<()> {
-        if old(conn)? {
-            conn.execute_batch(&format!(
-                "ALTER TABLE embeddings RENAME TO embeddings_without_rowid;
+    // once move it once. (Rolled back if anything fails.)
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    if old(&tx)? {
+        tx.execute_batch(&format!(
+            "ALTER TABLE embeddings RENAME TO embeddings_without_rowid;
                  DROP INDEX IF EXISTS embeddings_content;
                  {SCHEMA}
                  INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns,
@@ -55,18 +54,64 @@ pub(crate) fn move_vectors_out_of_without_rowid(conn: &rusqlite::Connection) -> 
                  SELECT kind, id, chunk, model, content_sha256, mtime_ns, size, vector
                  FROM embeddings_without_rowid ORDER BY kind, id, chunk;
                  DROP TABLE embeddings_without_rowid;"
-            ))?;
-        }
-        Ok(())
-    })();
-    match moved {
-        Ok(()) => conn.execute_batch("COMMIT")?,
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(e.into());
-        }
+        ))?;
     }
+    tx.commit()?;
     Ok(())
+}
+
+impl Index {
+    /// For benchmarks only (`vouch-bench fill-vectors`): a random unit
+    /// vector for every document a search by meaning finds that has none,
+    /// under the model of the vectors already stored — to time the scan
+    /// at a million documents without hours of embedding. Their text hash
+    /// is `bench-fill`, which no text has, so no document ever reuses
+    /// them. The documents filled, the vectors' dimensions and the model;
+    /// `None` when no vector is stored yet.
+    pub(crate) fn fill_random_vectors(&self) -> Result<Option<(usize, usize, String)>> {
+        let Some((model, bytes)) = self
+            .conn
+            .query_row(
+                "SELECT model, length(vector) FROM embeddings LIMIT 1",
+                [],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
+            )
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        let dim = bytes as usize / 4;
+        // In key order, a slice a transaction: inserts all over the table
+        // in one transaction write the same pages to the WAL again and
+        // again (gigabytes at a million documents).
+        let docs: Vec<(String, String, i64, i64)> = self
+            .conn
+            .prepare(
+                "SELECT kind, id, mtime_ns, size FROM docs d WHERE kind != 'relation'
+                 AND NOT EXISTS
+                 (SELECT 1 FROM embeddings e WHERE e.kind = d.kind AND e.id = d.id)
+                 ORDER BY kind, id",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut next = crate::index::memory::noise(0x9e37_79b9_7f4a_7c15);
+        for slice in docs.chunks(20_000) {
+            self.write(|| {
+                let mut put = self.conn.prepare_cached(
+                    "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns,
+                     size, vector) VALUES (?1, ?2, 0, ?3, 'bench-fill', ?4, ?5, ?6)",
+                )?;
+                for (kind, id, mtime, size) in slice {
+                    let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    let unit: Vec<f32> = v.iter().map(|x| x / norm).collect();
+                    put.execute(params![kind, id, model, mtime, size, to_blob(&unit)])?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(Some((docs.len(), dim, model)))
+    }
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {

@@ -45,6 +45,19 @@ impl SqliteIndex {
         embed::read_with(&self.at(store).keep(), embedder, f)
     }
 
+    /// For benchmarks only: random vectors for every document without
+    /// one, under the stored vectors' model (`vouch-bench fill-vectors`;
+    /// see the engine's `fill_random_vectors`). The documents filled, the
+    /// dimensions and the model; `None` with no vector stored yet.
+    pub fn fill_random_vectors(&self, store: &Store) -> Result<Option<(usize, usize, String)>> {
+        crate::index::Upkeep::catch_up(self, store)?;
+        let slot = self.state.index.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some(open) => open.index.fill_random_vectors(),
+            None => Err(super::not_caught_up()),
+        }
+    }
+
     /// This process's state, for tests that look inside.
     #[cfg(test)]
     pub(crate) fn state(&self) -> &IndexState {
