@@ -76,6 +76,13 @@ pub trait VectorRead {
         sha: &str,
         key: &DocKey,
     ) -> Result<Option<Vec<Vec<f32>>>>;
+    /// What a copy of these vectors kept outside the engine is stamped
+    /// with ([`crate::index::memory`]'s copy beside the index): the same
+    /// for as long as this store is the one the copy was made from
+    /// (vectors stored or dropped since are told by signature), another
+    /// once the store is replaced or its vectors rewritten wholesale.
+    /// `None`: no copy may be used.
+    fn copy_stamp(&self) -> Result<Option<String>>;
 }
 
 /// The stored vectors (write side), each call its own transaction or

@@ -12,6 +12,8 @@ use crate::index::{Currency, SEARCH_KINDS};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+mod copy;
+
 pub(crate) type DocKey = (&'static str, String);
 
 /// Every embedded document of one model, in one flat array (rows of
@@ -49,7 +51,13 @@ pub struct Vectors {
     /// Documents the model could not embed, by the signature it failed on:
     /// not tried again until their file changes.
     pub(crate) failed: HashMap<DocKey, Sig>,
+    /// Rows added or removed since these vectors were read from or
+    /// written to the copy beside the index (`copy`); `None`: never.
+    pub(crate) since_copy: Option<usize>,
 }
+
+/// Which held documents a check met, by slot.
+pub(crate) struct Met(Vec<bool>);
 
 pub(crate) fn kind_static(kind: &str) -> Option<&'static str> {
     SEARCH_KINDS.iter().map(|k| k.as_str()).find(|k| *k == kind)
@@ -69,6 +77,7 @@ impl Vectors {
             synced: 0,
             pending: 0,
             failed: HashMap::new(),
+            since_copy: None,
         }
     }
 
@@ -96,22 +105,52 @@ impl Vectors {
         self.failed.len()
     }
 
-    /// Whether `key` has vectors here.
-    pub(crate) fn holds(&self, key: &DocKey) -> bool {
-        self.docs.find(key.0, &key.1).is_some()
-    }
-
     /// Every document with vectors here.
+    #[cfg(test)]
     pub(crate) fn keys(&self) -> impl Iterator<Item = DocKey> + '_ {
         self.docs.keys().map(|(k, id)| (k, id.to_string()))
     }
 
+    /// A check's marks of which held documents it met ([`Vectors::restate`]).
+    pub(crate) fn met(&self) -> Met {
+        Met(vec![false; self.docs.slots_len()])
+    }
+
     /// `key`'s signature when its vectors were made, with `status` (as the
-    /// index has it now) recorded for it; `None` if it has none.
-    pub(crate) fn restate(&mut self, key: &DocKey, status: Option<&str>) -> Option<Sig> {
+    /// index has it now) recorded for it and the document marked met;
+    /// `None` if it has none.
+    pub(crate) fn restate(
+        &mut self,
+        key: &DocKey,
+        status: Option<&str>,
+        met: &mut Met,
+    ) -> Option<Sig> {
         let slot = self.docs.find(key.0, &key.1)?;
         self.docs.set_status(slot, status);
+        if let Some(m) = met.0.get_mut(slot as usize) {
+            *m = true;
+        }
         Some(self.docs.sig(slot))
+    }
+
+    /// The held documents a check did not meet: every one, or those of
+    /// `among`.
+    pub(crate) fn unmet(&self, met: &Met, among: Option<&HashSet<DocKey>>) -> Vec<DocKey> {
+        let unmet = |slot: u32| !met.0.get(slot as usize).copied().unwrap_or(false);
+        let owned = |(kind, id): (&'static str, &str)| (kind, id.to_string());
+        match among {
+            Some(keys) => keys
+                .iter()
+                .filter(|k| self.docs.find(k.0, &k.1).is_some_and(unmet))
+                .cloned()
+                .collect(),
+            None => self
+                .docs
+                .live_slots()
+                .filter(|&s| unmet(s))
+                .map(|s| owned(self.docs.key(s)))
+                .collect(),
+        }
     }
 
     pub(crate) fn remove(&mut self, key: &DocKey) -> Result<()> {
@@ -119,6 +158,7 @@ impl Vectors {
             return Ok(());
         };
         let mut rows = self.docs.take(slot);
+        self.copy_drift(rows.len());
         rows.sort_unstable_by(|a, b| b.cmp(a));
         for (n, &row) in rows.iter().enumerate() {
             let row = row as usize;
@@ -182,6 +222,17 @@ impl Vectors {
         push_sign_bits(&mut self.signs, v);
     }
 
+    fn copy_drift(&mut self, rows: usize) {
+        if let Some(n) = &mut self.since_copy {
+            *n += rows;
+        }
+    }
+
+    /// Rows held (each document has one a chunk).
+    pub(crate) fn rows_len(&self) -> usize {
+        self.owners.len()
+    }
+
     fn sign_words(&self) -> usize {
         self.dim.div_ceil(64)
     }
@@ -209,6 +260,7 @@ impl Vectors {
         let Some(slot) = self.docs.add(key.0, &key.1, sig, status.as_deref()) else {
             return Ok(());
         };
+        self.copy_drift(chunks.len());
         for v in chunks {
             self.push_row(slot, v);
         }

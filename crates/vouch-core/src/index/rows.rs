@@ -11,6 +11,11 @@
 //! which positioned reads serve at memory speed from the page cache. The
 //! file has no name (it is gone when the process is), so nothing is left
 //! behind by a crash and no two processes share one.
+//!
+//! Rows may also start out in another file, read only: the copy of the
+//! vectors kept beside the index ([`crate::index::memory`]'s `copy`),
+//! which every process reads in place. Before the first row is written,
+//! they are copied into a file of this process's own.
 
 use std::fs::File;
 use std::io;
@@ -44,8 +49,15 @@ enum Spill {
     Never,
     /// Not yet: into this folder once past `at` bytes.
     Into { dir: PathBuf, at: usize },
-    /// The first `rows` rows are in `file`.
-    File { file: File, rows: usize },
+    /// The first `rows` rows are in `file`, from byte `at` on.
+    File {
+        file: File,
+        at: u64,
+        rows: usize,
+        /// Some: the file is another's (read only); before any row is
+        /// written, they are copied into an unnamed file in this folder.
+        shared: Option<PathBuf>,
+    },
 }
 
 impl Int8Rows {
@@ -55,6 +67,24 @@ impl Int8Rows {
             len: 0,
             memory: Vec::new(),
             spill: Spill::Never,
+            stuck: false,
+        }
+    }
+
+    /// `rows` rows that are in `file` from byte `at` on, read in place:
+    /// nothing is written to `file` (rows written are copied first into an
+    /// unnamed file in `dir`).
+    pub(crate) fn shared(dim: usize, file: File, at: u64, rows: usize, dir: PathBuf) -> Int8Rows {
+        Int8Rows {
+            dim,
+            len: rows,
+            memory: Vec::new(),
+            spill: Spill::File {
+                file,
+                at,
+                rows,
+                shared: Some(dir),
+            },
             stuck: false,
         }
     }
@@ -100,7 +130,12 @@ impl Int8Rows {
         match &mut self.spill {
             Spill::Into { dir, at } if self.memory.len() > *at => {
                 self.spill = match tempfile::tempfile_in(&*dir) {
-                    Ok(file) => Spill::File { file, rows: 0 },
+                    Ok(file) => Spill::File {
+                        file,
+                        at: 0,
+                        rows: 0,
+                        shared: None,
+                    },
                     Err(_) => Spill::Never,
                 };
                 self.flush();
@@ -116,8 +151,12 @@ impl Int8Rows {
     /// they stay in memory and no more are written.
     fn flush(&mut self) {
         let dim = self.dim;
-        if let Spill::File { file, rows } = &mut self.spill {
-            if write_all_at(file, &self.memory, (*rows * dim) as u64).is_ok() {
+        if self.own().is_err() {
+            self.stuck = true;
+            return;
+        }
+        if let Spill::File { file, at, rows, .. } = &mut self.spill {
+            if write_all_at(file, &self.memory, *at + (*rows * dim) as u64).is_ok() {
                 *rows += self.memory.len() / dim;
                 // The rows held before the spill (64 MiB) go back to the
                 // allocator: only a tail's worth is held from now on.
@@ -146,6 +185,7 @@ impl Int8Rows {
         if last >= on_disk {
             self.memory.truncate((last - on_disk) * dim);
         } else if let Spill::File { rows, .. } = &mut self.spill {
+            // (A shared file's too: nothing is written to it.)
             // Only the file's last row can go while nothing is held in
             // memory; its bytes are written over by the next push.
             *rows -= 1;
@@ -162,10 +202,41 @@ impl Int8Rows {
             self.memory[at..at + dim].copy_from_slice(bytes);
             return Ok(());
         }
+        self.own()?;
         match &self.spill {
-            Spill::File { file, .. } => write_all_at(file, bytes, (row * dim) as u64),
+            Spill::File { file, at, .. } => write_all_at(file, bytes, at + (row * dim) as u64),
             _ => unreachable!("rows below on_disk are in a file"),
         }
+    }
+
+    /// Rows in another's file are copied into an unnamed file of this
+    /// process's own (the kernel copies, file to file), which they are
+    /// written in from now on; on a failure nothing has changed.
+    fn own(&mut self) -> io::Result<()> {
+        let Spill::File {
+            file,
+            at,
+            rows,
+            shared: Some(dir),
+        } = &self.spill
+        else {
+            return Ok(());
+        };
+        let mut own = tempfile::tempfile_in(dir)?;
+        let mut from = file.try_clone()?;
+        io::Seek::seek(&mut from, io::SeekFrom::Start(*at))?;
+        let len = (*rows * self.dim) as u64;
+        if io::copy(&mut io::Read::take(from, len), &mut own)? != len {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        let rows = *rows;
+        self.spill = Spill::File {
+            file: own,
+            at: 0,
+            rows,
+            shared: None,
+        };
+        Ok(())
     }
 
     fn read_into(&self, row: usize, out: &mut [u8]) -> io::Result<()> {
@@ -177,7 +248,7 @@ impl Int8Rows {
             return Ok(());
         }
         match &self.spill {
-            Spill::File { file, .. } => read_exact_at(file, out, (row * dim) as u64),
+            Spill::File { file, at, .. } => read_exact_at(file, out, at + (row * dim) as u64),
             _ => unreachable!("rows below on_disk are in a file"),
         }
     }
@@ -191,14 +262,14 @@ impl Int8Rows {
         let dim = self.dim;
         let on_disk = self.on_disk();
         let mut start = range.start;
-        if let Spill::File { file, .. } = &self.spill
+        if let Spill::File { file, at, .. } = &self.spill
             && start < on_disk
         {
             let mut buf = vec![0u8; CHUNK_ROWS.min(range.len()) * dim];
             while start < range.end.min(on_disk) {
                 let n = CHUNK_ROWS.min(range.end.min(on_disk) - start);
                 let chunk = &mut buf[..n * dim];
-                read_exact_at(file, chunk, (start * dim) as u64)?;
+                read_exact_at(file, chunk, at + (start * dim) as u64)?;
                 for (i, row) in chunk.chunks_exact(dim).enumerate() {
                     each(start + i, row);
                 }

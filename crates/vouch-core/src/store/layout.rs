@@ -102,6 +102,10 @@ pub const INDEX_FILE: &str = "state.db";
 /// appended: a hint that spares the next append a scan for branches a git
 /// merge left (derived; git-ignored by `state.db-*`).
 pub const AUDIT_TIP_FILE: &str = "state.db-audit-tip";
+/// A copy of the vectors semantic search scans, read in place by the
+/// next process instead of loaded from `state.db` (derived; git-ignored
+/// by `state.db-*`).
+pub const VECTORS_COPY_FILE: &str = "state.db-vectors";
 /// Tells git to merge the audit log by keeping both sides' lines.
 pub const GITATTRIBUTES_FILE: &str = ".gitattributes";
 /// What `.gitattributes` must say for branches to merge on their own.
@@ -216,6 +220,11 @@ impl Layout {
     /// `state.db`, the derived index.
     pub fn index_db(&self) -> PathBuf {
         self.index_dir().join(INDEX_FILE)
+    }
+    /// The copy of the vectors ([`VECTORS_COPY_FILE`]), beside the index
+    /// it was made from.
+    pub fn index_vectors(&self) -> PathBuf {
+        self.index_dir().join(VECTORS_COPY_FILE)
     }
     /// The watcher's lock file ([`WATCH_LOCK_FILE`]), beside the index it
     /// keeps.
@@ -454,6 +463,8 @@ mod tests {
             "state.db",
             "state.db-wal",
             "state.db-audit-tip",
+            "state.db-vectors",
+            ".state.db-vectors.tmp-x1",
             ".lock",
             "watch.lock",
             ".staging/journal.json",

@@ -96,6 +96,7 @@ pub(crate) fn ensure(
         embedder,
         budget: Some(budget),
         wait,
+        keep_copy: true,
     };
     in_step(step, progress)
 }
@@ -113,6 +114,7 @@ pub(crate) fn for_read(kb: &Keep, embedder: &Arc<dyn Embedder>) -> Result<()> {
         embedder,
         budget: None,
         wait: false,
+        keep_copy: false,
     };
     in_step(step, &mut |_, _| {}).map(|_| ())
 }
@@ -207,8 +209,16 @@ pub(crate) fn after_write(kb: &Keep, embedder: &Arc<dyn Embedder>) {
     if kb.index_state.read_vectors().is_none() {
         return;
     }
-    let budget = Budget::Until(Instant::now() + SEARCH_BUDGET);
-    if let Err(e) = ensure(kb, embedder, budget, false, &mut |_, _| {}) {
+    // The copy beside the index waits for a step with time to spare (the
+    // background's, a command's before its read), not a write's reply.
+    let step = Step {
+        kb,
+        embedder,
+        budget: Some(Budget::Until(Instant::now() + SEARCH_BUDGET)),
+        wait: false,
+        keep_copy: false,
+    };
+    if let Err(e) = in_step(step, &mut |_, _| {}) {
         kb.warn(format!(
             "embeddings: not brought up to date after the write: {e}"
         ));
@@ -224,11 +234,17 @@ struct Step<'a> {
     budget: Option<Budget>,
     /// Wait behind another thread doing it rather than answer `None`.
     wait: bool,
+    /// Write the copy beside the index when it is missing or far behind
+    /// ([`keep_copy`]).
+    keep_copy: bool,
 }
 
 fn in_step(step: Step<'_>, progress: &mut dyn FnMut(usize, usize)) -> Result<Option<EmbedStats>> {
-    let kb = step.kb;
+    let (kb, copy) = (step.kb, step.keep_copy);
     let res = ensure_inner(step, progress);
+    if copy && matches!(res, Ok(Some(_))) {
+        keep_copy(kb);
+    }
     if res.is_err() {
         // What changed may not all have been handled: look at everything
         // next time.
@@ -249,6 +265,7 @@ fn ensure_inner(
         embedder,
         budget,
         wait,
+        keep_copy: _,
     } = step;
     let model = embedder.model_id().to_string();
     let read_only = budget.is_none();
@@ -363,7 +380,7 @@ fn ensure_inner(
         if !read_only {
             with_main(kb, |idx| idx.keep_only(&model))?;
         }
-        Some(load_all(kb, empty_vectors(kb, &model, dim))?)
+        Some(load(kb, &model, dim)?)
     };
     let (generation, listed) = with_main(kb, |idx| {
         if fresh {
@@ -414,29 +431,18 @@ fn ensure_inner(
             *guard = Some(v);
         }
         let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
-        let present: HashSet<&DocKey> = listed.iter().map(|(k, _, _)| k).collect();
-        // Gone: not listed — among the changed documents, or among all.
-        let gone: Vec<DocKey> = match &scope {
-            Some(changed) => changed
-                .iter()
-                .filter(|k| !present.contains(k) && vectors.holds(k))
-                .cloned()
-                .collect(),
-            None => vectors.keys().filter(|k| !present.contains(k)).collect(),
-        };
-        stats.removed = gone.len();
-        for k in &gone {
-            vectors.remove(k)?;
-        }
-        // What the model failed on counts only while the document exists.
-        vectors.failed.retain(|k, _| {
-            present.contains(k) || scope.as_ref().is_some_and(|changed| !changed.contains(k))
-        });
+        // Which held documents the listing names; a failed one named is
+        // still there.
+        let mut met = vectors.met();
+        let mut failed_listed: HashSet<DocKey> = HashSet::new();
         for (key, status, sig) in listed {
+            if !vectors.failed.is_empty() && vectors.failed.contains_key(&key) {
+                failed_listed.insert(key.clone());
+            }
             // Old vectors answer until new ones are made, but under the
             // status the index has now: a claim just redacted or
             // superseded is never returned as it was.
-            match vectors.restate(&key, status.as_deref()) {
+            match vectors.restate(&key, status.as_deref(), &mut met) {
                 Some(had) if had == sig => {}
                 Some(_) => {
                     if vectors.failed.get(&key) != Some(&sig) {
@@ -447,6 +453,17 @@ fn ensure_inner(
                 None => stale.push(Stale { key, sig, status }),
             }
         }
+        // Gone: held but not listed — among the changed documents, or
+        // among all.
+        let gone = vectors.unmet(&met, scope.as_ref());
+        stats.removed = gone.len();
+        for k in &gone {
+            vectors.remove(k)?;
+        }
+        // What the model failed on counts only while the document exists.
+        vectors.failed.retain(|k, _| {
+            failed_listed.contains(k) || scope.as_ref().is_some_and(|changed| !changed.contains(k))
+        });
         // Said from now on, not only once the step ends: a read while it
         // embeds answers from the vectors as they are, and says so.
         vectors.pending = stale.len();
@@ -561,6 +578,87 @@ fn ensure_inner(
     stats.pending = vectors.pending();
     stats.documents = vectors.documents();
     Ok(Some(stats))
+}
+
+/// The fewest documents worth a copy of their vectors beside the index:
+/// fewer load from the engine in well under a second.
+#[cfg(not(test))]
+const COPY_FROM_DOCS: usize = 20_000;
+#[cfg(test)]
+const COPY_FROM_DOCS: usize = 3;
+
+/// Whether the copy beside the index is missing or far enough behind
+/// these vectors to be written again: more than a fiftieth of the rows
+/// (and at least [`COPY_AGAIN_ROWS`]) changed since it was read or
+/// written. What changed since is found by signature on every load.
+fn copy_behind(v: &Vectors) -> bool {
+    v.documents() >= COPY_FROM_DOCS
+        && v.since_copy
+            .is_none_or(|n| n > (v.rows_len() / 50).max(COPY_AGAIN_ROWS))
+}
+
+#[cfg(not(test))]
+const COPY_AGAIN_ROWS: usize = 1_000;
+#[cfg(test)]
+const COPY_AGAIN_ROWS: usize = 2;
+
+/// Write the copy of the vectors beside the index when it is behind and
+/// nothing is pending ([`Vectors::write_copy`]): a later process reads it
+/// in place instead of loading every vector from the engine. Called with
+/// the embedding lock held, so no other step changes the vectors
+/// meanwhile; searches read on. A copy that cannot be written is said
+/// (later loads take longer); nothing else depends on it.
+fn keep_copy(kb: &Keep) {
+    let guard = kb.index_state.read_vectors();
+    let Some(v) = guard.as_ref().filter(|v| v.pending == 0 && copy_behind(v)) else {
+        return;
+    };
+    let path = kb.layout().index_vectors();
+    let written = with_main(kb, |idx| idx.copy_stamp()).and_then(|stamp| match stamp {
+        Some(stamp) => v
+            .write_copy(&path, &stamp)
+            .map(|()| true)
+            .map_err(|e| crate::error::Error::io(&path, e)),
+        None => Ok(false),
+    });
+    drop(guard);
+    match written {
+        Ok(true) => {
+            if let Some(v) = kb.index_state.write_vectors().as_mut() {
+                v.since_copy = Some(0);
+            }
+        }
+        Ok(false) => {}
+        Err(e) => kb.warn(format!(
+            "embeddings: no copy of the vectors kept beside the index ({e}); the next process \
+             loads them from it"
+        )),
+    }
+}
+
+/// Every stored vector of `model`: read in place from the copy beside the
+/// index when the engine's stamp says it was made from this store
+/// ([`Vectors::read_copy`]; what changed since is found by signature by
+/// the check that follows), else loaded from the engine.
+fn load(kb: &Keep, model: &str, dim: usize) -> Result<Vectors> {
+    let stamp = with_main(kb, |idx| idx.copy_stamp())?;
+    if let Some(stamp) = stamp {
+        let path = kb.layout().index_vectors();
+        let dir = kb.layout().index_dir().to_path_buf();
+        match Vectors::read_copy(&path, dir, (model, dim, &stamp)) {
+            Ok(Some(mut v)) => {
+                v.since_copy = Some(0);
+                return Ok(v);
+            }
+            Ok(None) => {}
+            Err(e) => kb.warn(format!(
+                "embeddings: the copy of the vectors at {} could not be read ({e}); loading \
+                 them from the index",
+                path.display()
+            )),
+        }
+    }
+    load_all(kb, empty_vectors(kb, model, dim))
 }
 
 /// Whether a first load is the background step's — in a process that

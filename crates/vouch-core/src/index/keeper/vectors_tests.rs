@@ -612,30 +612,18 @@ fn stored_vectors_load_in_slices_and_answer_as_before() {
         (cosines_before[ids.len() + 1].unwrap() - 1.0).abs() < 0.01,
         "the second chunk answers exactly"
     );
+    let copy = kb.layout().index_vectors();
     drop(kb);
+    // From the engine, not from the copy beside it (the next test's).
+    std::fs::remove_file(copy).unwrap();
     let mut again = Kb::open(
         &dir.path().join(".vouch"),
         Arc::new(crate::clock::SystemClock::default()),
     )
     .unwrap();
     // A model that fails the test if it runs: the vectors come from the
-    // engine. (It reports the same model as Chunked.)
-    struct Stored;
-    impl Embedder for Stored {
-        fn model_id(&self) -> &str {
-            Chunked.model_id()
-        }
-        fn dimensions(&self) -> usize {
-            32
-        }
-        fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-            Chunked.embed_query(text)
-        }
-        fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
-            panic!("embedded again: {texts:?}")
-        }
-    }
-    again.set_embedder(Arc::new(Stored));
+    // engine.
+    again.set_embedder(Arc::new(stored()));
     let after: Vec<Vec<String>> = asked.iter().map(|q| semantic(&again, q)).collect();
     assert_eq!(after, before);
     assert_eq!(cosines(&again), cosines_before);
@@ -646,6 +634,135 @@ fn stored_vectors_load_in_slices_and_answer_as_before() {
         .unwrap();
     // Every claim and the source, each once.
     assert_eq!(v.as_ref().unwrap().documents(), texts.len() + 1);
+}
+
+/// The stamp a copy of the vectors must carry, as the engine says it now.
+fn copy_stamp(kb: &Kb) -> Option<String> {
+    with_main(&crate::testing::sqlite(kb).keep(), |idx| idx.copy_stamp()).unwrap()
+}
+
+/// The copy file's identity: the same file, never written again.
+fn identity(path: &std::path::Path) -> (u64, std::time::SystemTime) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    (m.ino(), m.modified().unwrap())
+}
+
+/// Once its vectors are all embedded, a step writes a copy of them beside
+/// the index; a new process reads that copy in place (not writing it
+/// again, and running the model on nothing), finds by meaning what the
+/// first found, and takes a claim changed after the copy was made from
+/// the engine by its signature. A rebuild stamps the store anew: the old
+/// copy is no longer read, and a new one replaces it.
+#[cfg(unix)]
+#[test]
+fn a_new_process_reads_the_copy_beside_the_index_and_takes_later_changes_by_signature() {
+    let (dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Chunked));
+    kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+    let texts = [
+        "alpha bravo",
+        "charlie delta echo foxtrot golf",
+        "hotel india juliet kilo lima",
+        "mike november",
+    ];
+    let ids: Vec<String> = texts.iter().map(|t| approved_claim(&kb, t)).collect();
+    let embedder: Arc<dyn Embedder> = Arc::new(Chunked);
+    embed_all(&kb, &embedder);
+    let copy = kb.layout().index_vectors();
+    assert!(copy.is_file(), "a copy is written once nothing is pending");
+    let made = identity(&copy);
+    // Changed after the copy: one claim, embedded by this process (too
+    // few rows changed to write the copy again).
+    edit_by_hand(&kb, &ids[3], "mike november", "oscar papa");
+    embed_all(&kb, &embedder);
+    assert_eq!(
+        identity(&copy),
+        made,
+        "one change does not rewrite the copy"
+    );
+    let before: Vec<Vec<String>> = ["echo foxtrot golf", "alpha bravo", "oscar papa"]
+        .iter()
+        .map(|q| semantic(&kb, q))
+        .collect();
+    assert_eq!(before[2][0], ids[3]);
+    drop(kb);
+    let open = || {
+        let mut kb = Kb::open(
+            &dir.path().join(".vouch"),
+            Arc::new(crate::clock::SystemClock::default()),
+        )
+        .unwrap();
+        kb.set_embedder(Arc::new(stored()));
+        kb
+    };
+    let again = open();
+    let after: Vec<Vec<String>> = ["echo foxtrot golf", "alpha bravo", "oscar papa"]
+        .iter()
+        .map(|q| semantic(&again, q))
+        .collect();
+    assert_eq!(after, before);
+    let state = &crate::testing::sqlite(&again).index_state;
+    assert_eq!(
+        state.read_vectors().as_ref().unwrap().since_copy,
+        Some(2),
+        "read from the copy, the changed claim's row replaced since"
+    );
+    assert_eq!(identity(&copy), made, "read in place, not written again");
+    // A new `state.db` (the old one deleted): another stamp, so the copy
+    // of the old one is not read — every document is embedded again —
+    // and a new copy replaces it.
+    let stamp = copy_stamp(&again);
+    let db = again.layout().index_db();
+    drop(again);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let counted = Arc::new(Counted::default());
+    let mut third = open();
+    third.set_embedder(counted.clone());
+    assert_eq!(semantic(&third, "oscar papa")[0], ids[3]);
+    assert_ne!(copy_stamp(&third), stamp);
+    assert_eq!(
+        counted.embedded.load(std::sync::atomic::Ordering::SeqCst),
+        texts.len() + 1,
+        "every claim and the source embedded again"
+    );
+    assert_ne!(identity(&copy), made, "written anew under the new stamp");
+}
+
+/// [`Chunked`], counting the documents it embeds; with `refuse`, failing
+/// the test if it runs on one (a new process must use the stored vectors).
+#[derive(Default)]
+struct Counted {
+    embedded: std::sync::atomic::AtomicUsize,
+    refuse: bool,
+}
+
+/// A model that must not run on a document: the stored vectors serve.
+fn stored() -> Counted {
+    Counted {
+        refuse: true,
+        ..Counted::default()
+    }
+}
+
+impl Embedder for Counted {
+    fn model_id(&self) -> &str {
+        Chunked.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        32
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Chunked.embed_query(text)
+    }
+    fn embed_documents(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        assert!(!self.refuse, "embedded again: {texts:?}");
+        self.embedded
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        Chunked.embed_documents(texts)
+    }
 }
 
 /// A server's read with no vectors loaded and more documents than a read
@@ -699,4 +816,37 @@ fn a_servers_read_leaves_a_large_first_load_to_the_background_step() {
             .any(|h| h["backend"] == "hybrid"),
         "found by meaning too: {hits}"
     );
+}
+
+/// Vectors of another model are dropped before a load (one scan, then
+/// the engine remembers whose vectors it holds), and looked for again once
+/// a vector of another model was stored since.
+#[test]
+fn vectors_of_another_model_are_dropped_and_looked_for_again_after_another_models_put() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    kb.set_embedder(Arc::new(Chunked));
+    let id = approved_claim(&kb, "alpha bravo");
+    let embedder: Arc<dyn Embedder> = Arc::new(Chunked);
+    embed_all(&kb, &embedder);
+    let model = Chunked.model_id();
+    let count = |idx: &dyn EngineConn, model: &str| -> usize {
+        let mut n = 0;
+        idx.vectors_of(model, 32, (None, usize::MAX), &mut |_| n += 1)
+            .unwrap();
+        n
+    };
+    with_main(&crate::testing::sqlite(&kb).keep(), |idx| {
+        assert_eq!(count(idx, model), 2, "the claim and the source");
+        idx.keep_only(model)?;
+        assert_eq!(count(idx, model), 2, "its own model's are kept");
+        idx.keep_only("other")?;
+        assert_eq!(count(idx, model), 0, "another model's are dropped");
+        let chunks = Chunked.embed_documents(&["alpha bravo"])?.remove(0);
+        idx.put(model, &("claim", id.clone()), (1, 1), "sha", &chunks)?;
+        assert_eq!(count(idx, model), 1);
+        idx.keep_only("other")?;
+        assert_eq!(count(idx, model), 0, "a put of another model is looked for");
+        Ok(())
+    })
+    .unwrap();
 }

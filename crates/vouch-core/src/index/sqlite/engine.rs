@@ -261,13 +261,50 @@ impl VectorRead for Index {
         }
         Ok((!chunks.is_empty()).then_some(chunks))
     }
+
+    fn copy_stamp(&self) -> Result<Option<String>> {
+        // The file this installation made (its identity, checked when it
+        // was opened) and a random part no clone or copy carries.
+        let (file, copy) = (
+            self.meta_value("vectors_file")?,
+            self.meta_value("vectors_copy")?,
+        );
+        Ok(file.zip(copy).map(|(file, copy)| format!("{file}/{copy}")))
+    }
+}
+
+/// Give the stored vectors a new random stamp: a copy made before is
+/// never read again (`VectorRead::copy_stamp`). When the vectors are
+/// rewritten other than document by document, and for a file without one.
+pub(crate) fn new_copy_stamp(
+    conn: &rusqlite::Connection,
+    clock: &dyn crate::clock::Clock,
+) -> Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_copy', ?1)",
+        [crate::clock::random_hex(clock, 32)],
+    )?;
+    Ok(())
 }
 
 impl VectorWrite for Index {
     fn keep_only(&self, model: &str) -> Result<()> {
-        self.conn
-            .execute("DELETE FROM embeddings WHERE model != ?1", [model])?;
-        Ok(())
+        // `meta.vectors_model` names the model of every stored vector
+        // once this has run ([`VectorWrite::put`] keeps it so): then
+        // there is nothing to delete, and no scan of a table of a million
+        // vectors (0.7 s) to find that out.
+        if self.meta_value("vectors_model")?.as_deref() == Some(model) {
+            return Ok(());
+        }
+        self.write(|| {
+            self.conn
+                .execute("DELETE FROM embeddings WHERE model != ?1", [model])?;
+            self.conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_model', ?1)",
+                [model],
+            )?;
+            Ok(())
+        })
     }
 
     fn prune(&self) -> Result<()> {
@@ -290,6 +327,10 @@ impl VectorWrite for Index {
         self.conn
             .prepare_cached("DELETE FROM embeddings WHERE kind = ?1 AND id = ?2")?
             .execute(params![key.0, key.1])?;
+        // Another model's vector stored: the next `keep_only` looks.
+        self.conn
+            .prepare_cached("DELETE FROM meta WHERE key = 'vectors_model' AND value != ?1")?
+            .execute([model])?;
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns, size, vector)
              VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -401,6 +401,14 @@ impl Index {
                 )?;
             }
         }
+        let stamped: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key='vectors_copy'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if stamped.is_none() {
+            engine::new_copy_stamp(&conn, kb.clock())?;
+        }
         conn.execute_batch("COMMIT")?;
         let index = Index::new(conn);
         // The tables themselves, as a hand may have made them again (a
@@ -438,6 +446,7 @@ impl Index {
                             "UPDATE embeddings SET mtime_ns = -1 WHERE kind = 'claim'",
                             [],
                         )?;
+                        engine::new_copy_stamp(&index.conn, kb.clock())?;
                     }
                     index.reset_schema(kb)?;
                 }
@@ -471,7 +480,7 @@ impl Index {
                 .execute_batch(&format!("DROP TABLE IF EXISTS {table};"))?;
         }
         self.conn.execute_batch(&format!(
-            "DELETE FROM meta WHERE key != 'vectors_file'; {}",
+            "DELETE FROM meta WHERE key NOT IN ('vectors_file', 'vectors_copy'); {}",
             schema::tables(tokenizer(kb))
         ))?;
         self.conn.execute(

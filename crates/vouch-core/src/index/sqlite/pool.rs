@@ -483,6 +483,9 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         index
             .conn
             .execute("UPDATE embeddings SET mtime_ns = 0, size = 0", [])?;
+        // Every vector is looked at again by its text: a copy made with
+        // the signatures before must not say they are current.
+        super::engine::new_copy_stamp(&index.conn, kb.clock())?;
         Ok(())
     })?;
     crate::fail::point("index.rebuild.cleared");
