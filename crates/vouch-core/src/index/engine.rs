@@ -26,13 +26,13 @@ pub type Sig = (i64, i64);
 pub type DocKey = (&'static str, String);
 
 /// One document that may have vectors (relations never do), as the index
-/// holds it now.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listed {
+/// holds it now (borrowed from the engine for one call).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Listed<'a> {
     /// Its kind and id.
-    pub key: DocKey,
+    pub key: (&'static str, &'a str),
     /// Its status (claims and pages), which a search by meaning filters on.
-    pub status: Option<String>,
+    pub status: Option<&'a str>,
     /// The signature of the file it was read from.
     pub sig: Sig,
 }
@@ -41,9 +41,15 @@ pub struct Listed {
 pub trait DocRead {
     /// How many documents that may have vectors it holds.
     fn vector_documents(&self) -> Result<usize>;
-    /// Those documents: every one (`None`), or just these keys (kind, id),
-    /// those the index no longer holds left out.
-    fn listed(&self, keys: Option<&[(String, String)]>) -> Result<Vec<Listed>>;
+    /// Those documents, each handed to `each`: every one (`None`), or just
+    /// these keys (kind, id), those the index no longer holds left out.
+    /// Nothing is copied for a document `each` does not keep (a million
+    /// of them are checked at a first load).
+    fn each_listed(
+        &self,
+        keys: Option<&[(String, String)]>,
+        each: &mut dyn FnMut(Listed<'_>),
+    ) -> Result<()>;
     /// The text a model embeds for one document; `None` when not held.
     fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>>;
 }

@@ -56,8 +56,9 @@ pub struct Vectors {
     pub(crate) since_copy: Option<usize>,
 }
 
-/// Which held documents a check met, by slot.
-pub(crate) struct Met(Vec<bool>);
+/// Which held documents a check met, by slot; and the slot after the
+/// last one met.
+pub(crate) struct Met(Vec<bool>, u32);
 
 pub(crate) fn kind_static(kind: &str) -> Option<&'static str> {
     SEARCH_KINDS.iter().map(|k| k.as_str()).find(|k| *k == kind)
@@ -113,23 +114,34 @@ impl Vectors {
 
     /// A check's marks of which held documents it met ([`Vectors::restate`]).
     pub(crate) fn met(&self) -> Met {
-        Met(vec![false; self.docs.slots_len()])
+        Met(vec![false; self.docs.slots_len()], 0)
     }
 
     /// `key`'s signature when its vectors were made, with `status` (as the
     /// index has it now) recorded for it and the document marked met;
     /// `None` if it has none.
+    ///
+    /// A check walks the documents in the order the engine lists them,
+    /// which is the order a copy read back holds them in: the slot after
+    /// the last one met is tried first, and the table only when it is not
+    /// the document (a million lookups that each missed the cache took a
+    /// second).
     pub(crate) fn restate(
         &mut self,
-        key: &DocKey,
+        (kind, id): (&str, &str),
         status: Option<&str>,
         met: &mut Met,
     ) -> Option<Sig> {
-        let slot = self.docs.find(key.0, &key.1)?;
+        let next = met.1;
+        let slot = match self.docs.is(next, kind, id) {
+            true => next,
+            false => self.docs.find(kind, id)?,
+        };
         self.docs.set_status(slot, status);
         if let Some(m) = met.0.get_mut(slot as usize) {
             *m = true;
         }
+        met.1 = slot.wrapping_add(1);
         Some(self.docs.sig(slot))
     }
 

@@ -77,6 +77,13 @@ impl Docs {
         }
     }
 
+    /// Whether `slot` holds this document.
+    pub(crate) fn is(&self, slot: u32, kind: &str, id: &str) -> bool {
+        self.slots.get(slot as usize).is_some_and(|s| {
+            !s.id.is_empty() && &*s.id == id && SEARCH_KINDS[s.kind as usize].as_str() == kind
+        })
+    }
+
     /// Hold a document not held yet, with no rows; its slot. `None` for
     /// a kind search does not know.
     pub(crate) fn add(
@@ -257,10 +264,12 @@ mod tests {
         assert_eq!(docs.find("claim", "a"), Some(a));
         assert_eq!(docs.find("page", "a"), Some(b));
         assert_eq!(docs.find("claim", "b"), None);
+        assert!(docs.is(b, "page", "a") && !docs.is(b, "claim", "a") && !docs.is(99, "page", "a"));
         assert_eq!(docs.add("nonsense", "x", (0, 0), None), None);
         assert_eq!(docs.add_new("claim", "a", (0, 0)), None, "held already");
         assert_eq!(docs.take(a), [0, 5]);
         assert_eq!(docs.find("claim", "a"), None);
+        assert!(!docs.is(a, "claim", "a"), "a free slot holds nothing");
         let c = docs.add("claim", "c", (3, 3), Some("working")).unwrap();
         assert_eq!(c, a, "the free slot is reused");
         assert_eq!(docs.rows(c).count(), 0);

@@ -20,7 +20,7 @@
 
 use super::{Keep, KeeperState};
 use crate::error::Result;
-use crate::index::engine::{EngineConn, Listed, Sig};
+use crate::index::engine::{EngineConn, Sig};
 use crate::index::memory::{DocKey, Vectors, kind_static};
 use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
 use crate::services::Embedder;
@@ -382,9 +382,12 @@ fn ensure_inner(
         }
         Some(load(kb, &model, dim)?)
     };
-    let (generation, listed) = with_main(kb, |idx| {
+    // The check, on the main connection (the documents as the index
+    // holds them, borrowed: nothing is copied for a document in step).
+    let mut loaded = loaded;
+    let checked = with_main(kb, |idx| {
         if fresh {
-            return Ok((generation, None));
+            return Ok(None);
         }
         // The documents that changed since the last look, when known and
         // nothing is left over from then; else every document.
@@ -403,31 +406,13 @@ fn ensure_inner(
             *c = Some(Vec::new());
             known
         };
-        let listed: Vec<((&'static str, String), Option<String>, Sig)> = idx
-            .listed(changes.as_deref())?
-            .into_iter()
-            .map(|Listed { key, status, sig }| (key, status, sig))
-            .collect();
-        let scope = changes.map(|keys| {
-            keys.into_iter()
-                .filter_map(|(k, id)| Some((kind_static(&k)?, id)))
+        let scope = changes.as_ref().map(|keys| {
+            keys.iter()
+                .filter_map(|(k, id)| Some((kind_static(k)?, id.clone())))
                 .collect::<HashSet<DocKey>>()
         });
-        Ok((generation, Some((listed, scope))))
-    })?;
-    let Some((listed, scope)) = listed else {
-        let v = kb.index_state.read_vectors();
-        let documents = v.as_ref().map_or(0, Vectors::documents);
-        return Ok(Some(EmbedStats {
-            documents,
-            ..EmbedStats::default()
-        }));
-    };
-    let mut stats = EmbedStats::default();
-    let mut stale = Vec::new();
-    {
         let mut guard = kb.index_state.write_vectors();
-        if let Some(v) = loaded {
+        if let Some(v) = loaded.take() {
             *guard = Some(v);
         }
         let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
@@ -435,28 +420,35 @@ fn ensure_inner(
         // still there.
         let mut met = vectors.met();
         let mut failed_listed: HashSet<DocKey> = HashSet::new();
-        for (key, status, sig) in listed {
-            if !vectors.failed.is_empty() && vectors.failed.contains_key(&key) {
-                failed_listed.insert(key.clone());
+        let mut stale = Vec::new();
+        idx.each_listed(changes.as_deref(), &mut |doc| {
+            let owned = || (doc.key.0, doc.key.1.to_string());
+            let failed_at = match vectors.failed.is_empty() {
+                true => None,
+                false => vectors.failed.get(&owned()).copied(),
+            };
+            if failed_at.is_some() {
+                failed_listed.insert(owned());
             }
+            let stale_doc = || Stale {
+                key: owned(),
+                sig: doc.sig,
+                status: doc.status.map(str::to_string),
+            };
             // Old vectors answer until new ones are made, but under the
             // status the index has now: a claim just redacted or
             // superseded is never returned as it was.
-            match vectors.restate(&key, status.as_deref(), &mut met) {
-                Some(had) if had == sig => {}
-                Some(_) => {
-                    if vectors.failed.get(&key) != Some(&sig) {
-                        stale.push(Stale { key, sig, status });
-                    }
-                }
-                None if vectors.failed.get(&key) == Some(&sig) => {}
-                None => stale.push(Stale { key, sig, status }),
+            match vectors.restate(doc.key, doc.status, &mut met) {
+                Some(had) if had == doc.sig => {}
+                Some(_) if failed_at != Some(doc.sig) => stale.push(stale_doc()),
+                Some(_) => {}
+                None if failed_at == Some(doc.sig) => {}
+                None => stale.push(stale_doc()),
             }
-        }
+        })?;
         // Gone: held but not listed — among the changed documents, or
         // among all.
         let gone = vectors.unmet(&met, scope.as_ref());
-        stats.removed = gone.len();
         for k in &gone {
             vectors.remove(k)?;
         }
@@ -467,7 +459,20 @@ fn ensure_inner(
         // Said from now on, not only once the step ends: a read while it
         // embeds answers from the vectors as they are, and says so.
         vectors.pending = stale.len();
-    }
+        Ok(Some((stale, gone.len())))
+    })?;
+    let Some((stale, removed)) = checked else {
+        let v = kb.index_state.read_vectors();
+        let documents = v.as_ref().map_or(0, Vectors::documents);
+        return Ok(Some(EmbedStats {
+            documents,
+            ..EmbedStats::default()
+        }));
+    };
+    let mut stats = EmbedStats {
+        removed,
+        ..EmbedStats::default()
+    };
     if stats.removed > 0 && !read_only {
         // Rows of documents that no longer exist.
         with_main(kb, |idx| idx.prune())?;
@@ -604,24 +609,42 @@ const COPY_AGAIN_ROWS: usize = 2;
 
 /// Write the copy of the vectors beside the index when it is behind and
 /// nothing is pending ([`Vectors::write_copy`]): a later process reads it
-/// in place instead of loading every vector from the engine. Called with
-/// the embedding lock held, so no other step changes the vectors
-/// meanwhile; searches read on. A copy that cannot be written is said
-/// (later loads take longer); nothing else depends on it.
+/// in place instead of loading every vector from the engine. Under the
+/// embedding lock (skipped when another step holds it), so no step
+/// changes the vectors meanwhile; searches read on. A copy that cannot
+/// be written is said (later loads take longer); nothing else depends on
+/// it.
 fn keep_copy(kb: &Keep) {
-    let guard = kb.index_state.read_vectors();
-    let Some(v) = guard.as_ref().filter(|v| v.pending == 0 && copy_behind(v)) else {
-        return;
+    let _one_at_a_time = match kb.index_state.embedding.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
     };
-    let path = kb.layout().index_vectors();
-    let written = with_main(kb, |idx| idx.copy_stamp()).and_then(|stamp| match stamp {
-        Some(stamp) => v
-            .write_copy(&path, &stamp)
-            .map(|()| true)
-            .map_err(|e| crate::error::Error::io(&path, e)),
-        None => Ok(false),
+    let behind = |v: &Option<Vectors>| v.as_ref().is_some_and(|v| v.pending == 0 && copy_behind(v));
+    if !behind(&kb.index_state.read_vectors()) {
+        return;
+    }
+    // The stamp, and the documents in the order the check after a load
+    // walks them — asked before the vectors are read (the main connection
+    // is never waited for while they are held).
+    let asked = with_main(kb, |idx| {
+        let mut order: Vec<DocKey> = Vec::new();
+        idx.each_listed(None, &mut |doc| {
+            order.push((doc.key.0, doc.key.1.to_string()))
+        })?;
+        Ok((idx.copy_stamp()?, order))
     });
-    drop(guard);
+    let path = kb.layout().index_vectors();
+    let written = asked.and_then(|(stamp, order)| {
+        let guard = kb.index_state.read_vectors();
+        match (stamp, guard.as_ref()) {
+            (Some(stamp), Some(v)) => v
+                .write_copy(&path, &stamp, order.iter().map(|(k, id)| (*k, id.as_str())))
+                .map(|()| true)
+                .map_err(|e| crate::error::Error::io(&path, e)),
+            _ => Ok(false),
+        }
+    });
     match written {
         Ok(true) => {
             if let Some(v) = kb.index_state.write_vectors().as_mut() {

@@ -41,15 +41,24 @@ const MOST_PREFIX: u64 = 8 << 30;
 impl Vectors {
     /// Write this copy of the vectors to `path` under `stamp`: to a
     /// temporary name beside it, then renamed over it (a reader sees the
-    /// old copy or the new, never half of one).
-    pub(crate) fn write_copy(&self, path: &Path, stamp: &str) -> io::Result<()> {
+    /// old copy or the new, never half of one). Documents are written in
+    /// the `order` given first (the order the engine lists them in, which
+    /// the check after a load walks: its lookups then go through memory in
+    /// order instead of missing the cache at every document — a second,
+    /// not a fifth of one, at a million), then any others.
+    pub(crate) fn write_copy<'k>(
+        &self,
+        path: &Path,
+        stamp: &str,
+        order: impl Iterator<Item = (&'k str, &'k str)>,
+    ) -> io::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut tmp = tempfile::Builder::new()
             .prefix(".state.db-vectors.tmp-")
             .tempfile_in(dir)?;
         {
             let mut out = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-            let prefix = self.copy_prefix(stamp);
+            let prefix = self.copy_prefix(stamp, order);
             out.write_all(&prefix)?;
             out.write_all(&Sha256::digest(&prefix))?;
             let written = prefix.len() as u64 + 32;
@@ -76,13 +85,22 @@ impl Vectors {
 
     /// Everything but the rows: the header, the documents, and per row
     /// its owner, scale and sign bits.
-    fn copy_prefix(&self, stamp: &str) -> Vec<u8> {
+    fn copy_prefix<'k>(
+        &self,
+        stamp: &str,
+        order: impl Iterator<Item = (&'k str, &'k str)>,
+    ) -> Vec<u8> {
         let rows = self.owners.len();
-        // Documents in the copy are numbered in slot order, live ones only.
+        // Documents in the copy are numbered in `order`, then slot order;
+        // live ones only, each once.
         let mut number = vec![u32::MAX; self.docs.slots_len()];
-        let live: Vec<u32> = self.docs.live_slots().collect();
-        for (n, &slot) in live.iter().enumerate() {
-            number[slot as usize] = n as u32;
+        let mut live: Vec<u32> = Vec::with_capacity(self.docs.len());
+        let ordered = order.filter_map(|(kind, id)| self.docs.find(kind, id));
+        for slot in ordered.chain(self.docs.live_slots()) {
+            if number[slot as usize] == u32::MAX {
+                number[slot as usize] = live.len() as u32;
+                live.push(slot);
+            }
         }
         let mut p = Vec::with_capacity(
             64 + live.len() * 48 + rows * (8 + self.signs.len() / rows.max(1) * 8),
@@ -341,12 +359,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let v = some_vectors(dim, 40, dir.path());
         let path = dir.path().join("state.db-vectors");
-        v.write_copy(&path, "stamp-1").unwrap();
+        // Some documents in an order given, the rest after them.
+        let order = [
+            ("claim", "d9"),
+            ("page", "d0"),
+            ("claim", "gone"),
+            ("claim", "d9"),
+        ];
+        v.write_copy(&path, "stamp-1", order.into_iter()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let mut back = Vectors::read_copy(&path, dir.path().to_path_buf(), ("m", dim, "stamp-1"))
             .unwrap()
             .expect("the copy is read");
         assert_eq!(back.documents(), v.documents());
+        assert_eq!(back.docs.key(0), ("claim", "d9"), "in the order given");
+        assert_eq!(back.docs.key(1), ("page", "d0"));
         assert_eq!(answers(&back, dim), answers(&v, dim));
         let mut keys: Vec<_> = v.keys().collect();
         keys.sort();
@@ -354,10 +381,7 @@ mod tests {
         back_keys.sort();
         assert_eq!(keys, back_keys);
         let mut met = back.met();
-        assert_eq!(
-            back.restate(&("claim", "d7".into()), None, &mut met),
-            Some((7, 17))
-        );
+        assert_eq!(back.restate(("claim", "d7"), None, &mut met), Some((7, 17)));
         // Changes reach this process's rows, never the copy.
         back.remove(&("claim", "d1".into())).unwrap();
         back.insert(("claim", "new".into()), (1, 1), None, &[unit(77, dim)])
@@ -383,7 +407,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db-vectors");
         some_vectors(dim, 12, dir.path())
-            .write_copy(&path, "stamp-1")
+            .write_copy(&path, "stamp-1", std::iter::empty())
             .unwrap();
         let read = |want: (&str, usize, &str)| {
             Vectors::read_copy(&path, dir.path().to_path_buf(), want)

@@ -126,23 +126,17 @@ fn from_blob(b: &[u8], dim: usize) -> Option<Vec<f32>> {
     })
 }
 
-type ListedRow = (String, String, Option<String>, Sig);
-
-fn listed_row(r: &rusqlite::Row) -> rusqlite::Result<ListedRow> {
-    Ok((
-        r.get::<_, String>(0)?,
-        r.get::<_, String>(1)?,
-        r.get::<_, Option<String>>(2)?,
-        (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
-    ))
-}
-
-fn to_listed((kind, id, status, sig): ListedRow) -> Option<Listed> {
-    Some(Listed {
-        key: (kind_static(&kind)?, id),
-        status,
-        sig,
-    })
+/// A `docs` row as [`Listed`], borrowed from the row; `None` for a kind
+/// search does not know.
+fn listed_row<'r>(r: &'r rusqlite::Row) -> rusqlite::Result<Option<Listed<'r>>> {
+    let Some(kind) = kind_static(r.get_ref(0)?.as_str()?) else {
+        return Ok(None);
+    };
+    Ok(Some(Listed {
+        key: (kind, r.get_ref(1)?.as_str()?),
+        status: r.get_ref(2)?.as_str_or_null()?,
+        sig: (r.get::<_, i64>(3)?, r.get::<_, i64>(4)?),
+    }))
 }
 
 impl DocRead for Index {
@@ -155,15 +149,19 @@ impl DocRead for Index {
         Ok(n as usize)
     }
 
-    fn listed(&self, keys: Option<&[(String, String)]>) -> Result<Vec<Listed>> {
-        let mut listed = Vec::new();
+    fn each_listed(
+        &self,
+        keys: Option<&[(String, String)]>,
+        each: &mut dyn FnMut(Listed<'_>),
+    ) -> Result<()> {
         match keys {
             None => {
                 let mut stmt = self.conn.prepare_cached(
                     "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind != 'relation'",
                 )?;
-                for r in stmt.query_map([], listed_row)? {
-                    listed.extend(to_listed(r?));
+                let mut rows = stmt.query([])?;
+                while let Some(r) = rows.next()? {
+                    listed_row(r)?.map(&mut *each);
                 }
             }
             Some(keys) => {
@@ -171,13 +169,14 @@ impl DocRead for Index {
                     "SELECT kind, id, status, mtime_ns, size FROM docs WHERE kind = ?1 AND id = ?2",
                 )?;
                 for (kind, id) in keys {
-                    if let Some(found) = stmt.query_row(params![kind, id], listed_row).optional()? {
-                        listed.extend(to_listed(found));
+                    let mut rows = stmt.query(params![kind, id])?;
+                    if let Some(r) = rows.next()? {
+                        listed_row(r)?.map(&mut *each);
                     }
                 }
             }
         }
-        Ok(listed)
+        Ok(())
     }
 
     fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>> {
