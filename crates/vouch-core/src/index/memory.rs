@@ -51,8 +51,9 @@ pub struct Vectors {
     /// Documents the model could not embed, by the signature it failed on:
     /// not tried again until their file changes.
     pub(crate) failed: HashMap<DocKey, Sig>,
-    /// Rows added or removed since these vectors were read from or
-    /// written to the copy beside the index (`copy`); `None`: never.
+    /// Rows added or removed since these vectors were read from the copy
+    /// beside the index (`copy`), or since it was last written or tried;
+    /// `None`: never.
     pub(crate) since_copy: Option<usize>,
 }
 

@@ -628,34 +628,35 @@ fn keep_copy(kb: &Keep) {
     // walks them — asked before the vectors are read (the main connection
     // is never waited for while they are held).
     let asked = with_main(kb, |idx| {
+        let Some(stamp) = idx.copy_stamp()? else {
+            return Ok(None);
+        };
         let mut order: Vec<DocKey> = Vec::new();
         idx.each_listed(None, &mut |doc| {
             order.push((doc.key.0, doc.key.1.to_string()))
         })?;
-        Ok((idx.copy_stamp()?, order))
+        Ok(Some((stamp, order)))
     });
     let path = kb.layout().index_vectors();
-    let written = asked.and_then(|(stamp, order)| {
+    let written = asked.and_then(|asked| {
         let guard = kb.index_state.read_vectors();
-        match (stamp, guard.as_ref()) {
-            (Some(stamp), Some(v)) => v
+        match (asked, guard.as_ref()) {
+            (Some((stamp, order)), Some(v)) => v
                 .write_copy(&path, &stamp, order.iter().map(|(k, id)| (*k, id.as_str())))
-                .map(|()| true)
                 .map_err(|e| crate::error::Error::io(&path, e)),
-            _ => Ok(false),
+            _ => Ok(()),
         }
     });
-    match written {
-        Ok(true) => {
-            if let Some(v) = kb.index_state.write_vectors().as_mut() {
-                v.since_copy = Some(0);
-            }
-        }
-        Ok(false) => {}
-        Err(e) => kb.warn(format!(
+    // Tried: not again before another fiftieth of the rows changed (a
+    // background step's every round would otherwise try, and say so).
+    if let Some(v) = kb.index_state.write_vectors().as_mut() {
+        v.since_copy = Some(0);
+    }
+    if let Err(e) = written {
+        kb.warn(format!(
             "embeddings: no copy of the vectors kept beside the index ({e}); the next process \
              loads them from it"
-        )),
+        ));
     }
 }
 

@@ -53,8 +53,9 @@ impl Vectors {
         order: impl Iterator<Item = (&'k str, &'k str)>,
     ) -> io::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
+        remove_abandoned(dir);
         let mut tmp = tempfile::Builder::new()
-            .prefix(".state.db-vectors.tmp-")
+            .prefix(TMP_PREFIX)
             .tempfile_in(dir)?;
         {
             let mut out = io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
@@ -197,6 +198,32 @@ impl Vectors {
         v.signs = parsed.signs;
         v.rows = Int8Rows::shared(dim, file, at, parsed.rows, dir);
         Ok(Some(v))
+    }
+}
+
+/// A copy being written is named so first (git-ignored by `.*.tmp-*`).
+const TMP_PREFIX: &str = ".state.db-vectors.tmp-";
+
+/// Copies a process began and never renamed (it was killed while
+/// writing): gone after an hour, far longer than any write takes. Each is
+/// as large as the copy.
+fn remove_abandoned(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let hour = std::time::Duration::from_secs(3600);
+    for entry in entries.flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with(TMP_PREFIX)
+            && entry
+                .metadata()
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > hour);
+        if abandoned {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -397,6 +424,33 @@ mod tests {
             .insert(("claim", "new".into()), (1, 1), None, &[unit(77, dim)])
             .unwrap();
         assert_eq!(answers(&back, dim), answers(&after, dim));
+    }
+
+    /// Writing a copy removes one a killed process left half-written an
+    /// hour or more ago, and leaves one that may still be being written.
+    #[test]
+    fn a_copy_left_half_written_long_ago_is_removed_when_the_next_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(format!("{TMP_PREFIX}old"));
+        let new = dir.path().join(format!("{TMP_PREFIX}new"));
+        for p in [&old, &new] {
+            std::fs::write(p, b"half").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        some_vectors(8, 4, dir.path())
+            .write_copy(
+                &dir.path().join("state.db-vectors"),
+                "s",
+                std::iter::empty(),
+            )
+            .unwrap();
+        assert!(!old.exists() && new.exists());
     }
 
     /// A copy under another stamp, model or size, or with any byte of its

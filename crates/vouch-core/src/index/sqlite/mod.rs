@@ -407,7 +407,7 @@ impl Index {
             })
             .optional()?;
         if stamped.is_none() {
-            engine::new_copy_stamp(&conn, kb.clock())?;
+            engine::new_copy_stamp(&conn)?;
         }
         conn.execute_batch("COMMIT")?;
         let index = Index::new(conn);
@@ -446,7 +446,7 @@ impl Index {
                             "UPDATE embeddings SET mtime_ns = -1 WHERE kind = 'claim'",
                             [],
                         )?;
-                        engine::new_copy_stamp(&index.conn, kb.clock())?;
+                        engine::new_copy_stamp(&index.conn)?;
                     }
                     index.reset_schema(kb)?;
                 }

@@ -485,7 +485,7 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
             .execute("UPDATE embeddings SET mtime_ns = 0, size = 0", [])?;
         // Every vector is looked at again by its text: a copy made with
         // the signatures before must not say they are current.
-        super::engine::new_copy_stamp(&index.conn, kb.clock())?;
+        super::engine::new_copy_stamp(&index.conn)?;
         Ok(())
     })?;
     crate::fail::point("index.rebuild.cleared");
