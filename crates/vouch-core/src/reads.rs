@@ -49,6 +49,14 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
                         model: embedder.model_id().to_string(),
                         documents,
                         pending,
+                        shared: kb.shared_vectors().map(|s| {
+                            let (taken, kept) = s.counts();
+                            StatusSharedVectors {
+                                database: s.describe(),
+                                taken,
+                                kept,
+                            }
+                        }),
                     })
                 }
                 None => None,

@@ -44,6 +44,129 @@ pub trait Progress: Send + Sync {
     fn embedded(&self, done: usize, total: usize);
 }
 
+/// Vectors a team's replicas share by text (a team server's database):
+/// what one replica's model made for a text, every other takes instead of
+/// running its own model on it — a new replica with an index of its own
+/// fills its vectors in minutes, not the hours a million documents take
+/// a model on two cores. Keyed by the model's identity and the text's
+/// sha256, so a text's vectors are only ever another model's when the
+/// model is the same; a vector only ranks by meaning what the files hold.
+pub trait SharedVectors: Send + Sync {
+    /// Where they are kept, as messages name it (no password).
+    fn describe(&self) -> String;
+    /// The stored chunks of each of these texts (by sha256) under `model`
+    /// of `dim` dimensions, as (sha, chunks); a text not stored, or
+    /// stored with other lengths or values that are not finite, is left
+    /// out (the model makes it).
+    fn fetch(&self, model: &str, dim: usize, shas: &[&str])
+    -> Result<Vec<(String, Vec<Vec<f32>>)>>;
+    /// Keep what this process's model made for these texts (sha, chunks),
+    /// for the others; a text already kept is left as it is.
+    fn keep(&self, model: &str, dim: usize, made: &[(&str, &[Vec<f32>])]) -> Result<()>;
+}
+
+/// How long sharing rests after the shared store failed: the model makes
+/// vectors here meanwhile, and a database that is down is not waited for
+/// (nor warned about) once a batch.
+const SHARING_RESTS: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A knowledge base's use of [`SharedVectors`]: the store, what this
+/// process took from it and kept in it (for `kb.status`), and a rest
+/// after a failure.
+pub struct VectorSharing {
+    store: std::sync::Arc<dyn SharedVectors>,
+    taken: std::sync::atomic::AtomicUsize,
+    kept: std::sync::atomic::AtomicUsize,
+    resting_until: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl VectorSharing {
+    /// Share through `store`.
+    pub fn new(store: std::sync::Arc<dyn SharedVectors>) -> VectorSharing {
+        VectorSharing {
+            store,
+            taken: Default::default(),
+            kept: Default::default(),
+            resting_until: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Where the vectors are shared, as messages name it.
+    pub fn describe(&self) -> String {
+        self.store.describe()
+    }
+
+    /// Texts whose vectors this process took from the store, and texts
+    /// whose vectors it kept there, since it started.
+    pub fn counts(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.taken.load(Relaxed), self.kept.load(Relaxed))
+    }
+
+    /// Run `f` on the store unless it is resting; a failure starts a rest
+    /// and is said once through `warn`.
+    fn with<T>(
+        &self,
+        warn: &dyn Fn(String),
+        f: impl FnOnce(&dyn SharedVectors) -> Result<T>,
+    ) -> Option<T> {
+        let mut rest = self.resting_until.lock().unwrap_or_else(|e| e.into_inner());
+        if rest.is_some_and(|until| std::time::Instant::now() < until) {
+            return None;
+        }
+        *rest = None;
+        drop(rest);
+        match f(self.store.as_ref()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                *self.resting_until.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(std::time::Instant::now() + SHARING_RESTS);
+                warn(format!(
+                    "embeddings: the vectors shared in {} could not be used ({}); this process's \
+                     model makes them meanwhile",
+                    self.store.describe(),
+                    e.message
+                ));
+                None
+            }
+        }
+    }
+
+    /// What the store holds of these texts ([`SharedVectors::fetch`]);
+    /// nothing while it is resting or failing.
+    pub fn take(
+        &self,
+        warn: &dyn Fn(String),
+        model: &str,
+        dim: usize,
+        shas: &[&str],
+    ) -> Vec<(String, Vec<Vec<f32>>)> {
+        let found = self
+            .with(warn, |s| s.fetch(model, dim, shas))
+            .unwrap_or_default();
+        self.taken
+            .fetch_add(found.len(), std::sync::atomic::Ordering::Relaxed);
+        found
+    }
+
+    /// Keep what this process's model made ([`SharedVectors::keep`]).
+    pub fn keep(
+        &self,
+        warn: &dyn Fn(String),
+        model: &str,
+        dim: usize,
+        made: &[(&str, &[Vec<f32>])],
+    ) {
+        if made.is_empty() {
+            return;
+        }
+        if self.with(warn, |s| s.keep(model, dim, made)).is_some() {
+            self.kept
+                .fetch_add(made.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// A language model the app provides.
 pub trait Llm: Send + Sync {
     /// Send the request (see `answer::llm_request`) and return the reply's

@@ -15,7 +15,9 @@
 //!   balancer and a guesser gets one limit, not one per replica;
 //! - news of each write: a new head is announced (`NOTIFY`) and every
 //!   other replica's index keeper catches up at once
-//!   ([`TeamLock::follow`]).
+//!   ([`TeamLock::follow`]);
+//! - the vectors each replica's model made, by text ([`TeamVectors`]), so
+//!   no other replica's model runs on the same text.
 //!
 //! The URL's password is never shown: [`Database::shown`] is what any
 //! message names.
@@ -26,13 +28,16 @@ mod lock;
 mod schema;
 mod sessions;
 mod tls;
+mod vectors;
 
 pub use lock::TeamLock;
 pub use sessions::{SessionRow, Sessions};
+pub use vectors::TeamVectors;
 
 use postgres::config::Host;
 use postgres::{Client, NoTls};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use vouch_core::{Error, ErrorKind};
 
@@ -180,6 +185,48 @@ impl Database {
             Some(pw) if !pw.is_empty() => text.replace(String::from_utf8_lossy(pw).as_ref(), "***"),
             _ => text,
         }
+    }
+}
+
+/// One connection to the database, made when first needed and made again
+/// after it broke; calls take turns on it.
+pub(crate) struct OneConn {
+    db: Arc<Database>,
+    conn: Mutex<Option<Client>>,
+}
+
+impl OneConn {
+    pub(crate) fn new(db: Arc<Database>) -> OneConn {
+        OneConn {
+            db,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// The database, as messages name it.
+    pub(crate) fn shown(&self) -> &str {
+        self.db.shown()
+    }
+
+    /// Run `f` on the connection, connecting first if there is none (or it
+    /// broke); a failure drops it, so the next call connects anew.
+    pub(crate) fn with<T>(
+        &self,
+        doing: &str,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if conn.as_ref().is_none_or(Client::is_closed) {
+            *conn = Some(self.db.connect()?);
+        }
+        let Some(c) = conn.as_mut() else {
+            return Err(Error::internal("no connection"));
+        };
+        f(c).map_err(|e| {
+            let err = self.db.failed(doing, &e);
+            *conn = None;
+            err
+        })
     }
 }
 

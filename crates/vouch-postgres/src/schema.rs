@@ -33,6 +33,14 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              at timestamptz NOT NULL DEFAULT now()
          );
          CREATE INDEX IF NOT EXISTS vouch_ui_failed_sign_ins_at ON vouch_ui_failed_sign_ins (at);
+         CREATE TABLE IF NOT EXISTS vouch_vectors (
+             model   text NOT NULL,
+             sha     text NOT NULL,
+             dim     integer NOT NULL,
+             chunks  bytea NOT NULL,
+             made_at timestamptz NOT NULL DEFAULT now(),
+             PRIMARY KEY (model, sha)
+         );
 ",
     )?;
     tx.commit()

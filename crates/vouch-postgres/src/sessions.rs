@@ -7,9 +7,8 @@
 //! anyone: the database is as trusted as the servers' own memory
 //! (docs/team-server.md, "Secrets").
 
-use crate::Database;
-use postgres::Client;
-use std::sync::{Arc, Mutex};
+use crate::{Database, OneConn};
+use std::sync::Arc;
 use std::time::Duration;
 use vouch_core::Error;
 
@@ -26,38 +25,15 @@ pub struct SessionRow {
 
 /// The review pages' sessions and links in a team database.
 pub struct Sessions {
-    db: Arc<Database>,
-    conn: Mutex<Option<Client>>,
+    conn: OneConn,
 }
 
 impl Sessions {
     /// The sessions kept in `db`.
     pub fn new(db: Arc<Database>) -> Sessions {
         Sessions {
-            db,
-            conn: Mutex::new(None),
+            conn: OneConn::new(db),
         }
-    }
-
-    /// Run `f` on the connection, connecting first if there is none (or it
-    /// broke); a failure drops it, so the next call connects anew.
-    fn with<T>(
-        &self,
-        doing: &str,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
-    ) -> Result<T, Error> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.as_ref().is_none_or(Client::is_closed) {
-            *conn = Some(self.db.connect()?);
-        }
-        let Some(c) = conn.as_mut() else {
-            return Err(Error::internal("no connection"));
-        };
-        f(c).map_err(|e| {
-            let err = self.db.failed(doing, &e);
-            *conn = None;
-            err
-        })
     }
 
     /// Keep a new session under `digest`, then drop the oldest of
@@ -69,7 +45,7 @@ impl Sessions {
         per_subject: usize,
         all: usize,
     ) -> Result<(), Error> {
-        self.with("keeping a review session", |c| {
+        self.conn.with("keeping a review session", |c| {
             let mut tx = c.transaction()?;
             tx.execute(
                 "INSERT INTO vouch_ui_sessions (digest, subject, person, csrf) VALUES ($1, $2, $3, $4)",
@@ -97,7 +73,7 @@ impl Sessions {
         lifetime: Duration,
         idle: Duration,
     ) -> Result<Option<SessionRow>, Error> {
-        self.with("reading a review session", |c| {
+        self.conn.with("reading a review session", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_sessions WHERE started < now() - $1 * interval '1 second' \
                  OR used < now() - $2 * interval '1 second'",
@@ -118,7 +94,7 @@ impl Sessions {
 
     /// End the session under `digest`.
     pub fn end(&self, digest: &[u8; 32]) -> Result<(), Error> {
-        self.with("ending a review session", |c| {
+        self.conn.with("ending a review session", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_sessions WHERE digest = $1",
                 &[&&digest[..]],
@@ -130,7 +106,7 @@ impl Sessions {
     /// Note a failed sign-in (an unknown token or link), for every
     /// replica's count.
     pub fn sign_in_failed(&self) -> Result<(), Error> {
-        self.with("noting a failed sign-in", |c| {
+        self.conn.with("noting a failed sign-in", |c| {
             c.execute("INSERT INTO vouch_ui_failed_sign_ins DEFAULT VALUES", &[])
                 .map(|_| ())
         })
@@ -140,7 +116,7 @@ impl Sessions {
     /// forgotten): one limit for the whole team server, not one per
     /// replica.
     pub fn failed_sign_ins_last_minute(&self) -> Result<usize, Error> {
-        self.with("counting failed sign-ins", |c| {
+        self.conn.with("counting failed sign-ins", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_failed_sign_ins WHERE at < now() - interval '1 minute'",
                 &[],

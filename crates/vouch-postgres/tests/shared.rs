@@ -170,3 +170,59 @@ fn a_lock_lost_with_its_connection_is_known_to_be_lost() {
     drop(hold);
     assert!(!a.still_held().expect("asked"), "not held once given back");
 }
+
+/// The team's vectors: what one replica keeps, another fetches — by model
+/// and text, the first kept of a text staying — and a row that is not
+/// whole finite chunks of the model's dimension is never handed out.
+#[test]
+fn vectors_kept_by_one_replica_are_fetched_by_another_and_bad_rows_are_left_out() {
+    use vouch_core::services::SharedVectors;
+    use vouch_postgres::TeamVectors;
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamVectors::new(db.clone());
+    let b = TeamVectors::new(db);
+    let one = vec![vec![0.5f32, -0.25, 1.0]];
+    let two = vec![vec![0.0f32, 1.0, 0.0], vec![1.0, 0.0, 0.0]];
+    a.keep("m@1", 3, &[("sha-one", &one), ("sha-two", &two)])
+        .expect("kept");
+    // Kept again with other values: the first stays.
+    a.keep("m@1", 3, &[("sha-one", &two)]).expect("kept again");
+    let mut got = b
+        .fetch("m@1", 3, &["sha-one", "sha-two", "sha-none"])
+        .expect("fetched");
+    got.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(
+        got,
+        vec![
+            ("sha-one".to_string(), one.clone()),
+            ("sha-two".to_string(), two)
+        ]
+    );
+    assert!(
+        b.fetch("m@2", 3, &["sha-one"])
+            .expect("other model")
+            .is_empty()
+    );
+    assert!(
+        b.fetch("m@1", 4, &["sha-one"])
+            .expect("other dim")
+            .is_empty()
+    );
+    // Rows planted by hand: not finite, cut short.
+    let mut c = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    let nan: Vec<u8> = [0.5f32, f32::NAN, 0.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    c.execute(
+        "INSERT INTO vouch_vectors (model, sha, dim, chunks) VALUES ('m@1', 'sha-nan', 3, $1), ('m@1', 'sha-short', 3, $2)",
+        &[&nan, &&nan[..7]],
+    )
+    .expect("planted");
+    let got = b
+        .fetch("m@1", 3, &["sha-nan", "sha-short", "sha-one"])
+        .expect("fetched");
+    assert_eq!(got, vec![("sha-one".to_string(), one)]);
+    assert!(b.describe().contains("the team database postgresql://"));
+}

@@ -15,7 +15,7 @@
 use std::sync::{Arc, OnceLock};
 use vouch_core::store::lock::{SharedHold, SharedLock};
 use vouch_core::{Error, Kb};
-use vouch_postgres::{Database, Sessions, TeamLock};
+use vouch_postgres::{Database, Sessions, TeamLock, TeamVectors};
 
 /// The team database this process uses, and what it keeps there.
 pub(crate) struct Team {
@@ -25,6 +25,8 @@ pub(crate) struct Team {
     pub(crate) lock: Arc<TeamLock>,
     /// The review pages' sessions and sign-in links.
     pub(crate) sessions: Arc<Sessions>,
+    /// The vectors the replicas' models made, by text.
+    pub(crate) vectors: Arc<TeamVectors>,
 }
 
 /// The process's choice: `None` inside means "no team database".
@@ -51,7 +53,8 @@ fn open(url: &str, origin: &str) -> Result<Option<Team>, String> {
     Ok(Some(Team {
         shown: db.shown().to_string(),
         lock: Arc::new(TeamLock::new(db.clone(), &writer)),
-        sessions: Arc::new(Sessions::new(db)),
+        sessions: Arc::new(Sessions::new(db.clone())),
+        vectors: Arc::new(TeamVectors::new(db)),
     }))
 }
 
@@ -100,7 +103,10 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
         }
     });
     match chosen {
-        Ok(Some(team)) => kb.share_lock(team.lock.clone()),
+        Ok(Some(team)) => {
+            kb.share_lock(team.lock.clone());
+            kb.share_vectors(team.vectors.clone());
+        }
         Ok(None) => {}
         // Writing without the lock the other replicas take is what would
         // be unsafe; reading is not: every write is refused, saying why.

@@ -416,6 +416,9 @@ pub struct EmbedStats {
     pub embedded: usize,
     /// Documents whose vectors were reused (same text).
     pub reused: usize,
+    /// Documents whose vectors another replica's model made, taken from
+    /// the team database.
+    pub shared: usize,
     /// Documents whose vectors were dropped (no longer in the index).
     pub removed: usize,
     /// Documents still without vectors.

@@ -108,6 +108,23 @@ pub struct StatusVectors {
     pub documents: usize,
     /// Documents without vectors yet.
     pub pending: usize,
+    /// Where the replicas of a team server share their vectors, and what
+    /// this process took and kept there; none outside a team server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<StatusSharedVectors>,
+}
+
+/// A team server's shared vectors, as one replica has used them since it
+/// started.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusSharedVectors {
+    /// The team database, named without its password.
+    pub database: String,
+    /// Texts whose vectors this process took (another replica's model
+    /// made them).
+    pub taken: usize,
+    /// Texts whose vectors this process's model made and kept there.
+    pub kept: usize,
 }
 
 /// Params of kb.audit.

@@ -336,6 +336,9 @@ pub struct RebuiltVectors {
     pub embedded: usize,
     /// Documents whose vectors were reused (same text).
     pub reused: usize,
+    /// Documents whose vectors another replica's model made, taken from
+    /// the team database (a team server's).
+    pub shared: usize,
     /// Documents still without vectors: 0 unless `wait: false` (or the
     /// model failed on some, named in the warnings).
     pub pending: usize,
@@ -391,6 +394,7 @@ pub fn rebuild_index(
             documents: stats.documents,
             embedded: stats.embedded,
             reused: stats.reused,
+            shared: stats.shared,
             pending: stats.pending,
         }),
     })

@@ -5,6 +5,8 @@
 //! database holds: the write lock every replica takes before it writes,
 //! the audit chain's head, the review pages' sessions.
 
+mod meaning;
+
 use crate::common::postgres::Postgres;
 use crate::common::{Project, copy_dir};
 use serde_json::{Value, json};
@@ -834,42 +836,5 @@ fn a_replica_restarted_on_its_own_index_keeps_it_and_catches_up() {
         inode(&dir),
         built,
         "the index it built is the one it opened again"
-    );
-}
-
-#[test]
-fn a_decision_on_one_replica_is_found_by_meaning_on_another() {
-    let pg = Postgres::start();
-    let p = team_project();
-    let model = p.ok("tester", &["model", "import", &crate::semantic::wheel()]);
-    assert_eq!(model["installed"]["state"], "ok", "{model}");
-    let a = replica_of(&p, &pg.url, &[]);
-    let b = replica_of(&p, &pg.url, &[]);
-    let id = propose(&a, "The billing worker retries a failed charge three times");
-    let claim = ok(&b, REVIEWER, "kb.approve", json!({"proposal_id": id}))["object_id"]
-        .as_str()
-        .expect("claim")
-        .to_string();
-    // No word in common with the claim: found by its meaning.
-    let start = Instant::now();
-    loop {
-        let hits = ok(
-            &a,
-            AGENT,
-            "kb.search",
-            json!({"query": "how often is a declined payment attempted again", "backend": "embedding"}),
-        );
-        if hits
-            .as_array()
-            .is_some_and(|h| h.iter().any(|x| x["id"] == json!(claim)))
-        {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(20), "{hits}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    eprintln!(
-        "found by meaning on a {} ms after b approved it",
-        start.elapsed().as_millis()
     );
 }

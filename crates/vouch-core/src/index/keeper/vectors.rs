@@ -5,7 +5,9 @@
 //! Keeping them in step ([`ensure`]) compares every document of the FTS
 //! index with what memory holds, by file signature. A changed document is
 //! re-embedded only if its text changed: its own stored vectors, or any
-//! document's with the same text under the same model, are reused. Vectors
+//! document's with the same text under the same model, are reused — and
+//! on a team server, what another replica's model made for the text
+//! ([`crate::services::SharedVectors`]), before this one's model runs. Vectors
 //! of another model are deleted, never compared. The check runs only when
 //! the index changed since the last one (a counter the FTS sync and the
 //! write hook move), so a search in a quiet server pays nothing for it.
@@ -70,6 +72,23 @@ fn with_main<R>(kb: &Keep, f: impl FnOnce(&dyn EngineConn) -> Result<R>) -> Resu
         Ok(())
     })?;
     out.ok_or_else(|| crate::error::Error::internal("the index's main connection did not run"))
+}
+
+/// Documents a step with no deadline takes at once after a batch the
+/// model had no part in: their vectors come from the index or the team
+/// (a round trip each batch, not a model call).
+const WITHOUT_MODEL_BATCH: usize = 256;
+
+/// Where a document's vectors came from in a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// This process's model made them.
+    Model,
+    /// The index held them for the same text (this document's, another's,
+    /// or an earlier one of the same batch).
+    Reused,
+    /// Another replica's model made them ([`crate::services::SharedVectors`]).
+    Team,
 }
 
 /// A document that needs vectors, with what is known of it.
@@ -481,15 +500,23 @@ fn ensure_inner(
     let mut done = 0;
     let mut model_failed = false;
     let mut per_doc: Option<Duration> = None;
+    let mut model_ran = true;
     while done < total {
         let Some(budget) = budget else { break };
         if budget.spent() || model_failed {
             break;
         }
-        let batch = &stale[done..(done + batch_size(budget, per_doc)).min(total)];
+        // A batch the model had no part in says the next one likely
+        // needs it as little (a new replica taking the team's vectors).
+        let size = match (budget, model_ran) {
+            (Budget::Unlimited, false) if done > 0 => WITHOUT_MODEL_BATCH,
+            _ => batch_size(budget, per_doc),
+        };
+        let batch = &stale[done..(done + size).min(total)];
+        model_ran = false;
         // Texts and reusable vectors, under the index lock.
         let mut need: Vec<(usize, String, String)> = Vec::new();
-        let mut ready: Vec<(usize, String, Vec<Vec<f32>>, bool)> = Vec::new();
+        let mut ready: Vec<(usize, String, Vec<Vec<f32>>, Origin)> = Vec::new();
         with_main(kb, |idx| {
             for (i, s) in batch.iter().enumerate() {
                 let Some(text) = idx.embedded_text(s.key.0, &s.key.1)? else {
@@ -497,12 +524,32 @@ fn ensure_inner(
                 };
                 let sha = crate::ids::sha256_hex(text.as_bytes());
                 match idx.reusable(&model, dim, &sha, &s.key)? {
-                    Some(chunks) => ready.push((i, sha, chunks, false)),
+                    Some(chunks) => ready.push((i, sha, chunks, Origin::Reused)),
                     None => need.push((i, sha, text)),
                 }
             }
             Ok(())
         })?;
+        // What another replica's model made for these texts.
+        if let Some(sharing) = kb.shared_vectors()
+            && !need.is_empty()
+        {
+            let warn = |m: String| kb.warn(m);
+            let shas: Vec<&str> = need.iter().map(|(_, sha, _)| sha.as_str()).collect();
+            let found: HashMap<String, Vec<Vec<f32>>> = sharing
+                .take(&warn, &model, dim, &shas)
+                .into_iter()
+                .collect();
+            if !found.is_empty() {
+                need.retain(|(i, sha, _)| match found.get(sha) {
+                    Some(chunks) => {
+                        ready.push((*i, sha.clone(), chunks.clone(), Origin::Team));
+                        false
+                    }
+                    None => true,
+                });
+            }
+        }
         // The model runs outside every lock: writers never wait for it.
         let mut failures: Vec<usize> = Vec::new();
         if !need.is_empty() {
@@ -522,6 +569,7 @@ fn ensure_inner(
             let began = Instant::now();
             let embedded = embedder.embed_documents(&texts);
             per_doc = Some(began.elapsed() / texts.len() as u32);
+            model_ran = true;
             drop(first_of);
             match embedded {
                 Ok(vectors) => {
@@ -529,11 +577,24 @@ fn ensure_inner(
                     for ((i, sha, _), s) in need.into_iter().zip(slot) {
                         let chunks = vectors.get(s).map_or(&[][..], Vec::as_slice);
                         if chunks.iter().all(|c| c.len() == dim) && !chunks.is_empty() {
-                            let fresh = !std::mem::replace(&mut made[s], true);
-                            ready.push((i, sha, chunks.to_vec(), fresh));
+                            let origin = match std::mem::replace(&mut made[s], true) {
+                                false => Origin::Model,
+                                true => Origin::Reused,
+                            };
+                            ready.push((i, sha, chunks.to_vec(), origin));
                         } else {
                             failures.push(i);
                         }
+                    }
+                    // For the other replicas: their models need not run
+                    // on these texts.
+                    if let Some(sharing) = kb.shared_vectors() {
+                        let made: Vec<(&str, &[Vec<f32>])> = ready
+                            .iter()
+                            .filter(|r| r.3 == Origin::Model)
+                            .map(|(_, sha, chunks, _)| (sha.as_str(), chunks.as_slice()))
+                            .collect();
+                        sharing.keep(&|m| kb.warn(m), &model, dim, &made);
                     }
                 }
                 Err(e) => {
@@ -562,14 +623,14 @@ fn ensure_inner(
         })?;
         let mut guard = kb.index_state.write_vectors();
         let vectors = guard.get_or_insert_with(|| empty_vectors(kb, &model, dim));
-        for (i, _, chunks, fresh) in ready {
+        for (i, _, chunks, origin) in ready {
             let s = &batch[i];
             vectors.insert(s.key.clone(), s.sig, s.status.clone(), &chunks)?;
-            if fresh {
-                stats.embedded += 1;
-            } else {
-                stats.reused += 1;
-            }
+            *match origin {
+                Origin::Model => &mut stats.embedded,
+                Origin::Reused => &mut stats.reused,
+                Origin::Team => &mut stats.shared,
+            } += 1;
         }
         done += batch.len();
         vectors.pending = total - done;
@@ -759,3 +820,7 @@ const LOAD_SLICE: usize = 2;
 #[cfg(test)]
 #[path = "vectors_tests.rs"]
 mod kept_in_step;
+
+#[cfg(test)]
+#[path = "shared_tests.rs"]
+mod shared_tests;

@@ -55,7 +55,7 @@ impl<W: Watching> Embedder for W {
     }
 }
 
-fn semantic(kb: &Kb, q: &str) -> Vec<String> {
+pub(super) fn semantic(kb: &Kb, q: &str) -> Vec<String> {
     let caller = Caller::new("agent", Transport::Jsonl);
     dispatch(
         kb,
@@ -73,7 +73,7 @@ fn semantic(kb: &Kb, q: &str) -> Vec<String> {
 
 /// A background step's round of embedding, waiting for any other: every
 /// document gets its vectors.
-fn embed_all(kb: &Kb, embedder: &Arc<dyn Embedder>) {
+pub(super) fn embed_all(kb: &Kb, embedder: &Arc<dyn Embedder>) {
     ensure(
         &crate::testing::sqlite(kb).keep(),
         embedder,
@@ -86,7 +86,7 @@ fn embed_all(kb: &Kb, embedder: &Arc<dyn Embedder>) {
 
 /// A claim proposed by an agent citing the one source "notes", approved by a
 /// person; its id.
-fn approved_claim(kb: &Kb, text: &str) -> String {
+pub(super) fn approved_claim(kb: &Kb, text: &str) -> String {
     let src = crate::testing::test_source(kb, "notes");
     crate::testing::test_claim(kb, &src, text)
 }
@@ -537,7 +537,7 @@ fn a_search_with_nothing_loaded_waits_for_the_load_only_within_its_budget() {
 
 /// [`Words`], with a second chunk for every text of more than three words
 /// (its last three words), as long texts get.
-struct Chunked;
+pub(super) struct Chunked;
 
 impl Embedder for Chunked {
     fn model_id(&self) -> &str {
@@ -734,13 +734,13 @@ fn a_new_process_reads_the_copy_beside_the_index_and_takes_later_changes_by_sign
 /// [`Chunked`], counting the documents it embeds; with `refuse`, failing
 /// the test if it runs on one (a new process must use the stored vectors).
 #[derive(Default)]
-struct Counted {
-    embedded: std::sync::atomic::AtomicUsize,
+pub(super) struct Counted {
+    pub(super) embedded: std::sync::atomic::AtomicUsize,
     refuse: bool,
 }
 
 /// A model that must not run on a document: the stored vectors serve.
-fn stored() -> Counted {
+pub(super) fn stored() -> Counted {
     Counted {
         refuse: true,
         ..Counted::default()
