@@ -13,6 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 mod copy;
+mod signs;
+use signs::{push_sign_bits, sign_bits};
 
 pub(crate) type DocKey = (&'static str, String);
 
@@ -327,39 +329,14 @@ impl Vectors {
     fn shortlist(&self, query: &[f32], kinds: &[crate::model::DocKind], len: usize) -> Vec<usize> {
         let admits = admits(kinds);
         let q = sign_bits(query);
-        let words = self.sign_words();
-        let nearest = |mut far: Vec<(u32, u32)>| {
-            if far.len() > len {
-                far.select_nth_unstable(len);
-                far.truncate(len);
-            }
-            far
+        let table = signs::Table {
+            signs: &self.signs,
+            kinds: &self.kinds,
+            words: self.sign_words(),
         };
-        // One pass a range, keeping at most twice `len` rows: once the
-        // buffer fills, it is cut to its `len` nearest and only rows
-        // nearer than the farthest kept come in (a later row at the same
-        // distance ranks after every kept one, its number being higher).
-        let scan = |range: std::ops::Range<usize>| {
-            let mut kept: Vec<(u32, u32)> = Vec::with_capacity(2 * len);
-            let mut within = u32::MAX;
-            for row in range {
-                if !admits(self.kinds[row]) {
-                    continue;
-                }
-                let bits = &self.signs[row * words..(row + 1) * words];
-                let d: u32 = bits.iter().zip(&q).map(|(a, b)| (a ^ b).count_ones()).sum();
-                if d < within {
-                    kept.push((d, row as u32));
-                    if kept.len() >= 2 * len {
-                        kept = nearest(kept);
-                        within = kept.iter().map(|k| k.0).max().unwrap_or(u32::MAX);
-                    }
-                }
-            }
-            Ok(nearest(kept))
-        };
+        let scan = |range: std::ops::Range<usize>| Ok(table.nearest(&q, range, len, &admits));
         // Sign bits are in memory: the scan reads no file, so cannot fail.
-        nearest(self.in_ranges(scan).unwrap_or_default())
+        signs::cut(self.in_ranges(scan).unwrap_or_default(), len)
             .into_iter()
             .map(|(_, row)| row as usize)
             .collect()
@@ -499,25 +476,6 @@ fn admits(kinds: &[crate::model::DocKind]) -> impl Fn(u8) -> bool + Sync {
         .filter(|(_, k)| kinds.contains(k))
         .fold(0, |m, (i, _)| m | 1 << i);
     move |kind| kind < 32 && mask & (1 << kind) != 0
-}
-
-/// One bit per component, set where it is positive.
-fn sign_bits(v: &[f32]) -> Vec<u64> {
-    let mut words = Vec::with_capacity(v.len().div_ceil(64));
-    push_sign_bits(&mut words, v);
-    words
-}
-
-/// [`sign_bits`] appended to `out` (64 components a word, built without
-/// a branch so the compiler vectorizes it: a load of 116,000 rows spends
-/// milliseconds here, not a tenth of a second).
-fn push_sign_bits(out: &mut Vec<u64>, v: &[f32]) {
-    out.extend(v.chunks(64).map(|chunk| {
-        chunk
-            .iter()
-            .enumerate()
-            .fold(0u64, |w, (i, x)| w | (u64::from(*x > 0.0) << i))
-    }));
 }
 
 /// Most threads one vector scan uses, and the fewest rows worth a thread
