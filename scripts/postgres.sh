@@ -4,13 +4,18 @@
 # a new cluster in DIR, nothing downloaded, no container.
 #
 #   scripts/postgres.sh start DIR            listen on a Unix socket in DIR only
-#   scripts/postgres.sh start DIR --tcp PORT --password PW [--tls]
+#   scripts/postgres.sh start DIR --tcp PORT --password PW [--tls] [--listen ADDR]
 #                                            also 127.0.0.1:PORT, where a
 #                                            password (scram-sha-256) is asked;
 #                                            --tls: TLS with a
 #                                            certificate for localhost and
 #                                            127.0.0.1 signed by a CA of its
-#                                            own (DIR/ca.crt; openssl)
+#                                            own (DIR/ca.crt; openssl);
+#                                            --listen: also ADDR:PORT (an
+#                                            IPv4 address of this host's, in
+#                                            the certificate too), for
+#                                            clients on other hosts, which
+#                                            the URL then names
 #   scripts/postgres.sh stop DIR             stop it (DIR stays; delete it)
 #   scripts/postgres.sh start DIR            again: start the stopped cluster
 #
@@ -53,17 +58,19 @@ bin=$(bindir)
 
 case "$cmd" in
 start)
-    port="" password="" tls=""
+    port="" password="" tls="" addr=""
     while [ $# -gt 0 ]; do
         case "$1" in
         --tcp) port=${2:?--tcp PORT}; shift 2 ;;
         --password) password=${2:?--password PW}; shift 2 ;;
         --tls) tls=1; shift ;;
+        --listen) addr=${2:?--listen ADDR}; shift 2 ;;
         *) die "unknown option $1" ;;
         esac
     done
     [ -z "$port" ] || [ -n "$password" ] || die "--tcp needs --password"
     [ -z "$tls" ] || [ -n "$port" ] || die "--tls needs --tcp"
+    [ -z "$addr" ] || [ -n "$port" ] || die "--listen needs --tcp"
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     if [ -e "$dir/data" ]; then
@@ -90,7 +97,7 @@ start)
         || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
     rm -f "$pwfile"
     listen="''"
-    [ -z "$port" ] || listen="'127.0.0.1'"
+    [ -z "$port" ] || listen="'127.0.0.1${addr:+,$addr}'"
     # The settings go in the cluster's own config, so a restart keeps them.
     {
         echo "unix_socket_directories = '$dir'"
@@ -113,8 +120,8 @@ start)
                 -keyout "$dir/ca.key" -out "$dir/ca.crt" &&
             openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
                 -keyout "$dir/server.key" -out "$dir/server.csr" &&
-            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
-                >"$dir/server.ext" &&
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+                "${addr:+,IP:$addr}" >"$dir/server.ext" &&
             openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
                 -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.crt"
         } >/dev/null 2>&1 || die "openssl could not make the certificates"
@@ -122,12 +129,18 @@ start)
         chmod 0600 "$dir/server.key"
         [ "$(id -u)" != 0 ] || chown postgres "$dir/server.key" "$dir/server.crt"
     fi
+    if [ -n "$addr" ]; then
+        # Other hosts, with a password (over TLS only, when it is on).
+        hba=host
+        [ -z "$tls" ] || hba=hostssl
+        echo "$hba all all 0.0.0.0/0 scram-sha-256" >>"$dir/data/pg_hba.conf"
+    fi
     as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
         || { cat "$dir/server.log" >&2; die "the server did not start"; }
     sock_port=${port:-5432}
     as_owner "$bin/createdb" -h "$dir" -p "$sock_port" -U vouch vouch
     if [ -n "$port" ]; then
-        url="postgresql://vouch:$password@127.0.0.1:$port/vouch"
+        url="postgresql://vouch:$password@${addr:-127.0.0.1}:$port/vouch"
         [ -z "$tls" ] || url="$url?sslmode=require&sslrootcert=$dir/ca.crt"
     else
         url="postgresql:///vouch?host=$dir&user=vouch"

@@ -127,7 +127,8 @@ pub fn parse_response(raw: &[u8]) -> HttpResponse {
     }
 }
 
-/// One request on its own connection (`Connection: close`).
+/// One request on its own connection (`Connection: close`) to
+/// `127.0.0.1:port`.
 pub fn http(
     port: u16,
     method: &str,
@@ -135,7 +136,18 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> HttpResponse {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    http_to(("127.0.0.1", port), method, path, headers, body)
+}
+
+/// [`http`] to another address (a server on another host).
+pub fn http_to(
+    (host, port): (&str, u16),
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut s = TcpStream::connect((host, port)).expect("connect");
     s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
     s.write_all(&request_bytes(port, method, path, headers, body, true))
         .expect("send");

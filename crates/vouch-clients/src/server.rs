@@ -1,8 +1,8 @@
-//! `vouch serve --transport http` on a free loopback port, started from a
+//! `vouch serve --transport http` on a free port, started from a
 //! command line, its standard error passed through a line at a time and
 //! kept (marked `[server]`; a test shows it only when it fails).
 
-use crate::http::{HttpResponse, http};
+use crate::http::{HttpResponse, http_to};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
@@ -18,8 +18,11 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 pub struct HttpServer {
     /// The server's process.
     pub child: Child,
-    /// The loopback port it listens on.
+    /// The port it listens on.
     pub port: u16,
+    /// The address it listens on: loopback, unless its command line bound
+    /// another (a host of its own, in a network namespace).
+    pub host: String,
     stderr: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
 }
@@ -53,27 +56,27 @@ impl HttpServer {
         let addr = rx
             .recv_timeout(TIMEOUT)
             .expect("server printed its address");
-        let port = addr
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port");
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h.to_string(), p.parse().ok()?)))
+            .expect("host:port");
         HttpServer {
             child,
             port,
+            host,
             stderr: lines,
             reader: Some(reader),
         }
     }
 
-    /// The address it listens on (`127.0.0.1:port`).
+    /// The address it listens on (`host:port`).
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
     }
 
     /// A connection to it, with the read timeout set.
     pub fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let s = TcpStream::connect((self.host.as_str(), self.port)).expect("connect");
         s.set_read_timeout(Some(TIMEOUT)).expect("read timeout");
         s
     }
@@ -86,12 +89,12 @@ impl HttpServer {
         if let Some(a) = &auth {
             headers.push(("Authorization", a));
         }
-        http(self.port, "POST", "/rpc", &headers, body)
+        http_to((&self.host, self.port), "POST", "/rpc", &headers, body)
     }
 
     /// `GET /health` on its own connection.
     pub fn healthy(&self) -> bool {
-        let r = http(self.port, "GET", "/health", &[], b"");
+        let r = http_to((&self.host, self.port), "GET", "/health", &[], b"");
         r.status == 200 && r.json()["ok"] == json!(true)
     }
 

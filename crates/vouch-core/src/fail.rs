@@ -6,7 +6,9 @@
 //! Armed by the app from `VOUCH_FAILPOINT=NAME[@N]=ACTION` (the core never
 //! reads the environment): at the `N`-th time (default 1) the process
 //! reaches `NAME`, it dies — `abort` (SIGABRT, no destructors run) or
-//! `kill` (SIGKILL, as the OOM killer or a power cut would). `enospc`
+//! `kill` (SIGKILL, as the OOM killer or a power cut would) — or it
+//! freezes: `stop` (SIGSTOP, as a hung host would, until a SIGCONT;
+//! whatever it holds stays held). `enospc`
 //! arms an [`io_point`] instead: from the `N`-th time on, the write there
 //! fails as a full disk would, and the process goes on.
 
@@ -42,6 +44,7 @@ mod armed {
         pub(super) name: String,
         pub(super) at: usize,
         pub(super) kill: bool,
+        pub(super) stop: bool,
         pub(super) enospc: bool,
     }
     pub(super) static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
@@ -52,6 +55,16 @@ mod armed {
         let Some(a) = guard.as_ref() else { return };
         if a.enospc || a.name != name || HITS.fetch_add(1, Ordering::SeqCst) + 1 != a.at {
             return;
+        }
+        if a.stop {
+            #[cfg(unix)]
+            {
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::STOP,
+                );
+                return;
+            }
         }
         if a.kill {
             #[cfg(unix)]
@@ -75,13 +88,13 @@ mod armed {
     }
 }
 
-/// Arm one fail point from `NAME[@N]=abort|kill`. Refused in a build
+/// Arm one fail point from `NAME[@N]=abort|kill|stop|enospc`. Refused in a build
 /// without the `failpoints` feature, so a crash test cannot pass by
 /// testing nothing.
 pub fn arm(spec: &str) -> Result<(), String> {
-    let (target, action) = spec
-        .split_once('=')
-        .ok_or_else(|| format!("VOUCH_FAILPOINT {spec:?}: expected NAME[@N]=abort|kill|enospc"))?;
+    let (target, action) = spec.split_once('=').ok_or_else(|| {
+        format!("VOUCH_FAILPOINT {spec:?}: expected NAME[@N]=abort|kill|stop|enospc")
+    })?;
     let (name, at) = match target.split_once('@') {
         Some((n, at)) => (
             n,
@@ -96,13 +109,14 @@ pub fn arm(spec: &str) -> Result<(), String> {
             POINTS.join(", ")
         ));
     }
-    let (kill, enospc) = match action {
-        "abort" => (false, false),
-        "kill" => (true, false),
-        "enospc" => (false, true),
+    let (kill, stop, enospc) = match action {
+        "abort" => (false, false, false),
+        "kill" => (true, false, false),
+        "stop" => (false, true, false),
+        "enospc" => (false, false, true),
         other => {
             return Err(format!(
-                "VOUCH_FAILPOINT {spec:?}: action {other:?} is not abort, kill or enospc"
+                "VOUCH_FAILPOINT {spec:?}: action {other:?} is not abort, kill, stop or enospc"
             ));
         }
     };
@@ -112,13 +126,14 @@ pub fn arm(spec: &str) -> Result<(), String> {
             name: name.to_string(),
             at: at.max(1),
             kill,
+            stop,
             enospc,
         });
         Ok(())
     }
     #[cfg(not(feature = "failpoints"))]
     {
-        let _ = (at, kill, enospc);
+        let _ = (at, kill, stop, enospc);
         Err(format!(
             "VOUCH_FAILPOINT {spec:?}: this build has no fail points (build with --features \
              vouch/failpoints, as scripts/test.sh does)"

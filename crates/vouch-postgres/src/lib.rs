@@ -105,10 +105,18 @@ impl Database {
         config.keepalives_retries(3);
         config.tcp_user_timeout(Duration::from_secs(30));
         // No statement waits forever (the lock's own wait gives up first,
-        // with its own message).
+        // with its own message). And the same watch from the server's end:
+        // a replica whose host vanished (a partition, a power cut: no
+        // packet says so) would otherwise keep the write lock it held for
+        // the server's two hours of TCP silence, and every other replica
+        // would be refused meanwhile; so the server drops its connection,
+        // and the lock with it, in about half a minute.
+        let ours = "-c statement_timeout=40s -c tcp_keepalives_idle=20 \
+                    -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 \
+                    -c tcp_user_timeout=30000";
         let options = match config.get_options() {
-            Some(o) if !o.trim().is_empty() => format!("{o} -c statement_timeout=40s"),
-            _ => "-c statement_timeout=40s".to_string(),
+            Some(o) if !o.trim().is_empty() => format!("{o} {ours}"),
+            _ => ours.to_string(),
         };
         config.options(&options);
         if config.get_hosts().is_empty() {

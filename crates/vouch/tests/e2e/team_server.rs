@@ -5,6 +5,7 @@
 //! database holds: the write lock every replica takes before it writes,
 //! the audit chain's head, the review pages' sessions.
 
+mod hosts;
 mod meaning;
 
 use crate::common::postgres::Postgres;
@@ -16,15 +17,23 @@ use std::time::{Duration, Instant};
 use vouch_clients::HttpServer;
 use vouch_clients::http::http;
 
-const AGENT: &str = "tok-agent-5c1e";
-const REVIEWER: &str = "tok-reviewer-9a3f";
+// Long enough for a replica bound where the network reaches it (at least
+// 32 characters: `hosts`).
+const AGENT: &str = "tok-agent-5c1e0f6a9d2b47c8e31a5f";
+const REVIEWER: &str = "tok-reviewer-9a3f7e2c1b84d05a6f1";
 
 /// A replica serving `p`'s tree with the team database at `url`; `env`
 /// adds variables (a fail point).
 fn replica_of(p: &Project, url: &str, env: &[(&str, &str)]) -> HttpServer {
+    HttpServer::spawn(replica_command(p, url, "127.0.0.1:0", env))
+}
+
+/// The command line of a replica serving `p`'s tree with the team
+/// database at `url`, listening on `bind`.
+fn replica_command(p: &Project, url: &str, bind: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = p.command("server");
     cmd.env("VOUCH_DATABASE_URL", url)
-        .args(["serve", "--transport", "http", "--bind", "127.0.0.1:0"])
+        .args(["serve", "--transport", "http", "--bind", bind])
         .arg("--token")
         .arg(format!("agent={AGENT}"))
         .arg("--token")
@@ -32,7 +41,7 @@ fn replica_of(p: &Project, url: &str, env: &[(&str, &str)]) -> HttpServer {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    HttpServer::spawn(cmd)
+    cmd
 }
 
 /// A knowledge base whose person names `rev` a reviewer.
