@@ -507,9 +507,10 @@ fn ensure_inner(
             break;
         }
         // A batch the model had no part in says the next one likely
-        // needs it as little (a new replica taking the team's vectors).
+        // needs it as little (a new replica taking the team's vectors);
+        // the first batch counts as the model's.
         let size = match (budget, model_ran) {
-            (Budget::Unlimited, false) if done > 0 => WITHOUT_MODEL_BATCH,
+            (Budget::Unlimited, false) => WITHOUT_MODEL_BATCH,
             _ => batch_size(budget, per_doc),
         };
         let batch = &stale[done..(done + size).min(total)];
