@@ -444,6 +444,38 @@ impl Kb {
             self.index.embed_written(&self.store, embedder);
         }
     }
+    /// Remove from the team's shared vectors ([`crate::services::SharedVectors`])
+    /// the rows of this process's model whose text no document gives it any
+    /// more — the index caught up with the files first; rows kept within
+    /// `grace` are left — and, with `other_models`, every other model's
+    /// rows. Returns where they are kept, the model, and what was done.
+    pub fn prune_shared_vectors(
+        &self,
+        grace: std::time::Duration,
+        other_models: bool,
+    ) -> Result<(String, String, crate::services::SharedPruned)> {
+        let Some(sharing) = self.shared_vectors() else {
+            return Err(Error::invalid(
+                "no team database shares vectors here (vouch serve --database, \
+                 VOUCH_DATABASE_URL or server.database in your own config): there is nothing \
+                 to prune",
+            ));
+        };
+        let Some(embedder) = self.embedder.as_ref() else {
+            return Err(Error::invalid(format!(
+                "no model is installed here, so nothing says which of the vectors in {} are \
+                 the current model's; install the one the replicas use (vouch model import) \
+                 and run this again",
+                sharing.describe()
+            )));
+        };
+        self.catch_up(None)?;
+        let shas = self.index.text_shas(&self.store)?;
+        let current: Vec<&str> = shas.iter().map(String::as_str).collect();
+        let model = embedder.model_id().to_string();
+        let done = sharing.prune(&model, &current, grace, other_models)?;
+        Ok((sharing.describe(), model, done))
+    }
     /// The last questions embedded, kept so a question is embedded once.
     pub fn query_vectors(&self) -> &QueryVectors {
         &self.query_vectors

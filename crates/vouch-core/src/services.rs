@@ -63,7 +63,38 @@ pub trait SharedVectors: Send + Sync {
     /// Keep what this process's model made for these texts (sha, chunks),
     /// for the others; a text already kept is left as it is.
     fn keep(&self, model: &str, dim: usize, made: &[(&str, &[Vec<f32>])]) -> Result<()>;
+    /// Remove the rows of `model` whose text is none of `current` (the
+    /// sha256 of every text the knowledge base's documents give a model)
+    /// and that were kept longer than `grace` ago — a younger row may be
+    /// a text another replica wrote after this one caught up — and, when
+    /// `other_models`, every row of another model.
+    fn prune(
+        &self,
+        model: &str,
+        current: &[&str],
+        grace: std::time::Duration,
+        other_models: bool,
+    ) -> Result<SharedPruned>;
 }
+
+/// What [`SharedVectors::prune`] did, in rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SharedPruned {
+    /// Rows of the model whose text no document holds any more, removed.
+    pub removed: usize,
+    /// Rows of the model left: texts the documents hold, and rows kept
+    /// within the grace.
+    pub left: usize,
+    /// Rows of other models removed (asked for).
+    pub other_models_removed: usize,
+    /// Rows of other models left (not asked for).
+    pub other_models_left: usize,
+}
+
+/// How recently kept a shared row must be to be left by a prune whatever
+/// its text: a replica that wrote a text after the pruning one caught up
+/// with the files may have kept its vectors since.
+pub const SHARED_PRUNE_GRACE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// How long sharing rests after the shared store failed: the model makes
 /// vectors here meanwhile, and a database that is down is not waited for
@@ -147,6 +178,18 @@ impl VectorSharing {
         self.taken
             .fetch_add(found.len(), std::sync::atomic::Ordering::Relaxed);
         found
+    }
+
+    /// [`SharedVectors::prune`], asked for by a person: its error is
+    /// theirs to see, and no rest follows it.
+    pub fn prune(
+        &self,
+        model: &str,
+        current: &[&str],
+        grace: std::time::Duration,
+        other_models: bool,
+    ) -> Result<SharedPruned> {
+        self.store.prune(model, current, grace, other_models)
     }
 
     /// Keep what this process's model made ([`SharedVectors::keep`]).

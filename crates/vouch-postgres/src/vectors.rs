@@ -15,7 +15,11 @@
 use crate::{Database, OneConn};
 use std::sync::Arc;
 use vouch_core::Result;
-use vouch_core::services::SharedVectors;
+use vouch_core::services::{SharedPruned, SharedVectors};
+
+/// Texts sent to the database a statement when pruning (a million shas
+/// are 65 MB as text: sent in parts, into a table of the transaction's).
+const PRUNE_PART: usize = 50_000;
 
 /// The team's vectors in its database.
 pub struct TeamVectors {
@@ -101,6 +105,71 @@ impl SharedVectors for TeamVectors {
                 &[&model, &(dim as i32), &shas, &chunks],
             )
             .map(|_| ())
+        })
+    }
+
+    fn prune(
+        &self,
+        model: &str,
+        current: &[&str],
+        grace: std::time::Duration,
+        other_models: bool,
+    ) -> Result<SharedPruned> {
+        self.conn.with("pruning shared vectors", |c| {
+            TeamVectors::prune_rows(c, model, current, grace, other_models)
+        })
+    }
+}
+
+impl TeamVectors {
+    fn prune_rows(
+        c: &mut postgres::Client,
+        model: &str,
+        current: &[&str],
+        grace: std::time::Duration,
+        other_models: bool,
+    ) -> Result<SharedPruned, postgres::Error> {
+        let mut tx = c.transaction()?;
+        tx.batch_execute(
+            "CREATE TEMP TABLE vouch_current_texts (sha text PRIMARY KEY) ON COMMIT DROP",
+        )?;
+        for part in current.chunks(PRUNE_PART) {
+            tx.execute(
+                "INSERT INTO vouch_current_texts SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+                &[&part],
+            )?;
+        }
+        let grace = grace.as_secs_f64();
+        let removed = tx.execute(
+            "DELETE FROM vouch_vectors v WHERE v.model = $1 \
+             AND v.made_at < now() - make_interval(secs => $2) \
+             AND NOT EXISTS (SELECT 1 FROM vouch_current_texts c WHERE c.sha = v.sha)",
+            &[&model, &grace],
+        )?;
+        let left: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM vouch_vectors WHERE model = $1",
+                &[&model],
+            )?
+            .get(0);
+        let (other_models_removed, other_models_left) = if other_models {
+            let n = tx.execute("DELETE FROM vouch_vectors WHERE model <> $1", &[&model])?;
+            (n as usize, 0)
+        } else {
+            let n: i64 = tx
+                .query_one(
+                    "SELECT count(*) FROM vouch_vectors WHERE model <> $1",
+                    &[&model],
+                )?
+                .get(0);
+            (0, n as usize)
+        };
+        tx.commit()?;
+        Ok(SharedPruned {
+            removed: removed as usize,
+            left: left as usize,
+            other_models_removed,
+            other_models_left,
         })
     }
 }

@@ -226,3 +226,68 @@ fn vectors_kept_by_one_replica_are_fetched_by_another_and_bad_rows_are_left_out(
     assert_eq!(got, vec![("sha-one".to_string(), one)]);
     assert!(b.describe().contains("the team database postgresql://"));
 }
+
+/// A prune removes the model's rows whose text is not current and that
+/// were kept before the grace; a row kept within it stays whatever its
+/// text (another replica may have written it since), and other models'
+/// rows are counted, then removed only when asked. Sent in parts: more
+/// current texts than one statement takes are all honoured.
+#[test]
+fn a_prune_removes_old_rows_of_texts_gone_and_leaves_the_rest() {
+    use vouch_core::services::{SharedPruned, SharedVectors};
+    use vouch_postgres::TeamVectors;
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let team = TeamVectors::new(db);
+    let v = vec![vec![0.5f32, -0.25, 1.0]];
+    team.keep(
+        "m@1",
+        3,
+        &[("current", &v), ("gone-old", &v), ("gone-young", &v)],
+    )
+    .expect("kept");
+    team.keep("m@0", 3, &[("current", &v)]).expect("kept");
+    let mut c = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    c.execute(
+        "UPDATE vouch_vectors SET made_at = now() - interval '2 hours' WHERE sha <> 'gone-young'",
+        &[],
+    )
+    .expect("aged");
+    // The current text last of many more than one part holds.
+    let mut current: Vec<String> = (0..120_000).map(|i| format!("other-{i}")).collect();
+    current.push("current".into());
+    let current: Vec<&str> = current.iter().map(String::as_str).collect();
+    let hour = Duration::from_secs(3600);
+    let done = team.prune("m@1", &current, hour, false).expect("pruned");
+    let left_other = SharedPruned {
+        removed: 1,
+        left: 2,
+        other_models_removed: 0,
+        other_models_left: 1,
+    };
+    assert_eq!(done, left_other);
+    let shas: Vec<String> = c
+        .query(
+            "SELECT sha FROM vouch_vectors WHERE model = 'm@1' ORDER BY sha",
+            &[],
+        )
+        .expect("rows")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(shas, ["current", "gone-young"]);
+    let done = team
+        .prune("m@1", &["current"], Duration::ZERO, true)
+        .expect("pruned");
+    let all_but_current = SharedPruned {
+        removed: 1,
+        left: 1,
+        other_models_removed: 1,
+        other_models_left: 0,
+    };
+    assert_eq!(done, all_but_current);
+    assert_eq!(
+        team.fetch("m@1", 3, &["current"]).expect("fetched"),
+        vec![("current".to_string(), v)]
+    );
+}

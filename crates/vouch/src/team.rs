@@ -179,6 +179,46 @@ pub(crate) fn adopt(kb: &Kb) -> Result<serde_json::Value, Error> {
     }))
 }
 
+/// `vouch team prune-vectors`: the team database's vectors of texts no
+/// document holds any more removed (rows kept in the last hour left), and
+/// with `other_models` every other model's.
+pub(crate) fn prune_vectors(kb: &Kb, other_models: bool) -> Result<serde_json::Value, Error> {
+    let (database, model, done) =
+        kb.prune_shared_vectors(vouch_core::services::SHARED_PRUNE_GRACE, other_models)?;
+    Ok(serde_json::json!({
+        "database": database,
+        "model": model,
+        "removed": done.removed,
+        "left": done.left,
+        "other_models": {"removed": done.other_models_removed, "left": done.other_models_left},
+    }))
+}
+
+/// [`prune_vectors`]'s answer for a person.
+pub(crate) fn render_pruned(v: &serde_json::Value) -> String {
+    let n = |p: &str| {
+        v.pointer(p)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    let mut out = format!(
+        "{}: removed {} rows of texts no document holds, left {} ({})\n",
+        v["database"].as_str().unwrap_or_default(),
+        n("/removed"),
+        n("/left"),
+        v["model"].as_str().unwrap_or_default(),
+    );
+    match (n("/other_models/removed"), n("/other_models/left")) {
+        (0, 0) => {}
+        (removed, 0) => out.push_str(&format!("removed {removed} rows of other models\n")),
+        (_, left) => out.push_str(&format!(
+            "{left} rows of other models left (--other-models removes them once every replica \
+             runs this one)\n"
+        )),
+    }
+    out
+}
+
 /// `vouch team pull`: `git pull` in the project holding `kb`, under the
 /// knowledge base's write lock (and the team database's, when one orders
 /// this tree), so no write interleaves with the merge; the head recorded

@@ -153,6 +153,9 @@ pub trait VectorIndex {
     ) -> Result<Vec<Near>>;
     /// The cosine of one document's best chunk with `query`, if embedded.
     fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>>;
+    /// The sha256 of every text the documents give a model to embed, as
+    /// the index holds them (what a team's shared vectors must keep).
+    fn text_shas(&self, store: &Store) -> Result<HashSet<String>>;
 }
 
 /// What the index can tell of its own trust: how far it is from the files, rows no file backs, objects no audit event admitted.

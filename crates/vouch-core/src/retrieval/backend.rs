@@ -357,6 +357,9 @@ mod tests {
         fn similarity(&self, _: DocKind, _: &str, _: &[f32]) -> Result<Option<f32>> {
             Ok(None)
         }
+        fn text_shas(&self, _: &Store) -> Result<HashSet<String>> {
+            Ok(HashSet::new())
+        }
     }
 
     impl crate::index::IndexChecks for Fixed {

@@ -739,6 +739,19 @@ pub(crate) enum TeamCmd {
         #[command(flatten)]
         team: TeamDatabase,
     },
+    /// Remove from the team database the vectors of texts no document
+    /// holds any more (edited or deleted knowledge): the rows of the
+    /// installed model's texts the files no longer give it, kept over an
+    /// hour ago. Safe at any time: a replica's model makes again what it
+    /// does not find. Prints what it removed and left.
+    PruneVectors {
+        #[command(flatten)]
+        team: TeamDatabase,
+        /// Remove every row of another model too (once every replica runs
+        /// the installed one).
+        #[arg(long)]
+        other_models: bool,
+    },
     /// `git pull` in the team server's working tree under the knowledge
     /// base's write lock (the team database's too), so no replica's write
     /// interleaves with the merge; then every replica hears of it. Extra

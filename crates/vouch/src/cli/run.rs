@@ -124,6 +124,17 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             print_warnings(&kb);
             return Ok(code);
         }
+        Command::Team(TeamCmd::PruneVectors { team, other_models }) => {
+            let kb = team.open(cli)?;
+            let v = crate::team::prune_vectors(&kb, *other_models)?;
+            print_warnings(&kb);
+            if cli.json {
+                render::emit_json(&v);
+            } else {
+                render::emit(&crate::team::render_pruned(&v));
+            }
+            return Ok(0);
+        }
         Command::Team(TeamCmd::Adopt { team }) => {
             let kb = team.open(cli)?;
             let v = crate::team::adopt(&kb)?;

@@ -44,6 +44,24 @@ fn replica_command(p: &Project, url: &str, bind: &str, env: &[(&str, &str)]) -> 
     cmd
 }
 
+/// `vouch --json team ARGS` in `p`'s tree with the team database at
+/// `url`, which must succeed; its answer.
+fn team_cli(p: &Project, url: &str, args: &[&str]) -> Value {
+    let out = p
+        .command("operator")
+        .env("VOUCH_DATABASE_URL", url)
+        .args(["--json", "team"])
+        .args(args)
+        .output()
+        .expect("vouch team");
+    assert!(
+        out.status.success(),
+        "vouch team {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
 /// A knowledge base whose person names `rev` a reviewer.
 fn team_project() -> Project {
     let p = Project::real_clock();
@@ -380,17 +398,7 @@ fn a_replica_on_another_copy_of_the_tree_is_refused_before_it_writes() {
         "{doctor}"
     );
     // A person who means this history to be the team's adopts it.
-    let adopt = copy
-        .command("x")
-        .env("VOUCH_DATABASE_URL", &pg.url)
-        .args(["--json", "team", "adopt"])
-        .output()
-        .expect("team adopt");
-    assert!(
-        adopt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&adopt.stderr)
-    );
+    team_cli(&copy, &pg.url, &["adopt"]);
     ok(
         &c,
         AGENT,

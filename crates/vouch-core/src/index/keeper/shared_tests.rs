@@ -1,10 +1,12 @@
 //! Vectors shared by a team's replicas ([`crate::services::SharedVectors`]):
 //! what one replica's model made, another takes instead of running its own.
 
-use super::kept_in_step::{Chunked, Counted, approved_claim, embed_all, semantic, stored};
+use super::kept_in_step::{
+    Chunked, Counted, approved_claim, edit_by_hand, embed_all, semantic, stored,
+};
 use super::*;
 use crate::kb::Kb;
-use crate::services::SharedVectors;
+use crate::services::{SharedPruned, SharedVectors};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,6 +59,32 @@ impl SharedVectors for Team {
                 .or_insert_with(|| chunks.to_vec());
         }
         Ok(())
+    }
+    /// Every row counts as kept before the grace (the memory keeps no time).
+    fn prune(
+        &self,
+        model: &str,
+        current: &[&str],
+        _grace: Duration,
+        other_models: bool,
+    ) -> Result<SharedPruned> {
+        let mut rows = self.rows.lock().unwrap();
+        let before = rows.len();
+        let others = rows.keys().filter(|(m, _)| m != model).count();
+        rows.retain(|(m, sha), _| {
+            if m == model {
+                current.contains(&sha.as_str())
+            } else {
+                !other_models
+            }
+        });
+        let left = rows.keys().filter(|(m, _)| m == model).count();
+        Ok(SharedPruned {
+            removed: before - others - left,
+            left,
+            other_models_removed: if other_models { others } else { 0 },
+            other_models_left: if other_models { 0 } else { others },
+        })
     }
 }
 
@@ -181,4 +209,85 @@ fn a_team_store_that_fails_is_said_once_and_the_model_makes_the_vectors() {
         "asked once, then left to rest"
     );
     assert_eq!(shared_counts(&kb), (0, 0));
+}
+
+/// Pruning the team's vectors removes the rows of texts no document
+/// gives the model any more (a claim edited by hand) and leaves every
+/// other: the texts the index hashes for it are the ones the embedding
+/// schedule kept (were they hashed otherwise, a prune would empty the
+/// table). Other models' rows go only when asked.
+#[test]
+fn pruning_removes_only_the_texts_no_document_holds() {
+    let team = Arc::new(Team::default());
+    let (_dir, mut kb) = crate::testing::test_kb();
+    let counted = Arc::new(Counted::default());
+    kb.set_embedder(counted.clone());
+    kb.share_vectors(team.clone());
+    kb.configure_index(|o| o.sync_interval = Duration::ZERO);
+    let ids: Vec<String> = ["alpha bravo", "charlie delta"]
+        .iter()
+        .map(|t| approved_claim(&kb, t))
+        .collect();
+    let embedder: Arc<dyn Embedder> = Arc::new(Chunked);
+    embed_all(&kb, &embedder);
+    assert_eq!(
+        team.rows.lock().unwrap().len(),
+        3,
+        "two claims and the source"
+    );
+    let other = ("other@test/8/0".to_string(), "ab".repeat(32));
+    team.rows
+        .lock()
+        .unwrap()
+        .insert(other.clone(), vec![vec![1.0; 8]]);
+
+    let (shown, model, done) = kb.prune_shared_vectors(Duration::ZERO, false).unwrap();
+    assert_eq!(
+        (shown.as_str(), model.as_str()),
+        ("the team's memory", Chunked.model_id())
+    );
+    let nothing_gone = SharedPruned {
+        removed: 0,
+        left: 3,
+        other_models_removed: 0,
+        other_models_left: 1,
+    };
+    assert_eq!(done, nothing_gone);
+
+    edit_by_hand(&kb, &ids[0], "alpha bravo", "alpha bravo charlie");
+    let (_, _, done) = kb.prune_shared_vectors(Duration::ZERO, true).unwrap();
+    let edited_gone = SharedPruned {
+        removed: 1,
+        left: 2,
+        other_models_removed: 1,
+        other_models_left: 0,
+    };
+    assert_eq!(done, edited_gone);
+    let rows = team.rows.lock().unwrap();
+    let sha = |t: &str| crate::ids::sha256_hex(t.as_bytes());
+    assert!(!rows.contains_key(&(model.clone(), sha("alpha bravo"))));
+    assert!(rows.contains_key(&(model.clone(), sha("charlie delta"))));
+    assert!(!rows.contains_key(&other));
+}
+
+/// Without a team store, or without a model to say which rows are
+/// current, there is nothing to prune, and the person is told why.
+#[test]
+fn pruning_without_a_team_or_a_model_says_why() {
+    let (_dir, mut kb) = crate::testing::test_kb();
+    let err = kb.prune_shared_vectors(Duration::ZERO, false).unwrap_err();
+    assert!(
+        err.message.contains("no team database shares vectors here"),
+        "{}",
+        err.message
+    );
+    kb.share_vectors(Arc::new(Team::default()));
+    let err = kb.prune_shared_vectors(Duration::ZERO, false).unwrap_err();
+    assert!(
+        err.message.contains("no model is installed here"),
+        "{}",
+        err.message
+    );
+    kb.set_embedder(Arc::new(Chunked));
+    assert!(kb.prune_shared_vectors(Duration::ZERO, false).is_ok());
 }

@@ -74,6 +74,23 @@ fn with_main<R>(kb: &Keep, f: impl FnOnce(&dyn EngineConn) -> Result<R>) -> Resu
     out.ok_or_else(|| crate::error::Error::internal("the index's main connection did not run"))
 }
 
+/// The sha256 of every text the index's documents give a model to embed
+/// (hashed as the embedding schedule hashes it): what a team's shared
+/// vectors must keep ([`crate::services::SharedVectors::prune`]).
+pub(crate) fn text_shas(kb: &Keep) -> Result<HashSet<String>> {
+    with_main(kb, |idx| {
+        let mut keys: Vec<(&'static str, String)> = Vec::new();
+        idx.each_listed(None, &mut |l| keys.push((l.key.0, l.key.1.to_string())))?;
+        let mut shas = HashSet::with_capacity(keys.len());
+        for (kind, id) in keys {
+            if let Some(text) = idx.embedded_text(kind, &id)? {
+                shas.insert(crate::ids::sha256_hex(text.as_bytes()));
+            }
+        }
+        Ok(shas)
+    })
+}
+
 /// Documents a step with no deadline takes at once after a batch the
 /// model had no part in: their vectors come from the index or the team
 /// (a round trip each batch, not a model call).

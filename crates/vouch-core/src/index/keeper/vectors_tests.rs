@@ -93,7 +93,7 @@ pub(super) fn approved_claim(kb: &Kb, text: &str) -> String {
 
 /// Replace `from` with `to` in claim `id`'s file, as an editor would
 /// (a moment later, so the file's signature changes); its path.
-fn edit_by_hand(kb: &Kb, id: &str, from: &str, to: &str) -> std::path::PathBuf {
+pub(super) fn edit_by_hand(kb: &Kb, id: &str, from: &str, to: &str) -> std::path::PathBuf {
     let path = kb.layout().file(crate::store::Dir::Claims, id).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     std::thread::sleep(Duration::from_millis(20));

@@ -227,6 +227,9 @@ impl crate::index::VectorIndex for SqliteIndex {
             None => Ok(None),
         }
     }
+    fn text_shas(&self, store: &Store) -> Result<HashSet<String>> {
+        embed::text_shas(&self.at(store).keep())
+    }
 }
 
 impl crate::index::IndexChecks for SqliteIndex {

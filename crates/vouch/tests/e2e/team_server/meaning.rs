@@ -2,7 +2,7 @@
 //! meaning on another, and a new replica takes the vectors the others'
 //! models made from the team database instead of running its own model.
 
-use super::{AGENT, REVIEWER, ok, propose, psql, replica_of, team_project};
+use super::{AGENT, REVIEWER, ok, propose, psql, replica_of, team_cli, team_project};
 use crate::common::postgres::Postgres;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -113,6 +113,83 @@ fn a_new_replica_takes_the_teams_vectors_and_runs_its_model_on_none() {
     // No word in common with the claim: found by its meaning.
     let hits = ok(
         &c,
+        AGENT,
+        "kb.search",
+        json!({"query": "how often is a declined payment attempted again", "backend": "embedding"}),
+    );
+    assert_eq!(hits[0]["id"], json!(claims[0]), "{hits}");
+}
+
+/// `vouch team prune-vectors` removes from the team database the vectors
+/// of a text no document holds any more (a claim edited by hand, as a
+/// teammate's merge would bring), once older than the grace; the texts
+/// the files still hold keep theirs, and a replica finds by meaning as
+/// before. A second prune finds nothing to remove.
+#[test]
+fn pruning_removes_the_vectors_of_a_text_edited_away() {
+    let pg = Postgres::start();
+    let p = team_project();
+    let model = p.ok("tester", &["model", "import", &crate::semantic::wheel()]);
+    assert_eq!(model["installed"]["state"], "ok", "{model}");
+    let a = replica_of(&p, &pg.url, &[]);
+    let texts = [
+        "The billing worker retries a failed charge three times",
+        "Invoices are emailed on the first business day of the month",
+    ];
+    let claims: Vec<String> = texts
+        .iter()
+        .map(|text| {
+            let id = propose(&a, text);
+            ok(&a, REVIEWER, "kb.approve", json!({"proposal_id": id}))["object_id"]
+                .as_str()
+                .expect("claim")
+                .to_string()
+        })
+        .collect();
+    vectors_in_step(&a, 2 * texts.len() as u64);
+    // No replica keeps vectors while the rows are counted.
+    drop(a);
+    let prune = |p| team_cli(p, &pg.url, &["prune-vectors"]);
+    let rows = || {
+        psql(&pg.url, "SELECT count(*) FROM vouch_vectors")
+            .trim()
+            .to_string()
+    };
+    let before = rows();
+    // Nothing is gone: nothing removed.
+    let first = prune(&p);
+    assert_eq!(first["removed"], json!(0), "{first}");
+    assert_eq!(first["left"].to_string(), before, "{first}");
+    // A teammate's edit, and every row made long enough ago.
+    let path = p
+        .root()
+        .join(".vouch/claims")
+        .join(format!("{}.yaml", claims[1]));
+    let yaml = std::fs::read_to_string(&path).expect("claim file");
+    std::fs::write(
+        &path,
+        yaml.replace("first business day", "last business day"),
+    )
+    .expect("edited");
+    psql(
+        &pg.url,
+        "UPDATE vouch_vectors SET made_at = now() - interval '2 hours'",
+    );
+    let pruned = prune(&p);
+    assert_eq!(pruned["removed"], json!(1), "{pruned}");
+    assert_eq!(pruned["other_models"]["left"], json!(0), "{pruned}");
+    assert_eq!(pruned["left"].to_string(), rows(), "{pruned}");
+    assert!(
+        pruned["database"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("the team database postgresql://")),
+        "{pruned}"
+    );
+    assert_eq!(prune(&p)["removed"], json!(0));
+    let b = replica_of(&p, &pg.url, &[]);
+    vectors_in_step(&b, 2 * texts.len() as u64);
+    let hits = ok(
+        &b,
         AGENT,
         "kb.search",
         json!({"query": "how often is a declined payment attempted again", "backend": "embedding"}),
