@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 mod copy;
 mod signs;
-use signs::{push_sign_bits, sign_bits};
+use signs::{Signs, sign_bits};
 
 pub(crate) type DocKey = (&'static str, String);
 
@@ -34,9 +34,9 @@ pub struct Vectors {
     /// cosine.
     scales: Vec<f32>,
     /// Per row: the sign of each component, one bit each, in
-    /// `dim.div_ceil(64)` words: what a large scan reads first
-    /// ([`Vectors::nearest`]).
-    signs: Vec<u64>,
+    /// `dim.div_ceil(64)` words, eight rows a block: what a large scan
+    /// reads first ([`Vectors::nearest`]).
+    signs: Signs,
     /// Per row: the document it belongs to (its slot in `docs`).
     owners: Vec<u32>,
     /// Per row: its owner's kind, as its place in [`SEARCH_KINDS`] — what
@@ -74,7 +74,7 @@ impl Vectors {
             dim,
             rows: Int8Rows::new(dim),
             scales: Vec::new(),
-            signs: Vec::new(),
+            signs: Signs::new(dim.div_ceil(64)),
             owners: Vec::new(),
             kinds: Vec::new(),
             docs: Docs::default(),
@@ -189,9 +189,7 @@ impl Vectors {
             if row != last {
                 // The last row moved into the hole: repoint its owner.
                 self.scales[row] = self.scales[last];
-                let words = self.sign_words();
-                self.signs
-                    .copy_within(last * words..(last + 1) * words, row * words);
+                self.signs.copy_row(last, row);
                 let moved = self.owners[last];
                 if moved != slot {
                     self.docs.move_row(moved, last, row);
@@ -202,7 +200,7 @@ impl Vectors {
             self.owners.pop();
             self.kinds.pop();
             self.scales.pop();
-            self.signs.truncate(last * self.sign_words());
+            self.signs.truncate(last);
         }
         Ok(())
     }
@@ -234,7 +232,7 @@ impl Vectors {
             .collect();
         self.rows.push(&bytes);
         self.scales.push(scale);
-        push_sign_bits(&mut self.signs, v);
+        self.signs.push(v);
     }
 
     fn copy_drift(&mut self, rows: usize) {
@@ -248,19 +246,21 @@ impl Vectors {
         self.owners.len()
     }
 
-    fn sign_words(&self) -> usize {
-        self.dim.div_ceil(64)
-    }
-
     /// The cosines of `rows` with `query`, in row order.
+    /// A shortlist's rows are each a read of their own from a file (a
+    /// system call), so a long one is read by a thread a core.
     fn dots(&self, rows: &[usize], query: &[f32]) -> Result<Vec<(f32, usize)>> {
-        let mut out = Vec::with_capacity(rows.len());
-        self.rows
-            .gather(rows, |row, bytes| {
+        let mut sorted = rows.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        on_threads(sorted.len(), GATHER_ROWS_PER_THREAD, |part| {
+            let mut out = Vec::with_capacity(part.len());
+            self.rows.gather(&sorted[part], |row, bytes| {
                 out.push((dot_i8(bytes, query) * self.scales[row], row))
-            })
-            .map_err(rows_failed)?;
-        Ok(out)
+            })?;
+            Ok(out)
+        })
+        .map_err(rows_failed)
     }
 
     pub(crate) fn insert(
@@ -332,7 +332,6 @@ impl Vectors {
         let table = signs::Table {
             signs: &self.signs,
             kinds: &self.kinds,
-            words: self.sign_words(),
         };
         let scan = |range: std::ops::Range<usize>| Ok(table.nearest(&q, range, len, &admits));
         // Sign bits are in memory: the scan reads no file, so cannot fail.
@@ -412,30 +411,7 @@ impl Vectors {
         &self,
         scan: impl Fn(std::ops::Range<usize>) -> std::io::Result<Vec<T>> + Sync,
     ) -> std::io::Result<Vec<T>> {
-        let rows = self.owners.len();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(SCAN_THREADS)
-            .min(rows / SCAN_ROWS_PER_THREAD);
-        if threads <= 1 {
-            return scan(0..rows);
-        }
-        let per = rows.div_ceil(threads);
-        let scan = &scan;
-        std::thread::scope(|s| {
-            let parts: Vec<_> = (1..threads)
-                .map(|t| {
-                    let range = t * per..((t + 1) * per).min(rows);
-                    s.spawn(move || scan(range))
-                })
-                .collect();
-            let mut out = scan(0..per.min(rows))?;
-            for part in parts {
-                // A scan of plain arithmetic cannot panic but by a bug.
-                out.extend(part.join().expect("vector scan thread")?);
-            }
-            Ok(out)
-        })
+        on_threads(self.owners.len(), SCAN_ROWS_PER_THREAD, scan)
     }
 
     /// The cosine of one document's best chunk with `query`, if embedded.
@@ -482,6 +458,42 @@ fn admits(kinds: &[crate::model::DocKind]) -> impl Fn(u8) -> bool + Sync {
 /// of their own (below that, starting it costs more than it saves).
 const SCAN_THREADS: usize = 4;
 const SCAN_ROWS_PER_THREAD: usize = 16_384;
+/// Shortlisted rows worth a thread of their own (each a positioned read
+/// when the rows are in a file).
+const GATHER_ROWS_PER_THREAD: usize = 1_024;
+
+/// `scan` over `0..len`, cut into one range per core (at most
+/// [`SCAN_THREADS`], each at least `per_thread` long) scanned at once;
+/// the ranges' answers joined in order.
+fn on_threads<T: Send>(
+    len: usize,
+    per_thread: usize,
+    scan: impl Fn(std::ops::Range<usize>) -> std::io::Result<Vec<T>> + Sync,
+) -> std::io::Result<Vec<T>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(SCAN_THREADS)
+        .min(len / per_thread);
+    if threads <= 1 {
+        return scan(0..len);
+    }
+    let per = len.div_ceil(threads);
+    let scan = &scan;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (1..threads)
+            .map(|t| {
+                let range = t * per..((t + 1) * per).min(len);
+                s.spawn(move || scan(range))
+            })
+            .collect();
+        let mut out = scan(0..per.min(len))?;
+        for part in parts {
+            // A scan of plain arithmetic cannot panic but by a bug.
+            out.extend(part.join().expect("vector scan thread")?);
+        }
+        Ok(out)
+    })
+}
 
 /// Σ a·b in eight independent lanes: a single running sum is one long
 /// dependency chain the compiler may not reorder (float addition is not
@@ -717,12 +729,12 @@ mod tests {
         let kinds = [crate::model::DocKind::Claim];
         let mut every: Vec<(u32, usize)> = (0..rows)
             .filter(|r| v.docs.key(v.owners[*r]).0 == "claim")
-            .map(|r| ((v.signs[r] ^ qbits[0]).count_ones(), r))
+            .map(|r| ((v.signs.word(r, 0) ^ qbits[0]).count_ones(), r))
             .collect();
         every.sort();
         for len in [1, 10, 500, 5000] {
             let mut got = v.shortlist(&q, &kinds, len);
-            got.sort_by_key(|r| ((v.signs[*r] ^ qbits[0]).count_ones(), *r));
+            got.sort_by_key(|r| ((v.signs.word(*r, 0) ^ qbits[0]).count_ones(), *r));
             let want: Vec<usize> = every[..len].iter().map(|e| e.1).collect();
             assert_eq!(got, want, "len {len}");
         }

@@ -103,9 +103,7 @@ impl Vectors {
                 live.push(slot);
             }
         }
-        let mut p = Vec::with_capacity(
-            64 + live.len() * 48 + rows * (8 + self.signs.len() / rows.max(1) * 8),
-        );
+        let mut p = Vec::with_capacity(64 + live.len() * 48 + rows * (8 + self.signs.words() * 8));
         p.extend_from_slice(MAGIC);
         p.extend_from_slice(&0u64.to_le_bytes()); // the prefix's length, set below
         p.extend_from_slice(&VERSION.to_le_bytes());
@@ -133,8 +131,12 @@ impl Vectors {
         for scale in &self.scales {
             p.extend_from_slice(&scale.to_le_bytes());
         }
-        for word in &self.signs {
-            p.extend_from_slice(&word.to_le_bytes());
+        // Row by row, each row's words in order (whatever blocks memory
+        // holds them in).
+        for row in 0..self.signs.len() {
+            for word in self.signs.row(row) {
+                p.extend_from_slice(&word.to_le_bytes());
+            }
         }
         let len = p.len() as u64;
         p[8..16].copy_from_slice(&len.to_le_bytes());
@@ -238,7 +240,7 @@ struct Parsed<'a> {
     docs: Vec<(&'static str, (i64, i64), &'a str)>,
     owners: Vec<u32>,
     scales: Vec<f32>,
-    signs: Vec<u64>,
+    signs: super::signs::Signs,
 }
 
 /// Reads a prefix from its start; every read checks its bounds.
@@ -292,7 +294,7 @@ impl<'a> Parsed<'a> {
             docs: Vec::with_capacity(docs),
             owners: Vec::with_capacity(rows),
             scales: Vec::with_capacity(rows),
-            signs: Vec::with_capacity(rows * words),
+            signs: super::signs::Signs::with_capacity(words, rows),
         };
         for _ in 0..docs {
             let kind = SEARCH_KINDS.get(c.take(1)?[0] as usize)?.as_str();
@@ -317,8 +319,12 @@ impl<'a> Parsed<'a> {
             }
             parsed.scales.push(scale);
         }
-        for _ in 0..rows * words {
-            parsed.signs.push(c.u64()?);
+        let mut row = vec![0u64; words];
+        for _ in 0..rows {
+            for word in &mut row {
+                *word = c.u64()?;
+            }
+            parsed.signs.push_words(&row);
         }
         c.bytes.is_empty().then_some(parsed)
     }
