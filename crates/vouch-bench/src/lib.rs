@@ -11,6 +11,7 @@
 mod drive;
 mod fill;
 mod generate;
+mod memory;
 mod pages;
 mod scale1x;
 mod suites;
@@ -18,6 +19,7 @@ mod writes;
 
 pub use fill::fill_vectors;
 pub use generate::{Generated, generate};
+pub use memory::memory;
 pub use pages::ui;
 pub use scale1x::{growth, on_kb, scale_1x};
 pub use suites::{

@@ -112,6 +112,10 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_value = "10000,116120")]
         rows: Vec<usize>,
     },
+    /// Where a server's memory goes on KB (a project or its `.vouch/`):
+    /// the resident set after the index, the words' postings, the vectors
+    /// and the model are brought in, in turn.
+    Memory { kb: std::path::PathBuf },
     /// A random vector for every document of KB that has none, under the
     /// model it already has vectors of: to time search by meaning at a
     /// million documents without hours of embedding. Benchmarks only.
@@ -238,6 +242,7 @@ fn main() {
         Bench::Typed { claims } => vouch_bench::typed(&claims),
         Bench::Scan { rows } => vouch_bench::scan(&rows),
         Bench::ScanRecall { kb, questions } => vouch_bench::scan_recall(&kb, &questions),
+        Bench::Memory { kb } => vouch_bench::memory(&kb),
         Bench::FillVectors { kb } => vouch_bench::fill_vectors(&kb),
         Bench::Embeddings {
             claims,

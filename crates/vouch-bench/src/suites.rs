@@ -792,7 +792,7 @@ pub fn scan(rows: &[usize]) {
 }
 
 /// The SQLite index of `kb`, for figures that look inside it.
-fn sqlite(kb: &Kb) -> &vouch_core::index::sqlite::SqliteIndex {
+pub(crate) fn sqlite(kb: &Kb) -> &vouch_core::index::sqlite::SqliteIndex {
     kb.index()
         .as_any()
         .downcast_ref()
