@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Hybrid search, context packs and fts5 search through one JSONL server.
+
+usage: scripts/bench-server-queries.py KB VOUCH_BIN [SETTLE_SECONDS]
+
+Starts `VOUCH_BIN --kb KB serve --transport jsonl` (the model from the
+environment's XDG_CACHE_HOME), times its first answer, leaves it SETTLE
+seconds (default 90: a million claims' vectors load in the background),
+then times 300 hybrid searches, 200 context packs (as the KB configures
+them) and 300 fts5 searches of the typed queries `vouch-bench on-kb`
+uses, and prints p50 / p99 of each and the server's RSS. Run two builds
+in turn to compare them (docs/benchmarks.md, "Sign bits in blocks").
+It prints figures; it asserts only that every call succeeded.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+TYPED = [
+    "retries", "rate limit", "who owns the payments service", "schema migration",
+    "audit record for every change", "deploy approval", "requests per second",
+    "authentication", "replica when the primary is down", "shards keyed by customer id",
+    "messages older than hours", "encrypts data at rest", "import",
+    "a schema migration that locked the table",
+]
+
+
+def main():
+    kb, binary = sys.argv[1], sys.argv[2]
+    settle = int(sys.argv[3]) if len(sys.argv) > 3 else 90
+    env = dict(os.environ, VOUCH_AGENT="bench")
+    started = time.time()
+    server = subprocess.Popen(
+        [binary, "--kb", kb, "serve", "--transport", "jsonl"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=env, text=True,
+    )
+    calls = 0
+
+    def call(method, params):
+        nonlocal calls
+        calls += 1
+        server.stdin.write(json.dumps({"id": calls, "method": method, "params": params}) + "\n")
+        server.stdin.flush()
+        line = server.stdout.readline()
+        answer = json.loads(line)
+        assert answer.get("ok"), line[:300]
+        return answer
+
+    call("kb.search", {"query": "deploy approval"})
+    first = (time.time() - started) * 1000
+    time.sleep(settle)
+
+    def timed(n, one):
+        took = []
+        for i in range(n):
+            t = time.perf_counter()
+            one(i)
+            took.append((time.perf_counter() - t) * 1000)
+        took.sort()
+        return f"{took[len(took) // 2]:.2f} / {took[int(len(took) * 0.99) - 1]:.2f} ms"
+
+    hybrid = timed(300, lambda i: call("kb.search", {"query": TYPED[i % len(TYPED)], "backend": "hybrid"}))
+    context = timed(200, lambda i: call("kb.context", {"task": TYPED[i % len(TYPED)]}))
+    fts5 = timed(300, lambda i: call("kb.search", {"query": TYPED[i % len(TYPED)], "backend": "fts5"}))
+    with open(f"/proc/{server.pid}/status") as f:
+        mem = {l.split(":")[0]: int(l.split()[1]) // 1024 for l in f if l.startswith(("VmRSS", "VmHWM"))}
+    print(
+        f"{binary}: first answer {first:.0f} ms | hybrid {hybrid} | context {context} | "
+        f"fts5 {fts5} | RSS {mem['VmRSS']} MiB (peak {mem['VmHWM']})",
+        flush=True,
+    )
+    server.stdin.close()
+    server.wait()
+
+
+if __name__ == "__main__":
+    main()
