@@ -46,7 +46,7 @@ def main():
         server.stdin.flush()
         line = server.stdout.readline()
         answer = json.loads(line)
-        assert answer.get("ok"), line[:300]
+        assert answer.get("ok") and answer.get("id") == calls, line[:300]
         return answer
 
     call("kb.search", {"query": "deploy approval"})

@@ -456,9 +456,8 @@ impl Kb {
     ) -> Result<(String, String, crate::services::SharedPruned)> {
         let Some(sharing) = self.shared_vectors() else {
             return Err(Error::invalid(
-                "no team database shares vectors here (vouch serve --database, \
-                 VOUCH_DATABASE_URL or server.database in your own config): there is nothing \
-                 to prune",
+                "no team database shares vectors here (--database URL, VOUCH_DATABASE_URL or \
+                 server.database in your own config): there is nothing to prune",
             ));
         };
         let Some(embedder) = self.embedder.as_ref() else {

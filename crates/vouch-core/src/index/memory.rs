@@ -470,10 +470,10 @@ fn on_threads<T: Send>(
     per_thread: usize,
     scan: impl Fn(std::ops::Range<usize>) -> std::io::Result<Vec<T>> + Sync,
 ) -> std::io::Result<Vec<T>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(SCAN_THREADS)
-        .min(len / per_thread);
+    // Asked once: the answer reads the process's cgroup files.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = cores.min(SCAN_THREADS).min(len / per_thread);
     if threads <= 1 {
         return scan(0..len);
     }

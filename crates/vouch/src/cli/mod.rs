@@ -751,6 +751,11 @@ pub(crate) enum TeamCmd {
         /// the installed one).
         #[arg(long)]
         other_models: bool,
+        /// Use the derived index kept in DIR (a replica's `--index-dir`)
+        /// rather than building one in the working tree, which on a
+        /// network volume must hold none.
+        #[arg(long = "index-dir", env = "VOUCH_INDEX_DIR", value_name = "DIR")]
+        index_dir: Option<std::path::PathBuf>,
     },
     /// `git pull` in the team server's working tree under the knowledge
     /// base's write lock (the team database's too), so no replica's write

@@ -124,8 +124,15 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             print_warnings(&kb);
             return Ok(code);
         }
-        Command::Team(TeamCmd::PruneVectors { team, other_models }) => {
+        Command::Team(TeamCmd::PruneVectors {
+            team,
+            other_models,
+            index_dir,
+        }) => {
             let kb = team.open(cli)?;
+            if let Some(dir) = index_dir {
+                kb.place_index(dir)?;
+            }
             let v = crate::team::prune_vectors(&kb, *other_models)?;
             print_warnings(&kb);
             if cli.json {

@@ -64,6 +64,26 @@ pub const ROUND_EVERY: Duration = Duration::from_secs(1);
 /// A round this long did heavy work (a first catch-up, loading the
 /// vectors, a rebuild): what it freed is handed back to the system.
 const LONG_ROUND: Duration = Duration::from_secs(1);
+/// At most this often, though: without a watcher, a million files' scan
+/// may make every round a long one.
+const TRIM_AT_MOST_EVERY: Duration = Duration::from_secs(10);
+
+/// Gives back what long rounds freed, at most every [`TRIM_AT_MOST_EVERY`].
+#[derive(Default)]
+struct Trims(Option<Instant>);
+
+impl Trims {
+    /// After a step that began at `began`.
+    fn after(&mut self, began: Instant) {
+        let due = self
+            .0
+            .is_none_or(|last| last.elapsed() >= TRIM_AT_MOST_EVERY);
+        if began.elapsed() >= LONG_ROUND && due {
+            give_back_freed_memory();
+            self.0 = Some(Instant::now());
+        }
+    }
+}
 
 /// Hand back to the operating system the memory a long round freed:
 /// glibc's allocator keeps freed memory in its arenas for the next
@@ -203,17 +223,22 @@ impl Upkeep {
         // On this thread unless an earlier run's index answers meanwhile;
         // then it is the keeper thread's first step.
         let mut watching = None;
+        let mut trims = Trims::default();
         if !opened {
+            let began = Instant::now();
             let (started, failed, lines) = first_catch_up(&kb);
             watching = started;
             say(&kb, failed, lines);
+            trims.after(began);
         }
         let started_here = watching.clone();
         std::thread::spawn(move || {
             if opened {
+                let began = Instant::now();
                 let (started, failed, lines) = first_catch_up(&kb);
                 watching = started;
                 say(&kb, failed, lines);
+                trims.after(began);
             }
             loop {
                 // A round a second, or at once when a read asks for one.
@@ -226,9 +251,7 @@ impl Upkeep {
                 let mut failed = round(&parts(&kb), watched);
                 failed.extend(also(&kb).err());
                 say(&kb, failed, Vec::new());
-                if began.elapsed() >= LONG_ROUND {
-                    give_back_freed_memory();
-                }
+                trims.after(began);
             }
         });
         Upkeep {

@@ -51,10 +51,11 @@ pub(super) struct Signs {
 }
 
 impl Signs {
-    /// No rows yet, of `words` words each.
+    /// No rows yet, of `words` words each (at least one, so a block is
+    /// never empty, even for a model that claims no dimension).
     pub(super) fn new(words: usize) -> Signs {
         Signs {
-            words,
+            words: words.max(1),
             rows: 0,
             data: Vec::new(),
         }
@@ -310,7 +311,8 @@ impl Table<'_> {
         };
         let one = |near: &mut Nearest, row: usize| {
             let d: u32 = (0..words)
-                .map(|w| (signs.word(row, w) ^ q[w]).count_ones())
+                .zip(q)
+                .map(|(w, qw)| (signs.word(row, w) ^ qw).count_ones())
                 .sum();
             if d < near.within && admits(self.kinds[row]) {
                 near.offer(d, row);

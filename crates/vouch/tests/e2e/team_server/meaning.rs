@@ -175,7 +175,15 @@ fn pruning_removes_the_vectors_of_a_text_edited_away() {
         &pg.url,
         "UPDATE vouch_vectors SET made_at = now() - interval '2 hours'",
     );
-    let pruned = prune(&p);
+    // In an index of its own, as on a replica's host (none is built in
+    // the shared tree).
+    let own = tempfile::tempdir().expect("index dir");
+    let own_dir = own.path().display().to_string();
+    let pruned = team_cli(&p, &pg.url, &["prune-vectors", "--index-dir", &own_dir]);
+    assert!(
+        own.path().join("state.db").is_file(),
+        "its index is in {own_dir}"
+    );
     assert_eq!(pruned["removed"], json!(1), "{pruned}");
     assert_eq!(pruned["other_models"]["left"], json!(0), "{pruned}");
     assert_eq!(pruned["left"].to_string(), rows(), "{pruned}");
