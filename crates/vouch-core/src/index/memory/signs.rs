@@ -9,9 +9,9 @@
 //! what the processor has, chosen once at run time: AVX-512's `vpopcntq`
 //! (eight counts an instruction), AVX2 (counted by table lookups, four at
 //! a time), the scalar `popcnt` instruction, or the x86-64 baseline (which
-//! counts bits with a dozen shifts and masks a word). Row by row, with a
-//! scalar `popcnt`, 1.3 million rows took 12 ms; by blocks with AVX-512,
-//! a few (docs/benchmarks.md).
+//! counts bits with a dozen shifts and masks a word). Row by row with a
+//! scalar `popcnt`, best 50 of 1.3 million rows took 12.4 ms; by blocks
+//! with AVX-512, 7.0 ms (`vouch-bench scan`, docs/benchmarks.md).
 
 /// Rows a block holds: a word of each is one 512-bit register.
 const LANES: usize = 8;
@@ -146,6 +146,42 @@ impl Signs {
     }
 }
 
+/// The copies of the scan, each compiled for what a processor may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+enum Compiled {
+    /// AVX-512's vector count.
+    Avx512,
+    /// AVX2 (counted by table lookups).
+    Avx2,
+    /// The scalar `popcnt`.
+    Popcnt,
+    /// The baseline.
+    Plain,
+}
+
+impl Compiled {
+    /// The copies this processor can run, best first (`Plain` always).
+    fn here() -> Vec<Compiled> {
+        let mut here = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512vpopcntdq") && has!("popcnt") {
+                here.push(Compiled::Avx512);
+            }
+            if has!("avx2") && has!("popcnt") {
+                here.push(Compiled::Avx2);
+            }
+            if has!("popcnt") {
+                here.push(Compiled::Popcnt);
+            }
+        }
+        here.push(Compiled::Plain);
+        here
+    }
+}
+
 /// Every row's sign bits and its kind.
 pub(super) struct Table<'a> {
     pub(super) signs: &'a Signs,
@@ -228,25 +264,35 @@ impl Table<'_> {
         len: usize,
         admits: &(impl Fn(u8) -> bool + Sync),
     ) -> Vec<(u32, u32)> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            #[allow(unsafe_code)]
-            // SAFETY: each copy runs only where the processor has the
-            // instructions it was compiled with, checked just before.
-            unsafe {
-                if has!("avx512f") && has!("avx512vpopcntdq") {
-                    return self.nearest_avx512(q, range, len, admits);
-                }
-                if has!("avx2") && has!("popcnt") {
-                    return self.nearest_avx2(q, range, len, admits);
-                }
-                if has!("popcnt") {
-                    return self.nearest_popcnt(q, range, len, admits);
-                }
+        static BEST: std::sync::OnceLock<Compiled> = std::sync::OnceLock::new();
+        let best = *BEST.get_or_init(|| Compiled::here()[0]);
+        self.nearest_by(best, q, range, len, admits)
+    }
+
+    /// [`Table::nearest`] by one copy of the scan, one of
+    /// [`Compiled::here`].
+    fn nearest_by(
+        &self,
+        copy: Compiled,
+        q: &[u64],
+        range: std::ops::Range<usize>,
+        len: usize,
+        admits: &(impl Fn(u8) -> bool + Sync),
+    ) -> Vec<(u32, u32)> {
+        #[allow(unsafe_code)]
+        // SAFETY: a copy other than `Plain` comes from `Compiled::here`,
+        // which names it only where the processor has its instructions.
+        unsafe {
+            match copy {
+                #[cfg(target_arch = "x86_64")]
+                Compiled::Avx512 => self.nearest_avx512(q, range, len, admits),
+                #[cfg(target_arch = "x86_64")]
+                Compiled::Avx2 => self.nearest_avx2(q, range, len, admits),
+                #[cfg(target_arch = "x86_64")]
+                Compiled::Popcnt => self.nearest_popcnt(q, range, len, admits),
+                _ => self.nearest_here(q, range, len, admits, block_distances),
             }
         }
-        self.nearest_here(q, range, len, admits, block_distances)
     }
 
     /// [`Table::nearest`] compiled with AVX-512's vector count.
@@ -392,26 +438,11 @@ mod tests {
             every.sort();
             for len in [1, 7, 50] {
                 let want: Vec<(u32, u32)> = every.iter().take(len).copied().collect();
-                let mut got = Vec::new();
-                got.push(table.nearest_here(&q, range.clone(), len, &admits, block_distances));
+                let mut got: Vec<Vec<(u32, u32)>> = Compiled::here()
+                    .into_iter()
+                    .map(|copy| table.nearest_by(copy, &q, range.clone(), len, &admits))
+                    .collect();
                 got.push(table.nearest(&q, range.clone(), len, &admits));
-                #[cfg(target_arch = "x86_64")]
-                {
-                    use std::arch::is_x86_feature_detected as has;
-                    #[allow(unsafe_code)]
-                    // SAFETY: each copy runs only where the processor has it.
-                    unsafe {
-                        if has!("avx512f") && has!("avx512vpopcntdq") {
-                            got.push(table.nearest_avx512(&q, range.clone(), len, &admits));
-                        }
-                        if has!("avx2") && has!("popcnt") {
-                            got.push(table.nearest_avx2(&q, range.clone(), len, &admits));
-                        }
-                        if has!("popcnt") {
-                            got.push(table.nearest_popcnt(&q, range.clone(), len, &admits));
-                        }
-                    }
-                }
                 for mut g in got {
                     g.sort();
                     assert_eq!(g, want, "range {range:?}, len {len}");
