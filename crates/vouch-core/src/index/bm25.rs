@@ -110,6 +110,20 @@ struct Bound {
     min_rowid: i64,
 }
 
+/// The first index at or after `from` of ascending `sorted` whose value is
+/// at least `value`, galloping from `from` (a token's next document is
+/// usually a few slots on).
+fn gallop(sorted: &[i64], from: usize, value: i64) -> usize {
+    let from = from.min(sorted.len());
+    let rest = &sorted[from..];
+    let mut bound = 1;
+    while bound < rest.len() && rest[bound] < value {
+        bound *= 2;
+    }
+    let (lo, hi) = (bound / 2, rest.len().min(bound + 1));
+    from + lo + rest[lo..hi].partition_point(|&r| r < value)
+}
+
 /// `bm25`'s frequency part for one phrase, in FTS5's order of operations.
 fn tf(freq: f64, tokens: f64, avgdl: f64) -> f64 {
     (freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * tokens / avgdl))
@@ -132,7 +146,11 @@ pub(crate) struct Postings {
     /// Per token, one per full block of its list.
     bounds: Vec<Vec<Bound>>,
     slots: Slots,
-    by_rowid: HashMap<i64, u32>,
+    /// Slots `..built` are the builder's, ascending by rowid: found by a
+    /// binary search, with no map of a million rowids (29 MiB).
+    built: usize,
+    /// The slot of each document written since, by rowid.
+    later: HashMap<i64, u32>,
     /// Live rows and their tokens (FTS5's row count and total size).
     rows: i64,
     total_tokens: i64,
@@ -149,6 +167,8 @@ pub(crate) struct Builder {
     postings: Postings,
     /// The token the last posting was of, by name, to skip the lookup.
     current: Option<(Box<str>, u32)>,
+    /// The slot of the last posting: a token's next one is at or after it.
+    last_slot: usize,
 }
 
 impl Builder {
@@ -157,9 +177,18 @@ impl Builder {
     /// by token, and within a token by ascending rowid.
     pub(crate) fn push(&mut self, token: &str, rowid: i64, title: bool) {
         let p = &mut self.postings;
-        let Some(&slot) = p.by_rowid.get(&rowid) else {
-            return;
+        let rowids = &p.slots.rowid;
+        let from = if rowids.get(self.last_slot).is_some_and(|&r| r <= rowid) {
+            self.last_slot
+        } else {
+            0
         };
+        let at = gallop(rowids, from, rowid);
+        if rowids.get(at) != Some(&rowid) {
+            return;
+        }
+        self.last_slot = at;
+        let slot = at as u32;
         let t = match &self.current {
             Some((name, t)) if &**name == token => *t,
             _ => {
@@ -196,11 +225,7 @@ impl Postings {
         for &rowid in rowids {
             slots.push(rowid, 0);
         }
-        let by_rowid = rowids
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (*r, i as u32))
-            .collect();
+        debug_assert!(rowids.is_sorted(), "rowids ascend");
         Builder {
             postings: Postings {
                 exact: true,
@@ -208,14 +233,16 @@ impl Postings {
                 lists: Vec::new(),
                 bounds: Vec::new(),
                 rows: slots.len() as i64,
+                built: slots.len(),
                 slots,
-                by_rowid,
+                later: HashMap::new(),
                 total_tokens: 0,
                 dead: 0,
                 bounds_at: f64::NAN,
                 live_counts: Mutex::new(HashMap::new()),
             },
             current: None,
+            last_slot: 0,
         }
     }
 
@@ -244,8 +271,18 @@ impl Postings {
                 .sum::<usize>()
             + (self.lists.capacity() - self.lists.len()) * size_of::<List>()
             + self.slots.bytes()
-            + self.by_rowid.capacity() * 16
+            + self.later.capacity() * 16
             + self.tokens.keys().map(|k| k.len() + 24).sum::<usize>()
+    }
+
+    /// The live slot of document `rowid`, if it has one.
+    fn live_slot(&self, rowid: i64) -> Option<u32> {
+        if let Some(&slot) = self.later.get(&rowid) {
+            return Some(slot);
+        }
+        let built = &self.slots.rowid[..self.built];
+        let at = built.partition_point(|&r| r < rowid);
+        (built.get(at) == Some(&rowid) && self.slots.live(at as u32)).then_some(at as u32)
     }
 
     fn token_or_new(&mut self, token: &str) -> u32 {
@@ -272,7 +309,8 @@ impl Postings {
 
     /// The document `rowid` went (or is about to be written again).
     pub(crate) fn remove(&mut self, rowid: i64) {
-        if let Some(slot) = self.by_rowid.remove(&rowid) {
+        if let Some(slot) = self.live_slot(rowid) {
+            self.later.remove(&rowid);
             self.slots.kill(slot);
             self.rows -= 1;
             self.total_tokens -= self.slots.tokens[slot as usize] as i64;
@@ -288,7 +326,7 @@ impl Postings {
         self.changed();
         let slot = self.slots.len() as u32;
         self.slots.push(rowid, tokens.len() as u32);
-        self.by_rowid.insert(rowid, slot);
+        self.later.insert(rowid, slot);
         self.rows += 1;
         self.total_tokens += tokens.len() as i64;
         let mut touched = Vec::new();
