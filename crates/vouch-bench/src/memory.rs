@@ -1,7 +1,8 @@
 //! Where a server's memory goes on an existing knowledge base: the
 //! resident set after each part a server holds is brought in, in the
 //! order a server brings them (the index opened and caught up, the words'
-//! postings, the vectors, the model), each with what it added.
+//! postings, the vectors, the model), each with what it added; and what
+//! the words' search costs on those postings.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -44,6 +45,19 @@ pub fn memory(kb_dir: &Path) {
         ),
         resident(),
     ));
+    // What the words' search costs on the postings just read (in
+    // process, no transport): a change to how they are held shows here.
+    let caller = vouch_core::Caller::new("bench", vouch_core::Transport::Jsonl);
+    let words = crate::drive::time_calls(600, |i| {
+        let query = crate::suites::TYPED_QUERIES[i % crate::suites::TYPED_QUERIES.len()];
+        vouch_core::methods::dispatch(
+            &kb,
+            &caller,
+            "kb.search",
+            serde_json::json!({"query": query, "backend": "fts5"}),
+        )
+        .expect("search");
+    });
     if let Some(embedder) = kb.embedder().cloned() {
         let documents = crate::suites::sqlite(&kb)
             .read_vectors_with(&kb, &embedder, |v| v.documents())
@@ -64,4 +78,9 @@ pub fn memory(kb_dir: &Path) {
         println!("| {what} | {rss:.0} | {anon:.0} | {:+.0} |", rss - last);
         last = rss;
     }
+    println!(
+        "\n`kb.search` fts5, typed queries, in process: {} p50 / p99 ({} calls)",
+        words.pair(),
+        words.n
+    );
 }
