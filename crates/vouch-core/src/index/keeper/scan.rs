@@ -146,11 +146,13 @@ pub(crate) fn scan_kind(kb: &Store, dir: Option<Dir>) -> Result<Vec<(String, Sig
     };
     let mut out: Vec<(String, Sig)> = Vec::new();
     loop {
+        // A listing that fails part way is an error, not a shorter folder:
+        // the files not listed would read as deleted.
         let entries: Vec<std::fs::DirEntry> = listing
             .by_ref()
-            .filter_map(|e| e.ok())
             .take(ENTRIES_AT_A_TIME)
-            .collect();
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| Error::io(&path, e))?;
         if entries.len() < 4096 {
             out.extend(entries.iter().filter_map(one));
         } else {
