@@ -72,6 +72,12 @@ fn rowid(i: usize) -> i64 {
 }
 
 fn build(rng: &mut Rng, n: usize, vocab: usize) -> Postings {
+    build_with_lengths(rng, n, vocab).0
+}
+
+/// [`build`], and each document's length by rowid: a model of what the
+/// postings must count.
+fn build_with_lengths(rng: &mut Rng, n: usize, vocab: usize) -> (Postings, HashMap<i64, usize>) {
     let docs: Vec<(i64, Vec<(String, u8)>)> = (0..n)
         .map(|i| {
             // Many short documents of the same few words: ties.
@@ -90,7 +96,25 @@ fn build(rng: &mut Rng, n: usize, vocab: usize) -> Postings {
     for (t, r, title) in &by_token {
         b.push(t, *r, *title);
     }
-    b.finish()
+    let lengths = docs.iter().map(|(r, toks)| (*r, toks.len())).collect();
+    (b.finish(), lengths)
+}
+
+/// The postings count what the model holds: one live slot a document,
+/// found by its rowid, with its length; the rest dead.
+fn assert_counts(p: &Postings, model: &HashMap<i64, usize>) {
+    assert_eq!(p.rows, model.len() as i64);
+    assert_eq!(p.total_tokens, model.values().sum::<usize>() as i64);
+    let live: Vec<u32> = (0..p.slots.len() as u32)
+        .filter(|&s| p.slots.live(s))
+        .collect();
+    assert_eq!(live.len(), model.len(), "one live slot a document");
+    assert_eq!(p.dead + live.len(), p.slots.len());
+    for s in live {
+        let rowid = p.slots.rowid(s);
+        assert_eq!(p.live_slot(rowid), Some(s), "rowid {rowid}");
+        assert_eq!(p.slots.tokens[s as usize] as usize, model[&rowid]);
+    }
 }
 
 /// Random queries of one to four words, any and all, against the oracle
@@ -132,7 +156,8 @@ fn check(p: &Postings, rng: &mut Rng, vocab: usize, rounds: usize) -> usize {
 fn the_best_k_are_every_matchs_first_k_to_the_bit() {
     let mut rng = Rng::new(7);
     let vocab = 60;
-    let mut p = build(&mut rng, 6000, vocab);
+    let (mut p, mut model) = build_with_lengths(&mut rng, 6000, vocab);
+    assert_counts(&p, &model);
     assert!(p.bounds.iter().any(|b| b.len() > 8), "blocks to skip");
     assert!(check(&p, &mut rng, vocab, 80) > 60);
 
@@ -140,24 +165,35 @@ fn the_best_k_are_every_matchs_first_k_to_the_bit() {
     // length (bounds fall back to counts) and leave dead slots behind.
     for i in 0..400 {
         p.remove(rowid(i * 7));
+        model.remove(&rowid(i * 7));
     }
     for i in 0..300 {
         let len = 2 + rng.below(12);
         let toks = doc(&mut rng, len, vocab);
         p.insert(rowid(i * 11 + 3), &toks);
+        model.insert(rowid(i * 11 + 3), toks.len());
     }
     for i in 6000..6600 {
         let toks = doc(&mut rng, 3, vocab);
         p.insert(rowid(i), &toks);
+        model.insert(rowid(i), toks.len());
     }
+    assert_counts(&p, &model);
     // Documents written since the build, written again and removed.
     for i in 0..100 {
         let toks = doc(&mut rng, 4, vocab);
         p.insert(rowid(i * 11 + 3), &toks);
+        model.insert(rowid(i * 11 + 3), toks.len());
     }
     for i in 6000..6050 {
         p.remove(rowid(i));
+        model.remove(&rowid(i));
     }
+    // Removed twice, and never known: nothing changes.
+    p.remove(rowid(0));
+    p.remove(rowid(6000));
+    p.remove(-5);
+    assert_counts(&p, &model);
     assert!(p.slots().1 > 0);
     assert!(!bound_is_best(p.bounds_at, p.avgdl()));
     assert!(check(&p, &mut rng, vocab, 80) > 60);
@@ -181,4 +217,19 @@ fn scored_by_top(p: &Postings, phrases: &[Option<u32>], k: usize) -> usize {
     SCORED.with(|c| c.set(0));
     p.top(phrases, false, k);
     SCORED.with(|c| c.get())
+}
+
+/// Galloping finds what a binary search of the rest finds, from any start.
+#[test]
+fn gallop_is_partition_point_from_any_start() {
+    for len in 0..40usize {
+        let sorted: Vec<i64> = (0..len as i64).map(|i| 2 * i).collect();
+        for from in 0..=len + 1 {
+            for value in -1..=2 * len as i64 + 1 {
+                let at = from.min(len);
+                let want = at + sorted[at..].partition_point(|&r| r < value);
+                assert_eq!(gallop(&sorted, from, value), want, "{len} {from} {value}");
+            }
+        }
+    }
 }
