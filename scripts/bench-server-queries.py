@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hybrid search, context packs and fts5 search through one JSONL server.
 
-usage: scripts/bench-server-queries.py KB VOUCH_BIN [SETTLE_SECONDS]
+usage: scripts/bench-server-queries.py KB VOUCH_BIN [SETTLE_SECONDS] [--words-only]
 
 Starts `VOUCH_BIN --kb KB serve --transport jsonl` (the model from the
 environment's XDG_CACHE_HOME), times its first answer, leaves it SETTLE
@@ -10,6 +10,8 @@ then times 300 hybrid searches, 200 context packs (as the KB configures
 them) and 300 fts5 searches of the typed queries `vouch-bench on-kb`
 uses, and prints p50 / p99 of each and the server's RSS. Run two builds
 in turn to compare them (docs/benchmarks.md, "Sign bits in blocks").
+With --words-only (a KB or environment without a model) the hybrid
+searches are skipped and context packs rank by words.
 It prints figures; it asserts only that every call succeeded.
 """
 import json
@@ -28,8 +30,10 @@ TYPED = [
 
 
 def main():
-    kb, binary = sys.argv[1], sys.argv[2]
-    settle = int(sys.argv[3]) if len(sys.argv) > 3 else 90
+    words_only = "--words-only" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--words-only"]
+    kb, binary = args[0], args[1]
+    settle = int(args[2]) if len(args) > 2 else 90
     env = dict(os.environ, VOUCH_AGENT="bench")
     started = time.time()
     server = subprocess.Popen(
@@ -62,7 +66,8 @@ def main():
         took.sort()
         return f"{took[len(took) // 2]:.2f} / {took[int(len(took) * 0.99) - 1]:.2f} ms"
 
-    hybrid = timed(300, lambda i: call("kb.search", {"query": TYPED[i % len(TYPED)], "backend": "hybrid"}))
+    hybrid = "skipped" if words_only else timed(
+        300, lambda i: call("kb.search", {"query": TYPED[i % len(TYPED)], "backend": "hybrid"}))
     context = timed(200, lambda i: call("kb.context", {"task": TYPED[i % len(TYPED)]}))
     fts5 = timed(300, lambda i: call("kb.search", {"query": TYPED[i % len(TYPED)], "backend": "fts5"}))
     with open(f"/proc/{server.pid}/status") as f:
