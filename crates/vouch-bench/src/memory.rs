@@ -63,16 +63,13 @@ pub fn memory(kb_dir: &Path) {
     // transport), after every row above is read: its allocations are
     // not counted in any part.
     let caller = vouch_core::Caller::new("bench", vouch_core::Transport::Jsonl);
-    let words = crate::drive::time_calls(600, |i| {
-        let query = crate::suites::TYPED_QUERIES[i % crate::suites::TYPED_QUERIES.len()];
-        vouch_core::methods::dispatch(
-            &kb,
-            &caller,
-            "kb.search",
-            serde_json::json!({"query": query, "backend": "fts5"}),
-        )
-        .expect("search");
-    });
+    let words = crate::suites::time_searches_by(
+        &kb,
+        &caller,
+        crate::suites::TYPED_QUERIES,
+        600,
+        Some("fts5"),
+    );
     println!("| after | RSS MiB | anonymous MiB | added MiB |");
     println!("|---|---:|---:|---:|");
     let mut last = rows[0].1.0;

@@ -37,14 +37,23 @@ pub(crate) const TYPED_QUERIES: &[&str] = &[
 
 /// `calls` in-process `kb.search` calls cycling through `queries`.
 pub(crate) fn time_searches(kb: &Kb, caller: &Caller, queries: &[String], calls: usize) -> Summary {
+    time_searches_by(kb, caller, queries, calls, None)
+}
+
+/// [`time_searches`] by `backend` (`None`: the KB's configured one).
+pub(crate) fn time_searches_by(
+    kb: &Kb,
+    caller: &Caller,
+    queries: &[impl AsRef<str>],
+    calls: usize,
+    backend: Option<&str>,
+) -> Summary {
     time_calls(calls, |i| {
-        dispatch(
-            kb,
-            caller,
-            "kb.search",
-            json!({"query": queries[i % queries.len()]}),
-        )
-        .expect("search");
+        let mut params = json!({"query": queries[i % queries.len()].as_ref()});
+        if let Some(b) = backend {
+            params["backend"] = json!(b);
+        }
+        dispatch(kb, caller, "kb.search", params).expect("search");
     })
 }
 
