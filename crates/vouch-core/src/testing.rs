@@ -82,6 +82,16 @@ pub(crate) fn claim_hits(kb: &Kb, q: &str) -> Vec<crate::index::SearchHit> {
 /// Write an approved claim's file by hand, as a pull or a teammate's
 /// editor would (no proposal, no audit event).
 pub(crate) fn write_claim_file(kb: &Kb, id: &str, text: &str) {
+    write_claim_file_of(kb, id, text, crate::model::ClaimStatus::Working);
+}
+
+/// [`write_claim_file`], of `status`.
+pub(crate) fn write_claim_file_of(
+    kb: &Kb,
+    id: &str,
+    text: &str,
+    status: crate::model::ClaimStatus,
+) {
     use crate::model::*;
     use crate::stored::Stored;
     let now = kb.now();
@@ -89,7 +99,7 @@ pub(crate) fn write_claim_file(kb: &Kb, id: &str, text: &str) {
         id: id.into(),
         text: text.into(),
         claim_type: ClaimType::Fact,
-        status: ClaimStatus::Working,
+        status,
         confidence: 0.7,
         evidence: vec!["ev-x".into()],
         entities: vec![],

@@ -24,6 +24,8 @@
 //! Engine-free: the SQLite engine fills it from `fts5vocab` and patches it
 //! with its writes (`sqlite::postings`); another engine could do the same.
 
+use crate::index::Currency;
+use crate::model::DocKind;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
@@ -58,6 +60,8 @@ struct Slots {
     tokens: Vec<u32>,
     /// One bit per slot, set when its document went.
     dead: Vec<u64>,
+    /// What a search may return of each document ([`class_of`]).
+    class: Vec<u8>,
 }
 
 impl Slots {
@@ -65,9 +69,10 @@ impl Slots {
         self.rowid.len()
     }
 
-    fn push(&mut self, rowid: i64, tokens: u32) {
+    fn push(&mut self, rowid: i64, tokens: u32, class: u8) {
         self.rowid.push(rowid);
         self.tokens.push(tokens);
+        self.class.push(class);
         if self.dead.len() * 64 < self.rowid.len() {
             self.dead.push(0);
         }
@@ -89,10 +94,64 @@ impl Slots {
         self.rowid[slot as usize]
     }
 
+    /// Whether the document in `slot` is there and `admit` lets it in.
+    fn admitted(&self, slot: u32, admit: Admit) -> bool {
+        self.live(slot) && admit.admits(self.class[slot as usize])
+    }
+
     fn bytes(&self) -> usize {
-        self.rowid.capacity() * 8 + self.tokens.capacity() * 4 + self.dead.capacity() * 8
+        self.rowid.capacity() * 8
+            + self.tokens.capacity() * 4
+            + self.dead.capacity() * 8
+            + self.class.capacity()
     }
 }
+
+/// A document's class, a byte: one bit for its kind (of
+/// [`DocKind::ALL`]; none for a kind it does not know, which no search
+/// returns), and whether [`Currency::Any`] and [`Currency::Current`]
+/// admit its status. A document's kind never changes (its rowid is made
+/// from it) and a new status is a new row, so the byte is set once a slot.
+pub(crate) fn class_of(kind: &str, status: Option<&str>) -> u8 {
+    let kind = DocKind::ALL
+        .iter()
+        .position(|k| k.as_str() == kind)
+        .map_or(0, |i| 1u8 << i);
+    let any = u8::from(Currency::Any.admits(status)) << ANY_BIT;
+    let current = u8::from(Currency::Current.admits(status)) << CURRENT_BIT;
+    kind | any | current
+}
+
+const ANY_BIT: u32 = 6;
+const CURRENT_BIT: u32 = 7;
+
+/// Which classes a search returns: its kinds and its currency. Ranking
+/// filters as it goes, so the best k are the best k it may return, as
+/// SQL's rows filtered one by one give them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Admit {
+    kinds: u8,
+    currency: u8,
+}
+
+impl Admit {
+    pub(crate) fn new(kinds: &[DocKind], currency: Currency) -> Admit {
+        let kinds = kinds.iter().map(|k| class_of(k.as_str(), None) & KIND_BITS);
+        Admit {
+            kinds: kinds.fold(0, |a, k| a | k),
+            currency: match currency {
+                Currency::Any => 1 << ANY_BIT,
+                Currency::Current => 1 << CURRENT_BIT,
+            },
+        }
+    }
+
+    fn admits(self, class: u8) -> bool {
+        class & self.kinds != 0 && class & self.currency != 0
+    }
+}
+
+const KIND_BITS: u8 = (1 << ANY_BIT) - 1;
 
 /// What bounds the scores of a full block's documents.
 #[derive(Debug, Clone, Copy)]
@@ -219,13 +278,14 @@ impl Builder {
 
 impl Postings {
     /// A builder for the documents `rowids` (ascending), which become
-    /// slots in that order.
-    pub(crate) fn builder(rowids: &[i64]) -> Builder {
+    /// slots in that order, each of its class in `classes` ([`class_of`]).
+    pub(crate) fn builder(rowids: &[i64], classes: &[u8]) -> Builder {
         let mut slots = Slots::default();
-        for &rowid in rowids {
-            slots.push(rowid, 0);
+        for (&rowid, &class) in rowids.iter().zip(classes) {
+            slots.push(rowid, 0, class);
         }
         debug_assert!(rowids.is_sorted(), "rowids ascend");
+        debug_assert_eq!(rowids.len(), classes.len(), "a class a document");
         Builder {
             postings: Postings {
                 exact: true,
@@ -319,13 +379,13 @@ impl Postings {
         }
     }
 
-    /// The document `rowid` now holds `tokens` (each with its column: 0
-    /// the title), in a new slot.
-    pub(crate) fn insert(&mut self, rowid: i64, tokens: &[(String, u8)]) {
+    /// The document `rowid`, of `class`, now holds `tokens` (each with
+    /// its column: 0 the title), in a new slot.
+    pub(crate) fn insert(&mut self, rowid: i64, class: u8, tokens: &[(String, u8)]) {
         self.remove(rowid);
         self.changed();
         let slot = self.slots.len() as u32;
-        self.slots.push(rowid, tokens.len() as u32);
+        self.slots.push(rowid, tokens.len() as u32, class);
         self.later.insert(rowid, slot);
         self.rows += 1;
         self.total_tokens += tokens.len() as i64;
@@ -391,11 +451,17 @@ impl Postings {
             .or_insert_with(|| list.iter().filter(|p| self.slots.live(p.slot)).count() as i64)
     }
 
-    /// The best `k` live documents matching all (`all`) or any of the
+    /// The best `k` live documents `admit` lets in matching all (`all`) or any of the
     /// phrases (a token each, `None` for one no document holds, in query
     /// order), as `(bm25, rowid)` in `ORDER BY bm25(fts, 2.0, 1.0), rowid`
     /// order: FTS5's negated score, to the bit.
-    pub(crate) fn top(&self, phrases: &[Option<u32>], all: bool, k: usize) -> Vec<(f64, i64)> {
+    pub(crate) fn top(
+        &self,
+        phrases: &[Option<u32>],
+        all: bool,
+        k: usize,
+        admit: Admit,
+    ) -> Vec<(f64, i64)> {
         let none = List::default();
         let empty: (&List, &[Bound]) = (&none, &[]);
         let mut cursors: Vec<Cursor> = phrases
@@ -417,6 +483,7 @@ impl Postings {
         }
         let mut search = Search {
             postings: self,
+            admit,
             avgdl: self.avgdl(),
             best: Best {
                 k,
@@ -583,6 +650,7 @@ impl Best {
 
 struct Search<'a> {
     postings: &'a Postings,
+    admit: Admit,
     avgdl: f64,
     best: Best,
     window: Vec<WindowBound>,
@@ -675,7 +743,7 @@ impl Search<'_> {
                 return;
             };
             let slots = &self.postings.slots;
-            let live = slots.live(slot);
+            let live = slots.admitted(slot, self.admit);
             let tokens = slots.tokens(slot);
             for (i, c) in cursors.iter_mut().enumerate() {
                 let w = &self.window[i];
@@ -720,7 +788,7 @@ impl Search<'_> {
                 break;
             };
             let slots = &self.postings.slots;
-            if !slots.live(posting.slot) {
+            if !slots.admitted(posting.slot, self.admit) {
                 continue;
             }
             let tokens = slots.tokens(posting.slot);

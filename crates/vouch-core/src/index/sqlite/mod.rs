@@ -591,9 +591,10 @@ impl Index {
             self.conn
                 .prepare_cached("INSERT INTO fts(rowid, title, body) VALUES(?1, ?2, ?3)")?
                 .execute(params![rowid, doc.title, doc.body])?;
-            self.touched
-                .borrow_mut()
-                .push(rowid, || Some((doc.title.clone(), doc.body.clone())));
+            self.touched.borrow_mut().push(rowid, || {
+                let class = crate::index::bm25::class_of(doc.kind, doc.status.as_deref());
+                Some((class, doc.title.clone(), doc.body.clone()))
+            });
         }
         Ok(old.map(|(_, sig)| sig))
     }

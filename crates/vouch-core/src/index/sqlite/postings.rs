@@ -19,7 +19,7 @@
 //! [`refresh`] (the server's background tick) reads them again.
 
 use super::*;
-use crate::index::bm25::Postings;
+use crate::index::bm25::{Admit, Postings, class_of};
 use std::sync::Mutex;
 
 /// Past this many documents changed in one write, the postings are read
@@ -147,8 +147,9 @@ pub(crate) fn fresh_generation(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// A change to one FTS row: its text now, or `None` when it went.
-pub(crate) type Touched = (i64, Option<(String, String)>);
+/// A change to one FTS row: its class ([`class_of`]) and text now, or
+/// `None` when it went.
+pub(crate) type Touched = (i64, Option<(u8, String, String)>);
 
 /// The FTS rows a write changed, while few enough to patch the postings
 /// with: past [`PATCH_AT_MOST`] only that they were too many is kept (a
@@ -160,9 +161,9 @@ pub(crate) struct TouchedRows {
 }
 
 impl TouchedRows {
-    /// Row `rowid` changed; `text` is its text now (asked only while the
-    /// rows are few).
-    pub(crate) fn push(&mut self, rowid: i64, text: impl FnOnce() -> Option<(String, String)>) {
+    /// Row `rowid` changed; `text` is its class and text now (asked only
+    /// while the rows are few).
+    pub(crate) fn push(&mut self, rowid: i64, text: impl FnOnce() -> Option<(u8, String, String)>) {
         if self.too_many {
             return;
         }
@@ -188,12 +189,26 @@ fn read(conn: &Connection) -> Result<Held> {
     )?;
     let res = (|| -> Result<Held> {
         let version = version(conn)?;
-        let mut rowids: Vec<i64> = conn
-            .prepare("SELECT id FROM fts_docsize")?
-            .query_map([], |r| r.get(0))?
+        // Each row's class from its docs row (none: no search returns it).
+        let mut docs: Vec<(i64, u8)> = conn
+            .prepare(
+                "SELECT f.id, d.kind, d.status FROM fts_docsize f \
+                 LEFT JOIN docs d ON d.rowid = f.id ORDER BY f.id",
+            )?
+            .query_map([], |r| {
+                let text = |i| -> rusqlite::Result<Option<&str>> {
+                    r.get_ref(i)?
+                        .as_str_or_null()
+                        .map_err(rusqlite::Error::from)
+                };
+                let class = class_of(text(1)?.unwrap_or(""), text(2)?);
+                Ok((r.get(0)?, class))
+            })?
             .collect::<rusqlite::Result<_>>()?;
-        rowids.sort_unstable();
-        let mut postings = Postings::builder(&rowids);
+        docs.sort_unstable();
+        let (rowids, classes): (Vec<i64>, Vec<u8>) = docs.into_iter().unzip();
+        let mut postings = Postings::builder(&rowids, &classes);
+        drop((rowids, classes));
         let mut stmt = conn.prepare("SELECT term, doc, col FROM temp.vouch_fts_i")?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
@@ -272,18 +287,19 @@ fn with_phrases<R>(
     Ok(Some(f(&held.postings, &phrases)))
 }
 
-/// The best `want` matches of `words` (all of them, or any) in `ORDER BY
-/// bm25(fts, 2.0, 1.0), rowid` order, with FTS5's scores — when this
-/// process holds postings current for `idx`'s file. `None`: ask SQL.
+/// The best `want` matches of `words` (all of them, or any) that `admit`
+/// lets in, in `ORDER BY bm25(fts, 2.0, 1.0), rowid` order, with FTS5's
+/// scores — when this process holds postings current for `idx`'s file.
+/// `None`: ask SQL.
 pub(crate) fn ranked_rows(
     kb: &Ix,
     idx: &Index,
     words: &[&String],
     all: bool,
-    want: usize,
+    (want, admit): (usize, Admit),
 ) -> Result<Option<Vec<(f64, i64)>>> {
     with_phrases(kb, idx, words, |postings, phrases| {
-        postings.top(phrases, all, want)
+        postings.top(phrases, all, want, admit)
     })
 }
 
@@ -310,7 +326,7 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &TouchedRo
     let texts: Vec<(&str, &str)> = touched
         .rows
         .iter()
-        .filter_map(|(_, t)| t.as_ref().map(|(a, b)| (a.as_str(), b.as_str())))
+        .filter_map(|(_, t)| t.as_ref().map(|(_, a, b)| (a.as_str(), b.as_str())))
         .collect();
     let made = if touched.too_many {
         None
@@ -335,9 +351,9 @@ pub(crate) fn after_commit(kb: &Ix, generations: (i64, i64), touched: &TouchedRo
     made.reverse();
     for (rowid, text) in &touched.rows {
         match text {
-            Some(_) => {
+            Some((class, ..)) => {
                 let toks = made.pop().unwrap_or_default();
-                postings.insert(*rowid, &toks);
+                postings.insert(*rowid, *class, &toks);
             }
             None => postings.remove(*rowid),
         }
@@ -457,6 +473,12 @@ mod tests {
         crate::testing::write_claim_file(kb, id, text);
     }
 
+    /// A claim of `status` (its text may be one already indexed: only the
+    /// status changed).
+    fn write_claim_of(kb: &Kb, id: &str, text: &str, status: crate::model::ClaimStatus) {
+        crate::testing::write_claim_file_of(kb, id, text, status);
+    }
+
     fn write_page(kb: &Kb, id: &str, title: &str, body: &str) {
         let now = kb.now();
         let page = Page {
@@ -494,8 +516,43 @@ mod tests {
             .unwrap()
     }
 
+    /// The filters a check tries: every kind and status, and what context
+    /// packs and claim searches ask for.
+    fn filters() -> [(Vec<DocKind>, Currency); 3] {
+        [
+            (DocKind::ALL.to_vec(), Currency::Any),
+            (vec![DocKind::Claim, DocKind::Page], Currency::Current),
+            (vec![DocKind::Claim], Currency::Current),
+        ]
+    }
+
+    /// SQL's rows that the docs table says pass a filter, by the rule the
+    /// SQL path of `ranked` applies (not the postings' classes).
+    fn passing(
+        idx: &Index,
+        rows: &[(f64, i64)],
+        kinds: &[DocKind],
+        currency: Currency,
+    ) -> Vec<(f64, i64)> {
+        let mut doc = idx
+            .conn
+            .prepare("SELECT kind, status FROM docs WHERE rowid = ?1")
+            .unwrap();
+        rows.iter()
+            .copied()
+            .filter(|(_, rowid)| {
+                let (kind, status): (String, Option<String>) = doc
+                    .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .unwrap();
+                DocKind::parse(&kind).is_some_and(|k| kinds.contains(&k))
+                    && currency.admits(status.as_deref())
+            })
+            .collect()
+    }
+
     /// For many queries, the postings give exactly SQL's rows, scores (to
-    /// the bit) and order; returns how many queries had matches.
+    /// the bit) and order, unfiltered and filtered by kind and status;
+    /// returns how many queries had matches.
     fn same_as_sql(kb: &Kb, rng: &mut Rng) -> usize {
         let queries: Vec<(Vec<String>, bool)> = (0..120)
             .map(|round| {
@@ -513,26 +570,26 @@ mod tests {
             for (words, all) in &queries {
                 let words: Vec<&String> = words.iter().collect();
                 let all = *all;
-                let want = by_sql(idx, &words, all);
-                // The best k for several k (ties at the k-th place
-                // included), and every match.
-                for k in [1, 3, 10, usize::MAX] {
-                    let got = ranked_rows(&crate::testing::sqlite(kb), idx, &words, all, k)?
-                        .unwrap_or_else(|| panic!("postings not used for {words:?}"));
-                    let want = &want[..want.len().min(k)];
-                    assert_eq!(got.len(), want.len(), "{words:?} all={all} k={k}");
-                    for (g, w) in got.iter().zip(want) {
-                        assert_eq!(g.1, w.1, "{words:?} all={all} k={k}: order differs");
-                        assert_eq!(
-                            g.0.to_bits(),
-                            w.0.to_bits(),
-                            "{words:?}: score {} vs {}",
-                            g.0,
-                            w.0
-                        );
+                let every = by_sql(idx, &words, all);
+                matched += usize::from(!every.is_empty());
+                for (kinds, currency) in filters() {
+                    let want = passing(idx, &every, &kinds, currency);
+                    let admit = Admit::new(&kinds, currency);
+                    // The best k for several k (ties at the k-th place
+                    // included), and every match.
+                    for k in [1, 3, 10, usize::MAX] {
+                        let got =
+                            ranked_rows(&crate::testing::sqlite(kb), idx, &words, all, (k, admit))?
+                                .unwrap_or_else(|| panic!("postings not used for {words:?}"));
+                        let want = &want[..want.len().min(k)];
+                        let case = format!("{words:?} all={all} k={k} {kinds:?} {currency:?}");
+                        assert_eq!(got.len(), want.len(), "{case}");
+                        for (g, w) in got.iter().zip(want) {
+                            assert_eq!(g.1, w.1, "{case}: order differs");
+                            assert_eq!(g.0.to_bits(), w.0.to_bits(), "{case}: score differs");
+                        }
                     }
                 }
-                matched += usize::from(!want.is_empty());
             }
             Ok(matched)
         })
@@ -543,7 +600,8 @@ mod tests {
     fn assert_sql_answers(kb: &Kb) {
         let w = "queue".to_string();
         let unused = with_index(&crate::testing::sqlite(kb), |idx| {
-            Ok(ranked_rows(&crate::testing::sqlite(kb), idx, &[&w], true, 10)?.is_none())
+            let admit = Admit::new(DocKind::ALL, Currency::Any);
+            Ok(ranked_rows(&crate::testing::sqlite(kb), idx, &[&w], true, (10, admit))?.is_none())
         });
         assert!(unused.unwrap());
     }
@@ -572,6 +630,15 @@ mod tests {
             let (title, body) = (text(&mut rng, 3), text(&mut rng, 40));
             write_page(&kb, &format!("p-{i}"), &title, &body);
         }
+        for i in 0..30 {
+            let len = 3 + rng.below(12);
+            let status = [
+                ClaimStatus::Superseded,
+                ClaimStatus::Archived,
+                ClaimStatus::Stable,
+            ][i % 3];
+            write_claim_of(&kb, &format!("s-{i}"), &text(&mut rng, len), status);
+        }
         kb.index().catch_up(&kb).unwrap();
         // No postings yet: SQL answers.
         assert_sql_answers(&kb);
@@ -594,6 +661,17 @@ mod tests {
             std::fs::remove_file(kb.layout().file(Dir::Claims, &format!("c-{i}")).unwrap())
                 .unwrap();
         }
+        // Statuses changed, texts kept: the claims leave current knowledge
+        // (and one comes back).
+        let restatus = |id: &str, status| {
+            let path = kb.layout().file(Dir::Claims, id).unwrap();
+            let claim = Claim::decode(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+            write_claim_of(&kb, id, &claim.text, status);
+        };
+        for i in 200..230 {
+            restatus(&format!("c-{i}"), ClaimStatus::Superseded);
+        }
+        restatus("s-0", ClaimStatus::Working);
         kb.index().catch_up(&kb).unwrap();
         assert_current(&kb, "the postings were patched, not dropped");
         assert!(same_as_sql(&kb, &mut rng) > 60);

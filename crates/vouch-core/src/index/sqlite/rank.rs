@@ -13,7 +13,9 @@ use crate::model::DocKind;
 ///
 /// The words are phrases joined by AND (`all`) or OR. A process holding the
 /// postings in memory ([`postings`]) ranks them there — the same order and
-/// scores, without FTS5 scoring each row — and SQL does otherwise.
+/// scores, without FTS5 scoring each row, and only among the documents the
+/// filters admit (each slot knows its kind and status class) — and SQL
+/// does otherwise.
 pub(crate) fn ranked(
     kb: &Ix,
     idx: &Index,
@@ -35,15 +37,26 @@ pub(crate) fn ranked(
     let mut doc = idx
         .conn
         .prepare_cached("SELECT kind, id, status, confidence FROM docs WHERE rowid = ?1")?;
-    let mut page = want * 2 + 16;
+    // The postings rank only what the filters admit, so `want` rows are
+    // enough; SQL ranks every match, so it is asked for more.
+    let admit = crate::index::bm25::Admit::new(kinds, currency);
+    let mut page = want;
     loop {
-        let rows: Vec<(i64, f64)> = match postings::ranked_rows(kb, idx, words, all, page)? {
-            Some(best) => best.into_iter().map(|(r, rowid)| (rowid, r)).collect(),
-            None => rank
-                .query_map(params![q, page as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<_>>()?,
-        };
-        let exhausted = rows.len() < page;
+        let (rows, asked): (Vec<(i64, f64)>, usize) =
+            match postings::ranked_rows(kb, idx, words, all, (page, admit))? {
+                Some(best) => (
+                    best.into_iter().map(|(r, rowid)| (rowid, r)).collect(),
+                    page,
+                ),
+                None => {
+                    let asked = page.saturating_mul(2).saturating_add(16);
+                    let rows = rank
+                        .query_map(params![q, asked as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    (rows, asked)
+                }
+            };
+        let exhausted = rows.len() < asked;
         let mut hits: Vec<(i64, SearchHit)> = Vec::new();
         for (rowid, r) in &rows {
             let Some((kind, hit)) = doc
@@ -83,7 +96,7 @@ pub(crate) fn ranked(
         if exhausted {
             return Ok(hits);
         }
-        page *= 4;
+        page = page.saturating_mul(4);
     }
 }
 
