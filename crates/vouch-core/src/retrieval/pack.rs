@@ -147,7 +147,8 @@ pub struct Omitted {
     pub score: f64,
     /// `budget` (did not fit in max_chars) or `uncited` (require_citations).
     pub reason: String,
-    /// Characters the item would take, when it was rendered.
+    /// Characters the item would take, when it was rendered in full (not
+    /// when its text alone could not fit, nor when nothing more could).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chars: Option<usize>,
 }
@@ -287,14 +288,21 @@ fn citation(kb: &Kb, reference: &str) -> Option<Citation> {
 /// Stage 2: a candidate read from its file, with its text and every
 /// citation resolved (`None` if the file is gone or no longer current).
 pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
+    let (mut item, cites) = uncited_item(kb, hit, score)?;
+    item.citations = citations(kb, &cites);
+    Some(item)
+}
+
+/// [`cited_item`] before its citations are resolved: the item, and what
+/// it cites (evidence or source ids).
+fn uncited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<(ContextItem, Vec<String>)> {
     match hit.kind {
         DocKind::Claim => {
             let c = kb.load::<Claim>(&hit.id).ok().flatten()?;
             if !c.status.is_current() {
                 return None;
             }
-            let citations = c.evidence.iter().filter_map(|r| citation(kb, r)).collect();
-            Some(ContextItem {
+            let item = ContextItem {
                 kind: DocKind::Claim,
                 id: c.id,
                 text: c.text,
@@ -303,24 +311,24 @@ pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 score,
                 contested: c.status == crate::model::ClaimStatus::Contested,
                 contradicts: c.contradicts,
-                citations,
+                citations: Vec::new(),
                 chars: 0,
                 meta: hit.meta.clone(),
-            })
+            };
+            Some((item, c.evidence))
         }
         DocKind::Page => {
             let p = kb.load::<Page>(&hit.id).ok().flatten()?;
             if !Currency::Current.admits(Some(p.status.as_str())) {
                 return None;
             }
-            let citations = p.sources.iter().filter_map(|r| citation(kb, r)).collect();
             let body = p.body.trim();
             let text = if body.is_empty() {
                 p.title.clone()
             } else {
                 format!("{}\n{}", p.title, cut(body, PAGE_EXCERPT_CHARS))
             };
-            Some(ContextItem {
+            let item = ContextItem {
                 kind: DocKind::Page,
                 id: p.id,
                 text,
@@ -329,10 +337,11 @@ pub fn cited_item(kb: &Kb, hit: &SearchHit, score: f64) -> Option<ContextItem> {
                 score,
                 contested: false,
                 contradicts: Vec::new(),
-                citations,
+                citations: Vec::new(),
                 chars: 0,
                 meta: hit.meta.clone(),
-            })
+            };
+            Some((item, p.sources))
         }
         _ => None,
     }
@@ -498,9 +507,21 @@ fn pack(
             omit(&hit, score, "budget", None);
             continue;
         }
-        let Some(mut item) = cited_item(kb, &hit, score) else {
+        let Some((mut item, cites)) = uncited_item(kb, &hit, score) else {
             continue;
         };
+        // Citations only lengthen an item: one whose text alone cannot fit
+        // is left out without reading what it cites (its evidence, and a
+        // 1.x span's source, checked byte for byte). Not when citations
+        // are required: an uncited item is counted as uncited first.
+        if !require_citations {
+            let bare = render(items.len() + 1, &item).chars().count();
+            if used + sep + bare > max_chars {
+                omit(&hit, score, "budget", None);
+                continue;
+            }
+        }
+        item.citations = citations(kb, &cites);
         if require_citations && item.citations.is_empty() {
             omit(&hit, score, "uncited", None);
             continue;

@@ -322,6 +322,30 @@ fn context_never_exceeds_max_chars_and_says_what_it_left_out() {
     );
 }
 
+/// An item says what it needed when its text fit and only its
+/// citations did not; one whose text alone could not fit is left out
+/// before its citations are read, so without `chars`.
+#[test]
+fn context_says_what_an_item_needed_only_when_its_text_fit() {
+    let p = Project::new();
+    let s = p.source("Quarantine source");
+    p.claim("Quarantined hosts drain their queues first", &s);
+    let everything = json!({"task": "quarantined hosts drain", "max_chars": 100000});
+    let full = context(&p, everything)["used_chars"].as_u64().unwrap();
+    let omitted = |max: u64| {
+        let pack = context(&p, json!({"task": "quarantined hosts drain", "max_chars": max}));
+        assert_eq!(pack_ids(&pack).len(), 0, "{pack}");
+        assert_eq!(pack["omitted_counts"]["budget"], 1, "{pack}");
+        pack["omitted"][0].clone()
+    };
+    // One character short: the text fits, the citation does not.
+    assert_eq!(omitted(full - 1)["chars"], full, "the whole item was rendered");
+    // Room for less than its heading: left out unread, nothing measured.
+    let unread = omitted(40);
+    assert_eq!(unread["reason"], "budget");
+    assert!(unread.get("chars").is_none(), "{unread}");
+}
+
 #[test]
 fn context_require_citations_and_bad_params() {
     let p = Project::new();
