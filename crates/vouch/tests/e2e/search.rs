@@ -333,13 +333,20 @@ fn context_says_what_an_item_needed_only_when_its_text_fit() {
     let everything = json!({"task": "quarantined hosts drain", "max_chars": 100000});
     let full = context(&p, everything)["used_chars"].as_u64().unwrap();
     let omitted = |max: u64| {
-        let pack = context(&p, json!({"task": "quarantined hosts drain", "max_chars": max}));
+        let pack = context(
+            &p,
+            json!({"task": "quarantined hosts drain", "max_chars": max}),
+        );
         assert_eq!(pack_ids(&pack).len(), 0, "{pack}");
         assert_eq!(pack["omitted_counts"]["budget"], 1, "{pack}");
         pack["omitted"][0].clone()
     };
     // One character short: the text fits, the citation does not.
-    assert_eq!(omitted(full - 1)["chars"], full, "the whole item was rendered");
+    assert_eq!(
+        omitted(full - 1)["chars"],
+        full,
+        "the whole item was rendered"
+    );
     // Room for less than its heading: left out unread, nothing measured.
     let unread = omitted(40);
     assert_eq!(unread["reason"], "budget");

@@ -145,6 +145,9 @@ impl Index {
         };
         let indexed = fingerprint(&title, &body, status.as_deref(), confidence);
         let mut cache = self.backed.borrow_mut();
+        if cache.len() >= KEPT_PER_CONNECTION && !cache.contains_key(&key) {
+            cache.clear();
+        }
         if cache.get(&key).is_none_or(|d| d.sig != sig) {
             // An unreadable file is reported by `doctor`; its row is not
             // served meanwhile.
@@ -167,6 +170,13 @@ impl Index {
         }
         derived.matched_at = version;
         Ok(None)
+    }
+
+    /// Hits this connection remembers matched their files.
+    #[cfg(test)]
+    pub(crate) fn matched_hits(&self) -> usize {
+        let cache = self.backed.borrow();
+        cache.values().filter(|d| d.matched_at.is_some()).count()
     }
 
     /// Every row of the index that its file does not back, with why (for

@@ -98,6 +98,11 @@ type Hashed = ((Sig, i64), String);
 /// (`None`: no such file).
 type FilesSig = (Option<(i64, i64, i64)>, Option<(i64, i64, i64)>);
 
+/// Files a connection remembers it hashed, and hits it remembers
+/// matched their files, at most (then it starts again): a connection lives
+/// as long as the server, and a search touches a hundred hits at most.
+pub(crate) const KEPT_PER_CONNECTION: usize = 10_000;
+
 /// One open connection to `state.db`.
 pub struct Index {
     pub(crate) conn: Connection,
@@ -227,6 +232,9 @@ impl Index {
         }
         let bytes = kb.read_file(&path).ok()??;
         let have = crate::ids::content_sha256(&bytes);
+        if hashed.len() >= KEPT_PER_CONNECTION {
+            hashed.clear();
+        }
         hashed.insert(path, (sig, have.clone()));
         Some(have)
     }

@@ -38,7 +38,11 @@ pub(crate) struct Readers {
     /// That index holds so many documents that its first catch-up cannot
     /// end within [`EARLY_ANSWER_AFTER`]: reads answer from it at once.
     pub(crate) built_large: bool,
-    pub(crate) idle: Vec<Connection>,
+    /// Idle read connections, each with what it remembered of the files
+    /// its hits came from ([`Index`]'s caches: a hit whose file and the
+    /// database did not change since is not checked again) — pooled
+    /// whole, or every request would read and hash its hits' files anew.
+    pub(crate) idle: Vec<Index>,
     /// Connections open outside the main slot and the idle pool (see
     /// [`Lease`]).
     pub(crate) leased: usize,
@@ -100,7 +104,7 @@ impl<'a> Lease<'a> {
         Some(Lease {
             kb: *kb,
             generation: r.generation,
-            index: r.idle.pop().map(Index::new),
+            index: r.idle.pop(),
         })
     }
 
@@ -138,7 +142,7 @@ impl Drop for Lease<'_> {
         let mut r = readers(&self.kb);
         if let Some(index) = self.index.take() {
             if r.generation == self.generation && r.idle.len() < MAX_IDLE_READERS {
-                r.idle.push(index.conn);
+                r.idle.push(index);
             } else {
                 // Close it before the lease ends, outside the lock.
                 drop(r);
@@ -571,6 +575,23 @@ mod readers_tests {
             2,
             "a reader on the replaced state.db answered"
         );
+    }
+
+    /// A reader goes back to the pool with what it learnt of its hits'
+    /// files, so a request it serves next does not read and hash them
+    /// again (it was pooled as a bare connection, and every search checked
+    /// every hit from scratch).
+    #[test]
+    fn a_pooled_reader_remembers_what_its_hits_files_said() {
+        let (_dir, kb, src) = kb_with_source();
+        claim(&kb, &src, "Failover drills run monthly");
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+        assert_eq!(search_beside(&kb, "failover").len(), 1);
+        let ix = crate::testing::sqlite(&kb);
+        let r = readers(&ix);
+        assert_eq!(r.idle.len(), 1, "one reader served both");
+        assert_eq!(r.idle[0].matched_hits(), 1, "the hit matched its file");
+        assert!(!r.idle[0].hashed.borrow().is_empty(), "its file's hash");
     }
 
     /// A reader that opened `state.db` but has not read yet attaches
