@@ -119,9 +119,12 @@ pub(crate) fn serve(kb: &Kb, caller: &Caller) -> std::io::Result<()> {
         } else {
             handle_line(kb, caller, trimmed)
         };
+        // One write a frame: stdout's line buffer holds 1 KiB, so a
+        // context pack written through it was fifteen system calls.
+        let mut frame = serde_json::to_vec(&response)?;
+        frame.push(b'\n');
         let mut out = stdout.lock();
-        serde_json::to_writer(&mut out, &response)?;
-        out.write_all(b"\n")?;
+        out.write_all(&frame)?;
         out.flush()?;
     }
 }
