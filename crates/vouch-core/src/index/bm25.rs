@@ -124,6 +124,8 @@ pub(crate) fn class_of(kind: &str, status: Option<&str>) -> u8 {
 
 const ANY_BIT: u32 = 6;
 const CURRENT_BIT: u32 = 7;
+// A kind a bit below the currency bits.
+const _: () = assert!(DocKind::ALL.len() <= ANY_BIT as usize);
 
 /// Which classes a search returns: its kinds and its currency. Ranking
 /// filters as it goes, so the best k are the best k it may return, as

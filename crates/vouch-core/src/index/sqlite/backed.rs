@@ -7,9 +7,11 @@
 //! What a file derives is remembered by its signature and inode change
 //! time, so a file is read again only when it changed; a row found to match
 //! is remembered with the database's `data_version`, which moves when
-//! another connection (another process, or a hand) writes `state.db`. So a
-//! hit costs one `lstat` while nothing else wrote the database, and two
-//! lookups by key and hashing its indexed text when something did.
+//! another connection (another process, or a hand) writes `state.db`, and
+//! its files' signatures, which move when any byte of them is written
+//! (through SQLite or not). So a hit costs one `lstat` while nothing wrote
+//! the database, and two lookups by key and hashing its indexed text when
+//! something did.
 
 use super::*;
 use crate::model::DocKind;
@@ -29,13 +31,31 @@ fn fingerprint(title: &str, body: &str, status: Option<&str>, confidence: Option
     crate::ids::sha256_hex(&h)
 }
 
+/// When a row matched its file: the database's `data_version` (moved by
+/// another connection's commit) and its files' signatures (moved by any
+/// byte written to them, through SQLite or not: the inode change time
+/// cannot be set back).
+pub(crate) type Matched = (i64, FilesSig);
+
 /// What one document's file derives: the file's signature and change
-/// time, the fingerprint of its document, and the `data_version` at which
-/// its row last matched it.
+/// time, the fingerprint of its document, and when its row last matched
+/// it.
 pub(crate) struct Derived {
     sig: (Sig, i64),
     fingerprint: String,
-    matched_at: Option<i64>,
+    matched_at: Option<Matched>,
+}
+
+/// Whether a file of this signature (modification and inode change
+/// time) was written within the last second: written again within the
+/// same timestamp tick, it could keep its signature, so what it says now
+/// is not remembered (scan.rs treats such files alike).
+pub(super) fn racy(sig: (Sig, i64)) -> bool {
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let recent = |t: i64| now_ns - t < 1_000_000_000;
+    recent(sig.0.0) || recent(sig.1)
 }
 
 /// What one document's file derives, kept for every connection: the
@@ -65,14 +85,7 @@ fn derived_fingerprint(kb: &Ix, key: &(String, String), sig: (Sig, i64)) -> Opti
         (doc.title.as_str(), doc.body.as_str())
     };
     let fingerprint = fingerprint(title, body, doc.status.as_deref(), doc.confidence);
-    // A file written within the last second may be written again within
-    // the same timestamp tick, keeping its signature: what it derives now
-    // is not kept for every connection (scan.rs treats such files alike).
-    let now_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64);
-    let racy = |t: i64| now_ns - t < 1_000_000_000;
-    if !racy(sig.0.0) && !racy(sig.1) {
+    if !racy(sig) {
         let mut kept = lock();
         if kept.len() >= DERIVED_KEPT {
             kept.clear();
@@ -87,14 +100,15 @@ impl Index {
     /// not: no file holds it, or the file derives other text. `None` for a
     /// row that is backed, and for a document the index has no row of
     /// (a vector without a row is judged by its file alone). `version`: the
-    /// database's `data_version` now; a row that matched at it is not read
-    /// again (`None`: always read, as `doctor` does).
+    /// database's `data_version` and files' signatures now; a row that
+    /// matched at them is not read again (`None`: always read, as `doctor`
+    /// does).
     pub(crate) fn unbacked_row(
         &self,
         kb: &Ix,
         kind: &str,
         id: &str,
-        version: Option<i64>,
+        version: Option<Matched>,
     ) -> Result<Option<String>> {
         let Ok(path) = file_of(kb, kind, id) else {
             return Ok(Some("its id is not a file name".into()));
@@ -164,19 +178,23 @@ impl Index {
             );
         }
         let derived = cache.get_mut(&key).expect("inserted above");
-        if derived.fingerprint != indexed {
-            derived.matched_at = None;
+        let matched = derived.fingerprint == indexed;
+        derived.matched_at = version.filter(|_| matched);
+        // A file just written is read again next time (see `racy`).
+        if racy(sig) {
+            cache.remove(&key);
+        }
+        if !matched {
             return Ok(Some("its indexed text is not what its file says".into()));
         }
-        derived.matched_at = version;
         Ok(None)
     }
 
-    /// Hits this connection remembers matched their files.
+    /// When each hit this connection remembers matched its file.
     #[cfg(test)]
-    pub(crate) fn matched_hits(&self) -> usize {
+    pub(crate) fn matches(&self) -> Vec<Matched> {
         let cache = self.backed.borrow();
-        cache.values().filter(|d| d.matched_at.is_some()).count()
+        cache.values().filter_map(|d| d.matched_at).collect()
     }
 
     /// Every row of the index that its file does not back, with why (for
@@ -207,9 +225,7 @@ impl Index {
 /// Which of these hits their files do not back ([`Index::unbacked_row`]).
 pub(crate) fn unbacked(kb: &Ix, hits: &[(DocKind, &str)]) -> Result<HashSet<(DocKind, String)>> {
     with_index(kb, |idx| {
-        let version: i64 = idx
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        let version: Matched = (idx.data_version()?, idx.files_sig());
         let mut out = HashSet::new();
         for &(kind, id) in hits {
             if idx

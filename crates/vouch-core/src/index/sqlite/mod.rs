@@ -235,7 +235,9 @@ impl Index {
         if hashed.len() >= KEPT_PER_CONNECTION {
             hashed.clear();
         }
-        hashed.insert(path, (sig, have.clone()));
+        if !backed::racy(sig) {
+            hashed.insert(path, (sig, have.clone()));
+        }
         Some(have)
     }
 }

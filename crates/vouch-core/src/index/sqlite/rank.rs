@@ -25,6 +25,9 @@ pub(crate) fn ranked(
     kinds: &[DocKind],
     currency: Currency,
 ) -> Result<Vec<(i64, SearchHit)>> {
+    if want == 0 {
+        return Ok(Vec::new());
+    }
     let q = words
         .iter()
         .map(|t| format!("\"{t}\""))
