@@ -16,45 +16,19 @@ configures it. The servers share the machine's cores, so the figures are
 for comparing builds, not absolute. It asserts only that every call
 succeeded.
 """
-import json
-import os
-import subprocess
 import sys
 import time
 
-TYPED = [
-    "retries", "rate limit", "who owns the payments service", "schema migration",
-    "audit record for every change", "deploy approval", "requests per second",
-    "authentication", "replica when the primary is down", "shards keyed by customer id",
-    "messages older than hours", "encrypts data at rest", "import",
-    "a schema migration that locked the table",
-]
+from bench_jsonl import TYPED, Server
 
 
 def main():
     kb, bins = sys.argv[1], sys.argv[2].split(",")
     rest = sys.argv[3:]
     settle = int(rest.pop(0)) if rest and rest[0].isdigit() else 40
-    env = dict(os.environ, VOUCH_AGENT="bench")
-    servers = [
-        subprocess.Popen([b, "--kb", kb, "serve", "--transport", "jsonl"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, env=env, text=True)
-        for b in bins
-    ]
-    calls = 0
-
-    def call(server, method, params):
-        nonlocal calls
-        calls += 1
-        server.stdin.write(json.dumps({"id": calls, "method": method, "params": params}) + "\n")
-        server.stdin.flush()
-        line = server.stdout.readline()
-        answer = json.loads(line)
-        assert answer.get("ok") and answer.get("id") == calls, line[:300]
-
+    servers = [Server(b, kb) for b in bins]
     for s in servers:
-        call(s, "kb.search", {"query": "deploy approval"})
+        s.call("kb.search", {"query": "deploy approval"})
     time.sleep(settle)
     for spec in rest:
         backend, _, limit = spec.partition(":")
@@ -67,13 +41,13 @@ def main():
 
         for i in range(len(TYPED)):
             for s in servers:
-                call(s, *request(i))
+                s.call(*request(i))
         took = [[] for _ in servers]
         for i in range(280):
             order = range(len(servers)) if i % 2 == 0 else reversed(range(len(servers)))
             for j in order:
                 t = time.perf_counter()
-                call(servers[j], *request(i))
+                servers[j].call(*request(i))
                 took[j].append((time.perf_counter() - t) * 1000)
         row = []
         for b, t in zip(bins, took):
@@ -82,8 +56,7 @@ def main():
                        f"p99 {t[int(len(t) * 0.99) - 1]:.2f} ms")
         print(f"{spec} | " + " | ".join(row), flush=True)
     for s in servers:
-        s.stdin.close()
-        s.wait()
+        s.close()
 
 
 if __name__ == "__main__":

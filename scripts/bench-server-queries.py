@@ -14,19 +14,10 @@ With --words-only (a KB or environment without a model) the hybrid
 searches are skipped and context packs rank by words.
 It prints figures; it asserts only that every call succeeded.
 """
-import json
-import os
-import subprocess
 import sys
 import time
 
-TYPED = [
-    "retries", "rate limit", "who owns the payments service", "schema migration",
-    "audit record for every change", "deploy approval", "requests per second",
-    "authentication", "replica when the primary is down", "shards keyed by customer id",
-    "messages older than hours", "encrypts data at rest", "import",
-    "a schema migration that locked the table",
-]
+from bench_jsonl import TYPED, Server
 
 
 def main():
@@ -34,24 +25,9 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--words-only"]
     kb, binary = args[0], args[1]
     settle = int(args[2]) if len(args) > 2 else 90
-    env = dict(os.environ, VOUCH_AGENT="bench")
     started = time.time()
-    server = subprocess.Popen(
-        [binary, "--kb", kb, "serve", "--transport", "jsonl"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        env=env, text=True,
-    )
-    calls = 0
-
-    def call(method, params):
-        nonlocal calls
-        calls += 1
-        server.stdin.write(json.dumps({"id": calls, "method": method, "params": params}) + "\n")
-        server.stdin.flush()
-        line = server.stdout.readline()
-        answer = json.loads(line)
-        assert answer.get("ok") and answer.get("id") == calls, line[:300]
-        return answer
+    server = Server(binary, kb)
+    call = server.call
 
     call("kb.search", {"query": "deploy approval"})
     first = (time.time() - started) * 1000
@@ -77,8 +53,7 @@ def main():
         f"fts5 {fts5} | RSS {mem['VmRSS']} MiB (peak {mem['VmHWM']})",
         flush=True,
     )
-    server.stdin.close()
-    server.wait()
+    server.close()
 
 
 if __name__ == "__main__":
