@@ -113,13 +113,18 @@ impl Slots {
 /// admit its status. A document's kind never changes (its rowid is made
 /// from it) and a new status is a new row, so the byte is set once a slot.
 pub(crate) fn class_of(kind: &str, status: Option<&str>) -> u8 {
-    let kind = DocKind::ALL
-        .iter()
-        .position(|k| k.as_str() == kind)
-        .map_or(0, |i| 1u8 << i);
+    let kind = kind_bit(kind);
     let any = u8::from(Currency::Any.admits(status)) << ANY_BIT;
     let current = u8::from(Currency::Current.admits(status)) << CURRENT_BIT;
     kind | any | current
+}
+
+/// A kind's bit of a class; none for a kind search does not know.
+fn kind_bit(kind: &str) -> u8 {
+    DocKind::ALL
+        .iter()
+        .position(|k| k.as_str() == kind)
+        .map_or(0, |i| 1u8 << i)
 }
 
 const ANY_BIT: u32 = 6;
@@ -138,9 +143,8 @@ pub(crate) struct Admit {
 
 impl Admit {
     pub(crate) fn new(kinds: &[DocKind], currency: Currency) -> Admit {
-        let kinds = kinds.iter().map(|k| class_of(k.as_str(), None) & KIND_BITS);
         Admit {
-            kinds: kinds.fold(0, |a, k| a | k),
+            kinds: kinds.iter().fold(0, |a, k| a | kind_bit(k.as_str())),
             currency: match currency {
                 Currency::Any => 1 << ANY_BIT,
                 Currency::Current => 1 << CURRENT_BIT,
@@ -152,8 +156,6 @@ impl Admit {
         class & self.kinds != 0 && class & self.currency != 0
     }
 }
-
-const KIND_BITS: u8 = (1 << ANY_BIT) - 1;
 
 /// What bounds the scores of a full block's documents.
 #[derive(Debug, Clone, Copy)]

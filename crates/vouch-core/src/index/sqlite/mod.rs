@@ -232,10 +232,10 @@ impl Index {
         }
         let bytes = kb.read_file(&path).ok()??;
         let have = crate::ids::content_sha256(&bytes);
-        if hashed.len() >= KEPT_PER_CONNECTION {
-            hashed.clear();
-        }
         if !backed::racy(sig) {
+            if hashed.len() >= KEPT_PER_CONNECTION {
+                hashed.clear();
+            }
             hashed.insert(path, (sig, have.clone()));
         }
         Some(have)

@@ -189,8 +189,9 @@ fn read(conn: &Connection) -> Result<Held> {
     )?;
     let res = (|| -> Result<Held> {
         let version = version(conn)?;
-        // Each row's class from its docs row (none: no search returns it).
-        let mut docs: Vec<(i64, u8)> = conn
+        // Each row's class from its docs row (none: no search returns it),
+        // in rowid order (the builder's).
+        let docs: Vec<(i64, u8)> = conn
             .prepare(
                 "SELECT f.id, d.kind, d.status FROM fts_docsize f \
                  LEFT JOIN docs d ON d.rowid = f.id ORDER BY f.id",
@@ -205,7 +206,6 @@ fn read(conn: &Connection) -> Result<Held> {
                 Ok((r.get(0)?, class))
             })?
             .collect::<rusqlite::Result<_>>()?;
-        docs.sort_unstable();
         let (rowids, classes): (Vec<i64>, Vec<u8>) = docs.into_iter().unzip();
         let mut postings = Postings::builder(&rowids, &classes);
         drop((rowids, classes));
