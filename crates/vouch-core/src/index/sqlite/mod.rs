@@ -576,7 +576,18 @@ impl Index {
     /// one write at a time and one rebuilt from scratch number every
     /// document alike — and break score ties alike.
     fn upsert(&self, doc: &Doc, sig: Sig) -> Result<Option<Sig>> {
-        let old = self.remove_row(doc.kind, &doc.id)?;
+        self.put(doc, sig, false)
+    }
+
+    /// [`Index::upsert`]; `absent` when the caller knows, inside this
+    /// write's transaction, that no row of the document's kind exists yet
+    /// (a rebuild, a first sync): the lookup that would find none is
+    /// skipped. `UNIQUE(kind, id)` still refuses a second row.
+    fn put(&self, doc: &Doc, sig: Sig, absent: bool) -> Result<Option<Sig>> {
+        let old = match absent {
+            true => None,
+            false => self.remove_row(doc.kind, &doc.id)?,
+        };
         let mut rowid = stable_rowid(doc.kind, &doc.id);
         // Two documents hashing alike (odds ~1e-9 at a million documents):
         // the later one takes the next free id.

@@ -146,12 +146,16 @@ impl Index {
                 self.delete(kind, id)?;
                 stats.removed += 1;
             }
+            // Kinds of which no row exists, read inside this transaction:
+            // nothing else writes before it ends, and a scan names each
+            // file once, so their documents are inserted without a lookup.
+            let empty = self.empty_kinds()?;
             let mut write = |loaded: Vec<(Option<Doc>, Item)>| -> Result<()> {
                 for (doc, (kind, id, sig)) in loaded {
                     match doc {
                         Some(doc) => {
                             // A racy file re-read unchanged is no change.
-                            if self.upsert(&doc, sig)? != Some(sig) {
+                            if self.put(&doc, sig, empty.contains(&kind))? != Some(sig) {
                                 moved.push((kind.to_string(), id));
                             }
                             stats.updated += 1;
@@ -178,7 +182,7 @@ impl Index {
                         next = slices
                             .next()
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
-                        write(self.unheld(docs, slice.to_vec())?)?;
+                        write(self.unheld_of(docs, slice.to_vec(), &empty)?)?;
                     }
                     Ok(())
                 })?,
@@ -208,9 +212,20 @@ impl Index {
     /// The loaded documents paired with their items, without those the
     /// index already holds exactly so (a racy file read back unchanged).
     fn unheld(&self, docs: Vec<Option<Doc>>, items: Vec<Item>) -> Result<Vec<(Option<Doc>, Item)>> {
+        self.unheld_of(docs, items, &[])
+    }
+
+    /// [`Index::unheld`], knowing that the `empty` kinds hold no row.
+    fn unheld_of(
+        &self,
+        docs: Vec<Option<Doc>>,
+        items: Vec<Item>,
+        empty: &[&str],
+    ) -> Result<Vec<(Option<Doc>, Item)>> {
         let mut out = Vec::with_capacity(items.len());
         for (doc, item) in docs.into_iter().zip(items) {
             if let Some(d) = &doc
+                && !empty.contains(&d.kind)
                 && self.holds(d, item.2)?
             {
                 continue;
@@ -218,6 +233,20 @@ impl Index {
             out.push((doc, item));
         }
         Ok(out)
+    }
+
+    /// The scanned kinds of which the index holds no row.
+    fn empty_kinds(&self) -> Result<Vec<&'static str>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM docs WHERE kind=?1 LIMIT 1")?;
+        let mut empty = Vec::new();
+        for (kind, _) in KINDS {
+            if !stmt.exists([kind])? {
+                empty.push(*kind);
+            }
+        }
+        Ok(empty)
     }
 
     /// Re-read just these documents' files — the ones a watcher was told
