@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod layout;
 pub mod lock;
 pub mod nofollow;
+mod plain_yaml;
 pub mod yaml;
 
 pub use layout::{Dir, Layout};
