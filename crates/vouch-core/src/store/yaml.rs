@@ -13,8 +13,8 @@ pub fn to_yaml<T: Serialize>(value: &T) -> Result<String> {
 
 /// Decode YAML read from `path`; a parse error is [`Corrupt`], naming the
 /// file and the first line of what the parser said. A record in the
-/// plainest shape is read by [`super::plain_yaml`] (ten times faster);
-/// anything else, or anything that does not decode from it, by
+/// plainest shape is read by [`super::plain_yaml`], without serde-saphyr's
+/// cost; anything else, or anything that does not decode from it, by
 /// serde-saphyr.
 ///
 /// [`Corrupt`]: crate::error::ErrorKind::Corrupt

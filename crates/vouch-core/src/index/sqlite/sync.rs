@@ -128,7 +128,7 @@ impl Index {
         // write, the next slice parsed while this one is written: memory
         // holds two slices' documents, not every document.
         let (ahead, changed) = if changed.len() <= LOAD_AT_ONCE {
-            let loaded = self.unheld(load_docs(kb, &changed), changed)?;
+            let loaded = self.unheld(load_docs(kb, &changed), changed, &[])?;
             if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() {
                 return Ok(stats);
             }
@@ -182,7 +182,7 @@ impl Index {
                         next = slices
                             .next()
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
-                        write(self.unheld_of(docs, slice.to_vec(), &empty)?)?;
+                        write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
                     Ok(())
                 })?,
@@ -211,12 +211,8 @@ impl Index {
 
     /// The loaded documents paired with their items, without those the
     /// index already holds exactly so (a racy file read back unchanged).
-    fn unheld(&self, docs: Vec<Option<Doc>>, items: Vec<Item>) -> Result<Vec<(Option<Doc>, Item)>> {
-        self.unheld_of(docs, items, &[])
-    }
-
-    /// [`Index::unheld`], knowing that the `empty` kinds hold no row.
-    fn unheld_of(
+    /// The `empty` kinds are known to hold no row: nothing to look up.
+    fn unheld(
         &self,
         docs: Vec<Option<Doc>>,
         items: Vec<Item>,
