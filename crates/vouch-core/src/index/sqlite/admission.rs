@@ -7,6 +7,7 @@ use super::{Index, Ix};
 use crate::error::Result;
 use crate::index::admission::{self, AdmissionStore, Admitted, Recorded};
 use crate::store::Dir;
+use crate::store::layout::id_of_inside;
 use rusqlite::params;
 use std::collections::{HashMap, HashSet};
 
@@ -65,8 +66,8 @@ impl AdmissionStore for Index {
             let mut record = self.conn.prepare_cached(
                 "INSERT OR REPLACE INTO written(path, id, sha, at) VALUES(?1, ?2, ?3, ?4)",
             )?;
-            for (path, id, sha, line) in &change.written {
-                record.execute(params![path, id, sha, at(*line)])?;
+            for (path, sha, line) in &change.written {
+                record.execute(params![path, id_of_inside(path), sha, at(*line)])?;
             }
             for (key, value) in &change.meta {
                 match value {
@@ -257,6 +258,67 @@ mod tests {
         assert_eq!(admitted, at);
         plant(&other, &approved, at);
         assert_eq!(marks(&kb, &approved), (true, true), "another's row moved");
+    }
+
+    /// A rebuild of more files than it loads at once reads the audit log
+    /// on a thread of its own beside the load and stores the rows after
+    /// it. What it stores is what a read of the log one event at a time
+    /// would: an id's first admission, a file's last recorded write, the
+    /// offset at the log's end — so the claim an import later rewrote is
+    /// admitted and current, and a hand-written file is neither.
+    #[test]
+    fn a_rebuild_too_large_to_load_at_once_admits_what_the_log_let_in() {
+        let (_dir, kb, approved, hand, other) = planted();
+        let approval: i64 = other
+            .query_row("SELECT at FROM admitted WHERE id = ?1", [&approved], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        // An import that rewrites the approved claim: its file's second
+        // recorded write, and the id's second admission.
+        let file = kb.layout().file(Dir::Claims, &approved).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text.replace("are frozen", "stay frozen")).unwrap();
+        let sha = crate::ids::content_sha256(&std::fs::read(&file).unwrap());
+        let mut ev = kb.event(
+            "bundle.import",
+            "alice",
+            vec![approved.clone()],
+            serde_json::json!({"bundle": "b", "objects": [approved],
+                               "written": {(kb.layout().inside(&file)): sha}}),
+        );
+        kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+        for i in 0..2 * super::super::sync::LOAD_AT_ONCE + 1 {
+            crate::testing::write_claim_file(&kb, &format!("bulk-{i}"), &format!("bulk {i}"));
+        }
+        let ix = crate::testing::sqlite(&kb);
+        super::super::rebuild(&ix).unwrap();
+        assert_eq!(marks(&kb, &approved), (false, false), "its last write");
+        assert_eq!(marks(&kb, &hand), (true, true));
+        assert_eq!(marks(&kb, "bulk-9"), (true, true));
+        let row = |sql: &str| -> String {
+            other
+                .query_row(sql, [&approved], |r| r.get::<_, rusqlite::types::Value>(0))
+                .map(|v| format!("{v:?}"))
+                .unwrap()
+        };
+        assert_eq!(
+            row("SELECT at FROM admitted WHERE id = ?1"),
+            format!("{:?}", rusqlite::types::Value::Integer(approval)),
+            "the first admission stays"
+        );
+        assert_eq!(
+            row("SELECT sha FROM written WHERE id = ?1"),
+            format!("{:?}", rusqlite::types::Value::Text(sha.clone()))
+        );
+        let offset: String = other
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'audit:offset'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(offset, kb.audit_log().len().unwrap().to_string());
     }
 
     /// The same for `written`: a row recording the hand-edited file's

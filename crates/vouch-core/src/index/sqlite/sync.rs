@@ -4,10 +4,11 @@
 //! kind. The scan itself is engine-agnostic ([`super::scan`]).
 
 use super::*;
+use crate::index::admission::{self, AdmissionStore};
 
 /// Files read at once by a large sync (a rebuild reads them a slice at a
 /// time while it writes the last).
-const LOAD_AT_ONCE: usize = 4096;
+pub(super) const LOAD_AT_ONCE: usize = 4096;
 
 /// A file to index: its kind, id and signature.
 type Item = (&'static str, String, Sig);
@@ -136,6 +137,13 @@ impl Index {
         } else {
             (None, changed)
         };
+        // A large change reads the audit log on its own thread while the
+        // files load; its rows are stored once the load is committed.
+        let reading = match ahead {
+            None => admission::reading(self, kb.audit_log())?,
+            Some(_) => None,
+        };
+        let mut admitted = None;
         // Documents whose content really changed (or went), for the vectors.
         let mut moved: Vec<(String, String)> = removed
             .iter()
@@ -171,6 +179,7 @@ impl Index {
             match ahead {
                 Some(loaded) => write(loaded)?,
                 None => std::thread::scope(|s| -> Result<()> {
+                    let log_read = reading.map(|r| s.spawn(move || r.read(kb.audit_log())));
                     let mut slices = changed.chunks(LOAD_AT_ONCE);
                     let mut next = slices
                         .next()
@@ -184,6 +193,11 @@ impl Index {
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
                         write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
+                    if let Some(reading) = log_read {
+                        admitted = Some(reading.join().map_err(|_| {
+                            Error::internal("index: the audit log's reader panicked")
+                        })??);
+                    }
                     Ok(())
                 })?,
             }
@@ -195,6 +209,9 @@ impl Index {
             }
             Ok(())
         })?;
+        if let Some(change) = admitted {
+            self.record_admission(change)?;
+        }
         if !moved.is_empty() {
             kb.index_state.changed(Some(moved));
         }
