@@ -22,14 +22,14 @@ fn to_value<T: Serialize>(v: &T) -> Result<Value> {
 /// `kb.status`: counts of stored objects, pending proposals, the last
 /// audit time, and how retrieval and review are set up.
 pub fn status(kb: &Kb) -> Result<StatusResult> {
-    let count = |d: Dir| kb.ids(d).map(|v| v.len());
+    let count = |d: Dir| kb.count(d);
     Ok(StatusResult {
         root: kb.layout().root().display().to_string(),
         kb_name: kb.settings().kb_name.clone(),
         counts: StatusCounts {
             claims: count(Dir::Claims)?,
             pages: count(Dir::Pages)?,
-            sources: kb.source_ids()?.len(),
+            sources: kb.count_sources()?,
             entities: count(Dir::Entities)?,
             relations: count(Dir::Relations)?,
             evidence: count(Dir::Evidence)?,

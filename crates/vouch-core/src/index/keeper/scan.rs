@@ -22,10 +22,7 @@ pub(crate) const KINDS: &[(&str, Option<Dir>)] = &[
 
 pub(crate) use crate::index::engine::Sig;
 
-/// File timestamps tick coarsely (often 1-4 ms), so a second write in the
-/// same tick keeps the mtime. Anything modified this recently is re-read
-/// rather than trusted by signature (git's "racy" rule).
-pub(crate) const RACY_NS: i64 = 2_000_000_000;
+pub(crate) use crate::store::RACY_NS;
 
 /// What the last sync saw of one kind's directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
