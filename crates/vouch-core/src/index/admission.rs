@@ -47,7 +47,10 @@ pub(crate) trait AdmissionStore {
     /// The rows of each of `ids` that a row admits (in one trip where the
     /// engine can).
     fn admissions(&self, ids: &[&str]) -> Result<HashMap<String, Admitted>>;
-    /// Apply `change` in one transaction: all of it or none.
+    /// Apply `change` in one transaction: all of it or none. Nothing at
+    /// all when it is not read from the start and the stored offset is
+    /// no longer the one it was read from ([`offset`]): another process
+    /// moved the rows meanwhile, and the next [`sync`] reads again.
     fn record_admission(&self, change: Recorded) -> Result<()>;
 }
 
@@ -65,6 +68,8 @@ pub(crate) struct Admitted {
 pub(crate) struct Recorded {
     /// The log is read from its start: every row before goes first.
     pub(crate) from_start: bool,
+    /// The offset it was read from.
+    pub(crate) from: u64,
     /// (id, offset of the line that let it in); where an id has a row
     /// already, that row (the first admission) stays.
     pub(crate) admitted: Vec<(String, u64)>,
@@ -76,7 +81,8 @@ pub(crate) struct Recorded {
     pub(crate) meta: Vec<(&'static str, Option<String>)>,
 }
 
-fn offset(rows: &dyn AdmissionStore) -> Result<u64> {
+/// How far the stored rows read the log.
+pub(crate) fn offset(rows: &dyn AdmissionStore) -> Result<u64> {
     Ok(rows
         .admission_meta(OFFSET)?
         .and_then(|v| v.parse().ok())
@@ -184,6 +190,7 @@ impl Reading {
         } = self;
         let mut change = Recorded {
             from_start: from == 0,
+            from,
             ..Default::default()
         };
         // Each row names the byte offset of its event's line, which a read

@@ -53,6 +53,9 @@ impl AdmissionStore for Index {
         // Offsets past what SQLite's INTEGER holds are no line's.
         let at = |at: u64| i64::try_from(at).unwrap_or(i64::MAX);
         self.write(|| {
+            if !change.from_start && admission::offset(self)? != change.from {
+                return Ok(());
+            }
             if change.from_start {
                 self.conn
                     .execute_batch("DELETE FROM admitted; DELETE FROM written;")?;
@@ -114,6 +117,7 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
+    use crate::index::admission::{self, AdmissionStore};
     use crate::store::Dir;
     use std::collections::HashSet;
 
@@ -260,14 +264,16 @@ mod tests {
         assert_eq!(marks(&kb, &approved), (true, true), "another's row moved");
     }
 
-    /// A rebuild of more files than it loads at once reads the audit log
-    /// on a thread of its own beside the load and stores the rows after
-    /// it. What it stores is what a read of the log one event at a time
-    /// would: an id's first admission, a file's last recorded write, the
-    /// offset at the log's end — so the claim an import later rewrote is
-    /// admitted and current, and a hand-written file is neither.
+    /// A sync of more files than it loads at once reads the audit log on
+    /// a thread of its own beside the load and stores the rows after it,
+    /// with no other read of the log behind it here (`apply` alone, on
+    /// emptied tables). What it stores is what a read of the log one
+    /// event at a time would: an id's first admission, a file's last
+    /// recorded write, the offset at the log's end — so the claim an
+    /// import later rewrote is admitted and current, and a hand-written
+    /// file is neither.
     #[test]
-    fn a_rebuild_too_large_to_load_at_once_admits_what_the_log_let_in() {
+    fn a_sync_too_large_to_load_at_once_admits_what_the_log_let_in() {
         let (_dir, kb, approved, hand, other) = planted();
         let approval: i64 = other
             .query_row("SELECT at FROM admitted WHERE id = ?1", [&approved], |r| {
@@ -292,10 +298,13 @@ mod tests {
             crate::testing::write_claim_file(&kb, &format!("bulk-{i}"), &format!("bulk {i}"));
         }
         let ix = crate::testing::sqlite(&kb);
-        super::super::rebuild(&ix).unwrap();
-        assert_eq!(marks(&kb, &approved), (false, false), "its last write");
-        assert_eq!(marks(&kb, &hand), (true, true));
-        assert_eq!(marks(&kb, "bulk-9"), (true, true));
+        {
+            let mut slot = ix.index_state.index.lock().unwrap();
+            let idx = &mut slot.as_mut().unwrap().index;
+            idx.write(|| idx.reset_schema(&ix)).unwrap();
+            let scan = super::super::Scan::take(&ix, &idx.scan_meta().unwrap(), false).unwrap();
+            idx.apply(&ix, scan).unwrap();
+        }
         let row = |sql: &str| -> String {
             other
                 .query_row(sql, [&approved], |r| r.get::<_, rusqlite::types::Value>(0))
@@ -309,7 +318,8 @@ mod tests {
         );
         assert_eq!(
             row("SELECT sha FROM written WHERE id = ?1"),
-            format!("{:?}", rusqlite::types::Value::Text(sha.clone()))
+            format!("{:?}", rusqlite::types::Value::Text(sha.clone())),
+            "the last write"
         );
         let offset: String = other
             .query_row(
@@ -319,6 +329,43 @@ mod tests {
             )
             .unwrap();
         assert_eq!(offset, kb.audit_log().len().unwrap().to_string());
+        assert_eq!(marks(&kb, &approved), (false, false));
+        assert_eq!(marks(&kb, &hand), (true, true));
+        assert_eq!(marks(&kb, "bulk-9"), (true, true));
+    }
+
+    /// Rows read from where the stored offset stood are not stored once
+    /// another process moved it: the next read starts from there.
+    #[test]
+    fn rows_read_from_an_offset_moved_since_are_not_stored() {
+        let (_dir, kb, approved, _hand, other) = planted();
+        let mut ev = kb.event(
+            "claim.note",
+            "alice",
+            vec![approved.clone()],
+            serde_json::json!({}),
+        );
+        kb.append_audit(std::slice::from_mut(&mut ev)).unwrap();
+        let ix = crate::testing::sqlite(&kb);
+        let slot = ix.index_state.index.lock().unwrap();
+        let idx = &slot.as_ref().unwrap().index;
+        let reading = admission::reading(idx, kb.audit_log())
+            .unwrap()
+            .expect("the rows lag the log");
+        let change = reading.read(kb.audit_log()).unwrap();
+        other
+            .execute("UPDATE meta SET value = '7' WHERE key = 'audit:offset'", [])
+            .unwrap();
+        idx.record_admission(change).unwrap();
+        drop(slot);
+        let offset: String = other
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'audit:offset'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(offset, "7", "nothing stored");
     }
 
     /// The same for `written`: a row recording the hand-edited file's

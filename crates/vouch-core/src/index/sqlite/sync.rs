@@ -77,7 +77,6 @@ impl Index {
 
     /// Apply a scan: re-read what changed, drop what vanished.
     pub(super) fn apply(&mut self, kb: &Ix, scan: Scan) -> Result<SyncStats> {
-        let mut stats = SyncStats::default();
         let stored = self.scan_meta()?;
         let Scan {
             kinds: scans,
@@ -136,26 +135,56 @@ impl Index {
         let (ahead, changed) = if changed.len() <= LOAD_AT_ONCE {
             let loaded = self.unheld(load_docs(kb, &changed), changed, &[])?;
             if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() {
-                return Ok(stats);
+                return Ok(SyncStats::default());
             }
             (Some(loaded), Vec::new())
         } else {
             (None, changed)
         };
-        // A large change reads the audit log on its own thread while the
-        // files load; its rows are stored once the load is committed.
+        // A large change reads the audit log on a thread of its own while
+        // the files load and FTS5 merges, outside the write transaction (no
+        // writer waits on it), and stores the rows after. The read starts
+        // where the rows stood before the load; if another process moved
+        // them meanwhile, `record_admission` stores nothing and the sync
+        // after this reads again.
         let reading = match ahead {
             None => admission::reading(self, kb.audit_log())?,
             Some(_) => None,
         };
-        let mut admitted = None;
+        std::thread::scope(|outer| -> Result<SyncStats> {
+            let log_read = reading.map(|r| outer.spawn(move || r.read(kb.audit_log())));
+            let loaded = self.write_changes(kb, ahead, changed, &removed, &new_meta);
+            // Joined on every path: a reader's panic stays its own. A read
+            // that failed does not undo the load: the sync after it reads
+            // the log again and reports what fails.
+            let admitted = log_read.and_then(|r| r.join().ok()?.ok());
+            let stats = loaded?;
+            if let Some(change) = admitted {
+                self.record_admission(change)?;
+            }
+            Ok(stats)
+        })
+    }
+
+    /// Write a scan's changes in one transaction (the documents loaded
+    /// `ahead`, or `changed` loaded a slice at a time), tell the vectors
+    /// what moved, and merge FTS5's segments after a bulk load.
+    fn write_changes(
+        &self,
+        kb: &Ix,
+        ahead: Option<Vec<(Option<Doc>, Item)>>,
+        changed: Vec<Item>,
+        removed: &[(&'static str, String)],
+        new_meta: &[(String, String)],
+    ) -> Result<SyncStats> {
+        let mut stats = SyncStats::default();
         // Documents whose content really changed (or went), for the vectors.
         let mut moved: Vec<(String, String)> = removed
             .iter()
             .map(|(k, id)| (k.to_string(), id.clone()))
             .collect();
         self.write_docs(kb, || -> Result<()> {
-            for (kind, id) in &removed {
+            for (kind, id) in removed {
                 self.delete(kind, id)?;
                 stats.removed += 1;
             }
@@ -194,7 +223,6 @@ impl Index {
                     // (docs/benchmarks.md). Set inside the transaction:
                     // a failed load takes it back.
                     self.fts_hashsize(BULK_HASHSIZE)?;
-                    let log_read = reading.map(|r| s.spawn(move || r.read(kb.audit_log())));
                     let mut slices = changed.chunks(LOAD_AT_ONCE);
                     let mut next = slices
                         .next()
@@ -209,13 +237,10 @@ impl Index {
                         write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
                     self.fts_hashsize(DEFAULT_HASHSIZE)?;
-                    // A read that failed does not undo the load: the sync
-                    // after it reads the log again, and reports what fails.
-                    admitted = log_read.and_then(|r| r.join().ok()?.ok());
                     Ok(())
                 })?,
             }
-            for (k, v) in &new_meta {
+            for (k, v) in new_meta {
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
                     params![k, v],
@@ -223,9 +248,6 @@ impl Index {
             }
             Ok(())
         })?;
-        if let Some(change) = admitted {
-            self.record_admission(change)?;
-        }
         if !moved.is_empty() {
             kb.index_state.changed(Some(moved));
         }
