@@ -103,9 +103,12 @@ pub struct Store {
     /// then: skipped without re-reading while unchanged, and warned about
     /// once per process (a server lists them on every call otherwise).
     unreadable: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
-    /// Each folder's count of ids, with the folder's mtime when it was
+    /// Each folder's count of ids, with the folder's stamp when it was
     /// listed ([`Store::count`]).
-    counts: Mutex<std::collections::HashMap<PathBuf, (i64, usize)>>,
+    counts: Mutex<std::collections::HashMap<PathBuf, (FolderStamp, usize)>>,
+    /// Folders listed by [`Store::count`], for its tests.
+    #[cfg(test)]
+    pub(crate) listings: std::sync::atomic::AtomicUsize,
     /// Set when opened tolerantly and `config.yaml` did not parse.
     config_error: Option<String>,
     /// The lock taken before the file lock, when writers do not all share
@@ -230,6 +233,8 @@ impl Store {
             proposal_objects: Mutex::default(),
             unreadable: Mutex::default(),
             counts: Mutex::default(),
+            #[cfg(test)]
+            listings: Default::default(),
             config_error,
             shared_lock: std::sync::OnceLock::new(),
             shared_vectors: std::sync::OnceLock::new(),
@@ -645,49 +650,6 @@ impl Store {
         })
     }
 
-    /// How many ids of a kind there are (the length of [`Store::ids`]).
-    /// Adding or taking a name moves a folder's mtime, so a count is kept
-    /// with the mtime it was listed at and listed again only once that
-    /// moved: a server asked for `kb.status` every few seconds lists a
-    /// million claims' names once, not on every call (about a second
-    /// each).
-    pub fn count(&self, dir: Dir) -> Result<usize> {
-        self.counted(&self.layout.dir(dir), || Ok(self.ids(dir)?.len()))
-    }
-
-    /// [`Store::count`] of the sources ([`Store::source_ids`]).
-    pub fn count_sources(&self) -> Result<usize> {
-        self.counted(&self.layout.sources_dir(), || Ok(self.source_ids()?.len()))
-    }
-
-    fn counted(&self, folder: &Path, list: impl FnOnce() -> Result<usize>) -> Result<usize> {
-        let mtime = match std::fs::metadata(folder) {
-            Ok(m) => crate::store::mtime_ns(&m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(Error::io(folder, e)),
-        };
-        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((at, n)) = counts.get(folder)
-            && *at == mtime
-        {
-            return Ok(*n);
-        }
-        let n = list()?;
-        // A folder changed in the last two seconds may change again within
-        // the same timestamp tick, its mtime unmoved: not kept (git's
-        // "racy" rule). The file system's time, not the injected clock's.
-        let settled = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64 - mtime > crate::store::RACY_NS)
-            .unwrap_or(false);
-        if settled {
-            counts.insert(folder.to_path_buf(), (mtime, n));
-        } else {
-            counts.remove(folder);
-        }
-        Ok(n)
-    }
-
     /// Every readable object of a kind, sorted by id. A file that does not
     /// parse is skipped with a warning naming it.
     pub fn load_all<T: Stored>(&self) -> Result<Vec<T>> {
@@ -858,6 +820,10 @@ fn names_in(path: &Path, keep: impl Fn(&str) -> Option<String>) -> Result<Vec<St
     names.sort();
     Ok(names)
 }
+
+#[path = "stored_counts.rs"]
+mod counts;
+use counts::FolderStamp;
 
 #[cfg(test)]
 #[path = "stored_tests.rs"]
