@@ -34,14 +34,14 @@ pub(crate) fn born_ns(m: &std::fs::Metadata) -> Option<u128> {
     Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
 }
 
-/// A file's modification time in nanoseconds since the epoch (0 when the
-/// file system does not say): half of the signature by which the index
-/// and the pending-queue cache tell a file changed.
 /// File timestamps tick coarsely (often 1-4 ms), so a second write in the
 /// same tick keeps the mtime. Anything modified this recently is read
 /// again rather than trusted by its signature (git's "racy" rule).
 pub(crate) const RACY_NS: i64 = 2_000_000_000;
 
+/// A file's modification time in nanoseconds since the epoch (0 when the
+/// file system does not say): half of the signature by which the index
+/// and the pending-queue cache tell a file changed.
 pub(crate) fn mtime_ns(m: &std::fs::Metadata) -> i64 {
     m.modified()
         .ok()

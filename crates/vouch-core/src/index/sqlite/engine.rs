@@ -66,10 +66,11 @@ impl Index {
     /// under the model of the vectors already stored — to time the scan
     /// at a million documents without hours of embedding. Their text hash
     /// is `bench-fill`, which no text has, so no document ever reuses
-    /// them. A rebuild zeroes every vector's file signature, after which
-    /// the keeper would embed each of these documents for real (hours at
-    /// a million): the filled ones whose document is still indexed take
-    /// its signature again first. The documents filled, the vectors'
+    /// them by their text. A rebuild zeroes every vector's file signature,
+    /// after which the keeper would embed each of these documents for
+    /// real (hours at a million): the filled ones whose document is still
+    /// indexed take its signature again first — even where the document
+    /// changed since, which random vectors do not care about. The documents filled, the vectors'
     /// dimensions and the model; `None` when no vector is stored yet.
     pub(crate) fn fill_random_vectors(&self) -> Result<Option<(usize, usize, String)>> {
         self.write(|| {
