@@ -821,7 +821,6 @@ fn names_in(path: &Path, keep: impl Fn(&str) -> Option<String>) -> Result<Vec<St
     Ok(names)
 }
 
-#[path = "stored_counts.rs"]
 mod counts;
 use counts::FolderStamp;
 
