@@ -39,6 +39,31 @@ pub(crate) fn born_ns(m: &std::fs::Metadata) -> Option<u128> {
 /// again rather than trusted by its signature (git's "racy" rule).
 pub(crate) const RACY_NS: i64 = 2_000_000_000;
 
+/// A time (ns since the epoch) after which a change is within [`RACY_NS`]
+/// of now: the file system's clock, not the injected one.
+pub(crate) fn racy_after() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+        - RACY_NS
+}
+
+/// When the inode last changed, in nanoseconds (0 where the platform does
+/// not say): unlike the mtime, no one can set it back.
+pub(crate) fn changed_ns(m: &std::fs::Metadata) -> i64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        m.ctime() * 1_000_000_000 + m.ctime_nsec()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0
+    }
+}
+
 /// A file's modification time in nanoseconds since the epoch (0 when the
 /// file system does not say): half of the signature by which the index
 /// and the pending-queue cache tell a file changed.

@@ -43,12 +43,8 @@ impl Store {
         // the same timestamp tick, its stamp unmoved: not kept (git's
         // "racy" rule), nor where the file system gives no time. The file
         // system's time, not the injected clock's.
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0);
         let latest = stamp.modified.max(stamp.changed);
-        if stamp.modified > 0 && now - latest > crate::store::RACY_NS {
+        if stamp.modified > 0 && latest < crate::store::racy_after() {
             counts.insert(folder.to_path_buf(), (stamp, n));
         } else {
             counts.remove(folder);
@@ -70,15 +66,12 @@ pub(super) struct FolderStamp {
 impl FolderStamp {
     fn of(m: &std::fs::Metadata) -> FolderStamp {
         #[cfg(unix)]
-        let (changed, inode) = {
-            use std::os::unix::fs::MetadataExt;
-            (m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino())
-        };
+        let inode = std::os::unix::fs::MetadataExt::ino(m);
         #[cfg(not(unix))]
-        let (changed, inode) = (0, 0);
+        let inode = 0;
         FolderStamp {
             modified: crate::store::mtime_ns(m),
-            changed,
+            changed: crate::store::changed_ns(m),
             inode,
         }
     }

@@ -9,7 +9,6 @@ use crate::store::Dir;
 use crate::stored::Store;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::UNIX_EPOCH;
 
 /// The kinds that have documents, and where their files are.
 pub(crate) const KINDS: &[(&str, Option<Dir>)] = &[
@@ -21,8 +20,6 @@ pub(crate) const KINDS: &[(&str, Option<Dir>)] = &[
 ];
 
 pub(crate) use crate::index::engine::Sig;
-
-pub(crate) use crate::store::RACY_NS;
 
 /// What the last sync saw of one kind's directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,13 +70,9 @@ impl Scan {
         stored: &HashMap<String, ScanMeta>,
         dirs_only: bool,
     ) -> Result<Scan> {
-        // A file or directory modified within RACY_NS of this scan may change
+        // A file or directory modified within `RACY_NS` of this scan may change
         // again within the same timestamp tick; it is never trusted unread.
-        let racy_after = std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as i64)
-            .unwrap_or(0)
-            - RACY_NS;
+        let racy_after = crate::store::racy_after();
         Ok(Scan {
             kinds: scan_all(kb, stored, dirs_only, racy_after)?,
             racy_after,

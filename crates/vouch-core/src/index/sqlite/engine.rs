@@ -70,8 +70,9 @@ impl Index {
     /// after which the keeper would embed each of these documents for
     /// real (hours at a million): the filled ones whose document is still
     /// indexed take its signature again first — even where the document
-    /// changed since, which random vectors do not care about. The documents filled, the vectors'
-    /// dimensions and the model; `None` when no vector is stored yet.
+    /// changed since, which random vectors do not care about. The
+    /// documents filled, the vectors' dimensions and the model; `None`
+    /// when no vector is stored yet.
     pub(crate) fn fill_random_vectors(&self) -> Result<Option<(usize, usize, String)>> {
         self.write(|| {
             let revived = self.conn.execute(

@@ -245,18 +245,9 @@ impl Index {
 /// When the file's inode last changed, in nanoseconds (0 where the
 /// platform does not say).
 fn changed_ns(path: &Path) -> i64 {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(path)
-            .map(|m| m.ctime() * 1_000_000_000 + m.ctime_nsec())
-            .unwrap_or(0)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        0
-    }
+    std::fs::symlink_metadata(path)
+        .map(|m| crate::store::changed_ns(&m))
+        .unwrap_or(0)
 }
 
 fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
