@@ -842,3 +842,7 @@ mod kept_in_step;
 #[cfg(test)]
 #[path = "shared_tests.rs"]
 mod shared_tests;
+
+#[cfg(test)]
+#[path = "rebuild_tests.rs"]
+mod after_rebuild;

@@ -239,8 +239,17 @@ fn a_claims_tags_are_found_by_words_and_never_embedded() {
 
 /// An embedder that counts the documents it embeds.
 #[derive(Default)]
-struct CountingWords {
-    documents: std::sync::atomic::AtomicUsize,
+pub(super) struct CountingWords {
+    pub(super) documents: std::sync::atomic::AtomicUsize,
+}
+
+/// A fresh knowledge base whose model counts the documents it embeds.
+pub(super) fn kb_counting() -> (tempfile::TempDir, Kb, Arc<CountingWords>, Arc<dyn Embedder>) {
+    let (dir, mut kb) = crate::testing::test_kb();
+    let words = Arc::new(CountingWords::default());
+    let embedder: Arc<dyn Embedder> = words.clone();
+    kb.set_embedder(embedder.clone());
+    (dir, kb, words, embedder)
 }
 
 impl Watching for CountingWords {
@@ -258,10 +267,7 @@ impl Watching for CountingWords {
 #[test]
 fn with_a_background_step_searches_never_embed_and_writes_do() {
     use std::sync::atomic::Ordering::SeqCst;
-    let (_dir, mut kb) = crate::testing::test_kb();
-    let words = Arc::new(CountingWords::default());
-    let embedder: Arc<dyn Embedder> = words.clone();
-    kb.set_embedder(embedder.clone());
+    let (_dir, mut kb, words, embedder) = kb_counting();
     kb.configure_index(|o| o.upkeep = IndexUpkeep::Background);
     kb.configure_index(|o| o.sync_interval = Duration::ZERO);
     // The keeper's step a server's thread takes (none runs here).
@@ -849,35 +855,4 @@ fn vectors_of_another_model_are_dropped_and_looked_for_again_after_another_model
         Ok(())
     })
     .unwrap();
-}
-
-/// `vouch-bench fill-vectors` run again after a rebuild (which zeroes
-/// every vector's file signature): its random vectors take their
-/// documents' signatures back, so the keeper's next round embeds none of
-/// those documents for real (hours at a million claims).
-#[test]
-fn filled_vectors_are_current_again_after_a_rebuild_and_a_fill() {
-    use std::sync::atomic::Ordering::SeqCst;
-    let (_dir, mut kb) = crate::testing::test_kb();
-    let words = Arc::new(CountingWords::default());
-    let embedder: Arc<dyn Embedder> = words.clone();
-    kb.set_embedder(embedder.clone());
-    approved_claim(&kb, "alpha bravo charlie");
-    let b = approved_claim(&kb, "delta echo foxtrot");
-    embed_all(&kb, &embedder);
-    let ix = crate::testing::sqlite(&kb);
-    crate::index::sqlite::with_index(&ix, |idx| {
-        Ok(idx
-            .conn
-            .execute("DELETE FROM embeddings WHERE id = ?1", [&b])?)
-    })
-    .unwrap();
-    let index: &crate::index::sqlite::SqliteIndex = kb.index().as_any().downcast_ref().unwrap();
-    let filled = |kb: &Kb| index.fill_random_vectors(kb).unwrap().unwrap().0;
-    assert_eq!(filled(&kb), 1);
-    kb.index().rebuild(&kb).unwrap();
-    assert_eq!(filled(&kb), 0, "nothing left to fill");
-    let before = words.documents.load(SeqCst);
-    embed_all(&kb, &embedder);
-    assert_eq!(words.documents.load(SeqCst), before, "no document embedded");
 }

@@ -14,6 +14,10 @@ use rusqlite::{OptionalExtension, params};
 /// and the model's identity. A table with rowids: a row holds a 1.5 KB
 /// vector, which a `WITHOUT ROWID` table keeps only partly in its b-tree
 /// page (about 1 KB fits) and the rest on an overflow page of its own.
+/// The file signature the vectors were made for is in the index's
+/// `vector_sigs` ([`super::schema`]), which a rebuild empties; this
+/// table's `mtime_ns` and `size` are written 0 (files made before version
+/// 10 have them).
 pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS embeddings(
     kind TEXT NOT NULL, id TEXT NOT NULL, chunk INTEGER NOT NULL,
@@ -66,7 +70,7 @@ impl Index {
     /// under the model of the vectors already stored — to time the scan
     /// at a million documents without hours of embedding. Their text hash
     /// is `bench-fill`, which no text has, so no document ever reuses
-    /// them by their text. A rebuild zeroes every vector's file signature,
+    /// them by their text. A rebuild forgets every vector's file signature,
     /// after which the keeper would embed each of these documents for
     /// real (hours at a million): the filled ones whose document is still
     /// indexed take its signature again first — even where the document
@@ -76,10 +80,12 @@ impl Index {
     pub(crate) fn fill_random_vectors(&self) -> Result<Option<(usize, usize, String)>> {
         self.write(|| {
             let revived = self.conn.execute(
-                "UPDATE embeddings SET mtime_ns = d.mtime_ns, size = d.size FROM docs d
-                 WHERE embeddings.content_sha256 = 'bench-fill'
-                 AND d.kind = embeddings.kind AND d.id = embeddings.id
-                 AND (embeddings.mtime_ns, embeddings.size) != (d.mtime_ns, d.size)",
+                "INSERT OR REPLACE INTO vector_sigs(kind, id, mtime_ns, size)
+                 SELECT d.kind, d.id, d.mtime_ns, d.size FROM docs d
+                 WHERE EXISTS (SELECT 1 FROM embeddings e WHERE e.kind = d.kind
+                     AND e.id = d.id AND e.content_sha256 = 'bench-fill')
+                 AND NOT EXISTS (SELECT 1 FROM vector_sigs s WHERE s.kind = d.kind
+                     AND s.id = d.id AND s.mtime_ns = d.mtime_ns AND s.size = d.size)",
                 [],
             )?;
             if revived > 0 {
@@ -118,13 +124,18 @@ impl Index {
             self.write(|| {
                 let mut put = self.conn.prepare_cached(
                     "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns,
-                     size, vector) VALUES (?1, ?2, 0, ?3, 'bench-fill', ?4, ?5, ?6)",
+                     size, vector) VALUES (?1, ?2, 0, ?3, 'bench-fill', 0, 0, ?4)",
+                )?;
+                let mut sig = self.conn.prepare_cached(
+                    "INSERT OR REPLACE INTO vector_sigs(kind, id, mtime_ns, size)
+                     VALUES (?1, ?2, ?3, ?4)",
                 )?;
                 for (kind, id, mtime, size) in slice {
                     let v: Vec<f32> = (0..dim).map(|_| next()).collect();
                     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
                     let unit: Vec<f32> = v.iter().map(|x| x / norm).collect();
-                    put.execute(params![kind, id, model, mtime, size, to_blob(&unit)])?;
+                    put.execute(params![kind, id, model, to_blob(&unit)])?;
+                    sig.execute(params![kind, id, mtime, size])?;
                 }
                 Ok(())
             })?;
@@ -217,9 +228,13 @@ impl VectorRead for Index {
         each: &mut dyn FnMut(StoredVector),
     ) -> Result<Option<DocKey>> {
         let (kind, id) = after.map_or(("", ""), |(k, i)| (*k, i.as_str()));
+        // A document without a row in `vector_sigs` (a rebuild emptied it)
+        // has signature (0, 0), which no file has: it is looked at again
+        // by its text.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT kind, id, mtime_ns, size, vector FROM embeddings
-             WHERE model = ?1 AND (kind, id) > (?2, ?3) ORDER BY kind, id, chunk",
+            "SELECT e.kind, e.id, coalesce(s.mtime_ns, 0), coalesce(s.size, 0), e.vector
+             FROM embeddings e LEFT JOIN vector_sigs s ON s.kind = e.kind AND s.id = e.id
+             WHERE e.model = ?1 AND (e.kind, e.id) > (?2, ?3) ORDER BY e.kind, e.id, e.chunk",
         )?;
         let mut rows = stmt.query(params![model, kind, id])?;
         let mut seen = 0usize;
@@ -329,6 +344,11 @@ impl VectorWrite for Index {
             self.conn
                 .execute("DELETE FROM embeddings WHERE model != ?1", [model])?;
             self.conn.execute(
+                "DELETE FROM vector_sigs WHERE NOT EXISTS (SELECT 1 FROM embeddings e
+                 WHERE e.kind = vector_sigs.kind AND e.id = vector_sigs.id)",
+                [],
+            )?;
+            self.conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES('vectors_model', ?1)",
                 [model],
             )?;
@@ -340,6 +360,11 @@ impl VectorWrite for Index {
         self.conn.execute(
             "DELETE FROM embeddings WHERE NOT EXISTS (SELECT 1 FROM docs d
              WHERE d.kind = embeddings.kind AND d.id = embeddings.id)",
+            [],
+        )?;
+        self.conn.execute(
+            "DELETE FROM vector_sigs WHERE NOT EXISTS (SELECT 1 FROM docs d
+             WHERE d.kind = vector_sigs.kind AND d.id = vector_sigs.id)",
             [],
         )?;
         Ok(())
@@ -354,6 +379,27 @@ impl VectorWrite for Index {
         chunks: &[Vec<f32>],
     ) -> Result<()> {
         self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO vector_sigs(kind, id, mtime_ns, size)
+                 VALUES(?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![key.0, key.1, sig.0, sig.1])?;
+        // The same model's vectors of the same text, stored for this
+        // document already (what a rebuild leaves, its signatures gone):
+        // the same vectors, so only the signature is written — not 1.5 KB
+        // a chunk again.
+        let stored: Vec<(String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT model, content_sha256 FROM embeddings WHERE kind = ?1 AND id = ?2
+                 ORDER BY chunk",
+            )?
+            .query_map(params![key.0, key.1], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        if stored.len() == chunks.len() && stored.iter().all(|(m, s)| m == model && s == sha) {
+            return Ok(());
+        }
+        self.conn
             .prepare_cached("DELETE FROM embeddings WHERE kind = ?1 AND id = ?2")?
             .execute(params![key.0, key.1])?;
         // Another model's vector stored: the next `keep_only` looks.
@@ -362,19 +408,10 @@ impl VectorWrite for Index {
             .execute([model])?;
         let mut insert = self.conn.prepare_cached(
             "INSERT INTO embeddings(kind, id, chunk, model, content_sha256, mtime_ns, size, vector)
-             VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+             VALUES(?1, ?2, ?3, ?4, ?5, 0, 0, ?6)",
         )?;
         for (n, v) in chunks.iter().enumerate() {
-            insert.execute(params![
-                key.0,
-                key.1,
-                n as i64,
-                model,
-                sha,
-                sig.0,
-                sig.1,
-                to_blob(v)
-            ])?;
+            insert.execute(params![key.0, key.1, n as i64, model, sha, to_blob(v)])?;
         }
         Ok(())
     }

@@ -85,7 +85,7 @@ impl std::ops::Deref for Ix<'_> {
 }
 
 /// Bump when the schema or what is indexed changes; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "9";
+pub const SCHEMA_VERSION: &str = "10";
 
 /// How long to wait for another process's lock on state.db before answering
 /// from the files instead (search falls back to the substring backend).
@@ -434,21 +434,10 @@ impl Index {
                 let odd = had.as_deref() == Some(want.as_str())
                     && schema::tampered(&index.conn, tokenizer(kb))?.is_some();
                 if had.as_deref() != Some(want.as_str()) || odd {
-                    // Before version 8 a claim's tags were embedded with its
-                    // text: its vectors are looked at again (reused where
-                    // the text embedded is the same, re-embedded where the
-                    // claim has tags).
-                    let version = had.as_deref().and_then(|h| h.split(';').next());
-                    if version
-                        .and_then(|v| v.parse::<u32>().ok())
-                        .is_some_and(|v| v < 8)
-                    {
-                        index.conn.execute(
-                            "UPDATE embeddings SET mtime_ns = -1 WHERE kind = 'claim'",
-                            [],
-                        )?;
-                        engine::new_copy_stamp(&index.conn)?;
-                    }
+                    // Every vector's signature goes with the tables: each
+                    // is looked at again by its text (reused where the
+                    // text embedded is the same — before version 8 a
+                    // claim's tags were embedded with it).
                     index.reset_schema(kb)?;
                 }
                 Ok(())
@@ -488,6 +477,9 @@ impl Index {
             "INSERT OR REPLACE INTO meta(key, value) VALUES('schema', ?1)",
             [&schema_tag(kb)],
         )?;
+        // The vectors' signatures went with `vector_sigs`: a copy of the
+        // vectors made before must not say they are current.
+        engine::new_copy_stamp(&self.conn)?;
         postings::fresh_generation(&self.conn)
     }
 

@@ -446,8 +446,8 @@ pub(crate) fn after_write(kb: &Ix, written: &[Written]) {
 /// the one file, where they see the new tables, rather than on a file
 /// unlinked from under them — which SQLite cannot survive once they open
 /// the new file's `-wal` and `-shm` by name. Vectors are kept (keyed by
-/// content and model) with their file signatures zeroed, so the first
-/// check compares texts again and re-embeds only what changed. A file that
+/// content and model) without their file signatures, so the first check
+/// compares texts again and re-embeds only what changed. A file that
 /// cannot be opened at all is replaced ([`Index::open_path`]).
 pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
     let mut slot = kb
@@ -482,16 +482,9 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
         .unwrap_or_else(|e| e.into_inner()) = None;
     kb.index_state.changed(None);
     let mut index = Index::open_path(kb)?;
-    index.write(|| {
-        index.reset_schema(kb)?;
-        index
-            .conn
-            .execute("UPDATE embeddings SET mtime_ns = 0, size = 0", [])?;
-        // Every vector is looked at again by its text: a copy made with
-        // the signatures before must not say they are current.
-        super::engine::new_copy_stamp(&index.conn)?;
-        Ok(())
-    })?;
+    // Every vector's signature goes with the tables (`vector_sigs`): each
+    // is looked at again by its text.
+    index.write(|| index.reset_schema(kb))?;
     crate::fail::point("index.rebuild.cleared");
     // A rebuild writes every page of the index: with SQLite's default 2 MB
     // page cache, b-tree pages are evicted and written again many times
