@@ -488,9 +488,11 @@ pub(crate) fn rebuild(kb: &Ix) -> Result<RebuildResult> {
     crate::fail::point("index.rebuild.cleared");
     // A rebuild writes every page of the index: with SQLite's default 2 MB
     // page cache, b-tree pages are evicted and written again many times
-    // over. 64 MB for the rebuild only; the connection then goes back to
-    // the default (servers keep it open).
-    index.conn.pragma_update(None, "cache_size", -65536)?;
+    // over. 128 MiB for the rebuild only (at a million claims 64 MiB
+    // still spilled and read back pages mid-load: 67.1 s against 59.9 s
+    // for 256 MiB and about the same for 128, docs/benchmarks.md); the
+    // connection then goes back to the default (servers keep it open).
+    index.conn.pragma_update(None, "cache_size", -131072)?;
     let synced = index.sync(kb);
     index.conn.pragma_update(None, "cache_size", -2000)?;
     let stats = synced?;
