@@ -583,8 +583,14 @@ impl Store {
 
     /// Read one object; `Ok(None)` when its file does not exist.
     pub fn load<T: Stored>(&self, id: &str) -> Result<Option<T>> {
+        Ok(self.load_with_meta(id)?.map(|(object, _)| object))
+    }
+
+    /// [`Store::load`], with the metadata of the file it read (the index
+    /// takes a file's signature from it: no second look at the name).
+    pub fn load_with_meta<T: Stored>(&self, id: &str) -> Result<Option<(T, std::fs::Metadata)>> {
         let path = self.layout.file(T::DIR, id)?;
-        let Some(text) = self.read_text(&path)? else {
+        let Some((text, meta)) = self.read_text_with_meta(&path)? else {
             return Ok(None);
         };
         let object = T::decode(&path, &text)?;
@@ -601,7 +607,7 @@ impl Store {
                 ),
             ));
         }
-        Ok(Some(object))
+        Ok(Some((object, meta)))
     }
 
     /// Is there a regular file (not a link) for this id?
@@ -614,8 +620,13 @@ impl Store {
     /// Read a file beneath `.vouch/` without following any link
     /// (`store::nofollow`); `None` when it does not exist.
     pub fn read_file(&self, path: &Path) -> Result<Option<Vec<u8>>> {
-        match crate::store::nofollow::read(self.layout.root(), path) {
-            Ok(bytes) => Ok(Some(bytes)),
+        Ok(self.read_file_with_meta(path)?.map(|(bytes, _)| bytes))
+    }
+
+    /// [`Store::read_file`], with the metadata of the file it read.
+    fn read_file_with_meta(&self, path: &Path) -> Result<Option<(Vec<u8>, std::fs::Metadata)>> {
+        match crate::store::nofollow::read_with_meta(self.layout.root(), path) {
+            Ok(read) => Ok(Some(read)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(path, e)),
         }
@@ -624,6 +635,14 @@ impl Store {
     /// As [`Store::read_file`], as UTF-8.
     pub fn read_text(&self, path: &Path) -> Result<Option<String>> {
         utf8(path, self.read_file(path)?)
+    }
+
+    /// [`Store::read_text`], with the metadata of the file it read.
+    fn read_text_with_meta(&self, path: &Path) -> Result<Option<(String, std::fs::Metadata)>> {
+        let Some((bytes, meta)) = self.read_file_with_meta(path)? else {
+            return Ok(None);
+        };
+        Ok(utf8(path, Some(bytes))?.map(|text| (text, meta)))
     }
 
     /// A source's stored bytes, only if they still hash to its id: content
@@ -736,9 +755,14 @@ impl Store {
     /// A source's metadata (`sources/<id>/meta.yaml`); `Ok(None)` when it has
     /// none.
     pub fn load_source(&self, id: &str) -> Result<Option<Source>> {
+        Ok(self.load_source_with_meta(id)?.map(|(source, _)| source))
+    }
+
+    /// [`Store::load_source`], with the metadata of the `meta.yaml` it read.
+    pub fn load_source_with_meta(&self, id: &str) -> Result<Option<(Source, std::fs::Metadata)>> {
         let path = self.layout.source_meta(id)?;
-        self.read_text(&path)?
-            .map(|text| from_yaml(&path, &text))
+        self.read_text_with_meta(&path)?
+            .map(|(text, meta)| Ok((from_yaml(&path, &text)?, meta)))
             .transpose()
     }
 

@@ -57,10 +57,10 @@ pub fn open(root: &Path, path: &Path) -> io::Result<File> {
     open_sized(root, path).map(|(f, _)| f)
 }
 
-/// [`open`], with the file's length from the same `fstat` that checked it
-/// is a regular file.
+/// [`open`], with the file's metadata from the same `fstat` that checked
+/// it is a regular file.
 #[cfg(unix)]
-fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
+fn open_sized(root: &Path, path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     use rustix::fs::{Mode, OFlags};
     let names = beneath(root, path)?;
     let Some((last, dirs)) = names.split_last() else {
@@ -143,7 +143,7 @@ fn beneath_in_one_call(
 }
 
 #[cfg(not(unix))]
-fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
+fn open_sized(root: &Path, path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     check_dirs(root, path.parent().unwrap_or(root))?;
     if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
         return Err(link_error(path));
@@ -153,7 +153,7 @@ fn open_sized(root: &Path, path: &Path) -> io::Result<(File, u64)> {
 
 /// `file` (opened at `path`) and its size, when it is a regular file:
 /// not a folder, a FIFO or a device.
-fn regular_file(file: File, path: &Path) -> io::Result<(File, u64)> {
+fn regular_file(file: File, path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(
@@ -161,18 +161,24 @@ fn regular_file(file: File, path: &Path) -> io::Result<(File, u64)> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    Ok((file, meta.len()))
+    Ok((file, meta))
 }
 
 /// Read a whole file beneath `root` without following links.
 pub fn read(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
-    let (f, len) = open_sized(root, path)?;
+    read_with_meta(root, path).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the metadata of the file it read (from the open file,
+/// so it describes the bytes read even if the name is replaced after).
+pub fn read_with_meta(root: &Path, path: &Path) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
+    let (f, meta) = open_sized(root, path)?;
     // Read through `Take`: `File::read_to_end` would stat the file and
     // seek again to size its buffer (two more system calls per file, on
-    // every file of a rebuild), and `len` is known.
-    let mut out = Vec::with_capacity(len as usize + 1);
+    // every file of a rebuild), and the length is known.
+    let mut out = Vec::with_capacity(meta.len() as usize + 1);
     f.take(u64::MAX).read_to_end(&mut out)?;
-    Ok(out)
+    Ok((out, meta))
 }
 
 /// Every folder from `root` down to `dir` (inclusive) is a real folder, not

@@ -15,7 +15,7 @@ use super::{Currency, Freshness, Query, RebuildResult, SearchHit, Snippets, Sync
 use crate::error::{Error, Result};
 use crate::model::{Claim, Entity, Page, Relation};
 use crate::store::Dir;
-use crate::stored::{Store, Stored};
+use crate::stored::Store;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -270,9 +270,19 @@ fn file_signature(path: &Path) -> Option<Sig> {
 
 /// Read a document from its file; `None` if gone or unreadable (warned).
 fn load_doc(kb: &Ix, kind: &str, id: &str) -> Option<Doc> {
-    fn get<T: Stored>(kb: &Ix, id: &str) -> Option<T> {
-        match kb.load::<T>(id) {
-            Ok(v) => v,
+    load_doc_signed(kb, kind, id).map(|(doc, _)| doc)
+}
+
+/// [`load_doc`], with the signature of the file it read, taken from the
+/// open file (no second look at the name).
+fn load_doc_signed(kb: &Ix, kind: &str, id: &str) -> Option<(Doc, Sig)> {
+    fn signed<T>(
+        kb: &Ix,
+        loaded: Result<Option<(T, std::fs::Metadata)>>,
+        doc: impl FnOnce(&T) -> Doc,
+    ) -> Option<(Doc, Sig)> {
+        match loaded {
+            Ok(v) => v.map(|(object, m)| (doc(&object), (mtime_ns(&m), m.len() as i64))),
             Err(e) => {
                 kb.warn(format!("index: skipped unreadable file: {e}"));
                 None
@@ -280,18 +290,11 @@ fn load_doc(kb: &Ix, kind: &str, id: &str) -> Option<Doc> {
         }
     }
     match kind {
-        "claim" => get::<Claim>(kb, id).map(|c| claim_doc(&c)),
-        "page" => get::<Page>(kb, id).map(|p| page_doc(&p)),
-        "entity" => get::<Entity>(kb, id).map(|e| entity_doc(&e)),
-        "relation" => get::<Relation>(kb, id).map(|r| relation_doc(&r)),
-        _ => match kb.load_source(id) {
-            Ok(Some(s)) => Some(source_doc(kb, &s)),
-            Ok(None) => None,
-            Err(e) => {
-                kb.warn(format!("index: skipped unreadable file: {e}"));
-                None
-            }
-        },
+        "claim" => signed(kb, kb.load_with_meta::<Claim>(id), claim_doc),
+        "page" => signed(kb, kb.load_with_meta::<Page>(id), page_doc),
+        "entity" => signed(kb, kb.load_with_meta::<Entity>(id), entity_doc),
+        "relation" => signed(kb, kb.load_with_meta::<Relation>(id), relation_doc),
+        _ => signed(kb, kb.load_source_with_meta(id), |s| source_doc(kb, s)),
     }
 }
 

@@ -430,6 +430,7 @@ mod tests {
     use crate::kb::Kb;
     use crate::model::*;
     use crate::store::Dir;
+    use crate::stored::Stored;
 
     const WORDS: &[&str] = &[
         "retries",

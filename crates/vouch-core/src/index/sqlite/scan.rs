@@ -38,7 +38,7 @@ pub(crate) fn indexed_signatures(conn: &Connection) -> Result<Signatures> {
 pub(crate) fn changed_files(kb: &Ix, known: &mut Signatures) -> Result<Changed> {
     let mut changed = Vec::new();
     for (kind, dir) in KINDS {
-        for (id, sig) in scan_kind(kb, *dir)? {
+        for (id, sig) in scan_kind(kb, *dir, true)? {
             match known.remove(&(kind.to_string(), id.clone())) {
                 Some(old) if old == sig => {}
                 _ => changed.push((*kind, id, sig)),

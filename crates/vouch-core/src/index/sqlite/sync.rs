@@ -85,6 +85,7 @@ impl Index {
         let mut changed: Vec<Item> = Vec::new();
         let mut removed: Vec<(&'static str, String)> = Vec::new();
         let mut new_meta: Vec<(String, String)> = Vec::new();
+        let mut unstated = Unstated::default();
         for scan in scans {
             let key = format!("scan:{}", scan.kind);
             let old = stored.get(&key);
@@ -99,7 +100,7 @@ impl Index {
             let racy = files.iter().any(|(_, (mtime, _))| *mtime >= racy_after);
             let same_files =
                 old.is_some_and(|o| o.fingerprint == now.fingerprint && o.count == now.count);
-            if !same_files || racy {
+            if !same_files || racy || !scan.stated {
                 let mut known: HashMap<String, Sig> = HashMap::new();
                 let mut stmt = self
                     .conn
@@ -113,13 +114,16 @@ impl Index {
                 }
                 for (id, sig) in files {
                     match known.remove(&id) {
-                        Some(was) if was == sig && sig.0 < racy_after => {}
+                        Some(was) if scan.stated && was == sig && sig.0 < racy_after => {}
                         _ => changed.push((scan.kind, id, sig)),
                     }
                 }
                 removed.extend(known.into_keys().map(|id| (scan.kind, id)));
             }
-            if old != Some(&now) {
+            if !scan.stated {
+                // Summed from the signatures its files' readers take.
+                unstated.begin(scan.kind, scan.dir_mtime);
+            } else if old != Some(&now) {
                 new_meta.push((key, now.render()));
             }
         }
@@ -133,8 +137,11 @@ impl Index {
         // write, the next slice parsed while this one is written: memory
         // holds two slices' documents, not every document.
         let (ahead, changed) = if changed.len() <= LOAD_AT_ONCE {
-            let loaded = self.unheld(load_docs(kb, &changed), changed, &[])?;
-            if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() {
+            let docs = load_docs(kb, &changed);
+            unstated.add(kb, &changed, &docs);
+            let loaded = self.unheld(docs, changed, &[])?;
+            if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() && unstated.is_empty()
+            {
                 return Ok(SyncStats::default());
             }
             (Some(loaded), Vec::new())
@@ -153,7 +160,7 @@ impl Index {
         };
         std::thread::scope(|outer| -> Result<SyncStats> {
             let log_read = reading.map(|r| outer.spawn(move || r.read(kb.audit_log())));
-            let loaded = self.write_changes(kb, ahead, changed, &removed, &new_meta);
+            let loaded = self.write_changes(kb, ahead, changed, &removed, new_meta, unstated);
             // Joined on every path: a reader's panic stays its own. A read
             // that failed does not undo the load: the sync after it reads
             // the log again and reports what fails.
@@ -175,7 +182,8 @@ impl Index {
         ahead: Option<Vec<(Option<Doc>, Item)>>,
         changed: Vec<Item>,
         removed: &[(&'static str, String)],
-        new_meta: &[(String, String)],
+        mut new_meta: Vec<(String, String)>,
+        mut unstated: Unstated,
     ) -> Result<SyncStats> {
         let mut stats = SyncStats::default();
         // Documents whose content really changed (or went), for the vectors.
@@ -234,13 +242,15 @@ impl Index {
                         next = slices
                             .next()
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
+                        unstated.add(kb, slice, &docs);
                         write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
                     self.fts_hashsize(DEFAULT_HASHSIZE)?;
                     Ok(())
                 })?,
             }
-            for (k, v) in new_meta {
+            new_meta.extend(unstated.metas());
+            for (k, v) in &new_meta {
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
                     params![k, v],
@@ -265,21 +275,27 @@ impl Index {
     /// The loaded documents paired with their items, without those the
     /// index already holds exactly so (a racy file read back unchanged).
     /// The `empty` kinds are known to hold no row: nothing to look up.
+    /// Each item's signature becomes the one its reader took from the file
+    /// it read (what the index stores with the document).
     fn unheld(
         &self,
-        docs: Vec<Option<Doc>>,
+        docs: Vec<Option<(Doc, Sig)>>,
         items: Vec<Item>,
         empty: &[&str],
     ) -> Result<Vec<(Option<Doc>, Item)>> {
         let mut out = Vec::with_capacity(items.len());
-        for (doc, item) in docs.into_iter().zip(items) {
+        for (doc, (kind, id, sig)) in docs.into_iter().zip(items) {
+            let (doc, sig) = match doc {
+                Some((doc, read)) => (Some(doc), read),
+                None => (None, sig),
+            };
             if let Some(d) = &doc
                 && !empty.contains(&d.kind)
-                && self.holds(d, item.2)?
+                && self.holds(d, sig)?
             {
                 continue;
             }
-            out.push((doc, item));
+            out.push((doc, (kind, id, sig)));
         }
         Ok(out)
     }
@@ -405,23 +421,68 @@ pub(super) fn parses(kb: &Ix, kind: &str, id: &str) -> bool {
     }
 }
 
-/// Parse changed files on two threads (YAML parsing dominates a rebuild).
-pub(super) fn load_docs(kb: &Ix, items: &[Item]) -> Vec<Option<Doc>> {
+/// Parse changed files on two threads (YAML parsing dominates a rebuild),
+/// each with the signature of the file read.
+pub(super) fn load_docs(kb: &Ix, items: &[Item]) -> Vec<Option<(Doc, Sig)>> {
+    let load = |(k, id, _): &Item| load_doc_signed(kb, k, id);
     if items.len() < 512 {
-        return items.iter().map(|(k, id, _)| load_doc(kb, k, id)).collect();
+        return items.iter().map(load).collect();
     }
     let mid = items.len() / 2;
     let (a, b) = items.split_at(mid);
     std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            b.iter()
-                .map(|(k, id, _)| load_doc(kb, k, id))
-                .collect::<Vec<_>>()
-        });
-        let mut out: Vec<Option<Doc>> = a.iter().map(|(k, id, _)| load_doc(kb, k, id)).collect();
+        let h = s.spawn(|| b.iter().map(load).collect::<Vec<_>>());
+        let mut out: Vec<Option<(Doc, Sig)>> = a.iter().map(load).collect();
         out.extend(h.join().unwrap_or_default());
         out
     })
+}
+
+/// The fingerprints of the kinds a scan listed by name only
+/// ([`KindScan::stated`]), summed from the signatures their files' readers
+/// took. A file that did not parse is looked at on its own, as a stating
+/// scan would have: the fingerprint counts every file.
+#[derive(Default)]
+pub(super) struct Unstated(Vec<(&'static str, ScanMeta)>);
+
+impl Unstated {
+    fn begin(&mut self, kind: &'static str, dir_mtime: i64) {
+        let meta = ScanMeta {
+            dir_mtime,
+            fingerprint: 0,
+            count: 0,
+        };
+        self.0.push((kind, meta));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn add(&mut self, kb: &Ix, items: &[Item], docs: &[Option<(Doc, Sig)>]) {
+        if self.0.is_empty() {
+            return;
+        }
+        for ((kind, id, _), doc) in items.iter().zip(docs) {
+            let Some((_, meta)) = self.0.iter_mut().find(|(k, _)| k == kind) else {
+                continue;
+            };
+            let sig = match doc {
+                Some((_, sig)) => Some(*sig),
+                None => file_of(kb, kind, id).ok().and_then(|p| file_signature(&p)),
+            };
+            if let Some(sig) = sig {
+                meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, sig));
+                meta.count += 1;
+            }
+        }
+    }
+
+    fn metas(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.0
+            .iter()
+            .map(|(kind, meta)| (format!("scan:{kind}"), meta.render()))
+    }
 }
 
 #[cfg(test)]
@@ -479,5 +540,68 @@ mod tests {
         assert_eq!(claims(&kb), n as i64 - 1);
         assert_eq!(ids("elsewhere"), ["c-5"]);
         assert!(ids("w5").is_empty() && ids("w6").is_empty());
+    }
+
+    /// A kind no scan has recorded (after a rebuild) is listed by name
+    /// only; its readers take each file's signature from the file they
+    /// opened, and its recorded fingerprint is the one a scan stating
+    /// every file finds — a file that does not parse counted too — so the
+    /// next sync compares no row.
+    #[test]
+    fn a_kind_listed_by_name_records_the_fingerprint_a_stating_scan_finds() {
+        let (_dir, kb) = crate::testing::test_kb();
+        let src = crate::testing::test_source(&kb, "notes");
+        crate::testing::test_claim(&kb, &src, "drills run on mondays");
+        for i in 0..5 {
+            write_claim_file(&kb, &format!("c-{i}"), &format!("drill number w{i} passed"));
+        }
+        let bad = kb
+            .layout()
+            .file(crate::store::Dir::Claims, "c-bad")
+            .unwrap();
+        std::fs::write(&bad, "id: [unclosed\n").unwrap();
+        kb.index().catch_up(&kb).unwrap();
+        // Written by another connection: the next rebuild is a real one.
+        rusqlite::Connection::open(kb.layout().index_db())
+            .unwrap()
+            .execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES('touched', '1')",
+                [],
+            )
+            .unwrap();
+        kb.index().rebuild(&kb).unwrap();
+        let ix = crate::testing::sqlite(&kb);
+        let stored = with_index(&ix, |idx| idx.scan_meta()).unwrap();
+        for (kind, dir) in KINDS {
+            let files = crate::index::keeper::scan::scan_kind(&kb, *dir, true).unwrap();
+            let want = files.iter().fold(0u64, |acc, (id, sig)| {
+                acc.wrapping_add(entry_hash(id, *sig))
+            });
+            let got = stored[&format!("scan:{kind}")];
+            assert_eq!((got.fingerprint, got.count), (want, files.len()), "{kind}");
+            // Each row holds its file's signature.
+            for (id, sig) in &files {
+                let row: Option<Sig> = with_index(&ix, |idx| {
+                    Ok(idx
+                        .conn
+                        .query_row(
+                            "SELECT mtime_ns, size FROM docs WHERE kind = ?1 AND id = ?2",
+                            [kind, &id.as_str()],
+                            |r| Ok((r.get(0)?, r.get(1)?)),
+                        )
+                        .optional()?)
+                })
+                .unwrap();
+                assert!(row.is_none() || row == Some(*sig), "{kind} {id}");
+            }
+        }
+        assert_eq!(stored["scan:claim"].count, 7, "six claims and the bad file");
+        // What the rebuild's scan was: names only.
+        let names = crate::index::keeper::scan::Scan::take(&kb, &HashMap::new(), false).unwrap();
+        for scan in &names.kinds {
+            let files = scan.files.as_ref().unwrap();
+            assert!(!scan.stated && files.iter().all(|(_, sig)| *sig == (0, 0)));
+        }
+        assert_eq!(claims(&kb), 6);
     }
 }
