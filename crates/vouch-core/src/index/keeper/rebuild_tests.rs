@@ -27,6 +27,14 @@ fn count(kb: &Kb, sql: &str) -> i64 {
     .unwrap()
 }
 
+/// A statement run on the index for one document's id.
+fn change(kb: &Kb, sql: &str, id: &str) {
+    crate::index::sqlite::with_index(&crate::testing::sqlite(kb), |idx| {
+        Ok(idx.conn.execute(sql, [id])?)
+    })
+    .unwrap();
+}
+
 /// A rebuild forgets every vector's file signature, not its vectors: the
 /// next round looks at each document again by its text. Where the text
 /// is the same, only the signature is written (the vector's row stays as
@@ -101,13 +109,7 @@ fn filled_vectors_are_current_again_after_a_rebuild_and_a_fill() {
     approved_claim(&kb, "alpha bravo charlie");
     let b = approved_claim(&kb, "delta echo foxtrot");
     embed_all(&kb, &embedder);
-    let ix = crate::testing::sqlite(&kb);
-    crate::index::sqlite::with_index(&ix, |idx| {
-        Ok(idx
-            .conn
-            .execute("DELETE FROM embeddings WHERE id = ?1", [&b])?)
-    })
-    .unwrap();
+    change(&kb, "DELETE FROM embeddings WHERE id = ?1", &b);
     let index: &crate::index::sqlite::SqliteIndex = kb.index().as_any().downcast_ref().unwrap();
     let filled = |kb: &Kb| index.fill_random_vectors(kb).unwrap().unwrap().0;
     assert_eq!(filled(&kb), 1);
@@ -116,4 +118,32 @@ fn filled_vectors_are_current_again_after_a_rebuild_and_a_fill() {
     let before = words.documents.load(SeqCst);
     embed_all(&kb, &embedder);
     assert_eq!(words.documents.load(SeqCst), before, "no document embedded");
+}
+
+/// A stored vector of the right text but the wrong length (a damaged row)
+/// is never kept as the document's vectors: the model's are written over
+/// it, not only the signature.
+#[test]
+fn a_damaged_vector_of_the_same_text_is_written_again() {
+    let (_dir, kb, words, embedder) = kb_counting();
+    let b = approved_claim(&kb, "delta echo foxtrot");
+    embed_all(&kb, &embedder);
+    change(
+        &kb,
+        "UPDATE embeddings SET vector = x'00' WHERE id = ?1",
+        &b,
+    );
+    kb.index().rebuild(&kb).unwrap();
+    let embedded = words.documents.load(SeqCst);
+    embed_all(&kb, &embedder);
+    assert_eq!(
+        words.documents.load(SeqCst) - embedded,
+        1,
+        "the damaged one"
+    );
+    let bytes = count(
+        &kb,
+        &format!("SELECT length(vector) FROM embeddings WHERE id = '{b}'"),
+    );
+    assert_eq!(bytes as usize, 4 * embedder.dimensions());
 }

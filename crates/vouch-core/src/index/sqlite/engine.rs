@@ -229,10 +229,11 @@ impl VectorRead for Index {
     ) -> Result<Option<DocKey>> {
         let (kind, id) = after.map_or(("", ""), |(k, i)| (*k, i.as_str()));
         // A document without a row in `vector_sigs` (a rebuild emptied it)
-        // has signature (0, 0), which no file has: it is looked at again
-        // by its text.
+        // has size -1, which no file has (not even the (0, 0) a document
+        // written by a stat that failed holds): it is looked at again by
+        // its text.
         let mut stmt = self.conn.prepare_cached(
-            "SELECT e.kind, e.id, coalesce(s.mtime_ns, 0), coalesce(s.size, 0), e.vector
+            "SELECT e.kind, e.id, coalesce(s.mtime_ns, 0), coalesce(s.size, -1), e.vector
              FROM embeddings e LEFT JOIN vector_sigs s ON s.kind = e.kind AND s.id = e.id
              WHERE e.model = ?1 AND (e.kind, e.id) > (?2, ?3) ORDER BY e.kind, e.id, e.chunk",
         )?;
@@ -388,15 +389,22 @@ impl VectorWrite for Index {
         // document already (what a rebuild leaves, its signatures gone):
         // the same vectors, so only the signature is written — not 1.5 KB
         // a chunk again.
-        let stored: Vec<(String, String)> = self
+        let stored: Vec<(String, String, i64)> = self
             .conn
             .prepare_cached(
-                "SELECT model, content_sha256 FROM embeddings WHERE kind = ?1 AND id = ?2
-                 ORDER BY chunk",
+                "SELECT model, content_sha256, length(vector) FROM embeddings
+                 WHERE kind = ?1 AND id = ?2 ORDER BY chunk",
             )?
-            .query_map(params![key.0, key.1], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map(params![key.0, key.1], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
             .collect::<rusqlite::Result<_>>()?;
-        if stored.len() == chunks.len() && stored.iter().all(|(m, s)| m == model && s == sha) {
+        if stored.len() == chunks.len()
+            && stored
+                .iter()
+                .zip(chunks)
+                .all(|((m, s, bytes), c)| m == model && s == sha && *bytes == 4 * c.len() as i64)
+        {
             return Ok(());
         }
         self.conn

@@ -138,7 +138,7 @@ impl Index {
         // holds two slices' documents, not every document.
         let (ahead, changed) = if changed.len() <= LOAD_AT_ONCE {
             let docs = load_docs(kb, &changed);
-            unstated.add(kb, &changed, &docs);
+            unstated.add(&changed, &docs);
             let loaded = self.unheld(docs, changed, &[])?;
             if loaded.is_empty() && removed.is_empty() && new_meta.is_empty() && unstated.is_empty()
             {
@@ -242,7 +242,7 @@ impl Index {
                         next = slices
                             .next()
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
-                        unstated.add(kb, slice, &docs);
+                        unstated.add(slice, &docs);
                         write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
                     self.fts_hashsize(DEFAULT_HASHSIZE)?;
@@ -440,8 +440,11 @@ pub(super) fn load_docs(kb: &Ix, items: &[Item]) -> Vec<Option<(Doc, Sig)>> {
 
 /// The fingerprints of the kinds a scan listed by name only
 /// ([`KindScan::stated`]), summed from the signatures their files' readers
-/// took. A file that did not parse is looked at on its own, as a stating
-/// scan would have: the fingerprint counts every file.
+/// took. A file that did not load (it does not parse, or went) adds the
+/// signature `(0, 0)`: a stat of its name now could describe a file
+/// written after the read and hide it from every later sync, so the
+/// kind's fingerprint is made to miss instead, and the next sync compares
+/// its rows once and records what a stating scan finds.
 #[derive(Default)]
 pub(super) struct Unstated(Vec<(&'static str, ScanMeta)>);
 
@@ -459,7 +462,7 @@ impl Unstated {
         self.0.is_empty()
     }
 
-    fn add(&mut self, kb: &Ix, items: &[Item], docs: &[Option<(Doc, Sig)>]) {
+    fn add(&mut self, items: &[Item], docs: &[Option<(Doc, Sig)>]) {
         if self.0.is_empty() {
             return;
         }
@@ -467,14 +470,9 @@ impl Unstated {
             let Some((_, meta)) = self.0.iter_mut().find(|(k, _)| k == kind) else {
                 continue;
             };
-            let sig = match doc {
-                Some((_, sig)) => Some(*sig),
-                None => file_of(kb, kind, id).ok().and_then(|p| file_signature(&p)),
-            };
-            if let Some(sig) = sig {
-                meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, sig));
-                meta.count += 1;
-            }
+            let sig = doc.as_ref().map_or((0, 0), |(_, sig)| *sig);
+            meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, sig));
+            meta.count += 1;
         }
     }
 
@@ -545,8 +543,9 @@ mod tests {
     /// A kind no scan has recorded (after a rebuild) is listed by name
     /// only; its readers take each file's signature from the file they
     /// opened, and its recorded fingerprint is the one a scan stating
-    /// every file finds — a file that does not parse counted too — so the
-    /// next sync compares no row.
+    /// every file finds, so the next sync compares no row. Where a file
+    /// did not load, the fingerprint misses until a sync has compared the
+    /// kind's rows and recorded a stating scan's.
     #[test]
     fn a_kind_listed_by_name_records_the_fingerprint_a_stating_scan_finds() {
         let (_dir, kb) = crate::testing::test_kb();
@@ -555,6 +554,7 @@ mod tests {
         for i in 0..5 {
             write_claim_file(&kb, &format!("c-{i}"), &format!("drill number w{i} passed"));
         }
+        let claims_dir = Some(crate::store::Dir::Claims);
         let bad = kb
             .layout()
             .file(crate::store::Dir::Claims, "c-bad")
@@ -571,16 +571,30 @@ mod tests {
             .unwrap();
         kb.index().rebuild(&kb).unwrap();
         let ix = crate::testing::sqlite(&kb);
-        let stored = with_index(&ix, |idx| idx.scan_meta()).unwrap();
-        for (kind, dir) in KINDS {
-            let files = crate::index::keeper::scan::scan_kind(&kb, *dir, true).unwrap();
-            let want = files.iter().fold(0u64, |acc, (id, sig)| {
+        let stating = |dir: Option<crate::store::Dir>| -> (u64, usize) {
+            let files = crate::index::keeper::scan::scan_kind(&kb, dir, true).unwrap();
+            let sum = files.iter().fold(0u64, |acc, (id, sig)| {
                 acc.wrapping_add(entry_hash(id, *sig))
             });
-            let got = stored[&format!("scan:{kind}")];
-            assert_eq!((got.fingerprint, got.count), (want, files.len()), "{kind}");
-            // Each row holds its file's signature.
-            for (id, sig) in &files {
+            (sum, files.len())
+        };
+        let recorded = |kind: &str| -> (u64, usize) {
+            let stored = with_index(&ix, |idx| idx.scan_meta()).unwrap();
+            let m = stored[&format!("scan:{kind}")];
+            (m.fingerprint, m.count)
+        };
+        assert_eq!(recorded("claim").1, 7, "six claims and the bad file");
+        assert_ne!(
+            recorded("claim"),
+            stating(claims_dir),
+            "missing, for the bad file"
+        );
+        for (kind, dir) in KINDS.iter().filter(|(k, _)| *k != "claim") {
+            assert_eq!(recorded(kind), stating(*dir), "{kind}");
+        }
+        // Each row holds its file's signature.
+        for (kind, dir) in KINDS {
+            for (id, sig) in crate::index::keeper::scan::scan_kind(&kb, *dir, true).unwrap() {
                 let row: Option<Sig> = with_index(&ix, |idx| {
                     Ok(idx
                         .conn
@@ -592,16 +606,19 @@ mod tests {
                         .optional()?)
                 })
                 .unwrap();
-                assert!(row.is_none() || row == Some(*sig), "{kind} {id}");
+                assert!(row.is_none() || row == Some(sig), "{kind} {id}");
             }
         }
-        assert_eq!(stored["scan:claim"].count, 7, "six claims and the bad file");
+        assert_eq!(claims(&kb), 6);
+        // The next sync compares the claims' rows and records what a
+        // stating scan finds.
+        kb.index().catch_up(&kb).unwrap();
+        assert_eq!(recorded("claim"), stating(claims_dir));
         // What the rebuild's scan was: names only.
         let names = crate::index::keeper::scan::Scan::take(&kb, &HashMap::new(), false).unwrap();
         for scan in &names.kinds {
             let files = scan.files.as_ref().unwrap();
             assert!(!scan.stated && files.iter().all(|(_, sig)| *sig == (0, 0)));
         }
-        assert_eq!(claims(&kb), 6);
     }
 }
