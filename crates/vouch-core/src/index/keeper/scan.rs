@@ -32,6 +32,28 @@ pub(crate) struct ScanMeta {
 }
 
 impl ScanMeta {
+    /// A directory's files summed: what a scan that stated each one records.
+    pub(crate) fn of(dir_mtime: i64, files: &[(String, Sig)]) -> ScanMeta {
+        let mut meta = ScanMeta {
+            dir_mtime,
+            fingerprint: 0,
+            count: 0,
+        };
+        for (id, sig) in files {
+            meta.add(id, *sig);
+        }
+        meta
+    }
+    /// One more file in the sum.
+    pub(crate) fn add(&mut self, id: &str, sig: Sig) {
+        self.fingerprint = self.fingerprint.wrapping_add(entry_hash(id, sig));
+        self.count += 1;
+    }
+    /// One file fewer in the sum.
+    pub(crate) fn take(&mut self, id: &str, sig: Sig) {
+        self.fingerprint = self.fingerprint.wrapping_sub(entry_hash(id, sig));
+        self.count = self.count.saturating_sub(1);
+    }
     pub(crate) fn parse(v: &str) -> Option<ScanMeta> {
         let mut it = v.split(';');
         Some(ScanMeta {
@@ -48,7 +70,7 @@ impl ScanMeta {
     }
 }
 
-pub(crate) fn entry_hash(id: &str, sig: Sig) -> u64 {
+fn entry_hash(id: &str, sig: Sig) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::hash::DefaultHasher::new();
     (id, sig).hash(&mut h);

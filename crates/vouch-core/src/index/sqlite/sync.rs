@@ -90,13 +90,7 @@ impl Index {
             let key = format!("scan:{}", scan.kind);
             let old = stored.get(&key);
             let Some(files) = scan.files else { continue };
-            let now = ScanMeta {
-                dir_mtime: scan.dir_mtime,
-                fingerprint: files.iter().fold(0u64, |acc, (id, sig)| {
-                    acc.wrapping_add(entry_hash(id, *sig))
-                }),
-                count: files.len(),
-            };
+            let now = ScanMeta::of(scan.dir_mtime, &files);
             let racy = files.iter().any(|(_, (mtime, _))| *mtime >= racy_after);
             let same_files =
                 old.is_some_and(|o| o.fingerprint == now.fingerprint && o.count == now.count);
@@ -395,12 +389,10 @@ impl Index {
             return Ok(());
         };
         if let Some(old) = old {
-            meta.fingerprint = meta.fingerprint.wrapping_sub(entry_hash(id, old));
-            meta.count = meta.count.saturating_sub(1);
+            meta.take(id, old);
         }
         if let Some(new) = new {
-            meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, new));
-            meta.count += 1;
+            meta.add(id, new);
         }
         self.conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)",
@@ -450,12 +442,7 @@ pub(super) struct Unstated(Vec<(&'static str, ScanMeta)>);
 
 impl Unstated {
     fn begin(&mut self, kind: &'static str, dir_mtime: i64) {
-        let meta = ScanMeta {
-            dir_mtime,
-            fingerprint: 0,
-            count: 0,
-        };
-        self.0.push((kind, meta));
+        self.0.push((kind, ScanMeta::of(dir_mtime, &[])));
     }
 
     fn is_empty(&self) -> bool {
@@ -470,9 +457,7 @@ impl Unstated {
             let Some((_, meta)) = self.0.iter_mut().find(|(k, _)| k == kind) else {
                 continue;
             };
-            let sig = doc.as_ref().map_or((0, 0), |(_, sig)| *sig);
-            meta.fingerprint = meta.fingerprint.wrapping_add(entry_hash(id, sig));
-            meta.count += 1;
+            meta.add(id, doc.as_ref().map_or((0, 0), |(_, sig)| *sig));
         }
     }
 
@@ -573,10 +558,8 @@ mod tests {
         let ix = crate::testing::sqlite(&kb);
         let stating = |dir: Option<crate::store::Dir>| -> (u64, usize) {
             let files = crate::index::keeper::scan::scan_kind(&kb, dir, true).unwrap();
-            let sum = files.iter().fold(0u64, |acc, (id, sig)| {
-                acc.wrapping_add(entry_hash(id, *sig))
-            });
-            (sum, files.len())
+            let m = ScanMeta::of(0, &files);
+            (m.fingerprint, m.count)
         };
         let recorded = |kind: &str| -> (u64, usize) {
             let stored = with_index(&ix, |idx| idx.scan_meta()).unwrap();
