@@ -32,6 +32,7 @@ pub const POINTS: &[&str] = &[
     "index.rebuild.cleared",
     "store.write",
     "team.locked",
+    "inbox.moving",
     "team.head",
 ];
 

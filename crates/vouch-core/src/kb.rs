@@ -520,35 +520,9 @@ impl std::ops::Deref for Kb {
 
 #[cfg(test)]
 mod shared_lock {
-    use crate::store::lock::{ChainHead, SharedHold, SharedLock};
+    use crate::testing::TestSharedLock;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-
-    /// A shared lock that is taken at once and held while `held` says so.
-    struct Flaky {
-        held: Arc<AtomicBool>,
-    }
-    struct Hold;
-    impl SharedHold for Hold {
-        fn head(&self) -> Option<ChainHead> {
-            None
-        }
-        fn release(self: Box<Self>, _: ChainHead) {}
-    }
-    impl SharedLock for Flaky {
-        fn describe(&self) -> String {
-            "a test's lock".into()
-        }
-        fn acquire(&self) -> crate::Result<Box<dyn SharedHold>> {
-            Ok(Box::new(Hold))
-        }
-        fn peek_head(&self) -> crate::Result<Option<ChainHead>> {
-            Ok(None)
-        }
-        fn still_held(&self) -> crate::Result<bool> {
-            Ok(self.held.load(Ordering::SeqCst))
-        }
-    }
 
     /// A writer whose shared lock went (its connection dropped) logs
     /// nothing, and says why; with it held, it writes.
@@ -556,7 +530,7 @@ mod shared_lock {
     fn a_lost_shared_lock_logs_nothing() {
         let (_dir, kb) = crate::testing::test_kb();
         let held = Arc::new(AtomicBool::new(false));
-        kb.share_lock(Arc::new(Flaky { held: held.clone() }));
+        kb.share_lock(Arc::new(TestSharedLock { held: held.clone() }));
         let before = kb.audit_log().len().unwrap();
         let refused = crate::methods::dispatch(
             &kb,

@@ -8,11 +8,12 @@ use crate::audit::AuditLog;
 use crate::clock::{Clock, random_hex};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{
-    AuditEvent, Claim, Entity, Evidence, Page, Proposal, Relation, Session, Source, Timestamp,
+    AuditEvent, Claim, Entity, Evidence, Page, Relation, Session, Source, Timestamp,
 };
 use crate::settings::Settings;
 use crate::store::layout::id_from_file_name;
 use crate::store::lock::{KbLock, SharedHold, SharedLock};
+use crate::store::queue::SharedQueue;
 use crate::store::yaml::{from_yaml, page_from_markdown, page_to_markdown, to_yaml};
 use crate::store::{Dir, Layout, atomic};
 use serde_json::Value;
@@ -68,18 +69,28 @@ pub(crate) type ProposalObjects =
 /// The knowledge base's write lock as a writer holds it: the file lock,
 /// and the shared lock taken before it where writers share more than one
 /// machine (a team server's database).
-pub(crate) struct WriteLock {
+pub(crate) struct WriteLock<'a> {
+    store: &'a Store,
     // Dropped before `_file` (fields drop in order): the shared lock is
     // given back first, as it was taken first.
     shared: Option<(Box<dyn SharedHold>, PathBuf)>,
     _file: KbLock,
 }
 
-impl Drop for WriteLock {
+impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
         let Some((hold, log)) = self.shared.take() else {
             return;
         };
+        // What this write proposed goes to the queue before the lock goes
+        // back; should that fail, the inbox keeps it (reads see it there)
+        // and the next writer moves it.
+        if let Err(e) = self.store.move_inbox() {
+            self.store.warn(format!(
+                "the new proposals stay in proposed/ for now: {}",
+                e.message
+            ));
+        }
         // The head this holder leaves: the log's last event as written.
         match AuditLog::new(log).last_head() {
             Some(head) => hold.release(head),
@@ -116,6 +127,12 @@ pub struct Store {
     shared_lock: std::sync::OnceLock<Arc<dyn SharedLock>>,
     /// Where the replicas writing with that lock share their vectors.
     shared_vectors: std::sync::OnceLock<crate::services::VectorSharing>,
+    /// Where the pending proposals are kept when not in `proposed/`
+    /// ([`crate::store::queue`]).
+    shared_queue: std::sync::OnceLock<Arc<dyn SharedQueue>>,
+    /// The text of each queued proposal read so far, by id (a pending
+    /// proposal never changes), for those the queue listed last.
+    queued_texts: Mutex<std::collections::HashMap<String, Arc<str>>>,
 }
 
 thread_local! {
@@ -238,6 +255,8 @@ impl Store {
             config_error,
             shared_lock: std::sync::OnceLock::new(),
             shared_vectors: std::sync::OnceLock::new(),
+            shared_queue: std::sync::OnceLock::new(),
+            queued_texts: Mutex::default(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -355,11 +374,12 @@ impl Store {
 
     /// The KB-wide write lock. Whoever takes it first after a crash finishes (or
     /// undoes) the multi-file write the crash interrupted.
-    pub(crate) fn lock(&self) -> Result<WriteLock> {
+    pub(crate) fn lock(&self) -> Result<WriteLock<'_>> {
         let Some(shared) = self.shared_lock.get() else {
             let file = KbLock::acquire(&self.layout.lock_file())?;
             self.recover_interrupted()?;
             return Ok(WriteLock {
+                store: self,
                 shared: None,
                 _file: file,
             });
@@ -385,7 +405,10 @@ impl Store {
             )));
         }
         self.recover_interrupted()?;
+        // What a crash, or a writer without the queue, left in the inbox.
+        self.move_inbox()?;
         Ok(WriteLock {
+            store: self,
             shared: Some((hold, self.audit.path().to_path_buf())),
             _file: file,
         })
@@ -610,11 +633,17 @@ impl Store {
         Ok(Some((object, meta)))
     }
 
-    /// Is there a regular file (not a link) for this id?
+    /// Is there a regular file (not a link) for this id — or, for a
+    /// pending proposal, one in the queue?
     pub fn exists(&self, dir: Dir, id: &str) -> bool {
-        self.layout
+        let file = self
+            .layout
             .file(dir, id)
-            .is_ok_and(|p| crate::store::nofollow::is_file(&p))
+            .is_ok_and(|p| crate::store::nofollow::is_file(&p));
+        match self.shared_queue.get() {
+            Some(queue) if !file && dir == Dir::Proposed => self.queued(queue.as_ref(), id),
+            _ => file,
+        }
     }
 
     /// Read a file beneath `.vouch/` without following any link
@@ -662,8 +691,12 @@ impl Store {
         Ok(Some(bytes))
     }
 
-    /// Ids in a folder, sorted.
+    /// Ids in a folder (and, for the pending proposals, in the queue),
+    /// sorted.
     pub fn ids(&self, dir: Dir) -> Result<Vec<String>> {
+        if let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) {
+            return self.pending_ids(queue.as_ref());
+        }
         names_in(&self.layout.dir(dir), |name| {
             id_from_file_name(dir, name).filter(|id| crate::ids::check_id("id", id).is_ok())
         })
@@ -780,48 +813,6 @@ impl Store {
             crate::ids::is_source_id(name).then(|| name.to_string())
         })
     }
-
-    /// A proposal from `proposed/` or `decided/`.
-    pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
-        let path = self.layout.file(dir, id)?;
-        let Some(mut p) = self
-            .read_text(&path)?
-            .map(|text| from_yaml::<Proposal>(&path, &text))
-            .transpose()?
-        else {
-            return Ok(None);
-        };
-        if p.object_id.is_empty() {
-            // vouch 1.x keeps the artifact's id in `payload.id`, or none
-            // until approval: derive it the way 1.x does, from the text.
-            let hint = p
-                .payload
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let seed = ["text", "title", "name"]
-                .iter()
-                .find_map(|k| p.payload.get(*k).and_then(Value::as_str))
-                .unwrap_or("untitled");
-            p.object_id = hint
-                .filter(|h| crate::ids::check_id("id", h).is_ok())
-                .unwrap_or_else(|| crate::ids::slugify(seed));
-        }
-        Ok(Some(p))
-    }
-
-    /// Every readable proposal in `proposed/` or `decided/`, sorted by id; a
-    /// file that does not parse is skipped with a warning.
-    pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
-        let mut out = Vec::new();
-        for id in self.ids(dir)? {
-            let path = self.layout.file(dir, &id)?;
-            if let Some(p) = self.skip_known_unreadable(&path, || self.load_proposal(dir, &id)) {
-                out.push(p);
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// Read a file as UTF-8; `None` when it does not exist.
@@ -847,7 +838,12 @@ fn names_in(path: &Path, keep: impl Fn(&str) -> Option<String>) -> Result<Vec<St
 
 mod counts;
 use counts::FolderStamp;
+mod pending;
 
 #[cfg(test)]
 #[path = "stored_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "stored/pending_tests.rs"]
+mod pending_tests;

@@ -117,3 +117,33 @@ pub(crate) fn write_claim_file_of(
     let path = kb.layout().file(crate::store::Dir::Claims, id).unwrap();
     std::fs::write(path, claim.encode().unwrap()).unwrap();
 }
+
+/// A shared lock (what a team server's database takes before the file
+/// lock) that is taken at once and held while `held` says so.
+pub(crate) struct TestSharedLock {
+    pub(crate) held: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct TestHold;
+
+impl crate::store::lock::SharedHold for TestHold {
+    fn head(&self) -> Option<crate::store::lock::ChainHead> {
+        None
+    }
+    fn release(self: Box<Self>, _: crate::store::lock::ChainHead) {}
+}
+
+impl crate::store::lock::SharedLock for TestSharedLock {
+    fn describe(&self) -> String {
+        "a test's lock".into()
+    }
+    fn acquire(&self) -> crate::Result<Box<dyn crate::store::lock::SharedHold>> {
+        Ok(Box::new(TestHold))
+    }
+    fn peek_head(&self) -> crate::Result<Option<crate::store::lock::ChainHead>> {
+        Ok(None)
+    }
+    fn still_held(&self) -> crate::Result<bool> {
+        Ok(self.held.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}

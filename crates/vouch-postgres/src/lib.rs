@@ -17,7 +17,9 @@
 //!   other replica's index keeper catches up at once
 //!   ([`TeamLock::follow`]);
 //! - the vectors each replica's model made, by text ([`TeamVectors`]), so
-//!   no other replica's model runs on the same text.
+//!   no other replica's model runs on the same text;
+//! - the review queue: the pending proposals ([`TeamQueue`]), so every
+//!   replica lists, and decides, the same ones.
 //!
 //! The URL's password is never shown: [`Database::shown`] is what any
 //! message names.
@@ -25,12 +27,14 @@
 #![warn(unreachable_pub, missing_docs)]
 
 mod lock;
+mod queue;
 mod schema;
 mod sessions;
 mod tls;
 mod vectors;
 
 pub use lock::TeamLock;
+pub use queue::TeamQueue;
 pub use sessions::{SessionRow, Sessions};
 pub use vectors::TeamVectors;
 
@@ -217,24 +221,40 @@ impl OneConn {
     }
 
     /// Run `f` on the connection, connecting first if there is none (or it
-    /// broke); a failure drops it, so the next call connects anew.
+    /// broke); a failure drops it, so the next call connects anew. A
+    /// connection kept from before that fails other than by the database's
+    /// answer (it restarted since: a broken pipe) is made anew and `f` run once more on it, rather
+    /// than failing the first request after the database is back: every
+    /// `f` given here may run twice (reads, and writes that are the same
+    /// done once or twice).
     pub(crate) fn with<T>(
         &self,
         doing: &str,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.as_ref().is_none_or(Client::is_closed) {
-            *conn = Some(self.db.connect()?);
-        }
-        let Some(c) = conn.as_mut() else {
-            return Err(Error::internal("no connection"));
+        let kept = conn.take().filter(|c| !c.is_closed());
+        let fresh = kept.is_none();
+        let mut c = match kept {
+            Some(c) => c,
+            None => self.db.connect()?,
         };
-        f(c).map_err(|e| {
-            let err = self.db.failed(doing, &e);
-            *conn = None;
-            err
-        })
+        let mut done = f(&mut c);
+        // Not an error the database answered with: the connection's.
+        if let Err(e) = &done
+            && !fresh
+            && e.as_db_error().is_none()
+        {
+            c = self.db.connect()?;
+            done = f(&mut c);
+        }
+        match done {
+            Ok(v) => {
+                *conn = Some(c);
+                Ok(v)
+            }
+            Err(e) => Err(self.db.failed(doing, &e)),
+        }
     }
 }
 

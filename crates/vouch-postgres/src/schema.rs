@@ -41,6 +41,11 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              made_at timestamptz NOT NULL DEFAULT now(),
              PRIMARY KEY (model, sha)
          );
+         CREATE TABLE IF NOT EXISTS vouch_proposals (
+             id      text PRIMARY KEY,
+             body    bytea NOT NULL,
+             kept_at timestamptz NOT NULL DEFAULT now()
+         );
 ",
     )?;
     tx.commit()

@@ -291,3 +291,54 @@ fn a_prune_removes_old_rows_of_texts_gone_and_leaves_the_rest() {
         vec![("current".to_string(), v)]
     );
 }
+
+#[test]
+fn the_queue_keeps_each_proposal_once_and_every_replica_reads_it() {
+    use vouch_core::store::queue::SharedQueue;
+    use vouch_postgres::TeamQueue;
+    let pg = Cluster::start();
+    let db = Arc::new(Database::new(&pg.url).expect("url"));
+    let a = TeamQueue::new(db.clone());
+    let b = TeamQueue::new(db);
+    let p1 = (
+        "20261129-120000-aaaaaaaa".to_string(),
+        b"kind: claim\n".to_vec(),
+    );
+    let p2 = (
+        "20261129-120001-bbbbbbbb".to_string(),
+        b"kind: page\n".to_vec(),
+    );
+    assert_eq!(
+        a.keep(&[p1.clone(), p2.clone()]).expect("keep"),
+        Vec::<String>::new()
+    );
+    // Kept again as it is: nothing differs; with other bytes: named, and
+    // the first kept stays.
+    assert_eq!(
+        a.keep(std::slice::from_ref(&p1)).expect("again"),
+        Vec::<String>::new()
+    );
+    let other = (p1.0.clone(), b"kind: entity\n".to_vec());
+    assert_eq!(b.keep(&[other]).expect("other"), vec![p1.0.clone()]);
+    assert_eq!(b.ids().expect("ids"), vec![p1.0.clone(), p2.0.clone()]);
+    let ask = [
+        p2.0.clone(),
+        "20261129-000000-cccccccc".to_string(),
+        p1.0.clone(),
+    ];
+    assert_eq!(b.read(&ask).expect("read"), vec![p1.clone(), p2.clone()]);
+    b.forget(std::slice::from_ref(&p1.0)).expect("forget");
+    assert_eq!(a.ids().expect("ids"), vec![p2.0.clone()]);
+    assert_eq!(a.read(std::slice::from_ref(&p1.0)).expect("read"), vec![]);
+}
+
+#[test]
+fn a_queue_out_of_reach_is_said_without_its_password() {
+    use vouch_core::store::queue::SharedQueue;
+    let db = Database::new("postgresql://vouch:pw-f00d@127.0.0.1:1/vouch?connect_timeout=2")
+        .expect("url");
+    let queue = vouch_postgres::TeamQueue::new(Arc::new(db));
+    let e = queue.ids().expect_err("no database there");
+    assert!(e.message.contains("cannot be reached"), "{}", e.message);
+    assert!(!e.message.contains("pw-f00d"), "{}", e.message);
+}

@@ -14,8 +14,9 @@
 
 use std::sync::{Arc, OnceLock};
 use vouch_core::store::lock::{SharedHold, SharedLock};
+use vouch_core::store::queue::SharedQueue;
 use vouch_core::{Error, Kb};
-use vouch_postgres::{Database, Sessions, TeamLock, TeamVectors};
+use vouch_postgres::{Database, Sessions, TeamLock, TeamQueue, TeamVectors};
 
 /// The team database this process uses, and what it keeps there.
 pub(crate) struct Team {
@@ -27,6 +28,8 @@ pub(crate) struct Team {
     pub(crate) sessions: Arc<Sessions>,
     /// The vectors the replicas' models made, by text.
     pub(crate) vectors: Arc<TeamVectors>,
+    /// The pending proposals.
+    pub(crate) queue: Arc<TeamQueue>,
 }
 
 /// The process's choice: `None` inside means "no team database".
@@ -54,7 +57,8 @@ fn open(url: &str, origin: &str) -> Result<Option<Team>, String> {
         shown: db.shown().to_string(),
         lock: Arc::new(TeamLock::new(db.clone(), &writer)),
         sessions: Arc::new(Sessions::new(db.clone())),
-        vectors: Arc::new(TeamVectors::new(db)),
+        vectors: Arc::new(TeamVectors::new(db.clone())),
+        queue: Arc::new(TeamQueue::new(db)),
     }))
 }
 
@@ -106,11 +110,17 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
         Ok(Some(team)) => {
             kb.share_lock(team.lock.clone());
             kb.share_vectors(team.vectors.clone());
+            kb.share_queue(team.queue.clone());
         }
         Ok(None) => {}
         // Writing without the lock the other replicas take is what would
-        // be unsafe; reading is not: every write is refused, saying why.
-        Err(why) => kb.share_lock(Arc::new(Unusable(why.clone()))),
+        // be unsafe; reading is not: every write is refused, saying why
+        // (and the review queue, kept there, is not listed).
+        Err(why) => {
+            let unusable = Arc::new(Unusable(why.clone()));
+            kb.share_lock(unusable.clone());
+            kb.share_queue(unusable);
+        }
     }
 }
 
@@ -145,7 +155,7 @@ impl SharedLock for Unusable {
         Ok(false)
     }
     fn peek_head(&self) -> vouch_core::Result<Option<vouch_core::store::lock::ChainHead>> {
-        Err(Error::invalid(self.describe()))
+        Err(Error::invalid(SharedLock::describe(self)))
     }
     fn acquire(&self) -> vouch_core::Result<Box<dyn SharedHold>> {
         Err(Error::invalid(format!(
@@ -153,6 +163,28 @@ impl SharedLock for Unusable {
              or remove it to write without one",
             self.0
         )))
+    }
+}
+
+impl SharedQueue for Unusable {
+    fn describe(&self) -> String {
+        SharedLock::describe(self)
+    }
+    fn ids(&self) -> vouch_core::Result<Vec<String>> {
+        Err(Error::invalid(format!(
+            "the pending proposals are kept in the team database, which is configured but not \
+             usable: {}",
+            self.0
+        )))
+    }
+    fn read(&self, _: &[String]) -> vouch_core::Result<Vec<(String, Vec<u8>)>> {
+        self.ids().map(|_| Vec::new())
+    }
+    fn keep(&self, _: &[(String, Vec<u8>)]) -> vouch_core::Result<Vec<String>> {
+        self.ids()
+    }
+    fn forget(&self, _: &[String]) -> vouch_core::Result<()> {
+        self.ids().map(|_| ())
     }
 }
 

@@ -88,17 +88,28 @@ fn load(kb: &Kb) -> Result<Loaded> {
     let mut sessions: Vec<Session> = Vec::new();
     load_dir(kb, &mut sessions, &mut bad)?;
     for dir in [Dir::Proposed, Dir::Decided] {
-        for id in kb.ids(dir)? {
-            match kb.load_proposal(dir, &id) {
-                Ok(Some(p)) if dir == Dir::Proposed => {
+        let read = match kb.read_proposals(dir) {
+            Ok(read) => read,
+            // A team's queue out of reach: the rest is still checked.
+            Err(e) if dir == Dir::Proposed && kb.shared_queue().is_some() => {
+                bad.push((
+                    format!("{}/", dir.name()),
+                    format!("the pending proposals could not be read: {}", e.message),
+                ));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        for (id, read) in read {
+            match read {
+                Ok(p) if dir == Dir::Proposed => {
                     l.proposed_ids.push(id);
                     l.pending.push(p);
                 }
-                Ok(Some(p)) => {
+                Ok(p) => {
                     l.decided_ids.insert(id);
                     l.decided.push(p);
                 }
-                Ok(None) => {}
                 Err(e) => bad.push((rel(KbFile::Object(dir, id)), e.message)),
             }
         }

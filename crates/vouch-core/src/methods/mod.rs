@@ -686,7 +686,7 @@ registry! {
     GateStats: "kb.gate_stats", Read, GateStatsParams => GateStats,
         "Review gate statistics",
         "Queue size and age, proposals and decisions by agent and reviewer, approval rates, median time to decision.",
-        "How the review gate fares: the pending queue (size, oldest and its age, median age), and over a window (since: an RFC 3339 time or an age such as 30d; default all time) the proposals made, approvals and rejections, approval and rejection rates, the median time from proposal to decision, by proposing agent and by reviewer. Read from proposed/ and decided/. Reads only.",
+        "How the review gate fares: the pending queue (size, oldest and its age, median age), and over a window (since: an RFC 3339 time or an age such as 30d; default all time) the proposals made, approvals and rejections, approval and rejection rates, the median time from proposal to decision, by proposing agent and by reviewer. Read from the pending queue (proposed/, or a team server's database) and decided/. Reads only.",
         |kb, _, p| crate::insight::gate_stats(kb, p);
     Search: "kb.search", Read, crate::retrieval::SearchParams => Vec<crate::retrieval::SearchHit>,
         "Search knowledge",

@@ -5,6 +5,7 @@ pub mod layout;
 pub mod lock;
 pub mod nofollow;
 mod plain_yaml;
+pub mod queue;
 pub mod yaml;
 
 pub use layout::{Dir, Layout};

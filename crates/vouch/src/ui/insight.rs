@@ -402,7 +402,7 @@ pub(crate) fn gate_health(
     );
     let _ = write!(
         body,
-        "<p class=\"small muted\">Figures taken at {}, from <code>proposed/</code> and \
+        "<p class=\"small muted\">Figures taken at {}, from the pending queue and \
          <code>decided/</code> (<code>vouch stats</code> reads the same).</p>",
         esc(&s.now)
     );

@@ -7,6 +7,7 @@
 
 mod hosts;
 mod meaning;
+mod queue;
 
 use crate::common::postgres::Postgres;
 use crate::common::{Project, copy_dir};

@@ -242,6 +242,7 @@ pub(super) fn load_pending(kb: &Kb, id: &str) -> Result<Proposal> {
             // A crash after the decided/ write left the pending copy behind:
             // remove it so the proposal is decided exactly once.
             atomic::remove(kb.layout().root(), &kb.layout().file(Dir::Proposed, id)?)?;
+            kb.forget_pending(&[id.to_string()]);
             Err(already_decided(&d))
         }
         (Some(p), None) => Ok(p),
@@ -605,6 +606,8 @@ pub fn approve(kb: &Kb, caller: &Caller, p: ApproveParams) -> Result<Vec<Approve
         batch.remove(kb.layout().file(Dir::Proposed, &pl.proposal.id)?);
     }
     batch.commit()?;
+    let decided: Vec<String> = plans.iter().map(|pl| pl.proposal.id.clone()).collect();
+    kb.forget_pending(&decided);
     kb.announce(&written);
     Ok(results)
 }

@@ -321,7 +321,9 @@ pub(super) fn file_decision(kb: &Kb, decided: &Proposal) -> Result<()> {
         crate::store::yaml::to_yaml(decided)?.into_bytes(),
     );
     batch.remove(kb.layout().file(Dir::Proposed, &decided.id)?);
-    batch.commit()
+    batch.commit()?;
+    kb.forget_pending(std::slice::from_ref(&decided.id));
+    Ok(())
 }
 
 #[cfg(test)]

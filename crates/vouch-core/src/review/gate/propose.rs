@@ -704,6 +704,8 @@ fn free_object_id(
 /// its `kind:` and `object_id:` lines; only one without them (vouch 1.x
 /// derives the id from the payload) is parsed whole. Caller holds the lock.
 fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
+    /// The signature of a proposal kept in a team's queue: no file's.
+    const QUEUED: (i64, i64) = (-1, -1);
     let mut pending: HashSet<(ProposalKind, String)> = HashSet::new();
     let ids = kb.ids(Dir::Proposed)?;
     let mut cache = kb
@@ -713,12 +715,18 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
     let mut seen = crate::stored::ProposalObjects::new();
     for id in ids {
         let path = kb.layout().file(Dir::Proposed, &id)?;
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
+        let sig = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => (crate::store::mtime_ns(&meta), meta.len() as i64),
+            // Not a file: kept in a team's queue, where a proposal never
+            // changes (read once per process).
+            Err(_) if kb.shared_queue().is_some() => QUEUED,
+            Err(_) => continue,
         };
-        let sig = (crate::store::mtime_ns(&meta), meta.len() as i64);
         let entry = match cache.remove(&id) {
             Some((s, v)) if s == sig => v,
+            _ if sig == QUEUED => kb
+                .load_proposal(Dir::Proposed, &id)?
+                .map(|p| (p.kind, p.object_id)),
             _ => read_object(kb, &path),
         };
         if let Some(o) = &entry {

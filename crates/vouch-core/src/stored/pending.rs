@@ -1,0 +1,264 @@
+//! Reading proposals, pending (`proposed/`, or a team server's queue:
+//! [`SharedQueue`]) and decided (`decided/`), and moving the inbox into
+//! the queue.
+//!
+//! With a queue, `proposed/` is the gate's inbox: each new proposal is
+//! written there as before (the crash-safe path is the same), and the
+//! holder of the write lock moves what is there into the queue before it
+//! gives the lock back — and when it takes it, which also moves what a
+//! crash, or a writer without the queue, left there. Reads take the queue
+//! plus what the inbox holds, so a proposal is never missed in between.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::model::Proposal;
+use crate::store::queue::SharedQueue;
+use crate::store::yaml::from_yaml;
+use crate::store::{Dir, atomic};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+impl Store {
+    /// Keep the pending proposals in `queue` from now on (once per
+    /// process; a second call is ignored): a team server's database.
+    pub fn share_queue(&self, queue: Arc<dyn SharedQueue>) {
+        let _ = self.shared_queue.set(queue);
+    }
+
+    /// Where the pending proposals are kept, when not in `proposed/`.
+    pub fn shared_queue(&self) -> Option<&dyn SharedQueue> {
+        self.shared_queue.get().map(|q| q.as_ref())
+    }
+
+    /// Every pending proposal's id, sorted: the queue's, and the inbox's.
+    pub(super) fn pending_ids(&self, queue: &dyn SharedQueue) -> Result<Vec<String>> {
+        let mut ids = self.inbox_ids()?;
+        ids.extend(queue.ids()?);
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The ids of the files in `proposed/`.
+    fn inbox_ids(&self) -> Result<Vec<String>> {
+        super::names_in(&self.layout.dir(Dir::Proposed), |name| {
+            crate::store::layout::id_from_file_name(Dir::Proposed, name)
+                .filter(|id| crate::ids::check_id("id", id).is_ok())
+        })
+    }
+
+    /// Whether the queue holds a proposal (an error counts as yes: an id
+    /// is minted only where none could be taken).
+    pub(super) fn queued(&self, queue: &dyn SharedQueue, id: &str) -> bool {
+        queue
+            .read(&[id.to_string()])
+            .map_or(true, |found| !found.is_empty())
+    }
+
+    /// The texts of these proposals, which the queue listed just now (id,
+    /// text): each read from the queue once per process, since a pending
+    /// proposal never changes. What the process remembers is only what
+    /// these ids name.
+    fn listed_texts(
+        &self,
+        queue: &dyn SharedQueue,
+        ids: &[String],
+    ) -> Result<Vec<(String, Arc<str>)>> {
+        let mut texts = self.queued_texts.lock().unwrap_or_else(|e| e.into_inner());
+        let listed: std::collections::HashSet<&String> = ids.iter().collect();
+        texts.retain(|id, _| listed.contains(id));
+        let unknown: Vec<String> = ids
+            .iter()
+            .filter(|id| !texts.contains_key(*id))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            for (id, bytes) in queue.read(&unknown)? {
+                let text = self.queued_utf8(queue, &id, bytes)?;
+                texts.insert(id, text);
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| texts.get(id).map(|t| (id.clone(), t.clone())))
+            .collect())
+    }
+
+    fn queued_utf8(&self, queue: &dyn SharedQueue, id: &str, bytes: Vec<u8>) -> Result<Arc<str>> {
+        String::from_utf8(bytes)
+            .map(Arc::from)
+            .map_err(|_| Error::corrupt(&queued_path(queue, id), "not valid UTF-8"))
+    }
+
+    /// A proposal from `proposed/` (or the queue) or `decided/`. The
+    /// queue's copy comes first: a file in the inbox under an id the queue
+    /// holds is not the one that was kept ([`Store::move_inbox`]).
+    pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
+        let path = self.layout.file(dir, id)?;
+        if let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) {
+            // Asked of the queue itself: another replica may have decided it.
+            if let Some((_, bytes)) = queue.read(&[id.to_string()])?.pop() {
+                let text = self.queued_utf8(queue.as_ref(), id, bytes)?;
+                return parse(&queued_path(queue.as_ref(), id), &text).map(Some);
+            }
+        }
+        match self.read_text(&path)? {
+            Some(text) => parse(&path, &text).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every proposal in `proposed/` (and the queue) or `decided/`, sorted
+    /// by id, each read or why it could not be.
+    pub fn read_proposals(&self, dir: Dir) -> Result<Vec<(String, Result<Proposal>)>> {
+        let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) else {
+            return Ok(self
+                .ids(dir)?
+                .into_iter()
+                .filter_map(|id| match self.load_proposal(dir, &id) {
+                    Ok(Some(p)) => Some((id, Ok(p))),
+                    Ok(None) => None,
+                    Err(e) => Some((id, Err(e))),
+                })
+                .collect());
+        };
+        let inbox = self.inbox_ids()?;
+        let listed = queue.ids()?;
+        let mut out: Vec<(String, Result<Proposal>)> = Vec::new();
+        for (id, text) in self.listed_texts(queue.as_ref(), &listed)? {
+            let p = parse(&queued_path(queue.as_ref(), &id), &text);
+            out.push((id, p));
+        }
+        let queued: std::collections::HashSet<&String> = listed.iter().collect();
+        for id in inbox.iter().filter(|id| !queued.contains(id)) {
+            let path = self.layout.file(dir, id)?;
+            if let Some(text) = self.read_text(&path).transpose() {
+                out.push((id.clone(), text.and_then(|t| parse(&path, &t))));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Every readable proposal in `proposed/` (and the queue) or
+    /// `decided/`, sorted by id; one that does not parse is skipped with a
+    /// warning.
+    pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
+        if dir == Dir::Proposed && self.shared_queue.get().is_some() {
+            // A queued proposal never changes: one that does not parse is
+            // warned about once per process.
+            let mut out = Vec::new();
+            for (id, read) in self.read_proposals(dir)? {
+                match read {
+                    Ok(p) => out.push(p),
+                    Err(e) => {
+                        let key = PathBuf::from(format!("pending proposal {id}"));
+                        let mut bad = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+                        if bad.insert(key, (-1, -1)).is_none() {
+                            drop(bad);
+                            self.warn(format!("skipped unreadable proposal: {e}"));
+                        }
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        let mut out = Vec::new();
+        for id in self.ids(dir)? {
+            let path = self.layout.file(dir, &id)?;
+            if let Some(p) = self.skip_known_unreadable(&path, || self.load_proposal(dir, &id)) {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Move what the inbox (`proposed/`) holds into the queue, if there is
+    /// one. A file whose id the queue keeps with other bytes stays where it
+    /// is, said. Caller holds the write lock.
+    pub(super) fn move_inbox(&self) -> Result<()> {
+        let Some(queue) = self.shared_queue.get() else {
+            return Ok(());
+        };
+        let ids = self.inbox_ids()?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        crate::fail::point("inbox.moving");
+        let mut files = Vec::with_capacity(ids.len());
+        for id in ids {
+            let path = self.layout.file(Dir::Proposed, &id)?;
+            if let Some(bytes) = self.read_file(&path)? {
+                files.push((id, bytes));
+            }
+        }
+        let differ = queue.keep(&files)?;
+        for (id, _) in &files {
+            let path = self.layout.file(Dir::Proposed, id)?;
+            if differ.contains(id) {
+                self.warn(format!(
+                    "{} is not the pending proposal {id} kept in {}; it stays in proposed/ and \
+                     the kept one is the one reviewed — remove the file if it is not wanted",
+                    path.display(),
+                    queue.describe()
+                ));
+                continue;
+            }
+            atomic::remove(self.layout.root(), &path)?;
+        }
+        Ok(())
+    }
+
+    /// A decided proposal is pending no more: forget the queue's copy, if
+    /// there is a queue (the inbox's file goes with the decision's batch).
+    /// Caller holds the write lock, and the decision is filed.
+    pub(crate) fn forget_pending(&self, ids: &[String]) {
+        let Some(queue) = self.shared_queue.get() else {
+            return;
+        };
+        if let Err(e) = queue.forget(ids) {
+            // The decision stands: `decided/` holds it. The copy left is
+            // reported by `doctor` (proposal-in-both) and removed by the
+            // next decision asked of it.
+            self.warn(format!(
+                "decided, but the pending copy of {} could not be removed from {} ({}); `vouch \
+                 doctor` reports it",
+                ids.join(", "),
+                queue.describe(),
+                e.message
+            ));
+        }
+        let mut texts = self.queued_texts.lock().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            texts.remove(id);
+        }
+    }
+}
+
+/// How a queued proposal is named in messages.
+fn queued_path(queue: &dyn SharedQueue, id: &str) -> PathBuf {
+    PathBuf::from(format!("{}: pending proposal {id}", queue.describe()))
+}
+
+/// A proposal's text, parsed (`path` names it in errors).
+fn parse(path: &std::path::Path, text: &str) -> Result<Proposal> {
+    let mut p = from_yaml::<Proposal>(path, text)?;
+    if p.object_id.is_empty() {
+        // vouch 1.x keeps the artifact's id in `payload.id`, or none until
+        // approval: derive it the way 1.x does, from the text.
+        let hint = p
+            .payload
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let seed = ["text", "title", "name"]
+            .iter()
+            .find_map(|k| p.payload.get(*k).and_then(Value::as_str))
+            .unwrap_or("untitled");
+        p.object_id = hint
+            .filter(|h| crate::ids::check_id("id", h).is_ok())
+            .unwrap_or_else(|| crate::ids::slugify(seed));
+    }
+    Ok(p)
+}

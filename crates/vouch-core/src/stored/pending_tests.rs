@@ -1,0 +1,281 @@
+//! The pending proposals in a queue outside the tree (a team server's
+//! database, here a map in memory behind the same trait; the real
+//! PostgreSQL is `vouch-postgres`'s tests and the team server's e2e).
+
+use crate::error::{Error, Result};
+use crate::kb::{Caller, Kb, Transport};
+use crate::methods::dispatch;
+use crate::store::Dir;
+use crate::store::queue::SharedQueue;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A queue in memory that fails while `down` says so, and refuses to
+/// keep while `full` does.
+#[derive(Default)]
+struct MemoryQueue {
+    rows: Mutex<BTreeMap<String, Vec<u8>>>,
+    down: AtomicBool,
+    full: AtomicBool,
+}
+
+impl MemoryQueue {
+    fn up(&self) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(Error::internal("the test's queue is down"));
+        }
+        Ok(())
+    }
+    fn ids_kept(&self) -> Vec<String> {
+        self.rows.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+impl SharedQueue for MemoryQueue {
+    fn describe(&self) -> String {
+        "the test's queue".into()
+    }
+    fn ids(&self) -> Result<Vec<String>> {
+        self.up()?;
+        Ok(self.ids_kept())
+    }
+    fn read(&self, ids: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
+        self.up()?;
+        let rows = self.rows.lock().unwrap();
+        Ok(ids
+            .iter()
+            .filter_map(|id| rows.get(id).map(|b| (id.clone(), b.clone())))
+            .collect())
+    }
+    fn keep(&self, proposals: &[(String, Vec<u8>)]) -> Result<Vec<String>> {
+        self.up()?;
+        if self.full.load(Ordering::SeqCst) {
+            return Err(Error::internal("the test's queue is full"));
+        }
+        let mut rows = self.rows.lock().unwrap();
+        let mut differ = Vec::new();
+        for (id, bytes) in proposals {
+            match rows.get(id) {
+                Some(kept) if kept != bytes => differ.push(id.clone()),
+                Some(_) => {}
+                None => {
+                    rows.insert(id.clone(), bytes.clone());
+                }
+            }
+        }
+        Ok(differ)
+    }
+    fn forget(&self, ids: &[String]) -> Result<()> {
+        self.up()?;
+        let mut rows = self.rows.lock().unwrap();
+        for id in ids {
+            rows.remove(id);
+        }
+        Ok(())
+    }
+}
+
+fn queued(kb: &Kb) -> Arc<MemoryQueue> {
+    let queue = Arc::new(MemoryQueue::default());
+    kb.share_lock(Arc::new(crate::testing::TestSharedLock {
+        held: Arc::new(AtomicBool::new(true)),
+    }));
+    kb.share_queue(queue.clone());
+    queue
+}
+
+/// A knowledge base whose pending proposals are kept in a queue, with
+/// `text` registered as a source: the source's id.
+fn with_queue(text: &str) -> (tempfile::TempDir, Kb, Arc<MemoryQueue>, String) {
+    let (dir, kb) = crate::testing::test_kb();
+    let queue = queued(&kb);
+    let src = crate::testing::test_source(&kb, text);
+    (dir, kb, queue, src)
+}
+
+fn agent(kb: &Kb, method: &str, params: Value) -> Result<Value> {
+    dispatch(kb, &Caller::new("agent", Transport::Jsonl), method, params)
+}
+
+fn person(kb: &Kb, method: &str, params: Value) -> Result<Value> {
+    dispatch(kb, &Caller::new("alice", Transport::Cli), method, params)
+}
+
+fn propose(kb: &Kb, src: &str, text: &str) -> String {
+    agent(
+        kb,
+        "kb.propose_claim",
+        json!({"text": text, "evidence": [src]}),
+    )
+    .unwrap()["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The names in `proposed/`.
+fn inbox(kb: &Kb) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(kb.layout().dir(Dir::Proposed))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn pending(kb: &Kb) -> Vec<String> {
+    person(kb, "kb.list_pending", json!({}))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_proposal_is_kept_in_the_queue_listed_from_it_and_forgotten_when_decided() {
+    let (_dir, kb, queue, src) = with_queue("Deploys run from the release branch.");
+    let a = propose(&kb, &src, "Deploys run from the release branch");
+    let b = propose(&kb, &src, "Deploys run only from the release branch");
+    assert_eq!(inbox(&kb), Vec::<String>::new(), "the inbox is emptied");
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(queue.ids_kept(), both);
+    // What is kept is the gate's file, byte for byte.
+    let kept = queue
+        .read(std::slice::from_ref(&a))
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
+    let text = String::from_utf8(kept).unwrap();
+    assert!(
+        text.contains("Deploys run from the release branch"),
+        "{text}"
+    );
+    let mut listed = pending(&kb);
+    listed.sort();
+    assert_eq!(listed, both);
+    let read = agent(&kb, "kb.read_proposal", json!({"id": a})).unwrap();
+    assert_eq!(read["status"], json!("pending"), "{read}");
+
+    person(&kb, "kb.approve", json!({"proposal_id": a})).unwrap();
+    person(
+        &kb,
+        "kb.reject",
+        json!({"proposal_id": b, "reason": "same"}),
+    )
+    .unwrap();
+    assert_eq!(queue.ids_kept(), Vec::<String>::new(), "both forgotten");
+    assert_eq!(pending(&kb), Vec::<String>::new());
+    assert!(kb.exists(Dir::Decided, &a) && kb.exists(Dir::Decided, &b));
+    let again = person(&kb, "kb.approve", json!({"proposal_id": a})).unwrap_err();
+    assert!(
+        again.message.contains("already approved"),
+        "{}",
+        again.message
+    );
+}
+
+#[test]
+fn proposals_left_in_the_inbox_are_listed_and_moved_by_the_next_writer() {
+    let (dir, kb) = crate::testing::test_kb();
+    let src = crate::testing::test_source(&kb, "Backups run nightly.");
+    // Proposed before the queue was there (or by a writer without it).
+    let before = propose(&kb, &src, "Backups run nightly");
+    drop(kb);
+    let kb = Kb::open(
+        &dir.path().join(".vouch"),
+        Arc::new(crate::clock::SystemClock::default()),
+    )
+    .unwrap();
+    let queue = queued(&kb);
+    assert_eq!(inbox(&kb), vec![format!("{before}.yaml")]);
+    assert_eq!(pending(&kb), vec![before.clone()], "listed from the inbox");
+    assert!(queue.ids_kept().is_empty(), "a read moves nothing");
+    crate::testing::test_source(&kb, "Restores are tested monthly.");
+    assert_eq!(inbox(&kb), Vec::<String>::new());
+    assert_eq!(queue.ids_kept(), vec![before.clone()]);
+    assert_eq!(pending(&kb), vec![before.clone()]);
+    person(&kb, "kb.approve", json!({"proposal_id": before})).unwrap();
+    assert!(queue.ids_kept().is_empty());
+}
+
+#[test]
+fn a_queue_that_fails_loses_no_proposal() {
+    let (_dir, kb, queue, src) = with_queue("The API is rate limited.");
+    let logged = kb.audit_log().len().unwrap();
+    // Out of reach: proposing is refused before anything is written.
+    queue.down.store(true, Ordering::SeqCst);
+    let refused = agent(
+        &kb,
+        "kb.propose_claim",
+        json!({"text": "The API is rate limited", "evidence": [src]}),
+    )
+    .unwrap_err();
+    assert!(refused.message.contains("is down"), "{}", refused.message);
+    assert_eq!(kb.audit_log().len().unwrap(), logged, "nothing logged");
+    assert_eq!(inbox(&kb), Vec::<String>::new());
+    let listing = person(&kb, "kb.list_pending", json!({})).unwrap_err();
+    assert!(listing.message.contains("is down"), "{}", listing.message);
+    queue.down.store(false, Ordering::SeqCst);
+
+    // Failing to keep once the proposal is written: the inbox keeps it.
+    queue.full.store(true, Ordering::SeqCst);
+    let id = propose(&kb, &src, "The API is rate limited");
+    assert_eq!(inbox(&kb), vec![format!("{id}.yaml")]);
+    assert!(
+        kb.take_warnings()
+            .iter()
+            .any(|w| w.contains("stay in proposed/") && w.contains("is full")),
+        "the failure is said"
+    );
+    assert_eq!(pending(&kb), vec![id.clone()], "listed from the inbox");
+    queue.full.store(false, Ordering::SeqCst);
+    crate::testing::test_source(&kb, "Another note.");
+    assert_eq!(
+        queue.ids_kept(),
+        vec![id.clone()],
+        "moved by the next writer"
+    );
+    assert_eq!(inbox(&kb), Vec::<String>::new());
+}
+
+#[test]
+fn an_inbox_file_unlike_the_kept_proposal_stays_and_the_kept_one_is_read() {
+    let (_dir, kb, queue, src) = with_queue("Logs are kept 30 days.");
+    let id = propose(&kb, &src, "Logs are kept 30 days");
+    let kept = queue
+        .read(std::slice::from_ref(&id))
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
+    let planted = String::from_utf8(kept.clone())
+        .unwrap()
+        .replace("Logs are kept 30 days", "Logs are kept forever");
+    let file = kb.layout().file(Dir::Proposed, &id).unwrap();
+    std::fs::write(&file, &planted).unwrap();
+    crate::testing::test_source(&kb, "A write.");
+    assert!(file.exists(), "left where it is");
+    assert!(
+        kb.take_warnings()
+            .iter()
+            .any(|w| w.contains("is not the pending proposal")),
+        "and named"
+    );
+    assert_eq!(queue.read(std::slice::from_ref(&id)).unwrap()[0].1, kept);
+    let read = agent(&kb, "kb.read_proposal", json!({"id": id})).unwrap();
+    assert_eq!(
+        read["payload"]["text"],
+        json!("Logs are kept 30 days"),
+        "{read}"
+    );
+    assert_eq!(pending(&kb), vec![id]);
+}
