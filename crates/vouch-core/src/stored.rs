@@ -130,9 +130,9 @@ pub struct Store {
     /// Where the pending proposals are kept when not in `proposed/`
     /// ([`crate::store::queue`]).
     shared_queue: std::sync::OnceLock<Arc<dyn SharedQueue>>,
-    /// The text of each queued proposal read so far, by id (a pending
+    /// The bytes of each queued proposal read so far, by id (a pending
     /// proposal never changes), for those the queue listed last.
-    queued_texts: Mutex<std::collections::HashMap<String, Arc<str>>>,
+    queued_bytes: Mutex<std::collections::HashMap<String, Arc<[u8]>>>,
 }
 
 thread_local! {
@@ -256,7 +256,7 @@ impl Store {
             shared_lock: std::sync::OnceLock::new(),
             shared_vectors: std::sync::OnceLock::new(),
             shared_queue: std::sync::OnceLock::new(),
-            queued_texts: Mutex::default(),
+            queued_bytes: Mutex::default(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -405,8 +405,14 @@ impl Store {
             )));
         }
         self.recover_interrupted()?;
-        // What a crash, or a writer without the queue, left in the inbox.
-        self.move_inbox()?;
+        // What a crash, or a writer without the queue, left in the inbox;
+        // should that fail, it stays there (reads see it) for the next.
+        if let Err(e) = self.move_inbox() {
+            self.warn(format!(
+                "the proposals in proposed/ stay there for now: {}",
+                e.message
+            ));
+        }
         Ok(WriteLock {
             store: self,
             shared: Some((hold, self.audit.path().to_path_buf())),

@@ -42,7 +42,7 @@ use postgres::config::Host;
 use postgres::{Client, NoTls};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use vouch_core::{Error, ErrorKind};
 
 /// How long connecting may take before the request that needed it fails.
@@ -164,8 +164,13 @@ impl Database {
         )
     }
 
-    /// The error for a statement that failed while `doing`.
+    /// The error for a statement that failed while `doing`: one whose
+    /// connection was lost (a broken pipe, the server gone) is said as a
+    /// database that cannot be reached.
     pub(crate) fn failed(&self, doing: &str, e: &postgres::Error) -> Error {
+        if connection_lost(e) {
+            return self.unreachable(e);
+        }
         Error::new(
             ErrorKind::Busy,
             format!(
@@ -204,8 +209,16 @@ impl Database {
 /// after it broke; calls take turns on it.
 pub(crate) struct OneConn {
     db: Arc<Database>,
-    conn: Mutex<Option<Client>>,
+    /// The connection, and when it was last used.
+    conn: Mutex<Option<(Client, Instant)>>,
 }
+
+/// A kept connection idle this long is asked whether it still works (one
+/// round trip) before it is used: the database may have restarted
+/// meanwhile — a stop and start take well under a second — and the request
+/// would otherwise fail on a broken pipe. Calls closer together than this
+/// (a listing and the reads that follow it) ask once.
+const CHECK_AFTER_IDLE: Duration = Duration::from_millis(100);
 
 impl OneConn {
     pub(crate) fn new(db: Arc<Database>) -> OneConn {
@@ -221,41 +234,45 @@ impl OneConn {
     }
 
     /// Run `f` on the connection, connecting first if there is none (or it
-    /// broke); a failure drops it, so the next call connects anew. A
-    /// connection kept from before that fails other than by the database's
-    /// answer (it restarted since: a broken pipe) is made anew and `f` run once more on it, rather
-    /// than failing the first request after the database is back: every
-    /// `f` given here may run twice (reads, and writes that are the same
-    /// done once or twice).
+    /// broke, or it sat idle and no longer answers); a failure drops it,
+    /// so the next call connects anew. `f` runs once: nothing is retried,
+    /// since a statement whose answer was lost may have been done.
     pub(crate) fn with<T>(
         &self,
         doing: &str,
-        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, Error> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = conn.take().filter(|c| !c.is_closed());
-        let fresh = kept.is_none();
+        let kept = conn.take().and_then(|(mut c, used)| {
+            let works = !c.is_closed()
+                && (used.elapsed() < CHECK_AFTER_IDLE
+                    || c.is_valid(Duration::from_secs(2)).is_ok());
+            works.then_some(c)
+        });
         let mut c = match kept {
             Some(c) => c,
             None => self.db.connect()?,
         };
-        let mut done = f(&mut c);
-        // Not an error the database answered with: the connection's.
-        if let Err(e) = &done
-            && !fresh
-            && e.as_db_error().is_none()
-        {
-            c = self.db.connect()?;
-            done = f(&mut c);
-        }
-        match done {
-            Ok(v) => {
-                *conn = Some(c);
-                Ok(v)
-            }
-            Err(e) => Err(self.db.failed(doing, &e)),
-        }
+        let done = f(&mut c).map_err(|e| self.db.failed(doing, &e))?;
+        *conn = Some((c, Instant::now()));
+        Ok(done)
     }
+}
+
+/// Whether `e` is the connection's failure (closed, or an I/O error on
+/// its socket) rather than the database's answer or this side's.
+fn connection_lost(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.is::<std::io::Error>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// `user@host:port/dbname` as a URL, the password left out.

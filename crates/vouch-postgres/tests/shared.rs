@@ -342,3 +342,40 @@ fn a_queue_out_of_reach_is_said_without_its_password() {
     assert!(e.message.contains("cannot be reached"), "{}", e.message);
     assert!(!e.message.contains("pw-f00d"), "{}", e.message);
 }
+
+#[test]
+fn a_kept_connection_is_made_anew_after_the_database_restarted() {
+    use vouch_core::store::queue::SharedQueue;
+    let pg = Cluster::start();
+    let queue = vouch_postgres::TeamQueue::new(Arc::new(Database::new(&pg.url).expect("url")));
+    assert_eq!(queue.ids().expect("ids"), Vec::<String>::new());
+    let cluster = |command: &str| {
+        let out = Command::new(script())
+            .arg(command)
+            .arg(pg.dir.path())
+            .output()
+            .expect("scripts/postgres.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    cluster("stop");
+    let away = queue.ids().expect_err("stopped");
+    assert!(
+        away.message.contains("cannot be reached"),
+        "{}",
+        away.message
+    );
+    cluster("start");
+    assert_eq!(
+        queue.ids().expect("the first call after"),
+        Vec::<String>::new()
+    );
+    // Restarted under a connection kept and idle (for as long as a stop
+    // and a start take).
+    cluster("stop");
+    cluster("start");
+    assert_eq!(queue.ids().expect("after a restart"), Vec::<String>::new());
+}

@@ -56,39 +56,32 @@ impl Store {
             .map_or(true, |found| !found.is_empty())
     }
 
-    /// The texts of these proposals, which the queue listed just now (id,
-    /// text): each read from the queue once per process, since a pending
+    /// The bytes of these proposals, which the queue listed just now (id,
+    /// bytes): each read from the queue once per process, since a pending
     /// proposal never changes. What the process remembers is only what
     /// these ids name.
-    fn listed_texts(
+    fn listed_bytes(
         &self,
         queue: &dyn SharedQueue,
         ids: &[String],
-    ) -> Result<Vec<(String, Arc<str>)>> {
-        let mut texts = self.queued_texts.lock().unwrap_or_else(|e| e.into_inner());
+    ) -> Result<Vec<(String, Arc<[u8]>)>> {
+        let mut kept = self.queued_bytes.lock().unwrap_or_else(|e| e.into_inner());
         let listed: std::collections::HashSet<&String> = ids.iter().collect();
-        texts.retain(|id, _| listed.contains(id));
+        kept.retain(|id, _| listed.contains(id));
         let unknown: Vec<String> = ids
             .iter()
-            .filter(|id| !texts.contains_key(*id))
+            .filter(|id| !kept.contains_key(*id))
             .cloned()
             .collect();
         if !unknown.is_empty() {
             for (id, bytes) in queue.read(&unknown)? {
-                let text = self.queued_utf8(queue, &id, bytes)?;
-                texts.insert(id, text);
+                kept.insert(id, Arc::from(bytes));
             }
         }
         Ok(ids
             .iter()
-            .filter_map(|id| texts.get(id).map(|t| (id.clone(), t.clone())))
+            .filter_map(|id| kept.get(id).map(|b| (id.clone(), b.clone())))
             .collect())
-    }
-
-    fn queued_utf8(&self, queue: &dyn SharedQueue, id: &str, bytes: Vec<u8>) -> Result<Arc<str>> {
-        String::from_utf8(bytes)
-            .map(Arc::from)
-            .map_err(|_| Error::corrupt(&queued_path(queue, id), "not valid UTF-8"))
     }
 
     /// A proposal from `proposed/` (or the queue) or `decided/`. The
@@ -96,17 +89,23 @@ impl Store {
     /// holds is not the one that was kept ([`Store::move_inbox`]).
     pub fn load_proposal(&self, dir: Dir, id: &str) -> Result<Option<Proposal>> {
         let path = self.layout.file(dir, id)?;
-        if let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) {
-            // Asked of the queue itself: another replica may have decided it.
-            if let Some((_, bytes)) = queue.read(&[id.to_string()])?.pop() {
-                let text = self.queued_utf8(queue.as_ref(), id, bytes)?;
-                return parse(&queued_path(queue.as_ref(), id), &text).map(Some);
-            }
-        }
-        match self.read_text(&path)? {
-            Some(text) => parse(&path, &text).map(Some),
-            None => Ok(None),
-        }
+        let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) else {
+            return self.read_text(&path)?.map(|t| parse(&path, &t)).transpose();
+        };
+        // Asked of the queue itself: another replica may have decided it.
+        // Then the inbox, then the queue once more: a writer may have
+        // moved the file in between.
+        let ask = || queue.read(&[id.to_string()]).map(|mut found| found.pop());
+        let queued = match ask()? {
+            Some(row) => Some(row),
+            None => match self.read_text(&path)? {
+                Some(text) => return parse_as(&path, &text, id).map(Some),
+                None => ask()?,
+            },
+        };
+        queued
+            .map(|(_, bytes)| from_queue(queue.as_ref(), id, &bytes))
+            .transpose()
     }
 
     /// Every proposal in `proposed/` (and the queue) or `decided/`, sorted
@@ -123,18 +122,20 @@ impl Store {
                 })
                 .collect());
         };
+        // The inbox first: a file moved after it is listed is in the
+        // queue's listing that follows.
         let inbox = self.inbox_ids()?;
         let listed = queue.ids()?;
         let mut out: Vec<(String, Result<Proposal>)> = Vec::new();
-        for (id, text) in self.listed_texts(queue.as_ref(), &listed)? {
-            let p = parse(&queued_path(queue.as_ref(), &id), &text);
+        for (id, bytes) in self.listed_bytes(queue.as_ref(), &listed)? {
+            let p = from_queue(queue.as_ref(), &id, &bytes);
             out.push((id, p));
         }
         let queued: std::collections::HashSet<&String> = listed.iter().collect();
         for id in inbox.iter().filter(|id| !queued.contains(id)) {
-            let path = self.layout.file(dir, id)?;
-            if let Some(text) = self.read_text(&path).transpose() {
-                out.push((id.clone(), text.and_then(|t| parse(&path, &t))));
+            // Moved since the queue was listed, decided, or still here.
+            if let Some(p) = self.load_proposal(dir, id).transpose() {
+                out.push((id.clone(), p));
             }
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -175,8 +176,12 @@ impl Store {
     }
 
     /// Move what the inbox (`proposed/`) holds into the queue, if there is
-    /// one. A file whose id the queue keeps with other bytes stays where it
-    /// is, said. Caller holds the write lock.
+    /// one. Only a proposal that reads as one under its own id moves: a
+    /// file that does not (unreadable, not UTF-8, not a proposal, another
+    /// id inside) stays where it is, as it would without a queue, and is
+    /// said — never a row every replica's listing would trip on. So does a
+    /// file whose id the queue keeps with other bytes. Caller holds the
+    /// write lock.
     pub(super) fn move_inbox(&self) -> Result<()> {
         let Some(queue) = self.shared_queue.get() else {
             return Ok(());
@@ -189,8 +194,19 @@ impl Store {
         let mut files = Vec::with_capacity(ids.len());
         for id in ids {
             let path = self.layout.file(Dir::Proposed, &id)?;
-            if let Some(bytes) = self.read_file(&path)? {
-                files.push((id, bytes));
+            let read = self.read_text(&path).and_then(|text| {
+                text.map(|t| parse_as(&path, &t, &id).map(|_| t))
+                    .transpose()
+            });
+            match read {
+                Ok(Some(text)) => files.push((id, text.into_bytes())),
+                Ok(None) => {}
+                Err(e) => self.warn(format!(
+                    "{} stays in proposed/, not moved to {}: {}",
+                    path.display(),
+                    queue.describe(),
+                    e.message
+                )),
             }
         }
         let differ = queue.keep(&files)?;
@@ -199,7 +215,8 @@ impl Store {
             if differ.contains(id) {
                 self.warn(format!(
                     "{} is not the pending proposal {id} kept in {}; it stays in proposed/ and \
-                     the kept one is the one reviewed — remove the file if it is not wanted",
+                     the kept one is the one listed and reviewed — remove the file if it is not \
+                     wanted",
                     path.display(),
                     queue.describe()
                 ));
@@ -229,16 +246,35 @@ impl Store {
                 e.message
             ));
         }
-        let mut texts = self.queued_texts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut texts = self.queued_bytes.lock().unwrap_or_else(|e| e.into_inner());
         for id in ids {
             texts.remove(id);
         }
     }
 }
 
-/// How a queued proposal is named in messages.
-fn queued_path(queue: &dyn SharedQueue, id: &str) -> PathBuf {
-    PathBuf::from(format!("{}: pending proposal {id}", queue.describe()))
+/// A proposal the queue keeps as `id`: UTF-8, a proposal, and that one.
+fn from_queue(queue: &dyn SharedQueue, id: &str, bytes: &[u8]) -> Result<Proposal> {
+    let named = PathBuf::from(format!("{}: pending proposal {id}", queue.describe()));
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::corrupt(&named, "not valid UTF-8"))?;
+    parse_as(&named, text, id)
+}
+
+/// A proposal's text that must be the proposal `id` (a queue's row, or a
+/// file about to become one): one that says it is another would be
+/// decided under that other id, and stay pending under its own.
+fn parse_as(path: &std::path::Path, text: &str, id: &str) -> Result<Proposal> {
+    let p = parse(path, text)?;
+    if p.id != id {
+        return Err(Error::corrupt(
+            path,
+            format!(
+                "holds `id: {}`, but is kept as proposal {id}",
+                crate::ids::truncate_for_message(&p.id)
+            ),
+        ));
+    }
+    Ok(p)
 }
 
 /// A proposal's text, parsed (`path` names it in errors).

@@ -279,3 +279,57 @@ fn an_inbox_file_unlike_the_kept_proposal_stays_and_the_kept_one_is_read() {
     );
     assert_eq!(pending(&kb), vec![id]);
 }
+
+#[test]
+fn only_a_proposal_under_its_own_id_moves_and_a_bad_row_trips_no_listing() {
+    let (_dir, kb, queue, src) = with_queue("Tokens rotate hourly.");
+    let good = propose(&kb, &src, "Tokens rotate hourly");
+    let text = String::from_utf8(
+        queue
+            .read(std::slice::from_ref(&good))
+            .unwrap()
+            .pop()
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    // Dropped in the inbox by hand: not YAML, and a proposal naming
+    // another id inside.
+    let garbage = "20261129-000000-0000000a";
+    let renamed = "20261129-000000-0000000b";
+    let file = |id: &str| kb.layout().file(Dir::Proposed, id).unwrap();
+    std::fs::write(file(garbage), "kind: [unclosed\n").unwrap();
+    std::fs::write(file(renamed), &text).unwrap();
+    crate::testing::test_source(&kb, "A write.");
+    assert!(
+        file(garbage).exists() && file(renamed).exists(),
+        "both stay"
+    );
+    assert_eq!(queue.ids_kept(), vec![good.clone()], "neither is kept");
+    let said = kb.take_warnings().join("\n");
+    assert!(said.contains("stays in proposed/"), "{said}");
+    assert!(said.contains("is kept as proposal"), "{said}");
+
+    // Rows planted in the queue: not UTF-8, and another id's body.
+    let rows = [
+        ("20261129-000000-0000000c".to_string(), vec![0xff, 0xfe]),
+        (
+            "20261129-000000-0000000d".to_string(),
+            text.clone().into_bytes(),
+        ),
+    ];
+    queue.rows.lock().unwrap().extend(rows.clone());
+    assert_eq!(pending(&kb), vec![good.clone()], "listed; the rest skipped");
+    for (id, _) in &rows {
+        let e = person(&kb, "kb.read_proposal", json!({"id": id})).unwrap_err();
+        assert!(
+            e.message.contains("UTF-8") || e.message.contains("is kept as proposal"),
+            "{}",
+            e.message
+        );
+    }
+    // Proposing and deciding go on.
+    let next = propose(&kb, &src, "Tokens rotate every hour on the hour");
+    person(&kb, "kb.approve", json!({"proposal_id": next})).unwrap();
+    person(&kb, "kb.approve", json!({"proposal_id": good})).unwrap();
+}

@@ -400,6 +400,29 @@ fn soak(replicas: usize, secs: u64, clients: u64) -> Soaked {
     let healthy = ports
         .iter()
         .all(|port| http(*port, "GET", "/health", &[], b"").status == 200);
+    // With a team database the pending proposals are kept there, not in
+    // the tree: what a replica lists (outside the tally).
+    // With a team database the pending proposals are kept there, not in
+    // the tree: what a replica lists (outside the tally).
+    let mut queued: HashSet<String> = HashSet::new();
+    let mut more = replicas > 1;
+    while more {
+        let listed = call(
+            ports[0],
+            TOKENS[2].1,
+            &Mutex::new(Tally::default()),
+            "kb.list_pending",
+            json!({"limit": 1000, "offset": queued.len()}),
+        );
+        let page = listed["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the queue lists: {listed}"));
+        queued.extend(
+            page.iter()
+                .filter_map(|p| p["id"].as_str().map(str::to_string)),
+        );
+        more = page.len() == 1000;
+    }
     for r in &mut servers {
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &r.child.id().to_string()])
@@ -480,15 +503,21 @@ fn soak(replicas: usize, secs: u64, clients: u64) -> Soaked {
             seen.insert(claim.clone()),
             "claim id {claim} reserved twice"
         );
-        let on_disk = kb
-            .join("proposed")
-            .join(format!("{proposal}.yaml"))
-            .is_file()
+        let pending_file = kb.join("proposed").join(format!("{proposal}.yaml"));
+        let kept = pending_file.is_file()
+            || queued.contains(proposal)
             || kb
                 .join("decided")
                 .join(format!("{proposal}.yaml"))
                 .is_file();
-        assert!(on_disk, "accepted proposal {proposal} is not on disk");
+        assert!(
+            kept,
+            "accepted proposal {proposal} is neither pending nor decided"
+        );
+        assert!(
+            replicas == 1 || !pending_file.exists(),
+            "{proposal} was left in the shared tree's proposed/, not moved to the team database"
+        );
         assert!(
             named("proposal.create", proposal),
             "{proposal} has no proposal.create"

@@ -724,9 +724,13 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         };
         let entry = match cache.remove(&id) {
             Some((s, v)) if s == sig => v,
-            _ if sig == QUEUED => kb
-                .load_proposal(Dir::Proposed, &id)?
-                .map(|p| (p.kind, p.object_id)),
+            _ if sig == QUEUED => match kb.load_proposal(Dir::Proposed, &id) {
+                Ok(p) => p.map(|p| (p.kind, p.object_id)),
+                Err(e) => {
+                    kb.warn(format!("skipped unreadable proposal: {e}"));
+                    None
+                }
+            },
             _ => read_object(kb, &path),
         };
         if let Some(o) = &entry {
