@@ -18,11 +18,7 @@ struct Cluster {
 impl Cluster {
     fn start() -> Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new(script())
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .expect("scripts/postgres.sh");
+        let out = postgres_sh("start", dir.path());
         assert!(
             out.status.success(),
             "scripts/postgres.sh start (Debian's postgresql package is needed): {}",
@@ -34,15 +30,32 @@ impl Cluster {
             .to_string();
         Cluster { dir, url }
     }
+
+    /// `scripts/postgres.sh COMMAND` on this cluster (`stop`, or `start`
+    /// it again), which must succeed.
+    fn run(&self, command: &str) {
+        let out = postgres_sh(command, self.dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new(script())
-            .arg("stop")
-            .arg(self.dir.path())
-            .output();
+        let _ = postgres_sh("stop", self.dir.path());
     }
+}
+
+/// `scripts/postgres.sh COMMAND DIR`, run.
+fn postgres_sh(command: &str, dir: &Path) -> std::process::Output {
+    Command::new(script())
+        .arg(command)
+        .arg(dir)
+        .output()
+        .expect("scripts/postgres.sh")
 }
 
 fn script() -> std::path::PathBuf {
@@ -349,33 +362,21 @@ fn a_kept_connection_is_made_anew_after_the_database_restarted() {
     let pg = Cluster::start();
     let queue = vouch_postgres::TeamQueue::new(Arc::new(Database::new(&pg.url).expect("url")));
     assert_eq!(queue.ids().expect("ids"), Vec::<String>::new());
-    let cluster = |command: &str| {
-        let out = Command::new(script())
-            .arg(command)
-            .arg(pg.dir.path())
-            .output()
-            .expect("scripts/postgres.sh");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    cluster("stop");
+    pg.run("stop");
     let away = queue.ids().expect_err("stopped");
     assert!(
         away.message.contains("cannot be reached"),
         "{}",
         away.message
     );
-    cluster("start");
+    pg.run("start");
     assert_eq!(
         queue.ids().expect("the first call after"),
         Vec::<String>::new()
     );
     // Restarted under a connection kept and idle (for as long as a stop
     // and a start take).
-    cluster("stop");
-    cluster("start");
+    pg.run("stop");
+    pg.run("start");
     assert_eq!(queue.ids().expect("after a restart"), Vec::<String>::new());
 }
