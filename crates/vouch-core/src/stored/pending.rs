@@ -84,6 +84,26 @@ impl Store {
             .collect())
     }
 
+    /// These proposals as the team's queue keeps them, in one round trip:
+    /// each read or why it could not be; an id it no longer keeps (decided
+    /// since) is left out. Nothing without a queue.
+    pub(crate) fn read_queued(&self, ids: &[String]) -> Result<Vec<(String, Result<Proposal>)>> {
+        let Some(queue) = self.shared_queue.get() else {
+            return Ok(Vec::new());
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(queue
+            .read(ids)?
+            .into_iter()
+            .map(|(id, bytes)| {
+                let p = from_queue(queue.as_ref(), &id, &bytes);
+                (id, p)
+            })
+            .collect())
+    }
+
     /// A proposal from `proposed/` (or the queue) or `decided/`. The
     /// queue's copy comes first: a file in the inbox under an id the queue
     /// holds is not the one that was kept ([`Store::move_inbox`]).

@@ -713,6 +713,8 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let mut seen = crate::stored::ProposalObjects::new();
+    // Kept in a team's queue and not read yet: read together, below.
+    let mut unread = Vec::new();
     for id in ids {
         let path = kb.layout().file(Dir::Proposed, &id)?;
         let sig = match std::fs::symlink_metadata(&path) {
@@ -724,19 +726,29 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         };
         let entry = match cache.remove(&id) {
             Some((s, v)) if s == sig => v,
-            _ if sig == QUEUED => match kb.load_proposal(Dir::Proposed, &id) {
-                Ok(p) => p.map(|p| (p.kind, p.object_id)),
-                Err(e) => {
-                    kb.warn(format!("skipped unreadable proposal: {e}"));
-                    None
-                }
-            },
+            _ if sig == QUEUED => {
+                unread.push(id);
+                continue;
+            }
             _ => read_object(kb, &path),
         };
         if let Some(o) = &entry {
             pending.insert(o.clone());
         }
         seen.insert(id, (sig, entry));
+    }
+    for (id, read) in kb.read_queued(&unread)? {
+        let entry = match read {
+            Ok(p) => Some((p.kind, p.object_id)),
+            Err(e) => {
+                kb.warn(format!("skipped unreadable proposal: {e}"));
+                None
+            }
+        };
+        if let Some(o) = &entry {
+            pending.insert(o.clone());
+        }
+        seen.insert(id, (QUEUED, entry));
     }
     *cache = seen;
     Ok(pending)
