@@ -71,6 +71,9 @@ pub(crate) type ProposalObjects =
 /// machine (a team server's database).
 pub(crate) struct WriteLock<'a> {
     store: &'a Store,
+    /// Whether the inbox (`proposed/`) is moved into a team's queue before
+    /// the lock goes back.
+    moves_inbox: bool,
     // Dropped before `_file` (fields drop in order): the shared lock is
     // given back first, as it was taken first.
     shared: Option<(Box<dyn SharedHold>, PathBuf)>,
@@ -85,7 +88,11 @@ impl Drop for WriteLock<'_> {
         // What this write proposed goes to the queue before the lock goes
         // back; should that fail, the inbox keeps it (reads see it there)
         // and the next writer moves it.
-        if let Err(e) = self.store.move_inbox() {
+        if let Err(e) = self
+            .moves_inbox
+            .then(|| self.store.move_inbox())
+            .unwrap_or(Ok(()))
+        {
             self.store.warn(format!(
                 "the new proposals stay in proposed/ for now: {}",
                 e.message
@@ -375,11 +382,18 @@ impl Store {
     /// The KB-wide write lock. Whoever takes it first after a crash finishes (or
     /// undoes) the multi-file write the crash interrupted.
     pub(crate) fn lock(&self) -> Result<WriteLock<'_>> {
+        self.lock_with(true)
+    }
+
+    /// [`Store::lock`]; with `moves_inbox` false, what `proposed/` holds
+    /// stays there (it is being filled from a team's queue).
+    pub(crate) fn lock_with(&self, moves_inbox: bool) -> Result<WriteLock<'_>> {
         let Some(shared) = self.shared_lock.get() else {
             let file = KbLock::acquire(&self.layout.lock_file())?;
             self.recover_interrupted()?;
             return Ok(WriteLock {
                 store: self,
+                moves_inbox,
                 shared: None,
                 _file: file,
             });
@@ -407,7 +421,7 @@ impl Store {
         self.recover_interrupted()?;
         // What a crash, or a writer without the queue, left in the inbox;
         // should that fail, it stays there (reads see it) for the next.
-        if let Err(e) = self.move_inbox() {
+        if moves_inbox && let Err(e) = self.move_inbox() {
             self.warn(format!(
                 "the proposals in proposed/ stay there for now: {}",
                 e.message
@@ -415,6 +429,7 @@ impl Store {
         }
         Ok(WriteLock {
             store: self,
+            moves_inbox,
             shared: Some((hold, self.audit.path().to_path_buf())),
             _file: file,
         })

@@ -247,6 +247,42 @@ impl Store {
         Ok(())
     }
 
+    /// Move every proposal the team's queue keeps back into `proposed/`,
+    /// and forget it there: for a team that stops using its database (a
+    /// tree without it lists only `proposed/`). A replica still using the
+    /// queue moves them back with its next write: stop them first. A
+    /// proposal whose id `proposed/` already holds with other bytes stays
+    /// in the queue, said. Returns the ids moved.
+    pub fn unqueue(&self) -> Result<Vec<String>> {
+        let Some(queue) = self.shared_queue.get() else {
+            return Err(Error::invalid(
+                "no team database is configured: the pending proposals are in proposed/ already",
+            ));
+        };
+        let _lock = self.lock_with(false)?;
+        let rows = queue.read(&queue.ids()?)?;
+        let folder = self.layout.dir(Dir::Proposed);
+        crate::store::nofollow::ensure_dirs(self.layout.root(), &folder)
+            .map_err(|e| Error::io(&folder, e))?;
+        let mut moved = Vec::with_capacity(rows.len());
+        for (id, bytes) in rows {
+            let path = self.layout.file(Dir::Proposed, &id)?;
+            let here = atomic::create_new(self.layout.root(), &path, &bytes)?
+                || self.read_file(&path)?.as_deref() == Some(&bytes[..]);
+            if here {
+                moved.push(id);
+            } else {
+                self.warn(format!(
+                    "{} is not the pending proposal {id} kept in {}; that one stays there",
+                    path.display(),
+                    queue.describe()
+                ));
+            }
+        }
+        queue.forget(&moved)?;
+        Ok(moved)
+    }
+
     /// A decided proposal is pending no more: forget the queue's copy, if
     /// there is a queue (the inbox's file goes with the decision's batch).
     /// Caller holds the write lock, and the decision is filed.

@@ -757,6 +757,15 @@ pub(crate) enum TeamCmd {
         #[arg(long = "index-dir", env = "VOUCH_INDEX_DIR", value_name = "DIR")]
         index_dir: Option<std::path::PathBuf>,
     },
+    /// Move the pending proposals out of the team database into this
+    /// working tree's `proposed/`, for a team that stops using the
+    /// database (a tree without it lists only `proposed/`). Stop the
+    /// replicas first: one still using the database moves them back with
+    /// its next write. Prints how many moved.
+    Unqueue {
+        #[command(flatten)]
+        team: TeamDatabase,
+    },
     /// `git pull` in the team server's working tree under the knowledge
     /// base's write lock (the team database's too), so no replica's write
     /// interleaves with the merge; then every replica hears of it. Extra

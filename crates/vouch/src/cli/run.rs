@@ -142,6 +142,20 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             }
             return Ok(0);
         }
+        Command::Team(TeamCmd::Unqueue { team }) => {
+            let kb = team.open(cli)?;
+            let moved = kb.unqueue()?;
+            print_warnings(&kb);
+            if cli.json {
+                render::emit_json(&serde_json::json!({ "moved": moved }));
+            } else {
+                render::emit(&format!(
+                    "moved {} pending proposal(s) from the team database into proposed/\n",
+                    moved.len()
+                ));
+            }
+            return Ok(0);
+        }
         Command::Team(TeamCmd::Adopt { team }) => {
             let kb = team.open(cli)?;
             let v = crate::team::adopt(&kb)?;

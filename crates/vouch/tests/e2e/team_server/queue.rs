@@ -117,3 +117,30 @@ fn a_replica_killed_before_its_proposal_reaches_the_database_loses_nothing() {
     assert_eq!(events_naming(&p, "proposal.approve", &id), 1);
     sound(&p);
 }
+
+#[test]
+fn unqueue_gives_a_tree_without_the_database_its_pending_proposals() {
+    let (pg, p, a, b) = two_replicas();
+    let id = propose(&a, "The cache holds ten minutes of prices");
+    let _ = a.terminate();
+    let _ = b.terminate();
+    // Without the database, the tree has no pending proposal to list.
+    let listed = |p: &Project| -> Vec<String> {
+        p.ok("x", &["pending"])
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|p| p["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert!(listed(&p).is_empty());
+    let moved = team_cli(&p, &pg.url, &["unqueue"]);
+    assert_eq!(moved["moved"], json!([id]), "{moved}");
+    assert_eq!(inbox(&p), vec![format!("{id}.yaml")]);
+    assert_eq!(listed(&p), vec![id.clone()]);
+    // Nothing is left in the database, and the proposal still approves.
+    assert_eq!(team_cli(&p, &pg.url, &["unqueue"])["moved"], json!([]));
+    p.ok("alice", &["approve", &id]);
+    assert!(listed(&p).is_empty());
+    sound(&p);
+}
