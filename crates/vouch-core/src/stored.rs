@@ -88,10 +88,8 @@ impl Drop for WriteLock<'_> {
         // What this write proposed goes to the queue before the lock goes
         // back; should that fail, the inbox keeps it (reads see it there)
         // and the next writer moves it.
-        if let Err(e) = self
-            .moves_inbox
-            .then(|| self.store.move_inbox())
-            .unwrap_or(Ok(()))
+        if self.moves_inbox
+            && let Err(e) = self.store.move_inbox()
         {
             self.store.warn(format!(
                 "the new proposals stay in proposed/ for now: {}",

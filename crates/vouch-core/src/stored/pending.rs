@@ -214,6 +214,12 @@ impl Store {
         let mut files = Vec::with_capacity(ids.len());
         for id in ids {
             let path = self.layout.file(Dir::Proposed, &id)?;
+            if self.exists(Dir::Decided, &id) {
+                // Decided already (a decision a crash cut short, or a file
+                // whose removal below a crash undid): pending no more.
+                atomic::remove(self.layout.root(), &path)?;
+                continue;
+            }
             let read = self.read_text(&path).and_then(|text| {
                 text.map(|t| parse_as(&path, &t, &id).map(|_| t))
                     .transpose()
@@ -242,7 +248,10 @@ impl Store {
                 ));
                 continue;
             }
-            atomic::remove(self.layout.root(), &path)?;
+            // Not waited on: should a crash undo the removal, the file is
+            // moved again (the queue keeps it as it is) or, decided since,
+            // removed on sight (above).
+            atomic::remove_unsynced(self.layout.root(), &path)?;
         }
         Ok(())
     }

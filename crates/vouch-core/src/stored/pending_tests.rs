@@ -333,3 +333,23 @@ fn only_a_proposal_under_its_own_id_moves_and_a_bad_row_trips_no_listing() {
     person(&kb, "kb.approve", json!({"proposal_id": next})).unwrap();
     person(&kb, "kb.approve", json!({"proposal_id": good})).unwrap();
 }
+
+#[test]
+fn a_decided_proposals_file_back_in_the_inbox_is_removed_not_queued() {
+    let (_dir, kb, queue, src) = with_queue("Queues drain in order.");
+    let id = propose(&kb, &src, "Queues drain in order");
+    let kept = queue
+        .read(std::slice::from_ref(&id))
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
+    person(&kb, "kb.approve", json!({"proposal_id": id})).unwrap();
+    // The file's removal undone by a crash: it is back in the inbox.
+    let file = kb.layout().file(Dir::Proposed, &id).unwrap();
+    std::fs::write(&file, &kept).unwrap();
+    crate::testing::test_source(&kb, "A write.");
+    assert!(!file.exists());
+    assert!(queue.ids_kept().is_empty(), "not pending again");
+    assert!(pending(&kb).is_empty());
+}

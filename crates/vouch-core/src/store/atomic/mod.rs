@@ -167,15 +167,25 @@ pub fn create_new(root: &Path, target: &Path, bytes: &[u8]) -> Result<bool> {
 
 /// Remove a file durably; a file already gone is not an error.
 pub fn remove(root: &Path, target: &Path) -> Result<()> {
+    if remove_unsynced(root, target)? {
+        sync_dir(parent(target))?;
+    }
+    Ok(())
+}
+
+/// Remove a file, never through a linked folder, without waiting for the
+/// removal to be durable (for a file whose return after a crash is
+/// harmless); a file already gone is not an error. Whether it removed one.
+pub fn remove_unsynced(root: &Path, target: &Path) -> Result<bool> {
     match nofollow::check_dirs(root, parent(target)) {
         // No folder, no file: already gone.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io(parent(target), e)),
         Ok(()) => {}
     }
     match fs::remove_file(target) {
-        Ok(()) => sync_dir(parent(target)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(target, e)),
     }
 }
