@@ -205,13 +205,19 @@ impl Database {
     }
 }
 
-/// One connection to the database, made when first needed and made again
-/// after it broke; calls take turns on it.
-pub(crate) struct OneConn {
+/// Connections to the database, made when first needed, each call on
+/// one of its own: a review page listing the queue never makes a writer,
+/// who holds the write lock, wait for a connection. At most
+/// [`IDLE_KEPT`] are kept between calls.
+pub(crate) struct Conns {
     db: Arc<Database>,
-    /// The connection, and when it was last used.
-    conn: Mutex<Option<(Client, Instant)>>,
+    /// Connections kept for the next call, each with when it was last used.
+    idle: Mutex<Vec<(Client, Instant)>>,
 }
+
+/// Connections kept between calls, per use (the queue, the sessions, the
+/// vectors): more at once are made, and closed after.
+const IDLE_KEPT: usize = 4;
 
 /// A kept connection idle this long is asked whether it still works (one
 /// round trip) before it is used: the database may have restarted
@@ -220,11 +226,11 @@ pub(crate) struct OneConn {
 /// (a listing and the reads that follow it) ask once.
 const CHECK_AFTER_IDLE: Duration = Duration::from_millis(100);
 
-impl OneConn {
-    pub(crate) fn new(db: Arc<Database>) -> OneConn {
-        OneConn {
+impl Conns {
+    pub(crate) fn new(db: Arc<Database>) -> Conns {
+        Conns {
             db,
-            conn: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
         }
     }
 
@@ -233,28 +239,35 @@ impl OneConn {
         self.db.shown()
     }
 
-    /// Run `f` on the connection, connecting first if there is none (or it
-    /// broke, or it sat idle and no longer answers); a failure drops it,
-    /// so the next call connects anew. `f` runs once: nothing is retried,
-    /// since a statement whose answer was lost may have been done.
+    /// Run `f` on a connection: a kept one that still works (asked when it
+    /// sat idle), else a new one; a failure drops it. `f` runs once:
+    /// nothing is retried, since a statement whose answer was lost may
+    /// have been done.
     pub(crate) fn with<T>(
         &self,
         doing: &str,
         f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
     ) -> Result<T, Error> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = conn.take().and_then(|(mut c, used)| {
-            let works = !c.is_closed()
-                && (used.elapsed() < CHECK_AFTER_IDLE
-                    || c.is_valid(Duration::from_secs(2)).is_ok());
-            works.then_some(c)
-        });
+        let kept = loop {
+            let popped = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let Some((mut c, used)) = popped else {
+                break None;
+            };
+            if !c.is_closed()
+                && (used.elapsed() < CHECK_AFTER_IDLE || c.is_valid(Duration::from_secs(2)).is_ok())
+            {
+                break Some(c);
+            }
+        };
         let mut c = match kept {
             Some(c) => c,
             None => self.db.connect()?,
         };
         let done = f(&mut c).map_err(|e| self.db.failed(doing, &e))?;
-        *conn = Some((c, Instant::now()));
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_KEPT {
+            idle.push((c, Instant::now()));
+        }
         Ok(done)
     }
 }

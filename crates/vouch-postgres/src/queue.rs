@@ -11,14 +11,14 @@
 //! reports one without). The database is as trusted as the servers
 //! (docs/team-server.md, "Secrets").
 
-use crate::{Database, OneConn};
+use crate::{Conns, Database};
 use std::sync::Arc;
 use vouch_core::Result;
 use vouch_core::store::queue::SharedQueue;
 
 /// The pending proposals in a team database.
 pub struct TeamQueue {
-    conn: OneConn,
+    conns: Conns,
 }
 
 impl TeamQueue {
@@ -26,18 +26,18 @@ impl TeamQueue {
     /// never waits behind the write lock's).
     pub fn new(db: Arc<Database>) -> TeamQueue {
         TeamQueue {
-            conn: OneConn::new(db),
+            conns: Conns::new(db),
         }
     }
 }
 
 impl SharedQueue for TeamQueue {
     fn describe(&self) -> String {
-        format!("the team database {}", self.conn.shown())
+        format!("the team database {}", self.conns.shown())
     }
 
     fn ids(&self) -> Result<Vec<String>> {
-        self.conn.with("listing the pending proposals", |c| {
+        self.conns.with("listing the pending proposals", |c| {
             Ok(c.query("SELECT id FROM vouch_proposals ORDER BY id", &[])?
                 .iter()
                 .map(|r| r.get(0))
@@ -49,7 +49,7 @@ impl SharedQueue for TeamQueue {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        self.conn.with("reading pending proposals", |c| {
+        self.conns.with("reading pending proposals", |c| {
             Ok(c.query(
                 "SELECT id, body FROM vouch_proposals WHERE id = ANY($1) ORDER BY id",
                 &[&ids],
@@ -64,7 +64,7 @@ impl SharedQueue for TeamQueue {
         if proposals.is_empty() {
             return Ok(Vec::new());
         }
-        self.conn.with("keeping pending proposals", |c| {
+        self.conns.with("keeping pending proposals", |c| {
             let mut tx = c.transaction()?;
             let insert = tx.prepare(
                 "INSERT INTO vouch_proposals (id, body) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
@@ -87,7 +87,7 @@ impl SharedQueue for TeamQueue {
         if ids.is_empty() {
             return Ok(());
         }
-        self.conn.with("forgetting decided proposals", |c| {
+        self.conns.with("forgetting decided proposals", |c| {
             c.execute("DELETE FROM vouch_proposals WHERE id = ANY($1)", &[&ids])
                 .map(|_| ())
         })

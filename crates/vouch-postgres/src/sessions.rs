@@ -7,7 +7,7 @@
 //! anyone: the database is as trusted as the servers' own memory
 //! (docs/team-server.md, "Secrets").
 
-use crate::{Database, OneConn};
+use crate::{Conns, Database};
 use std::sync::Arc;
 use std::time::Duration;
 use vouch_core::Error;
@@ -25,14 +25,14 @@ pub struct SessionRow {
 
 /// The review pages' sessions and links in a team database.
 pub struct Sessions {
-    conn: OneConn,
+    conns: Conns,
 }
 
 impl Sessions {
     /// The sessions kept in `db`.
     pub fn new(db: Arc<Database>) -> Sessions {
         Sessions {
-            conn: OneConn::new(db),
+            conns: Conns::new(db),
         }
     }
 
@@ -45,7 +45,7 @@ impl Sessions {
         per_subject: usize,
         all: usize,
     ) -> Result<(), Error> {
-        self.conn.with("keeping a review session", |c| {
+        self.conns.with("keeping a review session", |c| {
             let mut tx = c.transaction()?;
             tx.execute(
                 "INSERT INTO vouch_ui_sessions (digest, subject, person, csrf) VALUES ($1, $2, $3, $4)",
@@ -73,7 +73,7 @@ impl Sessions {
         lifetime: Duration,
         idle: Duration,
     ) -> Result<Option<SessionRow>, Error> {
-        self.conn.with("reading a review session", |c| {
+        self.conns.with("reading a review session", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_sessions WHERE started < now() - $1 * interval '1 second' \
                  OR used < now() - $2 * interval '1 second'",
@@ -94,7 +94,7 @@ impl Sessions {
 
     /// End the session under `digest`.
     pub fn end(&self, digest: &[u8; 32]) -> Result<(), Error> {
-        self.conn.with("ending a review session", |c| {
+        self.conns.with("ending a review session", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_sessions WHERE digest = $1",
                 &[&&digest[..]],
@@ -106,7 +106,7 @@ impl Sessions {
     /// Note a failed sign-in (an unknown token or link), for every
     /// replica's count.
     pub fn sign_in_failed(&self) -> Result<(), Error> {
-        self.conn.with("noting a failed sign-in", |c| {
+        self.conns.with("noting a failed sign-in", |c| {
             c.execute("INSERT INTO vouch_ui_failed_sign_ins DEFAULT VALUES", &[])
                 .map(|_| ())
         })
@@ -116,7 +116,7 @@ impl Sessions {
     /// forgotten): one limit for the whole team server, not one per
     /// replica.
     pub fn failed_sign_ins_last_minute(&self) -> Result<usize, Error> {
-        self.conn.with("counting failed sign-ins", |c| {
+        self.conns.with("counting failed sign-ins", |c| {
             c.execute(
                 "DELETE FROM vouch_ui_failed_sign_ins WHERE at < now() - interval '1 minute'",
                 &[],

@@ -12,7 +12,7 @@
 //! is a document the files hold): the database is as trusted as the
 //! servers (docs/team-server.md, "Secrets").
 
-use crate::{Database, OneConn};
+use crate::{Conns, Database};
 use std::sync::Arc;
 use vouch_core::Result;
 use vouch_core::services::{SharedPruned, SharedVectors};
@@ -23,7 +23,7 @@ const PRUNE_PART: usize = 50_000;
 
 /// The team's vectors in its database.
 pub struct TeamVectors {
-    conn: OneConn,
+    conns: Conns,
 }
 
 impl TeamVectors {
@@ -31,7 +31,7 @@ impl TeamVectors {
     /// fetch never waits behind the write lock's).
     pub fn new(db: Arc<Database>) -> TeamVectors {
         TeamVectors {
-            conn: OneConn::new(db),
+            conns: Conns::new(db),
         }
     }
 }
@@ -66,7 +66,7 @@ fn decode(bytes: &[u8], dim: usize) -> Option<Vec<Vec<f32>>> {
 
 impl SharedVectors for TeamVectors {
     fn describe(&self) -> String {
-        format!("the team database {}", self.conn.shown())
+        format!("the team database {}", self.conns.shown())
     }
 
     fn fetch(
@@ -78,7 +78,7 @@ impl SharedVectors for TeamVectors {
         if shas.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self.conn.with("reading shared vectors", |c| {
+        let rows = self.conns.with("reading shared vectors", |c| {
             c.query(
                 "SELECT sha, chunks FROM vouch_vectors WHERE model = $1 AND dim = $2 AND sha = ANY($3)",
                 &[&model, &(dim as i32), &shas],
@@ -97,7 +97,7 @@ impl SharedVectors for TeamVectors {
     fn keep(&self, model: &str, dim: usize, made: &[(&str, &[Vec<f32>])]) -> Result<()> {
         let shas: Vec<&str> = made.iter().map(|(sha, _)| *sha).collect();
         let chunks: Vec<Vec<u8>> = made.iter().map(|(_, c)| encode(c)).collect();
-        self.conn.with("keeping shared vectors", |c| {
+        self.conns.with("keeping shared vectors", |c| {
             c.execute(
                 "INSERT INTO vouch_vectors (model, sha, dim, chunks) \
                  SELECT $1, sha, $2, chunks FROM unnest($3::text[], $4::bytea[]) AS m(sha, chunks) \
@@ -115,7 +115,7 @@ impl SharedVectors for TeamVectors {
         grace: std::time::Duration,
         other_models: bool,
     ) -> Result<SharedPruned> {
-        self.conn.with("pruning shared vectors", |c| {
+        self.conns.with("pruning shared vectors", |c| {
             TeamVectors::prune_rows(c, model, current, grace, other_models)
         })
     }
