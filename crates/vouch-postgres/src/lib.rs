@@ -169,7 +169,17 @@ impl Database {
     /// database that cannot be reached.
     pub(crate) fn failed(&self, doing: &str, e: &postgres::Error) -> Error {
         if connection_lost(e) {
-            return self.unreachable(e);
+            // Whether a statement whose answer was lost was done, nobody
+            // here knows: not "nothing was written".
+            return Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "the team database {} cannot be reached ({}): {doing} was cut off; the \
+                     next request tries again",
+                    self.shown,
+                    self.cleaned(e)
+                ),
+            );
         }
         Error::new(
             ErrorKind::Busy,

@@ -40,6 +40,17 @@ impl Store {
         Ok(ids)
     }
 
+    /// The pending proposals' ids where they are: the inbox's files, and
+    /// the team's queue (none without one). An id may be in both.
+    pub(crate) fn pending_ids_apart(&self) -> Result<(Vec<String>, Vec<String>)> {
+        let inbox = self.inbox_ids()?;
+        let queued = match self.shared_queue.get() {
+            Some(queue) => queue.ids()?,
+            None => Vec::new(),
+        };
+        Ok((inbox, queued))
+    }
+
     /// The ids of the files in `proposed/`.
     fn inbox_ids(&self) -> Result<Vec<String>> {
         super::names_in(&self.layout.dir(Dir::Proposed), |name| {
@@ -65,18 +76,26 @@ impl Store {
         queue: &dyn SharedQueue,
         ids: &[String],
     ) -> Result<Vec<(String, Arc<[u8]>)>> {
-        let mut kept = self.queued_bytes.lock().unwrap_or_else(|e| e.into_inner());
-        let listed: std::collections::HashSet<&String> = ids.iter().collect();
-        kept.retain(|id, _| listed.contains(id));
-        let unknown: Vec<String> = ids
-            .iter()
-            .filter(|id| !kept.contains_key(*id))
-            .cloned()
-            .collect();
-        if !unknown.is_empty() {
-            for (id, bytes) in queue.read(&unknown)? {
-                kept.insert(id, Arc::from(bytes));
-            }
+        let kept = || self.queued_bytes.lock().unwrap_or_else(|e| e.into_inner());
+        let unknown: Vec<String> = {
+            let mut kept = kept();
+            let listed: std::collections::HashSet<&String> = ids.iter().collect();
+            kept.retain(|id, _| listed.contains(id));
+            ids.iter()
+                .filter(|id| !kept.contains_key(*id))
+                .cloned()
+                .collect()
+        };
+        // Read with the memory unlocked: a writer forgetting a decided
+        // proposal (under the write lock) never waits on this round trip.
+        let read = if unknown.is_empty() {
+            Vec::new()
+        } else {
+            queue.read(&unknown)?
+        };
+        let mut kept = kept();
+        for (id, bytes) in read {
+            kept.insert(id, Arc::from(bytes));
         }
         Ok(ids
             .iter()
@@ -259,10 +278,12 @@ impl Store {
     /// Move every proposal the team's queue keeps back into `proposed/`,
     /// and forget it there: for a team that stops using its database (a
     /// tree without it lists only `proposed/`). A replica still using the
-    /// queue moves them back with its next write: stop them first. A
-    /// proposal whose id `proposed/` already holds with other bytes stays
-    /// in the queue, said. Returns the ids moved.
-    pub fn unqueue(&self) -> Result<Vec<String>> {
+    /// queue moves them back with its next write: stop them first. A row
+    /// already decided (`decided/` holds it) is only forgotten. What
+    /// stays in the queue, said: a row that is not a proposal under its
+    /// own id, and one whose id `proposed/` holds with other bytes.
+    /// Returns the ids moved and the ids left.
+    pub fn unqueue(&self) -> Result<(Vec<String>, Vec<String>)> {
         let Some(queue) = self.shared_queue.get() else {
             return Err(Error::invalid(
                 "no team database is configured: the pending proposals are in proposed/ already",
@@ -273,9 +294,19 @@ impl Store {
         let folder = self.layout.dir(Dir::Proposed);
         crate::store::nofollow::ensure_dirs(self.layout.root(), &folder)
             .map_err(|e| Error::io(&folder, e))?;
+        let (mut gone, mut left) = (Vec::with_capacity(rows.len()), Vec::new());
         let mut moved = Vec::with_capacity(rows.len());
         for (id, bytes) in rows {
             let path = self.layout.file(Dir::Proposed, &id)?;
+            if self.exists(Dir::Decided, &id) {
+                gone.push(id);
+                continue;
+            }
+            if let Err(e) = from_queue(queue.as_ref(), &id, &bytes) {
+                self.warn(format!("{}; it stays there", e.message));
+                left.push(id);
+                continue;
+            }
             let here = atomic::create_new(self.layout.root(), &path, &bytes)?
                 || self.read_file(&path)?.as_deref() == Some(&bytes[..]);
             if here {
@@ -286,10 +317,12 @@ impl Store {
                     path.display(),
                     queue.describe()
                 ));
+                left.push(id);
             }
         }
-        queue.forget(&moved)?;
-        Ok(moved)
+        gone.extend(moved.iter().cloned());
+        queue.forget(&gone)?;
+        Ok((moved, left))
     }
 
     /// A decided proposal is pending no more: forget the queue's copy, if

@@ -353,3 +353,76 @@ fn a_decided_proposals_file_back_in_the_inbox_is_removed_not_queued() {
     assert!(queue.ids_kept().is_empty(), "not pending again");
     assert!(pending(&kb).is_empty());
 }
+
+#[test]
+fn a_file_unlike_its_kept_proposal_hides_no_object_id_from_the_next_proposal() {
+    let (_dir, kb, queue, src) = with_queue("Caches expire hourly.");
+    let first = agent(
+        &kb,
+        "kb.propose_claim",
+        json!({"text": "Caches expire hourly", "evidence": [src]}),
+    )
+    .unwrap();
+    let (id, object) = (
+        first["proposal_id"].as_str().unwrap().to_string(),
+        first["claim_id"].as_str().unwrap().to_string(),
+    );
+    let kept =
+        String::from_utf8(queue.read(std::slice::from_ref(&id)).unwrap()[0].1.clone()).unwrap();
+    let planted = kept.replace(&object, "another-object");
+    assert_ne!(planted, kept);
+    std::fs::write(kb.layout().file(Dir::Proposed, &id).unwrap(), planted).unwrap();
+    let next = agent(
+        &kb,
+        "kb.propose_claim",
+        json!({"text": "Caches expire hourly", "evidence": [src]}),
+    )
+    .unwrap();
+    assert_ne!(next["claim_id"], json!(object), "{next}");
+}
+
+#[test]
+fn unqueue_moves_what_it_can_and_names_what_it_leaves() {
+    let (_dir, kb, queue, src) = with_queue("Workers scale on queue depth.");
+    let moved = propose(&kb, &src, "Workers scale on queue depth");
+    let decided = propose(&kb, &src, "Workers scale on queue depth alone");
+    let differs = propose(&kb, &src, "Workers scale on queue depth and CPU");
+    person(&kb, "kb.approve", json!({"proposal_id": decided})).unwrap();
+    // The decided one's row left behind (its forgetting failed).
+    let decided_row = std::fs::read(kb.layout().file(Dir::Decided, &decided).unwrap()).unwrap();
+    queue
+        .rows
+        .lock()
+        .unwrap()
+        .insert(decided.clone(), decided_row);
+    // A row that is another proposal, and a file in the way of one.
+    let moved_row = queue.read(std::slice::from_ref(&moved)).unwrap()[0]
+        .1
+        .clone();
+    let wrong = "20261129-000000-0000000e".to_string();
+    queue.rows.lock().unwrap().insert(wrong.clone(), moved_row);
+    let in_the_way = kb.layout().file(Dir::Proposed, &differs).unwrap();
+    std::fs::write(&in_the_way, "kind: claim\n").unwrap();
+
+    let (done, left) = kb.unqueue().unwrap();
+    assert_eq!(done, vec![moved.clone()]);
+    let mut stays = vec![differs.clone(), wrong.clone()];
+    stays.sort();
+    assert_eq!(left, stays);
+    assert_eq!(
+        queue.ids_kept(),
+        stays,
+        "the decided row forgotten, the rest kept"
+    );
+    assert!(kb.layout().file(Dir::Proposed, &moved).unwrap().exists());
+    assert!(!kb.layout().file(Dir::Proposed, &decided).unwrap().exists());
+    assert_eq!(
+        std::fs::read_to_string(&in_the_way).unwrap(),
+        "kind: claim\n"
+    );
+    let said = kb.take_warnings().join("\n");
+    assert!(
+        said.contains("is kept as proposal") && said.contains("that one stays there"),
+        "{said}"
+    );
+}

@@ -144,17 +144,25 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
         }
         Command::Team(TeamCmd::Unqueue { team }) => {
             let kb = team.open(cli)?;
-            let moved = kb.unqueue()?;
+            let (moved, left) = kb.unqueue()?;
             print_warnings(&kb);
             if cli.json {
-                render::emit_json(&serde_json::json!({ "moved": moved }));
+                render::emit_json(&serde_json::json!({ "moved": moved, "left": left }));
             } else {
                 render::emit(&format!(
                     "moved {} pending proposal(s) from the team database into proposed/\n",
                     moved.len()
                 ));
+                if !left.is_empty() {
+                    render::emit(&format!(
+                        "left {} in the database (see the warnings): {}\n",
+                        left.len(),
+                        left.join(", ")
+                    ));
+                }
             }
-            return Ok(0);
+            // Not done while the database keeps a proposal the tree lacks.
+            return Ok(if left.is_empty() { 0 } else { 1 });
         }
         Command::Team(TeamCmd::Adopt { team }) => {
             let kb = team.open(cli)?;

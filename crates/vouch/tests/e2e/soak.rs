@@ -402,8 +402,6 @@ fn soak(replicas: usize, secs: u64, clients: u64) -> Soaked {
         .all(|port| http(*port, "GET", "/health", &[], b"").status == 200);
     // With a team database the pending proposals are kept there, not in
     // the tree: what a replica lists (outside the tally).
-    // With a team database the pending proposals are kept there, not in
-    // the tree: what a replica lists (outside the tally).
     let mut queued: HashSet<String> = HashSet::new();
     let mut more = replicas > 1;
     while more {

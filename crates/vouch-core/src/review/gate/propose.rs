@@ -706,36 +706,46 @@ fn free_object_id(
 fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
     /// The signature of a proposal kept in a team's queue: no file's.
     const QUEUED: (i64, i64) = (-1, -1);
+    // A queued proposal's key in the memory, apart from a file under the
+    // same id (whose object counts too).
+    let queued_key = |id: &str| format!("{id} queued");
     let mut pending: HashSet<(ProposalKind, String)> = HashSet::new();
-    let ids = kb.ids(Dir::Proposed)?;
+    // The inbox's files and the team's queue apart (without a queue,
+    // `proposed/` is all): a file under an id the queue keeps with other
+    // bytes reserves its object as well as the kept one.
+    let (files, queued) = kb.pending_ids_apart()?;
     let mut cache = kb
         .proposal_objects
         .lock()
         .unwrap_or_else(|e| e.into_inner());
     let mut seen = crate::stored::ProposalObjects::new();
-    // Kept in a team's queue and not read yet: read together, below.
-    let mut unread = Vec::new();
-    for id in ids {
+    for id in files {
         let path = kb.layout().file(Dir::Proposed, &id)?;
-        let sig = match std::fs::symlink_metadata(&path) {
-            Ok(meta) => (crate::store::mtime_ns(&meta), meta.len() as i64),
-            // Not a file: kept in a team's queue, where a proposal never
-            // changes (read once per process).
-            Err(_) if kb.shared_queue().is_some() => QUEUED,
-            Err(_) => continue,
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
         };
+        let sig = (crate::store::mtime_ns(&meta), meta.len() as i64);
         let entry = match cache.remove(&id) {
             Some((s, v)) if s == sig => v,
-            _ if sig == QUEUED => {
-                unread.push(id);
-                continue;
-            }
             _ => read_object(kb, &path),
         };
         if let Some(o) = &entry {
             pending.insert(o.clone());
         }
         seen.insert(id, (sig, entry));
+    }
+    // Not read yet: read together, below.
+    let mut unread = Vec::new();
+    for id in queued {
+        match cache.remove(&queued_key(&id)) {
+            Some((QUEUED, entry)) => {
+                if let Some(o) = &entry {
+                    pending.insert(o.clone());
+                }
+                seen.insert(queued_key(&id), (QUEUED, entry));
+            }
+            _ => unread.push(id),
+        }
     }
     for (id, read) in kb.read_queued(&unread)? {
         let entry = match read {
@@ -748,7 +758,7 @@ fn queue_objects(kb: &Kb) -> Result<HashSet<(ProposalKind, String)>> {
         if let Some(o) = &entry {
             pending.insert(o.clone());
         }
-        seen.insert(id, (QUEUED, entry));
+        seen.insert(queued_key(&id), (QUEUED, entry));
     }
     *cache = seen;
     Ok(pending)

@@ -122,8 +122,33 @@ fn a_replica_killed_before_its_proposal_reaches_the_database_loses_nothing() {
 fn unqueue_gives_a_tree_without_the_database_its_pending_proposals() {
     let (pg, p, a, b) = two_replicas();
     let id = propose(&a, "The cache holds ten minutes of prices");
+    let blocked = propose(&b, "The cache is warmed at startup");
     let _ = a.terminate();
     let _ = b.terminate();
+    // A file in the way of one: that one stays in the database, named,
+    // and the command says it is not done.
+    let in_the_way = p
+        .vouch_dir()
+        .join("proposed")
+        .join(format!("{blocked}.yaml"));
+    std::fs::create_dir_all(in_the_way.parent().expect("folder")).expect("proposed/");
+    std::fs::write(&in_the_way, "kind: claim\n").expect("planted");
+    let out = p
+        .command("operator")
+        .env("VOUCH_DATABASE_URL", &pg.url)
+        .args(["--json", "team", "unqueue"])
+        .output()
+        .expect("vouch team unqueue");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(said["moved"], json!([id]), "{said}");
+    assert_eq!(said["left"], json!([blocked]), "{said}");
+    std::fs::remove_file(&in_the_way).expect("removed");
     // Without the database, the tree has no pending proposal to list.
     let listed = |p: &Project| -> Vec<String> {
         p.ok("x", &["pending"])
@@ -133,14 +158,17 @@ fn unqueue_gives_a_tree_without_the_database_its_pending_proposals() {
             .map(|p| p["id"].as_str().unwrap_or_default().to_string())
             .collect()
     };
-    assert!(listed(&p).is_empty());
-    let moved = team_cli(&p, &pg.url, &["unqueue"]);
-    assert_eq!(moved["moved"], json!([id]), "{moved}");
-    assert_eq!(inbox(&p), vec![format!("{id}.yaml")]);
     assert_eq!(listed(&p), vec![id.clone()]);
-    // Nothing is left in the database, and the proposal still approves.
+    // Out of the way, the rest moves; nothing is left in the database.
+    let moved = team_cli(&p, &pg.url, &["unqueue"]);
+    assert_eq!(moved["moved"], json!([blocked]), "{moved}");
+    let mut both = vec![format!("{id}.yaml"), format!("{blocked}.yaml")];
+    both.sort();
+    let mut files = inbox(&p);
+    files.sort();
+    assert_eq!(files, both);
     assert_eq!(team_cli(&p, &pg.url, &["unqueue"])["moved"], json!([]));
     p.ok("alice", &["approve", &id]);
-    assert!(listed(&p).is_empty());
+    assert_eq!(listed(&p), vec![blocked]);
     sound(&p);
 }
