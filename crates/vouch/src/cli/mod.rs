@@ -760,8 +760,10 @@ pub(crate) enum TeamCmd {
     /// Move the pending proposals out of the team database into this
     /// working tree's `proposed/`, for a team that stops using the
     /// database (a tree without it lists only `proposed/`). Stop the
-    /// replicas first: one still using the database moves them back with
-    /// its next write. Prints how many moved.
+    /// replicas first, and take the database out of your config after:
+    /// one still using it moves them back with its next write. Prints how
+    /// many moved; exits 1 if one could not move (named) and stays in
+    /// the database.
     Unqueue {
         #[command(flatten)]
         team: TeamDatabase,
