@@ -20,17 +20,19 @@ fn to_value<T: Serialize>(v: &T) -> Result<Value> {
 }
 
 /// How many proposals are pending: a team's queue out of reach counts
-/// none, and the answer says why ([`Kb::warn`] reaches the caller).
-fn pending_count(kb: &Kb) -> usize {
+/// none, and the answer says why ([`Kb::warn`] reaches the caller); any
+/// other failure is the status's.
+fn pending_count(kb: &Kb) -> Result<usize> {
     match crate::review::gate::list_pending(kb) {
-        Ok(pending) => pending.len(),
-        Err(e) => {
+        Ok(pending) => Ok(pending.len()),
+        Err(e) if kb.shared_queue().is_some() => {
             kb.warn(format!(
                 "the pending proposals could not be counted ({}); `pending` is 0 here",
                 e.message
             ));
-            0
+            Ok(0)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -51,7 +53,7 @@ pub fn status(kb: &Kb) -> Result<StatusResult> {
             sessions: count(Dir::Sessions)?,
             decided: count(Dir::Decided)?,
         },
-        pending: pending_count(kb),
+        pending: pending_count(kb)?,
         last_audit_at: kb.audit_log().last_created_at(),
         retrieval: StatusRetrieval {
             backend: crate::retrieval::retriever(kb).name().to_string(),

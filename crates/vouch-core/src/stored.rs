@@ -138,6 +138,9 @@ pub struct Store {
     /// The bytes of each queued proposal read so far, by id (a pending
     /// proposal never changes), for those the queue listed last.
     queued_bytes: Mutex<std::collections::HashMap<String, Arc<[u8]>>>,
+    /// Files left in the inbox, with the signature each was said at: said
+    /// again only once changed.
+    inbox_said: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
 }
 
 thread_local! {
@@ -262,6 +265,7 @@ impl Store {
             shared_vectors: std::sync::OnceLock::new(),
             shared_queue: std::sync::OnceLock::new(),
             queued_bytes: Mutex::default(),
+            inbox_said: Mutex::default(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -713,9 +717,14 @@ impl Store {
     /// Ids in a folder (and, for the pending proposals, in the queue),
     /// sorted.
     pub fn ids(&self, dir: Dir) -> Result<Vec<String>> {
-        if let Some(queue) = self.shared_queue.get().filter(|_| dir == Dir::Proposed) {
-            return self.pending_ids(queue.as_ref());
+        if dir == Dir::Proposed && self.shared_queue.get().is_some() {
+            return self.pending_ids();
         }
+        self.folder_ids(dir)
+    }
+
+    /// The ids of the files in a folder, sorted.
+    fn folder_ids(&self, dir: Dir) -> Result<Vec<String>> {
         names_in(&self.layout.dir(dir), |name| {
             id_from_file_name(dir, name).filter(|id| crate::ids::check_id("id", id).is_ok())
         })

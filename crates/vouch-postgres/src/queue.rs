@@ -22,7 +22,7 @@ pub struct TeamQueue {
 }
 
 impl TeamQueue {
-    /// The queue kept in `db` (a connection of its own: listing the queue
+    /// The queue kept in `db` (connections of its own: listing the queue
     /// never waits behind the write lock's).
     pub fn new(db: Arc<Database>) -> TeamQueue {
         TeamQueue {

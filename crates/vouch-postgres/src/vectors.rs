@@ -27,7 +27,7 @@ pub struct TeamVectors {
 }
 
 impl TeamVectors {
-    /// The vectors kept in `db` (a connection of their own, so a long
+    /// The vectors kept in `db` (connections of their own, so a long
     /// fetch never waits behind the write lock's).
     pub fn new(db: Arc<Database>) -> TeamVectors {
         TeamVectors {

@@ -294,7 +294,7 @@ pub(crate) fn cross_link_findings(kb: &Kb, l: &Loaded, chain_ok: bool) -> Result
                 kind,
                 Severity::Error,
                 &pr.id,
-                Some(rel(KbFile::Object(Dir::Proposed, pr.id.clone()))),
+                pending_file(kb, &pr.id),
                 format!("{why}; approve refuses it"),
             ));
         }
@@ -679,13 +679,37 @@ pub fn doctor(kb: &Kb, caller: &Caller, p: DoctorParams) -> Result<HealthReport>
                 "proposal-in-both",
                 Severity::Error,
                 id,
-                Some(rel(KbFile::Object(Dir::Proposed, id.clone()))),
+                pending_file(kb, id),
                 format!(
-                    "proposal {id} is in both proposed/ and decided/ (an interrupted decision); it \
+                    "proposal {id} is both pending and in decided/ (an interrupted decision); it \
                      is decided: `vouch approve {id}` reports the decision and removes the pending copy"
                 ),
             ));
         }
+    }
+    if let Some(why) = &l.queue_unreadable {
+        issues.push(finding(
+            "team-queue-unreadable",
+            Severity::Warn,
+            "shared-queue",
+            None,
+            format!(
+                "the pending proposals could not be read ({why}); the rest was checked, the \
+                 proposals were not"
+            ),
+        ));
+    }
+    for (id, why) in &l.queued_unreadable {
+        issues.push(finding(
+            "queued-proposal-unreadable",
+            Severity::Error,
+            id,
+            None,
+            format!(
+                "{why}; listings skip it and it cannot be decided: remove it from the team \
+                 database (DELETE FROM vouch_proposals WHERE id = '{id}') and propose again"
+            ),
+        ));
     }
     let mut r = Repairs {
         fix: p.fix,

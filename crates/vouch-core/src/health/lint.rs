@@ -238,7 +238,7 @@ pub(crate) fn lint_findings(
                 "old-proposal",
                 Severity::Warn,
                 &pr.id,
-                Some(rel(KbFile::Object(Dir::Proposed, pr.id.clone()))),
+                pending_file(kb, &pr.id),
                 format!(
                     "proposal {} ({} {}) has waited {age} days for review (limit {pending_days}); \
                      `vouch approve {}` or `vouch reject {} --reason ...`",

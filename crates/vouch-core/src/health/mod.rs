@@ -58,10 +58,26 @@ struct Loaded {
     decided: Vec<Proposal>,
     /// (path relative to .vouch/, why it could not be used)
     unreadable: Vec<(String, String)>,
+    /// With a team's queue: why it could not be read, if it could not.
+    queue_unreadable: Option<String>,
+    /// With a team's queue: its proposals that could not be used (id,
+    /// why), which no file holds.
+    queued_unreadable: Vec<(String, String)>,
 }
 
 fn rel(f: KbFile) -> String {
     f.relative()
+}
+
+/// The file of a pending proposal, as findings name it: none for one a
+/// team's queue keeps with no file in `proposed/`.
+fn pending_file(kb: &Kb, id: &str) -> Option<String> {
+    let in_tree = kb
+        .layout()
+        .file(Dir::Proposed, id)
+        .is_ok_and(|p| crate::store::nofollow::is_file(&p));
+    (in_tree || kb.shared_queue().is_none())
+        .then(|| rel(KbFile::Object(Dir::Proposed, id.to_string())))
 }
 
 fn load_dir<T: Stored>(kb: &Kb, out: &mut Vec<T>, bad: &mut Vec<(String, String)>) -> Result<()> {
@@ -88,14 +104,12 @@ fn load(kb: &Kb) -> Result<Loaded> {
     let mut sessions: Vec<Session> = Vec::new();
     load_dir(kb, &mut sessions, &mut bad)?;
     for dir in [Dir::Proposed, Dir::Decided] {
+        let queued = dir == Dir::Proposed && kb.shared_queue().is_some();
         let read = match kb.read_proposals(dir) {
             Ok(read) => read,
             // A team's queue out of reach: the rest is still checked.
-            Err(e) if dir == Dir::Proposed && kb.shared_queue().is_some() => {
-                bad.push((
-                    format!("{}/", dir.name()),
-                    format!("the pending proposals could not be read: {}", e.message),
-                ));
+            Err(e) if queued => {
+                l.queue_unreadable = Some(e.message);
                 continue;
             }
             Err(e) => return Err(e),
@@ -109,6 +123,9 @@ fn load(kb: &Kb) -> Result<Loaded> {
                 Ok(p) => {
                     l.decided_ids.insert(id);
                     l.decided.push(p);
+                }
+                Err(e) if queued && pending_file(kb, &id).is_none() => {
+                    l.queued_unreadable.push((id, e.message));
                 }
                 Err(e) => bad.push((rel(KbFile::Object(dir, id)), e.message)),
             }

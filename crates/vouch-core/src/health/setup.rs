@@ -374,7 +374,8 @@ pub(crate) fn team_findings(kb: &Kb) -> Vec<Finding> {
             key,
             None,
             format!(
-                "{}: {}; writes here are refused until it answers (reads are not)",
+                "{}: {}; writes here are refused until it answers, and the pending proposals it keeps \
+                 are not listed (reads of knowledge go on)",
                 lock.describe(),
                 e.message
             ),

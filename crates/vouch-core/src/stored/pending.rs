@@ -32,9 +32,9 @@ impl Store {
     }
 
     /// Every pending proposal's id, sorted: the queue's, and the inbox's.
-    pub(super) fn pending_ids(&self, queue: &dyn SharedQueue) -> Result<Vec<String>> {
-        let mut ids = self.inbox_ids()?;
-        ids.extend(queue.ids()?);
+    pub(super) fn pending_ids(&self) -> Result<Vec<String>> {
+        let (mut ids, queued) = self.pending_ids_apart()?;
+        ids.extend(queued);
         ids.sort();
         ids.dedup();
         Ok(ids)
@@ -53,18 +53,29 @@ impl Store {
 
     /// The ids of the files in `proposed/`.
     fn inbox_ids(&self) -> Result<Vec<String>> {
-        super::names_in(&self.layout.dir(Dir::Proposed), |name| {
-            crate::store::layout::id_from_file_name(Dir::Proposed, name)
-                .filter(|id| crate::ids::check_id("id", id).is_ok())
-        })
+        self.folder_ids(Dir::Proposed)
     }
 
-    /// Whether the queue holds a proposal (an error counts as yes: an id
-    /// is minted only where none could be taken).
+    /// Whether the queue holds a proposal; an error counts as yes (for
+    /// [`Store::exists`], which cannot say it: a check that refuses what
+    /// is pending refuses then).
     pub(super) fn queued(&self, queue: &dyn SharedQueue, id: &str) -> bool {
         queue
             .read(&[id.to_string()])
             .map_or(true, |found| !found.is_empty())
+    }
+
+    /// Whether a proposal is pending under `id`: a file in `proposed/`,
+    /// or a row of the team's queue (its error is this one's).
+    pub(crate) fn pending_exists(&self, id: &str) -> Result<bool> {
+        let file = self
+            .layout
+            .file(Dir::Proposed, id)
+            .is_ok_and(|p| crate::store::nofollow::is_file(&p));
+        match self.shared_queue.get() {
+            Some(queue) if !file => Ok(!queue.read(&[id.to_string()])?.is_empty()),
+            _ => Ok(file),
+        }
     }
 
     /// The bytes of these proposals, which the queue listed just now (id,
@@ -246,25 +257,31 @@ impl Store {
             match read {
                 Ok(Some(text)) => files.push((id, text.into_bytes())),
                 Ok(None) => {}
-                Err(e) => self.warn(format!(
-                    "{} stays in proposed/, not moved to {}: {}",
-                    path.display(),
-                    queue.describe(),
-                    e.message
-                )),
+                Err(e) => self.warn_once_for(
+                    &path,
+                    format!(
+                        "{} stays in proposed/, not moved to {}: {}",
+                        path.display(),
+                        queue.describe(),
+                        e.message
+                    ),
+                ),
             }
         }
         let differ = queue.keep(&files)?;
         for (id, _) in &files {
             let path = self.layout.file(Dir::Proposed, id)?;
             if differ.contains(id) {
-                self.warn(format!(
-                    "{} is not the pending proposal {id} kept in {}; it stays in proposed/ and \
+                self.warn_once_for(
+                    &path,
+                    format!(
+                        "{} is not the pending proposal {id} kept in {}; it stays in proposed/ and \
                      the kept one is the one listed and reviewed — remove the file if it is not \
                      wanted",
-                    path.display(),
-                    queue.describe()
-                ));
+                        path.display(),
+                        queue.describe()
+                    ),
+                );
                 continue;
             }
             // Not waited on: should a crash undo the removal, the file is
@@ -273,6 +290,23 @@ impl Store {
             atomic::remove_unsynced(self.layout.root(), &path)?;
         }
         Ok(())
+    }
+
+    /// Say `message` about the file at `path` once while the file stays
+    /// as it is: a file left in the inbox is met by every write.
+    fn warn_once_for(&self, path: &std::path::Path, message: String) {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return self.warn(message);
+        };
+        let sig = (crate::store::mtime_ns(&meta), meta.len() as i64);
+        let said = self
+            .inbox_said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_path_buf(), sig);
+        if said != Some(sig) {
+            self.warn(message);
+        }
     }
 
     /// Move every proposal the team's queue keeps back into `proposed/`,

@@ -328,6 +328,16 @@ fn only_a_proposal_under_its_own_id_moves_and_a_bad_row_trips_no_listing() {
             e.message
         );
     }
+    // `doctor` names each bad row, with no file to fix.
+    let doctor = person(&kb, "kb.doctor", json!({})).unwrap();
+    let bad_rows: Vec<&Value> = doctor["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == json!("queued-proposal-unreadable"))
+        .collect();
+    assert_eq!(bad_rows.len(), 2, "{doctor}");
+    assert!(bad_rows.iter().all(|i| i["file"].is_null()), "{doctor}");
     // Proposing and deciding go on.
     let next = propose(&kb, &src, "Tokens rotate every hour on the hour");
     person(&kb, "kb.approve", json!({"proposal_id": next})).unwrap();

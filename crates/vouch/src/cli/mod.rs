@@ -762,8 +762,8 @@ pub(crate) enum TeamCmd {
     /// database (a tree without it lists only `proposed/`). Stop the
     /// replicas first, and take the database out of your config after:
     /// one still using it moves them back with its next write. Prints how
-    /// many moved; exits 1 if one could not move (named) and stays in
-    /// the database.
+    /// many moved; exits 4 (conflict) if one could not move (named) and
+    /// stays in the database.
     Unqueue {
         #[command(flatten)]
         team: TeamDatabase,

@@ -161,8 +161,9 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
                     ));
                 }
             }
-            // Not done while the database keeps a proposal the tree lacks.
-            return Ok(if left.is_empty() { 0 } else { 1 });
+            // Not done while the database keeps a proposal the tree lacks:
+            // a conflict (a file in the way, a row that is not one).
+            return Ok(if left.is_empty() { 0 } else { 4 });
         }
         Command::Team(TeamCmd::Adopt { team }) => {
             let kb = team.open(cli)?;

@@ -428,10 +428,11 @@ fn the_database_going_away_fails_writes_clearly_and_service_resumes() {
     assert!(a.healthy());
     p.person_config(&team_config(&pg.url, p.root()));
     let doctor = p.run("x", &["--json", "doctor"]).json();
-    assert!(
-        crate::common::issue_kinds(&doctor).contains(&"team-database-unreachable".to_string()),
-        "{doctor}"
-    );
+    let kinds = crate::common::issue_kinds(&doctor);
+    for kind in ["team-database-unreachable", "team-queue-unreadable"] {
+        assert!(kinds.contains(&kind.to_string()), "{kind}: {doctor}");
+    }
+    assert!(!kinds.contains(&"unparseable-file".to_string()), "{doctor}");
     pg.restart();
     // No restart of the replica: the next write connects again.
     let id = propose(&a, "The exporter runs every night at three");

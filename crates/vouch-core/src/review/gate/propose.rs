@@ -560,7 +560,7 @@ pub(super) fn new_proposal_id_except(
             now.0.format("%Y%m%d-%H%M%S"),
             crate::clock::random_hex(kb.clock(), 8)
         );
-        if !taken.contains(&id) && !kb.exists(Dir::Proposed, &id) && !kb.exists(Dir::Decided, &id) {
+        if !taken.contains(&id) && !kb.pending_exists(&id)? && !kb.exists(Dir::Decided, &id) {
             return Ok(id);
         }
     }

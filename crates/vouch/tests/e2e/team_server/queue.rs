@@ -141,7 +141,7 @@ fn unqueue_gives_a_tree_without_the_database_its_pending_proposals() {
         .expect("vouch team unqueue");
     assert_eq!(
         out.status.code(),
-        Some(1),
+        Some(4),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
