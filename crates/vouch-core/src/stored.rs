@@ -138,9 +138,10 @@ pub struct Store {
     /// The bytes of each queued proposal read so far, by id (a pending
     /// proposal never changes), for those the queue listed last.
     queued_bytes: Mutex<std::collections::HashMap<String, Arc<[u8]>>>,
-    /// Files left in the inbox, with the signature each was said at: said
-    /// again only once changed.
-    inbox_said: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
+    /// What was said about files left in the inbox and unreadable queued
+    /// proposals, with the state each was said in: said again only once
+    /// changed.
+    said_once: Mutex<std::collections::HashMap<PathBuf, (i64, i64)>>,
 }
 
 thread_local! {
@@ -265,7 +266,7 @@ impl Store {
             shared_vectors: std::sync::OnceLock::new(),
             shared_queue: std::sync::OnceLock::new(),
             queued_bytes: Mutex::default(),
-            inbox_said: Mutex::default(),
+            said_once: Mutex::default(),
         };
         // A config this vouch cannot fully use still opens: say what was
         // used instead.
@@ -659,14 +660,14 @@ impl Store {
     /// Is there a regular file (not a link) for this id — or, for a
     /// pending proposal, one in the queue?
     pub fn exists(&self, dir: Dir, id: &str) -> bool {
-        let file = self
-            .layout
-            .file(dir, id)
-            .is_ok_and(|p| crate::store::nofollow::is_file(&p));
-        match self.shared_queue.get() {
-            Some(queue) if !file && dir == Dir::Proposed => self.queued(queue.as_ref(), id),
-            _ => file,
+        if dir == Dir::Proposed && self.shared_queue.get().is_some() {
+            // The queue's error counts as yes: a check that refuses what
+            // is pending refuses then.
+            return self.pending_exists(id).unwrap_or(true);
         }
+        self.layout
+            .file(dir, id)
+            .is_ok_and(|p| crate::store::nofollow::is_file(&p))
     }
 
     /// Read a file beneath `.vouch/` without following any link

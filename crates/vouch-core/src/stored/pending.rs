@@ -56,15 +56,6 @@ impl Store {
         self.folder_ids(Dir::Proposed)
     }
 
-    /// Whether the queue holds a proposal; an error counts as yes (for
-    /// [`Store::exists`], which cannot say it: a check that refuses what
-    /// is pending refuses then).
-    pub(super) fn queued(&self, queue: &dyn SharedQueue, id: &str) -> bool {
-        queue
-            .read(&[id.to_string()])
-            .map_or(true, |found| !found.is_empty())
-    }
-
     /// Whether a proposal is pending under `id`: a file in `proposed/`,
     /// or a row of the team's queue (its error is this one's).
     pub(crate) fn pending_exists(&self, id: &str) -> Result<bool> {
@@ -197,20 +188,16 @@ impl Store {
     /// warning.
     pub fn load_proposals(&self, dir: Dir) -> Result<Vec<Proposal>> {
         if dir == Dir::Proposed && self.shared_queue.get().is_some() {
-            // A queued proposal never changes: one that does not parse is
-            // warned about once per process.
             let mut out = Vec::new();
             for (id, read) in self.read_proposals(dir)? {
                 match read {
                     Ok(p) => out.push(p),
-                    Err(e) => {
-                        let key = PathBuf::from(format!("pending proposal {id}"));
-                        let mut bad = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-                        if bad.insert(key, (-1, -1)).is_none() {
-                            drop(bad);
-                            self.warn(format!("skipped unreadable proposal: {e}"));
-                        }
-                    }
+                    // A queued proposal never changes: said once.
+                    Err(e) => self.warn_once(
+                        PathBuf::from(format!("pending proposal {id}")),
+                        (-1, -1),
+                        format!("skipped unreadable proposal: {e}"),
+                    ),
                 }
             }
             return Ok(out);
@@ -299,11 +286,17 @@ impl Store {
             return self.warn(message);
         };
         let sig = (crate::store::mtime_ns(&meta), meta.len() as i64);
+        self.warn_once(path.to_path_buf(), sig, message);
+    }
+
+    /// Say `message` about `what` unless it was said of `what` in the
+    /// state `sig` already.
+    fn warn_once(&self, what: PathBuf, sig: (i64, i64), message: String) {
         let said = self
-            .inbox_said
+            .said_once
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_path_buf(), sig);
+            .insert(what, sig);
         if said != Some(sig) {
             self.warn(message);
         }

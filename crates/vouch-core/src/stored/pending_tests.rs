@@ -31,6 +31,10 @@ impl MemoryQueue {
     fn ids_kept(&self) -> Vec<String> {
         self.rows.lock().unwrap().keys().cloned().collect()
     }
+    /// The bytes kept for `id`, which must be kept.
+    fn kept(&self, id: &str) -> Vec<u8> {
+        self.rows.lock().unwrap()[id].clone()
+    }
 }
 
 impl SharedQueue for MemoryQueue {
@@ -148,12 +152,7 @@ fn a_proposal_is_kept_in_the_queue_listed_from_it_and_forgotten_when_decided() {
     both.sort();
     assert_eq!(queue.ids_kept(), both);
     // What is kept is the gate's file, byte for byte.
-    let kept = queue
-        .read(std::slice::from_ref(&a))
-        .unwrap()
-        .pop()
-        .unwrap()
-        .1;
+    let kept = queue.kept(&a);
     let text = String::from_utf8(kept).unwrap();
     assert!(
         text.contains("Deploys run from the release branch"),
@@ -251,12 +250,7 @@ fn a_queue_that_fails_loses_no_proposal() {
 fn an_inbox_file_unlike_the_kept_proposal_stays_and_the_kept_one_is_read() {
     let (_dir, kb, queue, src) = with_queue("Logs are kept 30 days.");
     let id = propose(&kb, &src, "Logs are kept 30 days");
-    let kept = queue
-        .read(std::slice::from_ref(&id))
-        .unwrap()
-        .pop()
-        .unwrap()
-        .1;
+    let kept = queue.kept(&id);
     let planted = String::from_utf8(kept.clone())
         .unwrap()
         .replace("Logs are kept 30 days", "Logs are kept forever");
@@ -270,7 +264,7 @@ fn an_inbox_file_unlike_the_kept_proposal_stays_and_the_kept_one_is_read() {
             .any(|w| w.contains("is not the pending proposal")),
         "and named"
     );
-    assert_eq!(queue.read(std::slice::from_ref(&id)).unwrap()[0].1, kept);
+    assert_eq!(queue.kept(&id), kept);
     let read = agent(&kb, "kb.read_proposal", json!({"id": id})).unwrap();
     assert_eq!(
         read["payload"]["text"],
@@ -284,15 +278,7 @@ fn an_inbox_file_unlike_the_kept_proposal_stays_and_the_kept_one_is_read() {
 fn only_a_proposal_under_its_own_id_moves_and_a_bad_row_trips_no_listing() {
     let (_dir, kb, queue, src) = with_queue("Tokens rotate hourly.");
     let good = propose(&kb, &src, "Tokens rotate hourly");
-    let text = String::from_utf8(
-        queue
-            .read(std::slice::from_ref(&good))
-            .unwrap()
-            .pop()
-            .unwrap()
-            .1,
-    )
-    .unwrap();
+    let text = String::from_utf8(queue.kept(&good)).unwrap();
     // Dropped in the inbox by hand: not YAML, and a proposal naming
     // another id inside.
     let garbage = "20261129-000000-0000000a";
@@ -348,12 +334,7 @@ fn only_a_proposal_under_its_own_id_moves_and_a_bad_row_trips_no_listing() {
 fn a_decided_proposals_file_back_in_the_inbox_is_removed_not_queued() {
     let (_dir, kb, queue, src) = with_queue("Queues drain in order.");
     let id = propose(&kb, &src, "Queues drain in order");
-    let kept = queue
-        .read(std::slice::from_ref(&id))
-        .unwrap()
-        .pop()
-        .unwrap()
-        .1;
+    let kept = queue.kept(&id);
     person(&kb, "kb.approve", json!({"proposal_id": id})).unwrap();
     // The file's removal undone by a crash: it is back in the inbox.
     let file = kb.layout().file(Dir::Proposed, &id).unwrap();
@@ -377,8 +358,7 @@ fn a_file_unlike_its_kept_proposal_hides_no_object_id_from_the_next_proposal() {
         first["proposal_id"].as_str().unwrap().to_string(),
         first["claim_id"].as_str().unwrap().to_string(),
     );
-    let kept =
-        String::from_utf8(queue.read(std::slice::from_ref(&id)).unwrap()[0].1.clone()).unwrap();
+    let kept = String::from_utf8(queue.kept(&id)).unwrap();
     let planted = kept.replace(&object, "another-object");
     assert_ne!(planted, kept);
     std::fs::write(kb.layout().file(Dir::Proposed, &id).unwrap(), planted).unwrap();
@@ -406,9 +386,7 @@ fn unqueue_moves_what_it_can_and_names_what_it_leaves() {
         .unwrap()
         .insert(decided.clone(), decided_row);
     // A row that is another proposal, and a file in the way of one.
-    let moved_row = queue.read(std::slice::from_ref(&moved)).unwrap()[0]
-        .1
-        .clone();
+    let moved_row = queue.kept(&moved);
     let wrong = "20261129-000000-0000000e".to_string();
     queue.rows.lock().unwrap().insert(wrong.clone(), moved_row);
     let in_the_way = kb.layout().file(Dir::Proposed, &differs).unwrap();
