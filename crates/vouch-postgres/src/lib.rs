@@ -41,7 +41,7 @@ pub use vectors::TeamVectors;
 use postgres::config::Host;
 use postgres::{Client, NoTls};
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use vouch_core::{Error, ErrorKind};
 
@@ -215,19 +215,41 @@ impl Database {
     }
 }
 
-/// Connections to the database, made when first needed, each call on
-/// one of its own: a review page listing the queue never makes a writer,
-/// who holds the write lock, wait for a connection. At most
-/// [`IDLE_KEPT`] are kept between calls.
-pub(crate) struct Conns {
+/// Connections to the database for one use (the queue, the sessions, the
+/// vectors, the write lock), made when first needed, each call on one of
+/// its own: a review page listing the queue never makes a writer, who
+/// holds the write lock, wait for a connection. At most [`OPEN_AT_MOST`]
+/// are open at once, [`IDLE_KEPT`] of them kept between calls.
+#[derive(Clone)]
+pub(crate) struct Conns(Arc<Pool>);
+
+/// What the clones of one [`Conns`] share.
+struct Pool {
     db: Arc<Database>,
+    /// What each new connection runs first (the lock's wait), if anything.
+    setup: Option<String>,
     /// Connections kept for the next call, each with when it was last used.
     idle: Mutex<Vec<(Client, Instant)>>,
+    /// How many calls hold a connection (or are making one) now; a call
+    /// that finds [`OPEN_AT_MOST`] waits on `freed` for one to end.
+    out: Mutex<usize>,
+    freed: Condvar,
 }
 
-/// Connections kept between calls, per use (the queue, the sessions, the
-/// vectors): more at once are made, and closed after.
+/// Connections kept between calls, per use: more at once are made, and
+/// closed after.
 const IDLE_KEPT: usize = 4;
+
+/// Connections one use opens at once, at most. A replica's HTTP server
+/// runs up to 256 requests at once: without a cap a burst listing the
+/// queue would open as many connections, past PostgreSQL's default
+/// `max_connections` of 100, and every replica's next request would be
+/// refused. Past the cap a call waits its turn.
+const OPEN_AT_MOST: usize = 8;
+
+/// How long a call waits for its turn at a connection before it fails
+/// (the database is that slow, or that busy).
+const TURN_WAIT: Duration = Duration::from_secs(10);
 
 /// A kept connection idle this long is asked whether it still works (one
 /// round trip) before it is used: the database may have restarted
@@ -236,30 +258,112 @@ const IDLE_KEPT: usize = 4;
 /// (a listing and the reads that follow it) ask once.
 const CHECK_AFTER_IDLE: Duration = Duration::from_millis(100);
 
+/// A connection one call holds, given back when dropped: kept for the
+/// next call if its last use `worked`, and the turn handed on either way.
+pub(crate) struct Leased {
+    conns: Conns,
+    client: Option<Client>,
+    /// Whether the connection is fit to keep (what was done on it worked);
+    /// false until its user says so.
+    pub(crate) worked: bool,
+}
+
+impl std::ops::Deref for Leased {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.client
+            .as_ref()
+            .expect("a leased connection until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Leased {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client
+            .as_mut()
+            .expect("a leased connection until dropped")
+    }
+}
+
+impl Drop for Leased {
+    fn drop(&mut self) {
+        let pool = &self.conns.0;
+        if let Some(c) = self.client.take()
+            && self.worked
+            && !c.is_closed()
+        {
+            let mut idle = pool.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_KEPT {
+                idle.push((c, Instant::now()));
+            }
+        }
+        let mut out = pool.out.lock().unwrap_or_else(|e| e.into_inner());
+        *out = out.saturating_sub(1);
+        pool.freed.notify_one();
+    }
+}
+
 impl Conns {
     pub(crate) fn new(db: Arc<Database>) -> Conns {
-        Conns {
+        Conns::with_setup(db, None)
+    }
+
+    /// Connections that each run `setup` when made.
+    pub(crate) fn with_setup(db: Arc<Database>, setup: Option<String>) -> Conns {
+        Conns(Arc::new(Pool {
             db,
+            setup,
             idle: Mutex::new(Vec::new()),
-        }
+            out: Mutex::new(0),
+            freed: Condvar::new(),
+        }))
     }
 
     /// The database, as messages name it.
     pub(crate) fn shown(&self) -> &str {
-        self.db.shown()
+        self.0.db.shown()
     }
 
-    /// Run `f` on a connection: a kept one that still works (asked when it
-    /// sat idle), else a new one; a failure drops it. `f` runs once:
-    /// nothing is retried, since a statement whose answer was lost may
-    /// have been done.
-    pub(crate) fn with<T>(
-        &self,
-        doing: &str,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
-    ) -> Result<T, Error> {
+    /// A connection for `doing`, once this use has fewer than
+    /// [`OPEN_AT_MOST`] out: a kept one that still works (asked when it
+    /// sat idle), else a new one.
+    pub(crate) fn lease(&self, doing: &str) -> Result<Leased, Error> {
+        let pool = &self.0;
+        {
+            let deadline = Instant::now() + TURN_WAIT;
+            let mut out = pool.out.lock().unwrap_or_else(|e| e.into_inner());
+            while *out >= OPEN_AT_MOST {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Error::new(
+                        ErrorKind::Busy,
+                        format!(
+                            "the team database {}: {doing} waited {} s for one of this \
+                             replica's {OPEN_AT_MOST} connections, all busy; nothing was \
+                             written, and the next request tries again",
+                            pool.db.shown(),
+                            TURN_WAIT.as_secs()
+                        ),
+                    ));
+                }
+                out = pool
+                    .freed
+                    .wait_timeout(out, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            *out += 1;
+        }
+        // From here the turn is handed on when `leased` drops, on every
+        // path. Not kept unless its user says it worked: a connection
+        // given up on mid-way may still hold the write lock.
+        let mut leased = Leased {
+            conns: self.clone(),
+            client: None,
+            worked: false,
+        };
         let kept = loop {
-            let popped = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let popped = pool.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             let Some((mut c, used)) = popped else {
                 break None;
             };
@@ -269,16 +373,32 @@ impl Conns {
                 break Some(c);
             }
         };
-        let mut c = match kept {
+        leased.client = Some(match kept {
             Some(c) => c,
-            None => self.db.connect()?,
-        };
-        let done = f(&mut c).map_err(|e| self.db.failed(doing, &e))?;
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < IDLE_KEPT {
-            idle.push((c, Instant::now()));
-        }
-        Ok(done)
+            None => {
+                let mut c = pool.db.connect()?;
+                if let Some(setup) = &pool.setup {
+                    c.batch_execute(setup)
+                        .map_err(|e| pool.db.failed("preparing a connection", &e))?;
+                }
+                c
+            }
+        });
+        Ok(leased)
+    }
+
+    /// Run `f` on a connection of [`Conns::lease`]'s; a failure drops it.
+    /// `f` runs once: nothing is retried, since a statement whose answer
+    /// was lost may have been done.
+    pub(crate) fn with<T>(
+        &self,
+        doing: &str,
+        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut c = self.lease(doing)?;
+        let done = f(&mut c);
+        c.worked = done.is_ok();
+        done.map_err(|e| self.0.db.failed(doing, &e))
     }
 }
 

@@ -2,7 +2,7 @@
 //! a connection of its own for as long as a write runs. A replica that
 //! dies loses its connection, and PostgreSQL releases the lock with it.
 
-use crate::Database;
+use crate::{Conns, Database, Leased};
 use postgres::Client;
 use std::sync::{Arc, Condvar, Mutex};
 use vouch_core::Error;
@@ -19,14 +19,12 @@ const HEAD_CHANNEL: &str = "vouch_head";
 /// with a clear error rather than hanging.
 const LOCK_WAIT: &str = "30s";
 
-/// Connections kept for the next write; more are closed when given back.
-const IDLE_KEPT: usize = 2;
-
 /// The write lock of a knowledge base whose writers share `db`.
 pub struct TeamLock {
     db: Arc<Database>,
-    /// Connections not holding the lock now, kept for the next write.
-    idle: Arc<Mutex<Vec<Client>>>,
+    /// Connections for holding the lock and asking after it, each made
+    /// with the lock's wait set.
+    conns: Conns,
     /// This process's turn: one of its threads at a time waits for (and
     /// holds) the database's lock, on one connection — not one connection
     /// per waiting thread, which a burst would multiply past the server's
@@ -66,37 +64,14 @@ impl TeamLock {
     /// records (for people reading the table).
     pub fn new(db: Arc<Database>, writer: &str) -> TeamLock {
         TeamLock {
+            conns: Conns::with_setup(
+                db.clone(),
+                Some(format!("SET lock_timeout = '{LOCK_WAIT}'")),
+            ),
             db,
-            idle: Arc::default(),
             turn: Arc::new((Mutex::new(false), Condvar::new())),
             writer: writer.to_string(),
             holder: Arc::default(),
-        }
-    }
-
-    /// A connection for one hold: an idle one still open, or a new one.
-    fn connection(&self) -> Result<Client, Error> {
-        loop {
-            let kept = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            let Some(mut c) = kept else { break };
-            // A kept connection may have died with a database restart
-            // since: one round trip says, rather than the write failing.
-            if !c.is_closed() && c.is_valid(std::time::Duration::from_secs(2)).is_ok() {
-                return Ok(c);
-            }
-        }
-        let mut c = self.db.connect()?;
-        c.batch_execute(&format!("SET lock_timeout = '{LOCK_WAIT}'"))
-            .map_err(|e| self.db.failed("setting the lock's wait", &e))?;
-        Ok(c)
-    }
-
-    /// Give a connection back for the next write, if it `worked` and
-    /// fewer than [`IDLE_KEPT`] are kept.
-    fn keep(&self, c: Client, worked: bool) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if worked && idle.len() < IDLE_KEPT {
-            idle.push(c);
         }
     }
 
@@ -189,7 +164,7 @@ impl SharedLock for TeamLock {
         };
         // Asked on another connection: the holder's own is busy with
         // nothing, but it is the one that may be gone.
-        let mut c = self.connection()?;
+        let mut c = self.conns.lease("checking the write lock is still held")?;
         let held = c
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
@@ -199,14 +174,14 @@ impl SharedLock for TeamLock {
             )
             .map(|r| r.get::<_, bool>(0))
             .map_err(|e| self.db.failed("checking the write lock is still held", &e));
-        self.keep(c, held.is_ok());
+        c.worked = held.is_ok();
         held
     }
 
     fn peek_head(&self) -> vouch_core::Result<Option<ChainHead>> {
-        let mut c = self.connection()?;
+        let mut c = self.conns.lease("reading the audit chain's head")?;
         let head = self.read_head(&mut c);
-        self.keep(c, head.is_ok());
+        c.worked = head.is_ok();
         head
     }
 }
@@ -215,7 +190,7 @@ impl TeamLock {
     /// Block until this process holds the lock.
     fn take(&self) -> vouch_core::Result<Hold> {
         let turn = Turn::wait(&self.turn);
-        let mut c = self.connection()?;
+        let mut c = self.conns.lease("taking the write lock")?;
         c.execute("SELECT pg_advisory_lock($1)", &[&WRITE_LOCK_KEY])
             .map_err(|e| match e.code() {
                 Some(code) if *code == postgres::error::SqlState::LOCK_NOT_AVAILABLE => Error::new(
@@ -245,7 +220,6 @@ impl TeamLock {
             client: Some(c),
             head,
             writer: self.writer.clone(),
-            idle: Arc::clone(&self.idle),
             db: Arc::clone(&self.db),
             holder: Arc::clone(&self.holder),
             _turn: turn,
@@ -265,10 +239,9 @@ impl TeamLock {
 
 /// A held write lock: its connection, and the head found when taken.
 struct Hold {
-    client: Option<Client>,
+    client: Option<Leased>,
     head: Option<ChainHead>,
     writer: String,
-    idle: Arc<Mutex<Vec<Client>>>,
     db: Arc<Database>,
     holder: Arc<Mutex<Option<i32>>>,
     // Dropped after `client` is given back (fields drop after `drop`).
@@ -318,12 +291,8 @@ impl Drop for Hold {
         // A connection that cannot unlock, or did not hold the lock any
         // more (it was lost and this is another session), is dropped: the
         // lock, if any, goes with it. At most a few are kept.
-        let unlocked = c
+        c.worked = c
             .query_one("SELECT pg_advisory_unlock($1)", &[&WRITE_LOCK_KEY])
             .is_ok_and(|row| row.get::<_, bool>(0));
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if unlocked && idle.len() < IDLE_KEPT {
-            idle.push(c);
-        }
     }
 }

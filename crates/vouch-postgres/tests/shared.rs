@@ -380,3 +380,54 @@ fn a_kept_connection_is_made_anew_after_the_database_restarted() {
     pg.run("start");
     assert_eq!(queue.ids().expect("after a restart"), Vec::<String>::new());
 }
+
+#[test]
+fn a_burst_of_calls_opens_at_most_eight_connections_and_every_call_is_answered() {
+    use vouch_core::store::queue::SharedQueue;
+    let pg = Cluster::start();
+    let queue = Arc::new(vouch_postgres::TeamQueue::new(Arc::new(
+        Database::new(&pg.url).expect("url"),
+    )));
+    // What the database sees: its connections named `vouch` (the
+    // watcher's own is named otherwise).
+    let mut watcher = <postgres::Config as std::str::FromStr>::from_str(&pg.url)
+        .expect("url")
+        .application_name("watcher")
+        .connect(postgres::NoTls)
+        .expect("watcher");
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let callers: Vec<_> = (0..40)
+        .map(|_| {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                (0..25)
+                    .map(|_| queue.ids().is_ok())
+                    .filter(|ok| *ok)
+                    .count()
+            })
+        })
+        .collect();
+    let watching = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut most = 0i64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let open: i64 = watcher
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'vouch'",
+                        &[],
+                    )
+                    .expect("count")
+                    .get(0);
+                most = most.max(open);
+            }
+            most
+        })
+    };
+    let answered: usize = callers.into_iter().map(|c| c.join().expect("caller")).sum();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = watching.join().expect("watcher");
+    assert_eq!(answered, 40 * 25, "every call answered");
+    assert!(most >= 2, "the calls overlapped ({most} open at most)");
+    assert!(most <= 8, "{most} connections open at once");
+}
