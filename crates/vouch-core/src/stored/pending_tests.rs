@@ -414,3 +414,37 @@ fn unqueue_moves_what_it_can_and_names_what_it_leaves() {
         "{said}"
     );
 }
+
+#[test]
+fn a_bundle_deciding_a_queued_proposal_is_refused_and_so_is_one_the_queue_cannot_check() {
+    // One knowledge base approves a proposal; its bundle carries the
+    // decision.
+    let (one_dir, one) = crate::testing::test_kb();
+    let src = crate::testing::test_source(&one, "Releases are tagged on Fridays.");
+    let id = propose(&one, &src, "Releases are tagged on Fridays");
+    let proposal = std::fs::read(one.layout().file(Dir::Proposed, &id).unwrap()).unwrap();
+    person(&one, "kb.approve", json!({"proposal_id": id})).unwrap();
+    let bundle = one_dir.path().join("one.tar.gz");
+    person(&one, "kb.export", json!({"out": bundle})).unwrap();
+    // Another keeps the same proposal pending in its queue.
+    let (_dir, two, queue, _src) = with_queue("Releases are tagged on Fridays.");
+    queue.keep(&[(id.clone(), proposal)]).unwrap();
+    let check = person(&two, "kb.import_check", json!({"path": bundle})).unwrap();
+    let said = check.to_string();
+    assert!(
+        said.contains(&format!("proposal {id} is pending review in this KB")),
+        "{check:#}"
+    );
+    assert_eq!(check["ok"], json!(false), "{check:#}");
+    // The queue out of reach: refused, saying why, not "pending".
+    queue.down.store(true, Ordering::SeqCst);
+    let check = person(&two, "kb.import_check", json!({"path": bundle})).unwrap();
+    let said = check.to_string();
+    assert!(
+        said.contains(&format!(
+            "whether proposal {id} is pending review in this KB cannot be checked (the test's queue is down)"
+        )),
+        "{check:#}"
+    );
+    assert_eq!(check["ok"], json!(false), "{check:#}");
+}

@@ -173,14 +173,22 @@ pub(crate) fn member_problems(
             }
         }
         Parsed::Decided(p) => {
-            if let Some(kb) = refs.kb
-                && kb.exists(Dir::Proposed, &p.id)
-            {
-                out.push(format!(
-                    "proposal {} is pending review in this KB; importing its decision would \
-                     decide it without review",
-                    p.id
-                ));
+            if let Some(kb) = refs.kb {
+                // A queue that cannot be read refuses too: a decision is
+                // let in only when it is known to decide nothing pending.
+                match kb.pending_exists(&p.id) {
+                    Ok(false) => {}
+                    Ok(true) => out.push(format!(
+                        "proposal {} is pending review in this KB; importing its decision \
+                         would decide it without review",
+                        p.id
+                    )),
+                    Err(e) => out.push(format!(
+                        "whether proposal {} is pending review in this KB cannot be checked \
+                         ({}); importing its decision could decide it without review",
+                        p.id, e.message
+                    )),
+                }
             }
         }
         _ => {}
