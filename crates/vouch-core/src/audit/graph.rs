@@ -121,51 +121,164 @@ impl Graph {
     }
 }
 
-/// The fields a scan for heads needs, read without parsing the rest.
+/// The fields a scan for heads needs, read without parsing the rest (and
+/// without copying a string that has no escapes).
 #[derive(serde::Deserialize)]
-struct Link {
-    #[serde(default)]
-    hash: String,
-    #[serde(default)]
-    prev_hash: String,
-    #[serde(default)]
-    event: String,
-    #[serde(default)]
-    data: Option<LinkData>,
+struct Link<'a> {
+    #[serde(default, borrow)]
+    hash: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    prev_hash: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    event: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    data: Option<LinkData<'a>>,
 }
 
 #[derive(serde::Deserialize, Default)]
-struct LinkData {
-    #[serde(default)]
-    parents: Vec<String>,
+struct LinkData<'a> {
+    #[serde(default, borrow)]
+    parents: Vec<std::borrow::Cow<'a, str>>,
+}
+
+/// An event's hash as [`Unjoined`] keeps it: the 32 bytes that the 64
+/// lowercase hex digits of every hash vouch writes stand for; any other
+/// text (a hand-edited or foreign line) by its sha256, the text kept
+/// beside. A million-event log's hashes kept as strings, in three sets,
+/// were 2 GB besides the log itself.
+type HashKey = [u8; 32];
+
+/// What a scan for heads knows of one hash.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Its event's place among the log's events, duplicates left out;
+    /// [`NOT_SEEN`]: only named by another event so far.
+    at: u64,
+    /// Whether some event names it as its parent or joins it.
+    named: bool,
+}
+
+const NOT_SEEN: u64 = u64::MAX;
+
+/// The heads of a log that the next event must join — every event no
+/// event names, but the last — taken in a piece of the log at a time
+/// ([`Unjoined::lines`]), never the whole log at once. Lines that do not
+/// parse are skipped (verification reports them); an event twice is
+/// counted once.
+#[derive(Default)]
+pub struct Unjoined {
+    slots: HashMap<HashKey, Slot>,
+    /// The text of each hash that is not 64 lowercase hex digits.
+    texts: HashMap<HashKey, String>,
+    events: u64,
+}
+
+impl Unjoined {
+    fn key(&mut self, hash: &str) -> HashKey {
+        if let Some(key) = lower_hex_32(hash) {
+            return key;
+        }
+        use sha2::Digest;
+        let key: HashKey = sha2::Sha256::new()
+            .chain_update(b"vouch audit hash text\0")
+            .chain_update(hash.as_bytes())
+            .finalize()
+            .into();
+        self.texts.entry(key).or_insert_with(|| hash.to_string());
+        key
+    }
+
+    fn name(&mut self, hash: &str) {
+        if hash.is_empty() {
+            return;
+        }
+        let key = self.key(hash);
+        self.slots
+            .entry(key)
+            .or_insert(Slot {
+                at: NOT_SEEN,
+                named: false,
+            })
+            .named = true;
+    }
+
+    /// Take in the log's next lines (whole lines, in the log's order).
+    pub fn lines(&mut self, bytes: &[u8]) {
+        for line in bytes.split(|b| *b == b'\n') {
+            let Ok(link) = serde_json::from_slice::<Link>(line) else {
+                continue;
+            };
+            if link.hash.is_empty() {
+                continue;
+            }
+            let key = self.key(&link.hash);
+            let slot = self.slots.entry(key).or_insert(Slot {
+                at: NOT_SEEN,
+                named: false,
+            });
+            if slot.at != NOT_SEEN {
+                continue;
+            }
+            slot.at = self.events;
+            self.events += 1;
+            self.name(&link.prev_hash);
+            if link.event == MERGE_EVENT {
+                for parent in link.data.unwrap_or_default().parents {
+                    self.name(&parent);
+                }
+            }
+        }
+    }
+
+    /// The heads, in the log's order.
+    pub fn heads(self) -> Vec<String> {
+        let Some(last) = self.events.checked_sub(1) else {
+            return Vec::new();
+        };
+        let mut heads: Vec<(u64, &HashKey)> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| s.at != NOT_SEEN && s.at != last && !s.named)
+            .map(|(key, s)| (s.at, key))
+            .collect();
+        heads.sort_unstable();
+        heads
+            .into_iter()
+            .map(|(_, key)| {
+                self.texts
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| crate::ids::hex(key))
+            })
+            .collect()
+    }
+}
+
+/// The 32 bytes `text` spells as exactly 64 lowercase hex digits (so the
+/// bytes spell it back the same).
+fn lower_hex_32(text: &str) -> Option<HashKey> {
+    let digits = text.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let value = |d: u8| match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    };
+    let mut key = [0u8; 32];
+    for (byte, pair) in key.iter_mut().zip(digits.chunks_exact(2)) {
+        *byte = value(pair[0])? << 4 | value(pair[1])?;
+    }
+    Some(key)
 }
 
 /// The heads of a log (its bytes) that the next event must join: every
-/// event no later one names, but the last. Lines that do not parse are
-/// skipped (verification reports them).
+/// event no later one names, but the last ([`Unjoined`]).
 pub fn unjoined(bytes: &[u8]) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut named: HashSet<String> = HashSet::new();
-    for line in bytes.split(|b| *b == b'\n') {
-        let Ok(link) = serde_json::from_slice::<Link>(line) else {
-            continue;
-        };
-        if link.hash.is_empty() || !seen.insert(link.hash.clone()) {
-            continue;
-        }
-        named.insert(link.prev_hash);
-        if link.event == MERGE_EVENT {
-            named.extend(link.data.unwrap_or_default().parents);
-        }
-        order.push(link.hash);
-    }
-    let last = order.pop();
-    order.retain(|h| !named.contains(h));
-    if last.is_none() {
-        return Vec::new();
-    }
-    order
+    let mut scan = Unjoined::default();
+    scan.lines(bytes);
+    scan.heads()
 }
 
 /// A log that a person merged by hand, put back in order: conflict marker
@@ -254,4 +367,140 @@ fn is_conflict_marker(line: &[u8]) -> bool {
     [&b"<<<<<<<"[..], b"=======", b">>>>>>>", b"|||||||"]
         .iter()
         .any(|m| line.starts_with(m) && (line.len() == 7 || line[7] == b' '))
+}
+
+#[cfg(test)]
+mod unjoined_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The scan as it was, holding every hash as a string: what the
+    /// compact one must answer the same as.
+    fn reference(bytes: &[u8]) -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut named: HashSet<String> = HashSet::new();
+        for line in bytes.split(|b| *b == b'\n') {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let hash = text("hash");
+            if hash.is_empty() || !seen.insert(hash.clone()) {
+                continue;
+            }
+            named.insert(text("prev_hash"));
+            if text("event") == MERGE_EVENT {
+                named.extend(joined(&v).into_iter().map(str::to_string));
+            }
+            order.push(hash);
+        }
+        if order.pop().is_none() {
+            return Vec::new();
+        }
+        order.retain(|h| !named.contains(h));
+        order
+    }
+
+    fn line(hash: &str, prev: &str, event: &str, parents: &[&str]) -> String {
+        let mut v = json!({"hash": hash, "prev_hash": prev, "event": event, "actor": "a"});
+        if !parents.is_empty() {
+            v["data"] = json!({"parents": parents});
+        }
+        format!("{v}\n")
+    }
+
+    fn hex_hash(n: u64) -> String {
+        crate::ids::sha256_hex(&n.to_le_bytes())
+    }
+
+    /// Fed a piece at a time, at every line boundary.
+    fn in_pieces(bytes: &[u8], every: usize) -> Vec<String> {
+        let mut scan = Unjoined::default();
+        let mut lines = bytes.split_inclusive(|b| *b == b'\n').peekable();
+        while lines.peek().is_some() {
+            let piece: Vec<u8> = lines.by_ref().take(every).flatten().copied().collect();
+            scan.lines(&piece);
+        }
+        scan.heads()
+    }
+
+    #[test]
+    fn a_merged_log_has_the_other_branchs_head_and_a_joined_one_none() {
+        let (base, a1, a2, b1) = (hex_hash(0), hex_hash(1), hex_hash(2), hex_hash(3));
+        let mut log = String::new();
+        log += &line(&base, GENESIS_HASH, "kb.init", &[]);
+        log += &line(&a1, &base, "proposal.create", &[]);
+        log += &line(&a2, &a1, "proposal.approve", &[]);
+        log += &line(&b1, &base, "proposal.create", &[]);
+        assert_eq!(unjoined(log.as_bytes()), vec![a2.clone()]);
+        // The same lines again (a union merge of both sides): nothing new.
+        let twice = format!("{log}{}", line(&a1, &base, "proposal.create", &[]));
+        assert_eq!(unjoined(twice.as_bytes()), vec![a2.clone()]);
+        log += &line(&hex_hash(4), &b1, MERGE_EVENT, &[&a2]);
+        assert_eq!(unjoined(log.as_bytes()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn hashes_that_are_not_lowercase_hex_come_back_as_written() {
+        let upper = hex_hash(7).to_uppercase();
+        let mut log = String::new();
+        log += &line("genesis-ish", GENESIS_HASH, "kb.init", &[]);
+        log += &line(&upper, "genesis-ish", "x", &[]);
+        log += &line("a \"quoted\" one", "genesis-ish", "x", &[]);
+        log += "not json\n\n{\"hash\": \"\"}\n";
+        log += &line(&hex_hash(8), "genesis-ish", "x", &[]);
+        assert_eq!(
+            unjoined(log.as_bytes()),
+            vec![upper, "a \"quoted\" one".to_string()]
+        );
+    }
+
+    /// Random logs of branches, merges, duplicates, forward references,
+    /// odd hashes and broken lines: the compact scan, whole or in
+    /// pieces, answers as the one that held every hash as a string.
+    #[test]
+    fn random_logs_answer_as_the_string_scan_did() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % n
+        };
+        let pool: Vec<String> = (0..40)
+            .map(|i| match i % 8 {
+                0 => format!("odd-{i}"),
+                1 => hex_hash(i).to_uppercase(),
+                _ => hex_hash(i),
+            })
+            .collect();
+        for _ in 0..300 {
+            let mut log = String::new();
+            for _ in 0..next(30) {
+                let hash = &pool[next(40) as usize];
+                let prev = &pool[next(40) as usize];
+                match next(12) {
+                    0 => log += "{\"truncated\": \n",
+                    1 => log += &line(hash, "", "x", &[]),
+                    2 | 3 => {
+                        let parents = [
+                            pool[next(40) as usize].as_str(),
+                            pool[next(40) as usize].as_str(),
+                        ];
+                        log += &line(hash, prev, MERGE_EVENT, &parents);
+                    }
+                    4 => log += &line(hash, prev, "x", &[pool[next(40) as usize].as_str()]),
+                    _ => log += &line(hash, prev, "proposal.create", &[]),
+                }
+            }
+            let want = reference(log.as_bytes());
+            assert_eq!(unjoined(log.as_bytes()), want, "{log}");
+            assert_eq!(
+                in_pieces(log.as_bytes(), 1 + next(4) as usize),
+                want,
+                "{log}"
+            );
+        }
+    }
 }

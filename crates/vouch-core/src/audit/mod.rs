@@ -30,6 +30,9 @@ pub const GENESIS_HASH: &str = "000000000000000000000000000000000000000000000000
 /// pull-request check compare the files with.
 pub const WRITTEN_KEY: &str = "written";
 
+/// Bytes of the log a scan for heads reads at once.
+const HEADS_PIECE: usize = 8 << 20;
+
 /// Lifecycle events that record before/after states (and so can be
 /// reverted).
 pub fn is_lifecycle_event(name: &str) -> bool {
@@ -201,6 +204,10 @@ impl AuditLog {
         self.heads(true)
     }
 
+    /// The heads the next event must join: none when the hint beside the
+    /// index says the log is as this process last left it, else found by
+    /// reading the whole log ([`graph::Unjoined`]: after a clone or a pull,
+    /// whose first write reads every event).
     fn heads(&self, scan: bool) -> Result<Vec<String>> {
         let mut file = match self.open_read() {
             Ok(f) => f,
@@ -232,7 +239,23 @@ impl AuditLog {
         {
             return Ok(Vec::new());
         }
-        Ok(graph::unjoined(&self.read_bytes()?))
+        // A piece at a time: a million events' log is over a gigabyte.
+        let mut scan = graph::Unjoined::default();
+        let end = self.read_in_pieces(0, HEADS_PIECE, |lines, _| {
+            scan.lines(lines);
+            Ok(())
+        })?;
+        // A last line without its newline (a log edited by hand) counts,
+        // as it does for the last hash above.
+        let mut rest = Vec::new();
+        if end < len {
+            let mut f = self.open_read().map_err(|e| Error::io(&self.path, e))?;
+            f.seek(SeekFrom::Start(end))
+                .and_then(|_| f.read_to_end(&mut rest))
+                .map_err(|e| Error::io(&self.path, e))?;
+        }
+        scan.lines(&rest);
+        Ok(scan.heads())
     }
 
     /// Record the log's length and last hash as the hint (best effort: a
