@@ -142,10 +142,10 @@ struct LinkData<'a> {
 }
 
 /// An event's hash as [`Unjoined`] keeps it: the 32 bytes that the 64
-/// lowercase hex digits of every hash vouch writes stand for; any other
-/// text (a hand-edited or foreign line) by its sha256, the text kept
-/// beside. A million-event log's hashes kept as strings, in three sets,
-/// were 2 GB besides the log itself.
+/// lowercase hex digits of every hash vouch writes stand for. A
+/// million-event log's hashes kept as strings, in three sets, were 2 GB
+/// besides the log itself. Any other text (a hand-edited or foreign line)
+/// is kept as text, apart: never under a key a hex hash could have.
 type HashKey = [u8; 32];
 
 /// What a scan for heads knows of one hash.
@@ -168,38 +168,28 @@ const NOT_SEEN: u64 = u64::MAX;
 #[derive(Default)]
 pub struct Unjoined {
     slots: HashMap<HashKey, Slot>,
-    /// The text of each hash that is not 64 lowercase hex digits.
-    texts: HashMap<HashKey, String>,
+    /// Each hash that is not 64 lowercase hex digits, by its text.
+    texts: HashMap<String, Slot>,
     events: u64,
 }
 
 impl Unjoined {
-    fn key(&mut self, hash: &str) -> HashKey {
-        if let Some(key) = lower_hex_32(hash) {
-            return key;
+    /// What the scan knows of `hash` (nothing yet: a new slot).
+    fn slot(&mut self, hash: &str) -> &mut Slot {
+        let new = Slot {
+            at: NOT_SEEN,
+            named: false,
+        };
+        match lower_hex_32(hash) {
+            Some(key) => self.slots.entry(key).or_insert(new),
+            None => self.texts.entry(hash.to_string()).or_insert(new),
         }
-        use sha2::Digest;
-        let key: HashKey = sha2::Sha256::new()
-            .chain_update(b"vouch audit hash text\0")
-            .chain_update(hash.as_bytes())
-            .finalize()
-            .into();
-        self.texts.entry(key).or_insert_with(|| hash.to_string());
-        key
     }
 
     fn name(&mut self, hash: &str) {
-        if hash.is_empty() {
-            return;
+        if !hash.is_empty() {
+            self.slot(hash).named = true;
         }
-        let key = self.key(hash);
-        self.slots
-            .entry(key)
-            .or_insert(Slot {
-                at: NOT_SEEN,
-                named: false,
-            })
-            .named = true;
     }
 
     /// Take in the log's next lines (whole lines, in the log's order).
@@ -211,15 +201,12 @@ impl Unjoined {
             if link.hash.is_empty() {
                 continue;
             }
-            let key = self.key(&link.hash);
-            let slot = self.slots.entry(key).or_insert(Slot {
-                at: NOT_SEEN,
-                named: false,
-            });
+            let at = self.events;
+            let slot = self.slot(&link.hash);
             if slot.at != NOT_SEEN {
                 continue;
             }
-            slot.at = self.events;
+            slot.at = at;
             self.events += 1;
             self.name(&link.prev_hash);
             if link.event == MERGE_EVENT {
@@ -235,22 +222,21 @@ impl Unjoined {
         let Some(last) = self.events.checked_sub(1) else {
             return Vec::new();
         };
-        let mut heads: Vec<(u64, &HashKey)> = self
+        let head = |s: &Slot| s.at != NOT_SEEN && s.at != last && !s.named;
+        let mut heads: Vec<(u64, String)> = self
             .slots
             .iter()
-            .filter(|(_, s)| s.at != NOT_SEEN && s.at != last && !s.named)
-            .map(|(key, s)| (s.at, key))
+            .filter(|(_, s)| head(s))
+            .map(|(key, s)| (s.at, crate::ids::hex(key)))
+            .chain(
+                self.texts
+                    .into_iter()
+                    .filter(|(_, s)| head(s))
+                    .map(|(text, s)| (s.at, text)),
+            )
             .collect();
         heads.sort_unstable();
-        heads
-            .into_iter()
-            .map(|(_, key)| {
-                self.texts
-                    .get(key)
-                    .cloned()
-                    .unwrap_or_else(|| crate::ids::hex(key))
-            })
-            .collect()
+        heads.into_iter().map(|(_, hash)| hash).collect()
     }
 }
 
@@ -439,6 +425,25 @@ mod unjoined_tests {
         assert_eq!(unjoined(twice.as_bytes()), vec![a2.clone()]);
         log += &line(&hex_hash(4), &b1, MERGE_EVENT, &[&a2]);
         assert_eq!(unjoined(log.as_bytes()), Vec::<String>::new());
+    }
+
+    /// A text hash and a hex hash are never one: not even the hex of
+    /// the digest an earlier version keyed the text by.
+    #[test]
+    fn a_text_hash_and_a_hex_hash_are_two_events() {
+        use sha2::Digest;
+        let planted = crate::ids::hex(
+            &sha2::Sha256::new()
+                .chain_update(b"vouch audit hash text\0")
+                .chain_update(b"foo")
+                .finalize(),
+        );
+        let mut log = String::new();
+        log += &line("foo", GENESIS_HASH, "x", &[]);
+        log += &line(&planted, GENESIS_HASH, "x", &[]);
+        log += &line(&hex_hash(1), "foo", "x", &[]);
+        assert_eq!(unjoined(log.as_bytes()), vec![planted.clone()]);
+        assert_eq!(unjoined(log.as_bytes()), reference(log.as_bytes()));
     }
 
     #[test]
