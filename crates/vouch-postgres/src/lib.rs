@@ -217,9 +217,10 @@ impl Database {
 
 /// Connections to the database for one use (the queue, the sessions, the
 /// vectors, the write lock), made when first needed, each call on one of
-/// its own: a review page listing the queue never makes a writer, who
-/// holds the write lock, wait for a connection. At most [`OPEN_AT_MOST`]
-/// are open at once, [`IDLE_KEPT`] of them kept between calls.
+/// its own. At most [`OPEN_AT_MOST`] are open at once, [`IDLE_KEPT`] of
+/// them kept between calls; past them a call waits its turn, in the order
+/// asked ([`Turns`]), so a writer listing the queue under the write lock
+/// waits behind a few short statements at most.
 #[derive(Clone)]
 pub(crate) struct Conns(Arc<Pool>);
 
@@ -230,10 +231,74 @@ struct Pool {
     setup: Option<String>,
     /// Connections kept for the next call, each with when it was last used.
     idle: Mutex<Vec<(Client, Instant)>>,
-    /// How many calls hold a connection (or are making one) now; a call
-    /// that finds [`OPEN_AT_MOST`] waits on `freed` for one to end.
-    out: Mutex<usize>,
+    /// The calls that hold a connection (or are making one) now, and
+    /// those waiting for one.
+    turns: Turns,
+}
+
+/// Turns at a use's connections, given in the order asked: a writer
+/// holding the write lock waits behind the calls that asked before it
+/// (each one short statement), never behind those that ask after. Woken
+/// at random, a writer could wait out a burst of review pages until it
+/// gave up, the lock held all the while.
+struct Turns {
+    state: Mutex<TurnState>,
     freed: Condvar,
+}
+
+#[derive(Default)]
+struct TurnState {
+    /// Turns being had now.
+    out: usize,
+    /// Tickets waiting, first asked first.
+    waiting: std::collections::VecDeque<u64>,
+    next: u64,
+}
+
+impl Turns {
+    fn new() -> Turns {
+        Turns {
+            state: Mutex::new(TurnState::default()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Wait for a turn while fewer than `at_most` are had: true once
+    /// taken, false when `wait` passed first (the place in line given up).
+    fn take(&self, at_most: usize, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let me = state.next;
+        state.next += 1;
+        state.waiting.push_back(me);
+        loop {
+            if state.out < at_most && state.waiting.front() == Some(&me) {
+                state.waiting.pop_front();
+                state.out += 1;
+                // The next in line may fit too.
+                self.freed.notify_all();
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                state.waiting.retain(|t| *t != me);
+                self.freed.notify_all();
+                return false;
+            }
+            state = self
+                .freed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// A turn is over.
+    fn give_back(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.out = state.out.saturating_sub(1);
+        self.freed.notify_all();
+    }
 }
 
 /// Connections kept between calls, per use: more at once are made, and
@@ -297,9 +362,7 @@ impl Drop for Leased {
                 idle.push((c, Instant::now()));
             }
         }
-        let mut out = pool.out.lock().unwrap_or_else(|e| e.into_inner());
-        *out = out.saturating_sub(1);
-        pool.freed.notify_one();
+        pool.turns.give_back();
     }
 }
 
@@ -314,8 +377,7 @@ impl Conns {
             db,
             setup,
             idle: Mutex::new(Vec::new()),
-            out: Mutex::new(0),
-            freed: Condvar::new(),
+            turns: Turns::new(),
         }))
     }
 
@@ -329,30 +391,17 @@ impl Conns {
     /// sat idle), else a new one.
     pub(crate) fn lease(&self, doing: &str) -> Result<Leased, Error> {
         let pool = &self.0;
-        {
-            let deadline = Instant::now() + TURN_WAIT;
-            let mut out = pool.out.lock().unwrap_or_else(|e| e.into_inner());
-            while *out >= OPEN_AT_MOST {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Error::new(
-                        ErrorKind::Busy,
-                        format!(
-                            "the team database {}: {doing} waited {} s for one of this \
-                             replica's {OPEN_AT_MOST} connections, all busy; nothing was \
-                             written, and the next request tries again",
-                            pool.db.shown(),
-                            TURN_WAIT.as_secs()
-                        ),
-                    ));
-                }
-                out = pool
-                    .freed
-                    .wait_timeout(out, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            *out += 1;
+        if !pool.turns.take(OPEN_AT_MOST, TURN_WAIT) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                format!(
+                    "the team database {}: {doing} waited {} s for one of this replica's \
+                     {OPEN_AT_MOST} connections, all busy; nothing was written, and the next \
+                     request tries again",
+                    pool.db.shown(),
+                    TURN_WAIT.as_secs()
+                ),
+            ));
         }
         // From here the turn is handed on when `leased` drops, on every
         // path. Not kept unless its user says it worked: a connection
@@ -474,6 +523,55 @@ fn without_secrets(text: &str, url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each waits until the one asked before it is waiting, then all are
+    /// let go one turn at a time: served in the order asked.
+    #[test]
+    fn turns_are_given_in_the_order_asked() {
+        let turns = Arc::new(Turns::new());
+        assert!(turns.take(1, Duration::from_secs(5)), "the one turn, had");
+        let served = Arc::new(Mutex::new(Vec::new()));
+        let mut waiters = Vec::new();
+        for i in 0..6 {
+            let (t, s) = (turns.clone(), served.clone());
+            waiters.push(std::thread::spawn(move || {
+                assert!(t.take(1, Duration::from_secs(30)), "waiter {i} served");
+                s.lock().unwrap().push(i);
+                t.give_back();
+            }));
+            while turns.state.lock().unwrap().waiting.len() < i + 1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        turns.give_back();
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(*served.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    /// A caller that waited too long gives its place up; the one behind
+    /// it is served next.
+    #[test]
+    fn a_turn_not_had_in_time_gives_its_place_to_the_next() {
+        let turns = Arc::new(Turns::new());
+        assert!(turns.take(1, Duration::from_secs(5)));
+        let first = {
+            let t = turns.clone();
+            std::thread::spawn(move || t.take(1, Duration::from_millis(200)))
+        };
+        while turns.state.lock().unwrap().waiting.is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let second = {
+            let t = turns.clone();
+            std::thread::spawn(move || t.take(1, Duration::from_secs(30)))
+        };
+        assert!(!first.join().unwrap(), "the first gave up");
+        turns.give_back();
+        assert!(second.join().unwrap(), "the second was served");
+        assert!(turns.state.lock().unwrap().waiting.is_empty());
+    }
 
     #[test]
     fn the_password_is_never_in_what_is_shown() {
