@@ -259,14 +259,6 @@ fn lower_hex_32(text: &str) -> Option<HashKey> {
     Some(key)
 }
 
-/// The heads of a log (its bytes) that the next event must join: every
-/// event no later one names, but the last ([`Unjoined`]).
-pub fn unjoined(bytes: &[u8]) -> Vec<String> {
-    let mut scan = Unjoined::default();
-    scan.lines(bytes);
-    scan.heads()
-}
-
 /// A log that a person merged by hand, put back in order: conflict marker
 /// lines dropped (both sides kept), an event present twice kept once, and
 /// every event after its parents (stable otherwise). Nothing else is
@@ -394,6 +386,13 @@ mod unjoined_tests {
             v["data"] = json!({"parents": parents});
         }
         format!("{v}\n")
+    }
+
+    /// The heads of a whole log, scanned at once.
+    fn unjoined(bytes: &[u8]) -> Vec<String> {
+        let mut scan = Unjoined::default();
+        scan.lines(bytes);
+        scan.heads()
     }
 
     fn hex_hash(n: u64) -> String {

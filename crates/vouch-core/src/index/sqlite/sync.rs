@@ -225,15 +225,14 @@ impl Index {
                     // (docs/benchmarks.md). Set inside the transaction:
                     // a failed load takes it back.
                     self.fts_hashsize(BULK_HASHSIZE)?;
-                    let mut slices = changed.chunks(LOAD_AT_ONCE);
+                    let mut slices = changed.chunks(LOAD_AT_ONCE).peekable();
                     let mut next = slices
                         .next()
                         .map(|c| s.spawn(move || (load_docs(kb, c), c)));
                     // The slice after the one loading is read ahead into
                     // the page cache, many files at a time, where it is
                     // not there already (`warm`).
-                    let mut ahead = changed.chunks(LOAD_AT_ONCE).skip(1);
-                    let mut warming = ahead.next().map(|c| s.spawn(move || warm(kb, c)));
+                    let mut warming = slices.peek().map(|&c| s.spawn(move || warm(kb, c)));
                     while let Some(loading) = next.take() {
                         let (docs, slice) = loading
                             .join()
@@ -244,7 +243,7 @@ impl Index {
                         next = slices
                             .next()
                             .map(|c| s.spawn(move || (load_docs(kb, c), c)));
-                        warming = ahead.next().map(|c| s.spawn(move || warm(kb, c)));
+                        warming = slices.peek().map(|&c| s.spawn(move || warm(kb, c)));
                         unstated.add(slice, &docs);
                         write(self.unheld(docs, slice.to_vec(), &empty)?)?;
                     }
@@ -440,7 +439,7 @@ const CACHED_READ: std::time::Duration = std::time::Duration::from_micros(20);
 /// under a minute to over a hundred seconds. What is read is dropped (the
 /// readers read it again, from the cache); a file that fails to read is
 /// its reader's to report.
-pub(super) fn warm(kb: &Ix, items: &[Item]) {
+fn warm(kb: &Ix, items: &[Item]) {
     warm_unless_cached(kb, items, CACHED_READ)
 }
 
