@@ -19,7 +19,9 @@
 //! - the vectors each replica's model made, by text ([`TeamVectors`]), so
 //!   no other replica's model runs on the same text;
 //! - the review queue: the pending proposals ([`TeamQueue`]), so every
-//!   replica lists, and decides, the same ones.
+//!   replica lists, and decides, the same ones;
+//! - the documents and their words ([`TeamWords`]), so a search by words
+//!   reads one index that every replica shares.
 //!
 //! The URL's password is never shown: [`Database::shown`] is what any
 //! message names.
@@ -32,11 +34,13 @@ mod schema;
 mod sessions;
 mod tls;
 mod vectors;
+mod words;
 
 pub use lock::TeamLock;
 pub use queue::TeamQueue;
 pub use sessions::{SessionRow, Sessions};
 pub use vectors::TeamVectors;
+pub use words::TeamWords;
 
 use postgres::config::Host;
 use postgres::{Client, NoTls};

@@ -41,6 +41,38 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              made_at timestamptz NOT NULL DEFAULT now(),
              PRIMARY KEY (model, sha)
          );
+         CREATE TABLE IF NOT EXISTS vouch_index_docs (
+             kind       text NOT NULL,
+             id         text NOT NULL,
+             title      text NOT NULL,
+             body       text NOT NULL,
+             status     text,
+             confidence double precision,
+             mtime      bigint NOT NULL,
+             size       bigint NOT NULL,
+             words      tsvector NOT NULL,
+             PRIMARY KEY (kind, id)
+         );
+         CREATE INDEX IF NOT EXISTS vouch_index_docs_words ON vouch_index_docs USING gin (words);
+         CREATE TABLE IF NOT EXISTS vouch_index_meta (
+             key   text PRIMARY KEY,
+             value text NOT NULL
+         );
+         DO $$ BEGIN
+             IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vouch_english_stem') THEN
+                 -- Snowball's English stemmer without its stop words: a
+                 -- word is found whatever it is (as FTS5's porter does).
+                 CREATE TEXT SEARCH DICTIONARY vouch_english_stem
+                     (TEMPLATE = snowball, Language = english);
+             END IF;
+             IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'vouch_words_stem') THEN
+                 CREATE TEXT SEARCH CONFIGURATION vouch_words_stem (COPY = simple);
+                 ALTER TEXT SEARCH CONFIGURATION vouch_words_stem
+                     ALTER MAPPING FOR asciiword, word, numword, asciihword, hword,
+                         hword_part, hword_asciipart, hword_numpart
+                     WITH vouch_english_stem;
+             END IF;
+         END $$;
          CREATE TABLE IF NOT EXISTS vouch_proposals (
              id      text PRIMARY KEY,
              body    bytea NOT NULL,

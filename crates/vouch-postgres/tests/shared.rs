@@ -9,6 +9,9 @@ use std::time::Duration;
 use vouch_core::store::lock::{ChainHead, SharedLock};
 use vouch_postgres::{Database, TeamLock};
 
+#[path = "shared/words.rs"]
+mod words;
+
 /// A cluster of its own, stopped when dropped.
 struct Cluster {
     dir: tempfile::TempDir,

@@ -1,19 +1,29 @@
 //! What each object contributes to retrieval: the text a backend indexes
 //! (title, body) and the fields it filters on (kind, status, confidence).
 
+use crate::index::engine::Sig;
 use crate::model::{Claim, Entity, Page, Relation, Source};
+use crate::store::mtime_ns;
 use crate::stored::Store;
 
 pub(crate) const SOURCE_TEXT_LIMIT: usize = 64 * 1024;
 
-/// What one document contributes to the index.
-pub(crate) struct Doc {
-    pub(crate) kind: &'static str,
-    pub(crate) id: String,
-    pub(crate) title: String,
-    pub(crate) body: String,
-    pub(crate) status: Option<String>,
-    pub(crate) confidence: Option<f64>,
+/// What one document contributes to the index: what every engine stores
+/// of it ([`crate::index::engine::DocWrite`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doc {
+    /// `claim`, `page`, `entity`, `relation` or `source`.
+    pub kind: &'static str,
+    /// Its id.
+    pub id: String,
+    /// What is weighted as its title (a claim's tags).
+    pub title: String,
+    /// Its text.
+    pub body: String,
+    /// Its status (claims and pages).
+    pub status: Option<String>,
+    /// Its confidence (claims and relations).
+    pub confidence: Option<f64>,
 }
 
 /// A claim's tags are its title: found by word (weighted as a title), never
@@ -30,7 +40,7 @@ pub(crate) fn claim_doc(c: &Claim) -> Doc {
 }
 
 /// A document's text as the words see it: title, then body.
-pub(crate) fn full_text(title: String, body: String) -> String {
+pub fn full_text(title: String, body: String) -> String {
     if title.is_empty() {
         body
     } else {
@@ -44,7 +54,7 @@ pub(crate) fn full_text(title: String, body: String) -> String {
 /// stands out less from its neighbours. On the project's labelled set with
 /// topic tags added, embedding a claim's tags with its text cost recall@5
 /// 0.929 -> 0.903 (MPNet) and 0.853 -> 0.832 (MiniLM); docs/search.md.
-pub(crate) fn embedded_text(kind: &str, title: String, body: String) -> String {
+pub fn embedded_text(kind: &str, title: String, body: String) -> String {
     if kind == "claim" {
         body
     } else {
@@ -105,5 +115,25 @@ pub(crate) fn relation_doc(r: &Relation) -> Doc {
         body: format!("{} {} {}", r.source, r.relation, r.target),
         status: None,
         confidence: Some(r.confidence),
+    }
+}
+
+/// One document read from its file (`kind` one of `claim`, `page`,
+/// `entity`, `relation`, else a source), with the signature of the file
+/// it read, taken from the open file (no second look at the name); `None`
+/// when there is no such file. What every engine indexes of a file.
+pub fn read_doc(kb: &Store, kind: &str, id: &str) -> crate::error::Result<Option<(Doc, Sig)>> {
+    fn signed<T>(
+        loaded: crate::error::Result<Option<(T, std::fs::Metadata)>>,
+        doc: impl FnOnce(&T) -> Doc,
+    ) -> crate::error::Result<Option<(Doc, Sig)>> {
+        Ok(loaded?.map(|(object, m)| (doc(&object), (mtime_ns(&m), m.len() as i64))))
+    }
+    match kind {
+        "claim" => signed(kb.load_with_meta::<Claim>(id), claim_doc),
+        "page" => signed(kb.load_with_meta::<Page>(id), page_doc),
+        "entity" => signed(kb.load_with_meta::<Entity>(id), entity_doc),
+        "relation" => signed(kb.load_with_meta::<Relation>(id), relation_doc),
+        _ => signed(kb.load_source_with_meta(id), |s| source_doc(kb, s)),
     }
 }

@@ -11,12 +11,16 @@
 //!   keyed by document and chunk, with each text's hash for reuse.
 //! - [`MainConn`]: the one connection the schedule writes through.
 //! - [`WatchTarget`]: what the keeper's watcher has the engine apply.
+//! - [`DocWrite`]: the documents and their words, as an engine that keeps
+//!   them itself (a team's PostgreSQL) is told of them; it answers by
+//!   words through [`super::LexicalIndex`] and lists through [`DocRead`].
 //!
 //! A lexical engine answers [`super::DerivedIndex::lexical`]; what it is
 //! told of changed documents comes through the same write hook
 //! ([`super::DerivedIndex::written`]).
 
 use crate::error::Result;
+pub use crate::index::docs::{Doc, embedded_text, full_text, read_doc};
 
 /// A file's signature as the index recorded it: modification time (ns)
 /// and size.
@@ -141,4 +145,16 @@ pub trait WatchTarget: Send + Sync {
         changed: Vec<(&'static str, String)>,
         token: &str,
     ) -> Result<()>;
+}
+
+/// The documents and their words (write side): each document as read
+/// from its file, at that file's signature. All of a call or none of it.
+pub trait DocWrite {
+    /// Hold each of `docs` in place of what its key (kind, id) held.
+    fn put(&self, docs: &[(Doc, Sig)]) -> Result<()>;
+    /// Drop the documents of these keys (kind, id); how many were held.
+    fn remove(&self, keys: &[(&str, &str)]) -> Result<usize>;
+    /// Every document of `kind` held, with the signature of the file it
+    /// was read from: what a freshness scan compares the files with.
+    fn signatures(&self, kind: &str) -> Result<Vec<(String, Sig)>>;
 }

@@ -205,6 +205,23 @@ pub const STOP_WORDS: &[&str] = &[
     "where", "which", "who", "why", "will", "with", "you",
 ];
 
+/// The words every hit of a search by words must hold first: the query's
+/// words but stop words (they are in most documents, so requiring them
+/// narrows nothing and reading their postings costs the most), or all of
+/// them when each is a stop word. When these find too few, any of the
+/// same words fills the rest. Every engine searches this way.
+pub fn required_words(terms: &[String]) -> Vec<&String> {
+    let narrowing: Vec<&String> = terms
+        .iter()
+        .filter(|t| !STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    if narrowing.is_empty() {
+        terms.iter().collect()
+    } else {
+        narrowing
+    }
+}
+
 /// A document found by meaning: kind, id, status, cosine.
 pub type Near = (DocKind, String, Option<String>, f32);
 
@@ -272,13 +289,15 @@ pub struct SearchHit {
 }
 
 /// Marks around matched words while a snippet is built (control
-/// characters no stored text holds: proposals refuse them).
-pub(crate) const MARK_OPEN: char = '\u{2}';
-pub(crate) const MARK_CLOSE: char = '\u{3}';
+/// characters no stored text holds: proposals refuse them). An engine
+/// marks its snippets with them and [`unmark`]s them.
+pub const MARK_OPEN: char = '\u{2}';
+/// The mark after a matched word ([`MARK_OPEN`]).
+pub const MARK_CLOSE: char = '\u{3}';
 
 /// A snippet marked with [`MARK_OPEN`]/[`MARK_CLOSE`] as plain text and
 /// the character ranges that were marked.
-pub(crate) fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
+pub fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
     let mut text = String::with_capacity(marked.len());
     let mut spans = Vec::new();
     let mut at = 0usize;

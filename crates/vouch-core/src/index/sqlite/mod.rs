@@ -276,26 +276,10 @@ fn load_doc(kb: &Ix, kind: &str, id: &str) -> Option<Doc> {
 /// [`load_doc`], with the signature of the file it read, taken from the
 /// open file (no second look at the name).
 fn load_doc_signed(kb: &Ix, kind: &str, id: &str) -> Option<(Doc, Sig)> {
-    fn signed<T>(
-        kb: &Ix,
-        loaded: Result<Option<(T, std::fs::Metadata)>>,
-        doc: impl FnOnce(&T) -> Doc,
-    ) -> Option<(Doc, Sig)> {
-        match loaded {
-            Ok(v) => v.map(|(object, m)| (doc(&object), (mtime_ns(&m), m.len() as i64))),
-            Err(e) => {
-                kb.warn(format!("index: skipped unreadable file: {e}"));
-                None
-            }
-        }
-    }
-    match kind {
-        "claim" => signed(kb, kb.load_with_meta::<Claim>(id), claim_doc),
-        "page" => signed(kb, kb.load_with_meta::<Page>(id), page_doc),
-        "entity" => signed(kb, kb.load_with_meta::<Entity>(id), entity_doc),
-        "relation" => signed(kb, kb.load_with_meta::<Relation>(id), relation_doc),
-        _ => signed(kb, kb.load_source_with_meta(id), |s| source_doc(kb, s)),
-    }
+    read_doc(kb, kind, id).unwrap_or_else(|e| {
+        kb.warn(format!("index: skipped unreadable file: {e}"));
+        None
+    })
 }
 
 /// Open `state.db` without following a link. A link there (a cloned

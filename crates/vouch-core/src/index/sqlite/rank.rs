@@ -1,7 +1,6 @@
 //! FTS5 ranking: BM25 over the `fts` table, narrowed by kind and status.
 
 use super::*;
-use crate::index::STOP_WORDS;
 use crate::model::DocKind;
 
 /// The best `want` matches of the FTS query `q` that pass the kind and
@@ -118,10 +117,6 @@ pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
     } = *query;
     let quote = |ts: &[&String]| -> Vec<String> { ts.iter().map(|t| format!("\"{t}\"")).collect() };
     let all: Vec<&String> = terms.iter().collect();
-    let narrowing: Vec<&String> = terms
-        .iter()
-        .filter(|t| !STOP_WORDS.contains(&t.as_str()))
-        .collect();
     let highlight = quote(&all).join(" OR ");
     with_index(kb, |idx| {
         // All words first (stop words only when there is nothing else: they
@@ -131,11 +126,7 @@ pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
         // so common that scoring them means scoring a large part of the KB
         // (they add little to BM25 anyway), unless every word is that
         // common: then the rarest one alone.
-        let required = if narrowing.is_empty() {
-            &all
-        } else {
-            &narrowing
-        };
+        let required = &crate::index::required_words(terms);
         let mut hits = ranked(kb, idx, required, true, limit, kinds, currency)?;
         if hits.len() < limit && all.len() > 1 {
             // Any of the same words (stop words left out the same way).

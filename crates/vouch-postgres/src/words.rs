@@ -1,0 +1,478 @@
+//! The documents and their words in the team database
+//! (`vouch_index_docs`): what a search by words reads, the same for every
+//! replica, so a replica answers by words without reading the files
+//! first. The documents are derived from the files, as `state.db`'s are:
+//! whoever keeps them in step puts each one as read from its file, with
+//! the file's signature ([`DocWrite`]), and a freshness scan compares the
+//! files with those signatures.
+//!
+//! The words are PostgreSQL's own: a `tsvector` a document (its title
+//! weighted `A`, its body `B`) under a GIN index, ranked by `ts_rank`
+//! with the title counting twice the body and the length normalised, and
+//! snippets by `ts_headline`. What PostgreSQL is given is the text's
+//! words as a query's words are made (runs of letters and digits, accents
+//! folded away), so an address or a path is found by its parts, as the
+//! embedded index finds it. Stemming follows `retrieval.fts5_porter`:
+//! Snowball's English stemmer without stop words, or none. Which hits
+//! come back is the embedded index's rule (all the words, then any of
+//! them to fill); their order among themselves is PostgreSQL's ranking,
+//! not FTS5's BM25, so it can differ.
+
+use crate::{Conns, Database};
+use postgres::fallible_iterator::FallibleIterator;
+use std::collections::HashMap;
+use std::sync::Arc;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+use vouch_core::Result;
+use vouch_core::index::engine::{Doc, DocRead, DocWrite, Listed, Sig, embedded_text, full_text};
+use vouch_core::index::{
+    Currency, LexicalIndex, MARK_CLOSE, MARK_OPEN, Query, SearchHit, Snippets, required_words,
+    unmark,
+};
+use vouch_core::model::{ClaimStatus, DocKind, PageStatus};
+use vouch_core::stored::Store;
+
+/// How the words are made, recorded in `vouch_index_meta`: documents made
+/// another way are dropped when a replica opens them (derived: the keeper
+/// puts them again). Bump when what `words_of` gives changes.
+const WORDS_VERSION: &str = "1";
+
+/// The kinds a document can be, as the index names them.
+const KINDS: &[&str] = &["claim", "page", "entity", "relation", "source"];
+
+/// The words each replica's searches read, in the team database.
+pub struct TeamWords {
+    conns: Conns,
+    /// The text search configuration (one of two made by the schema).
+    config: &'static str,
+    /// The documents were dropped when opened (none yet, or made another
+    /// way): the keeper must put every one.
+    emptied: bool,
+}
+
+impl TeamWords {
+    /// The words kept in `db`, stemmed (`stem`: `retrieval.fts5_porter`)
+    /// or not. Documents made another way (the other stemming, an older
+    /// version) are dropped.
+    pub fn open(db: Arc<Database>, stem: bool) -> Result<TeamWords> {
+        let config = if stem { "vouch_words_stem" } else { "simple" };
+        let made = format!("{config} {WORDS_VERSION}");
+        let conns = Conns::new(db);
+        let emptied = conns.with("opening the words index", |c| {
+            let mut tx = c.transaction()?;
+            // One replica at a time decides (another opening at once
+            // waits, then finds the stamp it left).
+            tx.execute(
+                "LOCK TABLE vouch_index_meta IN SHARE ROW EXCLUSIVE MODE",
+                &[],
+            )?;
+            let held: Option<String> = tx
+                .query_opt(
+                    "SELECT value FROM vouch_index_meta WHERE key = 'words'",
+                    &[],
+                )?
+                .map(|r| r.get(0));
+            if held.as_deref() == Some(made.as_str()) {
+                tx.commit()?;
+                return Ok(false);
+            }
+            tx.execute("TRUNCATE vouch_index_docs", &[])?;
+            tx.execute(
+                "INSERT INTO vouch_index_meta (key, value) VALUES ('words', $1) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                &[&made],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        })?;
+        Ok(TeamWords {
+            conns,
+            config,
+            emptied,
+        })
+    }
+
+    /// Whether opening dropped every document (none were held, or they
+    /// were made another way).
+    pub fn emptied(&self) -> bool {
+        self.emptied
+    }
+
+    /// How many documents are held.
+    pub fn held(&self) -> Result<usize> {
+        let n: i64 = self.conns.with("counting the indexed documents", |c| {
+            c.query_one("SELECT count(*) FROM vouch_index_docs", &[])
+                .map(|r| r.get(0))
+        })?;
+        Ok(n as usize)
+    }
+
+    /// The best `want` documents holding all (`all`) or any of `words`,
+    /// of the kinds and statuses asked, best first; with their snippets
+    /// when asked, the query's `marked` words marked.
+    fn ranked(
+        &self,
+        words: &[&String],
+        all: bool,
+        want: usize,
+        q: &Query,
+        marked: &str,
+    ) -> Result<Vec<SearchHit>> {
+        let Some(query) = tsquery(words, if all { " & " } else { " | " }) else {
+            return Ok(Vec::new());
+        };
+        if want == 0 {
+            return Ok(Vec::new());
+        }
+        let kinds: Vec<&str> = q.kinds.iter().map(|k| k.as_str()).collect();
+        // What the currency admits, as a list of the statuses the model
+        // knows: `Any` turns away the few it does not admit (and lets a
+        // status another writer made up through, as the embedded index
+        // does), `Current` lets in only those it admits.
+        let (test, statuses) = match q.currency {
+            Currency::Any => ("<> ALL($3)", statuses(|s| !Currency::Any.admits(Some(s)))),
+            Currency::Current => ("= ANY($3)", statuses(|s| Currency::Current.admits(Some(s)))),
+        };
+        let sql = format!(
+            "SELECT kind, id, status, confidence, r,
+                    CASE WHEN $5 THEN ts_headline('{cfg}',
+                        CASE WHEN kind = 'claim' OR title = '' THEN body
+                             ELSE title || E'\\n' || body END,
+                        to_tsquery('{cfg}', $6), $7)
+                    ELSE '' END
+             FROM (SELECT kind, id, title, body, status, confidence,
+                          ts_rank('{{0, 0, 0.5, 1}}', words, q, 1) AS r
+                   FROM vouch_index_docs, to_tsquery('{cfg}', $1) AS q
+                   WHERE words @@ q AND kind = ANY($2) AND (status IS NULL OR status {test})
+                   ORDER BY r DESC, kind, id LIMIT $4) AS best
+             ORDER BY r DESC, kind, id",
+            cfg = self.config
+        );
+        let snippets = q.snippets == Snippets::Yes;
+        let options = format!(
+            "StartSel=\"{MARK_OPEN}\", StopSel=\"{MARK_CLOSE}\", MaxWords=24, MinWords=12, \
+             ShortWord=0, MaxFragments=1, FragmentDelimiter=\" … \""
+        );
+        let marked = tsquery(&[&marked.to_string()], " | ").unwrap_or_default();
+        let rows = self.conns.with("searching the words index", |c| {
+            c.query(
+                &sql,
+                &[
+                    &query,
+                    &kinds,
+                    &statuses,
+                    &(want as i64),
+                    &snippets,
+                    &marked,
+                    &options,
+                ],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let kind = DocKind::parse(row.get(0))?;
+                let status: Option<String> = row.get(2);
+                if !q.kinds.contains(&kind) || !q.currency.admits(status.as_deref()) {
+                    return None;
+                }
+                let (snippet, highlights) = unmark(row.get(5));
+                Some(SearchHit {
+                    kind,
+                    id: row.get(1),
+                    snippet,
+                    highlights,
+                    score: f64::from(row.get::<_, f32>(4)),
+                    backend: "postgres".into(),
+                    status,
+                    confidence: row.get(3),
+                    cosine: None,
+                    meta: Default::default(),
+                })
+            })
+            .collect())
+    }
+}
+
+/// The statuses of claims and pages that `keep` keeps.
+fn statuses(keep: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    ClaimStatus::NAMES
+        .iter()
+        .chain(PageStatus::NAMES)
+        .copied()
+        .filter(|s| keep(s))
+        .collect()
+}
+
+/// `text` as PostgreSQL is given it: its runs of letters and digits (as a
+/// query's words are made), accents folded away, a space between.
+fn words_of(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let start = out.len();
+        if start > 0 {
+            out.push(' ');
+        }
+        out.extend(word.nfd().filter(|c| !is_combining_mark(*c)));
+        if out.len() == start + usize::from(start > 0) {
+            out.truncate(start);
+        }
+    }
+    out
+}
+
+/// A `to_tsquery` text of `words` joined by `op`, each word quoted (only
+/// letters and digits are left in it, so nothing in a word is read as the
+/// query language); `None` when no word is left.
+fn tsquery(words: &[&String], op: &str) -> Option<String> {
+    let quoted: Vec<String> = words
+        .iter()
+        .flat_map(|w| {
+            words_of(w)
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(|w| format!("'{w}'"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(op))
+}
+
+/// The index's name for a kind, as a `'static` string.
+fn static_kind(kind: &str) -> Option<&'static str> {
+    KINDS.iter().copied().find(|k| *k == kind)
+}
+
+impl LexicalIndex for TeamWords {
+    fn lexical(&self, _store: &Store, q: &Query) -> Result<Vec<SearchHit>> {
+        let required = required_words(q.terms);
+        let marked = q.terms.join(" ");
+        let mut hits = self.ranked(&required, true, q.limit, q, &marked)?;
+        if hits.len() < q.limit && q.terms.len() > 1 {
+            for hit in self.ranked(&required, false, q.limit, q, &marked)? {
+                if hits.len() < q.limit
+                    && !hits.iter().any(|h| h.kind == hit.kind && h.id == hit.id)
+                {
+                    hits.push(hit);
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    fn texts_and_confidence(
+        &self,
+        _store: &Store,
+        keys: &[(DocKind, &str, bool)],
+    ) -> Result<Vec<(String, Option<f64>)>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let kinds: Vec<&str> = keys.iter().map(|(k, _, _)| k.as_str()).collect();
+        let ids: Vec<&str> = keys.iter().map(|(_, id, _)| *id).collect();
+        let rows = self.conns.with("reading indexed documents", |c| {
+            c.query(
+                "SELECT kind, id, title, body, confidence FROM vouch_index_docs
+                 WHERE (kind, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                &[&kinds, &ids],
+            )
+        })?;
+        let mut held: HashMap<(String, String), (String, String, Option<f64>)> = rows
+            .iter()
+            .map(|r| ((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4))))
+            .collect();
+        Ok(keys
+            .iter()
+            .map(|(kind, id, with_text)| {
+                match held.remove(&(kind.as_str().to_string(), id.to_string())) {
+                    Some((title, body, confidence)) if *with_text => {
+                        (full_text(title, body), confidence)
+                    }
+                    Some((_, _, confidence)) => (String::new(), confidence),
+                    None => (String::new(), None),
+                }
+            })
+            .collect())
+    }
+}
+
+impl DocWrite for TeamWords {
+    fn put(&self, docs: &[(Doc, Sig)]) -> Result<()> {
+        // The last of a key's documents is the one held (one statement
+        // may not touch a row twice).
+        let mut last: HashMap<(&str, &str), usize> = HashMap::new();
+        for (i, (doc, _)) in docs.iter().enumerate() {
+            last.insert((doc.kind, doc.id.as_str()), i);
+        }
+        let mut chosen: Vec<usize> = last.into_values().collect();
+        chosen.sort_unstable();
+        let pick = |f: &dyn Fn(&(Doc, Sig)) -> String| -> Vec<String> {
+            chosen.iter().map(|&i| f(&docs[i])).collect()
+        };
+        let kinds = pick(&|(d, _)| d.kind.to_string());
+        let ids = pick(&|(d, _)| d.id.clone());
+        let titles = pick(&|(d, _)| d.title.clone());
+        let bodies = pick(&|(d, _)| d.body.clone());
+        let title_words = pick(&|(d, _)| words_of(&d.title));
+        let body_words = pick(&|(d, _)| words_of(&d.body));
+        let status: Vec<Option<&str>> = chosen
+            .iter()
+            .map(|&i| docs[i].0.status.as_deref())
+            .collect();
+        let confidence: Vec<Option<f64>> = chosen.iter().map(|&i| docs[i].0.confidence).collect();
+        let mtime: Vec<i64> = chosen.iter().map(|&i| docs[i].1.0).collect();
+        let size: Vec<i64> = chosen.iter().map(|&i| docs[i].1.1).collect();
+        let sql = format!(
+            "INSERT INTO vouch_index_docs
+                 (kind, id, title, body, status, confidence, mtime, size, words)
+             SELECT k, i, t, b, s, c, m, z,
+                    setweight(to_tsvector('{cfg}', tw), 'A')
+                        || setweight(to_tsvector('{cfg}', bw), 'B')
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::float8[], $7::int8[], $8::int8[], $9::text[], $10::text[])
+                  AS u(k, i, t, b, s, c, m, z, tw, bw)
+             ON CONFLICT (kind, id) DO UPDATE SET
+                 title = excluded.title, body = excluded.body, status = excluded.status,
+                 confidence = excluded.confidence, mtime = excluded.mtime,
+                 size = excluded.size, words = excluded.words",
+            cfg = self.config
+        );
+        self.conns.with("indexing documents", |c| {
+            c.execute(
+                &sql,
+                &[
+                    &kinds,
+                    &ids,
+                    &titles,
+                    &bodies,
+                    &status,
+                    &confidence,
+                    &mtime,
+                    &size,
+                    &title_words,
+                    &body_words,
+                ],
+            )
+            .map(|_| ())
+        })
+    }
+
+    fn remove(&self, keys: &[(&str, &str)]) -> Result<usize> {
+        let kinds: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+        let ids: Vec<&str> = keys.iter().map(|(_, id)| *id).collect();
+        let n = self.conns.with("dropping indexed documents", |c| {
+            c.execute(
+                "DELETE FROM vouch_index_docs
+                 WHERE (kind, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                &[&kinds, &ids],
+            )
+        })?;
+        Ok(n as usize)
+    }
+
+    fn signatures(&self, kind: &str) -> Result<Vec<(String, Sig)>> {
+        let rows = self.conns.with("reading indexed signatures", |c| {
+            c.query(
+                "SELECT id, mtime, size FROM vouch_index_docs WHERE kind = $1 ORDER BY id",
+                &[&kind],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), (r.get(1), r.get(2))))
+            .collect())
+    }
+}
+
+impl DocRead for TeamWords {
+    fn vector_documents(&self) -> Result<usize> {
+        let n: i64 = self.conns.with("counting the indexed documents", |c| {
+            c.query_one(
+                "SELECT count(*) FROM vouch_index_docs WHERE kind <> 'relation'",
+                &[],
+            )
+            .map(|r| r.get(0))
+        })?;
+        Ok(n as usize)
+    }
+
+    fn each_listed(
+        &self,
+        keys: Option<&[(String, String)]>,
+        each: &mut dyn FnMut(Listed<'_>),
+    ) -> Result<()> {
+        let kinds: Vec<&str> = keys
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let ids: Vec<&str> = keys
+            .unwrap_or_default()
+            .iter()
+            .map(|(_, id)| id.as_str())
+            .collect();
+        let every = keys.is_none();
+        self.conns.with("listing the indexed documents", |c| {
+            // Streamed: a million documents are never held at once.
+            let mut rows = c.query_raw(
+                "SELECT kind, id, status, mtime, size FROM vouch_index_docs
+                 WHERE kind <> 'relation' AND ($1 OR (kind, id) IN
+                     (SELECT * FROM unnest($2::text[], $3::text[])))
+                 ORDER BY kind, id",
+                [
+                    &every as &dyn postgres::types::ToSql,
+                    &kinds as &dyn postgres::types::ToSql,
+                    &ids as &dyn postgres::types::ToSql,
+                ],
+            )?;
+            while let Some(row) = rows.next()? {
+                let Some(kind) = static_kind(row.get(0)) else {
+                    continue;
+                };
+                each(Listed {
+                    key: (kind, row.get(1)),
+                    status: row.get(2),
+                    sig: (row.get(3), row.get(4)),
+                });
+            }
+            Ok(())
+        })
+    }
+
+    fn embedded_text(&self, kind: &str, id: &str) -> Result<Option<String>> {
+        let row = self.conns.with("reading an indexed document", |c| {
+            c.query_opt(
+                "SELECT title, body FROM vouch_index_docs WHERE kind = $1 AND id = $2",
+                &[&kind, &id],
+            )
+        })?;
+        Ok(row.map(|r| embedded_text(kind, r.get(0), r.get(1))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{tsquery, words_of};
+
+    #[test]
+    fn words_are_runs_of_letters_and_digits_with_accents_folded() {
+        assert_eq!(
+            words_of("Déploys at https://example.com/a_b — café, naïve 3.14"),
+            "Deploys at https example com a b cafe naive 3 14"
+        );
+        assert_eq!(words_of("  ,; "), "");
+        assert_eq!(words_of("one"), "one");
+    }
+
+    #[test]
+    fn a_query_word_is_never_read_as_query_syntax() {
+        let hostile = ["a'b", "x&!y", "c:*", "(", "\\'"].map(String::from);
+        let words: Vec<&String> = hostile.iter().collect();
+        assert_eq!(
+            tsquery(&words, " & ").as_deref(),
+            Some("'a' & 'b' & 'x' & 'y' & 'c'")
+        );
+        assert_eq!(tsquery(&[&"()".to_string()], " | "), None);
+    }
+}
