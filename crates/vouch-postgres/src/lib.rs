@@ -20,27 +20,28 @@
 //!   no other replica's model runs on the same text;
 //! - the review queue: the pending proposals ([`TeamQueue`]), so every
 //!   replica lists, and decides, the same ones;
-//! - the documents and their words ([`TeamWords`]), so a search by words
-//!   reads one index that every replica shares.
+//! - the derived index ([`TeamIndex`]: the documents, their words, each
+//!   document's vectors and the audit admission rows), so every replica
+//!   reads one index and a new one answers without reading the files.
 //!
 //! The URL's password is never shown: [`Database::shown`] is what any
 //! message names.
 
 #![warn(unreachable_pub, missing_docs)]
 
+mod index;
 mod lock;
 mod queue;
 mod schema;
 mod sessions;
 mod tls;
 mod vectors;
-mod words;
 
+pub use index::TeamIndex;
 pub use lock::TeamLock;
 pub use queue::TeamQueue;
 pub use sessions::{SessionRow, Sessions};
 pub use vectors::TeamVectors;
-pub use words::TeamWords;
 
 use postgres::config::Host;
 use postgres::{Client, NoTls};
@@ -390,6 +391,11 @@ impl Conns {
         self.0.db.shown()
     }
 
+    /// The error for a statement of this use that failed while `doing`.
+    pub(crate) fn failed(&self, doing: &str, e: &postgres::Error) -> Error {
+        self.0.db.failed(doing, e)
+    }
+
     /// A connection for `doing`, once this use has fewer than
     /// [`OPEN_AT_MOST`] out: a kept one that still works (asked when it
     /// sat idle), else a new one.
@@ -451,7 +457,7 @@ impl Conns {
         let mut c = self.lease(doing)?;
         let done = f(&mut c);
         c.worked = done.is_ok();
-        done.map_err(|e| self.0.db.failed(doing, &e))
+        done.map_err(|e| self.failed(doing, &e))
     }
 }
 

@@ -54,6 +54,30 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              PRIMARY KEY (kind, id)
          );
          CREATE INDEX IF NOT EXISTS vouch_index_docs_words ON vouch_index_docs USING gin (words);
+         CREATE TABLE IF NOT EXISTS vouch_index_vectors (
+             model  text NOT NULL,
+             kind   text NOT NULL,
+             id     text NOT NULL,
+             chunk  integer NOT NULL,
+             mtime  bigint NOT NULL,
+             size   bigint NOT NULL,
+             sha    text NOT NULL,
+             vector bytea NOT NULL,
+             PRIMARY KEY (model, kind, id, chunk)
+         );
+         CREATE INDEX IF NOT EXISTS vouch_index_vectors_doc ON vouch_index_vectors (kind, id);
+         CREATE INDEX IF NOT EXISTS vouch_index_vectors_sha ON vouch_index_vectors (model, sha);
+         CREATE TABLE IF NOT EXISTS vouch_index_admitted (
+             id text PRIMARY KEY,
+             at bigint NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS vouch_index_written (
+             path text PRIMARY KEY,
+             id   text NOT NULL,
+             sha  text NOT NULL,
+             at   bigint NOT NULL
+         );
+         CREATE INDEX IF NOT EXISTS vouch_index_written_id ON vouch_index_written (id);
          CREATE TABLE IF NOT EXISTS vouch_index_meta (
              key   text PRIMARY KEY,
              value text NOT NULL

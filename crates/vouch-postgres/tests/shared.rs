@@ -9,6 +9,8 @@ use std::time::Duration;
 use vouch_core::store::lock::{ChainHead, SharedLock};
 use vouch_postgres::{Database, TeamLock};
 
+#[path = "shared/kept.rs"]
+mod kept;
 #[path = "shared/words.rs"]
 mod words;
 

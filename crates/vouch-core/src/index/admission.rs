@@ -29,7 +29,7 @@ pub(crate) const UNSYNCED_TAIL_LIMIT: u64 = 1 << 20;
 
 /// Where admission keeps how far it read the log (the byte offset just
 /// past the last line read).
-const OFFSET: &str = "audit:offset";
+pub const OFFSET: &str = "audit:offset";
 /// The hash of the event whose line ends at [`OFFSET`]: a log cut or
 /// rewritten below it is read again from the start.
 const ANCHOR: &str = "audit:anchor";
@@ -41,7 +41,7 @@ const LEGACY_IMPORT: &str = "audit:legacy_import";
 /// What an engine stores for admission: rows by object id, and a few meta
 /// values. Only storage: the keeper decides what the rows mean and checks
 /// each against the log.
-pub(crate) trait AdmissionStore {
+pub trait AdmissionStore {
     /// A value stored under `key` (one of the `audit:` keys).
     fn admission_meta(&self, key: &str) -> Result<Option<String>>;
     /// The rows of each of `ids` that a row admits (in one trip where the
@@ -55,34 +55,35 @@ pub(crate) trait AdmissionStore {
 }
 
 /// What the rows say of one object.
-pub(crate) struct Admitted {
+pub struct Admitted {
     /// The byte offset of the line of the event that let it in.
-    pub(crate) at: u64,
+    pub at: u64,
     /// Each of its files some event recorded writing: path inside
     /// `.vouch/`, sha256, and the offset of that event's line.
-    pub(crate) written: Vec<(String, String, u64)>,
+    pub written: Vec<(String, String, u64)>,
 }
 
 /// One step of [`sync`], stored in one transaction.
 #[derive(Default)]
-pub(crate) struct Recorded {
+pub struct Recorded {
     /// The log is read from its start: every row before goes first.
-    pub(crate) from_start: bool,
+    pub from_start: bool,
     /// The offset it was read from.
-    pub(crate) from: u64,
+    pub from: u64,
     /// (id, offset of the line that let it in); where an id has a row
     /// already, that row (the first admission) stays.
-    pub(crate) admitted: Vec<(String, u64)>,
+    pub admitted: Vec<(String, u64)>,
     /// (path, sha256, offset of the line that recorded it); replaces the
     /// row for that path. The object's id is the path's
     /// ([`id_of_inside`]): not held twice over millions of rows.
-    pub(crate) written: Vec<(String, String, u64)>,
+    pub written: Vec<(String, String, u64)>,
     /// Meta values set (`Some`) or removed (`None`).
-    pub(crate) meta: Vec<(&'static str, Option<String>)>,
+    pub meta: Vec<(&'static str, Option<String>)>,
 }
 
-/// How far the stored rows read the log.
-pub(crate) fn offset(rows: &dyn AdmissionStore) -> Result<u64> {
+/// How far the stored rows read the log: what a store compares a
+/// change's [`Recorded::from`] with, in the change's own transaction.
+pub fn offset(rows: &dyn AdmissionStore) -> Result<u64> {
     Ok(rows
         .admission_meta(OFFSET)?
         .and_then(|v| v.parse().ok())

@@ -137,3 +137,32 @@ pub fn read_doc(kb: &Store, kind: &str, id: &str) -> crate::error::Result<Option
         _ => signed(kb.load_source_with_meta(id), |s| source_doc(kb, s)),
     }
 }
+
+/// The file a document of `kind` is read from (a source's `meta.yaml`).
+pub(crate) fn doc_file(
+    kb: &Store,
+    kind: &str,
+    id: &str,
+) -> crate::error::Result<std::path::PathBuf> {
+    use crate::store::Dir;
+    match kind {
+        "claim" => kb.layout().file(Dir::Claims, id),
+        "page" => kb.layout().file(Dir::Pages, id),
+        "entity" => kb.layout().file(Dir::Entities, id),
+        "relation" => kb.layout().file(Dir::Relations, id),
+        _ => kb.layout().source_meta(id),
+    }
+}
+
+/// What an object just written contributes; `None` for a removal.
+pub(crate) fn written_doc(kb: &Store, written: &crate::model::Written) -> Option<Doc> {
+    use crate::model::Written;
+    Some(match written {
+        Written::Removed { .. } => return None,
+        Written::Claim(c) => claim_doc(c),
+        Written::Page(p) => page_doc(p),
+        Written::Entity(e) => entity_doc(e),
+        Written::Relation(r) => relation_doc(r),
+        Written::Source(s) => source_doc(kb, s),
+    })
+}

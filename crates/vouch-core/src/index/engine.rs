@@ -12,8 +12,9 @@
 //! - [`MainConn`]: the one connection the schedule writes through.
 //! - [`WatchTarget`]: what the keeper's watcher has the engine apply.
 //! - [`DocWrite`]: the documents and their words, as an engine that keeps
-//!   them itself (a team's PostgreSQL) is told of them; it answers by
-//!   words through [`super::LexicalIndex`] and lists through [`DocRead`].
+//!   them itself (a team's PostgreSQL) is told of them.
+//! - [`Tables`]: all an engine keeping the whole index in tables of its
+//!   own implements; the keeper's [`super::kept::KeptIndex`] does the rest.
 //!
 //! A lexical engine answers [`super::DerivedIndex::lexical`]; what it is
 //! told of changed documents comes through the same write hook
@@ -151,10 +152,47 @@ pub trait WatchTarget: Send + Sync {
 /// from its file, at that file's signature. All of a call or none of it.
 pub trait DocWrite {
     /// Hold each of `docs` in place of what its key (kind, id) held.
-    fn put(&self, docs: &[(Doc, Sig)]) -> Result<()>;
+    fn put_docs(&self, docs: &[(Doc, Sig)]) -> Result<()>;
     /// Drop the documents of these keys (kind, id); how many were held.
-    fn remove(&self, keys: &[(&str, &str)]) -> Result<usize>;
+    fn remove_docs(&self, keys: &[(&str, &str)]) -> Result<usize>;
     /// Every document of `kind` held, with the signature of the file it
     /// was read from: what a freshness scan compares the files with.
     fn signatures(&self, kind: &str) -> Result<Vec<(String, Sig)>>;
+}
+
+/// An engine that keeps the whole index in tables of its own (a team's
+/// PostgreSQL, shared by replicas): the documents, their words, the
+/// vectors, the admission rows and a few values. Only storage: the
+/// keeper's [`crate::index::kept::KeptIndex`] scans the files, reads the
+/// audit log, schedules the embedding and watches, whatever the engine.
+pub trait Tables:
+    EngineConn + DocWrite + crate::index::admission::AdmissionStore + Send + Sync
+{
+    /// The value stored under `key` (`scan:<kind>`, `audit:…`).
+    fn value(&self, key: &str) -> Result<Option<String>>;
+    /// Store each value (`None`: drop it), all in one transaction.
+    fn set_values(&self, values: &[(String, Option<String>)]) -> Result<()>;
+    /// The best hits for the query's words, best first, as the embedded
+    /// index chooses them: every word (but stop words) first, then any
+    /// of them to fill ([`crate::index::required_words`]); of the kinds
+    /// and statuses asked, never a redacted claim.
+    fn words(&self, q: &crate::index::Query) -> Result<Vec<crate::index::SearchHit>>;
+    /// Each document's text (where its flag asks) and confidence; a
+    /// document not held gets empty text.
+    fn texts_and_confidence(
+        &self,
+        keys: &[(crate::model::DocKind, &str, bool)],
+    ) -> Result<Vec<(String, Option<f64>)>>;
+    /// How many documents are held.
+    fn held(&self) -> Result<usize>;
+    /// Forget what was read (a rebuild): every document's signature, the
+    /// scans, how far the audit log was read, the vectors' signatures —
+    /// while what is held stays served, until the next catch-up has read
+    /// every file again (and the log from its start), each document's
+    /// vectors looked at again by its text.
+    fn forget(&self) -> Result<()>;
+    /// Run `f` while no other process sharing the tables runs it: the
+    /// catch-ups of replicas take turns instead of each reading the same
+    /// files.
+    fn one_at_a_time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
 }

@@ -63,7 +63,9 @@ pub struct Vectors {
 /// last one met.
 pub(crate) struct Met(Vec<bool>, u32);
 
-pub(crate) fn kind_static(kind: &str) -> Option<&'static str> {
+/// The index's name for a kind, as a `'static` string; `None` for one it
+/// does not know.
+pub fn kind_static(kind: &str) -> Option<&'static str> {
     SEARCH_KINDS.iter().map(|k| k.as_str()).find(|k| *k == kind)
 }
 

@@ -6,11 +6,12 @@
 //! more folder beside it. Everything a caller of the index sees is defined
 //! here, below `Kb`, so `Kb` holds the index without importing it.
 
-pub(crate) mod admission;
+pub mod admission;
 pub(crate) mod bm25;
 pub(crate) mod docs;
 pub mod engine;
 pub mod keeper;
+pub mod kept;
 pub mod memory;
 pub(crate) mod rows;
 pub mod sqlite;

@@ -1,4 +1,4 @@
-//! The documents and their words in the team database ([`TeamWords`]),
+//! The documents and their words in the team database ([`TeamIndex`]),
 //! against a real PostgreSQL: what a search by words finds there, beside
 //! what the embedded index finds in the same knowledge base.
 
@@ -6,13 +6,13 @@ use super::Cluster;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use vouch_core::index::engine::{Doc, DocRead, DocWrite, Sig, read_doc};
-use vouch_core::index::{Currency, LexicalIndex, Query, SEARCH_KINDS, SearchHit, Snippets};
+use vouch_core::index::engine::{Doc, DocRead, DocWrite, Sig, Tables, read_doc};
+use vouch_core::index::{Currency, Query, SEARCH_KINDS, SearchHit, Snippets};
 use vouch_core::methods::dispatch;
 use vouch_core::model::DocKind;
 use vouch_core::retrieval::query_terms;
 use vouch_core::{Caller, Kb, Transport};
-use vouch_postgres::{Database, TeamWords};
+use vouch_postgres::{Database, TeamIndex};
 
 /// A knowledge base in a temp dir, on the system clock.
 fn kb() -> (tempfile::TempDir, Kb) {
@@ -47,33 +47,31 @@ fn approved_claim(kb: &Kb, src: &str, text: &str) -> String {
 }
 
 /// A search by words of `text` in `words`: every kind, any status.
-fn search(words: &TeamWords, kb: &Kb, text: &str, limit: usize) -> Vec<SearchHit> {
+fn search(words: &TeamIndex, kb: &Kb, text: &str, limit: usize) -> Vec<SearchHit> {
     search_as(words, kb, text, limit, SEARCH_KINDS, Currency::Any)
 }
 
 fn search_as(
-    words: &TeamWords,
+    words: &TeamIndex,
     kb: &Kb,
     text: &str,
     limit: usize,
     kinds: &[DocKind],
     currency: Currency,
 ) -> Vec<SearchHit> {
+    let _ = kb;
     let terms = query_terms(text);
     words
-        .lexical(
-            kb,
-            &Query {
-                text,
-                terms: &terms,
-                limit,
-                kinds,
-                currency,
-                snippets: Snippets::Yes,
-                backend: None,
-                explicit: false,
-            },
-        )
+        .words(&Query {
+            text,
+            terms: &terms,
+            limit,
+            kinds,
+            currency,
+            snippets: Snippets::Yes,
+            backend: None,
+            explicit: false,
+        })
         .expect("search")
 }
 
@@ -115,16 +113,16 @@ fn every_replica_finds_by_words_what_the_embedded_index_finds() {
     // One replica puts what the files say; another, opening the same
     // database, answers from it without reading a file.
     let writer =
-        TeamWords::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
+        TeamIndex::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
     assert!(writer.emptied(), "a new database holds no documents");
     let mut docs: Vec<(Doc, Sig)> = claims
         .iter()
         .map(|id| read_doc(&kb, "claim", id).expect("read").expect("held"))
         .collect();
     docs.push(read_doc(&kb, "source", &src).expect("read").expect("held"));
-    writer.put(&docs).expect("put");
+    writer.put_docs(&docs).expect("put");
     let reader =
-        TeamWords::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
+        TeamIndex::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
     assert!(
         !reader.emptied(),
         "the documents are kept for the next replica"
@@ -174,7 +172,10 @@ fn every_replica_finds_by_words_what_the_embedded_index_finds() {
         "{:?}",
         hits[0].snippet
     );
-    assert_eq!(hits[0].backend, "postgres");
+    assert_eq!(
+        hits[0].backend, "fts5",
+        "the words retriever, as the protocol names it"
+    );
 }
 
 /// A document of `kind` and `id` saying `body`.
@@ -194,9 +195,9 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
     let pg = Cluster::start();
     let (_dir, kb) = kb();
     let words =
-        TeamWords::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
+        TeamIndex::open(Arc::new(Database::new(&pg.url).expect("url")), true).expect("open");
     words
-        .put(&[
+        .put_docs(&[
             (
                 doc(
                     "claim",
@@ -300,14 +301,11 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
     );
     assert_eq!(
         words
-            .texts_and_confidence(
-                &kb,
-                &[
-                    (DocKind::Page, "p1", true),
-                    (DocKind::Claim, "c1", false),
-                    (DocKind::Claim, "nope", true)
-                ]
-            )
+            .texts_and_confidence(&[
+                (DocKind::Page, "p1", true),
+                (DocKind::Claim, "c1", false),
+                (DocKind::Claim, "nope", true)
+            ])
             .expect("texts"),
         [
             ("Deploy guide\nThe steps".to_string(), None),
@@ -318,7 +316,7 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
 
     // A document put again says only what it says now; a removed one is gone.
     words
-        .put(&[(
+        .put_docs(&[(
             doc("claim", "c1", "", "We release on Fridays", Some("working")),
             (7, 70),
         )])
@@ -327,7 +325,7 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
     assert_eq!(ids(&search(&words, &kb, "fridays", 10)), ["c1"]);
     assert_eq!(
         words
-            .remove(&[("page", "p1"), ("page", "gone")])
+            .remove_docs(&[("page", "p1"), ("page", "gone")])
             .expect("remove"),
         1
     );
@@ -344,19 +342,16 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
     // again.
     pg.run("stop");
     let err = words
-        .lexical(
-            &kb,
-            &Query {
-                text: "deploy",
-                terms: &["deploy".to_string()],
-                limit: 10,
-                kinds: SEARCH_KINDS,
-                currency: Currency::Any,
-                snippets: Snippets::No,
-                backend: None,
-                explicit: false,
-            },
-        )
+        .words(&Query {
+            text: "deploy",
+            terms: &["deploy".to_string()],
+            limit: 10,
+            kinds: SEARCH_KINDS,
+            currency: Currency::Any,
+            snippets: Snippets::No,
+            backend: None,
+            explicit: false,
+        })
         .expect_err("the database is away");
     assert!(err.to_string().contains("cannot be reached"), "{err}");
     pg.run("start");
@@ -365,7 +360,7 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
     // Opened with the other stemming, the documents made the first way
     // are dropped (the keeper puts them again).
     let plain =
-        TeamWords::open(Arc::new(Database::new(&pg.url).expect("url")), false).expect("open");
+        TeamIndex::open(Arc::new(Database::new(&pg.url).expect("url")), false).expect("open");
     assert!(plain.emptied());
     assert_eq!(plain.held().expect("held"), 0);
 }

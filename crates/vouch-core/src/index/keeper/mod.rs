@@ -107,6 +107,16 @@ fn give_back_freed_memory() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn give_back_freed_memory() {}
 
+/// A read in a process whose index was never made current.
+pub(crate) fn not_caught_up() -> Error {
+    Error::new(
+        crate::error::ErrorKind::Busy,
+        "the index has not been brought in step with the files in this process yet: the \
+         keeper's catch-up runs before a command dispatches (`Kb::catch_up`) and on a \
+         server's background thread; retry in a moment",
+    )
+}
+
 /// What a keeper round works on, borrowed from whatever holds them (`Kb`,
 /// which sits above the index and so is not named here).
 pub struct Parts<'a> {

@@ -183,19 +183,11 @@ impl crate::index::VectorIndex for SqliteIndex {
         budget: Duration,
     ) -> Result<usize> {
         embed::before_read(&self.at(store).keep(), embedder, budget)?;
-        Ok(self
-            .state
-            .read_vectors()
-            .as_ref()
-            .map_or(0, |v| v.pending()))
+        Ok(embed::pending(&self.state.keeper))
     }
     fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
         embed::for_read(&self.at(store).keep(), embedder)?;
-        Ok(self
-            .state
-            .read_vectors()
-            .as_ref()
-            .map_or((0, 0), |v| (v.documents(), v.pending())))
+        Ok(embed::counts(&self.state.keeper))
     }
     fn nearest(
         &self,
@@ -204,28 +196,10 @@ impl crate::index::VectorIndex for SqliteIndex {
         currency: Currency,
         want: usize,
     ) -> Result<Vec<Near>> {
-        let guard = self.state.read_vectors();
-        let Some(vectors) = guard.as_ref() else {
-            return Ok(Vec::new());
-        };
-        Ok(vectors
-            .nearest(query, kinds, currency, want)?
-            .into_iter()
-            .filter_map(|(k, s)| {
-                Some((
-                    DocKind::parse(k.kind)?,
-                    k.id.to_string(),
-                    k.status.map(str::to_string),
-                    s,
-                ))
-            })
-            .collect())
+        embed::nearest(&self.state.keeper, query, kinds, currency, want)
     }
     fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>> {
-        match self.state.read_vectors().as_ref() {
-            Some(v) => v.similarity(kind.as_str(), id, query),
-            None => Ok(None),
-        }
+        embed::similarity(&self.state.keeper, kind, id, query)
     }
     fn text_shas(&self, store: &Store) -> Result<HashSet<String>> {
         embed::text_shas(&self.at(store).keep())

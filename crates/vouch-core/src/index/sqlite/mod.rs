@@ -14,7 +14,6 @@
 use super::{Currency, Freshness, Query, RebuildResult, SearchHit, Snippets, SyncStats, Written};
 use crate::error::{Error, Result};
 use crate::model::{Claim, Entity, Page, Relation};
-use crate::store::Dir;
 use crate::stored::Store;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashMap;
@@ -251,13 +250,7 @@ fn changed_ns(path: &Path) -> i64 {
 }
 
 fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
-    match kind {
-        "claim" => kb.layout().file(Dir::Claims, id),
-        "page" => kb.layout().file(Dir::Pages, id),
-        "entity" => kb.layout().file(Dir::Entities, id),
-        "relation" => kb.layout().file(Dir::Relations, id),
-        _ => kb.layout().source_meta(id),
-    }
+    doc_file(kb, kind, id)
 }
 
 pub(crate) use crate::store::file_identity;

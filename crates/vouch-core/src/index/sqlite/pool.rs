@@ -261,15 +261,7 @@ fn say_if_catching_up(kb: &Ix) {
     }
 }
 
-/// A read in a process whose index was never made current.
-pub(crate) fn not_caught_up() -> Error {
-    Error::new(
-        crate::error::ErrorKind::Busy,
-        "the index has not been brought in step with the files in this process yet: the \
-         keeper's catch-up runs before a command dispatches (`Kb::catch_up`) and on a \
-         server's background thread; retry in a moment",
-    )
-}
+pub(crate) use crate::index::keeper::not_caught_up;
 
 /// Sync the index open in `slot` (opening it if needed) with the files: a
 /// file another process put in its place is opened instead, and a one-shot
@@ -408,19 +400,13 @@ pub(crate) fn after_write(kb: &Ix, written: &[Written]) {
     let index = &open.index;
     let res = index.write_docs(kb, || {
         for w in written {
-            let doc = match w {
+            let Some(doc) = written_doc(kb, w) else {
                 // An approved delete: its row goes now, its vectors with
                 // it (read-your-writes, as for what is written).
-                Written::Removed { kind, id } => {
-                    index.delete(kind, id)?;
-                    crate::index::engine::VectorWrite::prune(index)?;
-                    continue;
-                }
-                Written::Claim(c) => claim_doc(c),
-                Written::Page(p) => page_doc(p),
-                Written::Entity(e) => entity_doc(e),
-                Written::Relation(r) => relation_doc(r),
-                Written::Source(s) => source_doc(kb, s),
+                let (kind, id) = w.key();
+                index.delete(kind, id)?;
+                crate::index::engine::VectorWrite::prune(index)?;
+                continue;
             };
             let sig = file_of(kb, doc.kind, &doc.id)
                 .ok()
@@ -513,6 +499,7 @@ mod readers_tests {
     use super::*;
     use crate::kb::Kb;
     use crate::retrieval::{SearchParams, search};
+    use crate::store::Dir;
     use serde_json::json;
 
     fn claim(kb: &Kb, src: &str, text: &str) {

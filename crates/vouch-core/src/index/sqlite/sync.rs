@@ -660,6 +660,7 @@ mod tests {
 #[cfg(all(test, unix))]
 mod warm_tests {
     use super::*;
+    use crate::store::Dir;
     use std::time::Duration;
 
     /// Reading ahead reads what the readers would, and no more: never

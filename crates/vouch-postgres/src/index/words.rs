@@ -18,96 +18,20 @@
 //! them to fill); their order among themselves is PostgreSQL's ranking,
 //! not FTS5's BM25, so it can differ.
 
-use crate::{Conns, Database};
+use super::TeamIndex;
 use postgres::fallible_iterator::FallibleIterator;
 use std::collections::HashMap;
-use std::sync::Arc;
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 use vouch_core::Result;
 use vouch_core::index::engine::{Doc, DocRead, DocWrite, Listed, Sig, embedded_text, full_text};
+use vouch_core::index::memory::kind_static;
 use vouch_core::index::{
-    Currency, LexicalIndex, MARK_CLOSE, MARK_OPEN, Query, SearchHit, Snippets, required_words,
-    unmark,
+    Currency, MARK_CLOSE, MARK_OPEN, Query, SearchHit, Snippets, required_words, unmark,
 };
 use vouch_core::model::{ClaimStatus, DocKind, PageStatus};
-use vouch_core::stored::Store;
 
-/// How the words are made, recorded in `vouch_index_meta`: documents made
-/// another way are dropped when a replica opens them (derived: the keeper
-/// puts them again). Bump when what `words_of` gives changes.
-const WORDS_VERSION: &str = "1";
-
-/// The kinds a document can be, as the index names them.
-const KINDS: &[&str] = &["claim", "page", "entity", "relation", "source"];
-
-/// The words each replica's searches read, in the team database.
-pub struct TeamWords {
-    conns: Conns,
-    /// The text search configuration (one of two made by the schema).
-    config: &'static str,
-    /// The documents were dropped when opened (none yet, or made another
-    /// way): the keeper must put every one.
-    emptied: bool,
-}
-
-impl TeamWords {
-    /// The words kept in `db`, stemmed (`stem`: `retrieval.fts5_porter`)
-    /// or not. Documents made another way (the other stemming, an older
-    /// version) are dropped.
-    pub fn open(db: Arc<Database>, stem: bool) -> Result<TeamWords> {
-        let config = if stem { "vouch_words_stem" } else { "simple" };
-        let made = format!("{config} {WORDS_VERSION}");
-        let conns = Conns::new(db);
-        let emptied = conns.with("opening the words index", |c| {
-            let mut tx = c.transaction()?;
-            // One replica at a time decides (another opening at once
-            // waits, then finds the stamp it left).
-            tx.execute(
-                "LOCK TABLE vouch_index_meta IN SHARE ROW EXCLUSIVE MODE",
-                &[],
-            )?;
-            let held: Option<String> = tx
-                .query_opt(
-                    "SELECT value FROM vouch_index_meta WHERE key = 'words'",
-                    &[],
-                )?
-                .map(|r| r.get(0));
-            if held.as_deref() == Some(made.as_str()) {
-                tx.commit()?;
-                return Ok(false);
-            }
-            tx.execute("TRUNCATE vouch_index_docs", &[])?;
-            tx.execute(
-                "INSERT INTO vouch_index_meta (key, value) VALUES ('words', $1) \
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                &[&made],
-            )?;
-            tx.commit()?;
-            Ok(true)
-        })?;
-        Ok(TeamWords {
-            conns,
-            config,
-            emptied,
-        })
-    }
-
-    /// Whether opening dropped every document (none were held, or they
-    /// were made another way).
-    pub fn emptied(&self) -> bool {
-        self.emptied
-    }
-
-    /// How many documents are held.
-    pub fn held(&self) -> Result<usize> {
-        let n: i64 = self.conns.with("counting the indexed documents", |c| {
-            c.query_one("SELECT count(*) FROM vouch_index_docs", &[])
-                .map(|r| r.get(0))
-        })?;
-        Ok(n as usize)
-    }
-
+impl TeamIndex {
     /// The best `want` documents holding all (`all`) or any of `words`,
     /// of the kinds and statuses asked, best first; with their snippets
     /// when asked, the query's `marked` words marked.
@@ -184,7 +108,9 @@ impl TeamWords {
                     snippet,
                     highlights,
                     score: f64::from(row.get::<_, f32>(4)),
-                    backend: "postgres".into(),
+                    // The words retriever's name in the protocol, whichever engine
+                    // holds the words (the score is then `ts_rank`'s).
+                    backend: "fts5".into(),
                     status,
                     confidence: row.get(3),
                     cosine: None,
@@ -239,13 +165,9 @@ fn tsquery(words: &[&String], op: &str) -> Option<String> {
     (!quoted.is_empty()).then(|| quoted.join(op))
 }
 
-/// The index's name for a kind, as a `'static` string.
-fn static_kind(kind: &str) -> Option<&'static str> {
-    KINDS.iter().copied().find(|k| *k == kind)
-}
-
-impl LexicalIndex for TeamWords {
-    fn lexical(&self, _store: &Store, q: &Query) -> Result<Vec<SearchHit>> {
+impl TeamIndex {
+    /// [`vouch_core::index::engine::Tables::words`].
+    pub(super) fn search_words(&self, q: &Query) -> Result<Vec<SearchHit>> {
         let required = required_words(q.terms);
         let marked = q.terms.join(" ");
         let mut hits = self.ranked(&required, true, q.limit, q, &marked)?;
@@ -261,9 +183,9 @@ impl LexicalIndex for TeamWords {
         Ok(hits)
     }
 
-    fn texts_and_confidence(
+    /// [`vouch_core::index::engine::Tables::texts_and_confidence`].
+    pub(super) fn texts_of(
         &self,
-        _store: &Store,
         keys: &[(DocKind, &str, bool)],
     ) -> Result<Vec<(String, Option<f64>)>> {
         if keys.is_empty() {
@@ -297,8 +219,8 @@ impl LexicalIndex for TeamWords {
     }
 }
 
-impl DocWrite for TeamWords {
-    fn put(&self, docs: &[(Doc, Sig)]) -> Result<()> {
+impl DocWrite for TeamIndex {
+    fn put_docs(&self, docs: &[(Doc, Sig)]) -> Result<()> {
         // The last of a key's documents is the one held (one statement
         // may not touch a row twice).
         let mut last: HashMap<(&str, &str), usize> = HashMap::new();
@@ -358,7 +280,7 @@ impl DocWrite for TeamWords {
         })
     }
 
-    fn remove(&self, keys: &[(&str, &str)]) -> Result<usize> {
+    fn remove_docs(&self, keys: &[(&str, &str)]) -> Result<usize> {
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| *id).collect();
         let n = self.conns.with("dropping indexed documents", |c| {
@@ -385,7 +307,7 @@ impl DocWrite for TeamWords {
     }
 }
 
-impl DocRead for TeamWords {
+impl DocRead for TeamIndex {
     fn vector_documents(&self) -> Result<usize> {
         let n: i64 = self.conns.with("counting the indexed documents", |c| {
             c.query_one(
@@ -427,7 +349,7 @@ impl DocRead for TeamWords {
                 ],
             )?;
             while let Some(row) = rows.next()? {
-                let Some(kind) = static_kind(row.get(0)) else {
+                let Some(kind) = kind_static(row.get(0)) else {
                     continue;
                 };
                 each(Listed {

@@ -1,0 +1,132 @@
+//! A knowledge base whose derived index is the team database's
+//! ([`KeptIndex`] over [`TeamIndex`]), through the same `kb.*` methods
+//! every transport calls: what is approved is found, what changed in the
+//! files by hand is found after a catch-up, another replica answers its
+//! first search from the database, and knowledge no approval let in is
+//! marked.
+
+use super::Cluster;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use vouch_core::index::kept::KeptIndex;
+use vouch_core::methods::dispatch;
+use vouch_core::{Caller, Kb, Transport};
+use vouch_postgres::{Database, TeamIndex};
+
+/// The knowledge base in `dir`, its index the team database's at `url`.
+fn replica(dir: &Path, url: &str) -> Kb {
+    let mut kb = Kb::open(
+        &dir.join(".vouch"),
+        Arc::new(vouch_core::clock::SystemClock::default()),
+    )
+    .expect("open");
+    let stem = kb.settings().retrieval.fts5_porter;
+    let tables = TeamIndex::open(Arc::new(Database::new(url).expect("url")), stem).expect("index");
+    kb.set_index(Box::new(KeptIndex::new(Arc::new(tables))));
+    kb
+}
+
+fn call(kb: &Kb, who: &str, method: &str, params: Value) -> Value {
+    let transport = if who == "alice" {
+        Transport::Cli
+    } else {
+        Transport::Jsonl
+    };
+    dispatch(kb, &Caller::new(who, transport), method, params)
+        .unwrap_or_else(|e| panic!("{method}: {e}"))
+}
+
+fn found(kb: &Kb, q: &str) -> Vec<String> {
+    call(kb, "agent", "kb.search", json!({"query": q}))
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[test]
+fn a_knowledge_base_served_from_the_team_index() {
+    let pg = Cluster::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "t", None).expect("init");
+    let a = replica(dir.path(), &pg.url);
+    let src = call(
+        &a,
+        "agent",
+        "kb.register_source",
+        json!({"content": "the runbook", "locator": "notes"}),
+    )["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let mut claims = Vec::new();
+    for text in [
+        "We deploy on Tuesdays after the review.",
+        "Signing keys rotate every ninety days.",
+        "The database is backed up nightly.",
+    ] {
+        let proposed = call(
+            &a,
+            "agent",
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        );
+        call(
+            &a,
+            "alice",
+            "kb.approve",
+            json!({"proposal_id": proposed["proposal_id"]}),
+        );
+        claims.push(proposed["claim_id"].as_str().expect("id").to_string());
+    }
+    assert_eq!(found(&a, "deploys tuesday"), [claims[0].clone()]);
+    assert_eq!(found(&a, "rotating keys"), [claims[1].clone()]);
+
+    // Another replica (a server: its keeper's rounds catch up, never a
+    // request) answers its first search from the database, before any
+    // catch-up of its own has read a file.
+    let mut b = replica(dir.path(), &pg.url);
+    b.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
+    assert!(vouch_core::index::Upkeep::open_built(b.index(), &b).expect("built"));
+    let hits = call(&b, "agent", "kb.search", json!({"query": "nightly backup"}));
+    assert_eq!(hits[0]["id"], json!(claims[2]));
+    assert!(hits[0]["_meta"].get("unaudited").is_none(), "{hits}");
+    assert!(
+        vouch_core::index::Configured::caught_up_at(b.index()).is_none(),
+        "answered without catching up"
+    );
+    b.catch_up(None).expect("catch up");
+
+    // A claim file changed by hand (an editor, a pull) is found by its new
+    // words after the next catch-up, and marked: no approval wrote these
+    // bytes.
+    let path = a
+        .layout()
+        .file(vouch_core::store::Dir::Claims, &claims[1])
+        .expect("path");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let yaml = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, yaml.replace("ninety days", "quarter by hand")).expect("write");
+    a.catch_up(None).expect("catch up");
+    let hits = call(&b, "agent", "kb.search", json!({"query": "quarter hand"}));
+    assert_eq!(hits[0]["id"], json!(claims[1]), "{hits}");
+    assert_eq!(hits[0]["_meta"]["unaudited"], json!(true), "{hits}");
+    assert!(found(&b, "ninety").is_empty());
+
+    // A claim file removed by hand is gone after a catch-up; the rebuild
+    // reads the files again, and the other replica sees the same.
+    std::fs::remove_file(&path).expect("remove");
+    b.catch_up(None).expect("catch up");
+    assert!(found(&a, "quarter hand").is_empty());
+    let rebuilt = call(&a, "alice", "kb.index_rebuild", json!({}));
+    assert_eq!(
+        rebuilt["indexed"],
+        json!(3),
+        "two claims and a source: {rebuilt}"
+    );
+    assert_eq!(found(&b, "deploys tuesday"), [claims[0].clone()]);
+    let status = call(&b, "agent", "kb.status", json!({}));
+    assert!(status.is_object(), "{status}");
+}
