@@ -328,12 +328,19 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     }
     // Its index keeper (`spawn_refresher`, which sets the background
     // upkeep) keeps the index in step; requests only read.
-    let kb = context::open(cli.kb.as_deref())?;
+    let mut kb = context::open(cli.kb.as_deref())?;
     if let Some(dir) = &args.index_dir {
-        kb.place_index(dir)?;
+        crate::team::keep_index_in(&mut kb, dir)?;
         eprintln!(
             "vouch: the derived index is kept in {}",
             kb.layout().index_dir().display()
+        );
+    } else if crate::team::index_in_database(&kb)
+        && let Some(team) = crate::team::current()
+    {
+        eprintln!(
+            "vouch: the derived index is kept in the team database {}",
+            team.shown
         );
     }
     announce_gate(&kb);
@@ -342,12 +349,16 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     }
     let kb = Arc::new(kb);
     spawn_refresher(kb.clone());
-    // Another replica's writes, heard through the team database, for a
-    // replica keeping its own index (on a host of its own, whose watcher
-    // sees only that host's writes). Replicas sharing the tree's index on
-    // one host see each other's files through the watcher, and a scan by
-    // each on every write would only fight over that one `state.db`.
-    if let (Some(team), Some(_)) = (crate::team::current(), &args.index_dir) {
+    // Another replica's writes, heard through the team database: a replica
+    // keeping its own index (on a host of its own, whose watcher sees only
+    // that host's writes) catches up with the files, and one reading the
+    // team database's index has its vectors look at what was written.
+    // Replicas sharing the tree's `state.db` on one host see each other's
+    // files through the watcher, and a scan by each on every write would
+    // only fight over that one file.
+    if let Some(team) = crate::team::current()
+        && (args.index_dir.is_some() || crate::team::index_in_database(&kb))
+    {
         let heard = kb.clone();
         team.lock.follow(move || heard.index().changed_elsewhere());
     }

@@ -13,10 +13,12 @@
 //! knowledge base opens.
 
 use std::sync::{Arc, OnceLock};
+use vouch_core::index::kept::KeptIndex;
+use vouch_core::index::sqlite::SqliteIndex;
 use vouch_core::store::lock::{SharedHold, SharedLock};
 use vouch_core::store::queue::SharedQueue;
 use vouch_core::{Error, Kb};
-use vouch_postgres::{Database, Sessions, TeamLock, TeamQueue, TeamVectors};
+use vouch_postgres::{Database, Sessions, TeamIndex, TeamLock, TeamQueue, TeamVectors};
 
 /// The team database this process uses, and what it keeps there.
 pub(crate) struct Team {
@@ -30,6 +32,8 @@ pub(crate) struct Team {
     pub(crate) vectors: Arc<TeamVectors>,
     /// The pending proposals.
     pub(crate) queue: Arc<TeamQueue>,
+    /// The database itself, where the derived index is kept.
+    db: Arc<Database>,
 }
 
 /// The process's choice: `None` inside means "no team database".
@@ -58,7 +62,8 @@ fn open(url: &str, origin: &str) -> Result<Option<Team>, String> {
         lock: Arc::new(TeamLock::new(db.clone(), &writer)),
         sessions: Arc::new(Sessions::new(db.clone())),
         vectors: Arc::new(TeamVectors::new(db.clone())),
-        queue: Arc::new(TeamQueue::new(db)),
+        queue: Arc::new(TeamQueue::new(db.clone())),
+        db,
     }))
 }
 
@@ -74,8 +79,9 @@ pub(crate) fn choose_by_flag(url: &str) -> Result<(), Error> {
 }
 
 /// `server.database` of the person's config (`cfg`, read from `path`),
-/// unless a flag chose first; then give `kb` the team's write lock.
-pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json::Value)>) {
+/// unless a flag chose first; then give `kb` the team's write lock, its
+/// queue, its vectors and its derived index.
+pub(crate) fn attach(kb: &mut Kb, from_config: Option<(&std::path::Path, &serde_json::Value)>) {
     let chosen = CHOSEN.get_or_init(|| {
         let Some((path, cfg)) = from_config else {
             return Ok(None);
@@ -111,6 +117,7 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
             kb.share_lock(team.lock.clone());
             kb.share_vectors(team.vectors.clone());
             kb.share_queue(team.queue.clone());
+            keep_index_in_database(kb, team);
         }
         Ok(None) => {}
         // Writing without the lock the other replicas take is what would
@@ -122,6 +129,36 @@ pub(crate) fn attach(kb: &Kb, from_config: Option<(&std::path::Path, &serde_json
             kb.share_queue(unusable);
         }
     }
+}
+
+/// Serve `kb`'s reads from the derived index in the team database, which
+/// every replica shares. A database that cannot be reached now leaves the
+/// index in the files' own `state.db`, said once: reads go on (writes
+/// wait for the database anyway).
+fn keep_index_in_database(kb: &mut Kb, team: &Team) {
+    let stem = kb.settings().retrieval.fts5_porter;
+    match TeamIndex::open(team.db.clone(), stem) {
+        Ok(tables) => kb.set_index(Box::new(KeptIndex::new(Arc::new(tables)))),
+        Err(e) => kb.warn(format!(
+            "the derived index in the team database cannot be opened ({}); this process \
+             keeps its own in {}, built from the files",
+            e.message,
+            kb.layout().index_dir().display()
+        )),
+    }
+}
+
+/// Keep `kb`'s derived index in `dir` (`--index-dir`): a `state.db` of
+/// this process's own, built from the files, instead of the team
+/// database's.
+pub(crate) fn keep_index_in(kb: &mut Kb, dir: &std::path::Path) -> Result<(), Error> {
+    kb.set_index(Box::new(SqliteIndex::default()));
+    kb.place_index(dir)
+}
+
+/// Whether `kb` reads the derived index in the team database.
+pub(crate) fn index_in_database(kb: &Kb) -> bool {
+    kb.index().as_any().is::<KeptIndex>()
 }
 
 /// Whether `kb` is the working tree `tree` (its project folder, the one

@@ -129,9 +129,9 @@ fn run_inner(cli: &Cli) -> Result<i32, Error> {
             other_models,
             index_dir,
         }) => {
-            let kb = team.open(cli)?;
+            let mut kb = team.open(cli)?;
             if let Some(dir) = index_dir {
-                kb.place_index(dir)?;
+                crate::team::keep_index_in(&mut kb, dir)?;
             }
             let v = crate::team::prune_vectors(&kb, *other_models)?;
             print_warnings(&kb);

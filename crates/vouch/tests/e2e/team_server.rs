@@ -226,6 +226,18 @@ fn replicas_share_one_queue_and_see_each_others_decisions() {
         );
         assert!(pending_ids(r).is_empty());
     }
+    // What they found is the team database's index: no replica built one
+    // of its own in the tree.
+    assert_eq!(
+        psql(
+            &pg.url,
+            &format!(
+                "SELECT count(*) FROM vouch_index_docs WHERE kind = 'claim' AND id = '{claim}'"
+            )
+        ),
+        "1"
+    );
+    assert!(!p.vouch_dir().join("state.db").exists());
     sound(&p);
 }
 
