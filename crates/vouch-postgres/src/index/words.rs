@@ -221,6 +221,9 @@ impl TeamIndex {
 
 impl DocWrite for TeamIndex {
     fn put_docs(&self, docs: &[(Doc, Sig)]) -> Result<()> {
+        if docs.is_empty() {
+            return Ok(());
+        }
         // The last of a key's documents is the one held (one statement
         // may not touch a row twice).
         let mut last: HashMap<(&str, &str), usize> = HashMap::new();
@@ -257,7 +260,13 @@ impl DocWrite for TeamIndex {
              ON CONFLICT (kind, id) DO UPDATE SET
                  title = excluded.title, body = excluded.body, status = excluded.status,
                  confidence = excluded.confidence, mtime = excluded.mtime,
-                 size = excluded.size, words = excluded.words",
+                 size = excluded.size, words = excluded.words
+             -- What another replica put already is left as it is (no new
+             -- row version, no GIN update).
+             WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
+                    vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
+                 IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
+                    excluded.confidence, excluded.mtime, excluded.size)",
             cfg = self.config
         );
         self.conns.with("indexing documents", |c| {
@@ -281,6 +290,9 @@ impl DocWrite for TeamIndex {
     }
 
     fn remove_docs(&self, keys: &[(&str, &str)]) -> Result<usize> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| *id).collect();
         let n = self.conns.with("dropping indexed documents", |c| {

@@ -129,4 +129,30 @@ fn a_knowledge_base_served_from_the_team_index() {
     assert_eq!(found(&b, "deploys tuesday"), [claims[0].clone()]);
     let status = call(&b, "agent", "kb.status", json!({}));
     assert!(status.is_object(), "{status}");
+
+    // The database away: a search is answered from the files themselves
+    // (the substring backend, said in a warning), a context pack too;
+    // back, the index answers again.
+    pg.run("stop");
+    let (hits, warnings) = vouch_core::stored::Store::collecting_warnings(|| {
+        dispatch(
+            &b,
+            &Caller::new("agent", Transport::Jsonl),
+            "kb.search",
+            json!({"query": "deploy"}),
+        )
+    });
+    let hits = hits.expect("answered from the files");
+    assert_eq!(hits[0]["id"], json!(claims[0]));
+    assert_eq!(hits[0]["backend"], json!("substring"), "{hits}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("cannot be reached") && w.contains("substring")),
+        "{warnings:?}"
+    );
+    let pack = call(&b, "agent", "kb.context", json!({"task": "deploy"}));
+    assert_eq!(pack["items"][0]["id"], json!(claims[0]), "{pack}");
+    pg.run("start");
+    assert_eq!(found(&b, "deploys tuesday"), [claims[0].clone()]);
 }
