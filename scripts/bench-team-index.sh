@@ -30,8 +30,12 @@ export XDG_CACHE_HOME=$W/model
 cd "$KB"
 for cfg in none team; do
   echo "== $([ $cfg = team ] && echo 'the team database' || echo 'state.db')"
-  XDG_CONFIG_HOME=$W/$cfg /usr/bin/time -f "index rebuild: %e s, peak RSS %M KB" $B/vouch index rebuild >/dev/null
-  XDG_CONFIG_HOME=$W/$cfg /usr/bin/time -f "one-shot search: %e s, peak RSS %M KB" $B/vouch search "billing cache" >/dev/null
+  XDG_CONFIG_HOME=$W/$cfg /usr/bin/time -o $W/t -f "index rebuild: %e s, peak RSS %M KB" \
+    $B/vouch index rebuild >/dev/null 2>&1
+  cat $W/t
+  XDG_CONFIG_HOME=$W/$cfg /usr/bin/time -o $W/t -f "one-shot search: %e s, peak RSS %M KB" \
+    $B/vouch search "billing cache" >/dev/null 2>&1
+  cat $W/t
   XDG_CONFIG_HOME=$W/$cfg python3 $here/bench-team-index.py $B/vouch "$KB"
 done
 $here/postgres.sh stop $W/pg

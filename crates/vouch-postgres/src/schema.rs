@@ -41,7 +41,9 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              made_at timestamptz NOT NULL DEFAULT now(),
              PRIMARY KEY (model, sha)
          );
+         CREATE SEQUENCE IF NOT EXISTS vouch_index_rowids;
          CREATE TABLE IF NOT EXISTS vouch_index_docs (
+             rowid      bigint NOT NULL,
              kind       text NOT NULL,
              id         text NOT NULL,
              title      text NOT NULL,
@@ -54,6 +56,12 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              PRIMARY KEY (kind, id)
          );
          CREATE INDEX IF NOT EXISTS vouch_index_docs_words ON vouch_index_docs USING gin (words);
+         CREATE UNIQUE INDEX IF NOT EXISTS vouch_index_docs_rowid ON vouch_index_docs (rowid);
+         CREATE TABLE IF NOT EXISTS vouch_index_gone (
+             seq   bigserial PRIMARY KEY,
+             rowid bigint NOT NULL,
+             at    timestamptz NOT NULL DEFAULT now()
+         );
          CREATE TABLE IF NOT EXISTS vouch_index_vectors (
              model  text NOT NULL,
              kind   text NOT NULL,

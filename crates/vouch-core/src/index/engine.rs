@@ -166,7 +166,7 @@ pub trait DocWrite {
 /// keeper's [`crate::index::kept::KeptIndex`] scans the files, reads the
 /// audit log, schedules the embedding and watches, whatever the engine.
 pub trait Tables:
-    EngineConn + DocWrite + crate::index::admission::AdmissionStore + Send + Sync
+    EngineConn + DocWrite + WordsFeed + crate::index::admission::AdmissionStore + Send + Sync
 {
     /// The value stored under `key` (`scan:<kind>`, `audit:…`).
     fn value(&self, key: &str) -> Result<Option<String>>;
@@ -195,4 +195,49 @@ pub trait Tables:
     /// catch-ups of replicas take turns instead of each reading the same
     /// files.
     fn one_at_a_time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+}
+
+/// One document's words as the engine made them, for postings kept in a
+/// server's memory ([`crate::index::kept::KeptIndex`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocWords {
+    /// A number the engine gives the document's words, new (and higher)
+    /// whenever they or its status change.
+    pub rowid: i64,
+    /// Its kind and status (what a search filters on).
+    pub kind: String,
+    /// Its status (claims and pages).
+    pub status: Option<String>,
+    /// Each of its tokens, with how often its title and its body hold it.
+    pub tokens: Vec<(String, u32, u32)>,
+}
+
+/// The engine's words, fed to postings a server keeps in memory (ranked
+/// there by FTS5's bm25 formula, at a cost that grows with the hits asked
+/// for): what it holds after a point, what went since, and the hits of
+/// chosen rows. Rows are numbered in the order they were committed, so
+/// "after the last one read" misses none.
+pub trait WordsFeed {
+    /// The words of the documents after `rowid`, in rowid order, at most
+    /// `at_most` of them, handed to `each`.
+    fn words_after(&self, rowid: i64, at_most: usize, each: &mut dyn FnMut(DocWords))
+    -> Result<()>;
+    /// The rowids that went (their document removed, or made anew under a
+    /// new rowid) after the point `seq` of that feed; and the feed's last
+    /// point.
+    fn gone_after(&self, seq: i64) -> Result<(Vec<i64>, i64)>;
+    /// What changes whenever every rowid is made anew (the words made
+    /// another way): postings read before are read again from the start.
+    fn words_epoch(&self) -> Result<String>;
+    /// Each query word as the engine's token; `None` for a word that makes
+    /// none.
+    fn tokens_of(&self, words: &[&String]) -> Result<Vec<Option<String>>>;
+    /// The hits of these rows (kind, id, status, confidence; with a
+    /// snippet marking `q`'s words where it asks), by rowid; a row no
+    /// longer held is left out. Scores are the caller's.
+    fn hits_of(
+        &self,
+        rowids: &[i64],
+        q: &crate::index::Query,
+    ) -> Result<Vec<(i64, crate::index::SearchHit)>>;
 }

@@ -223,6 +223,10 @@ pub fn required_words(terms: &[String]) -> Vec<&String> {
     }
 }
 
+/// A word in at least this many documents is "common": it joins the any-word
+/// fill only when no rarer word is there to narrow it.
+pub(crate) const COMMON_DF: usize = 2000;
+
 /// A document found by meaning: kind, id, status, cosine.
 pub type Near = (DocKind, String, Option<String>, f32);
 

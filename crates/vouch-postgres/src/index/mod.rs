@@ -14,6 +14,7 @@
 //! (docs/team-server.md, "Secrets").
 
 mod admission;
+mod feed;
 mod vectors;
 mod words;
 
@@ -35,6 +36,10 @@ const CATCH_UP_LOCK_KEY: i64 = 0x766f_7563_6802; // "vouch" 02
 
 /// The advisory lock under which admission rows are recorded.
 const ADMISSION_LOCK_KEY: i64 = 0x766f_7563_6803; // "vouch" 03
+
+/// The advisory lock under which documents are put and removed: rowids
+/// and the removals' points are taken in the order their writes commit.
+const WORDS_LOCK_KEY: i64 = 0x766f_7563_6804; // "vouch" 04
 
 /// The derived index each replica reads, in the team database.
 pub struct TeamIndex {
@@ -98,9 +103,11 @@ impl TeamIndex {
 /// Drop every document, admission row and value; the vectors stay, their
 /// file signatures forgotten (each document's looked at again by its text).
 fn clear(c: &mut impl postgres::GenericClient) -> std::result::Result<(), postgres::Error> {
+    // A new epoch: every replica's postings are read again from the start.
     c.batch_execute(
-        "TRUNCATE vouch_index_docs, vouch_index_admitted, vouch_index_written;
+        "TRUNCATE vouch_index_docs, vouch_index_gone, vouch_index_admitted, vouch_index_written;
          DELETE FROM vouch_index_meta;
+         INSERT INTO vouch_index_meta (key, value) VALUES ('words_epoch', gen_random_uuid()::text);
          UPDATE vouch_index_vectors SET size = -1 WHERE size <> -1;",
     )
 }

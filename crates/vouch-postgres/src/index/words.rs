@@ -59,25 +59,18 @@ impl TeamIndex {
             Currency::Current => ("= ANY($3)", statuses(|s| Currency::Current.admits(Some(s)))),
         };
         let sql = format!(
-            "SELECT kind, id, status, confidence, r,
-                    CASE WHEN $5 THEN ts_headline('{cfg}',
-                        CASE WHEN kind = 'claim' OR title = '' THEN body
-                             ELSE title || E'\\n' || body END,
-                        to_tsquery('{cfg}', $6), $7)
-                    ELSE '' END
+            "SELECT kind, id, status, confidence, r, {headline}
              FROM (SELECT kind, id, title, body, status, confidence,
                           ts_rank('{{0, 0, 0.5, 1}}', words, q, 1) AS r
                    FROM vouch_index_docs, to_tsquery('{cfg}', $1) AS q
                    WHERE words @@ q AND kind = ANY($2) AND (status IS NULL OR status {test})
                    ORDER BY r DESC, kind, id LIMIT $4) AS best
              ORDER BY r DESC, kind, id",
-            cfg = self.config
+            cfg = self.config,
+            headline = self.headline(5)
         );
         let snippets = q.snippets == Snippets::Yes;
-        let options = format!(
-            "StartSel=\"{MARK_OPEN}\", StopSel=\"{MARK_CLOSE}\", MaxWords=24, MinWords=12, \
-             ShortWord=0, MaxFragments=1, FragmentDelimiter=\" … \""
-        );
+        let options = headline_options();
         let marked = tsquery(&[&marked.to_string()], " | ").unwrap_or_default();
         let rows = self.conns.with("searching the words index", |c| {
             c.query(
@@ -96,29 +89,64 @@ impl TeamIndex {
         Ok(rows
             .iter()
             .filter_map(|row| {
-                let kind = DocKind::parse(row.get(0))?;
-                let status: Option<String> = row.get(2);
-                if !q.kinds.contains(&kind) || !q.currency.admits(status.as_deref()) {
-                    return None;
-                }
-                let (snippet, highlights) = unmark(row.get(5));
-                Some(SearchHit {
-                    kind,
-                    id: row.get(1),
-                    snippet,
-                    highlights,
-                    score: f64::from(row.get::<_, f32>(4)),
-                    // The words retriever's name in the protocol, whichever engine
-                    // holds the words (the score is then `ts_rank`'s).
-                    backend: "fts5".into(),
-                    status,
-                    confidence: row.get(3),
-                    cosine: None,
-                    meta: Default::default(),
-                })
+                let hit = hit(row.get(0), row.get(1), row.get(2), row.get(3), row.get(5))?;
+                let score = f64::from(row.get::<_, f32>(4));
+                (q.kinds.contains(&hit.kind) && q.currency.admits(hit.status.as_deref()))
+                    .then_some(SearchHit { score, ..hit })
             })
             .collect())
     }
+
+    /// A document's snippet in SQL: with `$first` true, its text (a
+    /// claim's, else its title and body) with the words of the tsquery
+    /// text `$first+1` marked, under the options `$first+2`; else empty.
+    pub(super) fn headline(&self, first: usize) -> String {
+        format!(
+            "CASE WHEN ${first} THEN ts_headline('{cfg}',
+                 CASE WHEN kind = 'claim' OR title = '' THEN body
+                      ELSE title || E'\\n' || body END,
+                 to_tsquery('{cfg}', ${q}), ${o})
+             ELSE '' END",
+            cfg = self.config,
+            q = first + 1,
+            o = first + 2
+        )
+    }
+}
+
+/// `ts_headline`'s options: the matched words between vouch's marks, about
+/// as much text around them as FTS5's snippets give.
+pub(super) fn headline_options() -> String {
+    format!(
+        "StartSel=\"{MARK_OPEN}\", StopSel=\"{MARK_CLOSE}\", MaxWords=24, MinWords=12, \
+         ShortWord=0, MaxFragments=1, FragmentDelimiter=\" … \""
+    )
+}
+
+/// A hit of a document's row (its score 0: the caller's), its snippet
+/// unmarked; `None` for a kind search does not know.
+pub(super) fn hit(
+    kind: &str,
+    id: String,
+    status: Option<String>,
+    confidence: Option<f64>,
+    marked: &str,
+) -> Option<SearchHit> {
+    let (snippet, highlights) = unmark(marked);
+    Some(SearchHit {
+        kind: DocKind::parse(kind)?,
+        id,
+        snippet,
+        highlights,
+        score: 0.0,
+        // The words retriever's name in the protocol, whichever engine
+        // holds the words.
+        backend: "fts5".into(),
+        status,
+        confidence,
+        cosine: None,
+        meta: Default::default(),
+    })
 }
 
 /// The statuses of claims and pages that `keep` keeps.
@@ -133,7 +161,7 @@ fn statuses(keep: impl Fn(&str) -> bool) -> Vec<&'static str> {
 
 /// `text` as PostgreSQL is given it: its runs of letters and digits (as a
 /// query's words are made), accents folded away, a space between.
-fn words_of(text: &str) -> String {
+pub(super) fn words_of(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         let start = out.len();
@@ -151,7 +179,7 @@ fn words_of(text: &str) -> String {
 /// A `to_tsquery` text of `words` joined by `op`, each word quoted (only
 /// letters and digits are left in it, so nothing in a word is read as the
 /// query language); `None` when no word is left.
-fn tsquery(words: &[&String], op: &str) -> Option<String> {
+pub(super) fn tsquery(words: &[&String], op: &str) -> Option<String> {
     let quoted: Vec<String> = words
         .iter()
         .flat_map(|w| {
@@ -248,29 +276,50 @@ impl DocWrite for TeamIndex {
         let confidence: Vec<Option<f64>> = chosen.iter().map(|&i| docs[i].0.confidence).collect();
         let mtime: Vec<i64> = chosen.iter().map(|&i| docs[i].1.0).collect();
         let size: Vec<i64> = chosen.iter().map(|&i| docs[i].1.1).collect();
+        // A document whose words or status change takes a new rowid, and
+        // its old one is named gone (the replicas' postings follow both).
         let sql = format!(
-            "INSERT INTO vouch_index_docs
-                 (kind, id, title, body, status, confidence, mtime, size, words)
-             SELECT k, i, t, b, s, c, m, z,
-                    setweight(to_tsvector('{cfg}', tw), 'A')
-                        || setweight(to_tsvector('{cfg}', bw), 'B')
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                         $6::float8[], $7::int8[], $8::int8[], $9::text[], $10::text[])
-                  AS u(k, i, t, b, s, c, m, z, tw, bw)
-             ON CONFLICT (kind, id) DO UPDATE SET
-                 title = excluded.title, body = excluded.body, status = excluded.status,
-                 confidence = excluded.confidence, mtime = excluded.mtime,
-                 size = excluded.size, words = excluded.words
-             -- What another replica put already is left as it is (no new
-             -- row version, no GIN update).
-             WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
-                    vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
-                 IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
-                    excluded.confidence, excluded.mtime, excluded.size)",
+            "WITH old AS (
+                 SELECT d.kind, d.id, d.rowid FROM vouch_index_docs d
+                 JOIN unnest($1::text[], $2::text[]) AS k(kind, id)
+                     ON d.kind = k.kind AND d.id = k.id
+             ), put AS (
+                 INSERT INTO vouch_index_docs
+                     (rowid, kind, id, title, body, status, confidence, mtime, size, words)
+                 SELECT nextval('vouch_index_rowids'), k, i, t, b, s, c, m, z,
+                        setweight(to_tsvector('{cfg}', tw), 'A')
+                            || setweight(to_tsvector('{cfg}', bw), 'B')
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+                             $6::float8[], $7::int8[], $8::int8[], $9::text[], $10::text[])
+                      AS u(k, i, t, b, s, c, m, z, tw, bw)
+                 ON CONFLICT (kind, id) DO UPDATE SET
+                     rowid = CASE WHEN (vouch_index_docs.title, vouch_index_docs.body,
+                                        vouch_index_docs.status)
+                                  IS DISTINCT FROM (excluded.title, excluded.body, excluded.status)
+                             THEN excluded.rowid ELSE vouch_index_docs.rowid END,
+                     title = excluded.title, body = excluded.body, status = excluded.status,
+                     confidence = excluded.confidence, mtime = excluded.mtime,
+                     size = excluded.size, words = excluded.words
+                 -- What another replica put already is left as it is (no
+                 -- new row version, no GIN update).
+                 WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
+                        vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
+                     IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
+                        excluded.confidence, excluded.mtime, excluded.size)
+                 RETURNING kind, id, rowid
+             )
+             INSERT INTO vouch_index_gone (rowid)
+             SELECT old.rowid FROM old JOIN put ON put.kind = old.kind AND put.id = old.id
+             WHERE put.rowid <> old.rowid",
             cfg = self.config
         );
         self.conns.with("indexing documents", |c| {
-            c.execute(
+            let mut tx = c.transaction()?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&super::WORDS_LOCK_KEY],
+            )?;
+            tx.execute(
                 &sql,
                 &[
                     &kinds,
@@ -284,8 +333,8 @@ impl DocWrite for TeamIndex {
                     &title_words,
                     &body_words,
                 ],
-            )
-            .map(|_| ())
+            )?;
+            tx.commit()
         })
     }
 
@@ -296,11 +345,28 @@ impl DocWrite for TeamIndex {
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| *id).collect();
         let n = self.conns.with("dropping indexed documents", |c| {
-            c.execute(
-                "DELETE FROM vouch_index_docs
-                 WHERE (kind, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+            let mut tx = c.transaction()?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&super::WORDS_LOCK_KEY],
+            )?;
+            let n = tx.execute(
+                "WITH gone AS (
+                     DELETE FROM vouch_index_docs
+                     WHERE (kind, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+                     RETURNING rowid
+                 )
+                 INSERT INTO vouch_index_gone (rowid) SELECT rowid FROM gone",
                 &[&kinds, &ids],
-            )
+            )?;
+            // A replica reads what went within a round; a day's removals
+            // are kept for one that was paused.
+            tx.execute(
+                "DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day'",
+                &[],
+            )?;
+            tx.commit()?;
+            Ok(n)
         })?;
         Ok(n as usize)
     }

@@ -156,3 +156,126 @@ fn a_knowledge_base_served_from_the_team_index() {
     pg.run("start");
     assert_eq!(found(&b, "deploys tuesday"), [claims[0].clone()]);
 }
+
+/// The ids a search by words finds through `kb`'s index itself, in order.
+fn lexical(kb: &Kb, q: &str, limit: usize) -> Vec<String> {
+    let terms = vouch_core::retrieval::query_terms(q);
+    vouch_core::index::LexicalIndex::lexical(
+        kb.index(),
+        kb,
+        &vouch_core::index::Query {
+            text: q,
+            terms: &terms,
+            limit,
+            kinds: vouch_core::index::SEARCH_KINDS,
+            currency: vouch_core::index::Currency::Any,
+            snippets: vouch_core::index::Snippets::Yes,
+            backend: None,
+            explicit: false,
+        },
+    )
+    .expect("lexical")
+    .into_iter()
+    .map(|h| h.id)
+    .collect()
+}
+
+#[test]
+fn a_servers_postings_in_memory_find_what_the_database_finds_and_follow_other_replicas() {
+    let pg = Cluster::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "t", None).expect("init");
+    let a = replica(dir.path(), &pg.url);
+    let src = call(
+        &a,
+        "agent",
+        "kb.register_source",
+        json!({"content": "the runbook", "locator": "notes"}),
+    )["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let approve = |text: &str| -> String {
+        let proposed = call(
+            &a,
+            "agent",
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        );
+        call(
+            &a,
+            "alice",
+            "kb.approve",
+            json!({"proposal_id": proposed["proposal_id"]}),
+        );
+        proposed["claim_id"].as_str().expect("id").to_string()
+    };
+    let verbs = ["deploys", "rotates", "backs up", "reviews"];
+    let things = ["the billing database", "signing keys", "release tokens"];
+    for verb in verbs {
+        for thing in things {
+            approve(&format!("The platform team {verb} {thing} every week."));
+        }
+    }
+    a.catch_up(None).expect("catch up");
+    let queries = [
+        "deploy",
+        "billing database",
+        "rotated signing key",
+        "weekly release",
+        "platform team",
+        "tokens keys",
+        "nothing matches",
+    ];
+    // What the database itself finds, before replica b holds postings.
+    let mut b = replica(dir.path(), &pg.url);
+    b.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
+    b.catch_up(None).expect("catch up");
+    let by_database: Vec<Vec<String>> = queries.iter().map(|q| lexical(&b, q, 100)).collect();
+    vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("postings");
+    for (q, want) in queries.iter().zip(&by_database) {
+        let mut got = lexical(&b, q, 100);
+        let mut want = want.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "the same documents for {q:?}");
+    }
+    // bm25 over the postings: a claim saying the word in its text and
+    // tags ranks by frequency; the limit keeps the best.
+    assert_eq!(lexical(&b, "deploy", 2).len(), 2);
+
+    // Another replica's approval, then its hand removal: b's next round
+    // finds the one and drops the other.
+    let newest = approve("The payments gateway retries webhooks for a day.");
+    assert!(
+        lexical(&b, "webhooks gateway", 10).is_empty(),
+        "not read yet"
+    );
+    vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("round");
+    assert_eq!(lexical(&b, "webhooks gateway", 10), std::slice::from_ref(&newest));
+    let path = a
+        .layout()
+        .file(vouch_core::store::Dir::Claims, &newest)
+        .expect("path");
+    std::fs::remove_file(&path).expect("remove");
+    a.catch_up(None).expect("catch up");
+    vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("round");
+    assert!(lexical(&b, "webhooks gateway", 10).is_empty());
+    // Its own writes are in its postings at once.
+    let own = {
+        let proposed = call(
+            &b,
+            "agent",
+            "kb.propose_claim",
+            json!({"text": "Invoices are archived after seven years.", "evidence": [src]}),
+        );
+        call(
+            &b,
+            "alice",
+            "kb.approve",
+            json!({"proposal_id": proposed["proposal_id"]}),
+        );
+        proposed["claim_id"].as_str().expect("id").to_string()
+    };
+    assert_eq!(lexical(&b, "invoices archived", 10), [own]);
+}

@@ -102,9 +102,7 @@ pub(crate) fn ranked(
     }
 }
 
-/// A word in at least this many documents is "common": it joins the any-word
-/// fill only when no rarer word is there to narrow it.
-pub(crate) const COMMON_DF: usize = 2000;
+pub(crate) use crate::index::COMMON_DF;
 
 pub(crate) fn fts_search(kb: &Ix, query: &Query) -> Result<Vec<SearchHit>> {
     let Query {

@@ -10,6 +10,8 @@
 //! left them — in a process that never caught up, from what an earlier
 //! one built there, saying the index is catching up.
 
+mod words;
+
 use super::admission::{self, Proofs};
 use super::engine::{EngineConn, MainConn, Sig, Tables, WatchTarget, read_doc};
 use super::keeper::scan::{KINDS, Scan, ScanMeta};
@@ -26,8 +28,9 @@ use crate::store::Dir;
 use crate::stored::Store;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+use words::HeldWords;
 
 /// Documents read from their files and put at once.
 const PUT_AT_ONCE: usize = 1000;
@@ -54,6 +57,8 @@ struct Inner {
     catching_up: Mutex<()>,
     /// The log lines admission rows were checked against.
     proofs: Proofs,
+    /// The words as postings in memory, once a server's round read them.
+    words: RwLock<Option<HeldWords>>,
 }
 
 impl KeptIndex {
@@ -67,6 +72,7 @@ impl KeptIndex {
                 open: AtomicBool::new(false),
                 catching_up: Mutex::new(()),
                 proofs: Proofs::default(),
+                words: RwLock::new(None),
             }),
         }
     }
@@ -122,6 +128,7 @@ impl Inner {
         })?;
         if !changed.is_empty() {
             self.keeper.changed(Some(changed));
+            self.refresh_words(false)?;
         }
         self.open.store(true, Ordering::SeqCst);
         *self.caught_up.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
@@ -263,7 +270,9 @@ impl Inner {
                 tables.remove_docs(&removed)?;
                 tables.prune()?;
             }
-            Ok::<(), crate::error::Error>(())
+            // This process's own postings take the write at once
+            // (read-your-writes); the others' rounds read it.
+            self.refresh_words(false)
         })();
         if let Err(e) = done {
             store.warn(format!(
@@ -280,6 +289,29 @@ impl Inner {
                 })
                 .collect(),
         ));
+    }
+
+    /// Bring the postings in memory in step with the engine's words:
+    /// read them all the first time (outside the lock: searches ask the
+    /// engine meanwhile), then what changed.
+    fn refresh_words(&self, load: bool) -> Result<()> {
+        let feed = self.tables.as_ref();
+        {
+            let mut held = self.words.write().unwrap_or_else(|e| e.into_inner());
+            match held.as_mut() {
+                Some(words) => {
+                    if words.refresh(feed)? {
+                        return Ok(());
+                    }
+                    *held = None;
+                }
+                None if !load => return Ok(()),
+                None => {}
+            }
+        }
+        let loaded = HeldWords::load(feed)?;
+        *self.words.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
+        Ok(())
     }
 
     /// The sha256 of the file at `inside` (a path inside `.vouch/`) as an
@@ -325,6 +357,7 @@ impl WatchTarget for Inner {
         }
         self.tables.put_docs(&docs)?;
         self.tables.remove_docs(&gone)?;
+        self.refresh_words(false)?;
         admission::sync(self.tables.as_ref(), store.audit_log())?;
         self.keeper.changed(Some(
             changed
@@ -379,7 +412,7 @@ impl super::Upkeep for KeptIndex {
         Ok(built)
     }
     fn refresh_postings(&self, _store: &Store) -> Result<()> {
-        Ok(())
+        self.inner.refresh_words(true)
     }
     fn rebuild(&self, store: &Store) -> Result<RebuildResult> {
         let inner = &self.inner;
@@ -428,7 +461,11 @@ impl super::Upkeep for KeptIndex {
 impl super::LexicalIndex for KeptIndex {
     fn lexical(&self, store: &Store, q: &Query) -> Result<Vec<SearchHit>> {
         self.inner.ready(store)?;
-        self.inner.tables.words(q)
+        let held = self.inner.words.read().unwrap_or_else(|e| e.into_inner());
+        match held.as_ref() {
+            Some(words) if words.exact() => words.search(self.inner.tables.as_ref(), q),
+            _ => self.inner.tables.words(q),
+        }
     }
     fn texts_and_confidence(
         &self,
