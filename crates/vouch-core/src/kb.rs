@@ -437,9 +437,11 @@ impl Kb {
     pub(crate) fn announce(&self, written: &[crate::model::Written]) {
         self.index.written(&self.store, written);
     }
-    /// After a write method returned (its lock released): what it wrote
-    /// gets its vectors now, where the index holds vectors in memory.
-    pub(crate) fn embed_written(&self) {
+    /// After a write method returned (its lock released): what the index
+    /// keeps in memory takes what it wrote, and it gets its vectors now,
+    /// where the index holds vectors in memory.
+    pub(crate) fn write_returned(&self) {
+        self.index.write_returned(&self.store);
         if let Some(embedder) = &self.embedder {
             self.index.embed_written(&self.store, embedder);
         }

@@ -67,6 +67,10 @@ pub trait WriteHook {
     /// where vectors are held in memory, so the next search by meaning
     /// finds it without running the model on documents.
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>);
+    /// After a write returned (its lock released), before its caller
+    /// hears: what the index keeps in memory takes what was written
+    /// (read-your-writes, without holding every other writer back).
+    fn write_returned(&self, _store: &Store) {}
 }
 
 /// The keeper's calls into the engine: catching up, rebuilding, embedding, watching.

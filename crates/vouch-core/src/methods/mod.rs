@@ -320,9 +320,10 @@ macro_rules! registry {
                     let f: fn(&Kb, &Caller, $p) -> Result<$r> = $f;
                     let result = f(kb, caller, params);
                     if !matches!(Effect::$effect, Effect::Read) && result.is_ok() {
-                        // Its lock released: what it wrote gets its vectors
-                        // before it returns, so searches only read.
-                        kb.embed_written();
+                        // Its lock released: what it wrote gets into the
+                        // index's memory and its vectors before it returns,
+                        // so searches only read.
+                        kb.write_returned();
                     }
                     result
                 }

@@ -277,51 +277,16 @@ impl DocWrite for TeamIndex {
         let mtime: Vec<i64> = chosen.iter().map(|&i| docs[i].1.0).collect();
         let size: Vec<i64> = chosen.iter().map(|&i| docs[i].1.1).collect();
         // A document whose words or status change takes a new rowid, and
-        // its old one is named gone (the replicas' postings follow both).
-        let sql = format!(
-            "WITH old AS (
-                 SELECT d.kind, d.id, d.rowid FROM vouch_index_docs d
-                 JOIN unnest($1::text[], $2::text[]) AS k(kind, id)
-                     ON d.kind = k.kind AND d.id = k.id
-             ), put AS (
-                 INSERT INTO vouch_index_docs
-                     (rowid, kind, id, title, body, status, confidence, mtime, size, words)
-                 SELECT nextval('vouch_index_rowids'), k, i, t, b, s, c, m, z,
-                        setweight(to_tsvector('{cfg}', tw), 'A')
-                            || setweight(to_tsvector('{cfg}', bw), 'B')
-                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-                             $6::float8[], $7::int8[], $8::int8[], $9::text[], $10::text[])
-                      AS u(k, i, t, b, s, c, m, z, tw, bw)
-                 ON CONFLICT (kind, id) DO UPDATE SET
-                     rowid = CASE WHEN (vouch_index_docs.title, vouch_index_docs.body,
-                                        vouch_index_docs.status)
-                                  IS DISTINCT FROM (excluded.title, excluded.body, excluded.status)
-                             THEN excluded.rowid ELSE vouch_index_docs.rowid END,
-                     title = excluded.title, body = excluded.body, status = excluded.status,
-                     confidence = excluded.confidence, mtime = excluded.mtime,
-                     size = excluded.size, words = excluded.words
-                 -- What another replica put already is left as it is (no
-                 -- new row version, no GIN update).
-                 WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
-                        vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
-                     IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
-                        excluded.confidence, excluded.mtime, excluded.size)
-                 RETURNING kind, id, rowid
-             )
-             INSERT INTO vouch_index_gone (rowid)
-             SELECT old.rowid FROM old JOIN put ON put.kind = old.kind AND put.id = old.id
-             WHERE put.rowid <> old.rowid",
-            cfg = self.config
-        );
+        // its old one is named gone (the replicas' postings follow both):
+        // `vouch_index_put_v1` (schema.rs), one round trip.
+        let config = self.config;
         self.conns.with("indexing documents", |c| {
-            let mut tx = c.transaction()?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[&super::WORDS_LOCK_KEY],
-            )?;
-            tx.execute(
-                &sql,
+            c.execute(
+                "SELECT vouch_index_put_v1($1, $2::text::regconfig, $3, $4, $5, $6, $7, $8, $9, $10, \
+                 $11, $12)",
                 &[
+                    &super::WORDS_LOCK_KEY,
+                    &config,
                     &kinds,
                     &ids,
                     &titles,
@@ -333,8 +298,8 @@ impl DocWrite for TeamIndex {
                     &title_words,
                     &body_words,
                 ],
-            )?;
-            tx.commit()
+            )
+            .map(|_| ())
         })
     }
 
@@ -344,29 +309,12 @@ impl DocWrite for TeamIndex {
         }
         let kinds: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
         let ids: Vec<&str> = keys.iter().map(|(_, id)| *id).collect();
-        let n = self.conns.with("dropping indexed documents", |c| {
-            let mut tx = c.transaction()?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[&super::WORDS_LOCK_KEY],
-            )?;
-            let n = tx.execute(
-                "WITH gone AS (
-                     DELETE FROM vouch_index_docs
-                     WHERE (kind, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-                     RETURNING rowid
-                 )
-                 INSERT INTO vouch_index_gone (rowid) SELECT rowid FROM gone",
-                &[&kinds, &ids],
-            )?;
-            // A replica reads what went within a round; a day's removals
-            // are kept for one that was paused.
-            tx.execute(
-                "DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day'",
-                &[],
-            )?;
-            tx.commit()?;
-            Ok(n)
+        let n: i64 = self.conns.with("dropping indexed documents", |c| {
+            c.query_one(
+                "SELECT vouch_index_remove_v1($1, $2, $3)",
+                &[&super::WORDS_LOCK_KEY, &kinds, &ids],
+            )
+            .map(|r| r.get(0))
         })?;
         Ok(n as usize)
     }

@@ -252,7 +252,10 @@ fn a_servers_postings_in_memory_find_what_the_database_finds_and_follow_other_re
         "not read yet"
     );
     vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("round");
-    assert_eq!(lexical(&b, "webhooks gateway", 10), std::slice::from_ref(&newest));
+    assert_eq!(
+        lexical(&b, "webhooks gateway", 10),
+        std::slice::from_ref(&newest)
+    );
     let path = a
         .layout()
         .file(vouch_core::store::Dir::Claims, &newest)

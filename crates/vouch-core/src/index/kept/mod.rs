@@ -270,9 +270,7 @@ impl Inner {
                 tables.remove_docs(&removed)?;
                 tables.prune()?;
             }
-            // This process's own postings take the write at once
-            // (read-your-writes); the others' rounds read it.
-            self.refresh_words(false)
+            Ok::<(), crate::error::Error>(())
         })();
         if let Err(e) = done {
             store.warn(format!(
@@ -397,6 +395,16 @@ impl super::WriteHook for KeptIndex {
     }
     fn embed_written(&self, store: &Store, embedder: &Arc<dyn Embedder>) {
         embed::after_write(&self.keep(store), embedder);
+    }
+    fn write_returned(&self, store: &Store) {
+        // This process's postings take the write before its caller hears
+        // (the other replicas' rounds read it).
+        if let Err(e) = self.inner.refresh_words(false) {
+            store.warn(format!(
+                "index: the words in memory did not take what was just written ({e}); the \
+                 next round reads it"
+            ));
+        }
     }
 }
 
