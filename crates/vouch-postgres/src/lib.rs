@@ -186,6 +186,21 @@ impl Database {
                 ),
             );
         }
+        // Data the database will not hold (a value out of its range, a
+        // `tsvector` past its size): what was sent is at fault, not the
+        // database, and sending it again fails again.
+        if let Some(db) = e.as_db_error()
+            && matches!(&db.code().code()[..2], "22" | "54")
+        {
+            return Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "the team database {}: {doing} was refused ({}); nothing was written",
+                    self.shown,
+                    self.cleaned(e)
+                ),
+            );
+        }
         Error::new(
             ErrorKind::Busy,
             format!(

@@ -144,8 +144,17 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
              INSERT INTO vouch_index_gone (rowid) SELECT rowid FROM gone;
              GET DIAGNOSTICS n = ROW_COUNT;
              -- A replica reads what went within a round; a day's removals
-             -- are kept for one that was paused.
-             DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day';
+             -- are kept for one that was paused, and one paused longer
+             -- finds it out by the point let go through (and reads its
+             -- postings again).
+             WITH pruned AS (
+                 DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day'
+                 RETURNING seq
+             )
+             INSERT INTO vouch_index_meta (key, value)
+             SELECT 'gone_pruned_through', max(seq)::text FROM pruned HAVING count(*) > 0
+             ON CONFLICT (key) DO UPDATE SET value =
+                 greatest(vouch_index_meta.value::bigint, excluded.value::bigint)::text;
              RETURN n;
          END $f$;
          DO $$ BEGIN

@@ -193,8 +193,9 @@ pub trait Tables:
     fn forget(&self) -> Result<()>;
     /// Run `f` while no other process sharing the tables runs it: the
     /// catch-ups of replicas take turns instead of each reading the same
-    /// files.
-    fn one_at_a_time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()>;
+    /// files. Without `wait`, `f` is not run while another process is at
+    /// it (false): what it finds, it puts for every process.
+    fn one_at_a_time(&self, wait: bool, f: &mut dyn FnMut() -> Result<()>) -> Result<bool>;
 }
 
 /// One document's words as the engine made them, for postings kept in a
@@ -224,8 +225,9 @@ pub trait WordsFeed {
     -> Result<()>;
     /// The rowids that went (their document removed, or made anew under a
     /// new rowid) after the point `seq` of that feed; and the feed's last
-    /// point.
-    fn gone_after(&self, seq: i64) -> Result<(Vec<i64>, i64)>;
+    /// point. `None` when the feed no longer holds every point after
+    /// `seq` (old ones are let go): the postings are read again.
+    fn gone_after(&self, seq: i64) -> Result<Option<(Vec<i64>, i64)>>;
     /// What changes whenever every rowid is made anew (the words made
     /// another way): postings read before are read again from the start.
     fn words_epoch(&self) -> Result<String>;

@@ -60,22 +60,35 @@ impl WordsFeed for TeamIndex {
         })
     }
 
-    fn gone_after(&self, seq: i64) -> Result<(Vec<i64>, i64)> {
+    fn gone_after(&self, seq: i64) -> Result<Option<(Vec<i64>, i64)>> {
         if seq == i64::MAX {
             let last: i64 = self.conns.with("reading the index's removals", |c| {
                 c.query_one("SELECT coalesce(max(seq), 0) FROM vouch_index_gone", &[])
                     .map(|r| r.get(0))
             })?;
-            return Ok((Vec::new(), last));
+            return Ok(Some((Vec::new(), last)));
         }
-        let rows = self.conns.with("reading the index's removals", |c| {
-            c.query(
+        // The rows, then how far they were let go: a pruning in between
+        // shows in the second.
+        let (rows, pruned) = self.conns.with("reading the index's removals", |c| {
+            let rows = c.query(
                 "SELECT seq, rowid FROM vouch_index_gone WHERE seq > $1 ORDER BY seq",
                 &[&seq],
-            )
+            )?;
+            let pruned: i64 = c
+                .query_one(
+                    "SELECT coalesce((SELECT value::bigint FROM vouch_index_meta
+                                      WHERE key = 'gone_pruned_through'), 0)",
+                    &[],
+                )?
+                .get(0);
+            Ok((rows, pruned))
         })?;
+        if seq < pruned {
+            return Ok(None);
+        }
         let last = rows.last().map_or(seq, |r| r.get(0));
-        Ok((rows.iter().map(|r| r.get(1)).collect(), last))
+        Ok(Some((rows.iter().map(|r| r.get(1)).collect(), last)))
     }
 
     fn words_epoch(&self) -> Result<String> {

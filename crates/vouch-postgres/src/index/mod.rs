@@ -173,6 +173,8 @@ impl Tables for TeamIndex {
         self.conns.with("forgetting what the index read", |c| {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CATCH_UP_LOCK_KEY])?;
+            // The rows in the order a put takes them: after its lock.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WORDS_LOCK_KEY])?;
             tx.batch_execute(
                 "UPDATE vouch_index_docs SET size = -1 WHERE size <> -1;
                  DELETE FROM vouch_index_meta WHERE key LIKE 'scan:%' OR key LIKE 'audit:%';
@@ -182,17 +184,26 @@ impl Tables for TeamIndex {
         })
     }
 
-    fn one_at_a_time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    fn one_at_a_time(&self, wait: bool, f: &mut dyn FnMut() -> Result<()>) -> Result<bool> {
         let doing = "waiting for another replica's catch-up";
         let mut turn = self.turns.lease(doing)?;
-        turn.execute("SELECT pg_advisory_lock($1)", &[&CATCH_UP_LOCK_KEY])
-            .map_err(|e| self.turns.failed(doing, &e))?;
+        let took = if wait {
+            turn.execute("SELECT pg_advisory_lock($1)", &[&CATCH_UP_LOCK_KEY])
+                .map(|_| true)
+        } else {
+            turn.query_one("SELECT pg_try_advisory_lock($1)", &[&CATCH_UP_LOCK_KEY])
+                .map(|r| r.get(0))
+        };
+        if !took.map_err(|e| self.turns.failed(doing, &e))? {
+            turn.worked = true;
+            return Ok(false);
+        }
         let done = f();
         // Kept only when the lock is given back; a connection that cannot
         // give it back is closed, which does.
         turn.worked = turn
             .execute("SELECT pg_advisory_unlock($1)", &[&CATCH_UP_LOCK_KEY])
             .is_ok();
-        done
+        done.map(|()| true)
     }
 }

@@ -136,14 +136,19 @@ impl VectorWrite for TeamIndex {
         let numbers: Vec<i32> = (0..chunks.len() as i32).collect();
         self.conns.with("storing vectors", |c| {
             let mut tx = c.transaction()?;
+            // Chunks past the new count go; two replicas embedding the same
+            // document at once each write whole rows (the last one stays).
             tx.execute(
-                "DELETE FROM vouch_index_vectors WHERE kind = $1 AND id = $2",
-                &[&key.0, &key.1],
+                "DELETE FROM vouch_index_vectors WHERE kind = $1 AND id = $2
+                 AND (model <> $3 OR chunk >= $4)",
+                &[&key.0, &key.1, &model, &(chunks.len() as i32)],
             )?;
             tx.execute(
                 "INSERT INTO vouch_index_vectors (model, kind, id, chunk, mtime, size, sha, vector)
                  SELECT $1, $2, $3, n, $4, $5, $6, v
-                 FROM unnest($7::int4[], $8::bytea[]) AS u(n, v)",
+                 FROM unnest($7::int4[], $8::bytea[]) AS u(n, v)
+                 ON CONFLICT (model, kind, id, chunk) DO UPDATE SET mtime = excluded.mtime,
+                     size = excluded.size, sha = excluded.sha, vector = excluded.vector",
                 &[
                     &model, &key.0, &key.1, &sig.0, &sig.1, &sha, &numbers, &vectors,
                 ],

@@ -176,6 +176,22 @@ pub(super) fn words_of(text: &str) -> String {
     out
 }
 
+/// The words PostgreSQL makes a `tsvector` of, at most: one holds at most
+/// 1 MB (about 14 bytes a distinct word of six letters, so 256 KiB of
+/// words fit even when none repeats), and a long page's words (positions
+/// past 16,383 are not kept anyway) are found by those of its first
+/// 256 KiB.
+const WORDS_AT_MOST: usize = 256 * 1024;
+
+/// `words` cut to [`WORDS_AT_MOST`] bytes, at a word's end.
+fn capped(mut words: String) -> String {
+    if words.len() > WORDS_AT_MOST {
+        let cut = words[..WORDS_AT_MOST].rfind(' ').unwrap_or(0);
+        words.truncate(cut);
+    }
+    words
+}
+
 /// A `to_tsquery` text of `words` joined by `op`, each word quoted (only
 /// letters and digits are left in it, so nothing in a word is read as the
 /// query language); `None` when no word is left.
@@ -265,10 +281,11 @@ impl DocWrite for TeamIndex {
         };
         let kinds = pick(&|(d, _)| d.kind.to_string());
         let ids = pick(&|(d, _)| d.id.clone());
-        let titles = pick(&|(d, _)| d.title.clone());
-        let bodies = pick(&|(d, _)| d.body.clone());
-        let title_words = pick(&|(d, _)| words_of(&d.title));
-        let body_words = pick(&|(d, _)| words_of(&d.body));
+        // PostgreSQL's text holds no NUL (a hand-written file may).
+        let titles = pick(&|(d, _)| d.title.replace('\0', "\u{FFFD}"));
+        let bodies = pick(&|(d, _)| d.body.replace('\0', "\u{FFFD}"));
+        let title_words = pick(&|(d, _)| capped(words_of(&d.title)));
+        let body_words = pick(&|(d, _)| capped(words_of(&d.body)));
         let status: Vec<Option<&str>> = chosen
             .iter()
             .map(|&i| docs[i].0.status.as_deref())
@@ -411,6 +428,17 @@ mod tests {
         );
         assert_eq!(words_of("  ,; "), "");
         assert_eq!(words_of("one"), "one");
+    }
+
+    #[test]
+    fn a_long_texts_words_are_cut_at_a_words_end() {
+        let long: String = (0..60_000).map(|i| format!("w{i} ")).collect();
+        let cut = super::capped(super::words_of(&long));
+        assert!(cut.len() <= super::WORDS_AT_MOST && cut.len() > super::WORDS_AT_MOST - 10);
+        assert!(cut.starts_with("w0 w1 ") && !cut.ends_with(' '));
+        let last = cut.rsplit(' ').next().expect("a word");
+        assert!(long.contains(&format!(" {last} ")), "{last} is whole");
+        assert_eq!(super::capped("short words".into()), "short words");
     }
 
     #[test]

@@ -282,3 +282,64 @@ fn a_servers_postings_in_memory_find_what_the_database_finds_and_follow_other_re
     };
     assert_eq!(lexical(&b, "invoices archived", 10), [own]);
 }
+
+#[test]
+fn a_replica_that_missed_removals_let_go_reads_its_postings_again() {
+    let pg = Cluster::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "t", None).expect("init");
+    let a = replica(dir.path(), &pg.url);
+    let src = call(
+        &a,
+        "agent",
+        "kb.register_source",
+        json!({"content": "the runbook", "locator": "notes"}),
+    )["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let approve = |text: &str| -> String {
+        let proposed = call(
+            &a,
+            "agent",
+            "kb.propose_claim",
+            json!({"text": text, "evidence": [src]}),
+        );
+        call(
+            &a,
+            "alice",
+            "kb.approve",
+            json!({"proposal_id": proposed["proposal_id"]}),
+        );
+        proposed["claim_id"].as_str().expect("id").to_string()
+    };
+    let loud = approve("Webhooks webhooks webhooks: the gateway retries webhooks.");
+    let quiet = approve("The mailer sends one digest of webhooks a week.");
+    let mut b = replica(dir.path(), &pg.url);
+    b.configure_index(|o| o.upkeep = vouch_core::IndexUpkeep::Background);
+    b.catch_up(None).expect("catch up");
+    vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("postings");
+    assert_eq!(lexical(&b, "webhooks", 1), std::slice::from_ref(&loud));
+
+    // The loud claim removed by hand; the removal's row let go (as a day
+    // later) before b read it.
+    let path = a
+        .layout()
+        .file(vouch_core::store::Dir::Claims, &loud)
+        .expect("path");
+    std::fs::remove_file(&path).expect("remove");
+    a.catch_up(None).expect("catch up");
+    let mut db = postgres::Client::connect(&pg.url, postgres::NoTls).expect("connect");
+    db.batch_execute(
+        "INSERT INTO vouch_index_meta (key, value)
+             SELECT 'gone_pruned_through', max(seq)::text FROM vouch_index_gone;
+         DELETE FROM vouch_index_gone;",
+    )
+    .expect("let go");
+    vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("round");
+    assert_eq!(
+        lexical(&b, "webhooks", 1),
+        [quiet],
+        "the best hit is a live one"
+    );
+}

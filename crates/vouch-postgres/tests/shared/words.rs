@@ -338,6 +338,22 @@ fn filters_snippets_changes_and_a_database_that_goes_away() {
         ]
     );
 
+    // A NUL in a hand-written file (PostgreSQL's text holds none) does not
+    // keep the document out.
+    words
+        .put_docs(&[(
+            doc(
+                "claim",
+                "c9",
+                "",
+                "A hand-written \0 note on invoices",
+                Some("working"),
+            ),
+            (9, 90),
+        )])
+        .expect("put a NUL");
+    assert_eq!(ids(&search(&words, &kb, "invoices", 10)), ["c9"]);
+
     // The database away: a clear error; back, the same object answers
     // again.
     pg.run("stop");

@@ -117,19 +117,28 @@ impl Inner {
 
     /// Bring the tables in step with the files (every file stat-ed when
     /// `full`), then with the audit log; one catch-up at a time, here and
-    /// among the processes sharing the tables.
-    fn catch_up(&self, store: &Store, full: bool) -> Result<SyncStats> {
+    /// among the processes sharing the tables. Without `wait`, while
+    /// another process is catching up, this one does not: it answers
+    /// from the tables (saying so until it caught up once itself).
+    fn catch_up(&self, store: &Store, full: bool, wait: bool) -> Result<SyncStats> {
         let _one = self.catching_up.lock().unwrap_or_else(|e| e.into_inner());
         let mut stats = SyncStats::default();
         let mut changed: Vec<(String, String)> = Vec::new();
-        self.tables.one_at_a_time(&mut || {
+        let ran = self.tables.one_at_a_time(wait, &mut || {
             stats = self.sync(store, full, &mut changed)?;
             admission::sync(self.tables.as_ref(), store.audit_log())
-        })?;
+        });
+        // What was put before a failure is told to the vectors either way.
         if !changed.is_empty() {
             self.keeper.changed(Some(changed));
-            self.refresh_words(false)?;
         }
+        if !ran? {
+            if self.tables.held()? > 0 {
+                self.open.store(true, Ordering::SeqCst);
+            }
+            return Ok(stats);
+        }
+        self.refresh_words(false)?;
         self.open.store(true, Ordering::SeqCst);
         *self.caught_up.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         Ok(stats)
@@ -185,6 +194,7 @@ impl Inner {
                     unread.push(id);
                 }
             }
+            // The signature each file read now is held at.
             let mut read_sigs: HashMap<&str, Sig> = HashMap::new();
             for part in unread.chunks(PUT_AT_ONCE) {
                 let mut docs = Vec::with_capacity(part.len());
@@ -192,11 +202,11 @@ impl Inner {
                 for id in part {
                     match read_doc(store, kind, id) {
                         Ok(Some((doc, sig))) => {
-                            read_sigs.insert(id, sig);
                             // A file that may still change within its
-                            // timestamp's tick is held as unread: the
-                            // next catch-up reads it again.
+                            // timestamp's tick is held as unread (and so
+                            // summed): the next catch-up reads it again.
                             let kept = if racy(sig) { (0, 0) } else { sig };
+                            read_sigs.insert(id, kept);
                             docs.push((doc, kept));
                         }
                         Ok(None) => unreadable.push((kind, *id)),
@@ -206,7 +216,7 @@ impl Inner {
                         }
                     }
                 }
-                tables.put_docs(&docs)?;
+                put_each(store, tables, &docs)?;
                 stats.updated += docs.len();
                 changed.extend(docs.iter().map(|(d, _)| (kind.to_string(), d.id.clone())));
                 let dropped: Vec<(&str, &str)> = unreadable
@@ -220,6 +230,15 @@ impl Inner {
                         .map(|(k, id)| (k.to_string(), id.to_string())),
                 );
             }
+            // A file written since the scan (a write, here or on another
+            // replica, put its document meanwhile) is not gone.
+            let gone: Vec<(&str, &str)> = gone
+                .into_iter()
+                .filter(|(kind, id)| {
+                    !super::docs::doc_file(store, kind, id)
+                        .is_ok_and(|p| std::fs::symlink_metadata(p).is_ok())
+                })
+                .collect();
             stats.removed += tables.remove_docs(&gone)?;
             changed.extend(gone.iter().map(|(k, id)| (k.to_string(), id.to_string())));
             // What this scan saw, the signatures of files read for the
@@ -227,11 +246,7 @@ impl Inner {
             let seen: Vec<(String, Sig)> = files
                 .iter()
                 .map(|(id, sig)| {
-                    let sig = if kind_scan.stated {
-                        *sig
-                    } else {
-                        read_sigs.get(id.as_str()).copied().unwrap_or(*sig)
-                    };
+                    let sig = read_sigs.get(id.as_str()).copied().unwrap_or(*sig);
                     (id.clone(), sig)
                 })
                 .collect();
@@ -265,7 +280,7 @@ impl Inner {
         // the rows itself, and the next catch-up (or the watcher's next
         // batch) records it.
         let done = (|| {
-            tables.put_docs(&docs)?;
+            put_each(store, tables, &docs)?;
             if !removed.is_empty() {
                 tables.remove_docs(&removed)?;
                 tables.prune()?;
@@ -294,6 +309,7 @@ impl Inner {
     /// engine meanwhile), then what changed.
     fn refresh_words(&self, load: bool) -> Result<()> {
         let feed = self.tables.as_ref();
+        let load = load && self.keeper.options().upkeep == super::IndexUpkeep::Background;
         {
             let mut held = self.words.write().unwrap_or_else(|e| e.into_inner());
             match held.as_mut() {
@@ -322,6 +338,32 @@ impl Inner {
     }
 }
 
+/// Put `docs`; when the engine refuses the batch for what a document holds
+/// (`Internal`, not an engine away: `Busy`), each alone, and a refused one is said
+/// and left out, so one document cannot stop the index following every
+/// other.
+fn put_each(store: &Store, tables: &dyn Tables, docs: &[(super::engine::Doc, Sig)]) -> Result<()> {
+    let refused = |e: &crate::error::Error| e.kind == crate::error::ErrorKind::Internal;
+    let Err(e) = tables.put_docs(docs) else {
+        return Ok(());
+    };
+    if !refused(&e) {
+        return Err(e);
+    }
+    for doc in docs {
+        if let Err(e) = tables.put_docs(std::slice::from_ref(doc)) {
+            if !refused(&e) {
+                return Err(e);
+            }
+            store.warn(format!(
+                "index: {} {} is not indexed ({e}); searches by words do not find it",
+                doc.0.kind, doc.0.id
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl WatchTarget for Inner {
     fn needs_full(&self, _store: &Store, token: &str) -> Result<bool> {
         Ok(self.caught_up_at().is_none() || self.tables.value("watch")?.as_deref() != Some(token))
@@ -335,7 +377,7 @@ impl WatchTarget for Inner {
         token: &str,
     ) -> Result<()> {
         if full {
-            self.catch_up(store, true)?;
+            self.catch_up(store, true, true)?;
             return self
                 .tables
                 .set_values(&[("watch".to_string(), Some(token.to_string()))]);
@@ -353,7 +395,7 @@ impl WatchTarget for Inner {
                 }
             }
         }
-        self.tables.put_docs(&docs)?;
+        put_each(store, self.tables.as_ref(), &docs)?;
         self.tables.remove_docs(&gone)?;
         self.refresh_words(false)?;
         admission::sync(self.tables.as_ref(), store.audit_log())?;
@@ -410,7 +452,7 @@ impl super::WriteHook for KeptIndex {
 
 impl super::Upkeep for KeptIndex {
     fn catch_up(&self, store: &Store) -> Result<SyncStats> {
-        self.inner.catch_up(store, false)
+        self.inner.catch_up(store, false, false)
     }
     fn open_built(&self, _store: &Store) -> Result<bool> {
         let built = self.inner.tables.held()? > 0;
@@ -419,8 +461,10 @@ impl super::Upkeep for KeptIndex {
         }
         Ok(built)
     }
-    fn refresh_postings(&self, _store: &Store) -> Result<()> {
-        self.inner.refresh_words(true)
+    fn refresh_postings(&self, store: &Store) -> Result<()> {
+        // `retrieval.postings_in_memory: false`: the engine ranks.
+        self.inner
+            .refresh_words(store.settings().retrieval.postings_in_memory)
     }
     fn rebuild(&self, store: &Store) -> Result<RebuildResult> {
         let inner = &self.inner;
@@ -429,7 +473,7 @@ impl super::Upkeep for KeptIndex {
             inner.tables.forget()?;
         }
         inner.keeper.changed(None);
-        inner.catch_up(store, true)?;
+        inner.catch_up(store, true, true)?;
         Ok(RebuildResult {
             ok: true,
             indexed: inner.tables.held()?,

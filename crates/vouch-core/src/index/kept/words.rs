@@ -31,7 +31,7 @@ impl HeldWords {
         let epoch = feed.words_epoch()?;
         // The point of the gone feed before the words: a row that goes
         // while they are read is named after it.
-        let (_, last_gone) = feed.gone_after(i64::MAX)?;
+        let (_, last_gone) = feed.gone_after(i64::MAX)?.unwrap_or_default();
         let mut held = HeldWords {
             postings: Postings::builder(&[], &[]).finish(),
             last_rowid: 0,
@@ -43,13 +43,18 @@ impl HeldWords {
     }
 
     /// Bring them in step with the feed: what was written and what went
-    /// since. `false` when the engine's epoch moved (every rowid made
-    /// anew): they must be loaded again.
+    /// since. `false` when they must be loaded again: the engine's epoch
+    /// moved (every rowid made anew), the feed let go of removals not
+    /// read yet, or a quarter of the slots are dead (each change of a
+    /// document leaves one).
     pub(crate) fn refresh(&mut self, feed: &dyn WordsFeed) -> Result<bool> {
-        if feed.words_epoch()? != self.epoch {
+        let (made, dead) = self.postings.slots();
+        if feed.words_epoch()? != self.epoch || dead * 4 > made.max(64) {
             return Ok(false);
         }
-        let (gone, last) = feed.gone_after(self.last_gone)?;
+        let Some((gone, last)) = feed.gone_after(self.last_gone)? else {
+            return Ok(false);
+        };
         for rowid in gone {
             self.postings.remove(rowid);
         }
