@@ -1,7 +1,6 @@
 //! What each object contributes to retrieval: the text a backend indexes
 //! (title, body) and the fields it filters on (kind, status, confidence).
 
-use crate::index::engine::Sig;
 use crate::model::{Claim, Entity, Page, Relation, Source};
 use crate::store::mtime_ns;
 use crate::stored::Store;
@@ -120,13 +119,17 @@ pub(crate) fn relation_doc(r: &Relation) -> Doc {
 
 /// One document read from its file (`kind` one of `claim`, `page`,
 /// `entity`, `relation`, else a source), with the signature of the file
-/// it read, taken from the open file (no second look at the name); `None`
+/// it read (modification time in ns, size: [`crate::index::engine::Sig`]), taken from the open file (no second look at the name); `None`
 /// when there is no such file. What every engine indexes of a file.
-pub fn read_doc(kb: &Store, kind: &str, id: &str) -> crate::error::Result<Option<(Doc, Sig)>> {
+pub fn read_doc(
+    kb: &Store,
+    kind: &str,
+    id: &str,
+) -> crate::error::Result<Option<(Doc, (i64, i64))>> {
     fn signed<T>(
         loaded: crate::error::Result<Option<(T, std::fs::Metadata)>>,
         doc: impl FnOnce(&T) -> Doc,
-    ) -> crate::error::Result<Option<(Doc, Sig)>> {
+    ) -> crate::error::Result<Option<(Doc, (i64, i64))>> {
         Ok(loaded?.map(|(object, m)| (doc(&object), (mtime_ns(&m), m.len() as i64))))
     }
     match kind {

@@ -21,7 +21,7 @@
 //! ([`super::DerivedIndex::written`]).
 
 use crate::error::Result;
-pub use crate::index::docs::{Doc, embedded_text, full_text, read_doc};
+use crate::index::docs::Doc;
 
 /// A file's signature as the index recorded it: modification time (ns)
 /// and size.

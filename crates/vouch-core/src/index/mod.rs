@@ -8,7 +8,7 @@
 
 pub mod admission;
 pub(crate) mod bm25;
-pub(crate) mod docs;
+pub mod docs;
 pub mod engine;
 pub mod keeper;
 pub mod kept;

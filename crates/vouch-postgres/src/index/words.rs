@@ -24,7 +24,8 @@ use std::collections::HashMap;
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 use vouch_core::Result;
-use vouch_core::index::engine::{Doc, DocRead, DocWrite, Listed, Sig, embedded_text, full_text};
+use vouch_core::index::docs::{Doc, embedded_text, full_text};
+use vouch_core::index::engine::{DocRead, DocWrite, Listed, Sig};
 use vouch_core::index::memory::kind_static;
 use vouch_core::index::{
     Currency, MARK_CLOSE, MARK_OPEN, Query, SearchHit, Snippets, required_words, unmark,

@@ -4,8 +4,10 @@
 //! is embedding), how this process keeps the index, and the background
 //! step's wake-up.
 
-use crate::index::IndexOptions;
+use crate::error::Result;
 use crate::index::memory::Vectors;
+use crate::index::{Currency, IndexOptions, Near};
+use crate::model::DocKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, RwLock};
 
@@ -77,6 +79,54 @@ impl KeeperState {
     /// The vectors in memory, for changing them.
     pub(crate) fn write_vectors(&self) -> std::sync::RwLockWriteGuard<'_, Option<Vectors>> {
         self.vectors.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Documents still without vectors, as the vectors in memory say (none
+    /// before a model's load).
+    pub(crate) fn pending(&self) -> usize {
+        self.read_vectors().as_ref().map_or(0, |v| v.pending())
+    }
+
+    /// Documents with vectors and documents still without, in memory.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        self.read_vectors()
+            .as_ref()
+            .map_or((0, 0), |v| (v.documents(), v.pending()))
+    }
+
+    /// The `want` documents nearest `query` in memory, best first (none
+    /// before a model's load).
+    pub(crate) fn nearest(
+        &self,
+        query: &[f32],
+        kinds: &[DocKind],
+        currency: Currency,
+        want: usize,
+    ) -> Result<Vec<Near>> {
+        let guard = self.read_vectors();
+        let Some(vectors) = guard.as_ref() else {
+            return Ok(Vec::new());
+        };
+        Ok(vectors
+            .nearest(query, kinds, currency, want)?
+            .into_iter()
+            .filter_map(|(k, s)| {
+                Some((
+                    DocKind::parse(k.kind)?,
+                    k.id.to_string(),
+                    k.status.map(str::to_string),
+                    s,
+                ))
+            })
+            .collect())
+    }
+
+    /// The cosine of one document's best chunk with `query`, if embedded.
+    pub(crate) fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>> {
+        match self.read_vectors().as_ref() {
+            Some(v) => v.similarity(kind.as_str(), id, query),
+            None => Ok(None),
+        }
     }
 
     pub(crate) fn generation(&self) -> u64 {

@@ -24,8 +24,7 @@ use super::{Keep, KeeperState};
 use crate::error::Result;
 use crate::index::engine::{EngineConn, Sig};
 use crate::index::memory::{DocKey, Vectors, kind_static};
-use crate::index::{Budget, Currency, EmbedStats, IndexUpkeep, Near, SEARCH_BUDGET};
-use crate::model::DocKind;
+use crate::index::{Budget, EmbedStats, IndexUpkeep, SEARCH_BUDGET};
 use crate::services::Embedder;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -847,57 +846,3 @@ mod shared_tests;
 #[cfg(test)]
 #[path = "rebuild_tests.rs"]
 mod after_rebuild;
-
-/// Documents still without vectors, as the vectors in memory say (none
-/// before a model's load).
-pub(crate) fn pending(state: &KeeperState) -> usize {
-    state.read_vectors().as_ref().map_or(0, |v| v.pending())
-}
-
-/// Documents with vectors and documents still without, in memory.
-pub(crate) fn counts(state: &KeeperState) -> (usize, usize) {
-    state
-        .read_vectors()
-        .as_ref()
-        .map_or((0, 0), |v| (v.documents(), v.pending()))
-}
-
-/// The `want` documents nearest `query` in memory, best first (none
-/// before a model's load).
-pub(crate) fn nearest(
-    state: &KeeperState,
-    query: &[f32],
-    kinds: &[DocKind],
-    currency: Currency,
-    want: usize,
-) -> Result<Vec<Near>> {
-    let guard = state.read_vectors();
-    let Some(vectors) = guard.as_ref() else {
-        return Ok(Vec::new());
-    };
-    Ok(vectors
-        .nearest(query, kinds, currency, want)?
-        .into_iter()
-        .filter_map(|(k, s)| {
-            Some((
-                DocKind::parse(k.kind)?,
-                k.id.to_string(),
-                k.status.map(str::to_string),
-                s,
-            ))
-        })
-        .collect())
-}
-
-/// The cosine of one document's best chunk with `query`, if embedded.
-pub(crate) fn similarity(
-    state: &KeeperState,
-    kind: DocKind,
-    id: &str,
-    query: &[f32],
-) -> Result<Option<f32>> {
-    match state.read_vectors().as_ref() {
-        Some(v) => v.similarity(kind.as_str(), id, query),
-        None => Ok(None),
-    }
-}

@@ -13,7 +13,8 @@
 mod words;
 
 use super::admission::{self, Proofs};
-use super::engine::{EngineConn, MainConn, Sig, Tables, WatchTarget, read_doc};
+use super::docs::read_doc;
+use super::engine::{EngineConn, MainConn, Sig, Tables, WatchTarget};
 use super::keeper::scan::{KINDS, Scan, ScanMeta};
 use super::keeper::vectors as embed;
 use super::keeper::{Keep, KeeperState};
@@ -342,7 +343,7 @@ impl Inner {
 /// (`Internal`, not an engine away: `Busy`), each alone, and a refused one is said
 /// and left out, so one document cannot stop the index following every
 /// other.
-fn put_each(store: &Store, tables: &dyn Tables, docs: &[(super::engine::Doc, Sig)]) -> Result<()> {
+fn put_each(store: &Store, tables: &dyn Tables, docs: &[(super::docs::Doc, Sig)]) -> Result<()> {
     let refused = |e: &crate::error::Error| e.kind == crate::error::ErrorKind::Internal;
     let Err(e) = tables.put_docs(docs) else {
         return Ok(());
@@ -541,11 +542,11 @@ impl super::VectorIndex for KeptIndex {
     ) -> Result<usize> {
         self.inner.ready(store)?;
         embed::before_read(&self.keep(store), embedder, budget)?;
-        Ok(embed::pending(&self.inner.keeper))
+        Ok(self.inner.keeper.pending())
     }
     fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
         embed::for_read(&self.keep(store), embedder)?;
-        Ok(embed::counts(&self.inner.keeper))
+        Ok(self.inner.keeper.counts())
     }
     fn nearest(
         &self,
@@ -554,10 +555,10 @@ impl super::VectorIndex for KeptIndex {
         currency: Currency,
         want: usize,
     ) -> Result<Vec<Near>> {
-        embed::nearest(&self.inner.keeper, query, kinds, currency, want)
+        self.inner.keeper.nearest(query, kinds, currency, want)
     }
     fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>> {
-        embed::similarity(&self.inner.keeper, kind, id, query)
+        self.inner.keeper.similarity(kind, id, query)
     }
     fn text_shas(&self, store: &Store) -> Result<HashSet<String>> {
         embed::text_shas(&self.keep(store))

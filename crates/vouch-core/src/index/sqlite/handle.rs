@@ -183,11 +183,11 @@ impl crate::index::VectorIndex for SqliteIndex {
         budget: Duration,
     ) -> Result<usize> {
         embed::before_read(&self.at(store).keep(), embedder, budget)?;
-        Ok(embed::pending(&self.state.keeper))
+        Ok(self.state.keeper.pending())
     }
     fn vector_counts(&self, store: &Store, embedder: &Arc<dyn Embedder>) -> Result<(usize, usize)> {
         embed::for_read(&self.at(store).keep(), embedder)?;
-        Ok(embed::counts(&self.state.keeper))
+        Ok(self.state.keeper.counts())
     }
     fn nearest(
         &self,
@@ -196,10 +196,10 @@ impl crate::index::VectorIndex for SqliteIndex {
         currency: Currency,
         want: usize,
     ) -> Result<Vec<Near>> {
-        embed::nearest(&self.state.keeper, query, kinds, currency, want)
+        self.state.keeper.nearest(query, kinds, currency, want)
     }
     fn similarity(&self, kind: DocKind, id: &str, query: &[f32]) -> Result<Option<f32>> {
-        embed::similarity(&self.state.keeper, kind, id, query)
+        self.state.keeper.similarity(kind, id, query)
     }
     fn text_shas(&self, store: &Store) -> Result<HashSet<String>> {
         embed::text_shas(&self.at(store).keep())
