@@ -352,10 +352,10 @@ pub(crate) fn run(cli: &Cli, args: &ServeArgs) -> Result<i32, Error> {
     // Another replica's writes, heard through the team database: a replica
     // keeping its own index (on a host of its own, whose watcher sees only
     // that host's writes) catches up with the files, and one reading the
-    // team database's index has its vectors look at what was written.
-    // Replicas sharing the tree's `state.db` on one host see each other's
-    // files through the watcher, and a scan by each on every write would
-    // only fight over that one file.
+    // team database's index reads them into its postings and vectors.
+    // Only a replica that fell back to the tree's `state.db` (the database
+    // was away when it started) leaves it to the host's watcher: a scan by
+    // each on every write would only fight over that one file.
     if let Some(team) = crate::team::current()
         && (args.index_dir.is_some() || crate::team::index_in_database(&kb))
     {

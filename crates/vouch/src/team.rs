@@ -141,9 +141,8 @@ fn keep_index_in_database(kb: &mut Kb, team: &Team) {
         Ok(tables) => kb.set_index(Box::new(KeptIndex::new(Arc::new(tables)))),
         Err(e) => kb.warn(format!(
             "the derived index in the team database cannot be opened ({}); this process \
-             keeps its own in {}, built from the files",
-            e.message,
-            kb.layout().index_dir().display()
+             keeps its own state.db, built from the files, until it restarts",
+            e.message
         )),
     }
 }

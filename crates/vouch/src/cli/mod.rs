@@ -751,9 +751,8 @@ pub(crate) enum TeamCmd {
         /// the installed one).
         #[arg(long)]
         other_models: bool,
-        /// Use the derived index kept in DIR (a replica's `--index-dir`)
-        /// rather than building one in the working tree, which on a
-        /// network volume must hold none.
+        /// Use the `state.db` a replica keeps in DIR (its `--index-dir`)
+        /// instead of the team database's index.
         #[arg(long = "index-dir", env = "VOUCH_INDEX_DIR", value_name = "DIR")]
         index_dir: Option<std::path::PathBuf>,
     },
@@ -809,9 +808,9 @@ pub(crate) struct ServeArgs {
     pub(crate) token_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(crate) team: TeamDatabase,
-    /// Keep this server's derived index (state.db, rebuilt from the files)
-    /// in DIR instead of .vouch/: each replica of a team server on a host
-    /// of its own keeps one on its own disk, since SQLite must not be
+    /// Keep a derived index of this server's own (state.db, rebuilt from
+    /// the files) in DIR: instead of the team database's index with a
+    /// team database, instead of .vouch/ without one. SQLite must not be
     /// shared over a network filesystem.
     #[arg(long = "index-dir", env = "VOUCH_INDEX_DIR", value_name = "DIR")]
     pub(crate) index_dir: Option<std::path::PathBuf>,
