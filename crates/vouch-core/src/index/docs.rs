@@ -119,8 +119,9 @@ pub(crate) fn relation_doc(r: &Relation) -> Doc {
 
 /// One document read from its file (`kind` one of `claim`, `page`,
 /// `entity`, `relation`, else a source), with the signature of the file
-/// it read (modification time in ns, size: [`crate::index::engine::Sig`]), taken from the open file (no second look at the name); `None`
-/// when there is no such file. What every engine indexes of a file.
+/// it read (modification time in ns, size: [`crate::index::engine::Sig`]),
+/// taken from the open file (no second look at the name); `None` when
+/// there is no such file. What every engine indexes of a file.
 pub fn read_doc(
     kb: &Store,
     kind: &str,
