@@ -93,70 +93,79 @@ pub(crate) fn ensure(client: &mut Client) -> Result<(), postgres::Error> {
          -- Documents put and removed in one round trip each: under the
          -- lock that orders rowids (taken before the statement's snapshot,
          -- so it sees every write committed before it).
-         CREATE OR REPLACE FUNCTION vouch_index_put_v1(
-             lock_key bigint, cfg regconfig, kinds text[], ids text[], titles text[],
-             bodies text[], statuses text[], confidences float8[], mtimes int8[],
-             sizes int8[], title_words text[], body_words text[]) RETURNS void
-         LANGUAGE plpgsql AS $f$
-         BEGIN
-             PERFORM pg_advisory_xact_lock(lock_key);
-             WITH old AS (
-                 SELECT d.kind, d.id, d.rowid FROM vouch_index_docs d
-                 JOIN unnest(kinds, ids) AS k(kind, id) ON d.kind = k.kind AND d.id = k.id
-             ), put AS (
-                 INSERT INTO vouch_index_docs
-                     (rowid, kind, id, title, body, status, confidence, mtime, size, words)
-                 SELECT nextval('vouch_index_rowids'), k, i, t, b, s, c, m, z,
-                        setweight(to_tsvector(cfg, tw), 'A') || setweight(to_tsvector(cfg, bw), 'B')
-                 FROM unnest(kinds, ids, titles, bodies, statuses, confidences, mtimes, sizes,
-                             title_words, body_words) AS u(k, i, t, b, s, c, m, z, tw, bw)
-                 ON CONFLICT (kind, id) DO UPDATE SET
-                     rowid = CASE WHEN (vouch_index_docs.title, vouch_index_docs.body,
-                                        vouch_index_docs.status)
-                                  IS DISTINCT FROM (excluded.title, excluded.body, excluded.status)
-                             THEN excluded.rowid ELSE vouch_index_docs.rowid END,
-                     title = excluded.title, body = excluded.body, status = excluded.status,
-                     confidence = excluded.confidence, mtime = excluded.mtime,
-                     size = excluded.size, words = excluded.words
-                 -- What another replica put already is left as it is (no new
-                 -- row version, no GIN update).
-                 WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
-                        vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
-                     IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
-                        excluded.confidence, excluded.mtime, excluded.size)
-                 RETURNING kind, id, rowid
-             )
-             INSERT INTO vouch_index_gone (rowid)
-             SELECT old.rowid FROM old JOIN put ON put.kind = old.kind AND put.id = old.id
-             WHERE put.rowid <> old.rowid;
-         END $f$;
-         CREATE OR REPLACE FUNCTION vouch_index_remove_v1(
-             lock_key bigint, kinds text[], ids text[]) RETURNS bigint
-         LANGUAGE plpgsql AS $f$
-         DECLARE n bigint;
-         BEGIN
-             PERFORM pg_advisory_xact_lock(lock_key);
-             WITH gone AS (
-                 DELETE FROM vouch_index_docs
-                 WHERE (kind, id) IN (SELECT * FROM unnest(kinds, ids))
-                 RETURNING rowid
-             )
-             INSERT INTO vouch_index_gone (rowid) SELECT rowid FROM gone;
-             GET DIAGNOSTICS n = ROW_COUNT;
-             -- A replica reads what went within a round; a day's removals
-             -- are kept for one that was paused, and one paused longer
-             -- finds it out by the point let go through (and reads its
-             -- postings again).
-             WITH pruned AS (
-                 DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day'
-                 RETURNING seq
-             )
-             INSERT INTO vouch_index_meta (key, value)
-             SELECT 'gone_pruned_through', max(seq)::text FROM pruned HAVING count(*) > 0
-             ON CONFLICT (key) DO UPDATE SET value =
-                 greatest(vouch_index_meta.value::bigint, excluded.value::bigint)::text;
-             RETURN n;
-         END $f$;
+         -- Made once: a new body takes a new name (`_v2`), so a replica
+         -- of another version keeps the one it calls, and a connection
+         -- made later does not rewrite the catalog.
+         DO $$ BEGIN
+             IF to_regproc('vouch_index_put_v1') IS NULL THEN
+             CREATE FUNCTION vouch_index_put_v1(
+                 lock_key bigint, cfg regconfig, kinds text[], ids text[], titles text[],
+                 bodies text[], statuses text[], confidences float8[], mtimes int8[],
+                 sizes int8[], title_words text[], body_words text[]) RETURNS void
+             LANGUAGE plpgsql AS $f$
+             BEGIN
+                 PERFORM pg_advisory_xact_lock(lock_key);
+                 WITH old AS (
+                     SELECT d.kind, d.id, d.rowid FROM vouch_index_docs d
+                     JOIN unnest(kinds, ids) AS k(kind, id) ON d.kind = k.kind AND d.id = k.id
+                 ), put AS (
+                     INSERT INTO vouch_index_docs
+                         (rowid, kind, id, title, body, status, confidence, mtime, size, words)
+                     SELECT nextval('vouch_index_rowids'), k, i, t, b, s, c, m, z,
+                            setweight(to_tsvector(cfg, tw), 'A') || setweight(to_tsvector(cfg, bw), 'B')
+                     FROM unnest(kinds, ids, titles, bodies, statuses, confidences, mtimes, sizes,
+                                 title_words, body_words) AS u(k, i, t, b, s, c, m, z, tw, bw)
+                     ON CONFLICT (kind, id) DO UPDATE SET
+                         rowid = CASE WHEN (vouch_index_docs.title, vouch_index_docs.body,
+                                            vouch_index_docs.status)
+                                      IS DISTINCT FROM (excluded.title, excluded.body, excluded.status)
+                                 THEN excluded.rowid ELSE vouch_index_docs.rowid END,
+                         title = excluded.title, body = excluded.body, status = excluded.status,
+                         confidence = excluded.confidence, mtime = excluded.mtime,
+                         size = excluded.size, words = excluded.words
+                     -- What another replica put already is left as it is (no new
+                     -- row version, no GIN update).
+                     WHERE (vouch_index_docs.title, vouch_index_docs.body, vouch_index_docs.status,
+                            vouch_index_docs.confidence, vouch_index_docs.mtime, vouch_index_docs.size)
+                         IS DISTINCT FROM (excluded.title, excluded.body, excluded.status,
+                            excluded.confidence, excluded.mtime, excluded.size)
+                     RETURNING kind, id, rowid
+                 )
+                 INSERT INTO vouch_index_gone (rowid)
+                 SELECT old.rowid FROM old JOIN put ON put.kind = old.kind AND put.id = old.id
+                 WHERE put.rowid <> old.rowid;
+             END $f$;
+             END IF;
+             IF to_regproc('vouch_index_remove_v1') IS NULL THEN
+             CREATE FUNCTION vouch_index_remove_v1(
+                 lock_key bigint, kinds text[], ids text[]) RETURNS bigint
+             LANGUAGE plpgsql AS $f$
+             DECLARE n bigint;
+             BEGIN
+                 PERFORM pg_advisory_xact_lock(lock_key);
+                 WITH gone AS (
+                     DELETE FROM vouch_index_docs
+                     WHERE (kind, id) IN (SELECT * FROM unnest(kinds, ids))
+                     RETURNING rowid
+                 )
+                 INSERT INTO vouch_index_gone (rowid) SELECT rowid FROM gone;
+                 GET DIAGNOSTICS n = ROW_COUNT;
+                 -- A replica reads what went within a round; a day's removals
+                 -- are kept for one that was paused, and one paused longer
+                 -- finds it out by the point let go through (and reads its
+                 -- postings again).
+                 WITH pruned AS (
+                     DELETE FROM vouch_index_gone WHERE at < now() - interval '1 day'
+                     RETURNING seq
+                 )
+                 INSERT INTO vouch_index_meta (key, value)
+                 SELECT 'gone_pruned_through', max(seq)::text FROM pruned HAVING count(*) > 0
+                 ON CONFLICT (key) DO UPDATE SET value =
+                     greatest(vouch_index_meta.value::bigint, excluded.value::bigint)::text;
+                 RETURN n;
+             END $f$;
+             END IF;
+         END $$;
          DO $$ BEGIN
              IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'vouch_english_stem') THEN
                  -- Snowball's English stemmer without its stop words: a
