@@ -38,11 +38,12 @@ impl TeamVectors {
 
 /// Little-endian `f32`s, chunk after chunk.
 fn encode(chunks: &[Vec<f32>]) -> Vec<u8> {
-    chunks
-        .iter()
-        .flatten()
-        .flat_map(|x| x.to_le_bytes())
-        .collect()
+    chunks.iter().flat_map(|c| encode_one(c)).collect()
+}
+
+/// One vector as little-endian `f32`s.
+pub(crate) fn encode_one(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// The chunks `bytes` holds, when they are whole chunks of `dim` finite
@@ -54,13 +55,19 @@ fn decode(bytes: &[u8], dim: usize) -> Option<Vec<Vec<f32>>> {
     }
     bytes
         .chunks_exact(chunk_bytes)
-        .map(|chunk| {
-            chunk
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .map(|x| x.is_finite().then_some(x))
-                .collect::<Option<Vec<f32>>>()
-        })
+        .map(|chunk| decode_one(chunk, dim))
+        .collect()
+}
+
+/// The one vector `bytes` holds, when it is `dim` finite values.
+pub(crate) fn decode_one(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
+    if bytes.len() != dim.checked_mul(4)? {
+        return None;
+    }
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .map(|x| x.is_finite().then_some(x))
         .collect()
 }
 

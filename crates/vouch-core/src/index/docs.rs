@@ -158,6 +158,12 @@ pub(crate) fn doc_file(
     }
 }
 
+/// A regular file's (mtime, size): a link is never a document.
+pub(crate) fn file_signature(path: &std::path::Path) -> Option<(i64, i64)> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.is_file().then(|| (mtime_ns(&m), m.len() as i64))
+}
+
 /// What an object just written contributes; `None` for a removal.
 pub(crate) fn written_doc(kb: &Store, written: &crate::model::Written) -> Option<Doc> {
     use crate::model::Written;

@@ -6,26 +6,10 @@
 //! replica's model made, every other one reads.
 
 use super::TeamIndex;
+use crate::vectors::{decode_one as decode, encode_one as encode};
 use vouch_core::Result;
 use vouch_core::index::engine::{DocKey, Sig, StoredVector, VectorRead, VectorWrite};
 use vouch_core::index::memory::kind_static;
-
-/// Little-endian `f32`s.
-fn encode(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The vector `bytes` holds, when it is `dim` finite values.
-fn decode(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
-    (bytes.len() == dim * 4)
-        .then(|| {
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect::<Vec<f32>>()
-        })
-        .filter(|v| v.iter().all(|x| x.is_finite()))
-}
 
 impl VectorRead for TeamIndex {
     fn vectors_of(

@@ -5,7 +5,7 @@
 //! first search from the database, and knowledge no approval let in is
 //! marked.
 
-use super::Cluster;
+use super::{Cluster, approved_claim, registered_source};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +25,17 @@ fn replica(dir: &Path, url: &str) -> Kb {
     let tables = TeamIndex::open(Arc::new(Database::new(url).expect("url")), stem).expect("index");
     kb.set_index(Box::new(KeptIndex::new(Arc::new(tables))));
     kb
+}
+
+/// A new knowledge base in a temp dir, served by a replica on the team
+/// database at `url`, with a source registered: the folder, the replica
+/// and the source's id.
+fn first_replica(url: &str) -> (tempfile::TempDir, Kb, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    Kb::init(dir.path(), "t", None).expect("init");
+    let a = replica(dir.path(), url);
+    let src = registered_source(&a, "the runbook");
+    (dir, a, src)
 }
 
 fn call(kb: &Kb, who: &str, method: &str, params: Value) -> Value {
@@ -49,37 +60,14 @@ fn found(kb: &Kb, q: &str) -> Vec<String> {
 #[test]
 fn a_knowledge_base_served_from_the_team_index() {
     let pg = Cluster::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    Kb::init(dir.path(), "t", None).expect("init");
-    let a = replica(dir.path(), &pg.url);
-    let src = call(
-        &a,
-        "agent",
-        "kb.register_source",
-        json!({"content": "the runbook", "locator": "notes"}),
-    )["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let (dir, a, src) = first_replica(&pg.url);
     let mut claims = Vec::new();
     for text in [
         "We deploy on Tuesdays after the review.",
         "Signing keys rotate every ninety days.",
         "The database is backed up nightly.",
     ] {
-        let proposed = call(
-            &a,
-            "agent",
-            "kb.propose_claim",
-            json!({"text": text, "evidence": [src]}),
-        );
-        call(
-            &a,
-            "alice",
-            "kb.approve",
-            json!({"proposal_id": proposed["proposal_id"]}),
-        );
-        claims.push(proposed["claim_id"].as_str().expect("id").to_string());
+        claims.push(approved_claim(&a, &src, text));
     }
     assert_eq!(found(&a, "deploys tuesday"), [claims[0].clone()]);
     assert_eq!(found(&a, "rotating keys"), [claims[1].clone()]);
@@ -183,33 +171,8 @@ fn lexical(kb: &Kb, q: &str, limit: usize) -> Vec<String> {
 #[test]
 fn a_servers_postings_in_memory_find_what_the_database_finds_and_follow_other_replicas() {
     let pg = Cluster::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    Kb::init(dir.path(), "t", None).expect("init");
-    let a = replica(dir.path(), &pg.url);
-    let src = call(
-        &a,
-        "agent",
-        "kb.register_source",
-        json!({"content": "the runbook", "locator": "notes"}),
-    )["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    let approve = |text: &str| -> String {
-        let proposed = call(
-            &a,
-            "agent",
-            "kb.propose_claim",
-            json!({"text": text, "evidence": [src]}),
-        );
-        call(
-            &a,
-            "alice",
-            "kb.approve",
-            json!({"proposal_id": proposed["proposal_id"]}),
-        );
-        proposed["claim_id"].as_str().expect("id").to_string()
-    };
+    let (dir, a, src) = first_replica(&pg.url);
+    let approve = |text: &str| approved_claim(&a, &src, text);
     let verbs = ["deploys", "rotates", "backs up", "reviews"];
     let things = ["the billing database", "signing keys", "release tokens"];
     for verb in verbs {
@@ -265,54 +228,15 @@ fn a_servers_postings_in_memory_find_what_the_database_finds_and_follow_other_re
     vouch_core::index::Upkeep::refresh_postings(b.index(), &b).expect("round");
     assert!(lexical(&b, "webhooks gateway", 10).is_empty());
     // Its own writes are in its postings at once.
-    let own = {
-        let proposed = call(
-            &b,
-            "agent",
-            "kb.propose_claim",
-            json!({"text": "Invoices are archived after seven years.", "evidence": [src]}),
-        );
-        call(
-            &b,
-            "alice",
-            "kb.approve",
-            json!({"proposal_id": proposed["proposal_id"]}),
-        );
-        proposed["claim_id"].as_str().expect("id").to_string()
-    };
+    let own = approved_claim(&b, &src, "Invoices are archived after seven years.");
     assert_eq!(lexical(&b, "invoices archived", 10), [own]);
 }
 
 #[test]
 fn a_replica_that_missed_removals_let_go_reads_its_postings_again() {
     let pg = Cluster::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    Kb::init(dir.path(), "t", None).expect("init");
-    let a = replica(dir.path(), &pg.url);
-    let src = call(
-        &a,
-        "agent",
-        "kb.register_source",
-        json!({"content": "the runbook", "locator": "notes"}),
-    )["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    let approve = |text: &str| -> String {
-        let proposed = call(
-            &a,
-            "agent",
-            "kb.propose_claim",
-            json!({"text": text, "evidence": [src]}),
-        );
-        call(
-            &a,
-            "alice",
-            "kb.approve",
-            json!({"proposal_id": proposed["proposal_id"]}),
-        );
-        proposed["claim_id"].as_str().expect("id").to_string()
-    };
+    let (dir, a, src) = first_replica(&pg.url);
+    let approve = |text: &str| approved_claim(&a, &src, text);
     let loud = approve("Webhooks webhooks webhooks: the gateway retries webhooks.");
     let quiet = approve("The mailer sends one digest of webhooks a week.");
     let mut b = replica(dir.path(), &pg.url);

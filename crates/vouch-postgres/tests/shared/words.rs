@@ -2,7 +2,7 @@
 //! against a real PostgreSQL: what a search by words finds there, beside
 //! what the embedded index finds in the same knowledge base.
 
-use super::Cluster;
+use super::{Cluster, approved_claim, registered_source};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,26 +25,6 @@ fn kb() -> (tempfile::TempDir, Kb) {
     )
     .expect("open");
     (dir, kb)
-}
-
-/// A claim proposed by an agent citing `src` and approved by a person;
-/// its id.
-fn approved_claim(kb: &Kb, src: &str, text: &str) -> String {
-    let proposed = dispatch(
-        kb,
-        &Caller::new("agent", Transport::Jsonl),
-        "kb.propose_claim",
-        json!({"text": text, "evidence": [src]}),
-    )
-    .expect("propose");
-    dispatch(
-        kb,
-        &Caller::new("alice", Transport::Cli),
-        "kb.approve",
-        json!({"proposal_id": proposed["proposal_id"]}),
-    )
-    .expect("approve");
-    proposed["claim_id"].as_str().expect("id").to_string()
 }
 
 /// A search by words of `text` in `words`: every kind, any status.
@@ -84,16 +64,7 @@ fn ids(hits: &[SearchHit]) -> Vec<&str> {
 fn every_replica_finds_by_words_what_the_embedded_index_finds() {
     let pg = Cluster::start();
     let (_dir, kb) = kb();
-    let src = dispatch(
-        &kb,
-        &Caller::new("agent", Transport::Jsonl),
-        "kb.register_source",
-        json!({"content": "the team's runbook", "locator": "notes"}),
-    )
-    .expect("source")["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let src = registered_source(&kb, "the team's runbook");
     let verbs = ["deploys", "rotates", "backs up", "reviews", "caches"];
     let things = [
         "the database",

@@ -183,12 +183,6 @@ impl Inner {
                 continue;
             }
             let held: HashMap<String, Sig> = tables.signatures(kind)?.into_iter().collect();
-            let on_disk: HashSet<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
-            let gone: Vec<(&str, &str)> = held
-                .keys()
-                .filter(|id| !on_disk.contains(id.as_str()))
-                .map(|id| (kind, id.as_str()))
-                .collect();
             let mut unread: Vec<&str> = Vec::new();
             for (id, sig) in &files {
                 if !kind_scan.stated || racy(*sig) || held.get(id) != Some(sig) {
@@ -231,14 +225,18 @@ impl Inner {
                         .map(|(k, id)| (k.to_string(), id.to_string())),
                 );
             }
-            // A file written since the scan (a write, here or on another
-            // replica, put its document meanwhile) is not gone.
-            let gone: Vec<(&str, &str)> = gone
-                .into_iter()
-                .filter(|(kind, id)| {
+            // Held but not found by the scan, and still not there: a file
+            // written since the scan (a write, here or on another replica,
+            // put its document meanwhile) is not gone.
+            let on_disk: HashSet<&str> = files.iter().map(|(id, _)| id.as_str()).collect();
+            let gone: Vec<(&str, &str)> = held
+                .keys()
+                .filter(|id| !on_disk.contains(id.as_str()))
+                .filter(|id| {
                     !super::docs::doc_file(store, kind, id)
                         .is_ok_and(|p| std::fs::symlink_metadata(p).is_ok())
                 })
+                .map(|id| (kind, id.as_str()))
                 .collect();
             stats.removed += tables.remove_docs(&gone)?;
             changed.extend(gone.iter().map(|(k, id)| (k.to_string(), id.to_string())));
@@ -268,9 +266,8 @@ impl Inner {
                 Some(doc) => {
                     let sig = super::docs::doc_file(store, doc.kind, &doc.id)
                         .ok()
-                        .and_then(|p| std::fs::symlink_metadata(p).ok())
-                        .filter(|m| m.is_file())
-                        .map_or((0, 0), |m| (crate::store::mtime_ns(&m), m.len() as i64));
+                        .and_then(|p| super::docs::file_signature(&p))
+                        .unwrap_or((0, 0));
                     docs.push((doc, sig));
                 }
                 None => removed.push(w.key()),

@@ -255,12 +255,6 @@ fn file_of(kb: &Ix, kind: &str, id: &str) -> Result<PathBuf> {
 
 pub(crate) use crate::store::file_identity;
 
-/// A regular file's (mtime, size): a link is never a document.
-fn file_signature(path: &Path) -> Option<Sig> {
-    let m = std::fs::symlink_metadata(path).ok()?;
-    m.is_file().then(|| (mtime_ns(&m), m.len() as i64))
-}
-
 /// Read a document from its file; `None` if gone or unreadable (warned).
 fn load_doc(kb: &Ix, kind: &str, id: &str) -> Option<Doc> {
     load_doc_signed(kb, kind, id).map(|(doc, _)| doc)
